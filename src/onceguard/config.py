@@ -1,0 +1,201 @@
+"""``[tool.onceguard]`` in pyproject.toml: read the same way by the CLI, flake8 and the LSP."""
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Dict, Iterable, Optional, Tuple
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+
+class ConfigError(Exception):
+    """A user mistake in configuration: reported in one line, exit code 2."""
+
+
+@dataclass(frozen=True)
+class Config:
+    select: Tuple[str, ...] = ("OG",)
+    ignore: Tuple[str, ...] = ()
+    extend_select: Tuple[str, ...] = ()
+    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    exclude: Tuple[str, ...] = (
+        ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "__pycache__", "node_modules",
+        "build", "dist", ".eggs", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".onceguard_cache",
+    )
+    extend_exclude: Tuple[str, ...] = ()
+    claim_functions: Tuple[str, ...] = ()
+    migration_paths: Tuple[str, ...] = ()
+    transaction_pooler: bool = False
+    single_scheduler: bool = True
+    migrate_url_env: str = ""
+    error: Tuple[str, ...] = ()
+    root: str = field(default="", compare=False)
+
+    def digest(self) -> str:
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "root"}
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=list).encode()).hexdigest()[:16]
+
+    def relative(self, path: str) -> str:
+        """``path`` relative to the config's root, with forward slashes, for pattern matching."""
+        absolute = os.path.abspath(path)
+        if self.root:
+            try:
+                absolute = os.path.relpath(absolute, self.root)
+            except ValueError:
+                pass
+        return absolute.replace(os.sep, "/")
+
+    def is_enabled(self, code: str) -> bool:
+        selected = _longest_match(code, self.select + self.extend_select)
+        ignored = _longest_match(code, self.ignore)
+        if selected is None:
+            return False
+        return ignored is None or len(selected) > len(ignored)
+
+    def ignored_for_path(self, path: str) -> Tuple[str, ...]:
+        rel = self.relative(path)
+        codes: list = []
+        for pattern, pattern_codes in self.per_file_ignores:
+            if path_matches(rel, pattern):
+                codes.extend(pattern_codes)
+        return tuple(codes)
+
+    def is_excluded(self, path: str) -> bool:
+        rel = self.relative(path)
+        return any(path_matches(rel, pattern) for pattern in self.exclude + self.extend_exclude)
+
+    def is_migration_path(self, path: str) -> bool:
+        rel = self.relative(path)
+        return any(path_matches(rel, pattern) for pattern in self.migration_paths)
+
+
+def _longest_match(code: str, selectors: Iterable[str]) -> Optional[str]:
+    best = None
+    for selector in selectors:
+        if selector == "ALL" or code.startswith(selector):
+            if best is None or len(selector) > len(best):
+                best = "" if selector == "ALL" else selector
+    return best
+
+
+def path_matches(rel_path: str, pattern: str) -> bool:
+    """flake8/ruff-style: a glob against the whole relative path, or against any single component."""
+    pattern = pattern.rstrip("/").replace(os.sep, "/")
+    if pattern.startswith("./"):
+        pattern = pattern[2:]
+    if fnmatch.fnmatchcase(rel_path, pattern) or fnmatch.fnmatchcase(rel_path, pattern + "/*"):
+        return True
+    if "/" not in pattern:
+        return any(fnmatch.fnmatchcase(part, pattern) for part in rel_path.split("/"))
+    return False
+
+
+_LIST_KEYS = {
+    "select", "ignore", "extend-select", "exclude", "extend-exclude", "claim-functions",
+    "migration-paths", "error",
+}
+_BOOL_KEYS = {"transaction-pooler", "single-scheduler"}
+_STR_KEYS = {"migrate-url-env"}
+_CODE_KEYS = {"select", "ignore", "extend-select", "error"}
+KNOWN_KEYS = _LIST_KEYS | _BOOL_KEYS | _STR_KEYS | {"per-file-ignores"}
+
+
+def _known_codes() -> Tuple[str, ...]:
+    from .registry import all_codes
+
+    return all_codes()
+
+
+def validate_selector(selector: str, where: str) -> str:
+    selector = selector.strip().upper()
+    if selector == "ALL":
+        return selector
+    if not selector.startswith("OG") or not any(code.startswith(selector) for code in _known_codes()):
+        raise ConfigError(f"{where}: unknown rule code or prefix {selector!r} (see `onceguard rules`)")
+    return selector
+
+
+def from_mapping(table: Dict[str, object], root: str = "", where: str = "[tool.onceguard]") -> Config:
+    values: Dict[str, object] = {}
+    for key, value in table.items():
+        if key not in KNOWN_KEYS:
+            known = ", ".join(sorted(KNOWN_KEYS))
+            raise ConfigError(f"{where}: unknown key {key!r} (known keys: {known})")
+        attr = key.replace("-", "_")
+        if key in _LIST_KEYS:
+            if isinstance(value, str):
+                value = [part for part in value.replace(",", " ").split() if part]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{where}: {key} must be a list of strings")
+            if key in _CODE_KEYS:
+                value = [validate_selector(v, f"{where} {key}") for v in value]
+            values[attr] = tuple(value)
+        elif key in _BOOL_KEYS:
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: {key} must be true or false")
+            values[attr] = value
+        elif key in _STR_KEYS:
+            if not isinstance(value, str):
+                raise ConfigError(f"{where}: {key} must be a string")
+            values[attr] = value
+        else:  # per-file-ignores
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: per-file-ignores must be a table of pattern = [codes]")
+            pairs = []
+            for pattern, codes in value.items():
+                if isinstance(codes, str):
+                    codes = [c for c in codes.replace(",", " ").split() if c]
+                if not isinstance(codes, list):
+                    raise ConfigError(f"{where}: per-file-ignores.{pattern} must be a list of codes")
+                pairs.append((pattern, tuple(validate_selector(c, f"{where} per-file-ignores") for c in codes)))
+            values["per_file_ignores"] = tuple(pairs)
+    return replace(Config(), root=root, **values)
+
+
+def load_file(pyproject: Path) -> Config:
+    try:
+        with open(pyproject, "rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"{pyproject}: cannot read: {error}") from None
+    table = data.get("tool", {}).get("onceguard", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{pyproject}: [tool.onceguard] must be a table")
+    return from_mapping(table, root=str(pyproject.parent.resolve()), where=f"{pyproject} [tool.onceguard]")
+
+
+@lru_cache(maxsize=256)
+def _nearest_pyproject(directory: str) -> Optional[str]:
+    current = Path(directory)
+    for candidate in (current, *current.parents):
+        path = candidate / "pyproject.toml"
+        if path.is_file():
+            return str(path)
+    return None
+
+
+@lru_cache(maxsize=64)
+def _load_cached(path: str, mtime: float) -> Config:
+    return load_file(Path(path))
+
+
+def config_for(path: str) -> Config:
+    """The config of the nearest pyproject.toml at or above ``path`` (a file or directory)."""
+    absolute = os.path.abspath(path)
+    directory = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+    pyproject = _nearest_pyproject(directory)
+    if pyproject is None:
+        return replace(Config(), root=os.getcwd())
+    try:
+        mtime = os.stat(pyproject).st_mtime
+    except OSError:
+        mtime = 0.0
+    return _load_cached(pyproject, mtime)

@@ -1,0 +1,152 @@
+"""Prefilter, parse once with ``ast``, run every enabled rule in one pass over shared facts."""
+from __future__ import annotations
+
+import ast
+import io
+import sys
+import tokenize
+import traceback
+import warnings
+from typing import List, Optional, Sequence, Tuple
+
+from .config import Config
+from .context import FileContext
+from .facts import ModuleFacts
+from .model import Diagnostic
+from .noqa import filter_suppressed
+from .registry import ENGINE_CODES, rule_classes
+from .rules.base import Rule
+from .syntax_hints import explain_syntax_error
+
+
+def enabled_rules(config: Config) -> List[Rule]:
+    return [cls() for cls in rule_classes() if config.is_enabled(cls.code)]
+
+
+def trigger_words(rules: Sequence[Rule]) -> Tuple[bytes, ...]:
+    words = set()
+    for rule in rules:
+        words.update(rule.triggers)
+    return tuple(sorted(words))
+
+
+def passes_prefilter(source: bytes, words: Sequence[bytes]) -> bool:
+    """A file that contains none of the trigger words cannot produce a finding: skip its parse."""
+    return any(word in source for word in words)
+
+
+def engine_diagnostic(code: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
+    name = ENGINE_CODES[code][0]
+    return Diagnostic(code, name, line, column, line, column, message, "")
+
+
+def decode(source: bytes) -> str:
+    """Decode as Python does (PEP 263 cookie, BOM, UTF-8 default); raises on undecodable bytes."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    text = source.decode(encoding)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def parse(text: str, path: str) -> ast.Module:
+    with warnings.catch_warnings():
+        # Invalid escape sequences in checked code are not ours to report.
+        warnings.simplefilter("ignore")
+        return ast.parse(text, filename=path or "<unknown>")
+
+
+def cannot_parse(error: BaseException, text: Optional[str]) -> Diagnostic:
+    line = 1
+    column = 1
+    if isinstance(error, SyntaxError):
+        line = error.lineno or 1
+        column = max(error.offset or 1, 1)
+        reason = f"{error.msg} (line {line})"
+        hint = explain_syntax_error(error, text)
+        if hint:
+            reason = f"{reason}; {hint}"
+    elif isinstance(error, UnicodeDecodeError):
+        reason = f"cannot decode as {error.encoding}: byte {error.object[error.start]:#04x} at offset {error.start}"
+    elif isinstance(error, RecursionError):
+        reason = "nesting too deep for the Python parser"
+    elif isinstance(error, MemoryError):
+        reason = "the Python parser ran out of memory (nesting too deep or file too large)"
+    elif isinstance(error, ValueError) and "null bytes" in str(error):
+        reason = "the file contains NUL bytes"
+    else:
+        reason = f"{type(error).__name__}: {error}"
+    return engine_diagnostic("OG000", f"cannot parse: {reason}", line, column)
+
+
+def run_rules(facts: ModuleFacts, rules: Sequence[Rule]) -> List[Diagnostic]:
+    found: List[Diagnostic] = []
+    for rule in rules:
+        try:
+            found.extend(rule.check(facts))
+        except Exception as error:  # noqa: BLE001 - one broken rule must not take the run down
+            where = traceback.extract_tb(error.__traceback__)[-1]
+            found.append(
+                engine_diagnostic(
+                    "OG001",
+                    f"internal error in {rule.code} on this file: {type(error).__name__}: {error} "
+                    f"({where.filename.rsplit('/', 1)[-1]}:{where.lineno}); please report it",
+                )
+            )
+    found.sort(key=lambda d: (d.line, d.column, d.code))
+    return _dedupe(found)
+
+
+def _dedupe(diagnostics: List[Diagnostic]) -> List[Diagnostic]:
+    seen = set()
+    unique = []
+    for diagnostic in diagnostics:
+        key = (diagnostic.code, diagnostic.line, diagnostic.column, diagnostic.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(diagnostic)
+    return unique
+
+
+def check_tree(tree: ast.Module, lines: Sequence[str], path: str, config: Config,
+               rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
+    """Rules over a tree somebody else parsed (flake8). No noqa filtering: the caller does it."""
+    rules = enabled_rules(config) if rules is None else rules
+    context = FileContext(path, config)
+    facts = ModuleFacts(tree, context, list(lines))
+    return run_rules(facts, rules)
+
+
+def check_source(source: bytes, path: str, config: Config,
+                 rules: Optional[Sequence[Rule]] = None, apply_noqa: bool = True) -> List[Diagnostic]:
+    """Everything onceguard has to say about one file's bytes."""
+    rules = enabled_rules(config) if rules is None else rules
+    if not rules or not passes_prefilter(source, trigger_words(rules)):
+        return []
+    text: Optional[str] = None
+    try:
+        text = decode(source)
+        tree = parse(text, path)
+    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError) as error:
+        return [cannot_parse(error, text).with_path(path)]
+    lines = text.splitlines()
+    try:
+        found = check_tree(tree, lines, path, config, rules)
+    except RecursionError:
+        found = [engine_diagnostic("OG000", "cannot parse: nesting too deep to analyse")]
+    if apply_noqa:
+        found = filter_suppressed(found, lines)
+    return [d.with_path(path) for d in found]
+
+
+def check_file(path: str, config: Config, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
+    try:
+        with open(path, "rb") as handle:
+            source = handle.read()
+    except OSError as error:
+        return [engine_diagnostic("OG000", f"cannot read: {error.strerror or error}").with_path(path)]
+    return check_source(source, path, config, rules)
+
+
+def python_version() -> str:
+    return f"{sys.version_info.major}.{sys.version_info.minor}"

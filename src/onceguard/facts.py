@@ -1,0 +1,178 @@
+"""One traversal of a module's ``ast`` that every rule reads from.
+
+The walk is iterative (no Python recursion), so a tree that CPython could
+build is never too deep for us.  It links each node to its parent and files
+the nodes the rules start from into lists, so a rule looks at the dozen
+calls named ``execute`` instead of walking the whole tree again.
+"""
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from typing import Dict, Iterator, List, Optional, Union
+
+from .context import FileContext
+from .names import ImportTable, dotted
+
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+PARENT = "_og_parent"
+
+
+def parent(node: ast.AST) -> Optional[ast.AST]:
+    return getattr(node, PARENT, None)
+
+
+def ancestors(node: ast.AST) -> Iterator[ast.AST]:
+    node = getattr(node, PARENT, None)
+    while node is not None:
+        yield node
+        node = getattr(node, PARENT, None)
+
+
+def call_name(call: ast.Call) -> Optional[str]:
+    """The last name of what is called: ``execute`` for ``conn.execute(...)``, ``text`` for ``text(...)``."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return None
+
+
+class ModuleFacts:
+    def __init__(self, tree: ast.Module, context: FileContext, lines: Optional[List[str]] = None) -> None:
+        self.tree = tree
+        self.context = context
+        self.config = context.config
+        self.lines = lines or []
+        self.calls: List[ast.Call] = []
+        self.calls_by_name: Dict[str, List[ast.Call]] = defaultdict(list)
+        self.functions: List[FunctionNode] = []
+        self.functions_by_name: Dict[str, List[FunctionNode]] = defaultdict(list)
+        self.classes: List[ast.ClassDef] = []
+        self.withs: List[Union[ast.With, ast.AsyncWith]] = []
+        self.assigns: List[Union[ast.Assign, ast.AnnAssign, ast.AugAssign]] = []
+        self.loops: List[Union[ast.While, ast.For, ast.AsyncFor]] = []
+        self.ifs: List[ast.If] = []
+        imports: List[ast.AST] = []
+        self._walk(tree, imports)
+        self.imports = ImportTable(imports, context.package)
+        self._cache: Dict[str, object] = {}
+
+    def _walk(self, tree: ast.AST, imports: List[ast.AST]) -> None:
+        stack = [tree]
+        calls_append = self.calls.append
+        by_name = self.calls_by_name
+        iter_child_nodes = ast.iter_child_nodes
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind is ast.Call:
+                calls_append(node)
+                func = node.func
+                if type(func) is ast.Attribute:
+                    by_name[func.attr].append(node)
+                elif type(func) is ast.Name:
+                    by_name[func.id].append(node)
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                self.functions.append(node)
+                self.functions_by_name[node.name].append(node)
+            elif kind is ast.Assign or kind is ast.AnnAssign or kind is ast.AugAssign:
+                self.assigns.append(node)
+            elif kind is ast.With or kind is ast.AsyncWith:
+                self.withs.append(node)
+            elif kind is ast.If:
+                self.ifs.append(node)
+            elif kind is ast.While or kind is ast.For or kind is ast.AsyncFor:
+                self.loops.append(node)
+            elif kind is ast.ClassDef:
+                self.classes.append(node)
+            elif kind is ast.Import or kind is ast.ImportFrom:
+                imports.append(node)
+            children = list(iter_child_nodes(node))
+            for child in children:
+                setattr(child, PARENT, node)
+            # Pushed last-first so they pop in source order: every list is in pre-order.
+            children.reverse()
+            stack.extend(children)
+
+    # -- names -----------------------------------------------------------
+    def qualify(self, node: ast.AST) -> Optional[str]:
+        return self.imports.qualify(node)
+
+    def callee(self, call: ast.Call) -> Optional[str]:
+        """Qualified name of what a call calls (``sqlalchemy.text``, ``conn.execute``)."""
+        return self.imports.qualify(call.func)
+
+    # -- structure -------------------------------------------------------
+    @staticmethod
+    def enclosing_function(node: ast.AST) -> Optional[FunctionNode]:
+        for above in ancestors(node):
+            if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return above
+            if isinstance(above, (ast.ClassDef, ast.Lambda)):
+                return None
+        return None
+
+    @staticmethod
+    def enclosing_class(node: ast.AST) -> Optional[ast.ClassDef]:
+        for above in ancestors(node):
+            if isinstance(above, ast.ClassDef):
+                return above
+        return None
+
+    @staticmethod
+    def statement_of(node: ast.AST) -> ast.AST:
+        while not isinstance(node, ast.stmt):
+            above = parent(node)
+            if above is None:
+                return node
+            node = above
+        return node
+
+    @staticmethod
+    def in_finally(node: ast.AST, within: Optional[ast.AST] = None) -> bool:
+        """Whether ``node`` runs from a ``finally:`` block (below ``within`` when given)."""
+        child = node
+        for above in ancestors(node):
+            if above is within:
+                return False
+            if isinstance(above, ast.Try) and any(child is stmt for stmt in above.finalbody):
+                return True
+            child = above
+        return False
+
+    def calls_named(self, *names: str) -> Iterator[ast.Call]:
+        for name in names:
+            yield from self.calls_by_name.get(name, ())
+
+    def calls_in(self, node: ast.AST) -> List[ast.Call]:
+        return [c for c in ast.walk(node) if isinstance(c, ast.Call)]
+
+    def cached(self, key: str, build):
+        """Facts several rules share (handle bindings, lock calls) are built once per module."""
+        if key not in self._cache:
+            self._cache[key] = build(self)
+        return self._cache[key]
+
+    def line_text(self, lineno: int) -> str:
+        if 0 < lineno <= len(self.lines):
+            return self.lines[lineno - 1]
+        return ""
+
+
+def walk_no_nested_functions(node: ast.AST) -> Iterator[ast.AST]:
+    """Like ``ast.walk`` but does not enter nested function or class bodies."""
+    stack = list(ast.iter_child_nodes(node))
+    stack.reverse()
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        children = list(ast.iter_child_nodes(current))
+        children.reverse()
+        stack.extend(children)
+
+
+__all__ = ["ModuleFacts", "walk_no_nested_functions", "parent", "ancestors", "call_name", "dotted", "FunctionNode"]

@@ -1,0 +1,1 @@
+"""Framework facts as data: adding a framework means adding rows here, not code in a rule."""

@@ -1,0 +1,106 @@
+"""Database handles: which constructors give a pool (statements may land on any server
+connection) and which give one pinned connection (reference/frameworks.md §2)."""
+from __future__ import annotations
+
+from typing import Dict, FrozenSet
+
+POOLED = "pooled"
+PINNED = "pinned"
+SESSION_FACTORY = "session-factory"
+FLASK_SQLALCHEMY = "flask-sqlalchemy"
+
+#: qualified constructor -> (kind, library)
+CONSTRUCTORS: Dict[str, tuple] = {
+    "sqlalchemy.create_engine": (POOLED, "sqlalchemy"),
+    "sqlalchemy.engine.create_engine": (POOLED, "sqlalchemy"),
+    "sqlalchemy.ext.asyncio.create_async_engine": (POOLED, "sqlalchemy"),
+    "sqlmodel.create_engine": (POOLED, "sqlalchemy"),
+    "sqlalchemy.orm.Session": (POOLED, "sqlalchemy"),
+    "sqlalchemy.orm.session.Session": (POOLED, "sqlalchemy"),
+    "sqlalchemy.ext.asyncio.AsyncSession": (POOLED, "sqlalchemy"),
+    "sqlmodel.Session": (POOLED, "sqlalchemy"),
+    "sqlmodel.ext.asyncio.session.AsyncSession": (POOLED, "sqlalchemy"),
+    "sqlalchemy.orm.scoped_session": (POOLED, "sqlalchemy"),
+    "sqlalchemy.orm.sessionmaker": (SESSION_FACTORY, "sqlalchemy"),
+    "sqlalchemy.ext.asyncio.async_sessionmaker": (SESSION_FACTORY, "sqlalchemy"),
+    "asyncpg.create_pool": (POOLED, "asyncpg"),
+    "asyncpg.pool.create_pool": (POOLED, "asyncpg"),
+    "psycopg_pool.ConnectionPool": (POOLED, "psycopg"),
+    "psycopg_pool.AsyncConnectionPool": (POOLED, "psycopg"),
+    "psycopg2.pool.SimpleConnectionPool": (POOLED, "psycopg2"),
+    "psycopg2.pool.ThreadedConnectionPool": (POOLED, "psycopg2"),
+    "psycopg2.pool.PersistentConnectionPool": (POOLED, "psycopg2"),
+    "databases.Database": (POOLED, "databases"),
+    "playhouse.pool.PooledPostgresqlDatabase": (POOLED, "peewee"),
+    "playhouse.pool.PooledPostgresqlExtDatabase": (POOLED, "peewee"),
+    "flask_sqlalchemy.SQLAlchemy": (FLASK_SQLALCHEMY, "sqlalchemy"),
+    "asyncpg.connect": (PINNED, "asyncpg"),
+    "psycopg.connect": (PINNED, "psycopg"),
+    "psycopg.Connection.connect": (PINNED, "psycopg"),
+    "psycopg.AsyncConnection.connect": (PINNED, "psycopg"),
+    "psycopg2.connect": (PINNED, "psycopg2"),
+}
+
+#: Module-level objects that are handles by themselves.
+OBJECTS: Dict[str, tuple] = {
+    "django.db.connection": (PINNED, "django"),
+}
+
+#: Methods that, called on a pooled handle, check out one connection for as long as it is held.
+PIN_METHODS: FrozenSet[str] = frozenset({
+    "connect", "begin", "acquire", "connection", "getconn", "raw_connection", "connection_context",
+})
+
+#: Methods whose result is the same kind of handle as their receiver.
+SAME_HANDLE_METHODS: FrozenSet[str] = frozenset({"cursor", "execution_options"})
+
+#: Attributes of a Flask-SQLAlchemy object that are pooled handles.
+FLASK_SQLALCHEMY_POOLED_ATTRS: FrozenSet[str] = frozenset({"session", "engine"})
+
+#: Type annotations -> (kind, library), for parameters such as ``session: Session = Depends(...)``.
+ANNOTATIONS: Dict[str, tuple] = {
+    "sqlalchemy.Engine": (POOLED, "sqlalchemy"),
+    "sqlalchemy.engine.Engine": (POOLED, "sqlalchemy"),
+    "sqlalchemy.ext.asyncio.AsyncEngine": (POOLED, "sqlalchemy"),
+    "sqlalchemy.orm.Session": (POOLED, "sqlalchemy"),
+    "sqlalchemy.ext.asyncio.AsyncSession": (POOLED, "sqlalchemy"),
+    "sqlmodel.Session": (POOLED, "sqlalchemy"),
+    "sqlmodel.ext.asyncio.session.AsyncSession": (POOLED, "sqlalchemy"),
+    "asyncpg.Pool": (POOLED, "asyncpg"),
+    "asyncpg.pool.Pool": (POOLED, "asyncpg"),
+    "psycopg_pool.ConnectionPool": (POOLED, "psycopg"),
+    "psycopg_pool.AsyncConnectionPool": (POOLED, "psycopg"),
+    "databases.Database": (POOLED, "databases"),
+    "sqlalchemy.Connection": (PINNED, "sqlalchemy"),
+    "sqlalchemy.engine.Connection": (PINNED, "sqlalchemy"),
+    "sqlalchemy.ext.asyncio.AsyncConnection": (PINNED, "sqlalchemy"),
+    "asyncpg.Connection": (PINNED, "asyncpg"),
+    "asyncpg.connection.Connection": (PINNED, "asyncpg"),
+    "psycopg.Connection": (PINNED, "psycopg"),
+    "psycopg.AsyncConnection": (PINNED, "psycopg"),
+    "psycopg.Cursor": (PINNED, "psycopg"),
+    "psycopg.AsyncCursor": (PINNED, "psycopg"),
+    "psycopg2.extensions.connection": (PINNED, "psycopg2"),
+    "psycopg2.extensions.cursor": (PINNED, "psycopg2"),
+}
+
+#: Methods that send SQL text to the server; the SQL is their first argument.
+SQL_METHODS: FrozenSet[str] = frozenset({
+    "execute", "executemany", "exec_driver_sql", "fetch", "fetchrow", "fetchval", "fetch_one",
+    "fetch_all", "fetch_val", "scalar", "scalars", "exec", "execute_sql", "execute_query",
+    "execute_query_dict", "raw",
+})
+
+#: Calls that wrap SQL text into a statement object.
+SQL_WRAPPERS: FrozenSet[str] = frozenset({"sqlalchemy.text", "sqlalchemy.sql.text", "sqlmodel.text",
+                                          "psycopg.sql.SQL", "psycopg2.sql.SQL", "sqlalchemy.sql.expression.text"})
+
+#: Pools whose release runs ``pg_advisory_unlock_all()`` (asyncpg's default reset), so a session lock
+#: taken by a call on the pool itself is dropped as soon as the call returns.
+RESETTING_POOL_LIBRARIES: FrozenSet[str] = frozenset({"asyncpg", "databases"})
+
+#: Pinned connections that end the server session when their ``with`` block exits (psycopg 3,
+#: asyncpg.connect) or are reset on return to the pool (asyncpg ``pool.acquire()``).
+CLOSES_SESSION_ON_EXIT = {
+    ("psycopg", "connect"), ("asyncpg", "connect"), ("asyncpg", "acquire"),
+}

@@ -1,0 +1,96 @@
+"""Imports -> qualified names, at ``ast`` speed.
+
+The part of libcst's QualifiedNameProvider the rules need: ``bg.BackgroundScheduler()``
+after ``import apscheduler.schedulers.background as bg`` is
+``apscheduler.schedulers.background.BackgroundScheduler``.  As in libcst, call
+parentheses inside a chain are dropped (``Redis.from_url(u).lock`` is
+``redis.Redis.from_url.lock``) so fluent APIs match by prefix, and a name that
+was not imported keeps its local spelling (``s.add_job``).
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterable, Optional
+
+
+def dotted(node: ast.AST) -> Optional[str]:
+    """The attribute chain of ``node`` as written, dropping calls and awaits; None if not a chain."""
+    parts = []
+    while True:
+        if isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Await):
+            node = node.value
+        elif isinstance(node, ast.Name):
+            parts.append(node.id)
+            break
+        else:
+            return None
+    return ".".join(reversed(parts))
+
+
+def chain_head(node: ast.AST) -> Optional[ast.AST]:
+    """The innermost receiver of an attribute/call chain (a Name, or ``self.x`` stays as Attribute)."""
+    while True:
+        if isinstance(node, ast.Attribute):
+            node = node.value
+        elif isinstance(node, (ast.Call, ast.Await)):
+            node = node.func if isinstance(node, ast.Call) else node.value
+        else:
+            return node
+
+
+class ImportTable:
+    """Local names bound by import statements anywhere in a module."""
+
+    __slots__ = ("aliases", "package")
+
+    def __init__(self, imports: Iterable[ast.AST], package: str = "") -> None:
+        self.package = package
+        self.aliases: Dict[str, str] = {}
+        for node in imports:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self.aliases[alias.asname] = alias.name
+                    else:
+                        head = alias.name.split(".", 1)[0]
+                        self.aliases.setdefault(head, head)
+            elif isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                if node.level:
+                    module = self._relative(module, node.level)
+                for alias in node.names:
+                    if alias.name == "*":
+                        continue
+                    local = alias.asname or alias.name
+                    self.aliases[local] = f"{module}.{alias.name}" if module else alias.name
+
+    def _relative(self, module: str, level: int) -> str:
+        parts = self.package.split(".") if self.package else []
+        if level - 1 > 0:
+            parts = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else []
+        base = ".".join(parts)
+        if not base:
+            return "." * level + module
+        return f"{base}.{module}" if module else base
+
+    def qualify(self, node: ast.AST) -> Optional[str]:
+        """Qualified name of a chain; its head is replaced by what the import bound it to."""
+        name = dotted(node)
+        if name is None:
+            return None
+        return self.qualify_dotted(name)
+
+    def qualify_dotted(self, name: str) -> str:
+        head, sep, rest = name.partition(".")
+        target = self.aliases.get(head)
+        if target is None:
+            return name
+        return f"{target}{sep}{rest}"
+
+    def is_imported(self, local: str) -> bool:
+        return local in self.aliases

@@ -1,0 +1,41 @@
+"""What a rule is: a small class with a code, a name, trigger words and a ``check`` over module facts."""
+from __future__ import annotations
+
+import ast
+from typing import ClassVar, Iterable, Optional, Tuple
+
+from ..facts import ModuleFacts, walk_no_nested_functions  # noqa: F401 - re-exported for rules
+from ..model import Diagnostic, Fix
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    #: Byte strings of which at least one must occur in a file for the rule to have anything to say.
+    triggers: ClassVar[Tuple[bytes, ...]]
+
+    def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        raise NotImplementedError
+
+    def finding(
+        self,
+        node: ast.AST,
+        message: str,
+        suggestion: str,
+        fix: Optional[Fix] = None,
+        end_node: Optional[ast.AST] = None,
+    ) -> Diagnostic:
+        end = end_node or node
+        line = getattr(node, "lineno", 1)
+        column = getattr(node, "col_offset", 0) + 1
+        end_line = getattr(end, "end_lineno", None) or line
+        end_column = (getattr(end, "end_col_offset", None) or column - 1) + 1
+        return Diagnostic(self.code, self.name, line, column, end_line, end_column, message, suggestion, fix)
+
+    def at_def(self, function: ast.AST, message: str, suggestion: str, fix: Optional[Fix] = None) -> Diagnostic:
+        """A finding on a ``def`` line, spanning the name only: editors underline the header, not the body."""
+        keyword = "async def " if isinstance(function, ast.AsyncFunctionDef) else "def "
+        start = function.col_offset + 1
+        end = start + len(keyword) + len(getattr(function, "name", ""))
+        return Diagnostic(self.code, self.name, function.lineno, start, function.lineno, end, message, suggestion, fix)

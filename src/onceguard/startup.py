@@ -1,0 +1,137 @@
+"""Which functions of a module run at every replica's start-up, and why.
+
+A function is start-up code when a framework calls it on boot (FastAPI
+lifespan or startup event, Starlette/aiohttp on_startup, Django
+``AppConfig.ready``, Flask app factories and ``before_first_request``,
+Celery worker signals, gunicorn hooks) or when start-up code of the same
+module calls it.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Optional
+
+from .facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from .knowledge import startup as known
+
+
+class StartupMap:
+    def __init__(self, facts: ModuleFacts) -> None:
+        self.facts = facts
+        self.reasons: Dict[int, str] = {}
+        self._module_functions = {
+            node.name: node for node in facts.tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        self._find_hooks()
+        self._propagate()
+
+    @classmethod
+    def of_module(cls, facts: ModuleFacts) -> "StartupMap":
+        return facts.cached("startup", cls)
+
+    def reason(self, function: Optional[ast.AST]) -> Optional[str]:
+        """Why ``function`` runs at start-up ("FastAPI lifespan", ...), or None."""
+        if function is None:
+            return None
+        return self.reasons.get(id(function))
+
+    def reason_for_node(self, node: ast.AST) -> Optional[str]:
+        """Why the code at ``node`` runs at start-up: its enclosing function's reason, or module level."""
+        function = self.facts.enclosing_function(node)
+        if function is not None:
+            return self.reason(function)
+        if self.facts.context.is_test or self.facts.context.is_migration:
+            return None
+        if self.in_main_block(node):
+            return None
+        if self.facts.enclosing_class(node) is not None:
+            return None
+        return "module level (runs when the module is imported)"
+
+    @staticmethod
+    def in_main_block(node: ast.AST) -> bool:
+        from .facts import ancestors
+
+        for above in ancestors(node):
+            if isinstance(above, ast.If) and _is_main_guard(above.test):
+                return True
+        return False
+
+    # -- discovery ------------------------------------------------------------
+    def _mark(self, function: Optional[ast.AST], reason: str) -> None:
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(function) not in self.reasons:
+            self.reasons[id(function)] = reason
+
+    def _function_named(self, node: ast.AST) -> Optional[FunctionNode]:
+        if isinstance(node, ast.Name):
+            return self._module_functions.get(node.id)
+        return None
+
+    def _find_hooks(self) -> None:
+        facts = self.facts
+        for function in facts.functions:
+            for decorator in function.decorator_list:
+                call = decorator if isinstance(decorator, ast.Call) else None
+                target = call.func if call else decorator
+                name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+                if name in known.STARTUP_EVENT_DECORATORS and call and call.args and _is_const(call.args[0], known.STARTUP_EVENT_NAMES):
+                    self._mark(function, "startup event handler")
+                elif name in known.BEFORE_FIRST_REQUEST:
+                    self._mark(function, "Flask before_first_request hook")
+                elif name == "connect" and isinstance(target, ast.Attribute):
+                    qualified = facts.qualify(target.value) or ""
+                    if qualified in known.CELERY_STARTUP_SIGNALS:
+                        self._mark(function, f"Celery {qualified.rsplit('.', 1)[-1]} signal")
+            if function.name in known.APP_FACTORY_NAMES and facts.enclosing_class(function) is None:
+                self._mark(function, f"app factory {function.name}()")
+            if function.name == "ready":
+                cls_node = facts.enclosing_class(function)
+                if cls_node is not None and any(
+                    (facts.qualify(base) or "") in known.APPCONFIG_BASES for base in cls_node.bases
+                ):
+                    self._mark(function, "Django AppConfig.ready()")
+            if function.name in known.GUNICORN_HOOKS and "gunicorn" in facts.context.filename:
+                self._mark(function, f"gunicorn {function.name} hook")
+        for call in facts.calls:
+            for keyword in call.keywords:
+                if keyword.arg in known.LIFESPAN_KEYWORDS:
+                    self._mark(self._function_named(keyword.value), "lifespan handler")
+                elif keyword.arg in known.ON_STARTUP_KEYWORDS and isinstance(keyword.value, (ast.List, ast.Tuple)):
+                    for element in keyword.value.elts:
+                        self._mark(self._function_named(element), "on_startup handler")
+            func = call.func
+            if isinstance(func, ast.Attribute):
+                if func.attr == known.ADD_EVENT_HANDLER and len(call.args) >= 2 and _is_const(call.args[0], known.STARTUP_EVENT_NAMES):
+                    self._mark(self._function_named(call.args[1]), "startup event handler")
+                elif (func.attr in ("append", "insert") and isinstance(func.value, ast.Attribute)
+                      and func.value.attr in known.STARTUP_LISTS and call.args):
+                    self._mark(self._function_named(call.args[-1]), f"{func.value.attr} hook")
+
+    def _propagate(self) -> None:
+        """Functions of this module called from start-up code run at start-up too."""
+        pending = [f for f in self.facts.functions if id(f) in self.reasons]
+        while pending:
+            function = pending.pop()
+            for node in walk_no_nested_functions(function):
+                if isinstance(node, ast.Call):
+                    callee = self._function_named(node.func)
+                    if callee is None and isinstance(node.func, ast.Await):
+                        callee = self._function_named(node.func.value)
+                    if callee is not None and id(callee) not in self.reasons:
+                        self.reasons[id(callee)] = f"called from start-up code ({function.name})"
+                        pending.append(callee)
+
+
+def _is_const(node: ast.AST, values) -> bool:
+    return isinstance(node, ast.Constant) and node.value in values
+
+
+def _is_main_guard(test: ast.AST) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
