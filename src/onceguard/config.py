@@ -40,8 +40,8 @@ class Config:
     root: str = field(default="", compare=False)
 
     def digest(self) -> str:
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "root"}
-        return hashlib.sha256(json.dumps(data, sort_keys=True, default=list).encode()).hexdigest()[:16]
+        """Identifies the settings that change results (the cache keys on it)."""
+        return _digest(self)
 
     def relative(self, path: str) -> str:
         """``path`` relative to the config's root, with forward slashes, for pattern matching."""
@@ -69,12 +69,26 @@ class Config:
         return tuple(codes)
 
     def is_excluded(self, path: str) -> bool:
+        """Like ruff and flake8: a pattern matches the base name or the whole relative path."""
         rel = self.relative(path)
-        return any(path_matches(rel, pattern) for pattern in self.exclude + self.extend_exclude)
+        base = rel.rsplit("/", 1)[-1]
+        for pattern in self.exclude + self.extend_exclude:
+            pattern = pattern.rstrip("/")
+            if pattern.startswith("./"):
+                pattern = pattern[2:]
+            if fnmatch.fnmatchcase(base, pattern) or fnmatch.fnmatchcase(rel, pattern):
+                return True
+        return False
 
     def is_migration_path(self, path: str) -> bool:
         rel = self.relative(path)
         return any(path_matches(rel, pattern) for pattern in self.migration_paths)
+
+
+@lru_cache(maxsize=64)
+def _digest(config: Config) -> str:
+    data = {f.name: getattr(config, f.name) for f in fields(config) if f.name != "root"}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=list).encode()).hexdigest()[:16]
 
 
 def _longest_match(code: str, selectors: Iterable[str]) -> Optional[str]:

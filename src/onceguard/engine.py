@@ -109,16 +109,16 @@ def _dedupe(diagnostics: List[Diagnostic]) -> List[Diagnostic]:
 
 
 def check_tree(tree: ast.Module, lines: Sequence[str], path: str, config: Config,
-               rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
+               rules: Optional[Sequence[Rule]] = None, cross_file: bool = False) -> List[Diagnostic]:
     """Rules over a tree somebody else parsed (flake8). No noqa filtering: the caller does it."""
     rules = enabled_rules(config) if rules is None else rules
-    context = FileContext(path, config)
+    context = FileContext(path, config, cross_file)
     facts = ModuleFacts(tree, context, list(lines))
     return run_rules(facts, rules)
 
 
-def check_source(source: bytes, path: str, config: Config,
-                 rules: Optional[Sequence[Rule]] = None, apply_noqa: bool = True) -> List[Diagnostic]:
+def check_source(source: bytes, path: str, config: Config, rules: Optional[Sequence[Rule]] = None,
+                 apply_noqa: bool = True, cross_file: bool = False) -> List[Diagnostic]:
     """Everything onceguard has to say about one file's bytes."""
     rules = enabled_rules(config) if rules is None else rules
     if not rules or not passes_prefilter(source, trigger_words(rules)):
@@ -131,7 +131,7 @@ def check_source(source: bytes, path: str, config: Config,
         return [cannot_parse(error, text).with_path(path)]
     lines = text.splitlines()
     try:
-        found = check_tree(tree, lines, path, config, rules)
+        found = check_tree(tree, lines, path, config, rules, cross_file)
     except RecursionError:
         found = [engine_diagnostic("OG000", "cannot parse: nesting too deep to analyse")]
     if apply_noqa:
@@ -139,13 +139,22 @@ def check_source(source: bytes, path: str, config: Config,
     return [d.with_path(path) for d in found]
 
 
-def check_file(path: str, config: Config, rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
+def read_source(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def cannot_read(path: str, error: OSError) -> Diagnostic:
+    return engine_diagnostic("OG000", f"cannot read: {error.strerror or error}").with_path(path)
+
+
+def check_file(path: str, config: Config, rules: Optional[Sequence[Rule]] = None,
+               cross_file: bool = False) -> List[Diagnostic]:
     try:
-        with open(path, "rb") as handle:
-            source = handle.read()
+        source = read_source(path)
     except OSError as error:
-        return [engine_diagnostic("OG000", f"cannot read: {error.strerror or error}").with_path(path)]
-    return check_source(source, path, config, rules)
+        return [cannot_read(path, error)]
+    return check_source(source, path, config, rules, cross_file=cross_file)
 
 
 def python_version() -> str:
