@@ -1,0 +1,563 @@
+"""Fixes as libcst transforms: find each finding's node again by its range, rewrite it, write atomically.
+
+Detection runs on ``ast``; libcst is parsed here only, and only for files that have a fix to apply and
+that ``ast`` already accepted (libcst's native parser can take the process down on pathological nesting).
+A fix never changes more than its node (plus an import it needs): the file keeps its encoding, BOM,
+coding cookie, newline style and mode, and a result that does not parse is thrown away.
+
+Adding a fix = adding a row to ``TRANSFORMS``: the node type to look for at the finding's start and a
+function that returns the rewritten node (or None when the node is not what the fix expects).
+"""
+from __future__ import annotations
+
+import ast
+import codecs
+import difflib
+import io
+import os
+import re
+import stat
+import tempfile
+import tokenize
+import warnings
+from dataclasses import dataclass
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Type
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from .config import Config
+from .model import Diagnostic
+
+# ---------------------------------------------------------------------------------------------------------
+# The transform table
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    node: cst.CSTNode
+    #: Modules the new code refers to: ``import <name>`` is added at the top when it is missing.
+    imports: FrozenSet[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Transform:
+    node_type: Type[cst.CSTNode]
+    #: Cheap test on the original node, used to pick the target among nodes that start at the same spot
+    #: (``logging.getLogger(__name__).warning(...)``: two calls start at column 1).
+    accepts: Callable[[cst.CSTNode], bool]
+    #: The rewrite of the (possibly already partly fixed) node; None when it does not apply after all.
+    rewrite: Callable[[cst.CSTNode], Optional[Rewrite]]
+
+
+# Logger methods that log at warning level or above, and the debug method that replaces each.
+_LOUD_METHODS = {
+    "warning": "debug",
+    "warn": "debug",
+    "error": "debug",
+    "critical": "debug",
+    "fatal": "debug",
+    "exception": "debug",
+    # structlog's async methods
+    "awarning": "adebug",
+    "aerror": "adebug",
+    "acritical": "adebug",
+    "afatal": "adebug",
+    "aexception": "adebug",
+}
+_EXCEPTION_METHODS = frozenset({"exception", "aexception"})
+_LOUD_LEVELS = frozenset({"WARNING", "WARN", "ERROR", "CRITICAL", "FATAL"})
+_LOUD_LEVEL_NUMBERS = frozenset({30, 40, 50})
+_LOG_METHODS = frozenset({"log", "alog"})
+
+
+def _method(call: cst.CSTNode) -> Optional[str]:
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
+        return call.func.attr.value
+    return None
+
+
+def _level_arg(call: cst.Call) -> Optional[int]:
+    """Index of the level argument of ``log.log(level, msg)``: first positional, or ``level=``."""
+    for index, arg in enumerate(call.args):
+        if arg.keyword is not None and arg.keyword.value == "level":
+            return index
+    if call.args and call.args[0].keyword is None and not call.args[0].star:
+        return 0
+    return None
+
+
+def _is_loud_level(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Attribute):
+        return node.attr.value in _LOUD_LEVELS
+    if isinstance(node, cst.Name):
+        return node.value in _LOUD_LEVELS
+    if isinstance(node, cst.Integer):
+        try:
+            return int(node.value, 0) in _LOUD_LEVEL_NUMBERS
+        except ValueError:
+            return False
+    return False
+
+
+def _accepts_loud_log(node: cst.CSTNode) -> bool:
+    method = _method(node)
+    if method is None:
+        return False
+    assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+    if method == "warn" and isinstance(node.func.value, cst.Name) and node.func.value.value == "warnings":
+        return False  # warnings.warn is not a log call
+    if method in _LOUD_METHODS:
+        return True
+    if method in _LOG_METHODS:
+        index = _level_arg(node)
+        return index is not None and _is_loud_level(node.args[index].value)
+    return False
+
+
+def _append_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """Add ``name=value`` as the last argument, in the layout the call already has."""
+    new_arg = cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+    if not call.args:
+        return call.with_changes(args=[new_arg])
+    last = call.args[-1]
+    between: cst.BaseParenthesizableWhitespace = (
+        call.whitespace_before_args
+        if isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace)
+        else cst.SimpleWhitespace(" ")
+    )
+    if isinstance(last.comma, cst.Comma):  # trailing comma: keep it, after the new argument
+        new_last = last.with_changes(comma=last.comma.with_changes(whitespace_after=between),
+                                     whitespace_after_arg=cst.SimpleWhitespace(""))
+        new_arg = new_arg.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
+    else:
+        new_last = last.with_changes(comma=cst.Comma(whitespace_after=between),
+                                     whitespace_after_arg=cst.SimpleWhitespace(""))
+        new_arg = new_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+    return call.with_changes(args=[*call.args[:-1], new_last, new_arg])
+
+
+def _log_at_debug(node: cst.CSTNode) -> Optional[Rewrite]:
+    if not _accepts_loud_log(node):
+        return None
+    assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+    method = node.func.attr.value
+    if method in _LOUD_METHODS:
+        call = node.with_changes(func=node.func.with_changes(attr=node.func.attr.with_changes(value=_LOUD_METHODS[method])))
+        if method in _EXCEPTION_METHODS and not any(a.keyword is not None and a.keyword.value == "exc_info" for a in call.args):
+            # .exception() logs the traceback; keep it at debug level.
+            call = _append_keyword(call, "exc_info", cst.Name("True"))
+        return Rewrite(call)
+    index = _level_arg(node)
+    assert index is not None
+    level = node.args[index].value
+    imports: FrozenSet[str] = frozenset()
+    if isinstance(level, cst.Attribute):  # logging.WARNING -> logging.DEBUG, whatever the module is called here
+        debug: cst.BaseExpression = level.with_changes(attr=level.attr.with_changes(value="DEBUG"))
+    else:
+        debug = cst.Attribute(value=cst.Name("logging"), attr=cst.Name("DEBUG"))
+        imports = frozenset({"logging"})
+    debug = debug.with_changes(lpar=level.lpar, rpar=level.rpar)
+    args = list(node.args)
+    args[index] = args[index].with_changes(value=debug)
+    return Rewrite(node.with_changes(args=args), imports)
+
+
+def _accepts_hash(node: cst.CSTNode) -> bool:
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "hash"
+        and len(node.args) == 1
+        and node.args[0].keyword is None
+        and not node.args[0].star
+    )
+
+
+_STRING_PREFIX = re.compile(r"^[A-Za-z]*")
+
+
+def _stable_bytes(value: cst.BaseExpression) -> cst.BaseExpression:
+    """An expression of the bytes that stand for ``value`` across processes."""
+    if isinstance(value, cst.SimpleString) and not value.lpar:
+        prefix = _STRING_PREFIX.match(value.value).group(0)  # type: ignore[union-attr]
+        lowered = prefix.lower()
+        if "b" in lowered:
+            return value
+        body = value.value[len(prefix):]
+        if body.isascii() and "\\" not in body and "f" not in lowered:
+            # "nightly" -> b"nightly": same bytes as "nightly".encode()
+            return value.with_changes(value="b" + prefix.replace("u", "").replace("U", "") + body)
+    if isinstance(value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)) and not _is_bytes(value):
+        if isinstance(value, cst.ConcatenatedString) and not value.lpar:
+            value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return cst.Call(func=cst.Attribute(value=value, attr=cst.Name("encode")))
+    text = cst.Call(func=cst.Name("str"), args=[cst.Arg(value=value)])
+    return cst.Call(func=cst.Attribute(value=text, attr=cst.Name("encode")))
+
+
+def _is_bytes(value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.SimpleString):
+        return "b" in _STRING_PREFIX.match(value.value).group(0).lower()  # type: ignore[union-attr]
+    if isinstance(value, cst.ConcatenatedString):
+        return _is_bytes(value.left)
+    return False
+
+
+def _stable_lock_key(node: cst.CSTNode) -> Optional[Rewrite]:
+    if not _accepts_hash(node):
+        return None
+    assert isinstance(node, cst.Call)
+    arg = node.args[0]
+    crc32 = cst.Attribute(value=cst.Name("zlib"), attr=cst.Name("crc32"))
+    return Rewrite(node.with_changes(func=crc32, args=[arg.with_changes(value=_stable_bytes(arg.value))]),
+                   frozenset({"zlib"}))
+
+
+TRANSFORMS: Dict[str, Transform] = {
+    # OG203: "another replica has the lock" is the normal case, not a warning.
+    "log-level-debug": Transform(cst.Call, _accepts_loud_log, _log_at_debug),
+    # OG104: hash() of a str is salted per process; crc32 is the same in every replica and fits a bigint.
+    "stable-lock-key": Transform(cst.Call, _accepts_hash, _stable_lock_key),
+}
+
+# ---------------------------------------------------------------------------------------------------------
+# Finding nodes again, rewriting them, adding imports
+
+
+class _Fixer(cst.CSTTransformer):
+    def __init__(self, targets: Dict[cst.CSTNode, List[Tuple[Diagnostic, Transform]]]) -> None:
+        super().__init__()
+        self.targets = targets
+        self.applied: List[Diagnostic] = []
+        self.imports: set = set()
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        updated_node = super().on_leave(original_node, updated_node)
+        for diagnostic, transform in self.targets.get(original_node, ()):
+            if not isinstance(updated_node, transform.node_type):
+                continue
+            result = transform.rewrite(updated_node)
+            if result is None:
+                continue
+            updated_node = result.node
+            self.imports.update(result.imports)
+            self.applied.append(diagnostic)
+        return updated_node
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def _char_column(lines: Sequence[str], line: int, column: int) -> int:
+    """ast columns count UTF-8 bytes (1-based here); libcst columns count characters (0-based)."""
+    if not 0 < line <= len(lines):
+        return column - 1
+    prefix = lines[line - 1].encode("utf-8", "surrogatepass")[: max(column - 1, 0)]
+    return len(prefix.decode("utf-8", "ignore"))
+
+
+def _find_targets(
+    wrapper: MetadataWrapper, wanted: Sequence[Tuple[Diagnostic, Transform]], text: str
+) -> Dict[cst.CSTNode, List[Tuple[Diagnostic, Transform]]]:
+    lines = _LINE_BREAK.split(text)
+    by_start: Dict[Tuple[int, int], List[Tuple[Diagnostic, Transform, Tuple[int, int]]]] = {}
+    for diagnostic, transform in wanted:
+        start = (diagnostic.line, _char_column(lines, diagnostic.line, diagnostic.column))
+        end = (diagnostic.end_line, _char_column(lines, diagnostic.end_line, diagnostic.end_column))
+        by_start.setdefault(start, []).append((diagnostic, transform, end))
+
+    candidates: Dict[int, List[Tuple[cst.CSTNode, CodeRange]]] = {}
+    positions = wrapper.resolve(PositionProvider)
+    for node, where in positions.items():
+        key = (where.start.line, where.start.column)
+        if key in by_start:
+            for index, (_, transform, _) in enumerate(by_start[key]):
+                if isinstance(node, transform.node_type) and transform.accepts(node):
+                    candidates.setdefault(id(by_start[key][index]), []).append((node, where))
+
+    targets: Dict[cst.CSTNode, List[Tuple[Diagnostic, Transform]]] = {}
+    for entries in by_start.values():
+        for entry in entries:
+            found = candidates.get(id(entry))
+            if not found:
+                continue
+            diagnostic, transform, end = entry
+            exact = [node for node, where in found if (where.end.line, where.end.column) == end]
+            # Several nodes of the type start here: the one the finding spans, else the outermost.
+            node = exact[0] if exact else max(found, key=lambda f: (f[1].end.line, f[1].end.column))[0]
+            targets.setdefault(node, []).append((diagnostic, transform))
+    return targets
+
+
+def _is_docstring(statement: cst.CSTNode) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _is_future_import(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(s, cst.ImportFrom) and isinstance(s.module, cst.Name) and s.module.value == "__future__"
+        for s in statement.body
+    )
+
+
+def _is_import(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
+    )
+
+
+def _imported_modules(module: cst.Module) -> set:
+    """Modules bound to their own name by a top-level ``import x`` (not ``import x as y``)."""
+    names = set()
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    if alias.asname is None and isinstance(alias.name, cst.Name):
+                        names.add(alias.name.value)
+    return names
+
+
+def _add_imports(module: cst.Module, modules: Iterable[str]) -> cst.Module:
+    missing = sorted(set(modules) - _imported_modules(module))
+    if not missing:
+        return module
+    body = list(module.body)
+    index = 0
+    if body and _is_docstring(body[0]):
+        index = 1
+    while index < len(body) and _is_future_import(body[index]):
+        index += 1
+    new = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name(m))])]) for m in missing]
+    if index < len(body):
+        following = body[index]
+        # Blank lines above the next statement now separate it from the new import... unless it is an
+        # import too, then the new one joins its block. Comments stay with the statement they describe.
+        leading = list(following.leading_lines)
+        blanks = 0
+        while blanks < len(leading) and leading[blanks].comment is None:
+            blanks += 1
+        new[0] = new[0].with_changes(leading_lines=leading[:blanks])
+        rest = leading[blanks:]
+        if not _is_import(following):
+            rest = [cst.EmptyLine()] + rest
+        body[index] = following.with_changes(leading_lines=rest)
+    elif index > 0:
+        new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine()])
+    body[index:index] = new
+    return module.with_changes(body=body)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Bytes in, bytes out
+
+
+@dataclass(frozen=True)
+class FixResult:
+    new_source: bytes
+    applied: List[Diagnostic]
+
+
+def is_allowed(diagnostic: Diagnostic, unsafe: bool) -> bool:
+    fix = diagnostic.fix
+    if fix is None or fix.kind not in TRANSFORMS:
+        return False
+    return fix.applicability == "safe" or (unsafe and fix.applicability == "unsafe")
+
+
+def _parses(text: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return False
+    return True
+
+
+def _split_encoding(source: bytes) -> Optional[Tuple[bytes, str, str]]:
+    """(BOM, codec, text) such that ``BOM + text.encode(codec) == source``; None when that cannot hold."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    except (SyntaxError, LookupError):
+        return None
+    bom = codecs.BOM_UTF8 if source.startswith(codecs.BOM_UTF8) else b""
+    codec = "utf-8" if encoding == "utf-8-sig" else encoding
+    body = source[len(bom):]
+    try:
+        text = body.decode(codec)
+        if text.encode(codec) != body:  # a lossy codec would change bytes far from the edit
+            return None
+    except (UnicodeError, LookupError):
+        return None
+    return bom, codec, text
+
+
+def fix_source(source: bytes, diagnostics: Sequence[Diagnostic], unsafe: bool) -> FixResult:
+    """Apply every allowed fix among ``diagnostics`` to one file's bytes. Pure: no I/O."""
+    unchanged = FixResult(source, [])
+    wanted = [(d, TRANSFORMS[d.fix.kind]) for d in diagnostics if is_allowed(d, unsafe)]  # type: ignore[union-attr]
+    if not wanted:
+        return unchanged
+    split = _split_encoding(source)
+    if split is None:
+        return unchanged
+    bom, codec, text = split
+    if not _parses(text):
+        return unchanged
+    try:
+        wrapper = MetadataWrapper(cst.parse_module(text))
+        targets = _find_targets(wrapper, wanted, text)
+        if not targets:
+            return unchanged
+        fixer = _Fixer(targets)
+        module = wrapper.visit(fixer)
+        if fixer.imports:
+            module = _add_imports(module, fixer.imports)
+        new_text = module.code
+    except Exception:  # noqa: BLE001 - a fix that cannot be made leaves the file as it was
+        return unchanged
+    if not fixer.applied or new_text == text or not _parses(new_text):
+        return unchanged
+    try:
+        new_source = bom + new_text.encode(codec)
+    except UnicodeError:
+        return unchanged
+    order = {id(d): i for i, d in enumerate(diagnostics)}
+    return FixResult(new_source, sorted(fixer.applied, key=lambda d: order.get(id(d), 0)))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Files
+
+
+# A fix can uncover another (rare); stop long before this could loop.
+_MAX_PASSES = 5
+
+
+def unified_diff(path: str, before: bytes, after: bytes) -> str:
+    def lines(data: bytes) -> List[str]:
+        split = _split_encoding(data)
+        text = split[2] if split else data.decode("utf-8", "replace")
+        return text.splitlines(keepends=True) if "\x0c" not in text and "\x0b" not in text else _keep_ends(text)
+
+    out = []
+    for line in difflib.unified_diff(lines(before), lines(after), fromfile=f"a/{path}", tofile=f"b/{path}"):
+        if not line.endswith(("\n", "\r")):
+            line += "\n\\ No newline at end of file\n"
+        out.append(line)
+    return "".join(out)
+
+
+def _keep_ends(text: str) -> List[str]:
+    """Lines split at \\r\\n, \\r and \\n only, as Python reads source (str.splitlines splits more)."""
+    parts = []
+    start = 0
+    for match in _LINE_BREAK.finditer(text):
+        parts.append(text[start:match.end()])
+        start = match.end()
+    if start < len(text):
+        parts.append(text[start:])
+    return parts
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Temp file beside the target, same mode, then ``os.replace``: a reader never sees half a file."""
+    target = os.path.realpath(path)
+    mode = stat.S_IMODE(os.stat(target).st_mode)
+    directory = os.path.dirname(target) or "."
+    fd, temp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".onceguard", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, mode)
+        os.replace(temp, target)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+def _not_ignored(diagnostics: Iterable[Diagnostic], path: str, config: Optional[Config]) -> List[Diagnostic]:
+    if config is None:
+        return list(diagnostics)
+    ignored = config.ignored_for_path(path)
+    if not ignored:
+        return list(diagnostics)
+    return [d for d in diagnostics if not any(d.code.startswith(code) for code in ignored)]
+
+
+def _fix_file(path: str, found: List[Diagnostic], config: Optional[Config], unsafe: bool,
+              write: bool) -> Tuple[List[Diagnostic], str]:
+    from .engine import check_source, engine_diagnostic, read_source
+
+    try:
+        original = read_source(path)
+    except OSError:
+        return found, ""
+    current = original
+    remaining = found
+    first_applied: Optional[List[Diagnostic]] = None
+    for _ in range(_MAX_PASSES):
+        # Suppressed findings never reach here (noqa is applied before); per-file ignores are checked too.
+        fixable = [d for d in _not_ignored(remaining, path, config) if is_allowed(d, unsafe)]
+        if not fixable:
+            break
+        result = fix_source(current, fixable, unsafe)
+        if not result.applied:
+            break
+        if first_applied is None:
+            first_applied = result.applied
+        current = result.new_source
+        if config is None:
+            remaining = [d for d in remaining if d not in result.applied]
+            break
+        remaining = _not_ignored(check_source(current, path, config, cross_file=True), path, config)
+    if current == original:
+        return found, ""
+    if not write:
+        # The file stays as it is, so the findings keep their places; drop only what the diff fixes.
+        applied = first_applied or []
+        return [d for d in found if not any(d is a for a in applied)], unified_diff(path, original, current)
+    try:
+        write_atomically(path, current)
+    except OSError as error:
+        problem = engine_diagnostic("OG000", f"cannot write fixes: {error.strerror or error}").with_path(path)
+        return found + [problem], ""
+    return [d.with_path(path) for d in remaining], ""
+
+
+def apply_fixes(diagnostics: Sequence[Diagnostic], configs_by_path: Dict[str, Config], unsafe: bool,
+                write: bool) -> Tuple[List[Diagnostic], str]:
+    """Fix every file that has a fix to apply; return what remains and, when not writing, the diff."""
+    by_path: Dict[str, List[Diagnostic]] = {}
+    for diagnostic in diagnostics:
+        by_path.setdefault(diagnostic.path, []).append(diagnostic)
+    remaining: List[Diagnostic] = []
+    diffs: List[str] = []
+    for path in sorted(by_path):
+        found = by_path[path]
+        if not path or not any(is_allowed(d, unsafe) for d in found):
+            remaining.extend(found)
+            continue
+        left, diff = _fix_file(path, found, configs_by_path.get(path), unsafe, write)
+        remaining.extend(left)
+        if diff:
+            diffs.append(diff)
+    return remaining, "".join(diffs)

@@ -1,0 +1,76 @@
+"""What a claim looks like (reference/frameworks.md §3, §5, §6 and the scheduled-work guide).
+
+A claim is the first thing a scheduled function must do so that only one
+replica goes on: a claim function, a try-lock, ``SET NX`` with an expiry,
+a Redis lock, or a row claim.
+"""
+from __future__ import annotations
+
+from typing import FrozenSet, Tuple
+
+#: Functions that are claims by name, whatever module they come from.
+CLAIM_FUNCTION_NAMES: FrozenSet[str] = frozenset({
+    "claim_period", "claim_once", "run_exclusive", "run_once", "locked_run",
+})
+CLAIM_FUNCTION_PREFIXES: Tuple[str, ...] = ("claim_", "try_claim", "acquire_lease")
+
+#: PostgreSQL functions that return whether the lock was taken (checked via pglast).
+TRY_LOCK_FUNCTIONS: FrozenSet[str] = frozenset({
+    "pg_try_advisory_lock", "pg_try_advisory_xact_lock",
+    "pg_try_advisory_lock_shared", "pg_try_advisory_xact_lock_shared",
+})
+
+# -- Redis ---------------------------------------------------------------------------------
+#: ``r.set(key, token, nx=True, ex=...)``: the method, the flag and the expiry keywords.
+REDIS_SET_METHOD = "set"
+REDIS_NX_KEYWORD = "nx"
+REDIS_EXPIRY_KEYWORDS: FrozenSet[str] = frozenset({"ex", "px", "exat", "pxat"})
+#: ``client.lock(name, ...)`` (redis-py, django-redis ``cache.lock``) and lock classes.
+REDIS_LOCK_METHOD = "lock"
+LOCK_CLASSES: FrozenSet[str] = frozenset({
+    "redis.lock.Lock", "redis.asyncio.lock.Lock", "redis_lock.Lock", "pottery.Redlock",
+    "pottery.redlock.Redlock",
+})
+#: In-process locks: never a claim across replicas.
+IN_PROCESS_LOCKS: FrozenSet[str] = frozenset({
+    "threading.Lock", "threading.RLock", "asyncio.Lock", "multiprocessing.Lock", "anyio.Lock",
+    "threading.Semaphore", "asyncio.Semaphore",
+})
+LOCK_ACQUIRE_METHOD = "acquire"
+#: huey: ``@huey.lock_task("name")`` / ``with huey.lock_task("name"):`` raises when another holder has it.
+HUEY_LOCK_METHOD = "lock_task"
+#: Django's cache ``add`` is ``SET NX`` with an expiry on shared backends (django-redis, memcached).
+CACHE_ADD_METHOD = "add"
+DJANGO_CACHES: FrozenSet[str] = frozenset({"django.core.cache.cache", "django.core.cache.caches"})
+
+#: Exceptions raised when a lock is not obtained: their ``except`` branch is the "skip" branch.
+LOCK_FAILED_EXCEPTIONS: FrozenSet[str] = frozenset({
+    "LockError", "LockNotOwnedError", "TaskLockedException", "NotAcquired", "ExtendFailed",
+    "redis.exceptions.LockError", "redis.exceptions.LockNotOwnedError", "huey.exceptions.TaskLockedException",
+})
+
+# -- row claims ------------------------------------------------------------------------------
+#: ``with_for_update(skip_locked=True)`` (SQLAlchemy), ``select_for_update(skip_locked=True)`` (Django).
+ROW_LOCK_METHODS: FrozenSet[str] = frozenset({"with_for_update", "select_for_update"})
+SKIP_LOCKED_KEYWORD = "skip_locked"
+#: A conditional transition: Django ``.filter(...).update(...)``, SQLAlchemy ``update(M).where(...)``.
+ORM_FILTER_METHODS: FrozenSet[str] = frozenset({"filter", "where", "filter_by", "exclude"})
+ORM_UPDATE_METHOD = "update"
+SQLALCHEMY_UPDATE: FrozenSet[str] = frozenset({"sqlalchemy.update", "sqlalchemy.sql.update", "sqlmodel.update",
+                                             "sqlalchemy.sql.expression.update"})
+ROWCOUNT_ATTRIBUTES: FrozenSet[str] = frozenset({"rowcount", "matched_count", "modified_count"})
+#: Methods that read back the result of the statement the cursor just executed.
+FETCH_METHODS: FrozenSet[str] = frozenset({
+    "fetchone", "fetchval", "scalar", "scalar_one", "scalar_one_or_none", "first", "one", "one_or_none",
+    "fetchall", "fetchrow",
+})
+
+# -- logging (OG203 and the preamble allowed before a claim) ----------------------------------
+LOG_METHODS: FrozenSet[str] = frozenset({
+    "debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log", "msg",
+})
+LOUD_LOG_METHODS: FrozenSet[str] = frozenset({"warning", "warn", "error", "exception", "critical", "fatal"})
+#: Loud levels whose call can be rewritten to ``.debug`` without changing anything but the level.
+FIXABLE_LOG_METHODS: FrozenSet[str] = frozenset({"warning", "warn", "error", "critical", "fatal"})
+LOUD_LEVEL_NAMES: FrozenSet[str] = frozenset({"WARNING", "WARN", "ERROR", "CRITICAL", "FATAL"})
+PRINT_FUNCTIONS: FrozenSet[str] = frozenset({"print"})

@@ -1,0 +1,82 @@
+"""ORM facts: how Django and SQLAlchemy load rows, write them back, lock them and do arithmetic in SQL
+(reference/frameworks.md §6.1, §6.2)."""
+from __future__ import annotations
+
+from typing import FrozenSet
+
+# -- Django ------------------------------------------------------------------------------------------
+#: ``Model.<manager>.…``: the attribute that shows a chain is a Django queryset.
+DJANGO_MANAGERS: FrozenSet[str] = frozenset({"objects", "_default_manager", "_base_manager"})
+#: Queryset methods that return one model instance.
+DJANGO_INSTANCE_LOADERS: FrozenSet[str] = frozenset({
+    "get", "first", "last", "latest", "earliest", "aget", "afirst", "alast", "alatest", "aearliest",
+})
+#: Queryset methods that return ``(instance, created)``.
+DJANGO_PAIR_LOADERS: FrozenSet[str] = frozenset({
+    "get_or_create", "update_or_create", "aget_or_create", "aupdate_or_create",
+})
+#: Functions that load one instance.
+DJANGO_SHORTCUT_LOADERS: FrozenSet[str] = frozenset({
+    "django.shortcuts.get_object_or_404", "django.shortcuts.aget_object_or_404",
+})
+#: Instance methods that write the in-memory field values back.
+DJANGO_SAVE: FrozenSet[str] = frozenset({"save", "asave"})
+#: Instance methods that write the row (pickup: processing ends with one of these).
+DJANGO_INSTANCE_WRITES: FrozenSet[str] = frozenset({"save", "asave", "delete", "adelete"})
+#: Queryset methods that write every row they match.
+DJANGO_QUERYSET_WRITES: FrozenSet[str] = frozenset({"update", "aupdate", "delete", "adelete"})
+#: Queryset methods that narrow or shape a queryset (a chain of them is still a queryset of rows).
+DJANGO_QUERYSET_METHODS: FrozenSet[str] = frozenset({
+    "filter", "exclude", "all", "order_by", "select_related", "prefetch_related", "only", "defer",
+    "select_for_update", "iterator", "distinct", "using", "annotate",
+})
+#: Row locks; ``select_for_update()`` evaluated outside ``atomic()`` raises, so its presence means a lock.
+DJANGO_ROW_LOCK = "select_for_update"
+DJANGO_ATOMIC: FrozenSet[str] = frozenset({"django.db.transaction.atomic", "django.db.transaction.aatomic"})
+DJANGO_F: FrozenSet[str] = frozenset({"django.db.models.F", "django.db.models.expressions.F"})
+
+# -- SQLAlchemy / SQLModel / Flask-SQLAlchemy ----------------------------------------------------------
+#: ``session.get(Model, pk)``: returns one mapped instance.
+SA_SESSION_GET: FrozenSet[str] = frozenset({"get"})
+#: Result/Query methods that return one instance.
+SA_ONE: FrozenSet[str] = frozenset({
+    "first", "one", "one_or_none", "scalar", "scalar_one", "scalar_one_or_none", "get",
+})
+#: Result/Query methods that return many instances (or iterate them).
+SA_MANY: FrozenSet[str] = frozenset({"all", "fetchall", "partitions", "unique"})
+#: Session methods that run a statement and return a result.
+SA_EXECUTE: FrozenSet[str] = frozenset({"execute", "scalars", "scalar", "exec"})
+#: Legacy ``session.query(Model)``.
+SA_QUERY = "query"
+SA_QUERY_METHODS: FrozenSet[str] = frozenset({
+    "filter", "filter_by", "where", "order_by", "limit", "offset", "join", "options", "with_for_update",
+    "execution_options", "populate_existing", "yield_per",
+})
+SA_SELECT: FrozenSet[str] = frozenset({
+    "sqlalchemy.select", "sqlalchemy.future.select", "sqlalchemy.sql.select",
+    "sqlalchemy.sql.expression.select", "sqlmodel.select",
+})
+SA_UPDATE: FrozenSet[str] = frozenset({
+    "sqlalchemy.update", "sqlalchemy.sql.update", "sqlalchemy.sql.expression.update", "sqlmodel.update",
+})
+#: Session methods that send pending attribute changes to the database.
+SA_FLUSH: FrozenSet[str] = frozenset({"commit", "flush"})
+SA_DELETE = "delete"
+#: ``select(...).with_for_update()`` / ``query.with_for_update()`` / ``session.get(..., with_for_update=True)``
+SA_ROW_LOCK = "with_for_update"
+SA_ROW_LOCK_KEYWORD = "with_for_update"
+SA_SKIP_LOCKED_KEYWORD = "skip_locked"
+#: Modules whose import shows that ``session.query(...)``-shaped chains are SQLAlchemy.
+SA_MODULES: FrozenSet[str] = frozenset({"sqlalchemy", "sqlmodel", "flask_sqlalchemy"})
+
+# -- rows picked by status ------------------------------------------------------------------------------
+#: Columns a worker selects pending rows by.  A suffix match covers ``payment_status``, ``job_state``.
+STATUS_COLUMNS: FrozenSet[str] = frozenset({
+    "status", "state", "processed", "published", "sent", "done", "handled", "delivered", "claimed",
+    "is_processed", "is_published", "is_sent", "is_done", "locked_by", "claimed_by", "worker_id",
+})
+STATUS_SUFFIXES = ("_status", "_state")
+#: ``published_at IS NULL``: a timestamp still empty marks a pending row.
+PENDING_TIMESTAMP_SUFFIXES = ("_at", "_on", "_time")
+#: Django lookups on those columns: ``status__in``, ``published_at__isnull``.
+DJANGO_STATUS_LOOKUPS: FrozenSet[str] = frozenset({"", "exact", "in", "isnull"})

@@ -1,0 +1,135 @@
+"""Redis clients and the shapes of their lock and counter calls (reference/frameworks.md §5, §6.4).
+
+A receiver counts as Redis only when it was built by one of these
+constructors, is one of these objects, or is annotated with one of these
+types; anything else (a parameter called ``redis`` with no annotation) is
+unknown and the rules stay silent.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, Optional, Tuple
+
+#: A raw Redis client: commands go straight to the server, ``set`` takes ``nx``/``ex``/``px``.
+REDIS = "redis"
+#: A Django cache (``django.core.cache.cache``, ``caches[alias]``): ``add`` is SET NX, ``timeout`` the expiry.
+DJANGO_CACHE = "django-cache"
+
+#: qualified constructor -> (kind, library)
+CONSTRUCTORS: Dict[str, Tuple[str, str]] = {
+    "redis.Redis": (REDIS, "redis-py"),
+    "redis.StrictRedis": (REDIS, "redis-py"),
+    "redis.client.Redis": (REDIS, "redis-py"),
+    "redis.client.StrictRedis": (REDIS, "redis-py"),
+    "redis.Redis.from_url": (REDIS, "redis-py"),
+    "redis.StrictRedis.from_url": (REDIS, "redis-py"),
+    "redis.from_url": (REDIS, "redis-py"),
+    "redis.cluster.RedisCluster": (REDIS, "redis-py"),
+    "redis.RedisCluster": (REDIS, "redis-py"),
+    "redis.cluster.RedisCluster.from_url": (REDIS, "redis-py"),
+    "redis.asyncio.Redis": (REDIS, "redis.asyncio"),
+    "redis.asyncio.StrictRedis": (REDIS, "redis.asyncio"),
+    "redis.asyncio.client.Redis": (REDIS, "redis.asyncio"),
+    "redis.asyncio.from_url": (REDIS, "redis.asyncio"),
+    "redis.asyncio.Redis.from_url": (REDIS, "redis.asyncio"),
+    "redis.asyncio.cluster.RedisCluster": (REDIS, "redis.asyncio"),
+    "redis.asyncio.RedisCluster": (REDIS, "redis.asyncio"),
+    "aioredis.Redis": (REDIS, "aioredis"),
+    "aioredis.from_url": (REDIS, "aioredis"),
+    "aioredis.Redis.from_url": (REDIS, "aioredis"),
+    "django_redis.get_redis_connection": (REDIS, "django-redis"),
+}
+
+#: Module-level objects that are clients by themselves.
+OBJECTS: Dict[str, Tuple[str, str]] = {
+    "django.core.cache.cache": (DJANGO_CACHE, "django"),
+}
+
+#: ``caches["default"]``: subscripting these gives a Django cache.
+CACHE_MAPPINGS: FrozenSet[str] = frozenset({"django.core.cache.caches"})
+
+#: Type annotations -> (kind, library), for ``def __init__(self, client: Redis)``.
+ANNOTATIONS: Dict[str, Tuple[str, str]] = {
+    "redis.Redis": (REDIS, "redis-py"),
+    "redis.StrictRedis": (REDIS, "redis-py"),
+    "redis.client.Redis": (REDIS, "redis-py"),
+    "redis.cluster.RedisCluster": (REDIS, "redis-py"),
+    "redis.asyncio.Redis": (REDIS, "redis.asyncio"),
+    "redis.asyncio.client.Redis": (REDIS, "redis.asyncio"),
+    "aioredis.Redis": (REDIS, "aioredis"),
+    "django.core.cache.backends.base.BaseCache": (DJANGO_CACHE, "django"),
+}
+
+
+@dataclass(frozen=True)
+class Arg:
+    """Where an argument of a command sits: its keyword and, when it may be passed positionally, its index."""
+
+    keyword: str
+    position: Optional[int] = None
+
+
+# -- acquiring -------------------------------------------------------------------------------------
+#: ``set(name, value, ex=None, px=None, nx=False, xx=False, keepttl=False, get=False, exat=None, pxat=None)``
+SET_KEY = Arg("name", 0)
+SET_VALUE = Arg("value", 1)
+SET_EXPIRY: Tuple[Arg, ...] = (Arg("ex", 2), Arg("px", 3), Arg("exat", 8), Arg("pxat", 9))
+SET_NX = Arg("nx", 4)
+
+#: Django cache ``set(key, value, timeout=DEFAULT_TIMEOUT, version=None)`` and ``add(...)`` alike;
+#: django-redis adds ``nx=False``.  An omitted timeout is the backend default (300 s): it expires.
+CACHE_KEY = Arg("key", 0)
+CACHE_VALUE = Arg("value", 1)
+CACHE_TIMEOUT = Arg("timeout", 2)
+CACHE_NX = Arg("nx", None)
+
+#: Two-step acquire: the key is taken first, the expiry set by a second command.
+SETNX = "setnx"
+EXPIRY_COMMANDS: FrozenSet[str] = frozenset({"expire", "pexpire", "expireat", "pexpireat"})
+CACHE_ADD: FrozenSet[str] = frozenset({"add", "aadd"})
+CACHE_SET: FrozenSet[str] = frozenset({"set", "aset"})
+
+#: Lock objects whose TTL is an argument: method on a client (redis-py ``lock``, django-redis ``cache.lock``)
+#: -> the argument that sets the expiry.  ``None`` or missing = the lock never expires.
+LOCK_METHODS: Dict[str, Arg] = {"lock": Arg("timeout", 1)}
+#: Lock classes built from a client: qualified name -> the expiry argument.
+LOCK_CLASSES: Dict[str, Arg] = {
+    "redis_lock.Lock": Arg("expire", 2),
+    "redis.lock.Lock": Arg("timeout", 2),
+    "redis.asyncio.lock.Lock": Arg("timeout", 2),
+}
+
+# -- releasing -------------------------------------------------------------------------------------
+#: Commands that drop a key whatever its value.
+DELETE_COMMANDS: FrozenSet[str] = frozenset({"delete", "unlink", "adelete"})
+#: ``execute_command("DEL", key)``: raw command names that delete.
+RAW_DELETE: FrozenSet[str] = frozenset({"DEL", "UNLINK"})
+
+#: Words in a key (split on ``:``, ``_``, ``-``, ``.``, ``/``) that make it a lock by its own name.
+LOCK_KEY_WORDS: FrozenSet[str] = frozenset({"lock", "locks", "locked", "mutex", "lease", "leader"})
+
+# -- read-modify-write ---------------------------------------------------------------------------------
+#: reading command -> (key argument, field argument or None)
+READS: Dict[str, Tuple[Arg, Optional[Arg]]] = {
+    "get": (Arg("name", 0), None),
+    "aget": (Arg("key", 0), None),  # Django async cache
+    "hget": (Arg("name", 0), Arg("key", 1)),
+}
+#: writing command -> (key argument, field argument or None, value argument)
+WRITES: Dict[str, Tuple[Arg, Optional[Arg], Arg]] = {
+    "set": (Arg("name", 0), None, Arg("value", 1)),
+    "aset": (Arg("key", 0), None, Arg("value", 1)),
+    "setex": (Arg("name", 0), None, Arg("value", 2)),
+    "psetex": (Arg("name", 0), None, Arg("value", 2)),
+    "hset": (Arg("name", 0), Arg("key", 1), Arg("value", 2)),
+}
+#: Django cache spells the key argument ``key``; the positions are the same.
+CACHE_KEY_KEYWORD = "key"
+
+#: The atomic counter command to suggest for each write.
+ATOMIC_COUNTER: Dict[str, str] = {
+    "set": "INCRBY (`r.incrby(key, amount)`)",
+    "setex": "INCRBY followed by EXPIRE in one pipeline",
+    "psetex": "INCRBY followed by PEXPIRE in one pipeline",
+    "hset": "HINCRBY (`r.hincrby(name, field, amount)`)",
+}
