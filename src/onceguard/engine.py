@@ -121,6 +121,9 @@ def check_source(source: bytes, path: str, config: Config, rules: Optional[Seque
                  apply_noqa: bool = True, cross_file: bool = False) -> List[Diagnostic]:
     """Everything onceguard has to say about one file's bytes."""
     rules = enabled_rules(config) if rules is None else rules
+    ignored = config.ignored_for_path(path) if config.per_file_ignores and path else ()
+    if ignored:
+        rules = [rule for rule in rules if not any(rule.code.startswith(code) for code in ignored)]
     if not rules or not passes_prefilter(source, trigger_words(rules)):
         return []
     text: Optional[str] = None

@@ -26,7 +26,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from .config import Config
+from .config import Config, config_for
 from .model import Diagnostic
 
 # ---------------------------------------------------------------------------------------------------------
@@ -265,32 +265,26 @@ def _find_targets(
     wrapper: MetadataWrapper, wanted: Sequence[Tuple[Diagnostic, Transform]], text: str
 ) -> Dict[cst.CSTNode, List[Tuple[Diagnostic, Transform]]]:
     lines = _LINE_BREAK.split(text)
-    by_start: Dict[Tuple[int, int], List[Tuple[Diagnostic, Transform, Tuple[int, int]]]] = {}
-    for diagnostic, transform in wanted:
+    starts: Dict[Tuple[int, int], List[int]] = {}
+    ends: List[Tuple[int, int]] = []
+    for index, (diagnostic, _) in enumerate(wanted):
         start = (diagnostic.line, _char_column(lines, diagnostic.line, diagnostic.column))
-        end = (diagnostic.end_line, _char_column(lines, diagnostic.end_line, diagnostic.end_column))
-        by_start.setdefault(start, []).append((diagnostic, transform, end))
+        starts.setdefault(start, []).append(index)
+        ends.append((diagnostic.end_line, _char_column(lines, diagnostic.end_line, diagnostic.end_column)))
 
     candidates: Dict[int, List[Tuple[cst.CSTNode, CodeRange]]] = {}
-    positions = wrapper.resolve(PositionProvider)
-    for node, where in positions.items():
-        key = (where.start.line, where.start.column)
-        if key in by_start:
-            for index, (_, transform, _) in enumerate(by_start[key]):
-                if isinstance(node, transform.node_type) and transform.accepts(node):
-                    candidates.setdefault(id(by_start[key][index]), []).append((node, where))
+    for node, where in wrapper.resolve(PositionProvider).items():
+        for index in starts.get((where.start.line, where.start.column), ()):
+            transform = wanted[index][1]
+            if isinstance(node, transform.node_type) and transform.accepts(node):
+                candidates.setdefault(index, []).append((node, where))
 
     targets: Dict[cst.CSTNode, List[Tuple[Diagnostic, Transform]]] = {}
-    for entries in by_start.values():
-        for entry in entries:
-            found = candidates.get(id(entry))
-            if not found:
-                continue
-            diagnostic, transform, end = entry
-            exact = [node for node, where in found if (where.end.line, where.end.column) == end]
-            # Several nodes of the type start here: the one the finding spans, else the outermost.
-            node = exact[0] if exact else max(found, key=lambda f: (f[1].end.line, f[1].end.column))[0]
-            targets.setdefault(node, []).append((diagnostic, transform))
+    for index, found in sorted(candidates.items()):
+        exact = [node for node, where in found if (where.end.line, where.end.column) == ends[index]]
+        # Several nodes of the type start here: the one the finding spans, else the outermost.
+        node = exact[0] if exact else max(found, key=lambda f: (f[1].end.line, f[1].end.column))[0]
+        targets.setdefault(node, []).append(wanted[index])
     return targets
 
 
@@ -450,11 +444,12 @@ _MAX_PASSES = 5
 def unified_diff(path: str, before: bytes, after: bytes) -> str:
     def lines(data: bytes) -> List[str]:
         split = _split_encoding(data)
-        text = split[2] if split else data.decode("utf-8", "replace")
-        return text.splitlines(keepends=True) if "\x0c" not in text and "\x0b" not in text else _keep_ends(text)
+        return _keep_ends(split[2] if split else data.decode("utf-8", "replace"))
 
+    # a/ and b/ as git prints them, so `git apply` / `patch -p1` take the diff; an absolute path stays as is.
+    old, new = (path, path) if os.path.isabs(path) else (f"a/{path}", f"b/{path}")
     out = []
-    for line in difflib.unified_diff(lines(before), lines(after), fromfile=f"a/{path}", tofile=f"b/{path}"):
+    for line in difflib.unified_diff(lines(before), lines(after), fromfile=old, tofile=new):
         if not line.endswith(("\n", "\r")):
             line += "\n\\ No newline at end of file\n"
         out.append(line)
@@ -471,6 +466,18 @@ def _keep_ends(text: str) -> List[str]:
     if start < len(text):
         parts.append(text[start:])
     return parts
+
+
+def _display(path: str) -> str:
+    """Relative to the current directory when below it (as the report prints paths), with / separators."""
+    if os.path.isabs(path):
+        try:
+            relative = os.path.relpath(path)
+            if not relative.startswith(".."):
+                path = relative
+        except ValueError:
+            pass
+    return path.replace(os.sep, "/")
 
 
 def write_atomically(path: str, data: bytes) -> None:
@@ -494,16 +501,14 @@ def write_atomically(path: str, data: bytes) -> None:
         raise
 
 
-def _not_ignored(diagnostics: Iterable[Diagnostic], path: str, config: Optional[Config]) -> List[Diagnostic]:
-    if config is None:
-        return list(diagnostics)
+def _not_ignored(diagnostics: Iterable[Diagnostic], path: str, config: Config) -> List[Diagnostic]:
     ignored = config.ignored_for_path(path)
     if not ignored:
         return list(diagnostics)
     return [d for d in diagnostics if not any(d.code.startswith(code) for code in ignored)]
 
 
-def _fix_file(path: str, found: List[Diagnostic], config: Optional[Config], unsafe: bool,
+def _fix_file(path: str, found: List[Diagnostic], config: Config, unsafe: bool,
               write: bool) -> Tuple[List[Diagnostic], str]:
     from .engine import check_source, engine_diagnostic, read_source
 
@@ -525,16 +530,14 @@ def _fix_file(path: str, found: List[Diagnostic], config: Optional[Config], unsa
         if first_applied is None:
             first_applied = result.applied
         current = result.new_source
-        if config is None:
-            remaining = [d for d in remaining if d not in result.applied]
-            break
         remaining = _not_ignored(check_source(current, path, config, cross_file=True), path, config)
     if current == original:
         return found, ""
     if not write:
         # The file stays as it is, so the findings keep their places; drop only what the diff fixes.
         applied = first_applied or []
-        return [d for d in found if not any(d is a for a in applied)], unified_diff(path, original, current)
+        left = [d for d in found if not any(d is a for a in applied)]
+        return left, unified_diff(_display(path), original, current)
     try:
         write_atomically(path, current)
     except OSError as error:
@@ -550,14 +553,16 @@ def apply_fixes(diagnostics: Sequence[Diagnostic], configs_by_path: Dict[str, Co
     for diagnostic in diagnostics:
         by_path.setdefault(diagnostic.path, []).append(diagnostic)
     remaining: List[Diagnostic] = []
-    diffs: List[str] = []
-    for path in sorted(by_path):
-        found = by_path[path]
+    diffs: List[Tuple[str, str]] = []
+    for path, found in by_path.items():
         if not path or not any(is_allowed(d, unsafe) for d in found):
             remaining.extend(found)
             continue
-        left, diff = _fix_file(path, found, configs_by_path.get(path), unsafe, write)
+        config = configs_by_path.get(path)
+        if config is None:
+            config = config_for(path)
+        left, diff = _fix_file(path, found, config, unsafe, write)
         remaining.extend(left)
         if diff:
-            diffs.append(diff)
-    return remaining, "".join(diffs)
+            diffs.append((path, diff))
+    return remaining, "".join(diff for _, diff in sorted(diffs))

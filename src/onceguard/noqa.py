@@ -7,9 +7,9 @@ from typing import FrozenSet, Iterable, List, Optional, Sequence
 from .model import Diagnostic
 
 # Same grammar as flake8: codes separated by commas and/or spaces after "noqa:".
-_LINE = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z][0-9]+(?:[,\s]+[A-Z][0-9]+)*))?", re.IGNORECASE)
+_LINE = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _FILE = re.compile(
-    r"#\s*onceguard:\s*noqa(?::\s*(?P<codes>[A-Z][0-9]+(?:[,\s]+[A-Z][0-9]+)*))?\s*$", re.IGNORECASE
+    r"#\s*onceguard:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?\s*$", re.IGNORECASE
 )
 _SPLIT = re.compile(r"[,\s]+")
 

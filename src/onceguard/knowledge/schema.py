@@ -254,6 +254,7 @@ CONNECT_CALLS: Dict[str, int] = {
     "dj_database_url.parse": 0,
     "dj_database_url.config": -1,
     "tortoise.Tortoise.init": -1,
+    "yoyo.get_backend": 0,
 }
 DSN_KEYWORDS: FrozenSet[str] = frozenset({"url", "dsn", "conninfo", "db_url", "default"})
 #: ``config.set_main_option("sqlalchemy.url", dsn)`` in an Alembic env.py or runner.

@@ -213,8 +213,9 @@ def _pgbouncer_evidence(facts: ModuleFacts) -> Optional[ast.AST]:
         return None
     for node in ast.walk(facts.tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            value = node.value.lower()
-            if "pgbouncer" in value or (":6432" in value or "port=6432" in value.replace(" ", "")):
+            value = node.value.lower().replace(" ", "")
+            looks_like_dsn = "://" in value or "host=" in value or "port=" in value
+            if looks_like_dsn and ("pgbouncer" in value or ":6432" in value or "port=6432" in value):
                 return node
         elif isinstance(node, ast.keyword) and node.arg == "port":
             if isinstance(node.value, ast.Constant) and str(node.value.value) == "6432":
@@ -456,6 +457,8 @@ class UnlockNotGuaranteed(Rule):
             function = use.function
             if not (function.session and function.is_lock) or use.scope is None or _in_closing_block(use):
                 continue  # a block that closes or resets its connection on exit releases the lock on any error
+            if use.handle is not None and use.handle.pooled:
+                continue  # OG101 says what is wrong with a lock taken through a pool
             unlocks = [u for u in uses if u.function.unlock and u.scope is use.scope
                        and (u.receiver_text == use.receiver_text or u.function.name == "pg_advisory_unlock_all")
                        and _position(u.call) > _position(use.call)]

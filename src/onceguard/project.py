@@ -1,0 +1,151 @@
+"""Cross-file lookups for the CLI: the function ``app.jobs.send_digest`` is in ``<root>/app/jobs.py``.
+
+Only used when ``facts.context.cross_file`` is True (the CLI); the flake8
+plugin sees one file and never comes here.  Each module file is read and
+parsed with ``ast`` once per content (cached by path and modification
+time) and gets the same ``ModuleFacts`` the engine builds, so a rule can ask
+the same questions of it (does this function begin with a claim?).
+"""
+from __future__ import annotations
+
+import ast
+import os
+import threading
+import warnings
+from typing import Dict, List, Optional, Tuple
+
+from .config import Config
+from .context import FileContext
+from .facts import FunctionNode, ModuleFacts
+
+_FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+_MAX_FILE_BYTES = 2_000_000
+
+_lock = threading.Lock()
+#: path -> (mtime, size, facts or None when unreadable/unparsable)
+_modules: Dict[str, Tuple[float, int, Optional[ModuleFacts]]] = {}
+
+
+def _search_roots(root: str) -> List[str]:
+    roots = [root]
+    source = os.path.join(root, "src")
+    if os.path.isdir(source):
+        roots.append(source)
+    return roots
+
+
+def module_path(module: str, root: str) -> Optional[str]:
+    """The file of a dotted module under ``root`` or ``root/src`` (``pkg/mod.py`` or ``pkg/mod/__init__.py``)."""
+    if not module or not root or module.startswith("."):
+        return None
+    parts = module.split(".")
+    if not all(part.isidentifier() for part in parts):
+        return None
+    for base in _search_roots(root):
+        candidate = os.path.join(base, *parts) + ".py"
+        if os.path.isfile(candidate):
+            return candidate
+        candidate = os.path.join(base, *parts, "__init__.py")
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def module_facts(path: str, config: Config) -> Optional[ModuleFacts]:
+    """Facts of another file of the project, parsed once per content."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    key = os.path.abspath(path)
+    with _lock:
+        cached = _modules.get(key)
+    if cached is not None and cached[0] == stat.st_mtime and cached[1] == stat.st_size:
+        return cached[2]
+    facts: Optional[ModuleFacts] = None
+    if stat.st_size <= _MAX_FILE_BYTES:
+        try:
+            with open(path, "rb") as handle:
+                source = handle.read()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(source, filename=path)
+            text_lines = source.decode("utf-8", "replace").splitlines()
+            facts = ModuleFacts(tree, FileContext(path, config, cross_file=True), text_lines)
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            facts = None
+    with _lock:
+        _modules[key] = (stat.st_mtime, stat.st_size, facts)
+    return facts
+
+
+def _split(qualified: str) -> List[Tuple[str, List[str]]]:
+    """``a.b.c.d`` -> [("a.b.c", ["d"]), ("a.b", ["c", "d"]), ...]: longest module first."""
+    if ":" in qualified:
+        module, _, attr = qualified.partition(":")
+        return [(module, attr.split("."))]
+    parts = qualified.split(".")
+    return [(".".join(parts[:i]), parts[i:]) for i in range(len(parts) - 1, 0, -1)]
+
+
+def find_function(qualified: str, config: Config, root: Optional[str] = None) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
+    """The ``def`` of ``pkg.mod.func`` / ``pkg.mod:func`` / ``pkg.mod.Class.method`` in the project, with its facts."""
+    root = root if root is not None else config.root
+    if not root or not qualified:
+        return None
+    for module, attrs in _split(qualified):
+        path = module_path(module, root)
+        if path is None:
+            continue
+        facts = module_facts(path, config)
+        if facts is None:
+            return None
+        found = _lookup(facts.tree.body, attrs)
+        if found is not None:
+            return found, facts
+        return None
+    return None
+
+
+def _lookup(body: List[ast.stmt], attrs: List[str]) -> Optional[FunctionNode]:
+    name, rest = attrs[0], attrs[1:]
+    found = None
+    for statement in body:
+        if isinstance(statement, _FUNCTION_TYPES) and statement.name == name and not rest:
+            found = statement
+        elif isinstance(statement, ast.ClassDef) and statement.name == name and rest:
+            found = _lookup(statement.body, rest)
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and found is not None:
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                found = None  # rebound after the def: not a plain function any more
+    return found
+
+
+def find_assignment(qualified: str, config: Config, root: Optional[str] = None) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+    """The value of a module-level ``name = <expr>`` (``app.extensions.scheduler``), with its facts."""
+    root = root if root is not None else config.root
+    if not root or not qualified or ":" in qualified:
+        return None
+    module, _, name = qualified.rpartition(".")
+    path = module_path(module, root)
+    if path is None:
+        return None
+    facts = module_facts(path, config)
+    if facts is None:
+        return None
+    values = []
+    for statement in facts.tree.body:
+        if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in statement.targets):
+            values.append(statement.value)
+        elif (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+              and statement.target.id == name and statement.value is not None):
+            values.append(statement.value)
+    if len(values) != 1:
+        return None
+    return values[0], facts
+
+
+def clear_cache() -> None:
+    with _lock:
+        _modules.clear()

@@ -1,0 +1,996 @@
+"""Data races between replicas: a value read, changed in Python and written back (OG301), and rows
+picked by status and updated without claiming them (OG302).  reference/frameworks.md §6.
+
+Everything here is judged within one function: the load, the change and the write must all be
+visible there, and the objects must come from a visible ORM loader, a SQL text the module sends or a
+Redis client whose origin is known.  Arithmetic done by the database (``F("n") + 1``,
+``Model.n + 1``, ``SET n = n + 1``, ``INCR``) never reaches these rules as a Python value.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+
+from pglast import ast as pg
+from pglast.enums import BoolExprType
+
+from ..executed_sql import ExecutedSql, bound_value, executed_sql
+from ..facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
+from ..handles import Handles
+from ..knowledge import orm
+from ..knowledge import redis_clients as redis_known
+from ..model import Diagnostic
+from ..names import dotted
+from ..registry import register
+from ..sql import _PLACEHOLDER, parse_statements
+from .base import Rule
+from .redis_leases import argument, has_spread, redis_call, result_tested, short
+
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
+_OPERATOR = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+             ast.Pow: "**"}
+_LIST_WRAPPERS = frozenset({"list", "tuple", "sorted", "set"})
+
+
+# -- chains --------------------------------------------------------------------------------------------
+
+
+def unwrap(node: ast.AST) -> ast.AST:
+    while isinstance(node, ast.Await):
+        node = node.value
+    return node
+
+
+def chain(expr: ast.AST) -> Tuple[ast.AST, List[Tuple[str, Optional[ast.AST]]]]:
+    """``Job.objects.filter(a)[:5].first()`` -> (``Job``, [("objects", None), ("filter", call), ("[]", sub),
+    ("first", call)]).  A call of a plain name (``select(Job)``) is a head."""
+    links: List[Tuple[str, Optional[ast.AST]]] = []
+    node = unwrap(expr)
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            links.append((node.func.attr, node))
+            node = node.func.value
+        elif isinstance(node, ast.Attribute):
+            links.append((node.attr, None))
+            node = node.value
+        elif isinstance(node, ast.Subscript):
+            links.append(("[]", node))
+            node = node.value
+        elif isinstance(node, ast.Await):
+            node = node.value
+        else:
+            break
+    links.reverse()
+    return node, links
+
+
+def strip_list(node: ast.AST) -> ast.AST:
+    """``list(qs)``, ``sorted(qs, ...)`` hold the same rows as ``qs``."""
+    node = unwrap(node)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _LIST_WRAPPERS and node.args:
+        return unwrap(node.args[0])
+    return node
+
+
+def names_in(node: ast.AST) -> Set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def target_names(target: ast.AST) -> List[str]:
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+
+
+def later(node: ast.AST, than: ast.AST) -> bool:
+    return (node.lineno, node.col_offset) > (than.lineno, than.col_offset)
+
+
+def function_nodes(function: FunctionNode, facts: ModuleFacts) -> List[ast.AST]:
+    return facts.cached(f"function_nodes:{id(function)}", lambda _f: list(walk_no_nested_functions(function)))
+
+
+def module_imports_any(facts: ModuleFacts, modules: Iterable[str]) -> bool:
+    heads = {target.split(".", 1)[0] for target in facts.imports.aliases.values()}
+    return any(module in heads for module in modules)
+
+
+# -- Django ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Loaded:
+    """Where a model instance (or rows) came from."""
+
+    framework: str  # "django" | "sqlalchemy"
+    model: str
+    call: ast.AST  # the loader expression
+    locked: bool
+    session: Optional[str] = None  # SQLAlchemy: the dotted session the write must go through
+
+
+def django_queryset(expr: ast.AST) -> Optional[Tuple[str, List[Tuple[str, Optional[ast.AST]]]]]:
+    """(model, links after the manager) when ``expr`` is ``Model.objects....``."""
+    head, links = chain(expr)
+    for index, (name, call) in enumerate(links):
+        if name in orm.DJANGO_MANAGERS and call is None:
+            model = dotted(head) if not links[:index] else ".".join(
+                [dotted(head) or "?"] + [n for n, _ in links[:index]])
+            if model is None:
+                return None
+            return model, links[index + 1:]
+    return None
+
+
+def django_instance_loader(expr: ast.AST, facts: ModuleFacts) -> Optional[Loaded]:
+    expr = unwrap(expr)
+    if isinstance(expr, ast.Call) and facts.callee(expr) in orm.DJANGO_SHORTCUT_LOADERS and expr.args:
+        first = expr.args[0]
+        queryset = django_queryset(first)
+        if queryset is not None:
+            model, links = queryset
+            return Loaded("django", model, expr, any(n == orm.DJANGO_ROW_LOCK for n, _ in links))
+        return Loaded("django", dotted(first) or "Model", expr, False)
+    queryset = django_queryset(expr)
+    if queryset is None:
+        return None
+    model, links = queryset
+    if not links:
+        return None
+    last = links[-1][0]
+    if last in orm.DJANGO_INSTANCE_LOADERS or last in orm.DJANGO_PAIR_LOADERS or (
+            last == "[]" and isinstance(links[-1][1].slice, ast.Constant)):
+        return Loaded("django", model, expr, any(n == orm.DJANGO_ROW_LOCK for n, _ in links))
+    return None
+
+
+# -- SQLAlchemy -------------------------------------------------------------------------------------------
+
+
+def sa_statement(node: ast.AST, facts: ModuleFacts) -> Optional[Tuple[str, List[Tuple[str, Optional[ast.AST]]], ast.Call]]:
+    """(model, links, select call) for ``select(Model).where(...)...``, following one name binding."""
+    node = unwrap(node)
+    if isinstance(node, ast.Name):
+        value = bound_value(node, facts)
+        if value is None:
+            return None
+        node = unwrap(value)
+    head, links = chain(node)
+    if isinstance(head, ast.Call) and facts.callee(head) in orm.SA_SELECT and head.args:
+        return dotted(head.args[0]) or "Model", links, head
+    return None
+
+
+def _is_sa_session(receiver: ast.AST, facts: ModuleFacts) -> bool:
+    handle = Handles.of_module(facts).of(receiver)
+    return handle is not None and handle.library == "sqlalchemy"
+
+
+def sa_source(expr: ast.AST, facts: ModuleFacts, many: bool) -> Optional[Loaded]:
+    """An SQLAlchemy expression that loads one instance (``many=False``) or rows of instances (``many=True``)."""
+    expr = unwrap(expr)
+    head, links = chain(expr)
+    if not links:
+        return None
+    terminals = orm.SA_MANY if many else orm.SA_ONE
+    # session.get(Model, pk)
+    if not many and len(links) == 1 and links[0][0] in orm.SA_SESSION_GET and isinstance(expr, ast.Call):
+        if len(expr.args) >= 2 and _is_sa_session(expr.func.value, facts):
+            locked = any(k.arg == orm.SA_ROW_LOCK_KEYWORD and not _falsy(k.value) for k in expr.keywords)
+            return Loaded("sqlalchemy", dotted(expr.args[0]) or "Model", expr, locked, dotted(expr.func.value))
+        return None
+    for index, (name, call) in enumerate(links):
+        if call is None or not isinstance(call, ast.Call):
+            continue
+        rest = links[index + 1:]
+        session_node = call.func.value
+        if name == orm.SA_QUERY and call.args:
+            if not (_is_sa_session(session_node, facts) or module_imports_any(facts, orm.SA_MODULES)):
+                return None
+            if not _ends_with(rest, terminals, many, orm.SA_QUERY_METHODS):
+                return None
+            locked = any(n == orm.SA_ROW_LOCK for n, _ in rest)
+            return Loaded("sqlalchemy", dotted(call.args[0]) or "Model", expr, locked, dotted(session_node))
+        if name in orm.SA_EXECUTE and call.args:
+            statement = sa_statement(call.args[0], facts)
+            if statement is None:
+                return None
+            model, statement_links, _ = statement
+            # session.scalar(select(M)) returns the instance itself.
+            if not rest and not (name == "scalar" and not many) and not (many and name in ("scalars", "exec")):
+                return None
+            if rest and not _ends_with(rest, terminals | {"scalars"}, many, frozenset({"scalars", "unique"})):
+                return None
+            locked = any(n == orm.SA_ROW_LOCK for n, _ in statement_links)
+            return Loaded("sqlalchemy", model, expr, locked, dotted(session_node))
+    # Flask-SQLAlchemy: Model.query.filter_by(...).first()
+    if (isinstance(head, ast.Name) and links[0] == ("query", None)
+            and module_imports_any(facts, orm.SA_MODULES) and _ends_with(links[1:], terminals, many, orm.SA_QUERY_METHODS)):
+        return Loaded("sqlalchemy", head.id, expr, any(n == orm.SA_ROW_LOCK for n, _ in links), "db.session")
+    return None
+
+
+def _ends_with(links, terminals, many: bool, between) -> bool:
+    """The chain after the loader: query methods, then one terminal (rows may also be iterated directly)."""
+    if not links:
+        return many
+    *middle, (last, _) = links
+    return last in terminals and all(name in between for name, _ in middle)
+
+
+def _falsy(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and not node.value
+
+
+def _session_matches(loaded: Loaded, receiver: ast.AST) -> bool:
+    spelled = dotted(receiver) or ""
+    if loaded.session == "db.session":
+        return spelled.endswith("session")
+    return spelled == loaded.session
+
+
+# -- value flow within a function ----------------------------------------------------------------------------
+
+
+class Flow:
+    """Which local names hold a value read from the store (``tainted``) and which hold Python arithmetic
+    on such a value (``computed``), following assignments in source order."""
+
+    def __init__(self, function: FunctionNode, facts: ModuleFacts, is_source: Callable[[ast.AST], bool],
+                 seed: Iterable[str] = ()) -> None:
+        self.is_source = is_source
+        self.tainted: Set[str] = set(seed)
+        self.computed: Set[str] = set()
+        for node in function_nodes(function, facts):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names = [n for t in targets for n in target_names(t)]
+                if self.arithmetic(node.value):
+                    self.computed.update(names)
+                    self.tainted.update(names)
+                elif self.reads(node.value):
+                    self.tainted.update(names)
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                if node.target.id in self.tainted and isinstance(node.op, _ARITHMETIC):
+                    self.computed.add(node.target.id)
+
+    def reads(self, node: ast.AST) -> bool:
+        return any((isinstance(n, ast.Name) and n.id in self.tainted) or self.is_source(n) for n in ast.walk(node))
+
+    def arithmetic(self, node: ast.AST) -> bool:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id in self.computed:
+                return True
+            if isinstance(n, ast.BinOp) and isinstance(n.op, _ARITHMETIC) and (self.reads(n.left) or self.reads(n.right)):
+                return True
+        return False
+
+
+# -- OG301 ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Mutation:
+    statement: ast.stmt
+    instance: str
+    field: str
+    op: str
+    amount: str
+
+
+def _mutation(statement: ast.AST, function: FunctionNode, facts: ModuleFacts) -> Optional[Mutation]:
+    """``obj.n += k`` / ``obj.n = obj.n + k`` (also through one local: ``new = obj.n - k; obj.n = new``)."""
+    if isinstance(statement, ast.AugAssign):
+        target = statement.target
+        if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and isinstance(statement.op, _ARITHMETIC) and not _database_expression(statement.value, facts)):
+            return Mutation(statement, target.value.id, target.attr, _OPERATOR[type(statement.op)],
+                            short(statement.value, 30))
+        return None
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+        return None
+    target = statement.targets[0]
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
+        return None
+    if _database_expression(statement.value, facts):
+        return None
+    instance, field = target.value.id, target.attr
+
+    def reads_field(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Attribute) and node.attr == field and isinstance(node.value, ast.Name)
+                and node.value.id == instance)
+
+    value = statement.value
+    if isinstance(value, ast.Name):
+        bound = _local_value_before(value, statement, function, facts)
+        if bound is None:
+            return None
+        value = bound
+    for node in ast.walk(value):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, _ARITHMETIC):
+            if reads_field(node.left):
+                return Mutation(statement, instance, field, _OPERATOR[type(node.op)], short(node.right, 30))
+            if reads_field(node.right):
+                return Mutation(statement, instance, field, _OPERATOR[type(node.op)], short(node.left, 30))
+    return None
+
+
+def _local_value_before(name: ast.Name, statement: ast.AST, function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:
+    found = None
+    for node in function_nodes(function, facts):
+        if node is statement:
+            break
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == name.id):
+            found = node.value
+    return found
+
+
+def _database_expression(node: ast.AST, facts: ModuleFacts) -> bool:
+    """``F("n") + 1`` or ``Counter.n + 1``: the database does the arithmetic."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call) and facts.callee(n) in orm.DJANGO_F:
+            return True
+    return False
+
+
+def _instance_bindings(function: FunctionNode, facts: ModuleFacts) -> Dict[str, List[Tuple[ast.AST, Loaded]]]:
+    """name -> [(assignment, loader)] for names bound to one ORM instance in this function."""
+    table: Dict[str, List[Tuple[ast.AST, Loaded]]] = {}
+    for node in function_nodes(function, facts):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(node, "target", None)
+        if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name):
+            name = target.elts[0].id  # obj, created = Model.objects.get_or_create(...)
+        elif isinstance(target, ast.Name):
+            name = target.id
+        else:
+            continue
+        loaded = django_instance_loader(node.value, facts) or sa_source(node.value, facts, many=False)
+        if loaded is not None:
+            table.setdefault(name, []).append((node, loaded))
+    return table
+
+
+def _loader_before(bindings: List[Tuple[ast.AST, Loaded]], node: ast.AST) -> Optional[Loaded]:
+    found = None
+    for assignment, loaded in bindings:
+        if later(node, assignment):
+            found = loaded
+    return found
+
+
+@register
+class ReadModifyWrite(Rule):
+    code = "OG301"
+    name = "read-modify-write"
+    summary = "a value read, changed in Python and written back, so concurrent updates are lost"
+    triggers = (b"save", b"commit", b"flush", b"UPDATE", b"update", b".set(", b"hset", b"setex", b".aset(")
+
+    def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        yield from self._orm(facts)
+        yield from self._raw_sql(facts)
+        yield from self._redis(facts)
+
+    # ORM instances --------------------------------------------------------------------------------------
+    def _orm(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for function in facts.functions:
+            bindings = None
+            for node in function_nodes(function, facts):
+                if not isinstance(node, (ast.AugAssign, ast.Assign)):
+                    continue
+                if bindings is None:
+                    bindings = _instance_bindings(function, facts)
+                    if not bindings:
+                        break
+                mutation = _mutation(node, function, facts)
+                if mutation is None or mutation.instance not in bindings:
+                    continue
+                loaded = _loader_before(bindings[mutation.instance], node)
+                if loaded is None or loaded.locked:
+                    continue
+                write = self._write_after(mutation, loaded, function, facts)
+                if write is not None:
+                    yield self._report(mutation, loaded, write)
+
+    @staticmethod
+    def _write_after(mutation: Mutation, loaded: Loaded, function: FunctionNode, facts: ModuleFacts) -> Optional[ast.Call]:
+        for node in function_nodes(function, facts):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and later(node, mutation.statement)):
+                continue
+            receiver = node.func.value
+            if loaded.framework == "django":
+                if node.func.attr in orm.DJANGO_SAVE and isinstance(receiver, ast.Name) and receiver.id == mutation.instance:
+                    return node
+            elif node.func.attr in orm.SA_FLUSH and _session_matches(loaded, receiver):
+                return node
+        return None
+
+    def _report(self, mutation: Mutation, loaded: Loaded, write: ast.Call) -> Diagnostic:
+        obj, field, op, amount = mutation.instance, mutation.field, mutation.op, mutation.amount
+        loader = short(loaded.call, 50)
+        hazard = (f"`{obj}.{field}` is read by `{loader}`, changed in Python and written back by "
+                  f"`{short(write, 40)}` on line {write.lineno}: two replicas (or requests) doing this at once "
+                  f"read the same value and one of the updates is lost.")
+        model = loaded.model.rsplit(".", 1)[-1]
+        if loaded.framework == "django":
+            suggestion = (f"Let the database do the arithmetic: `{model}.objects.filter(pk={obj}.pk).update("
+                          f"{field}=F(\"{field}\") {op} {amount})`; for a limit, filter on it "
+                          f"(`.filter(pk={obj}.pk, {field}__lt=limit)`) and check the returned count; or load the row "
+                          f"with `select_for_update()` inside `transaction.atomic()`.")
+        else:
+            suggestion = (f"Let the database do the arithmetic: `session.execute(update({model}).where({model}.id == "
+                          f"{obj}.id).values({field}={model}.{field} {op} {amount}))` and check `rowcount` (put a "
+                          f"limit in the `where`); or load the row with `.with_for_update()` and keep it in that "
+                          f"transaction.")
+        return self.finding(mutation.statement, hazard, suggestion)
+
+    # raw SQL ---------------------------------------------------------------------------------------------
+    def _raw_sql(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        by_function: Dict[int, List[ExecutedSql]] = {}
+        for executed in executed_sql(facts):
+            function = facts.enclosing_function(executed.call)
+            if function is not None and executed.sql.parsed:
+                by_function.setdefault(id(function), []).append(executed)
+        for executions in by_function.values():
+            selects = [e for e in executions if e.sql.statement_types == ("SelectStmt",) and not e.sql.for_update]
+            updates = [e for e in executions if e.sql.statement_types == ("UpdateStmt",)]
+            if not selects or not updates:
+                continue
+            function = facts.enclosing_function(selects[0].call)
+            for update in updates:
+                finding = self._raw_update(update, selects, function, facts)
+                if finding is not None:
+                    yield finding
+
+    def _raw_update(self, update: ExecutedSql, selects: List[ExecutedSql], function: FunctionNode,
+                    facts: ModuleFacts) -> Optional[Diagnostic]:
+        statement = parse_statements(update.text)[0]
+        table = statement.relation.relname
+        where_columns = _columns(statement.whereClause)
+        earlier = [s for s in selects if later(update.call, s.call)]
+        for select in earlier:
+            read = _selected_columns(select, table)
+            if not read:
+                continue
+            flow = Flow(function, facts, _select_result_source(select, facts))
+            for target in statement.targetList or ():
+                column = target.name
+                if not isinstance(target.val, pg.ParamRef) or column in where_columns:
+                    continue  # SET n = n + 1, or a compare-and-set on n in the WHERE
+                if column not in read and "*" not in read:
+                    continue
+                value = _parameter(update, target.val.number, facts)
+                if value is not None and flow.arithmetic(value):
+                    return self.finding(
+                        update.call,
+                        f"`{column}` of `{table}` is read by the SELECT on line {select.call.lineno}, changed in "
+                        f"Python and written back as a parameter of this UPDATE: two replicas doing this at once "
+                        f"read the same value and one of the updates is lost.",
+                        f"Do the arithmetic in the statement: `UPDATE {table} SET {column} = {column} + :delta "
+                        f"WHERE … AND {column} + :delta <= :limit` and check the rows affected; or read the row "
+                        f"with `SELECT … FOR UPDATE` in the same transaction.",
+                    )
+        return None
+
+    # Redis -----------------------------------------------------------------------------------------------
+    def _redis(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for command, (key_arg, field_arg, value_arg) in redis_known.WRITES.items():
+            for call in facts.calls_named(command):
+                function = facts.enclosing_function(call)
+                if function is None or has_spread(call):
+                    continue
+                handle = redis_call(call, facts)
+                if handle is None:
+                    continue
+                keyword = redis_known.CACHE_KEY_KEYWORD if handle.kind == redis_known.DJANGO_CACHE else None
+                key = argument(call, key_arg, keyword)
+                field = argument(call, field_arg) if field_arg else None
+                value = argument(call, value_arg)
+                if key is None or value is None or (field_arg and field is None):
+                    continue
+                reads = self._reads_of(call, key, field, function, facts)
+                if not reads:
+                    continue
+                read_ids = {id(r) for r in reads}
+                flow = Flow(function, facts, lambda n: id(n) in read_ids)
+                if flow.arithmetic(value):
+                    yield self._redis_report(call, command, reads[0], handle.kind)
+
+    @staticmethod
+    def _reads_of(write: ast.Call, key: ast.AST, field: Optional[ast.AST], function: FunctionNode,
+                  facts: ModuleFacts) -> List[ast.Call]:
+        key_dump = ast.dump(key)
+        field_dump = ast.dump(field) if field is not None else None
+        found = []
+        for command, (key_arg, field_arg) in redis_known.READS.items():
+            if (field_arg is None) != (field is None):
+                continue
+            for call in facts.calls_named(command):
+                if facts.enclosing_function(call) is not function or later(call, write):
+                    continue
+                handle = redis_call(call, facts)
+                if handle is None:
+                    continue
+                keyword = redis_known.CACHE_KEY_KEYWORD if handle.kind == redis_known.DJANGO_CACHE else None
+                read_key = argument(call, key_arg, keyword)
+                read_field = argument(call, field_arg) if field_arg else None
+                if read_key is not None and ast.dump(read_key) == key_dump and (
+                        field_dump is None or (read_field is not None and ast.dump(read_field) == field_dump)):
+                    found.append(call)
+        return found
+
+    def _redis_report(self, write: ast.Call, command: str, read: ast.Call, kind: str) -> Diagnostic:
+        hazard = (f"`{short(write, 50)}` writes a value computed from `{short(read, 40)}` on line {read.lineno}: "
+                  f"two replicas doing this at once read the same value and one of the updates is lost.")
+        if kind == redis_known.DJANGO_CACHE:
+            suggestion = ("Use the cache's atomic counter: `cache.add(key, 0, timeout)` once, then "
+                          "`cache.incr(key, delta)` (atomic on django-redis and Memcached).")
+        else:
+            atomic = redis_known.ATOMIC_COUNTER.get(command, "INCRBY")
+            suggestion = (f"Use {atomic}, which changes the value inside Redis in one command; when the key needs "
+                          f"a TTL, send EXPIRE with it in a `MULTI` pipeline (or set it only when INCR returned "
+                          f"the first value).")
+        return self.finding(write, hazard, suggestion)
+
+
+def _columns(node) -> Set[str]:
+    """Column names a pglast expression mentions."""
+    found: Set[str] = set()
+    if node is None:
+        return found
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, pg.ColumnRef):
+            last = current.fields[-1]
+            if isinstance(last, pg.String):
+                found.add(last.sval)
+            continue
+        if isinstance(current, (tuple, list)):
+            stack.extend(current)
+        elif isinstance(current, pg.Node):
+            for name in current:
+                value = getattr(current, name, None)
+                if isinstance(value, (pg.Node, tuple, list)):
+                    stack.append(value)
+    return found
+
+
+def _tables(statement) -> Set[str]:
+    names: Set[str] = set()
+    stack = [statement]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, pg.RangeVar):
+            names.add(current.relname)
+        elif isinstance(current, (tuple, list)):
+            stack.extend(current)
+        elif isinstance(current, pg.Node):
+            for name in current:
+                value = getattr(current, name, None)
+                if isinstance(value, (pg.Node, tuple, list)):
+                    stack.append(value)
+    return names
+
+
+def _selected_columns(select: ExecutedSql, table: str) -> Set[str]:
+    """Columns a SELECT returns from ``table`` ("*" for all); empty when it reads another table."""
+    statements = parse_statements(select.text)
+    if not statements or table not in _tables(statements[0].fromClause):
+        return set()
+    columns: Set[str] = set()
+    for target in statements[0].targetList or ():
+        if isinstance(target.val, pg.ColumnRef):
+            last = target.val.fields[-1]
+            columns.add("*" if isinstance(last, pg.A_Star) else last.sval)
+    return columns
+
+
+_FETCH = frozenset({"fetchone", "fetchall", "fetchmany", "scalar", "one", "first", "scalar_one",
+                    "scalar_one_or_none", "one_or_none", "all", "mappings"})
+
+
+def _select_result_source(select: ExecutedSql, facts: ModuleFacts) -> Callable[[ast.AST], bool]:
+    """What carries the SELECT's result: the sending call itself, or a later fetch on the same cursor."""
+    receiver = dotted(select.receiver) if select.receiver is not None else None
+
+    def is_source(node: ast.AST) -> bool:
+        if node is select.call:
+            return True
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _FETCH
+                and receiver is not None and dotted(node.func.value) == receiver and later(node, select.call))
+
+    return is_source
+
+
+def _parameter(executed: ExecutedSql, number: int, facts: ModuleFacts) -> Optional[ast.AST]:
+    """The Python expression sent for ``$number`` of the normalised SQL."""
+    spelled: List[Optional[str]] = []  # per counted placeholder: its name, or None when positional
+    for match in _PLACEHOLDER.finditer(executed.text):
+        if match.group("quoted") or match.group("cast") or match.group("escaped"):
+            continue
+        spelled.append(match.group("pyname") or (match.group("named") or "")[1:] or None)
+    params = executed.params
+    if not spelled:  # native $n placeholders (asyncpg)
+        values = _sequence(params)
+        return values[number - 1] if values and number <= len(values) else None
+    if number > len(spelled):
+        return None
+    name = spelled[number - 1]
+    if name is None:
+        values = _sequence(params)
+        return values[number - 1] if values and number <= len(values) else None
+    call = executed.call
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    for param in params:
+        mapping = bound_value(param, facts) if isinstance(param, ast.Name) else param
+        if isinstance(mapping, ast.Dict):
+            for key, value in zip(mapping.keys, mapping.values):
+                if isinstance(key, ast.Constant) and key.value == name:
+                    return value
+    return None
+
+
+def _sequence(params: List[ast.AST]) -> List[ast.AST]:
+    if len(params) == 1 and isinstance(params[0], (ast.Tuple, ast.List)):
+        return list(params[0].elts)
+    return [p for p in params if not isinstance(p, ast.keyword)]
+
+
+# -- OG302 ------------------------------------------------------------------------------------------------
+
+
+def status_column(name: str, lookup: str = "") -> bool:
+    if name in orm.STATUS_COLUMNS or name.endswith(orm.STATUS_SUFFIXES):
+        return True
+    return lookup == "isnull" and name.endswith(orm.PENDING_TIMESTAMP_SUFFIXES)
+
+
+def _is_constant(node: ast.AST) -> bool:
+    """A literal or an enum-like ``Job.Status.PENDING`` / ``PENDING``: the same for every caller."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return all(_is_constant(e) for e in node.elts)
+    if isinstance(node, ast.Attribute):
+        return node.attr.isupper()
+    if isinstance(node, ast.Name):
+        return node.id.isupper()
+    return False
+
+
+def _django_status_filter(links) -> Optional[str]:
+    """The status lookup of a queryset (``status="pending"``), unless it is scoped to one entity."""
+    found = None
+    for name, call in links:
+        if name not in ("filter", "exclude") or not isinstance(call, ast.Call):
+            continue
+        keywords = [k for k in call.keywords] + [k for arg in call.args for n in ast.walk(arg)
+                                                  if isinstance(n, ast.Call) for k in n.keywords]
+        for keyword in keywords:
+            if keyword.arg is None:
+                return None
+            field, _, lookup = keyword.arg.partition("__")
+            if status_column(field, lookup) and lookup in orm.DJANGO_STATUS_LOOKUPS:
+                found = found or keyword.arg
+            elif lookup in ("", "exact") and not _is_constant(keyword.value):
+                return None  # filter(user=request.user, status=...): one entity's rows, not a queue
+    return found
+
+
+def _sa_status_condition(links) -> Optional[str]:
+    found = None
+    for name, call in links:
+        if name not in ("where", "filter", "filter_by") or not isinstance(call, ast.Call):
+            continue
+        for keyword in call.keywords:
+            if status_column(keyword.arg or ""):
+                found = found or keyword.arg
+            elif not _is_constant(keyword.value):
+                return None
+        for arg in call.args:
+            for condition in _conjuncts(arg):
+                column = _sa_condition_column(condition)
+                if column is None:
+                    continue
+                if status_column(column, "isnull" if _is_null_test(condition) else ""):
+                    found = found or column
+                elif (isinstance(condition, ast.Compare) and isinstance(condition.ops[0], ast.Eq)
+                      and not _is_constant(condition.comparators[0])):
+                    return None
+    return found
+
+
+def _conjuncts(node: ast.AST) -> List[ast.AST]:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "and_":
+        return [c for arg in node.args for c in _conjuncts(arg)]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def _sa_condition_column(condition: ast.AST) -> Optional[str]:
+    """``Job.status == x``, ``Job.status.in_(...)``, ``Job.sent_at.is_(None)``, ``~Job.processed``."""
+    if isinstance(condition, ast.Compare) and isinstance(condition.left, ast.Attribute):
+        return condition.left.attr
+    if isinstance(condition, ast.Call) and isinstance(condition.func, ast.Attribute) and isinstance(
+            condition.func.value, ast.Attribute):
+        return condition.func.value.attr
+    if isinstance(condition, ast.UnaryOp) and isinstance(condition.operand, ast.Attribute):
+        return condition.operand.attr
+    return None
+
+
+def _is_null_test(condition: ast.AST) -> bool:
+    if isinstance(condition, ast.Compare):
+        return any(isinstance(c, ast.Constant) and c.value is None for c in condition.comparators)
+    if isinstance(condition, ast.Call) and isinstance(condition.func, ast.Attribute):
+        return condition.func.attr in ("is_", "isnot", "is_not") and any(
+            isinstance(a, ast.Constant) and a.value is None for a in condition.args)
+    return False
+
+
+@dataclass
+class Pickup:
+    framework: str  # "django" | "sqlalchemy" | "sql"
+    node: ast.AST  # where the rows are selected
+    model: str
+    column: str
+    rows: Set[str]  # local names holding the rows or one of them (loop targets)
+    session: Optional[str] = None
+
+
+def _rows_names(expr: ast.AST, facts: ModuleFacts) -> Set[str]:
+    """Names that end up holding the rows selected by ``expr``: its assignment target and loop targets."""
+    names: Set[str] = set()
+    statement = facts.statement_of(expr)
+    if isinstance(statement, (ast.For, ast.AsyncFor)) and _contains(statement.iter, expr):
+        names.update(target_names(statement.target))
+    if isinstance(statement, ast.Assign) and _contains(statement.value, expr):
+        for target in statement.targets:
+            names.update(target_names(target))
+    return names
+
+
+def _contains(tree: ast.AST, node: ast.AST) -> bool:
+    return any(n is node for n in ast.walk(tree))
+
+
+def _pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]:
+    found: List[Pickup] = []
+    claimed_outer: Set[int] = set()
+    for node in function_nodes(function, facts):
+        if not isinstance(node, (ast.Call, ast.Subscript)) or id(node) in claimed_outer:
+            continue
+        # Only the outermost expression of a chain: inner links are visited too, but belong to it.
+        for inner in ast.walk(node):
+            if inner is not node:
+                claimed_outer.add(id(inner))
+        queryset = django_queryset(node)
+        if queryset is not None:
+            model, links = queryset
+            if any(n == orm.DJANGO_ROW_LOCK for n, _ in links) or (links and links[-1][0] in orm.DJANGO_QUERYSET_WRITES):
+                continue
+            column = _django_status_filter(links)
+            if column:
+                found.append(Pickup("django", node, model, column, _rows_names(node, facts)))
+            continue
+        loaded = sa_source(node, facts, many=True)
+        if loaded is not None and not loaded.locked:
+            links = _sa_links(node, facts)
+            column = _sa_status_condition(links)
+            if column:
+                found.append(Pickup("sqlalchemy", node, loaded.model, column, _rows_names(node, facts), loaded.session))
+    return found
+
+
+def _sa_links(node: ast.AST, facts: ModuleFacts):
+    head, links = chain(node)
+    result = list(links)
+    for _, call in links:
+        if isinstance(call, ast.Call) and call.args:
+            statement = sa_statement(call.args[0], facts)
+            if statement is not None:
+                result.extend(statement[1])
+    return result
+
+
+def _loop_rows(pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> Set[str]:
+    """Loop targets over a name that holds the rows (``jobs = ...; for job in jobs``)."""
+    rows = set(pickup.rows)
+    for node in function_nodes(function, facts):
+        if isinstance(node, (ast.For, ast.AsyncFor)) and later(node, pickup.node):
+            if names_in(node.iter) & rows:
+                rows.update(target_names(node.target))
+    return rows
+
+
+@register
+class UnclaimedRowPickup(Rule):
+    code = "OG302"
+    name = "unclaimed-row-pickup"
+    summary = "a worker selects rows by status and updates them without claiming them first"
+    triggers = (b"save", b"commit", b"flush", b"UPDATE", b"update", b"delete", b"DELETE")
+
+    def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for function in facts.functions:
+            for pickup in _pickups(function, facts):
+                write = self._orm_write(pickup, function, facts)
+                if write is not None and not self._orm_claimed(pickup, function, facts):
+                    yield self._report(pickup, write)
+        yield from self._raw_sql(facts)
+
+    # ORM ----------------------------------------------------------------------------------------------------
+    def _orm_write(self, pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:
+        rows = _loop_rows(pickup, function, facts)
+        if not rows:
+            return None
+        changed = False
+        for node in function_nodes(function, facts):
+            if not (hasattr(node, "lineno") and later(node, pickup.node)):
+                continue
+            if isinstance(node, (ast.Assign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in rows
+                       for t in targets):
+                    changed = True
+                continue
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            method, receiver = node.func.attr, node.func.value
+            if pickup.framework == "django":
+                if method in orm.DJANGO_INSTANCE_WRITES and isinstance(receiver, ast.Name) and receiver.id in rows:
+                    return node
+                if method in orm.DJANGO_QUERYSET_WRITES and names_in(node) & rows and django_queryset(node) is not None:
+                    if not _django_status_filter(django_queryset(node)[1]):
+                        return node
+            else:
+                if not _session_matches(Loaded("sqlalchemy", "", node, False, pickup.session), receiver):
+                    continue
+                if method in orm.SA_FLUSH and changed:
+                    return node
+                if method == orm.SA_DELETE and node.args and names_in(node.args[0]) & rows:
+                    return node
+                if method == "execute" and node.args and names_in(node.args[0]) & rows:
+                    statement = _sa_update(node.args[0], facts)
+                    if statement is not None and not _sa_status_condition(statement):
+                        return node
+        return None
+
+    def _orm_claimed(self, pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> bool:
+        """A conditional transition whose result is checked: ``filter(pk=…, status=…).update(…)`` / ``update(M).where(…)``."""
+        for node in function_nodes(function, facts):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            if pickup.framework == "django" and node.func.attr in ("update", "aupdate"):
+                queryset = django_queryset(node)
+                if queryset is not None and _django_status_filter(queryset[1]) and result_tested(node, facts):
+                    return True
+            if pickup.framework == "sqlalchemy" and node.func.attr == "execute" and node.args:
+                links = _sa_update(node.args[0], facts)
+                if links is not None and _sa_status_condition(links) and result_tested(node, facts):
+                    return True
+        return False
+
+    def _report(self, pickup: Pickup, write: ast.AST) -> Diagnostic:
+        model = pickup.model.rsplit(".", 1)[-1]
+        hazard = (f"`{short(pickup.node, 60)}` picks {model} rows by `{pickup.column}` and `{short(write, 40)}` on "
+                  f"line {write.lineno} updates them without claiming them: two replicas running this select the same "
+                  f"rows and both process them.")
+        field = pickup.column.split("__")[0]
+        if pickup.framework == "django":
+            suggestion = (f"Claim the rows: inside `transaction.atomic()` select them with "
+                          f"`{model}.objects.select_for_update(skip_locked=True).filter(...)`, or move each row with a "
+                          f"conditional update `{model}.objects.filter(pk=row.pk, {field}=<pending>).update({field}="
+                          f"<running>)` and process it only when that returns 1.")
+        else:
+            suggestion = (f"Claim the rows: select them with `.with_for_update(skip_locked=True)` in the transaction "
+                          f"that updates them, or move each row with `session.execute(update({model}).where("
+                          f"{model}.id == row.id, {model}.{field} == <pending>).values({field}=<running>))` and "
+                          f"process it only when `rowcount == 1`.")
+        return self.finding(pickup.node, hazard, suggestion)
+
+    # raw SQL ---------------------------------------------------------------------------------------------
+    def _raw_sql(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        by_function: Dict[int, List[ExecutedSql]] = {}
+        for executed in executed_sql(facts):
+            function = facts.enclosing_function(executed.call)
+            if function is not None and executed.sql.parsed:
+                by_function.setdefault(id(function), []).append(executed)
+        for executions in by_function.values():
+            for select in executions:
+                if select.sql.statement_types != ("SelectStmt",) or select.sql.for_update:
+                    continue
+                statement = parse_statements(select.text)[0]
+                column = _sql_status_column(statement.whereClause)
+                tables = _tables(statement.fromClause)
+                if column is None or len(tables) != 1:
+                    continue
+                table = next(iter(tables))
+                writes = [e for e in executions if later(e.call, select.call) and _writes_table(e, table)]
+                if not writes:
+                    continue
+                if any(_sql_status_column(parse_statements(w.text)[0].whereClause) and _sql_result_checked(w, facts)
+                       for w in writes):
+                    continue
+                write = writes[0]
+                yield self.finding(
+                    select.call,
+                    f"The SELECT here picks `{table}` rows by `{column}` and the statement on line {write.call.lineno} "
+                    f"updates them without claiming them: two replicas running this select the same rows and both "
+                    f"process them.",
+                    f"Claim the rows: add `FOR UPDATE SKIP LOCKED` to this SELECT and update them in the same "
+                    f"transaction, or claim with one statement (`UPDATE {table} SET {column} = 'running' WHERE id IN "
+                    f"(SELECT id FROM {table} WHERE {column} = 'pending' LIMIT 10 FOR UPDATE SKIP LOCKED) RETURNING "
+                    f"id`), or move each row with `UPDATE {table} SET … WHERE id = :id AND {column} = 'pending'` and "
+                    f"act only when a row changed.",
+                )
+
+
+def _sa_update(node: ast.AST, facts: ModuleFacts):
+    """Links of ``update(Model).where(...).values(...)`` (through one name binding), else None."""
+    node = unwrap(node)
+    if isinstance(node, ast.Name):
+        value = bound_value(node, facts)
+        if value is None:
+            return None
+        node = unwrap(value)
+    head, links = chain(node)
+    if isinstance(head, ast.Call) and facts.callee(head) in orm.SA_UPDATE:
+        return links
+    return None
+
+
+def _sql_status_column(where) -> Optional[str]:
+    """The status-like column a WHERE clause tests: ``status = …``, ``status IN (…)``, ``sent_at IS NULL``,
+    ``NOT processed``; None when the WHERE also pins the rows to one caller-given value (``user_id = $1``)."""
+    if where is None:
+        return None
+    conjuncts = list(where.args) if isinstance(where, pg.BoolExpr) and where.boolop == BoolExprType.AND_EXPR else [where]
+    found = None
+    for condition in conjuncts:
+        if isinstance(condition, pg.NullTest) and isinstance(condition.arg, pg.ColumnRef):
+            name = _column_name(condition.arg)
+            if name and status_column(name, "isnull"):
+                found = found or name
+        elif isinstance(condition, pg.BoolExpr) and condition.boolop == BoolExprType.NOT_EXPR:
+            inner = condition.args[0]
+            if isinstance(inner, pg.ColumnRef) and status_column(_column_name(inner) or ""):
+                found = found or _column_name(inner)
+        elif isinstance(condition, pg.A_Expr) and isinstance(condition.lexpr, pg.ColumnRef):
+            name = _column_name(condition.lexpr) or ""
+            if status_column(name):
+                found = found or name
+            elif condition.name and condition.name[0].sval == "=" and isinstance(condition.rexpr, pg.ParamRef):
+                return None
+    return found
+
+
+def _column_name(ref) -> Optional[str]:
+    last = ref.fields[-1]
+    return last.sval if isinstance(last, pg.String) else None
+
+
+def _writes_table(executed: ExecutedSql, table: str) -> bool:
+    if executed.sql.statement_types not in (("UpdateStmt",), ("DeleteStmt",)):
+        return False
+    statement = parse_statements(executed.text)[0]
+    return statement.relation.relname == table
+
+
+def _sql_result_checked(executed: ExecutedSql, facts: ModuleFacts) -> bool:
+    """The conditional UPDATE's outcome is read: its result tested, or ``cur.rowcount`` / a fetch afterwards."""
+    if result_tested(executed.call, facts):
+        return True
+    receiver = dotted(executed.receiver) if executed.receiver is not None else None
+    function = facts.enclosing_function(executed.call)
+    if receiver is None or function is None:
+        return False
+    for node in function_nodes(function, facts):
+        if isinstance(node, ast.Attribute) and dotted(node.value) == receiver and later(node, executed.call) and (
+                node.attr == "rowcount" or node.attr in _FETCH):
+            return True
+    return False

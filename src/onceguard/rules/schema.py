@@ -1,0 +1,1020 @@
+"""Schema and migrations: OG401 in-app schema creation, OG402 migration through the pooler,
+OG403 unlocked migration runner (seed 000 "Migrations"; reference/frameworks.md §2.10, §4).
+
+The seed's rule: one migrate entrypoint, run before the server starts, connected directly to
+PostgreSQL, holding ``pg_advisory_lock(<service key>)`` on one pinned connection for the whole run,
+and no second path that writes schema.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
+from urllib.parse import parse_qsl, urlsplit
+
+from ..executed_sql import ExecutedSql, bound_value, executed_sql, sql_text
+from ..facts import FunctionNode, ModuleFacts, ancestors, call_name, walk_no_nested_functions
+from ..handles import Handles
+from ..knowledge import databases as dbknown
+from ..knowledge import schema as known
+from ..knowledge import startup as startup_known
+from ..model import Diagnostic
+from ..names import dotted
+from ..registry import register
+from ..sql import is_ddl, parse_statements, tokens
+from ..startup import StartupMap
+from .base import Rule
+
+
+# =====================================================================================================
+# Shared facts
+# =====================================================================================================
+def enclosing_function(node: ast.AST) -> Optional[FunctionNode]:
+    """The function whose body runs ``node``; a lambda runs with the function that passes it."""
+    for above in ancestors(node):
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return above
+        if isinstance(above, ast.ClassDef):
+            return None
+    return None
+
+
+def _in_class_body(node: ast.AST) -> bool:
+    for above in ancestors(node):
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        if isinstance(above, ast.ClassDef):
+            return True
+    return False
+
+
+def _is_main_guard(test: ast.AST) -> bool:
+    return (
+        isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+        and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
+
+
+def _main_block(node: ast.AST) -> Optional[ast.If]:
+    for above in ancestors(node):
+        if isinstance(above, ast.If) and _is_main_guard(above.test):
+            return above
+    return None
+
+
+def _position(node: ast.AST) -> Tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def _imports_module(facts: ModuleFacts, prefixes: Iterable[str]) -> bool:
+    targets = tuple(prefixes)
+    return any(
+        value == prefix or value.startswith(prefix + ".")
+        for value in facts.imports.aliases.values() for prefix in targets
+    )
+
+
+def _decorator_names(facts: ModuleFacts, function: FunctionNode) -> Iterator[Tuple[ast.AST, str, str]]:
+    """(decorator, last name, qualified name) of each decorator, calls unwrapped."""
+    for decorator in function.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        last = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        yield decorator, last, facts.qualify(target) or ""
+
+
+class Reach:
+    """Why code runs on every replica: start-up (from StartupMap, plus a server's ``__main__`` block)
+    or request/job code; and what is a one-off command a person runs."""
+
+    _MAX_DEPTH = 50
+
+    def __init__(self, facts: ModuleFacts) -> None:
+        self.facts = facts
+        self.startup = StartupMap.of_module(facts)
+        self._module_functions: Dict[str, FunctionNode] = {
+            node.name: node for node in facts.tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        self._main_blocks = [node for node in facts.tree.body if isinstance(node, ast.If) and _is_main_guard(node.test)]
+        self._server_mains = {id(block) for block in self._main_blocks if self._starts_server(block)}
+        self.extra: Dict[int, str] = {}
+        self._find_server_main_callees()
+        self._find_request_and_job_code()
+
+    @classmethod
+    def of_module(cls, facts: ModuleFacts) -> "Reach":
+        return facts.cached("schema:reach", cls)
+
+    # -- one-off code ----------------------------------------------------------------------------------
+    @property
+    def module_is_one_off(self) -> bool:
+        """A script a person runs: a management command, a file under scripts/ or bin/, ``manage.py``,
+        or a module whose ``__main__`` block does not start a server (its module level is the script's)."""
+        context = self.facts.context
+        parts = context.parts[:-1]
+        first, second = known.MANAGEMENT_COMMAND_PARTS
+        if any(parts[i] == first and parts[i + 1] == second for i in range(len(parts) - 1)):
+            return True
+        if any(part in known.SCRIPT_DIRECTORIES for part in parts) or context.filename == "manage.py":
+            return True
+        return bool(self._main_blocks) and not self._server_mains
+
+    def is_command(self, function: FunctionNode) -> bool:
+        for _, last, qualified in _decorator_names(self.facts, function):
+            if qualified in known.COMMAND_DECORATOR_QUALIFIED or qualified.startswith(known.COMMAND_DECORATOR_PREFIXES):
+                return True
+            if last in known.COMMAND_DECORATORS:
+                return True
+        cls_node = self.facts.enclosing_class(function)
+        if cls_node is not None and function.name == "handle":
+            return any((self.facts.qualify(base) or "") in known.MANAGEMENT_COMMAND_BASES for base in cls_node.bases)
+        return False
+
+    # -- start-up --------------------------------------------------------------------------------------
+    def _starts_server(self, block: ast.If) -> bool:
+        facts = self.facts
+        for node in walk_no_nested_functions(block):
+            if not isinstance(node, ast.Call):
+                continue
+            callee = facts.callee(node) or ""
+            if callee in known.SERVER_RUNNERS:
+                return True
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in known.SERVER_RUN_METHODS:
+                if self._is_web_app(func.value):
+                    return True
+        return False
+
+    def _is_web_app(self, receiver: ast.AST) -> bool:
+        facts = self.facts
+        if isinstance(receiver, ast.Call):
+            callee = facts.callee(receiver) or ""
+            return callee in known.WEB_APP_CONSTRUCTORS or call_name(receiver) in startup_known.APP_FACTORY_NAMES
+        if isinstance(receiver, ast.Name):
+            if (facts.qualify(receiver) or "") in known.WEB_APP_CONSTRUCTORS:
+                return False  # ``Flask.run`` on the class itself is not a server start
+            value = bound_value(receiver, facts)
+            if isinstance(value, ast.Call):
+                return self._is_web_app(value)
+            return receiver.id in known.SERVER_RECEIVER_NAMES
+        return False
+
+    def _find_server_main_callees(self) -> None:
+        pending: List[FunctionNode] = []
+        for block in self._main_blocks:
+            if id(block) not in self._server_mains:
+                continue
+            for node in walk_no_nested_functions(block):
+                callee = self._called_function(node)
+                if callee is not None and id(callee) not in self.extra:
+                    self.extra[id(callee)] = "called from the server's __main__ block"
+                    pending.append(callee)
+        self._propagate(pending, "start-up code")
+
+    # -- request and job code ----------------------------------------------------------------------------
+    def _find_request_and_job_code(self) -> None:
+        facts = self.facts
+        pending: List[FunctionNode] = []
+        imports_django = _imports_module(facts, ("django", "rest_framework"))
+
+        def mark(function: Optional[FunctionNode], reason: str) -> None:
+            if function is not None and id(function) not in self.extra and self.startup.reason(function) is None:
+                self.extra[id(function)] = reason
+                pending.append(function)
+
+        for function in facts.functions:
+            for decorator, last, qualified in _decorator_names(facts, function):
+                if qualified.startswith(known.COMMAND_DECORATOR_PREFIXES):
+                    continue
+                if (last in known.ROUTE_DECORATORS and isinstance(decorator, ast.Call) and decorator.args
+                        and isinstance(decorator.args[0], ast.Constant) and isinstance(decorator.args[0].value, str)
+                        and decorator.args[0].value.startswith("/")):
+                    mark(function, f"request handler {function.name}()")
+                elif last in known.JOB_DECORATORS:
+                    mark(function, f"job {function.name}()")
+            if imports_django and self._first_parameter(function) == known.REQUEST_PARAMETER:
+                mark(function, f"request handler {function.name}()")
+        for call in facts.calls_named(*known.JOB_REGISTRATION_METHODS):
+            if call.args:
+                mark(self._function_named(call.args[0]), "scheduled job")
+        self._propagate(pending, "request/job code")
+
+    @staticmethod
+    def _first_parameter(function: FunctionNode) -> str:
+        names = [a.arg for a in function.args.posonlyargs + function.args.args]
+        if names and names[0] in ("self", "cls"):
+            names = names[1:]
+        return names[0] if names else ""
+
+    # -- propagation -----------------------------------------------------------------------------------------
+    def _function_named(self, node: ast.AST) -> Optional[FunctionNode]:
+        if isinstance(node, ast.Name):
+            return self._module_functions.get(node.id)
+        return None
+
+    def _called_function(self, node: ast.AST) -> Optional[FunctionNode]:
+        if isinstance(node, ast.Call):
+            return self._function_named(node.func)
+        return None
+
+    def _propagate(self, pending: List[FunctionNode], what: str) -> None:
+        while pending:
+            function = pending.pop()
+            for node in walk_no_nested_functions(function):
+                callee = self._called_function(node)
+                if callee is not None and id(callee) not in self.extra and self.startup.reason(callee) is None:
+                    self.extra[id(callee)] = f"called from {what} ({function.name})"
+                    pending.append(callee)
+
+    # -- the answer ------------------------------------------------------------------------------------------
+    def reason(self, node: ast.AST) -> Optional[str]:
+        """Why the code at ``node`` runs on every replica (start-up, request or job), or None."""
+        context = self.facts.context
+        if context.is_test or context.is_migration:
+            return None
+        function = enclosing_function(node)
+        if function is None:
+            if _in_class_body(node):
+                return None
+            block = _main_block(node)
+            if block is not None:
+                return "the server's __main__ block" if id(block) in self._server_mains else None
+            if self.module_is_one_off:
+                return None
+            return "module level, run when the module is imported"
+        startup = self.startup.reason(function)
+        if startup is not None:
+            return startup
+        if self.is_command(function):
+            return None
+        return self.extra.get(id(function))
+
+
+# -- schema writes ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SchemaWrite:
+    node: ast.AST  # where to report
+    call: ast.Call
+    what: str  # "Base.metadata.create_all()", "call_command(\"migrate\")", "CREATE TABLE"
+    framework: str
+    registers_hook: bool = False  # register_tortoise(generate_schemas=True): start-up wherever it is called
+    applies_migrations: bool = False  # alembic upgrade / Django migrate: OG403 checks these too
+
+
+def _describe_call(call: ast.Call) -> str:
+    return f"{dotted(call.func) or call_name(call) or 'call'}()"
+
+
+def _bound_call(node: ast.AST, facts: ModuleFacts) -> Optional[ast.Call]:
+    if isinstance(node, ast.Name):
+        value = bound_value(node, facts)
+        if isinstance(value, ast.Call):
+            return value
+    return None
+
+
+def _metadata_framework(receiver: ast.AST, facts: ModuleFacts) -> Optional[str]:
+    """The framework whose MetaData (or Flask-SQLAlchemy ``db``) ``receiver`` is, or None."""
+    name = dotted(receiver) or ""
+    last = name.rsplit(".", 1)[-1]
+    qualified = facts.qualify(receiver) or ""
+    if last in known.METADATA_RECEIVER_NAMES:
+        if qualified.startswith("sqlmodel."):
+            return known.SQLMODEL
+        if last == "gino":
+            return known.GINO
+        return known.SQLALCHEMY
+    if qualified in known.METADATA_CONSTRUCTORS:
+        return None  # the class itself
+    value = _bound_call(receiver, facts)
+    if value is not None:
+        return known.METADATA_CONSTRUCTORS.get(facts.callee(value) or "")
+    handle = Handles.of_module(facts).of(receiver)
+    if handle is not None and handle.kind == dbknown.FLASK_SQLALCHEMY:
+        return known.FLASK_SQLALCHEMY
+    if (isinstance(receiver, ast.Name) and receiver.id == known.FLASK_SQLALCHEMY_RECEIVER
+            and facts.imports.is_imported(receiver.id) and _imports_module(facts, known.FLASK_MODULES)):
+        return known.FLASK_SQLALCHEMY
+    return None
+
+
+def _is_true(node: Optional[ast.AST]) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def _keyword(call: ast.Call, name: str) -> Optional[ast.keyword]:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword
+    return None
+
+
+def _ddl_words(text: str) -> str:
+    lead = {"CREATE", "ALTER", "DROP", "UNIQUE", "INDEX", "TABLE", "TYPE", "EXTENSION", "SCHEMA", "SEQUENCE",
+            "VIEW", "OR", "REPLACE", "MATERIALIZED", "FUNCTION", "TRIGGER", "DOMAIN", "CONCURRENTLY", "UNLOGGED"}
+    words = []
+    for word in text.split():
+        upper = word.upper()
+        if upper not in lead:
+            break
+        words.append(upper)
+    return " ".join(words) or "DDL"
+
+
+def _writes_shared_schema(item: ExecutedSql, temporary_tables: Set[str]) -> bool:
+    """DDL on shared objects: not TRUNCATE, not a temporary table (each session has its own)."""
+    if not is_ddl(item.sql):
+        return False
+    statements = parse_statements(item.text)
+    if statements is None:
+        names = [name for name, _ in tokens(item.text)[:4]]
+        return not any(name in known.TEMPORARY_TOKENS for name in names)
+    for statement in statements:
+        kind = type(statement).__name__
+        if kind in known.NOT_SCHEMA_STATEMENTS:
+            continue
+        relation = getattr(statement, "relation", None) or getattr(getattr(statement, "into", None), "rel", None)
+        if kind in ("CreateStmt", "CreateTableAsStmt") and relation is not None:
+            if getattr(relation, "relpersistence", None) == known.TEMPORARY_PERSISTENCE:
+                continue
+        if kind == "DropStmt":
+            objects = getattr(statement, "objects", None) or ()
+            names = {getattr(obj[-1], "sval", None) for obj in objects if isinstance(obj, tuple) and obj}
+            if names and names <= temporary_tables:
+                continue
+        return True
+    return False
+
+
+def _temporary_tables(items: List[ExecutedSql]) -> Set[str]:
+    names: Set[str] = set()
+    for item in items:
+        for statement in parse_statements(item.text) or ():
+            relation = getattr(statement, "relation", None) or getattr(getattr(statement, "into", None), "rel", None)
+            if relation is not None and getattr(relation, "relpersistence", None) == known.TEMPORARY_PERSISTENCE:
+                names.add(relation.relname)
+    return names
+
+
+def schema_writes(facts: ModuleFacts) -> List[SchemaWrite]:
+    return facts.cached("schema:writes", _collect_schema_writes)
+
+
+def _collect_schema_writes(facts: ModuleFacts) -> List[SchemaWrite]:
+    found: List[SchemaWrite] = []
+    for call in facts.calls_named(*known.METADATA_DDL_METHODS):
+        if isinstance(call.func, ast.Attribute):
+            framework = _metadata_framework(call.func.value, facts)
+            if framework:
+                found.append(SchemaWrite(call, call, _describe_call(call), framework))
+    for call in facts.calls_named(*known.RUN_SYNC_METHODS):
+        argument = call.args[0] if call.args else None
+        if isinstance(argument, ast.Attribute) and argument.attr in known.METADATA_DDL_METHODS:
+            framework = _metadata_framework(argument.value, facts)
+            if framework:
+                what = f"{dotted(call.func) or 'run_sync'}({dotted(argument)})"
+                found.append(SchemaWrite(call, call, what, framework))
+    for call in facts.calls_named(*known.TABLE_DDL_METHODS):
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            continue
+        receiver = func.value
+        table = isinstance(receiver, ast.Attribute) and receiver.attr == known.TABLE_ATTRIBUTE
+        bound = _bound_call(receiver, facts)
+        if table or (bound is not None and (facts.callee(bound) or "") in known.TABLE_CONSTRUCTORS):
+            framework = known.SQLMODEL if _imports_module(facts, ("sqlmodel",)) else known.SQLALCHEMY
+            found.append(SchemaWrite(call, call, _describe_call(call), framework))
+    for call in facts.calls_named(known.CREATE_TABLES_METHOD):
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            continue
+        bound = _bound_call(func.value, facts)
+        is_database = bound is not None and (facts.callee(bound) or "") in known.DATABASE_CONSTRUCTORS
+        if is_database or call.args:
+            framework = known.PONY if _imports_module(facts, ("pony",)) else known.PEEWEE
+            found.append(SchemaWrite(call, call, _describe_call(call), framework))
+    for call in facts.calls_named(known.CREATE_TABLE_METHOD):
+        func = call.func
+        if not isinstance(func, ast.Attribute) or (facts.callee(call) or "").startswith(known.CREATE_TABLE_FOREIGN_PREFIXES):
+            continue
+        if any(k.arg in known.CREATE_TABLE_FOREIGN_KEYWORDS for k in call.keywords):
+            continue
+        last = (dotted(func.value) or "").rsplit(".", 1)[-1]
+        if last[:1].isupper():
+            framework = known.PICCOLO if _imports_module(facts, ("piccolo",)) else known.PEEWEE
+            found.append(SchemaWrite(call, call, _describe_call(call), framework))
+    last_names = {name.rsplit(".", 1)[-1] for name in known.SCHEMA_CALLS}
+    for call in facts.calls_named(*sorted(last_names)):
+        callee = facts.callee(call) or ""
+        if callee in known.SCHEMA_CALLS:
+            framework = known.SCHEMA_CALLS[callee]
+            applies = callee in known.ALEMBIC_APPLY
+            found.append(SchemaWrite(call, call, _describe_call(call), framework, applies_migrations=applies))
+    keyword_names = {name.rsplit(".", 1)[-1] for name in known.SCHEMA_KEYWORD_CALLS}
+    for call in facts.calls_named(*sorted(keyword_names)):
+        callee = facts.callee(call) or ""
+        if callee in known.SCHEMA_KEYWORD_CALLS:
+            keyword_name, framework = known.SCHEMA_KEYWORD_CALLS[callee]
+            keyword = _keyword(call, keyword_name)
+            if keyword is not None and _is_true(keyword.value):
+                found.append(SchemaWrite(keyword, call, f"{call_name(call)}(..., {keyword_name}=True)", framework,
+                                         registers_hook=callee in known.STARTUP_REGISTERING_CALLS))
+    for method, (keyword_name, framework) in known.KEYWORD_METHODS.items():
+        for call in facts.calls_named(method):
+            keyword = _keyword(call, keyword_name)
+            if keyword is not None and _is_true(keyword.value):
+                found.append(SchemaWrite(keyword, call, f"{call_name(call)}({keyword_name}=True)", framework))
+    for call in facts.calls_named(known.GENERATE_SCHEMAS_METHOD):
+        if (facts.callee(call) or "") not in known.SCHEMA_CALLS and (facts.qualify(call.func) or "").startswith("tortoise."):
+            found.append(SchemaWrite(call, call, _describe_call(call), known.TORTOISE))
+    for call in facts.calls_named("call_command"):
+        if (facts.callee(call) or "") in known.DJANGO_CALL_COMMAND and call.args:
+            first = call.args[0]
+            if isinstance(first, ast.Constant) and first.value in known.DJANGO_SCHEMA_COMMANDS:
+                found.append(SchemaWrite(call, call, f'call_command("{first.value}")', known.DJANGO,
+                                         applies_migrations=first.value == "migrate"))
+    for call in facts.calls_named("execute_from_command_line"):
+        if (facts.callee(call) or "") in known.DJANGO_EXECUTE_FROM_COMMAND_LINE and call.args:
+            argv = call.args[0]
+            if isinstance(argv, (ast.List, ast.Tuple)):
+                commands = [e.value for e in argv.elts if isinstance(e, ast.Constant) and e.value in known.DJANGO_SCHEMA_COMMANDS]
+                if commands:
+                    found.append(SchemaWrite(call, call, f'execute_from_command_line([..., "{commands[0]}"])', known.DJANGO,
+                                             applies_migrations=commands[0] == "migrate"))
+    items = executed_sql(facts)
+    temporary = _temporary_tables(items)
+    for item in items:
+        receiver = facts.qualify(item.receiver) if item.receiver is not None else ""
+        if (receiver or "").startswith(("alembic.op", "alembic.context")):
+            continue
+        if _writes_shared_schema(item, temporary):
+            found.append(SchemaWrite(item.call, item.call, f"raw {_ddl_words(item.text)} sent by {_describe_call(item.call)}",
+                                     known.RAW_SQL))
+    seen: Set[int] = set()
+    unique = []
+    for write in found:
+        if id(write.call) not in seen:
+            seen.add(id(write.call))
+            unique.append(write)
+    return unique
+
+
+def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str]]:
+    """The schema writes OG401 reports, with the reason they run on every replica."""
+
+    def build(_facts: ModuleFacts) -> List[Tuple[SchemaWrite, str]]:
+        context = facts.context
+        if context.is_test or context.is_migration:
+            return []
+        reach = Reach.of_module(facts)
+        reported = []
+        for write in schema_writes(facts):
+            reason = reach.reason(write.call)
+            if reason is None and write.registers_hook:
+                reason = "registered as a start-up hook of the app"
+            if reason is not None:
+                reported.append((write, reason))
+        return reported
+
+    return facts.cached("schema:reported", build)
+
+
+# =====================================================================================================
+# OG401
+# =====================================================================================================
+@register
+class InAppSchemaCreation(Rule):
+    code = "OG401"
+    name = "in-app-schema-creation"
+    summary = "Schema created or migrated from application start-up, request or job code: every replica runs the DDL."
+    triggers = known.OG401_TRIGGERS
+
+    def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for write, reason in reported_schema_writes(facts):
+            message = (
+                f"{write.what} runs on every replica ({reason}): replicas booting together race the same DDL "
+                "and fail on duplicate objects or half-applied schema."
+            )
+            yield self.finding(write.node, message, known.ENTRYPOINT_ADVICE[write.framework])
+
+
+# =====================================================================================================
+# OG402
+# =====================================================================================================
+_LIBPQ_PAIR = re.compile(r"(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
+
+
+def _pooler_sign(text: str) -> Optional[str]:
+    """What in a DSN shows it goes through a pooler: ``port 6432``, ``host pgbouncer``..., or None."""
+    if "://" in text:
+        try:
+            parts = urlsplit(text)
+            host = parts.hostname or ""
+            try:
+                port = parts.port
+            except ValueError:
+                port = None
+            options = parse_qsl(parts.query)
+        except ValueError:
+            return None
+        for key, value in options:
+            if key.lower() in ("host", "hostaddr"):
+                host = host or value
+            if key.lower() == "port" and value.isdigit():
+                port = port or int(value)
+        sign = _host_or_port(host, port)
+        if sign:
+            return sign
+        for key, value in options:
+            if any(word in key.lower() or word in value.lower() for word in known.POOLER_OPTION_WORDS):
+                return f"URL option {key}={value}"
+        return None
+    pairs = {key.lower(): value.strip("'") for key, value in _LIBPQ_PAIR.findall(text)}
+    if "host" in pairs or "port" in pairs or "dbname" in pairs:
+        port = int(pairs["port"]) if pairs.get("port", "").isdigit() else None
+        sign = _host_or_port(pairs.get("host", ""), port)
+        if sign:
+            return sign
+        for key in pairs:
+            if any(word in key for word in known.POOLER_OPTION_WORDS):
+                return f"option {key}"
+    return None
+
+
+def _host_or_port(host: str, port: Optional[int]) -> Optional[str]:
+    if port in known.PGBOUNCER_PORTS:
+        return f"port {port} (PgBouncer's port)"
+    lowered = host.lower()
+    for word in known.POOLER_HOST_WORDS:
+        if word in lowered:
+            return f"host {host}"
+    return None
+
+
+def _env_name(node: ast.AST, facts: ModuleFacts) -> Optional[str]:
+    """``X`` of ``os.environ["X"]``, ``os.environ.get("X")``, ``os.getenv("X")``."""
+    if isinstance(node, ast.Subscript) and (facts.qualify(node.value) or "") in known.ENV_MAPPINGS:
+        key = node.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return key.value
+    if isinstance(node, ast.Call) and (facts.callee(node) or "") in known.ENV_GETTERS and node.args:
+        key = node.args[0]
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return key.value
+    return None
+
+
+def _looks_like_db_url_variable(name: str) -> bool:
+    upper = name.upper()
+    return upper.endswith(known.DB_URL_ENV_SUFFIXES) and any(word in upper for word in known.DB_URL_ENV_WORDS)
+
+
+@dataclass(frozen=True)
+class _DsnParts:
+    texts: Tuple[Tuple[ast.AST, str], ...]  # (node, text) of every string that makes up the DSN
+    env: Tuple[Tuple[ast.AST, str], ...]  # (node, variable) of every environment read
+
+
+def _dsn_parts(expr: ast.AST, facts: ModuleFacts) -> _DsnParts:
+    texts: List[Tuple[ast.AST, str]] = []
+    env: List[Tuple[ast.AST, str]] = []
+    seen: Set[int] = set()
+    stack: List[Tuple[ast.AST, int]] = [(expr, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen or depth > 6:
+            continue
+        seen.add(id(node))
+        variable = _env_name(node, facts)
+        if variable is not None:
+            env.append((node, variable))
+            if isinstance(node, ast.Call):  # the default of ``os.getenv("X", "postgresql://...")``
+                stack.extend((argument, depth + 1) for argument in node.args[1:])
+            continue
+        if isinstance(node, (ast.JoinedStr, ast.BinOp, ast.Constant)):
+            whole = sql_text(node, facts)
+            if whole is not None:
+                texts.append((node, whole[0]))
+        if isinstance(node, ast.Name):
+            value = bound_value(node, facts)
+            if value is not None:
+                stack.append((value, depth + 1))
+            continue
+        if isinstance(node, ast.Constant):
+            continue
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                stack.append((child, depth + 1))
+    return _DsnParts(tuple(texts), tuple(env))
+
+
+def _dsn_sinks(facts: ModuleFacts) -> Iterator[Tuple[ast.Call, ast.AST]]:
+    """(call, DSN expression) for every connection opened from a DSN, and env.py's ``sqlalchemy.url``."""
+    names = {name.rsplit(".", 1)[-1] for name in known.CONNECT_CALLS}
+    for call in facts.calls_named(*sorted(names)):
+        callee = facts.callee(call) or ""
+        if callee not in known.CONNECT_CALLS:
+            continue
+        position = known.CONNECT_CALLS[callee]
+        if position >= 0 and len(call.args) > position and not isinstance(call.args[position], ast.Starred):
+            yield call, call.args[position]
+        for keyword in call.keywords:
+            if keyword.arg in known.DSN_KEYWORDS:
+                yield call, keyword.value
+    for call in facts.calls_named(known.SET_MAIN_OPTION):
+        if (len(call.args) >= 2 and isinstance(call.args[0], ast.Constant)
+                and call.args[0].value in known.ALEMBIC_URL_OPTIONS):
+            yield call, call.args[1]
+    for call in facts.calls_named("create"):
+        if (facts.callee(call) or "") in known.URL_CREATE:
+            for keyword in call.keywords:
+                if keyword.arg in ("host", "port"):
+                    yield call, keyword.value
+
+
+@register
+class MigrationThroughPooler(Rule):
+    code = "OG402"
+    name = "migration-through-pooler"
+    summary = "Migration code connects through PgBouncer or with the app's pooled URL instead of a direct URL."
+    triggers = known.OG402_TRIGGERS
+
+    def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        context = facts.context
+        if not context.is_migration or context.is_test:
+            return
+        direct = facts.config.migrate_url_env
+        reported: Set[int] = set()
+        for call, expr in _dsn_sinks(facts):
+            parts = _dsn_parts(expr, facts)
+            evidence = self._evidence(parts, call, expr, direct, facts)
+            if evidence is None:
+                continue
+            origin, description = evidence
+            if id(origin) in reported:
+                continue
+            reported.add(id(origin))
+            message = (
+                f"Migration code connects with {description}: the run goes through the connection pooler, "
+                "where the migration lock and the DDL transactions can land on different server "
+                "connections and the lock is dropped by the pooler's reset."
+            )
+            variable = direct or "POSTGRES_MIGRATE_URL"
+            suggestion = (
+                f"Connect migrations with the direct URL ({variable}: PostgreSQL's own host and port 5432, "
+                "never PgBouncer), and keep the pooled URL for the app."
+            )
+            yield self.finding(expr, message, suggestion)
+
+    @staticmethod
+    def _evidence(parts: _DsnParts, call: ast.Call, expr: ast.AST, direct: str,
+                  facts: ModuleFacts) -> Optional[Tuple[ast.AST, str]]:
+        if (facts.callee(call) or "") in known.URL_CREATE:
+            keyword = next(k for k in call.keywords if k.value is expr)
+            for node, text in parts.texts:
+                if keyword.arg == "host" and _host_or_port(text, None):
+                    return node, f"host={text!r}"
+            if keyword.arg == "port" and isinstance(expr, ast.Constant) and expr.value in known.PGBOUNCER_PORTS:
+                return expr, f"port={expr.value} (PgBouncer's port)"
+            return None
+        for node, text in parts.texts:
+            sign = _pooler_sign(text)
+            if sign:
+                return node, f"a DSN through the pooler ({sign})"
+        if direct and parts.env and all(name != direct for _, name in parts.env):
+            for node, name in parts.env:
+                if _looks_like_db_url_variable(name):
+                    return node, f"{name}, the app's pooled URL (the direct one is {direct})"
+        return None
+
+
+# =====================================================================================================
+# OG403
+# =====================================================================================================
+_DJANGO = "django"  # the connection of Django's migrate: the thread's ``django.db.connection``
+
+
+@dataclass(frozen=True)
+class _Apply:
+    call: ast.Call
+    what: str
+    connection: object  # an expression, or _DJANGO
+    framework: str
+    per_migration_transactions: bool = False
+
+
+def _connection_root(expr: ast.AST, facts: ModuleFacts, depth: int = 0) -> str:
+    """A key for the server connection ``expr`` uses: cursors resolve to their connection."""
+    if depth > 6:
+        return dotted(expr) or ""
+    if isinstance(expr, ast.Await):
+        return _connection_root(expr.value, facts, depth + 1)
+    if isinstance(expr, ast.Subscript):
+        return _connection_root(expr.value, facts, depth + 1)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in dbknown.SAME_HANDLE_METHODS:
+        return _connection_root(expr.func.value, facts, depth + 1)
+    if isinstance(expr, ast.Name):
+        bound = _with_binding(expr, facts)
+        if bound is None:
+            value = bound_value(expr, facts)
+            bound = value if isinstance(value, ast.Call) else None
+        if (bound is not None and isinstance(bound, ast.Call) and isinstance(bound.func, ast.Attribute)
+                and bound.func.attr in dbknown.SAME_HANDLE_METHODS):
+            return _connection_root(bound.func.value, facts, depth + 1)
+    return facts.qualify(expr) or dotted(expr) or ""
+
+
+def _with_binding(name: ast.Name, facts: ModuleFacts) -> Optional[ast.AST]:
+    function = enclosing_function(name)
+    for statement in facts.withs:
+        if enclosing_function(statement) is not function:
+            continue
+        for item in statement.items:
+            if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id:
+                return item.context_expr
+    return None
+
+
+def _is_django_connection(root: str) -> bool:
+    return root.startswith("django.db.connection")
+
+
+def _blocking_locks(facts: ModuleFacts) -> List[Tuple[ExecutedSql, bool]]:
+    """(sql, is session lock) for every blocking advisory lock the module sends."""
+    found = []
+    for item in executed_sql(facts):
+        for advisory in item.sql.advisory:
+            function = advisory.function
+            if function.is_lock and function.blocking:
+                found.append((item, function.session))
+                break
+    return found
+
+
+def _unlocks(facts: ModuleFacts) -> List[ExecutedSql]:
+    return [item for item in executed_sql(facts) if any(a.function.unlock for a in item.sql.advisory)]
+
+
+class _LockFinder:
+    _MAX_DEPTH = 4
+
+    def __init__(self, facts: ModuleFacts) -> None:
+        self.facts = facts
+        self.locks = _blocking_locks(facts)
+        self.unlocks = _unlocks(facts)
+        self.reach = Reach.of_module(facts)
+
+    def held(self, apply: _Apply) -> bool:
+        return self._held_at(apply.call, apply.connection, apply, 0, set())
+
+    def _held_at(self, site: ast.AST, connection: object, apply: _Apply, depth: int, visited: Set[int]) -> bool:
+        facts = self.facts
+        function = enclosing_function(site)
+        if self._lock_helper_before(site, function):
+            return True
+        for item, session in self.locks:
+            if enclosing_function(item.call) is not function or _position(item.call) >= _position(site):
+                continue
+            if not self._same_connection(item.receiver, connection, apply):
+                continue
+            if session and not self._unlocked_between(item, site, function):
+                return True
+            if not session and not apply.per_migration_transactions and self._same_transaction(item.call, site, function):
+                return True
+        if function is None or depth >= self._MAX_DEPTH or id(function) in visited:
+            return False
+        visited.add(id(function))
+        callers = list(self._call_sites(function))
+        parameter = self._parameter_index(function, connection)
+        if not callers:
+            # Called from another module: a connection passed in, or Django's thread connection, may be
+            # locked by that caller; we cannot see it, so we say nothing.
+            if parameter is not None:
+                return True
+            return connection is _DJANGO and not self._is_entrypoint(function)
+        for site_call, passed in callers:
+            caller_connection: object
+            if connection is _DJANGO:
+                caller_connection = _DJANGO
+            elif parameter is None:
+                return False  # the function opens its own connection: a caller's lock is on another one
+            elif passed is not None:
+                caller_connection = passed
+            elif parameter < len(site_call.args):
+                caller_connection = site_call.args[parameter]
+            else:
+                return True  # passed by keyword or in a way we do not follow
+            if not self._held_at(site_call, caller_connection, apply, depth + 1, visited):
+                return False
+        return True
+
+    def _is_entrypoint(self, function: FunctionNode) -> bool:
+        return self.reach.is_command(function) or function.name == "main" or self.reach.startup.reason(function) is not None
+
+    @staticmethod
+    def _parameter_index(function: FunctionNode, connection: object) -> Optional[int]:
+        if not isinstance(connection, ast.Name):
+            return None
+        names = [a.arg for a in function.args.posonlyargs + function.args.args]
+        return names.index(connection.id) if connection.id in names else None
+
+    def _call_sites(self, function: FunctionNode) -> Iterator[Tuple[ast.Call, Optional[ast.AST]]]:
+        """(call, connection passed) for each call of ``function`` in this module: ``f(conn)``, or
+        ``conn.run_sync(f)`` which calls ``f`` with ``conn``'s connection."""
+        name = function.name
+        for call in self.facts.calls_named(name):
+            if isinstance(call.func, ast.Name):
+                yield call, None
+        for call in self.facts.calls_named(*known.RUN_SYNC_METHODS):
+            if call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == name:
+                yield call, call.func.value if isinstance(call.func, ast.Attribute) else None
+
+    def _same_connection(self, receiver: Optional[ast.AST], connection: object, apply: _Apply) -> bool:
+        if receiver is None:
+            return False
+        facts = self.facts
+        root = _connection_root(receiver, facts)
+        if connection is _DJANGO:
+            return _is_django_connection(root)
+        if apply.framework == known.ALEMBIC and root.startswith(tuple(known.ALEMBIC_CONTEXT)):
+            return True  # ``context.execute(...)`` runs on the connection env.py configured
+        return isinstance(connection, ast.AST) and root == _connection_root(connection, facts)
+
+    def _unlocked_between(self, lock: ExecutedSql, site: ast.AST, function: Optional[FunctionNode]) -> bool:
+        root = _connection_root(lock.receiver, self.facts) if lock.receiver is not None else ""
+        for unlock in self.unlocks:
+            if enclosing_function(unlock.call) is not function:
+                continue
+            if _position(lock.call) < _position(unlock.call) < _position(site):
+                unlock_root = _connection_root(unlock.receiver, self.facts) if unlock.receiver is not None else ""
+                if unlock_root == root:
+                    return True
+        return False
+
+    @staticmethod
+    def _same_transaction(lock: ast.AST, site: ast.AST, function: Optional[FunctionNode]) -> bool:
+        """An xact lock holds for the run only inside the transaction block that also runs the migrations."""
+        lock_blocks = {id(a) for a in ancestors(lock) if isinstance(a, (ast.With, ast.AsyncWith))}
+        for above in ancestors(site):
+            if above is function:
+                break
+            if isinstance(above, (ast.With, ast.AsyncWith)) and id(above) in lock_blocks:
+                for item in above.items:
+                    expr = item.context_expr
+                    if isinstance(expr, ast.Call) and call_name(expr) in known.TRANSACTION_METHODS:
+                        return True
+        return False
+
+    def _lock_helper_before(self, site: ast.AST, function: Optional[FunctionNode]) -> bool:
+        """``with migration_lock(conn):`` around the run, or ``acquire_lock(conn)`` before it, in the same
+        function: a lock we cannot see into, trusted."""
+        for above in ancestors(site):
+            if above is function:
+                break
+            if isinstance(above, (ast.With, ast.AsyncWith)):
+                for item in above.items:
+                    if _is_lock_helper(item.context_expr):
+                        return True
+        scope = function if function is not None else self.facts.tree
+        for node in walk_no_nested_functions(scope):
+            if isinstance(node, ast.Call) and _position(node) < _position(site) and _is_lock_helper(node):
+                return True
+        return False
+
+
+def _is_lock_helper(node: ast.AST) -> bool:
+    if isinstance(node, ast.Await):
+        node = node.value
+    if not isinstance(node, ast.Call):
+        return False
+    name = (call_name(node) or "").lower()
+    if name.startswith("pg_") or "unlock" in name or name in dbknown.SQL_METHODS:
+        return False
+    return known.LOCK_HELPER_WORD in name or (
+        name == "acquire" and known.LOCK_HELPER_WORD in (dotted(node.func) or "").lower()
+    )
+
+
+def _migration_applications(facts: ModuleFacts) -> List[_Apply]:
+    found: List[_Apply] = []
+    reported = {id(write.call) for write, _ in reported_schema_writes(facts)}
+    # Alembic: command.upgrade with the runner's connection shared through config.attributes.
+    shared = _shared_alembic_connections(facts)
+    for write in schema_writes(facts):
+        if id(write.call) in reported or not write.applies_migrations:
+            continue
+        if write.framework == known.DJANGO:
+            found.append(_Apply(write.call, write.what, _DJANGO, known.DJANGO))
+        elif write.framework == known.ALEMBIC:
+            connection = shared.get(id(enclosing_function(write.call)))
+            if connection is not None:
+                found.append(_Apply(write.call, write.what, connection, known.ALEMBIC))
+    # Alembic env.py: context.run_migrations() after context.configure(connection=...).
+    for call in facts.calls_named(known.RUN_MIGRATIONS):
+        if (facts.qualify(call.func) or "").rsplit(".", 1)[0] not in known.ALEMBIC_CONTEXT:
+            continue
+        configure = _configure_call(call, facts)
+        if configure is None:
+            continue
+        connection = _keyword(configure, "connection")
+        if connection is None:
+            continue  # offline mode: emits SQL, connects nowhere
+        per_migration = _keyword(configure, "transaction_per_migration")
+        found.append(_Apply(call, "context.run_migrations()", connection.value, known.ALEMBIC,
+                            per_migration is not None and _is_true(per_migration.value)))
+    # A hand-rolled runner executing .sql files.
+    for call in facts.calls_named(*dbknown.SQL_METHODS):
+        if not isinstance(call.func, ast.Attribute) or not call.args:
+            continue
+        if (facts.qualify(call.func.value) or "").startswith(("alembic.op", "alembic.context")):
+            continue
+        if not _reads_file(call.args[0], facts) or not _in_migration_code(call, facts):
+            continue
+        if id(call) in reported:
+            continue
+        found.append(_Apply(call, f"{_describe_call(call)} of a SQL file", call.func.value, known.RAW_SQL))
+    return found
+
+
+def _shared_alembic_connections(facts: ModuleFacts) -> Dict[int, ast.AST]:
+    """function id -> the connection a runner hands to env.py (``cfg.attributes["connection"] = conn``)."""
+    shared: Dict[int, ast.AST] = {}
+    for statement in facts.assigns:
+        if not isinstance(statement, ast.Assign):
+            continue
+        for target in statement.targets:
+            if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute)
+                    and target.value.attr == "attributes" and isinstance(target.slice, ast.Constant)
+                    and target.slice.value == known.ALEMBIC_SHARED_CONNECTION_KEY):
+                shared[id(enclosing_function(statement))] = statement.value
+    return shared
+
+
+def _configure_call(run: ast.Call, facts: ModuleFacts) -> Optional[ast.Call]:
+    function = enclosing_function(run)
+    scope = function if function is not None else facts.tree
+    found = None
+    for node in walk_no_nested_functions(scope):
+        if (isinstance(node, ast.Call) and call_name(node) == "configure"
+                and (facts.qualify(node.func) or "").rsplit(".", 1)[0] in known.ALEMBIC_CONTEXT
+                and _position(node) < _position(run)):
+            found = node
+    return found
+
+
+def _reads_file(node: ast.AST, facts: ModuleFacts) -> bool:
+    if isinstance(node, ast.Name):
+        value = bound_value(node, facts)
+        if value is None:
+            return False
+        node = value
+    return isinstance(node, ast.Call) and call_name(node) in known.FILE_READ_METHODS and isinstance(node.func, ast.Attribute)
+
+
+def _in_migration_code(node: ast.AST, facts: ModuleFacts) -> bool:
+    if facts.context.is_migration:
+        return True
+    function = enclosing_function(node)
+    return function is not None and ("migrat" in function.name.lower() or "schema" in function.name.lower())
+
+
+@register
+class UnlockedMigrationRunner(Rule):
+    code = "OG403"
+    name = "unlocked-migration-runner"
+    summary = "Migrations applied without a blocking advisory lock held on the same connection for the whole run."
+    triggers = known.OG403_TRIGGERS
+
+    def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        if facts.context.is_test:
+            return
+        applications = _migration_applications(facts)
+        if not applications:
+            return
+        finder = _LockFinder(facts)
+        for apply in applications:
+            if finder.held(apply):
+                continue
+            if apply.per_migration_transactions:
+                detail = ("with transaction_per_migration=True an xact lock ends with the first migration's "
+                          "transaction, ")
+            else:
+                detail = ""
+            message = (
+                f"{apply.what} applies migrations without a blocking advisory lock held on its connection for "
+                f"the whole run: {detail}pods starting together run the same migrations at the same time."
+            )
+            yield self.finding(apply.call, message, self._suggestion(apply))
+
+    @staticmethod
+    def _suggestion(apply: _Apply) -> str:
+        if apply.framework == known.DJANGO:
+            return ("Before `call_command(\"migrate\")`, run `SELECT pg_advisory_lock(<service key>)` with "
+                    "`django.db.connection.cursor()` in the same thread and unlock in `finally`.")
+        if apply.framework == known.ALEMBIC:
+            return ("On the connection passed to `context.configure`, run `SELECT pg_advisory_lock(<service key>)` "
+                    "and commit before `context.run_migrations()`, and `pg_advisory_unlock` in `finally` "
+                    "(or `pg_advisory_xact_lock` as the first statement inside `context.begin_transaction()`).")
+        return ("Take `SELECT pg_advisory_lock(<service key>)` on this connection before the first migration "
+                "and release it in `finally` after the last.")
