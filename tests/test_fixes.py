@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import warnings
 from typing import Callable, List
 
 import pytest
@@ -189,10 +190,9 @@ def test_the_stable_key_is_the_same_in_every_process():
     result = fixed(source, hash_calls(source))
     namespace: dict = {}
     exec(compile(result, "<fixed>", "exec"), namespace)
-    assert namespace["KEY"] == 0x1C0B4C5F or 0 <= namespace["KEY"] < 2**32
     import zlib
 
-    assert namespace["KEY"] == zlib.crc32(b"nightly")
+    assert namespace["KEY"] == zlib.crc32(b"nightly") < 2**63  # fits PostgreSQL's bigint key
 
 
 def test_unsafe_fix_needs_unsafe():
@@ -265,6 +265,14 @@ def test_second_fix_changes_nothing():
     again = fix_source(once.new_source, diagnostics, unsafe=True)
     assert again == FixResult(once.new_source, [])
     ast.parse(once.new_source)
+
+
+def test_a_file_libcst_cannot_reproduce_is_left_alone():
+    # libcst drops a form feed that starts a statement line; bytes outside the edit must not change.
+    source = 'import logging\n\x0clog = logging.getLogger(__name__)\nlog.warning("busy")\n'
+    assert fix_source(source.encode(), loud_logs(source), unsafe=False) == FixResult(source.encode(), [])
+    tabs = 'if busy:\n\tlog.warning("busy")\n'
+    assert fixed(tabs, loud_logs(tabs)) == 'if busy:\n\tlog.debug("busy")\n'
 
 
 def test_a_file_that_does_not_parse_is_left_alone():
@@ -510,12 +518,15 @@ hypothesmith = pytest.importorskip("hypothesmith")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 
 
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(hypothesmith.from_grammar())
 def test_generated_programs_never_crash_the_fixer(source):
     """Findings on every call of a generated program: the fixer either fixes and still parses, or gives up."""
     try:
-        tree = ast.parse(source)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return
     diagnostics = []
@@ -527,6 +538,34 @@ def test_generated_programs_never_crash_the_fixer(source):
     raw = source.encode("utf-8", "surrogatepass")
     result = fix_source(raw, diagnostics, unsafe=True)
     if result.applied:
-        ast.parse(result.new_source)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(result.new_source)
     else:
         assert result.new_source == raw
+
+
+def test_findings_on_every_call_of_real_code():
+    """The package's own modules, a finding on every call: only the loud log calls and hash() change."""
+    import onceguard
+
+    package = os.path.dirname(onceguard.__file__)
+    for name in sorted(os.listdir(package)):
+        if not name.endswith(".py"):
+            continue
+        with open(os.path.join(package, name), "rb") as handle:
+            raw = handle.read()
+        source = raw.decode("utf-8")
+        diagnostics = []
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Call):
+                diagnostics.append(Diagnostic("OG203", "loud-skip-log", node.lineno, node.col_offset + 1,
+                                              node.end_lineno, node.end_col_offset + 1, "m", "", LOUD))
+        result = fix_source(raw, diagnostics, unsafe=True)
+        new = result.new_source.decode("utf-8")
+        ast.parse(new)
+        assert len(new.splitlines()) == len(source.splitlines()), name
+        changed = [(a, b) for a, b in zip(source.splitlines(), new.splitlines()) if a != b]
+        assert len(changed) <= len(result.applied), name
+        for before, after in changed:
+            assert ".debug(" in after or "logging.DEBUG" in after or "exc_info=True" in after, (name, before, after)

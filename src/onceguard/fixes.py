@@ -412,7 +412,10 @@ def fix_source(source: bytes, diagnostics: Sequence[Diagnostic], unsafe: bool) -
     if not _parses(text):
         return unchanged
     try:
-        wrapper = MetadataWrapper(cst.parse_module(text))
+        parsed = cst.parse_module(text)
+        if parsed.code != text:  # libcst does not round-trip every file (a form feed before a statement)
+            return unchanged
+        wrapper = MetadataWrapper(parsed)
         targets = _find_targets(wrapper, wanted, text)
         if not targets:
             return unchanged

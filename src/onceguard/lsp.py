@@ -19,8 +19,7 @@ import re
 import tokenize
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -29,6 +28,9 @@ from pygls.uris import to_fs_path
 from . import __version__
 from .config import Config, ConfigError, config_for
 from .model import Diagnostic
+# The engine's own noqa grammar, so that an extended comment is read back exactly as written.
+from .noqa import _FILE as _FILE_NOQA
+from .noqa import _LINE as _LINE_NOQA
 from .noqa import ALL, file_codes, line_codes
 
 logger = logging.getLogger(__name__)
@@ -37,11 +39,6 @@ SOURCE = "onceguard"
 SHOW_DOCUMENTATION = "onceguard.showDocumentation"
 DEBOUNCE_SECONDS = 0.3
 
-# The same grammar as onceguard.noqa (and flake8): used to extend an existing comment in place.
-_LINE_NOQA = re.compile(r"#\s*noqa:[\s]?(?P<codes>[A-Z][0-9]+(?:[,\s]+[A-Z][0-9]+)*)", re.IGNORECASE)
-_FILE_NOQA = re.compile(
-    r"^\s*#\s*onceguard:\s*noqa(?::\s*(?P<codes>[A-Z][0-9]+(?:[,\s]+[A-Z][0-9]+)*))?\s*$", re.IGNORECASE
-)
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*[-_.a-zA-Z0-9]+")
 
 
@@ -124,9 +121,12 @@ def noqa_file_edit(text: str, code: str) -> Optional[Tuple[int, int, int, int, s
         return None
     for index, raw in enumerate(lines):
         line = _strip_eol(raw)
-        match = _FILE_NOQA.match(line)
+        stripped = line.strip()
+        if not stripped.startswith("#"):
+            continue
+        match = _FILE_NOQA.search(stripped)
         if match and match.group("codes"):
-            end = match.end("codes")
+            end = line.index(stripped) + match.end("codes")
             return index, end, index, end, f", {code}"
     insert_at = 0
     if lines and lines[0].startswith("#!"):
@@ -336,7 +336,7 @@ class OnceguardLanguageServer(LanguageServer):
             unique.setdefault((finding.code, finding.line, finding.column, finding.message), finding)
         return list(unique.values())
 
-    def code_actions(self, params: types.CodeActionParams) -> List[types.CodeAction]:
+    def code_actions(self, params: types.CodeActionParams) -> List[Union[types.CodeAction, types.Command]]:
         uri = params.text_document.uri
         document = self.workspace.text_documents.get(uri)
         if document is None:
@@ -344,6 +344,7 @@ class OnceguardLanguageServer(LanguageServer):
         text = document.source
         lines = text.splitlines(keepends=True)
         actions: List[types.CodeAction] = []
+        commands: List[types.Command] = []
         disabled_lines: Set[Tuple[str, int]] = set()
         disabled_files: Set[str] = set()
         documented: Set[str] = set()
@@ -372,14 +373,16 @@ class OnceguardLanguageServer(LanguageServer):
                         first, self.character(lines, first, start), last, self.character(lines, last, end), new))
             if finding.code not in documented and doc_uri(finding.code):
                 documented.add(finding.code)
-                title = f"Show documentation for {finding.code}"
-                actions.append(types.CodeAction(
-                    title=title, kind=types.CodeActionKind.QuickFix,
-                    command=types.Command(title=title, command=SHOW_DOCUMENTATION, arguments=[finding.code])))
+                # A bare Command (not a CodeAction carrying one): clients built on lsprotocol read a
+                # CodeAction that has a ``command`` as a Command and lose it.
+                commands.append(types.Command(
+                    title=f"Show documentation for {finding.code}", command=SHOW_DOCUMENTATION,
+                    arguments=[finding.code]))
         only = params.context.only
         if only:
-            actions = [a for a in actions if a.kind and any(a.kind == k or a.kind.startswith(f"{k}.") for k in only)]
-        return actions
+            wanted = [a for a in actions if a.kind and any(a.kind == k or a.kind.startswith(f"{k}.") for k in only)]
+            return wanted
+        return [*actions, *commands]
 
     def edit_action(self, title: str, uri: str, first: int, start: int, last: int, end: int,
                     new_text: str, preferred: bool = False) -> types.CodeAction:
@@ -463,7 +466,7 @@ def build_server() -> OnceguardLanguageServer:
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=False),
     )
-    def code_action(ls: OnceguardLanguageServer, params: types.CodeActionParams) -> List[types.CodeAction]:
+    def code_action(ls: OnceguardLanguageServer, params: types.CodeActionParams):
         try:
             return ls.code_actions(params)
         except Exception:  # noqa: BLE001 - a failed action list must not end the session

@@ -104,11 +104,47 @@ def _line_col(text: str, offset: int) -> Tuple[int, int]:
     return line, column
 
 
-def _replacement(d: Diagnostic, sources: Dict[str, Optional[bytes]]) -> Optional[dict]:
-    """The fix as one SARIF replacement (the changed span of the file), or None when it cannot be computed."""
+def _trimmed(old: str, new: str, start: int, stop: int, new_start: int, new_stop: int) -> dict:
+    """One replacement for old[start:stop] -> new[new_start:new_stop], without their common ends."""
+    while start < stop and new_start < new_stop and old[start] == new[new_start]:
+        start, new_start = start + 1, new_start + 1
+    while start < stop and new_start < new_stop and old[stop - 1] == new[new_stop - 1]:
+        stop, new_stop = stop - 1, new_stop - 1
+    start_line, start_column = _line_col(old, start)
+    end_line, end_column = _line_col(old, stop)
+    return {
+        "deletedRegion": {
+            "startLine": start_line, "startColumn": start_column, "endLine": end_line, "endColumn": end_column,
+        },
+        "insertedContent": {"text": new[new_start:new_stop]},
+    }
+
+
+def text_replacements(old: str, new: str) -> List[dict]:
+    """SARIF replacements turning ``old`` into ``new``: one per changed run of lines, in file order."""
+    from difflib import SequenceMatcher
+
+    old_lines = old.splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
+    old_offsets = [0]
+    for line in old_lines:
+        old_offsets.append(old_offsets[-1] + len(line))
+    new_offsets = [0]
+    for line in new_lines:
+        new_offsets.append(new_offsets[-1] + len(line))
+    replacements = []
+    matcher = SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            replacements.append(_trimmed(old, new, old_offsets[i1], old_offsets[i2], new_offsets[j1], new_offsets[j2]))
+    return replacements
+
+
+def _replacements(d: Diagnostic, sources: Dict[str, Optional[bytes]]) -> Optional[List[dict]]:
+    """The fix as SARIF replacements of the file on disk, or None when the fixer cannot make it."""
     try:
-        from ..fixes import fix_source  # written separately; absent or failing means no replacement
         from ..engine import decode
+        from ..fixes import fix_source  # written separately; absent or failing means no replacements
     except Exception:  # noqa: BLE001
         return None
     if d.path not in sources:
@@ -124,24 +160,9 @@ def _replacement(d: Diagnostic, sources: Dict[str, Optional[bytes]]) -> Optional
         result = fix_source(source, [d], unsafe=d.fix is not None and d.fix.applicability != "safe")
         if not getattr(result, "applied", None) or result.new_source == source:
             return None
-        old, new = decode(source), decode(result.new_source)
+        return text_replacements(decode(source), decode(result.new_source)) or None
     except Exception:  # noqa: BLE001 - a fixer failure must not lose the report
         return None
-    prefix = 0
-    limit = min(len(old), len(new))
-    while prefix < limit and old[prefix] == new[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
-        suffix += 1
-    start_line, start_column = _line_col(old, prefix)
-    end_line, end_column = _line_col(old, len(old) - suffix)
-    return {
-        "deletedRegion": {
-            "startLine": start_line, "startColumn": start_column, "endLine": end_line, "endColumn": end_column,
-        },
-        "insertedContent": {"text": new[prefix:len(new) - suffix]},
-    }
 
 
 def _result(d: Diagnostic, options: ReportOptions, index: Dict[str, int], sources: Dict[str, Optional[bytes]]) -> dict:
@@ -156,11 +177,11 @@ def _result(d: Diagnostic, options: ReportOptions, index: Dict[str, int], source
     if d.code in index:
         result["ruleIndex"] = index[d.code]
     if d.fix is not None:
-        replacement = _replacement(d, sources)
-        if replacement is not None:
+        replacements = _replacements(d, sources)
+        if replacements:
             result["fixes"] = [{
                 "description": {"text": d.fix.description},
-                "artifactChanges": [{"artifactLocation": location, "replacements": [replacement]}],
+                "artifactChanges": [{"artifactLocation": location, "replacements": replacements}],
             }]
         else:
             # SARIF requires a fix to carry its replacements; without them, say what the fix would do.

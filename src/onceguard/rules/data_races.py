@@ -16,7 +16,7 @@ from pglast import ast as pg
 from pglast.enums import BoolExprType
 
 from ..executed_sql import ExecutedSql, bound_value, executed_sql
-from ..facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
+from ..facts import FunctionNode, ModuleFacts, parent, walk_no_nested_functions
 from ..handles import Handles
 from ..knowledge import orm
 from ..knowledge import redis_clients as redis_known
@@ -448,6 +448,8 @@ class ReadModifyWrite(Rule):
         statement = parse_statements(update.text)[0]
         table = statement.relation.relname
         where_columns = _columns(statement.whereClause)
+        if where_columns & {target.name for target in statement.targetList or ()}:
+            return None  # compare-and-set: the WHERE checks a column this UPDATE changes (a version, the value)
         earlier = [s for s in selects if later(update.call, s.call)]
         for select in earlier:
             read = _selected_columns(select, table)
@@ -456,8 +458,8 @@ class ReadModifyWrite(Rule):
             flow = Flow(function, facts, _select_result_source(select, facts))
             for target in statement.targetList or ():
                 column = target.name
-                if not isinstance(target.val, pg.ParamRef) or column in where_columns:
-                    continue  # SET n = n + 1, or a compare-and-set on n in the WHERE
+                if not isinstance(target.val, pg.ParamRef):
+                    continue  # SET n = n + 1: the database does the arithmetic
                 if column not in read and "*" not in read:
                     continue
                 value = _parameter(update, target.val.number, facts)
@@ -662,8 +664,9 @@ def _is_constant(node: ast.AST) -> bool:
     return False
 
 
-def _django_status_filter(links) -> Optional[str]:
-    """The status lookup of a queryset (``status="pending"``), unless it is scoped to one entity."""
+def _django_status_filter(links, pickup: bool = False) -> Optional[str]:
+    """The status lookup of a queryset (``status="pending"``).  For a ``pickup``, None when the queryset is
+    also pinned to one caller-given entity (``filter(user=request.user, status=...)``): that is not a queue."""
     found = None
     for name, call in links:
         if name not in ("filter", "exclude") or not isinstance(call, ast.Call):
@@ -676,12 +679,13 @@ def _django_status_filter(links) -> Optional[str]:
             field, _, lookup = keyword.arg.partition("__")
             if status_column(field, lookup) and lookup in orm.DJANGO_STATUS_LOOKUPS:
                 found = found or keyword.arg
-            elif lookup in ("", "exact") and not _is_constant(keyword.value):
-                return None  # filter(user=request.user, status=...): one entity's rows, not a queue
+            elif pickup and lookup in ("", "exact") and not _is_constant(keyword.value):
+                return None
     return found
 
 
-def _sa_status_condition(links) -> Optional[str]:
+def _sa_status_condition(links, pickup: bool = False) -> Optional[str]:
+    """As :func:`_django_status_filter`, for ``where``/``filter``/``filter_by`` conditions."""
     found = None
     for name, call in links:
         if name not in ("where", "filter", "filter_by") or not isinstance(call, ast.Call):
@@ -689,7 +693,7 @@ def _sa_status_condition(links) -> Optional[str]:
         for keyword in call.keywords:
             if status_column(keyword.arg or ""):
                 found = found or keyword.arg
-            elif not _is_constant(keyword.value):
+            elif pickup and not _is_constant(keyword.value):
                 return None
         for arg in call.args:
             for condition in _conjuncts(arg):
@@ -698,7 +702,7 @@ def _sa_status_condition(links) -> Optional[str]:
                     continue
                 if status_column(column, "isnull" if _is_null_test(condition) else ""):
                     found = found or column
-                elif (isinstance(condition, ast.Compare) and isinstance(condition.ops[0], ast.Eq)
+                elif (pickup and isinstance(condition, ast.Compare) and isinstance(condition.ops[0], ast.Eq)
                       and not _is_constant(condition.comparators[0])):
                     return None
     return found
@@ -761,27 +765,25 @@ def _contains(tree: ast.AST, node: ast.AST) -> bool:
 
 def _pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]:
     found: List[Pickup] = []
-    claimed_outer: Set[int] = set()
     for node in function_nodes(function, facts):
-        if not isinstance(node, (ast.Call, ast.Subscript)) or id(node) in claimed_outer:
+        if not isinstance(node, (ast.Call, ast.Subscript)):
             continue
-        # Only the outermost expression of a chain: inner links are visited too, but belong to it.
-        for inner in ast.walk(node):
-            if inner is not node:
-                claimed_outer.add(id(inner))
+        above = parent(node)
+        if isinstance(above, (ast.Attribute, ast.Subscript)) and above.value is node:
+            continue  # a link inside a longer chain: the chain's outermost expression speaks for it
         queryset = django_queryset(node)
         if queryset is not None:
             model, links = queryset
             if any(n == orm.DJANGO_ROW_LOCK for n, _ in links) or (links and links[-1][0] in orm.DJANGO_QUERYSET_WRITES):
                 continue
-            column = _django_status_filter(links)
+            column = _django_status_filter(links, pickup=True)
             if column:
                 found.append(Pickup("django", node, model, column, _rows_names(node, facts)))
             continue
         loaded = sa_source(node, facts, many=True)
         if loaded is not None and not loaded.locked:
             links = _sa_links(node, facts)
-            column = _sa_status_condition(links)
+            column = _sa_status_condition(links, pickup=True)
             if column:
                 found.append(Pickup("sqlalchemy", node, loaded.model, column, _rows_names(node, facts), loaded.session))
     return found
@@ -905,7 +907,7 @@ class UnclaimedRowPickup(Rule):
                 if select.sql.statement_types != ("SelectStmt",) or select.sql.for_update:
                     continue
                 statement = parse_statements(select.text)[0]
-                column = _sql_status_column(statement.whereClause)
+                column = _sql_status_column(statement.whereClause, pickup=True)
                 tables = _tables(statement.fromClause)
                 if column is None or len(tables) != 1:
                     continue
@@ -944,9 +946,10 @@ def _sa_update(node: ast.AST, facts: ModuleFacts):
     return None
 
 
-def _sql_status_column(where) -> Optional[str]:
+def _sql_status_column(where, pickup: bool = False) -> Optional[str]:
     """The status-like column a WHERE clause tests: ``status = …``, ``status IN (…)``, ``sent_at IS NULL``,
-    ``NOT processed``; None when the WHERE also pins the rows to one caller-given value (``user_id = $1``)."""
+    ``NOT processed``.  For a ``pickup``, None when the WHERE also pins the rows to one caller-given value
+    (``user_id = $1``)."""
     if where is None:
         return None
     conjuncts = list(where.args) if isinstance(where, pg.BoolExpr) and where.boolop == BoolExprType.AND_EXPR else [where]
@@ -964,7 +967,8 @@ def _sql_status_column(where) -> Optional[str]:
             name = _column_name(condition.lexpr) or ""
             if status_column(name):
                 found = found or name
-            elif condition.name and condition.name[0].sval == "=" and isinstance(condition.rexpr, pg.ParamRef):
+            elif (pickup and condition.name and condition.name[0].sval == "="
+                  and isinstance(condition.rexpr, pg.ParamRef)):
                 return None
     return found
 

@@ -99,6 +99,7 @@ class Reach:
         self._main_blocks = [node for node in facts.tree.body if isinstance(node, ast.If) and _is_main_guard(node.test)]
         self._server_mains = {id(block) for block in self._main_blocks if self._starts_server(block)}
         self.extra: Dict[int, str] = {}
+        self._follow_methods_of_startup_code()
         self._find_server_main_callees()
         self._find_request_and_job_code()
 
@@ -160,6 +161,11 @@ class Reach:
             return receiver.id in known.SERVER_RECEIVER_NAMES
         return False
 
+    def _follow_methods_of_startup_code(self) -> None:
+        """``AppConfig.ready`` calling ``self.sync_schema()``: StartupMap follows module functions only."""
+        pending = [f for f in self.facts.functions if self.startup.reason(f) is not None]
+        self._propagate(pending, "start-up code", methods_only=True)
+
     def _find_server_main_callees(self) -> None:
         pending: List[FunctionNode] = []
         for block in self._main_blocks:
@@ -213,16 +219,26 @@ class Reach:
             return self._module_functions.get(node.id)
         return None
 
-    def _called_function(self, node: ast.AST) -> Optional[FunctionNode]:
-        if isinstance(node, ast.Call):
-            return self._function_named(node.func)
-        return None
+    def _called_function(self, node: ast.AST, caller: Optional[FunctionNode] = None,
+                         methods_only: bool = False) -> Optional[FunctionNode]:
+        if not isinstance(node, ast.Call):
+            return None
+        func = node.func
+        if (caller is not None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                and func.value.id in ("self", "cls")):
+            cls_node = self.facts.enclosing_class(caller)
+            if cls_node is not None:
+                for statement in cls_node.body:
+                    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == func.attr:
+                        return statement
+            return None
+        return None if methods_only else self._function_named(func)
 
-    def _propagate(self, pending: List[FunctionNode], what: str) -> None:
+    def _propagate(self, pending: List[FunctionNode], what: str, methods_only: bool = False) -> None:
         while pending:
             function = pending.pop()
             for node in walk_no_nested_functions(function):
-                callee = self._called_function(node)
+                callee = self._called_function(node, function, methods_only)
                 if callee is not None and id(callee) not in self.extra and self.startup.reason(callee) is None:
                     self.extra[id(callee)] = f"called from {what} ({function.name})"
                     pending.append(callee)
@@ -246,9 +262,12 @@ class Reach:
         startup = self.startup.reason(function)
         if startup is not None:
             return startup
+        extra = self.extra.get(id(function))
+        if extra is not None and extra.startswith("called from start-up code"):
+            return extra  # a command that start-up code calls runs at start-up
         if self.is_command(function):
             return None
-        return self.extra.get(id(function))
+        return extra
 
 
 # -- schema writes ---------------------------------------------------------------------------------------
@@ -493,8 +512,8 @@ class InAppSchemaCreation(Rule):
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         for write, reason in reported_schema_writes(facts):
             message = (
-                f"{write.what} runs on every replica ({reason}): replicas booting together race the same DDL "
-                "and fail on duplicate objects or half-applied schema."
+                f"{write.what} runs in every replica — {reason} — so replicas that boot together race the "
+                "same DDL and fail on duplicate objects or a half-applied schema."
             )
             yield self.finding(write.node, message, known.ENTRYPOINT_ADVICE[write.framework])
 
@@ -503,6 +522,7 @@ class InAppSchemaCreation(Rule):
 # OG402
 # =====================================================================================================
 _LIBPQ_PAIR = re.compile(r"(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
+_BARE_HOST = re.compile(r"(?P<host>[A-Za-z][A-Za-z0-9.-]*)(?::(?P<port>\d+))?")
 
 
 def _pooler_sign(text: str) -> Optional[str]:
@@ -530,6 +550,9 @@ def _pooler_sign(text: str) -> Optional[str]:
             if any(word in key.lower() or word in value.lower() for word in known.POOLER_OPTION_WORDS):
                 return f"URL option {key}={value}"
         return None
+    bare = _BARE_HOST.fullmatch(text.strip())
+    if bare:  # a piece of a DSN built from parts: ``DB_HOST = "pgbouncer.svc"`` or ``"pgbouncer:6432"``
+        return _host_or_port(bare.group("host"), int(bare.group("port")) if bare.group("port") else None)
     pairs = {key.lower(): value.strip("'") for key, value in _LIBPQ_PAIR.findall(text)}
     if "host" in pairs or "port" in pairs or "dbname" in pairs:
         port = int(pairs["port"]) if pairs.get("port", "").isdigit() else None

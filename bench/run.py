@@ -1,0 +1,582 @@
+#!/usr/bin/env python3
+"""onceguard's speed evidence: the same real Python files through onceguard, flake8, Fixit and ruff.
+
+Run by hand from the repository root (never from the test suite)::
+
+    .venv/bin/python bench/run.py                 # corpus, tools, every measurement
+    .venv/bin/python bench/run.py --rounds 3      # fewer rounds
+    .venv/bin/python bench/run.py --corpus-only   # just download and unpack
+    .venv/bin/python bench/run.py --results bench/RESULTS.md
+
+What it does:
+
+1. Corpus: pinned source distributions from PyPI (``pip download --no-deps
+   --no-binary :all:``), unpacked into ``bench/corpus/`` (ignored by git; kept
+   between runs, never downloaded twice).
+2. Trees: the ``.py`` files of the corpus, minus the directories any of the
+   tools skips by default (so every tool sees exactly the same files), hard
+   linked into ``bench/.work/trees/{quarter,half,full,fixit-slice}``.  The
+   quarter and half are nested prefixes of one deterministic shuffle, so each
+   mixes every package.  Each tree root has its own ``pyproject.toml`` so no
+   configuration from the corpus or from this repository applies.
+3. Tools: two virtual environments under ``bench/.work/`` with the same
+   flake8 version, one with onceguard installed (editable) and one without;
+   ruff and Fixit from the running interpreter's environment.
+4. Measurements (wall clock, median of several rounds): ``onceguard check
+   --no-cache`` (cold), ``onceguard check`` with a filled cache (warm), flake8
+   with and without onceguard, ``ruff check --select ALL --no-cache
+   --silent``, Fixit with one rule (on a fixed slice only: it is too slow for
+   the whole corpus), and onceguard's peak memory (resident set of the whole
+   process tree, sampled, and the largest single process).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+CORPUS = BENCH / "corpus"
+WORK = BENCH / ".work"
+SDISTS = WORK / "sdists"
+TREES = WORK / "trees"
+
+#: Pinned so the numbers of two runs are about the same files.
+PACKAGES: Tuple[Tuple[str, str], ...] = (
+    ("django", "5.0.6"),
+    ("sqlalchemy", "2.0.30"),
+    ("celery", "5.4.0"),
+    ("apache-airflow", "2.9.1"),
+    ("mlflow", "2.13.0"),
+    ("prefect", "2.19.3"),
+)
+
+#: Directory names that ruff, flake8, Fixit or onceguard skip by default.  A file below one of them
+#: is left out of every tree, so that no tool checks a file another one skips.
+SKIPPED_DIRECTORIES = frozenset({
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
+    ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv",
+    ".vscode", "__pypackages__", "_build", "buck-out", "build", "dist", "node_modules", "site-packages",
+    "venv", "CVS", "__pycache__", ".onceguard_cache",
+})
+
+FIXIT_RULE = "fixit.rules:NoRedundantFString"
+FIXIT_SLICE_LINES = 60_000
+FRACTIONS = (("quarter", 0.25), ("half", 0.5), ("full", 1.0))
+
+
+# --------------------------------------------------------------------------------------------------
+# corpus
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def fetch_corpus() -> None:
+    CORPUS.mkdir(parents=True, exist_ok=True)
+    SDISTS.mkdir(parents=True, exist_ok=True)
+    for name, version in PACKAGES:
+        target = CORPUS / f"{name}-{version}"
+        if (target / ".complete").exists():
+            continue
+        archive = _find_sdist(name, version)
+        if archive is None:
+            log(f"downloading {name}=={version}")
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+                 "--dest", str(SDISTS), f"{name}=={version}"],
+                check=True,
+            )
+            archive = _find_sdist(name, version)
+            if archive is None:
+                raise SystemExit(f"pip download {name}=={version} left no source archive in {SDISTS}")
+        log(f"unpacking {archive.name}")
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir()
+        _unpack(archive, target)
+        (target / ".complete").write_text(archive.name + "\n")
+
+
+def _normalise(name: str) -> str:
+    return name.lower().replace("-", "_").replace(".", "_")
+
+
+def _find_sdist(name: str, version: str) -> Optional[Path]:
+    wanted = f"{_normalise(name)}_{version}"
+    for candidate in sorted(SDISTS.glob("*")):
+        stem = candidate.name
+        for suffix in (".tar.gz", ".zip", ".tar.bz2"):
+            if stem.endswith(suffix):
+                stem = stem[: -len(suffix)]
+                if _normalise(stem.rsplit("-", 1)[0]) + "_" + stem.rsplit("-", 1)[-1] == wanted:
+                    return candidate
+    return None
+
+
+def _unpack(archive: Path, target: Path) -> None:
+    if archive.name.endswith(".zip"):
+        with zipfile.ZipFile(archive) as handle:
+            for member in handle.namelist():
+                resolved = (target / member).resolve()
+                if not str(resolved).startswith(str(target.resolve())):
+                    raise SystemExit(f"{archive}: member {member!r} escapes the target directory")
+            handle.extractall(target)
+        return
+    with tarfile.open(archive) as handle:
+        try:
+            handle.extractall(target, filter="data")
+        except TypeError:  # Python without extraction filters
+            handle.extractall(target)
+
+
+# --------------------------------------------------------------------------------------------------
+# trees
+
+@dataclass
+class Tree:
+    name: str
+    root: Path
+    files: List[str]
+    lines: int
+    note: str = ""
+
+
+def corpus_files() -> List[Tuple[str, int]]:
+    """(path relative to the corpus, line count) of every checked .py file, in a fixed shuffled order."""
+    found = []
+    for directory, subdirectories, files in os.walk(CORPUS):
+        subdirectories[:] = sorted(d for d in subdirectories if d not in SKIPPED_DIRECTORIES
+                                   and not d.endswith(".egg-info"))
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(directory, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            with open(path, "rb") as handle:
+                lines = handle.read().count(b"\n")
+            found.append((os.path.relpath(path, CORPUS), lines))
+    # A shuffle that does not depend on the Python version or on hash randomisation.
+    found.sort(key=lambda item: hashlib.sha1(item[0].encode("utf-8", "surrogateescape")).hexdigest())
+    return found
+
+
+def prefix_by_lines(files: Sequence[Tuple[str, int]], budget: int) -> List[Tuple[str, int]]:
+    chosen, total = [], 0
+    for path, lines in files:
+        if total >= budget:
+            break
+        chosen.append((path, lines))
+        total += lines
+    return chosen
+
+
+def build_tree(name: str, files: Sequence[Tuple[str, int]], pyproject: str = "") -> Tree:
+    root = TREES / name
+    listing = "\n".join(path for path, _ in files)
+    stamp = hashlib.sha1((listing + pyproject).encode("utf-8", "surrogateescape")).hexdigest()
+    marker = root / ".bench-tree"
+    if not (marker.exists() and marker.read_text() == stamp):
+        if root.exists():
+            shutil.rmtree(root)
+        root.mkdir(parents=True)
+        for path, _ in files:
+            destination = root / path
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(CORPUS / path, destination)
+            except OSError:
+                shutil.copy2(CORPUS / path, destination)
+        marker.write_text(stamp)
+    # Anchors onceguard's (and Fixit's) project root here: no configuration from outside applies.
+    (root / "pyproject.toml").write_text(pyproject or "[tool.onceguard]\n")
+    return Tree(name, root, sorted(path for path, _ in files), sum(lines for _, lines in files))
+
+
+def build_trees(files: Sequence[Tuple[str, int]]) -> Tuple[List[Tree], Tree]:
+    total = sum(lines for _, lines in files)
+    trees = [build_tree(name, prefix_by_lines(files, int(total * share)) if share < 1 else files)
+             for name, share in FRACTIONS]
+    fixit_config = (
+        "[tool.onceguard]\n\n[tool.fixit]\nroot = true\n"
+        f"disable = [\"fixit.rules\"]\nenable = [\"{FIXIT_RULE}\"]\n"
+    )
+    slice_tree = build_tree("fixit-slice", prefix_by_lines(files, FIXIT_SLICE_LINES), fixit_config)
+    return trees, slice_tree
+
+
+def warm_page_cache(tree: Tree) -> None:
+    for path in tree.files:
+        with open(tree.root / path, "rb") as handle:
+            handle.read()
+
+
+# --------------------------------------------------------------------------------------------------
+# tools
+
+def venv_bin(venv: Path, name: str) -> Path:
+    return venv / "bin" / name
+
+
+def flake8_version() -> str:
+    from importlib.metadata import version
+
+    return version("flake8")
+
+
+def ensure_venv(venv: Path, requirements: Sequence[str]) -> Path:
+    stamp = venv / ".bench-requirements"
+    wanted = "\n".join(requirements)
+    if stamp.exists() and stamp.read_text() == wanted and venv_bin(venv, "flake8").exists():
+        return venv
+    log(f"creating {venv.relative_to(REPO)}: {' '.join(requirements)}")
+    if venv.exists():
+        shutil.rmtree(venv)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv_bin(venv, "python")), "-m", "pip", "install", "--quiet", *requirements], check=True)
+    stamp.write_text(wanted)
+    return venv
+
+
+def tool_paths() -> Dict[str, str]:
+    here = Path(sys.executable).parent
+    paths = {}
+    for name in ("onceguard", "ruff", "fixit"):
+        candidate = here / name
+        found = str(candidate) if candidate.exists() else shutil.which(name)
+        if not found:
+            raise SystemExit(f"bench: `{name}` not found next to {sys.executable} or on PATH "
+                             f"(install with: pip install -e '.[bench]')")
+        paths[name] = found
+    version = flake8_version()
+    plain = ensure_venv(WORK / "venv-flake8", [f"flake8=={version}"])
+    with_og = ensure_venv(WORK / "venv-flake8-onceguard", [f"flake8=={version}", "-e", str(REPO)])
+    paths["flake8"] = str(venv_bin(plain, "flake8"))
+    paths["flake8+onceguard"] = str(venv_bin(with_og, "flake8"))
+    return paths
+
+
+def version_of(command: Sequence[str]) -> str:
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    return (result.stdout or result.stderr).strip().splitlines()[0] if (result.stdout or result.stderr) else "?"
+
+
+# --------------------------------------------------------------------------------------------------
+# measuring
+
+class TreeMemory:
+    """Samples the resident set of a process and all its descendants (a pool's workers included)."""
+
+    def __init__(self, pid: int, interval: float = 0.02) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._sample())
+            self._stop.wait(self.interval)
+
+    def _sample(self) -> int:
+        children: Dict[int, List[int]] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                continue
+            parent = int(data[data.rindex(b")") + 2:].split()[1])
+            children.setdefault(parent, []).append(int(entry))
+        total, stack = 0, [self.pid]
+        while stack:
+            pid = stack.pop()
+            stack.extend(children.get(pid, ()))
+            try:
+                with open(f"/proc/{pid}/statm", "rb") as handle:
+                    total += int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            except (OSError, IndexError, ValueError):
+                continue
+        return total
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+@dataclass
+class Run:
+    seconds: float
+    tree_rss: int = 0
+    max_process_rss: int = 0
+
+
+def run_once(command: Sequence[str], cwd: Path, allowed: Sequence[int] = (0, 1), memory: bool = False) -> Run:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    sampler = TreeMemory(process.pid) if memory else None
+    _, stderr = process.communicate()
+    seconds = time.perf_counter() - start
+    tree_rss = sampler.stop() if sampler else 0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    text = stderr.decode("utf-8", "replace")
+    if process.returncode not in allowed or "Traceback" in text:
+        raise SystemExit(f"bench: {' '.join(map(str, command))} in {cwd} exited {process.returncode}:\n{text[-3000:]}")
+    # ru_maxrss of the children is the largest single process so far (kB); only a new maximum is ours.
+    return Run(seconds, tree_rss, after * 1024 if after > before else 0)
+
+
+@dataclass
+class Measurement:
+    label: str
+    tree: str
+    runs: List[Run] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(r.seconds for r in self.runs)
+
+    @property
+    def peak_tree_rss(self) -> int:
+        return max((r.tree_rss for r in self.runs), default=0)
+
+
+def measure(label: str, tree: Tree, command: Sequence[str], rounds: int, memory: bool = False,
+            before_each=None) -> Measurement:
+    result = Measurement(label, tree.name)
+    for round_number in range(rounds):
+        if before_each:
+            before_each()
+        result.runs.append(run_once(command, tree.root, memory=memory))
+        log(f"{tree.name:<11} {label:<26} round {round_number + 1}/{rounds}: {result.runs[-1].seconds:7.2f} s")
+    return result
+
+
+def clear_onceguard_cache(tree: Tree) -> None:
+    shutil.rmtree(tree.root / ".onceguard_cache", ignore_errors=True)
+
+
+def bench_tree(tree: Tree, tools: Dict[str, str], rounds: int, slow_rounds: int) -> Dict[str, Measurement]:
+    warm_page_cache(tree)
+    clear_onceguard_cache(tree)
+    og, ruff = tools["onceguard"], tools["ruff"]
+    results = {}
+    results["ruff"] = measure("ruff --select ALL", tree,
+                              [ruff, "check", "--select", "ALL", "--no-cache", "--silent", "--isolated",
+                               "--no-respect-gitignore", "--exit-zero", "."], rounds)
+    results["cold"] = measure("onceguard cold", tree, [og, "check", "--no-cache", "--exit-zero", "."], rounds,
+                              memory=True)
+    run_once([og, "check", "--exit-zero", "."], tree.root)  # fills the cache
+    results["warm"] = measure("onceguard warm", tree, [og, "check", "--exit-zero", "."], rounds, memory=True)
+    clear_onceguard_cache(tree)
+    results["flake8"] = measure("flake8", tree, [tools["flake8"], "--isolated", "--exit-zero", "."], slow_rounds)
+    results["flake8+og"] = measure("flake8 + onceguard", tree,
+                                   [tools["flake8+onceguard"], "--isolated", "--exit-zero", "."], slow_rounds)
+    return results
+
+
+def bench_fixit(tree: Tree, tools: Dict[str, str], rounds: int, slow_rounds: int) -> Dict[str, Measurement]:
+    warm_page_cache(tree)
+    og = tools["onceguard"]
+    return {
+        "fixit": measure("fixit lint (1 rule)", tree, [tools["fixit"], "lint", "."], slow_rounds),
+        "cold": measure("onceguard cold", tree, [og, "check", "--no-cache", "--exit-zero", "."], rounds),
+        "ruff": measure("ruff --select ALL", tree,
+                        [tools["ruff"], "check", "--select", "ALL", "--no-cache", "--silent", "--isolated",
+                         "--no-respect-gitignore", "--exit-zero", "."], rounds),
+    }
+
+
+def check_same_files(tree: Tree, tools: Dict[str, str]) -> str:
+    """ruff and onceguard must walk the same files (a finding-free check cannot show it, ruff can)."""
+    listed = subprocess.run(
+        [tools["ruff"], "check", "--isolated", "--no-respect-gitignore", "--show-files", "."],
+        cwd=tree.root, capture_output=True, text=True,
+    ).stdout
+    ruff_files = sum(1 for line in listed.splitlines() if line.endswith(".py"))
+    from onceguard.config import config_for
+    from onceguard.discovery import discover
+
+    problems: list = []
+    here = os.getcwd()
+    try:
+        os.chdir(tree.root)
+        ours = sum(1 for _ in discover(["."], config_for, problems))
+    finally:
+        os.chdir(here)
+    return f"{len(tree.files)} files in the tree, ruff walks {ruff_files}, onceguard walks {ours}"
+
+
+# --------------------------------------------------------------------------------------------------
+# prefilter and machine
+
+def prefilter_rate(tree: Tree) -> Tuple[int, int, int, int, int, List[str]]:
+    from onceguard.config import Config
+    from onceguard.engine import enabled_rules, passes_prefilter, trigger_words
+
+    rules = enabled_rules(Config())
+    words = trigger_words(rules)
+    files_in = lines_in = 0
+    for path in tree.files:
+        source = (tree.root / path).read_bytes()
+        if rules and passes_prefilter(source, words):
+            files_in += 1
+            lines_in += source.count(b"\n")
+    return files_in, len(tree.files), lines_in, tree.lines, len(words), [r.code for r in rules]
+
+
+def machine() -> List[str]:
+    model = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count() or 1
+    memory = "?"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                memory = f"{int(line.split()[1]) // 1024 // 1024} GiB"
+    except OSError:
+        pass
+    return [
+        f"CPU: {model}, {usable} cores usable ({os.cpu_count()} online), {memory} RAM",
+        f"OS: {platform.platform()}",
+        f"Python: {platform.python_implementation()} {platform.python_version()}",
+    ]
+
+
+# --------------------------------------------------------------------------------------------------
+# report
+
+def mib(value: int) -> str:
+    return f"{value / 1024 / 1024:.0f} MiB" if value else "-"
+
+
+def report(trees: List[Tree], results: Dict[str, Dict[str, Measurement]], fixit_tree: Tree,
+           fixit_results: Dict[str, Measurement], prefilter, versions: Dict[str, str],
+           same_files: str, rounds: int, slow_rounds: int, started: str) -> str:
+    out: List[str] = []
+    out.append(f"Run {started}, onceguard {versions['onceguard']}, rules present: "
+               f"{', '.join(prefilter[5]) or '(none)'}.")
+    out.append("")
+    out.extend(f"- {line}" for line in machine())
+    out.append("- Tools: " + "; ".join(f"{k} {v}" for k, v in versions.items() if k != "onceguard"))
+    out.append(f"- Corpus: {', '.join(f'{n}=={v}' for n, v in PACKAGES)} (PyPI source distributions), "
+               f"every `.py` file outside the directories the tools skip by default.")
+    out.append(f"- Same files: {same_files} (full tree).")
+    out.append(f"- Medians of {rounds} rounds ({slow_rounds} for flake8 and Fixit), wall clock, page cache warm.")
+    out.append("")
+    out.append("| tree | files | lines | ruff `--select ALL --silent` | onceguard cold | cold / ruff | "
+               "onceguard warm | warm / cold | flake8 | flake8 + onceguard | ratio | peak RSS cold (tree) |")
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for tree in trees:
+        r = results[tree.name]
+        out.append(
+            f"| {tree.name} | {len(tree.files):,} | {tree.lines:,} | {r['ruff'].median:.2f} s | "
+            f"{r['cold'].median:.2f} s | {r['cold'].median / r['ruff'].median:.2f}× | "
+            f"{r['warm'].median:.2f} s | {r['warm'].median / r['cold'].median:.2f}× | "
+            f"{r['flake8'].median:.2f} s | {r['flake8+og'].median:.2f} s | "
+            f"{r['flake8+og'].median / r['flake8'].median:.3f}× | {mib(r['cold'].peak_tree_rss)} |"
+        )
+    out.append("")
+    f = fixit_results
+    out.append(f"Fixit is too slow for the whole corpus; it ran on a fixed slice of the same files "
+               f"({len(fixit_tree.files):,} files, {fixit_tree.lines:,} lines) with one rule "
+               f"(`{FIXIT_RULE}`), and onceguard and ruff ran on the same slice:")
+    out.append("")
+    out.append("| slice | Fixit lint (1 rule) | onceguard cold | ruff `--select ALL --silent` | Fixit / onceguard |")
+    out.append("|---|---:|---:|---:|---:|")
+    out.append(f"| {fixit_tree.lines:,} lines | {f['fixit'].median:.2f} s | {f['cold'].median:.2f} s | "
+               f"{f['ruff'].median:.2f} s | {f['fixit'].median / f['cold'].median:.1f}× |")
+    out.append("")
+    files_in, files_all, lines_in, lines_all, words, _ = prefilter
+    out.append(f"Prefilter ({words} trigger words of the enabled rules): {files_in:,} of {files_all:,} files "
+               f"({100 * files_in / max(files_all, 1):.1f}%) and {lines_in:,} of {lines_all:,} lines "
+               f"({100 * lines_in / max(lines_all, 1):.1f}%) are parsed; the rest is skipped unparsed.")
+    out.append("")
+    full = results[trees[-1].name]
+    out.append("Targets (full tree): "
+               f"cold ≤ 2× ruff: {full['cold'].median / full['ruff'].median:.2f}×; "
+               f"flake8 + onceguard ≤ 1.10× flake8: {full['flake8+og'].median / full['flake8'].median:.3f}×; "
+               f"warm ≤ 0.1× cold: {full['warm'].median / full['cold'].median:.2f}×; "
+               f"peak memory < 300 MiB: {mib(full['cold'].peak_tree_rss)} (all processes together; largest "
+               f"single process {mib(max(r.max_process_rss for r in full['cold'].runs))}); "
+               f"≥ 20× faster than Fixit: {f['fixit'].median / f['cold'].median:.1f}×.")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the fast tools (default 5)")
+    parser.add_argument("--slow-rounds", type=int, default=3, help="rounds of flake8 and Fixit (default 3)")
+    parser.add_argument("--corpus-only", action="store_true", help="download and unpack, then stop")
+    parser.add_argument("--results", metavar="FILE", help="also write the report (Markdown) to FILE")
+    args = parser.parse_args(argv)
+
+    started = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    fetch_corpus()
+    files = corpus_files()
+    log(f"corpus: {len(files):,} files, {sum(n for _, n in files):,} lines")
+    if args.corpus_only:
+        return 0
+    if sum(n for _, n in files) < 1_000_000:
+        log("warning: the corpus has fewer than 1 M lines")
+    trees, fixit_tree = build_trees(files)
+    tools = tool_paths()
+    versions = {
+        "onceguard": version_of([tools["onceguard"], "--version"]).replace("onceguard ", ""),
+        "ruff": version_of([tools["ruff"], "--version"]).replace("ruff ", ""),
+        "flake8": version_of([tools["flake8"], "--version"]).split(" ")[0],
+        "fixit": version_of([tools["fixit"], "--version"]).split()[-1],
+    }
+    same_files = check_same_files(trees[-1], tools)
+    log(same_files)
+    prefilter = prefilter_rate(trees[-1])
+    results = {tree.name: bench_tree(tree, tools, args.rounds, args.slow_rounds) for tree in trees}
+    fixit_results = bench_fixit(fixit_tree, tools, args.rounds, args.slow_rounds)
+    text = report(trees, results, fixit_tree, fixit_results, prefilter, versions, same_files,
+                  args.rounds, args.slow_rounds, started)
+    print(text)
+    if args.results:
+        Path(args.results).write_text(text)
+    with open(WORK / "last-run.json", "w") as handle:
+        json.dump({tree: {k: [r.__dict__ for r in m.runs] for k, m in res.items()}
+                   for tree, res in {**results, "fixit-slice": fixit_results}.items()}, handle, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""The engine's own pieces: import resolution, SQL reading, handle bindings, prefilter, config."""
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from onceguard import sql
+from onceguard.config import Config, ConfigError, from_mapping
+from onceguard.context import FileContext
+from onceguard.engine import check_source, enabled_rules, passes_prefilter, trigger_words
+from onceguard.executed_sql import executed_sql
+from onceguard.facts import ModuleFacts
+from onceguard.handles import Handles
+
+
+def facts_of(source: str, path: str = "app/jobs.py") -> ModuleFacts:
+    return ModuleFacts(ast.parse(textwrap.dedent(source)), FileContext(path, Config()))
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("import apscheduler.schedulers.background as bg\nbg.BackgroundScheduler()",
+         "apscheduler.schedulers.background.BackgroundScheduler"),
+        ("from redis import Redis\nRedis.from_url(u).lock('x')", "redis.Redis.from_url.lock"),
+        ("import schedule\nschedule.every(5).minutes.do(job)", "schedule.every.minutes.do"),
+        ("from schedule import every as e\ne(10).seconds.do(job)", "schedule.every.seconds.do"),
+        ("s = make()\ns.add_job(f)", "s.add_job"),
+        ("import sqlalchemy as sa\nsa.text('x')", "sqlalchemy.text"),
+    ],
+)
+def test_qualified_names_follow_imports(source, expected):
+    facts = facts_of(source)
+    outermost = next(c for c in facts.calls if isinstance(getattr(c, "_og_parent", None), ast.Expr)
+                     and c.lineno == facts.tree.body[-1].lineno)
+    assert facts.callee(outermost) == expected
+
+
+def test_relative_imports_resolve_against_the_package(tmp_path):
+    package = tmp_path / "shop" / "jobs"
+    package.mkdir(parents=True)
+    (tmp_path / "shop" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    path = package / "nightly.py"
+    facts = ModuleFacts(ast.parse("from ..db import engine\nengine.connect()"), FileContext(str(path), Config()))
+    assert facts.callee(facts.calls[0]) == "shop.db.engine.connect"
+
+
+@pytest.mark.parametrize(
+    "text, functions",
+    [
+        ("SELECT pg_try_advisory_lock(%s)", {"pg_try_advisory_lock"}),
+        ("SELECT pg_advisory_unlock(%(key)s)", {"pg_advisory_unlock"}),
+        ("select pg_try_advisory_xact_lock(:k) AS ok", {"pg_try_advisory_xact_lock"}),
+        ("SELECT pg_advisory_lock(?)", {"pg_advisory_lock"}),
+        ("SELECT pg_advisory_lock($1, $2)", {"pg_advisory_lock"}),
+        ("SELECT 'pg_advisory_lock(1)'", set()),  # a string literal, not a call
+        ("SELECT x::int FROM t WHERE a = :a", set()),
+        ("SELECT pg_try_advisory_lock($1) FROM jobs WHERE", {"pg_try_advisory_lock"}),  # a fragment: scanner
+    ],
+)
+def test_sql_functions_are_read_by_the_postgres_parser(text, functions):
+    found = sql.analyse(text)
+    assert {a.name for a in found.advisory} == functions
+
+
+def test_sql_statement_facts():
+    claim = sql.analyse("UPDATE jobs SET owner = %s WHERE id = (SELECT id FROM jobs WHERE state = 'ready' "
+                        "ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING id")
+    assert claim.parsed and claim.skip_locked and claim.returning and claim.has("UpdateStmt")
+    assert sql.is_ddl(sql.analyse("CREATE TABLE IF NOT EXISTS t (id int)"))
+    assert sql.is_ddl(sql.analyse("create table {} (id int"))  # a template fragment, scanned
+    assert not sql.is_ddl(sql.analyse("SELECT 1"))
+
+
+def test_sql_text_from_literals_fstrings_concatenation_and_names():
+    facts = facts_of(
+        """
+        from sqlalchemy import text
+        LOCK = "SELECT pg_try_advisory_lock(:k)"
+        def job(conn, key):
+            conn.execute(text(LOCK), {"k": 1})
+            conn.execute(f"SELECT pg_advisory_unlock({key})")
+            conn.execute("SELECT " + "pg_advisory_lock(1)")
+        """
+    )
+    found = [(e.method, sorted(a.name for a in e.sql.advisory), len(e.holes)) for e in executed_sql(facts)]
+    assert found == [
+        ("execute", ["pg_try_advisory_lock"], 0),
+        ("execute", ["pg_advisory_unlock"], 1),
+        ("execute", ["pg_advisory_lock"], 0),
+    ]
+
+
+@pytest.mark.parametrize(
+    "source, kind",
+    [
+        ("import asyncpg\nasync def f():\n    pool = await asyncpg.create_pool()\n    pool", "pooled"),
+        ("from sqlalchemy import create_engine\ne = create_engine('x')\ndef f():\n    with e.connect() as c:\n        c", "pinned"),
+        ("from sqlalchemy.orm import sessionmaker\nS = sessionmaker()\ndef f():\n    s = S()\n    s", "pooled"),
+        ("from sqlalchemy.orm import Session\ndef f(s: Session):\n    s", "pooled"),
+        ("import asyncpg\ndef f(c: 'asyncpg.Connection'):\n    c", "pinned"),
+        ("from psycopg_pool import ConnectionPool\nclass W:\n    def __init__(self):\n        self.pool = ConnectionPool()\n"
+         "    def go(self):\n        self.pool", "pooled"),
+        ("from flask_sqlalchemy import SQLAlchemy\ndb = SQLAlchemy()\ndef f():\n    db.session", "pooled"),
+        ("def f(pool):\n    pool", None),  # a name alone proves nothing
+        ("import asyncpg, psycopg\ndef f(flag):\n    c = psycopg.connect() if flag else None\n    c", None),
+    ],
+)
+def test_handle_kinds(source, kind):
+    facts = facts_of(source)
+    last = facts.tree.body[-1]
+    node = last
+    while not isinstance(node, ast.Expr):
+        node = node.body[-1]
+    handle = Handles.of_module(facts).of(node.value)
+    assert (handle.kind if handle else None) == kind
+
+
+def test_prefilter_skips_files_without_trigger_words():
+    words = trigger_words(enabled_rules(Config()))
+    assert words
+    plain = b"def total(prices, rate):\n    return sum(prices) * rate\n"
+    assert not passes_prefilter(plain, words)
+    assert check_source(plain, "x.py", Config()) == []
+
+
+def test_config_validation():
+    assert from_mapping({"select": ["OG1"], "ignore": ["OG103"]}).is_enabled("OG101")
+    assert not from_mapping({"select": ["OG1"], "ignore": ["OG103"]}).is_enabled("OG103")
+    assert from_mapping({"select": ["OG1"], "ignore": ["OG1"], "extend-select": ["OG103"]}).is_enabled("OG103")
+    with pytest.raises(ConfigError):
+        from_mapping({"transaction-pooler": "yes"})
+    with pytest.raises(ConfigError):
+        from_mapping({"selec": ["OG1"]})
+
+
+def test_a_failing_rule_becomes_og001_and_the_others_still_run(monkeypatch):
+    from onceguard.rules.advisory_locks import UnstableLockKey
+
+    def explode(self, facts):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(UnstableLockKey, "check", explode)
+    source = b"import asyncpg\nasync def f(dsn):\n    pool = await asyncpg.create_pool(dsn)\n    await pool.execute('SELECT pg_advisory_lock(1)')\n"
+    codes = {d.code for d in check_source(source, "x.py", Config())}
+    assert "OG001" in codes and "OG101" in codes

@@ -1,0 +1,292 @@
+"""``onceguard lsp`` driven over stdio by pygls's own language client, as an editor would."""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import pytest
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+from onceguard import lsp as server_module
+from onceguard.config import config_for
+from onceguard.engine import check_source
+
+HAZARD = """\
+import asyncpg
+async def nightly(dsn):
+    pool = await asyncpg.create_pool(dsn)
+    await pool.execute("SELECT pg_advisory_lock(42)")
+"""
+
+CLEAN = """\
+import asyncpg
+
+
+async def nightly(dsn):
+    pool = await asyncpg.create_pool(dsn)
+    async with pool.acquire() as conn:
+        async with conn.transaction():
+            acquired = await conn.fetchval("SELECT pg_try_advisory_xact_lock(42)")
+            if not acquired:
+                return
+            await conn.execute("DELETE FROM sessions WHERE expires_at < now()")
+"""
+
+TIMEOUT = 20.0
+
+
+def server_command() -> List[str]:
+    script = Path(sys.executable).with_name("onceguard")
+    if script.is_file():
+        return [str(script), "lsp"]
+    found = shutil.which("onceguard")
+    if found:
+        return [found, "lsp"]
+    return [sys.executable, "-m", "onceguard", "lsp"]
+
+
+class Session:
+    """A client plus the diagnostics the server publishes, per document, in arrival order."""
+
+    def __init__(self) -> None:
+        self.client = LanguageClient("onceguard-test", "1")
+        self.published: Dict[str, asyncio.Queue] = {}
+        self.shown: List[types.ShowDocumentParams] = []
+        self.messages: List[str] = []
+
+        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def on_publish(params: types.PublishDiagnosticsParams) -> None:
+            self.queue(params.uri).put_nowait(params)
+
+        @self.client.feature(types.WINDOW_SHOW_DOCUMENT)
+        def on_show_document(params: types.ShowDocumentParams) -> types.ShowDocumentResult:
+            self.shown.append(params)
+            return types.ShowDocumentResult(success=True)
+
+        @self.client.feature(types.WINDOW_SHOW_MESSAGE)
+        def on_message(params: types.ShowMessageParams) -> None:
+            self.messages.append(params.message)
+
+        @self.client.feature(types.WINDOW_LOG_MESSAGE)
+        def on_log(params: types.LogMessageParams) -> None:
+            self.messages.append(params.message)
+
+    def queue(self, uri: str) -> asyncio.Queue:
+        return self.published.setdefault(uri, asyncio.Queue())
+
+    async def diagnostics(self, uri: str, version: Optional[int] = None) -> List[types.Diagnostic]:
+        """The next publication for ``uri`` (for ``version`` when given)."""
+        while True:
+            params = await asyncio.wait_for(self.queue(uri).get(), TIMEOUT)
+            if version is None or params.version in (None, version):
+                return list(params.diagnostics)
+
+    def open(self, uri: str, text: str) -> None:
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+
+    def change(self, uri: str, version: int, text: str) -> None:
+        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+
+    async def code_actions(self, uri: str, diagnostics: Sequence[types.Diagnostic]) -> list:
+        first = diagnostics[0].range
+        result = await asyncio.wait_for(self.client.text_document_code_action_async(types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), range=first,
+            context=types.CodeActionContext(diagnostics=list(diagnostics)))), TIMEOUT)
+        return list(result or [])
+
+
+def apply_edits(text: str, edits: Sequence[types.TextEdit]) -> str:
+    """Apply TextEdits (positions in UTF-16 units; these tests use ASCII) from the end backwards."""
+    lines = text.splitlines(keepends=True)
+
+    def offset(position: types.Position) -> int:
+        return sum(len(line) for line in lines[:position.line]) + position.character
+
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        text = text[:offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end):]
+    return text
+
+
+def run(coroutine_function, workspace: Path) -> None:
+    async def main() -> None:
+        session = Session()
+        command = server_command()
+        await session.client.start_io(*command, cwd=str(workspace))
+        try:
+            await asyncio.wait_for(session.client.initialize_async(types.InitializeParams(
+                process_id=os.getpid(),
+                root_uri=workspace.as_uri(),
+                capabilities=types.ClientCapabilities(
+                    window=types.WindowClientCapabilities(
+                        show_document=types.ShowDocumentClientCapabilities(support=True)),
+                ),
+            )), TIMEOUT)
+            session.client.initialized(types.InitializedParams())
+            await coroutine_function(session)
+            await asyncio.wait_for(session.client.shutdown_async(None), TIMEOUT)
+            session.client.exit(None)
+            await asyncio.wait_for(session.client._server.wait(), TIMEOUT)
+            assert session.client._server.returncode == 0
+        finally:
+            server = session.client._server
+            if server is not None and server.returncode is None:
+                server.kill()
+                await server.wait()
+            await asyncio.wait_for(session.client.stop(), TIMEOUT)
+
+    asyncio.run(asyncio.wait_for(main(), 120))
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "nightly"\n\n[tool.onceguard]\n', encoding="utf-8")
+    (tmp_path / "jobs").mkdir()
+    return tmp_path
+
+
+def expected_range(text: str, path: Path, code: str) -> types.Range:
+    """Where the engine puts the finding, converted as the protocol wants it (0-based)."""
+    found = [d for d in check_source(text.encode(), str(path), config_for(str(path))) if d.code == code]
+    assert found, f"the engine reports no {code} on the example; the test premise is wrong"
+    d = found[0]
+    return types.Range(start=types.Position(line=d.line - 1, character=d.column - 1),
+                       end=types.Position(line=d.end_line - 1, character=d.end_column - 1))
+
+
+def test_diagnostics_code_actions_and_clean_exit(workspace: Path) -> None:
+    path = workspace / "jobs" / "nightly.py"
+    path.write_text(HAZARD, encoding="utf-8")
+    uri = path.as_uri()
+    hazard_range = expected_range(HAZARD, path, "OG101")
+
+    async def scenario(session: Session) -> None:
+        session.open(uri, HAZARD)
+        diagnostics = await session.diagnostics(uri, 1)
+        og101 = [d for d in diagnostics if d.code == "OG101"]
+        assert len(og101) == 1, diagnostics
+        finding = og101[0]
+        assert finding.range == hazard_range
+        assert finding.range.start.line == 3  # the pool.execute line, 0-based
+        assert finding.source == "onceguard"
+        assert "session-lock-on-pool" in finding.message
+        assert finding.severity == types.DiagnosticSeverity.Warning
+        assert finding.code_description is not None and finding.code_description.href.endswith("OG101.md")
+
+        # A clean text clears every finding (after the debounce).
+        session.change(uri, 2, CLEAN)
+        assert await session.diagnostics(uri, 2) == []
+
+        # Back to the hazard; ask for the code actions of the OG101 finding.
+        session.change(uri, 3, HAZARD)
+        diagnostics = await session.diagnostics(uri, 3)
+        finding = next(d for d in diagnostics if d.code == "OG101")
+        actions = await session.code_actions(uri, [finding])
+        titles = [a.title for a in actions]
+        assert "Disable OG101 for this line" in titles, titles
+        assert "Disable OG101 for this file" in titles, titles
+        assert "Show documentation for OG101" in titles, titles
+
+        line_action = next(a for a in actions if a.title == "Disable OG101 for this line")
+        edited = apply_edits(HAZARD, line_action.edit.changes[uri])
+        assert edited.splitlines()[3].endswith('pg_advisory_lock(42)")  # noqa: OG101')
+        session.change(uri, 4, edited)
+        diagnostics = await session.diagnostics(uri, 4)
+        assert not [d for d in diagnostics if d.code == "OG101"], diagnostics
+
+        # The file-level action, applied to the original text, silences OG101 everywhere in it.
+        file_action = next(a for a in actions if a.title == "Disable OG101 for this file")
+        edited = apply_edits(HAZARD, file_action.edit.changes[uri])
+        assert edited.startswith("# onceguard: noqa: OG101\n")
+        session.change(uri, 5, edited)
+        diagnostics = await session.diagnostics(uri, 5)
+        assert not [d for d in diagnostics if d.code == "OG101"], diagnostics
+
+        # "Show documentation" is a command the server answers with window/showDocument.
+        doc_command = next(a for a in actions if a.title == "Show documentation for OG101")
+        assert isinstance(doc_command, types.Command)
+        await asyncio.wait_for(session.client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command=doc_command.command, arguments=doc_command.arguments)), TIMEOUT)
+        for _ in range(100):
+            if session.shown:
+                break
+            await asyncio.sleep(0.05)
+        assert session.shown and session.shown[0].uri.endswith("OG101.md")
+
+    run(scenario, workspace)
+
+
+def test_unparsable_text_and_config_are_reported_not_fatal(workspace: Path) -> None:
+    path = workspace / "jobs" / "broken.py"
+    uri = path.as_uri()
+    broken = 'import asyncpg\nasync def f(pool):\n    await pool.execute("SELECT pg_advisory_lock(1)"\n'
+
+    async def scenario(session: Session) -> None:
+        session.open(uri, broken)
+        diagnostics = await session.diagnostics(uri, 1)
+        assert [d.code for d in diagnostics] == ["OG000"]
+        assert diagnostics[0].severity == types.DiagnosticSeverity.Error
+        # The server is still alive and lints the repaired text.
+        session.change(uri, 2, HAZARD)
+        assert "OG101" in [d.code for d in await session.diagnostics(uri, 2)]
+        # A document outside any file (untitled) is checked with the default settings.
+        session.open("untitled:Untitled-1", HAZARD)
+        assert "OG101" in [d.code for d in await session.diagnostics("untitled:Untitled-1", 1)]
+
+    run(scenario, workspace)
+
+
+def test_config_of_the_document_path_is_used(workspace: Path) -> None:
+    (workspace / "pyproject.toml").write_text('[tool.onceguard]\nignore = ["OG101"]\nerror = ["OG103"]\n',
+                                              encoding="utf-8")
+    path = workspace / "jobs" / "nightly.py"
+    uri = path.as_uri()
+
+    async def scenario(session: Session) -> None:
+        session.open(uri, HAZARD)
+        diagnostics = await session.diagnostics(uri, 1)
+        codes = [d.code for d in diagnostics]
+        assert "OG101" not in codes
+        for d in diagnostics:
+            if d.code == "OG103":
+                assert d.severity == types.DiagnosticSeverity.Error
+
+    run(scenario, workspace)
+
+
+# The edit builders, on the cases the session above does not reach.
+
+def test_noqa_line_edit_extends_an_existing_comment() -> None:
+    text = 'x = run("SELECT pg_advisory_lock(1)")  # noqa: OG103\n'
+    _, start, end, new = server_module.noqa_line_edit(text, 0, "OG101")
+    edited = text[:start] + new + text[end:]
+    assert edited == 'x = run("SELECT pg_advisory_lock(1)")  # noqa: OG103, OG101\n'
+    assert server_module.noqa_line_edit(edited, 0, "OG101") is None
+    assert server_module.noqa_line_edit("x = 1  # noqa\n", 0, "OG101") is None
+
+
+def test_noqa_line_edit_refuses_string_continuations() -> None:
+    text = 'sql = """SELECT\n  pg_advisory_lock(1)"""\ny = 1 + \\\n  2\n'
+    assert server_module.noqa_line_edit(text, 0, "OG101") is None
+    assert server_module.noqa_line_edit(text, 2, "OG101") is None
+    assert server_module.noqa_line_edit(text, 1, "OG101") is not None
+
+
+def test_noqa_file_edit_goes_after_shebang_and_coding_and_extends() -> None:
+    text = "#!/usr/bin/env python\n# -*- coding: utf-8 -*-\nimport os\n"
+    first, start, last, end, new = server_module.noqa_file_edit(text, "OG101")
+    assert (first, start, last, end, new) == (2, 0, 2, 0, "# onceguard: noqa: OG101\n")
+    existing = "# onceguard: noqa: OG103\nimport os\n"
+    first, start, last, end, new = server_module.noqa_file_edit(existing, "OG101")
+    lines = existing.splitlines(keepends=True)
+    assert lines[0][:start] + new + lines[0][end:] == "# onceguard: noqa: OG103, OG101\n"
+    assert server_module.noqa_file_edit("# onceguard: noqa\nimport os\n", "OG101") is None
+    first, start, last, end, new = server_module.noqa_file_edit("#!/bin/python", "OG101")
+    assert (first, start, new) == (0, len("#!/bin/python"), "\n# onceguard: noqa: OG101\n")
