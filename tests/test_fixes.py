@@ -123,7 +123,9 @@ def test_every_loud_spelling_is_lowered():
 
 
 def test_level_name_without_logging_module_imports_it():
-    source = 'from logging import WARNING, getLogger\n\nlog = getLogger(__name__)\nlog.log(WARNING, "claimed elsewhere")\n'
+    source = (
+        'from logging import WARNING, getLogger\n\nlog = getLogger(__name__)\nlog.log(WARNING, "claimed elsewhere")\n'
+    )
     result = fixed(source, loud_logs(source))
     assert result.startswith("import logging\nfrom logging import WARNING, getLogger\n")
     assert 'log.log(logging.DEBUG, "claimed elsewhere")' in result

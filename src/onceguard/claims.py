@@ -243,6 +243,21 @@ def own_module_name(facts: ModuleFacts) -> str:
     return f"{package}.{stem}" if package else stem
 
 
+def own_module_names(facts: ModuleFacts) -> Set[str]:
+    """Every dotted name the checked module may be imported as: by packages, and by its path under the root."""
+    names = {own_module_name(facts)}
+    rel = facts.context.rel_path
+    if rel.endswith(".py") and not rel.startswith("../") and not rel.startswith("/"):
+        dotted_path = rel[:-3].replace("/", ".")
+        if dotted_path.endswith(".__init__"):
+            dotted_path = dotted_path[: -len(".__init__")]
+        names.add(dotted_path)
+        if dotted_path.startswith("src."):
+            names.add(dotted_path[4:])
+    names.discard("")
+    return names
+
+
 # ------------------------------------------------------------------------------------------------
 # Claim expressions
 # ------------------------------------------------------------------------------------------------
@@ -263,7 +278,7 @@ class ClaimAnalyzer:
         for entry in executed_sql(facts):
             self._sql.setdefault(id(entry.call), entry)
         self._claim_functions = frozenset(facts.config.claim_functions)
-        self._own_module = own_module_name(facts)
+        self._own_modules = own_module_names(facts)
         self._helpers: Dict[int, Optional[str]] = {}
         self._in_progress: Set[int] = set()
         self._bound_claims: Dict[int, Dict[str, ClaimHit]] = {}
@@ -286,7 +301,7 @@ class ClaimAnalyzer:
             qualified = self.facts.callee(call) or ""
             if qualified in self._claim_functions:
                 return True
-            if isinstance(call.func, ast.Name) and f"{self._own_module}.{name}" in self._claim_functions:
+            if isinstance(call.func, ast.Name) and any(f"{m}.{name}" in self._claim_functions for m in self._own_modules):
                 return True
         return False
 

@@ -147,8 +147,10 @@ def _log_at_debug(node: cst.CSTNode) -> Optional[Rewrite]:
     assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
     method = node.func.attr.value
     if method in _LOUD_METHODS:
-        call = node.with_changes(func=node.func.with_changes(attr=node.func.attr.with_changes(value=_LOUD_METHODS[method])))
-        if method in _EXCEPTION_METHODS and not any(a.keyword is not None and a.keyword.value == "exc_info" for a in call.args):
+        debug_method = node.func.attr.with_changes(value=_LOUD_METHODS[method])
+        call = node.with_changes(func=node.func.with_changes(attr=debug_method))
+        has_exc_info = any(a.keyword is not None and a.keyword.value == "exc_info" for a in call.args)
+        if method in _EXCEPTION_METHODS and not has_exc_info:
             # .exception() logs the traceback; keep it at debug level.
             call = _append_keyword(call, "exc_info", cst.Name("True"))
         return Rewrite(call)

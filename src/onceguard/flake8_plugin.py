@@ -65,7 +65,7 @@ class OnceguardChecker:
         return replace(config, **self._overrides) if self._overrides else config
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
-        from .engine import check_tree, enabled_rules, engine_diagnostic
+        from .engine import check_tree, enabled_rules, engine_diagnostic, passes_prefilter, trigger_words
 
         try:
             config = self._config()
@@ -77,7 +77,12 @@ class OnceguardChecker:
         rules = [r for r in enabled_rules(config) if not any(r.code.startswith(c) for c in ignored)]
         if not rules:
             return
-        for diagnostic in check_tree(self.tree, [line.rstrip("\r\n") for line in self.lines], self.filename, config, rules):
+        # The same prefilter as the CLI: most files of a project cannot produce a finding.
+        text = "".join(self.lines).encode("utf-8", "surrogatepass")
+        if not passes_prefilter(text, trigger_words(rules)):
+            return
+        lines = [line.rstrip("\r\n") for line in self.lines]
+        for diagnostic in check_tree(self.tree, lines, self.filename, config, rules):
             text = f"{diagnostic.code} {diagnostic.message}"
             if diagnostic.suggestion:
                 text = f"{text} Use instead: {diagnostic.suggestion}"

@@ -14,7 +14,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 from .. import project
 from ..claims import (
     CLAIM_FUNCTION, CACHE_ADD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, Bindings, ClaimAnalyzer,
-    failed_lock_handlers, is_log_call, own_module_name,
+    failed_lock_handlers, is_log_call, own_module_names,
 )
 from ..facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
 from ..knowledge import claims as claim_data
@@ -209,7 +209,7 @@ class _Collector:
             module, _, name = reference.rpartition(".")
         if not name.isidentifier():
             return None
-        if module == own_module_name(self.facts) or (not module and ":" not in reference):
+        if module in own_module_names(self.facts) or (not module and ":" not in reference):
             for statement in self.facts.tree.body:
                 if isinstance(statement, _FUNCTION_TYPES) and statement.name == name:
                     return self._local(statement)
@@ -556,7 +556,7 @@ class _Collector:
     def _celery_task(self, name: str, node: ast.AST) -> Optional[Target]:
         """A Celery task by its registered name: ``@app.task(name=...)`` here, else ``module.function``."""
         facts = self.facts
-        own = own_module_name(facts)
+        own = own_module_names(facts)
         for function in facts.functions:
             for decorator in function.decorator_list:
                 call = decorator if isinstance(decorator, ast.Call) else None
@@ -565,7 +565,8 @@ class _Collector:
                 if last not in known.CELERY_TASK_DECORATORS:
                     continue
                 explicit = _const(_keywords(call).get("name")) if call else None
-                if explicit == name or (explicit is None and name in (f"{own}.{function.name}", function.name)):
+                if explicit == name or (explicit is None and (name == function.name or any(
+                        name == f"{m}.{function.name}" for m in own))):
                     return self._local(function)
         return self.resolve_string(name, node)
 

@@ -99,6 +99,7 @@ class Reach:
         self._main_blocks = [node for node in facts.tree.body if isinstance(node, ast.If) and _is_main_guard(node.test)]
         self._server_mains = {id(block) for block in self._main_blocks if self._starts_server(block)}
         self.extra: Dict[int, str] = {}
+        self._startup_extra: Set[int] = set()  # ids in ``extra`` that run at start-up (not request/job)
         self._follow_methods_of_startup_code()
         self._find_server_main_callees()
         self._find_request_and_job_code()
@@ -175,6 +176,7 @@ class Reach:
                 callee = self._called_function(node)
                 if callee is not None and id(callee) not in self.extra:
                     self.extra[id(callee)] = "called from the server's __main__ block"
+                    self._startup_extra.add(id(callee))
                     pending.append(callee)
         self._propagate(pending, "start-up code")
 
@@ -241,6 +243,8 @@ class Reach:
                 callee = self._called_function(node, function, methods_only)
                 if callee is not None and id(callee) not in self.extra and self.startup.reason(callee) is None:
                     self.extra[id(callee)] = f"called from {what} ({function.name})"
+                    if what == "start-up code":
+                        self._startup_extra.add(id(callee))
                     pending.append(callee)
 
     # -- the answer ------------------------------------------------------------------------------------------
@@ -263,7 +267,7 @@ class Reach:
         if startup is not None:
             return startup
         extra = self.extra.get(id(function))
-        if extra is not None and extra.startswith("called from start-up code"):
+        if id(function) in self._startup_extra:
             return extra  # a command that start-up code calls runs at start-up
         if self.is_command(function):
             return None
@@ -794,7 +798,7 @@ class _LockFinder:
     def _held_at(self, site: ast.AST, connection: object, apply: _Apply, depth: int, visited: Set[int]) -> bool:
         facts = self.facts
         function = enclosing_function(site)
-        if self._lock_helper_before(site, function):
+        if self._lock_helper_before(site, function) or _handed_in_by_runner(connection, facts):
             return True
         for item, session in self.locks:
             if enclosing_function(item.call) is not function or _position(item.call) >= _position(site):
@@ -807,7 +811,7 @@ class _LockFinder:
                 return True
         if function is None or depth >= self._MAX_DEPTH or id(function) in visited:
             return False
-        visited.add(id(function))
+        visited = visited | {id(function)}
         callers = list(self._call_sites(function))
         parameter = self._parameter_index(function, connection)
         if not callers:
@@ -904,6 +908,24 @@ class _LockFinder:
             if isinstance(node, ast.Call) and _position(node) < _position(site) and _is_lock_helper(node):
                 return True
         return False
+
+
+def _handed_in_by_runner(connection: object, facts: ModuleFacts) -> bool:
+    """env.py using ``config.attributes.get("connection")``: the runner that put it there holds (or not)
+    the lock, and OG403 checks that runner."""
+    if not isinstance(connection, ast.AST):
+        return False
+    node = connection
+    if isinstance(node, ast.Name):
+        node = _with_binding(node, facts) or bound_value(node, facts)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
+        key, holder = node.args[0], node.func.value
+    elif isinstance(node, ast.Subscript):
+        key, holder = node.slice, node.value
+    else:
+        return False
+    return (isinstance(holder, ast.Attribute) and holder.attr == "attributes" and isinstance(key, ast.Constant)
+            and key.value == known.ALEMBIC_SHARED_CONNECTION_KEY)
 
 
 def _is_lock_helper(node: ast.AST) -> bool:

@@ -1,0 +1,145 @@
+"""The pre-commit hook, for real: ``pre-commit try-repo <onceguard> onceguard --all-files`` in a
+scratch git repository, as a user would try it before adding it to .pre-commit-config.yaml.
+
+pre-commit builds the hook's own virtualenv from the onceguard repository (pip install, so PyPI is
+needed). try-repo on a checkout with uncommitted work only sees HEAD plus changes to tracked
+files; so the hook repository here is a scratch commit of the working tree as it is now (tracked
+and untracked files, without the ignored ones), which is what a clean CI clone holds anyway.
+Both runs share one fixture repository; each try-repo installs the hook environment afresh.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+HAZARD = """\
+import asyncpg
+async def nightly(dsn):
+    pool = await asyncpg.create_pool(dsn)
+    await pool.execute("SELECT pg_advisory_lock(42)")
+"""
+
+CLEAN = """\
+import asyncpg
+
+
+async def nightly(dsn):
+    pool = await asyncpg.create_pool(dsn)
+    async with pool.acquire() as conn:
+        async with conn.transaction():
+            acquired = await conn.fetchval("SELECT pg_try_advisory_xact_lock(42)")
+            if not acquired:
+                return
+            await conn.execute("DELETE FROM sessions WHERE expires_at < now()")
+"""
+
+_IGNORED_PARTS = {".git", ".venv", "__pycache__", ".onceguard_cache", ".pytest_cache", ".hypothesis", "build", "dist"}
+
+
+def pre_commit_command() -> Optional[List[str]]:
+    try:
+        import pre_commit  # noqa: F401
+    except ImportError:
+        found = shutil.which("pre-commit")
+        return [found] if found else None
+    return [sys.executable, "-m", "pre_commit"]
+
+
+def git_env(home: Path) -> Dict[str, str]:
+    env = dict(os.environ)
+    env.update({
+        "GIT_AUTHOR_NAME": "onceguard tests", "GIT_AUTHOR_EMAIL": "tests@example.invalid",
+        "GIT_COMMITTER_NAME": "onceguard tests", "GIT_COMMITTER_EMAIL": "tests@example.invalid",
+        "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+        "PRE_COMMIT_HOME": str(home / "pre-commit-home"),
+        "PRE_COMMIT_COLOR": "never",
+    })
+    env.pop("GIT_DIR", None)
+    env.pop("GIT_INDEX_FILE", None)
+    env.pop("GIT_WORK_TREE", None)
+    return env
+
+
+def git(cwd: Path, env: Dict[str, str], *args: str) -> str:
+    result = subprocess.run(["git", "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main", *args],
+                            cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"git {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def working_tree_files(env: Dict[str, str]) -> List[str]:
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=ROOT, env=env, capture_output=True, timeout=60)
+    if listed.returncode == 0 and listed.stdout:
+        names = [n for n in listed.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
+    else:  # an unpacked sdist: no git metadata
+        names = [str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file()]
+    return [n for n in names if (ROOT / n).is_file() and not _IGNORED_PARTS.intersection(Path(n).parts)]
+
+
+def snapshot_of_this_repository(destination: Path, env: Dict[str, str]) -> Path:
+    for name in working_tree_files(env):
+        target = destination / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, target)
+    git(destination, env, "init", "-q")
+    git(destination, env, "add", "-A")
+    git(destination, env, "commit", "-q", "-m", "snapshot of the working tree")
+    return destination
+
+
+def try_repo(command: List[str], hook_repo: Path, project: Path, env: Dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([*command, "try-repo", str(hook_repo), "onceguard", "--all-files"],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=900)
+
+
+def test_manifest_declares_both_hooks() -> None:
+    hooks = {hook["id"]: hook for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert set(hooks) == {"onceguard", "onceguard-fix"}
+    assert hooks["onceguard"]["entry"] == "onceguard check"
+    assert hooks["onceguard-fix"]["entry"] == "onceguard check --fix"
+    for hook in hooks.values():
+        assert hook["language"] == "python"
+        assert hook["types"] == ["python"]
+        assert hook["require_serial"] is False
+
+
+def test_try_repo_fails_on_a_finding_and_passes_when_clean(tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed: pre-commit needs it")
+    command = pre_commit_command()
+    if command is None:
+        pytest.skip("pre-commit is not installed (pip install 'onceguard[test]')")
+    env = git_env(tmp_path)
+    hook_repo = snapshot_of_this_repository(tmp_path / "onceguard-hook", env)
+
+    project = tmp_path / "service"
+    (project / "jobs").mkdir(parents=True)
+    (project / "jobs" / "nightly.py").write_text(HAZARD, encoding="utf-8")
+    (project / "jobs" / "cleanup.py").write_text(CLEAN, encoding="utf-8")
+    (project / "README.md").write_text("not python, not checked\n", encoding="utf-8")
+    git(project, env, "init", "-q")
+    git(project, env, "add", "-A")
+    git(project, env, "commit", "-q", "-m", "a service with a hazard")
+
+    failing = try_repo(command, hook_repo, project, env)
+    output = failing.stdout + failing.stderr
+    assert failing.returncode == 1, output
+    assert "jobs/nightly.py:4:11: OG101" in output, output
+    assert "cleanup.py" not in output.split("Using config:")[-1].split("=" * 79)[-1], output
+
+    (project / "jobs" / "nightly.py").write_text(CLEAN, encoding="utf-8")
+    git(project, env, "commit", "-q", "-am", "take the lock on one connection")
+    passing = try_repo(command, hook_repo, project, env)
+    output = passing.stdout + passing.stderr
+    assert passing.returncode == 0, output
+    assert "Passed" in output, output
