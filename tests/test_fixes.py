@@ -430,7 +430,9 @@ def test_cli_unsafe_fixes(project):
     assert result.returncode == 0, result.stdout + result.stderr
     fixed_report = (project / "report.py").read_text()
     assert '(zlib.crc32(b"nightly"),)' in fixed_report
-    assert fixed_report.startswith('"""Nightly report, run by every replica\'s scheduler."""\nimport zlib\nimport psycopg\n')
+    assert fixed_report.startswith(
+        '"""Nightly report, run by every replica\'s scheduler."""\nimport zlib\nimport psycopg\n'
+    )
     ast.parse(fixed_report)
 
     # A second run has nothing left to do and leaves the bytes alone.
@@ -508,7 +510,8 @@ def test_cli_fix_leaves_a_broken_file_alone_and_fixes_the_rest(project):
 
 def test_cli_unsafe_fix_of_a_suppressed_hash_is_not_applied(project):
     path = project / "report.py"
-    source = ADVISORY_JOB.replace('(hash("nightly"),)).fetchone()[0]', '(hash("nightly"),)).fetchone()[0]  # noqa: OG104')
+    line_end = '(hash("nightly"),)).fetchone()[0]'
+    source = ADVISORY_JOB.replace(line_end, line_end + "  # noqa: OG104")
     path.write_text(source)
     run_cli("check", "--fix", "--unsafe-fixes", "report.py", cwd=project)
     assert path.read_text() == source

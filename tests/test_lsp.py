@@ -223,7 +223,7 @@ def test_diagnostics_code_actions_and_clean_exit(workspace: Path) -> None:
     run(scenario, workspace)
 
 
-def test_unparsable_text_and_config_are_reported_not_fatal(workspace: Path) -> None:
+def test_unparsable_text_save_close_and_untitled(workspace: Path) -> None:
     path = workspace / "jobs" / "broken.py"
     uri = path.as_uri()
     broken = 'import asyncpg\nasync def f(pool):\n    await pool.execute("SELECT pg_advisory_lock(1)"\n'
@@ -236,6 +236,14 @@ def test_unparsable_text_and_config_are_reported_not_fatal(workspace: Path) -> N
         # The server is still alive and lints the repaired text.
         session.change(uri, 2, HAZARD)
         assert "OG101" in [d.code for d in await session.diagnostics(uri, 2)]
+        # Saving publishes again at once.
+        session.client.text_document_did_save(types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))
+        assert "OG101" in [d.code for d in await session.diagnostics(uri, 2)]
+        # Closing clears the document's findings.
+        session.client.text_document_did_close(types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))
+        assert await session.diagnostics(uri) == []
         # A document outside any file (untitled) is checked with the default settings.
         session.open("untitled:Untitled-1", HAZARD)
         assert "OG101" in [d.code for d in await session.diagnostics("untitled:Untitled-1", 1)]
@@ -244,10 +252,10 @@ def test_unparsable_text_and_config_are_reported_not_fatal(workspace: Path) -> N
 
 
 def test_config_of_the_document_path_is_used(workspace: Path) -> None:
-    (workspace / "pyproject.toml").write_text('[tool.onceguard]\nignore = ["OG101"]\nerror = ["OG103"]\n',
-                                              encoding="utf-8")
-    path = workspace / "jobs" / "nightly.py"
-    uri = path.as_uri()
+    (workspace / "pyproject.toml").write_text(
+        '[tool.onceguard]\nignore = ["OG101"]\nerror = ["OG103"]\nextend-exclude = ["generated"]\n', encoding="utf-8")
+    uri = (workspace / "jobs" / "nightly.py").as_uri()
+    excluded = (workspace / "generated" / "client" / "jobs.py").as_uri()
 
     async def scenario(session: Session) -> None:
         session.open(uri, HAZARD)
@@ -257,6 +265,60 @@ def test_config_of_the_document_path_is_used(workspace: Path) -> None:
         for d in diagnostics:
             if d.code == "OG103":
                 assert d.severity == types.DiagnosticSeverity.Error
+        # A file the configuration excludes stays quiet, as in `onceguard check .`.
+        session.open(excluded, HAZARD)
+        assert await session.diagnostics(excluded, 1) == []
+
+    run(scenario, workspace)
+
+
+UNSTABLE_KEY = """\
+import psycopg
+
+NIGHTLY_KEY = hash("nightly-report")
+
+
+def nightly_report(conn: psycopg.Connection) -> None:
+    with conn.transaction():
+        got = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (NIGHTLY_KEY,)).fetchone()[0]
+        if not got:
+            return
+        conn.execute("INSERT INTO reports (day) VALUES (current_date)")
+"""
+
+
+def test_fix_code_action(workspace: Path) -> None:
+    path = workspace / "jobs" / "keys.py"
+    uri = path.as_uri()
+
+    async def scenario(session: Session) -> None:
+        session.open(uri, UNSTABLE_KEY)
+        diagnostics = await session.diagnostics(uri, 1)
+        finding = next(d for d in diagnostics if d.code == "OG104")
+        assert finding.range.start.line == 2
+        actions = await session.code_actions(uri, [finding])
+        fixes = [a for a in actions if isinstance(a, types.CodeAction) and a.title.startswith("Fix OG104")]
+        assert len(fixes) == 1, [a.title for a in actions]
+        fixed = apply_edits(UNSTABLE_KEY, fixes[0].edit.changes[uri])
+        assert "zlib.crc32(" in fixed and "hash(" not in fixed
+        session.change(uri, 2, fixed)
+        assert not [d for d in await session.diagnostics(uri, 2) if d.code == "OG104"]
+
+    run(scenario, workspace)
+
+
+def test_columns_are_converted_to_utf16(workspace: Path) -> None:
+    text = HAZARD.replace('pg_advisory_lock(42)"', 'pg_advisory_lock(42) -- nightly \U0001F600 caf\u00e9"')
+    path = workspace / "jobs" / "nightly.py"
+    uri = path.as_uri()
+    in_bytes = expected_range(text, path, "OG101")  # the engine counts UTF-8 bytes, like ast
+
+    async def scenario(session: Session) -> None:
+        session.open(uri, text)
+        finding = next(d for d in await session.diagnostics(uri, 1) if d.code == "OG101")
+        assert finding.range.start == in_bytes.start  # ASCII before the call
+        # U+1F600 is 4 bytes but 2 UTF-16 units; U+00E9 is 2 bytes but 1 unit.
+        assert finding.range.end.character == in_bytes.end.character - 3
 
     run(scenario, workspace)
 

@@ -479,6 +479,10 @@ class ClaimAnalyzer:
         outcome, node, kind = scan.block(body)
         if outcome == _CLAIM:
             return Lead(True, kind)
+        if outcome != _FAIL and scan.untested is not None:
+            # A claim-shaped statement whose result nobody tested is work like any other
+            # (``UPDATE ... WHERE ...`` with no row count check).
+            return Lead(False, None, scan.untested)
         return Lead(False, None, node if outcome == _FAIL else None)
 
     # -- OG203: the branch taken when a claim fails --------------------------------------------
@@ -658,8 +662,10 @@ def _has_call(node: ast.AST) -> bool:
     return any(isinstance(n, (ast.Call, ast.Await)) for n in ast.walk(node))
 
 
-def _trivial_rest(rest: List[ast.stmt]) -> bool:
+def _trivial_rest(rest: List[ast.stmt], skip: Callable[[ast.stmt], bool]) -> bool:
     for statement in rest:
+        if skip(statement):
+            continue
         if isinstance(statement, ast.Return) and (statement.value is None or not _has_call(statement.value)):
             continue
         if isinstance(statement, ast.Expr) and (isinstance(statement.value, ast.Constant) or is_log_call(statement.value)):
@@ -680,6 +686,7 @@ class _Scan:
     depth: int
     pending: Dict[str, ClaimHit] = field(default_factory=dict)
     executed: Dict[str, ClaimHit] = field(default_factory=dict)
+    untested: Optional[ast.AST] = None  # the first claim-shaped statement whose result is not tested yet
 
     def block(self, body: List[ast.stmt]) -> Tuple[str, Optional[ast.AST], Optional[str]]:
         for index, statement in enumerate(body):
@@ -705,11 +712,13 @@ class _Scan:
             hit = self._involves(statement.test)
             if hit is not None:
                 if (not hit.needs_test or _bails(statement.body) or _bails(statement.orelse)
-                        or _trivial_rest(rest)):
+                        or _trivial_rest(rest, self.skip)):
                     return _CLAIM, None, hit.kind
                 return fail
-            if _bails(statement.body) and not statement.orelse and not _has_await(statement.test):
+            if _bails(statement.body) and not statement.orelse:
                 return _CONTINUE, None, None  # a config guard: ``if not settings.ENABLED: return``
+            if all(_is_preamble(s) for s in statement.body + statement.orelse):
+                return _CONTINUE, None, None  # ``if settings.DEBUG: log.debug(...)``
             return fail
         if isinstance(statement, (ast.With, ast.AsyncWith)):
             for item in statement.items:
@@ -735,6 +744,8 @@ class _Scan:
                 return outcome
             if outcome[0] == _FAIL:
                 return _FAIL, outcome[1], None
+            if inner.untested is not None:
+                return _FAIL, inner.untested, None
             return fail
         if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             value = statement.value
@@ -749,6 +760,8 @@ class _Scan:
                 if not isinstance(statement, ast.AugAssign):
                     for name in _target_names(statement):
                         self.pending[name] = hit
+                if self.untested is None:
+                    self.untested = statement
                 return _CONTINUE, None, None
             return _CONTINUE, None, None
         if isinstance(statement, ast.Expr):
@@ -768,6 +781,8 @@ class _Scan:
                 if receiver:
                     self.executed[receiver] = hit
                     self.pending[receiver.split(".", 1)[0]] = hit
+                    if self.untested is None:
+                        self.untested = statement
                     return _CONTINUE, None, None
             return fail
         if isinstance(statement, ast.Return):

@@ -180,7 +180,7 @@ def _excluded(config: Config, path: str) -> bool:
         return True
     root = os.path.abspath(config.root) if config.root else None
     directory = os.path.dirname(absolute)
-    while root and directory.startswith(root) and directory != root:
+    while root and directory.startswith(root.rstrip(os.sep) + os.sep):
         if config.is_excluded(directory):
             return True
         parent = os.path.dirname(directory)
@@ -196,7 +196,7 @@ class OnceguardLanguageServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("onceguard", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.pending: Dict[str, asyncio.TimerHandle] = {}
-        #: last published findings per document: (uri version, [(lsp diagnostic, engine diagnostic)])
+        #: the findings last published for each document, as (LSP diagnostic, engine diagnostic) pairs
         self.results: Dict[str, List[Tuple[types.Diagnostic, Diagnostic]]] = {}
         self.linter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="onceguard-lint")
         self.reported_config_errors: Set[str] = set()
@@ -208,7 +208,10 @@ class OnceguardLanguageServer(LanguageServer):
         path = to_fs_path(uri)
         if path:
             return path, True
-        root = self.workspace.root_path if self.protocol.workspace is not None else None
+        try:
+            root = self.workspace.root_path
+        except Exception:  # noqa: BLE001 - no workspace yet
+            root = None
         return os.path.join(root or os.getcwd(), "untitled.py"), False
 
     def config_of(self, path: str) -> Config:
@@ -237,8 +240,8 @@ class OnceguardLanguageServer(LanguageServer):
         if document is None:
             return
         version, text = document.version, document.source
-        path, _ = self.path_of(uri)
         try:
+            path, _ = self.path_of(uri)
             config = self.config_of(path)
             loop = asyncio.get_running_loop()
             pairs = await loop.run_in_executor(self.linter, self.diagnose, text, path, config)
@@ -321,7 +324,7 @@ class OnceguardLanguageServer(LanguageServer):
                 try:
                     found.append(Diagnostic.from_json(item.data))
                     continue
-                except (KeyError, TypeError):
+                except Exception:  # noqa: BLE001 - data a client mangled: fall back to our own results
                     pass
             for lsp, finding in self.results.get(uri, []):
                 if lsp.code == item.code and lsp.range == item.range:

@@ -27,11 +27,36 @@ _modules: Dict[str, Tuple[float, int, Optional[ModuleFacts]]] = {}
 
 
 def _search_roots(root: str) -> List[str]:
-    roots = [root]
-    source = os.path.join(root, "src")
-    if os.path.isdir(source):
-        roots.append(source)
+    roots = []
+    for base in root.split(os.pathsep):
+        if not base:
+            continue
+        roots.append(base)
+        source = os.path.join(base, "src")
+        if os.path.isdir(source):
+            roots.append(source)
     return roots
+
+
+def package_root(path: str) -> str:
+    """The directory that holds the top package of ``path`` (where ``import pkg.mod`` starts)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        directory = os.path.dirname(directory)
+    return directory
+
+
+def roots_for(facts: ModuleFacts) -> str:
+    """Where the project's modules are looked for: the config root (and its ``src``), then the checked
+    file's own package root (a project without a pyproject.toml, checked from elsewhere)."""
+    roots = []
+    if facts.config.root:
+        roots.append(facts.config.root)
+    if facts.context.path:
+        own = package_root(facts.context.path)
+        if own not in roots:
+            roots.append(own)
+    return os.pathsep.join(roots)
 
 
 def module_path(module: str, root: str) -> Optional[str]:

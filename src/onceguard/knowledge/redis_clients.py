@@ -105,8 +105,9 @@ DELETE_COMMANDS: FrozenSet[str] = frozenset({"delete", "unlink", "adelete"})
 #: ``execute_command("DEL", key)``: raw command names that delete.
 RAW_DELETE: FrozenSet[str] = frozenset({"DEL", "UNLINK"})
 
-#: Words in a key (split on ``:``, ``_``, ``-``, ``.``, ``/``) that make it a lock by its own name.
-LOCK_KEY_WORDS: FrozenSet[str] = frozenset({"lock", "locks", "locked", "mutex", "lease", "leader"})
+#: Words in a key (split on ``:``, ``_``, ``-``, ``.``, ``/`` and camelCase) that make it a lock by its own
+#: name.  Not "locked": ``locked:{user_id}`` is an account lockout flag, not a mutex.
+LOCK_KEY_WORDS: FrozenSet[str] = frozenset({"lock", "locks", "mutex", "lease", "leader"})
 
 # -- read-modify-write ---------------------------------------------------------------------------------
 #: reading command -> (key argument, field argument or None)

@@ -176,6 +176,8 @@ CRON_WALL_CLOCK_FIELDS: FrozenSet[str] = frozenset({
 DATE_FIELDS: FrozenSet[str] = frozenset({"run_date", "run_time"})
 CALENDAR_FIELDS: FrozenSet[str] = frozenset({"years", "months", "weeks", "days"})
 TIMEZONE_KEYWORD = "timezone"
+#: Trigger arguments whose tzinfo becomes the trigger's zone when ``timezone`` is not given (APScheduler 3).
+TRIGGER_ZONE_CARRIERS: FrozenSet[str] = frozenset({"start_date", "end_date", "start_time", "end_time"})
 APS_CONFIGURE_METHOD = "configure"
 #: ``gconfig`` dict keys that set the zone: ``BackgroundScheduler({"apscheduler.timezone": "UTC"})``.
 APS_GCONFIG_TIMEZONE_KEYS: FrozenSet[str] = frozenset({"apscheduler.timezone", "timezone"})

@@ -292,6 +292,10 @@ ALEMBIC_SHARED_CONNECTION_KEY = "connection"
 TRANSACTION_METHODS: FrozenSet[str] = frozenset({"begin_transaction", "begin", "transaction", "atomic"})
 #: Reading a SQL file to execute it: ``path.read_text()``, ``open(p).read()``.
 FILE_READ_METHODS: FrozenSet[str] = frozenset({"read", "read_text"})
+#: A migration revision (Alembic ``revision = "..."``, Django ``class Migration``) runs inside the runner
+#: that holds (or not) the lock; the SQL files it executes are not a runner of their own.
+REVISION_MODULE_NAMES: FrozenSet[str] = frozenset({"revision", "down_revision"})
+REVISION_CLASS_NAMES: FrozenSet[str] = frozenset({"Migration"})
 #: A call whose name contains this word, around or before the migration, is a lock helper we cannot see
 #: into (``with migration_lock(conn):``, django-pglocks ``advisory_lock``, a Redis lock): trusted.
 LOCK_HELPER_WORD = "lock"
@@ -301,8 +305,8 @@ LOCK_HELPER_WORD = "lock"
 #: phrases people write (a statement split over lines as ``create\n table`` is missed by design).
 OG401_TRIGGERS: Tuple[bytes, ...] = (
     b"create_all", b"drop_all", b"create_table", b"generate_schemas", b"generate_mapping", b"create_db_tables",
-    b"migrate", b"createcachetable", b"upgrade", b"downgrade", b"stamp", b"generate_schema_for_client",
-    b"CREATE", b"ALTER", b"DROP", b"Create ", b"Alter ", b"Drop ",
+    b"migrate", b"createcachetable", b"alembic", b"generate_schema_for_client",  # alembic: command.upgrade/stamp
+    b"CREATE", b"ALTER", b"DROP",
     b"create table", b"create index", b"create unique", b"create schema", b"create type", b"create extension",
     b"create sequence", b"create view", b"create or replace", b"create materialized", b"create function",
     b"create trigger", b"create domain", b"alter table", b"alter type", b"alter sequence",
@@ -313,5 +317,5 @@ OG402_TRIGGERS: Tuple[bytes, ...] = (
     b"environ", b"getenv",
 )
 OG403_TRIGGERS: Tuple[bytes, ...] = (
-    b"upgrade", b"downgrade", b"run_migrations", b"migrate", b"read_text", b".read()",
+    b"alembic", b"run_migrations", b"migrate", b"read_text", b".read()",
 )

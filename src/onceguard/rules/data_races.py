@@ -25,15 +25,17 @@ from ..names import dotted
 from ..registry import register
 from ..sql import _PLACEHOLDER, parse_statements
 from .base import Rule
-from .redis_leases import argument, has_spread, redis_call, result_tested, short
+from .redis_leases import argument, has_spread, key_argument, redis_call, result_tested, short
 
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 _OPERATOR = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
              ast.Pow: "**"}
-_LIST_WRAPPERS = frozenset({"list", "tuple", "sorted", "set"})
 
 
 # -- chains --------------------------------------------------------------------------------------------
+
+#: An attribute/call chain from its head outwards: (attribute or method name, the Call/Subscript or None).
+Links = List[Tuple[str, Optional[ast.AST]]]
 
 
 def unwrap(node: ast.AST) -> ast.AST:
@@ -42,10 +44,10 @@ def unwrap(node: ast.AST) -> ast.AST:
     return node
 
 
-def chain(expr: ast.AST) -> Tuple[ast.AST, List[Tuple[str, Optional[ast.AST]]]]:
+def chain(expr: ast.AST) -> Tuple[ast.AST, Links]:
     """``Job.objects.filter(a)[:5].first()`` -> (``Job``, [("objects", None), ("filter", call), ("[]", sub),
     ("first", call)]).  A call of a plain name (``select(Job)``) is a head."""
-    links: List[Tuple[str, Optional[ast.AST]]] = []
+    links: Links = []
     node = unwrap(expr)
     while True:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -63,14 +65,6 @@ def chain(expr: ast.AST) -> Tuple[ast.AST, List[Tuple[str, Optional[ast.AST]]]]:
             break
     links.reverse()
     return node, links
-
-
-def strip_list(node: ast.AST) -> ast.AST:
-    """``list(qs)``, ``sorted(qs, ...)`` hold the same rows as ``qs``."""
-    node = unwrap(node)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _LIST_WRAPPERS and node.args:
-        return unwrap(node.args[0])
-    return node
 
 
 def names_in(node: ast.AST) -> Set[str]:
@@ -97,6 +91,10 @@ def module_imports_any(facts: ModuleFacts, modules: Iterable[str]) -> bool:
 # -- Django ---------------------------------------------------------------------------------------------
 
 
+#: Flask-SQLAlchemy's ``Model.query`` writes through whatever ``<db>.session`` the app commits.
+FLASK_SESSION = "<flask-sqlalchemy session>"
+
+
 @dataclass
 class Loaded:
     """Where a model instance (or rows) came from."""
@@ -108,7 +106,7 @@ class Loaded:
     session: Optional[str] = None  # SQLAlchemy: the dotted session the write must go through
 
 
-def django_queryset(expr: ast.AST) -> Optional[Tuple[str, List[Tuple[str, Optional[ast.AST]]]]]:
+def django_queryset(expr: ast.AST) -> Optional[Tuple[str, Links]]:
     """(model, links after the manager) when ``expr`` is ``Model.objects....``."""
     head, links = chain(expr)
     for index, (name, call) in enumerate(links):
@@ -146,7 +144,7 @@ def django_instance_loader(expr: ast.AST, facts: ModuleFacts) -> Optional[Loaded
 # -- SQLAlchemy -------------------------------------------------------------------------------------------
 
 
-def sa_statement(node: ast.AST, facts: ModuleFacts) -> Optional[Tuple[str, List[Tuple[str, Optional[ast.AST]]], ast.Call]]:
+def sa_statement(node: ast.AST, facts: ModuleFacts) -> Optional[Tuple[str, Links, ast.Call]]:
     """(model, links, select call) for ``select(Model).where(...)...``, following one name binding."""
     node = unwrap(node)
     if isinstance(node, ast.Name):
@@ -198,14 +196,16 @@ def sa_source(expr: ast.AST, facts: ModuleFacts, many: bool) -> Optional[Loaded]
             # session.scalar(select(M)) returns the instance itself.
             if not rest and not (name == "scalar" and not many) and not (many and name in ("scalars", "exec")):
                 return None
-            if rest and not _ends_with(rest, terminals | {"scalars"}, many, frozenset({"scalars", "unique"})):
+            last = terminals | {"scalars"} if many else terminals
+            if rest and not _ends_with(rest, last, many, frozenset({"scalars", "unique"})):
                 return None
             locked = any(n == orm.SA_ROW_LOCK for n, _ in statement_links)
             return Loaded("sqlalchemy", model, expr, locked, dotted(session_node))
     # Flask-SQLAlchemy: Model.query.filter_by(...).first()
     if (isinstance(head, ast.Name) and links[0] == ("query", None)
-            and module_imports_any(facts, orm.SA_MODULES) and _ends_with(links[1:], terminals, many, orm.SA_QUERY_METHODS)):
-        return Loaded("sqlalchemy", head.id, expr, any(n == orm.SA_ROW_LOCK for n, _ in links), "db.session")
+            and module_imports_any(facts, orm.SA_MODULES)
+            and _ends_with(links[1:], terminals, many, orm.SA_QUERY_METHODS)):
+        return Loaded("sqlalchemy", head.id, expr, any(n == orm.SA_ROW_LOCK for n, _ in links), FLASK_SESSION)
     return None
 
 
@@ -221,11 +221,12 @@ def _falsy(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and not node.value
 
 
-def _session_matches(loaded: Loaded, receiver: ast.AST) -> bool:
+def _session_matches(session: Optional[str], receiver: ast.AST) -> bool:
+    """Whether ``receiver`` is the session the rows were loaded through."""
     spelled = dotted(receiver) or ""
-    if loaded.session == "db.session":
+    if session == FLASK_SESSION:
         return spelled.endswith("session")
-    return spelled == loaded.session
+    return spelled == session
 
 
 # -- value flow within a function ----------------------------------------------------------------------------
@@ -235,10 +236,9 @@ class Flow:
     """Which local names hold a value read from the store (``tainted``) and which hold Python arithmetic
     on such a value (``computed``), following assignments in source order."""
 
-    def __init__(self, function: FunctionNode, facts: ModuleFacts, is_source: Callable[[ast.AST], bool],
-                 seed: Iterable[str] = ()) -> None:
+    def __init__(self, function: FunctionNode, facts: ModuleFacts, is_source: Callable[[ast.AST], bool]) -> None:
         self.is_source = is_source
-        self.tainted: Set[str] = set(seed)
+        self.tainted: Set[str] = set()
         self.computed: Set[str] = set()
         for node in function_nodes(function, facts):
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
@@ -260,12 +260,18 @@ class Flow:
         for n in ast.walk(node):
             if isinstance(n, ast.Name) and n.id in self.computed:
                 return True
-            if isinstance(n, ast.BinOp) and isinstance(n.op, _ARITHMETIC) and (self.reads(n.left) or self.reads(n.right)):
+            if isinstance(n, ast.BinOp) and isinstance(n.op, _ARITHMETIC) and (
+                    self.reads(n.left) or self.reads(n.right)):
                 return True
         return False
 
 
 # -- OG301 ---------------------------------------------------------------------------------------------------
+
+
+def _single_process(facts: ModuleFacts) -> bool:
+    """Tests and data migrations run in one process, once: nothing interleaves with them."""
+    return facts.context.is_test or facts.context.is_migration
 
 
 @dataclass
@@ -314,7 +320,8 @@ def _mutation(statement: ast.AST, function: FunctionNode, facts: ModuleFacts) ->
     return None
 
 
-def _local_value_before(name: ast.Name, statement: ast.AST, function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:
+def _local_value_before(name: ast.Name, statement: ast.AST, function: FunctionNode,
+                        facts: ModuleFacts) -> Optional[ast.AST]:
     found = None
     for node in function_nodes(function, facts):
         if node is statement:
@@ -339,7 +346,10 @@ def _instance_bindings(function: FunctionNode, facts: ModuleFacts) -> Dict[str, 
     for node in function_nodes(function, facts):
         if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
             continue
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(node, "target", None)
+        if isinstance(node, ast.Assign):
+            target = node.targets[0] if len(node.targets) == 1 else None
+        else:
+            target = node.target
         if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name):
             name = target.elts[0].id  # obj, created = Model.objects.get_or_create(...)
         elif isinstance(target, ast.Name):
@@ -368,6 +378,8 @@ class ReadModifyWrite(Rule):
     triggers = (b"save", b"commit", b"flush", b"UPDATE", b"update", b".set(", b"hset", b"setex", b".aset(")
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        if _single_process(facts):
+            return
         yield from self._orm(facts)
         yield from self._raw_sql(facts)
         yield from self._redis(facts)
@@ -394,15 +406,18 @@ class ReadModifyWrite(Rule):
                     yield self._report(mutation, loaded, write)
 
     @staticmethod
-    def _write_after(mutation: Mutation, loaded: Loaded, function: FunctionNode, facts: ModuleFacts) -> Optional[ast.Call]:
+    def _write_after(mutation: Mutation, loaded: Loaded, function: FunctionNode,
+                     facts: ModuleFacts) -> Optional[ast.Call]:
         for node in function_nodes(function, facts):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and later(node, mutation.statement)):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and later(node, mutation.statement)):
                 continue
             receiver = node.func.value
             if loaded.framework == "django":
-                if node.func.attr in orm.DJANGO_SAVE and isinstance(receiver, ast.Name) and receiver.id == mutation.instance:
+                if (node.func.attr in orm.DJANGO_SAVE and isinstance(receiver, ast.Name)
+                        and receiver.id == mutation.instance):
                     return node
-            elif node.func.attr in orm.SA_FLUSH and _session_matches(loaded, receiver):
+            elif node.func.attr in orm.SA_FLUSH and _session_matches(loaded.session, receiver):
                 return node
         return None
 
@@ -427,12 +442,7 @@ class ReadModifyWrite(Rule):
 
     # raw SQL ---------------------------------------------------------------------------------------------
     def _raw_sql(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
-        by_function: Dict[int, List[ExecutedSql]] = {}
-        for executed in executed_sql(facts):
-            function = facts.enclosing_function(executed.call)
-            if function is not None and executed.sql.parsed:
-                by_function.setdefault(id(function), []).append(executed)
-        for executions in by_function.values():
+        for executions in _sql_by_function(facts):
             selects = [e for e in executions if e.sql.statement_types == ("SelectStmt",) and not e.sql.for_update]
             updates = [e for e in executions if e.sql.statement_types == ("UpdateStmt",)]
             if not selects or not updates:
@@ -455,7 +465,7 @@ class ReadModifyWrite(Rule):
             read = _selected_columns(select, table)
             if not read:
                 continue
-            flow = Flow(function, facts, _select_result_source(select, facts))
+            flow = Flow(function, facts, _select_result_source(select))
             for target in statement.targetList or ():
                 column = target.name
                 if not isinstance(target.val, pg.ParamRef):
@@ -485,8 +495,7 @@ class ReadModifyWrite(Rule):
                 handle = redis_call(call, facts)
                 if handle is None:
                     continue
-                keyword = redis_known.CACHE_KEY_KEYWORD if handle.kind == redis_known.DJANGO_CACHE else None
-                key = argument(call, key_arg, keyword)
+                key = key_argument(call, handle, key_arg)
                 field = argument(call, field_arg) if field_arg else None
                 value = argument(call, value_arg)
                 if key is None or value is None or (field_arg and field is None):
@@ -514,8 +523,7 @@ class ReadModifyWrite(Rule):
                 handle = redis_call(call, facts)
                 if handle is None:
                     continue
-                keyword = redis_known.CACHE_KEY_KEYWORD if handle.kind == redis_known.DJANGO_CACHE else None
-                read_key = argument(call, key_arg, keyword)
+                read_key = key_argument(call, handle, key_arg)
                 read_field = argument(call, field_arg) if field_arg else None
                 if read_key is not None and ast.dump(read_key) == key_dump and (
                         field_dump is None or (read_field is not None and ast.dump(read_field) == field_dump)):
@@ -534,6 +542,20 @@ class ReadModifyWrite(Rule):
                           f"a TTL, send EXPIRE with it in a `MULTI` pipeline (or set it only when INCR returned "
                           f"the first value).")
         return self.finding(write, hazard, suggestion)
+
+
+def _sql_by_function(facts: ModuleFacts) -> List[List[ExecutedSql]]:
+    """The parsed SQL each function sends, in source order (shared by OG301 and OG302)."""
+
+    def build(_facts: ModuleFacts) -> List[List[ExecutedSql]]:
+        by_function: Dict[int, List[ExecutedSql]] = {}
+        for executed in executed_sql(facts):
+            function = facts.enclosing_function(executed.call)
+            if function is not None and executed.sql.parsed:
+                by_function.setdefault(id(function), []).append(executed)
+        return list(by_function.values())
+
+    return facts.cached("sql_by_function", build)
 
 
 def _columns(node) -> Set[str]:
@@ -593,7 +615,7 @@ _FETCH = frozenset({"fetchone", "fetchall", "fetchmany", "scalar", "one", "first
                     "scalar_one_or_none", "one_or_none", "all", "mappings"})
 
 
-def _select_result_source(select: ExecutedSql, facts: ModuleFacts) -> Callable[[ast.AST], bool]:
+def _select_result_source(select: ExecutedSql) -> Callable[[ast.AST], bool]:
     """What carries the SELECT's result: the sending call itself, or a later fetch on the same cursor."""
     receiver = dotted(select.receiver) if select.receiver is not None else None
 
@@ -671,8 +693,10 @@ def _django_status_filter(links, pickup: bool = False) -> Optional[str]:
     for name, call in links:
         if name not in ("filter", "exclude") or not isinstance(call, ast.Call):
             continue
-        keywords = [k for k in call.keywords] + [k for arg in call.args for n in ast.walk(arg)
-                                                  if isinstance(n, ast.Call) for k in n.keywords]
+        # Keywords of the call and of Q(...) objects inside it.
+        keywords = list(call.keywords) + [
+            k for arg in call.args for n in ast.walk(arg) if isinstance(n, ast.Call) for k in n.keywords
+        ]
         for keyword in keywords:
             if keyword.arg is None:
                 return None
@@ -774,7 +798,8 @@ def _pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]:
         queryset = django_queryset(node)
         if queryset is not None:
             model, links = queryset
-            if any(n == orm.DJANGO_ROW_LOCK for n, _ in links) or (links and links[-1][0] in orm.DJANGO_QUERYSET_WRITES):
+            locked = any(n == orm.DJANGO_ROW_LOCK for n, _ in links)
+            if locked or (links and links[-1][0] in orm.DJANGO_QUERYSET_WRITES):
                 continue
             column = _django_status_filter(links, pickup=True)
             if column:
@@ -818,6 +843,8 @@ class UnclaimedRowPickup(Rule):
     triggers = (b"save", b"commit", b"flush", b"UPDATE", b"update", b"delete", b"DELETE")
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        if _single_process(facts):
+            return
         for function in facts.functions:
             for pickup in _pickups(function, facts):
                 write = self._orm_write(pickup, function, facts)
@@ -850,7 +877,7 @@ class UnclaimedRowPickup(Rule):
                     if not _django_status_filter(django_queryset(node)[1]):
                         return node
             else:
-                if not _session_matches(Loaded("sqlalchemy", "", node, False, pickup.session), receiver):
+                if not _session_matches(pickup.session, receiver):
                     continue
                 if method in orm.SA_FLUSH and changed:
                     return node
@@ -863,7 +890,8 @@ class UnclaimedRowPickup(Rule):
         return None
 
     def _orm_claimed(self, pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> bool:
-        """A conditional transition whose result is checked: ``filter(pk=…, status=…).update(…)`` / ``update(M).where(…)``."""
+        """A conditional transition whose result is checked:
+        ``filter(pk=…, status=…).update(…)`` / ``update(M).where(…, M.status == …)``."""
         for node in function_nodes(function, facts):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
@@ -897,12 +925,7 @@ class UnclaimedRowPickup(Rule):
 
     # raw SQL ---------------------------------------------------------------------------------------------
     def _raw_sql(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
-        by_function: Dict[int, List[ExecutedSql]] = {}
-        for executed in executed_sql(facts):
-            function = facts.enclosing_function(executed.call)
-            if function is not None and executed.sql.parsed:
-                by_function.setdefault(id(function), []).append(executed)
-        for executions in by_function.values():
+        for executions in _sql_by_function(facts):
             for select in executions:
                 if select.sql.statement_types != ("SelectStmt",) or select.sql.for_update:
                     continue
@@ -952,7 +975,8 @@ def _sql_status_column(where, pickup: bool = False) -> Optional[str]:
     (``user_id = $1``)."""
     if where is None:
         return None
-    conjuncts = list(where.args) if isinstance(where, pg.BoolExpr) and where.boolop == BoolExprType.AND_EXPR else [where]
+    is_and = isinstance(where, pg.BoolExpr) and where.boolop == BoolExprType.AND_EXPR
+    conjuncts = list(where.args) if is_and else [where]
     found = None
     for condition in conjuncts:
         if isinstance(condition, pg.NullTest) and isinstance(condition.arg, pg.ColumnRef):

@@ -143,9 +143,9 @@ class _Collector:
                 return family, expr
             return None, None
         if (expr is None and isinstance(receiver, ast.Name) and self.cross_file
-                and facts.imports.is_imported(receiver.id) and not self.bindings.values(receiver)):
+                and facts.imports.is_imported(receiver.id) and self.bindings.scope_of(receiver)[0] is None):
             qualified = facts.qualify(receiver) or ""
-            found = project.find_assignment(qualified, facts.config)
+            found = project.find_assignment(qualified, facts.config, project.roots_for(facts))
             if found is not None:
                 value, foreign = found
                 if isinstance(value, ast.Call):
@@ -183,7 +183,7 @@ class _Collector:
             function = self.bindings.module_function(expr)
             if function is not None:
                 return self._local(function)
-            if facts.imports.is_imported(expr.id) and not self.bindings.values(expr):
+            if facts.imports.is_imported(expr.id) and self.bindings.scope_of(expr)[0] is None:
                 return self._foreign(facts.qualify(expr) or "", expr)
             return None
         if isinstance(expr, ast.Attribute):
@@ -193,7 +193,8 @@ class _Collector:
             head = expr
             while isinstance(head, ast.Attribute):
                 head = head.value
-            if isinstance(head, ast.Name) and facts.imports.is_imported(head.id):
+            if (isinstance(head, ast.Name) and facts.imports.is_imported(head.id)
+                    and self.bindings.scope_of(head)[0] is None):
                 return self._foreign(facts.qualify(expr) or "", expr)
             return None
         if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
@@ -222,7 +223,7 @@ class _Collector:
     def _foreign(self, qualified: str, node: ast.AST) -> Optional[Target]:
         if not self.cross_file or not qualified:
             return None
-        found = project.find_function(qualified, self.facts.config)
+        found = project.find_function(qualified, self.facts.config, project.roots_for(self.facts))
         if found is None:
             return None
         function, foreign = found
@@ -377,9 +378,10 @@ class _Collector:
         facts = self.facts
         func = every.func
         if isinstance(func, ast.Name):
-            return facts.qualify(func) == f"{known.SCHEDULE_MODULE}.{known.SCHEDULE_ENTRY}" and not self.bindings.values(func)
+            return (facts.qualify(func) == f"{known.SCHEDULE_MODULE}.{known.SCHEDULE_ENTRY}"
+                    and self.bindings.scope_of(func)[0] is None)
         receiver = func.value
-        if isinstance(receiver, ast.Name) and not self.bindings.values(receiver):
+        if isinstance(receiver, ast.Name) and self.bindings.scope_of(receiver)[0] is None:
             return facts.imports.aliases.get(receiver.id) == known.SCHEDULE_MODULE
         family, _ = self.scheduler_of(receiver)
         return family == known.SCHEDULE
@@ -510,6 +512,8 @@ class _Collector:
         return isinstance(node, ast.Call) and (self.facts.callee(node) or "") in known.TIMER_CLASSES
 
     def _is_timer_statement(self, statement: ast.stmt) -> bool:
+        if not isinstance(statement, (ast.Expr, ast.Assign, ast.AnnAssign)):
+            return False
         if any(self._is_timer_call(n) for n in ast.walk(statement)):
             return True
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
@@ -637,7 +641,7 @@ def _resolver(call: ast.Call, facts: ModuleFacts):
     if not (isinstance(head, ast.Name) and facts.imports.is_imported(head.id)):
         return None
     qualified = facts.qualify(func) or ""
-    found = project.find_function(qualified, facts.config)
+    found = project.find_function(qualified, facts.config, project.roots_for(facts))
     if found is None or found[1].context.is_test:
         return None
     return found
@@ -673,7 +677,7 @@ _FAMILY_ALTERNATIVES = {
 
 _ROW_SOURCES = frozenset({"filter", "all", "fetch", "fetchall", "scalars", "execute", "iterator", "exclude",
                           "query", "select", "where", "fetchmany"})
-_ROW_WRITES = frozenset({"save", "update", "execute", "commit", "delete", "bulk_update", "executemany"})
+_ROW_WRITES = frozenset({"save", "update", "execute", "commit", "bulk_update", "executemany"})
 _LONG_CALLS = frozenset({"subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
                          "subprocess.Popen", "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell"})
 
@@ -735,6 +739,9 @@ def _message(scheduled: Scheduled, name: str) -> str:
         kind = "an asyncio ticker" if family == known.ASYNCIO_TICKER else "a thread ticker"
         return (f"`{name}` is {kind} started with {where} and its loop does not begin with a claim: "
                 "every replica runs each iteration's work, and again after each restart.")
+    if family == known.TIMER:
+        return (f"`{name}` re-arms itself with `{scheduled.how}` and does not begin with a claim: every process "
+                "that starts it runs it at every interval, and again after each restart.")
     note = _FAMILY_NOTES.get(family, "")
     return (f"`{name}` is scheduled with {family} (`{scheduled.how}`) and does not begin with a claim: "
             f"{note + ', so ' if note else ''}every replica runs it on every tick, and again after each restart.")
@@ -761,19 +768,21 @@ class UnguardedScheduledJob(Rule):
             if not scheduled.periodic or scheduled.coordinated or target.claimed:
                 continue
             function = target.function
-            if function is None or target.facts is None or id(function) in reported:
+            # A def here is reported once at the def; a def elsewhere at each registration.
+            key = id(scheduled.registration) if target.foreign else id(function)
+            if function is None or target.facts is None or key in reported:
                 continue
             analyzer = ClaimAnalyzer.of_module(target.facts, resolver)
             lead = analyzer.lead(function, skip=scheduled.skip)
             if lead.claimed or lead.first_work is None:
                 continue
-            reported.add(id(function))
+            reported.add(key)
             name = target.label or function.name
             message = _message(scheduled, name)
             suggestion = _suggestion(scheduled, name)
             if target.foreign:
                 where = target.facts.context.rel_path or target.facts.context.path
-                message = message.replace(" and does not", f" (defined in {where}) and does not", 1)
+                message = message.replace(f"`{name}` is", f"`{name}` (defined in {where}) is", 1)
                 yield self.finding(scheduled.registration, message, suggestion)
             else:
                 yield self.at_def(function, message, suggestion)
@@ -826,6 +835,7 @@ class _Timezones:
         origin = self.bindings.origin(trigger) if isinstance(trigger, ast.Name) else trigger
         keywords = _keywords(call)
         description = None
+        trigger_object = False
         if scheduled.family == known.APS3 and isinstance(_const(origin), str):
             alias = origin.value
             if known.TIMEZONE_KEYWORD in keywords:
@@ -837,10 +847,14 @@ class _Timezones:
             elif alias == "date" and _naive_run_date(keywords.get("run_date"), self.facts):
                 description = "date trigger"
         elif isinstance(origin, ast.Call):
+            # A trigger object keeps its own zone: APScheduler 3 does not pass the scheduler's zone to it
+            # (CronTrigger/DateTrigger fall back to the local zone, or to start_date's tzinfo).
             name = self.facts.callee(origin) or ""
             trigger_keywords = _keywords(origin)
-            if known.TIMEZONE_KEYWORD in trigger_keywords or _has_splat(origin):
+            if (known.TIMEZONE_KEYWORD in trigger_keywords or _has_splat(origin)
+                    or any(k in trigger_keywords for k in known.TRIGGER_ZONE_CARRIERS)):
                 return None
+            trigger_object = True
             short = name.rsplit(".", 1)[-1]
             if name in known.APS_CRON_FACTORIES:
                 if len(origin.args) > 1 or not (origin.args and isinstance(_const(origin.args[0]), str)):
@@ -856,8 +870,10 @@ class _Timezones:
                     description = short
         if description is None:
             return None
-        if scheduled.family == known.APS3 and self._scheduler_zone(scheduled) is not False:
+        if scheduled.family == known.APS3 and not trigger_object and self._scheduler_zone(scheduled) is not False:
             return None
+        if trigger_object and scheduled.family == known.APS3 and self._scheduler_zone(scheduled) is True:
+            description += " (the scheduler's timezone does not apply to a trigger object)"
         return description
 
     def _scheduler_zone(self, scheduled: Scheduled) -> Optional[bool]:
@@ -920,6 +936,9 @@ class _Timezones:
 _TZ_SUGGESTIONS = {
     known.APS3: "Pass `timezone=` to the trigger (e.g. `timezone=\"UTC\"` or your business zone) or create the "
                 "scheduler with `{ctor}(timezone=...)`.",
+    "aps3-object": "Pass `timezone=` to the trigger itself, e.g. `CronTrigger(hour=7, timezone=\"UTC\")` or "
+                   "`CronTrigger.from_crontab(expr, timezone=\"UTC\")`: APScheduler 3 gives a trigger object the "
+                   "local zone, not the scheduler's.",
     known.APS4: "Pass `timezone=` to the trigger, e.g. `CronTrigger(hour=7, timezone=\"Europe/Berlin\")` "
                 "(APScheduler 4 defaults to the host's local zone).",
     known.SCHEDULE: "Pass the zone as the second argument of `.at()`, e.g. `.at(\"07:00\", \"UTC\")` or your "
@@ -954,7 +973,12 @@ class ImplicitScheduleTimezone(Rule):
                 ctor = (dotted(scheduled.ctor.func) or ctor).rsplit(".", 1)[-1]
             message = (f"`{name}` is scheduled with {scheduled.family} {description} and no timezone: it fires by "
                        "the host's local zone, which differs between machines and shifts with daylight saving.")
-            yield self.finding(scheduled.registration, message, _TZ_SUGGESTIONS[scheduled.family].format(ctor=ctor))
+            key = scheduled.family
+            trigger = scheduled.trigger
+            origin = zones.bindings.origin(trigger) if isinstance(trigger, ast.Name) else trigger
+            if key == known.APS3 and isinstance(origin, ast.Call):
+                key = "aps3-object"
+            yield self.finding(scheduled.registration, message, _TZ_SUGGESTIONS[key].format(ctor=ctor))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -84,6 +84,10 @@ def _decorator_names(facts: ModuleFacts, function: FunctionNode) -> Iterator[Tup
         yield decorator, last, facts.qualify(target) or ""
 
 
+_STARTUP_CODE = "which runs at start-up"
+_CALLED_FROM = re.compile(r"called from start-up code \((\w+)\)")
+
+
 class Reach:
     """Why code runs on every replica: start-up (from StartupMap, plus a server's ``__main__`` block)
     or request/job code; and what is a one-off command a person runs."""
@@ -135,18 +139,29 @@ class Reach:
 
     # -- start-up --------------------------------------------------------------------------------------
     def _starts_server(self, block: ast.If) -> bool:
-        facts = self.facts
-        for node in walk_no_nested_functions(block):
-            if not isinstance(node, ast.Call):
-                continue
-            callee = facts.callee(node) or ""
-            if callee in known.SERVER_RUNNERS:
-                return True
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr in known.SERVER_RUN_METHODS:
-                if self._is_web_app(func.value):
+        """The block, or a function of this module it calls (``main()`` running ``uvicorn.run``), starts a server."""
+        scopes: List[ast.AST] = [block]
+        seen: Set[int] = set()
+        while scopes:
+            scope = scopes.pop()
+            for node in walk_no_nested_functions(scope):
+                if not isinstance(node, ast.Call):
+                    continue
+                callee_function = self._function_named(node.func)
+                if callee_function is not None and id(callee_function) not in seen and len(seen) < self._MAX_DEPTH:
+                    seen.add(id(callee_function))
+                    scopes.append(callee_function)
+                if self._runs_server(node):
                     return True
         return False
+
+    def _runs_server(self, node: ast.Call) -> bool:
+        facts = self.facts
+        if (facts.callee(node) or "") in known.SERVER_RUNNERS:
+            return True
+        func = node.func
+        return (isinstance(func, ast.Attribute) and func.attr in known.SERVER_RUN_METHODS
+                and self._is_web_app(func.value))
 
     def _is_web_app(self, receiver: ast.AST) -> bool:
         facts = self.facts
@@ -165,7 +180,7 @@ class Reach:
     def _follow_methods_of_startup_code(self) -> None:
         """``AppConfig.ready`` calling ``self.sync_schema()``: StartupMap follows module functions only."""
         pending = [f for f in self.facts.functions if self.startup.reason(f) is not None]
-        self._propagate(pending, "start-up code", methods_only=True)
+        self._propagate(pending, _STARTUP_CODE)
 
     def _find_server_main_callees(self) -> None:
         pending: List[FunctionNode] = []
@@ -178,7 +193,7 @@ class Reach:
                     self.extra[id(callee)] = "called from the server's __main__ block"
                     self._startup_extra.add(id(callee))
                     pending.append(callee)
-        self._propagate(pending, "start-up code")
+        self._propagate(pending, _STARTUP_CODE)
 
     # -- request and job code ----------------------------------------------------------------------------
     def _find_request_and_job_code(self) -> None:
@@ -198,15 +213,15 @@ class Reach:
                 if (last in known.ROUTE_DECORATORS and isinstance(decorator, ast.Call) and decorator.args
                         and isinstance(decorator.args[0], ast.Constant) and isinstance(decorator.args[0].value, str)
                         and decorator.args[0].value.startswith("/")):
-                    mark(function, f"request handler {function.name}()")
+                    mark(function, f"in the request handler {function.name}()")
                 elif last in known.JOB_DECORATORS:
-                    mark(function, f"job {function.name}()")
+                    mark(function, f"in the job {function.name}()")
             if imports_django and self._first_parameter(function) == known.REQUEST_PARAMETER:
-                mark(function, f"request handler {function.name}()")
+                mark(function, f"in the request handler {function.name}()")
         for call in facts.calls_named(*known.JOB_REGISTRATION_METHODS):
             if call.args:
-                mark(self._function_named(call.args[0]), "scheduled job")
-        self._propagate(pending, "request/job code")
+                mark(self._function_named(call.args[0]), "in a scheduled job")
+        self._propagate(pending, "which is request/job code")
 
     @staticmethod
     def _first_parameter(function: FunctionNode) -> str:
@@ -221,8 +236,7 @@ class Reach:
             return self._module_functions.get(node.id)
         return None
 
-    def _called_function(self, node: ast.AST, caller: Optional[FunctionNode] = None,
-                         methods_only: bool = False) -> Optional[FunctionNode]:
+    def _called_function(self, node: ast.AST, caller: Optional[FunctionNode] = None) -> Optional[FunctionNode]:
         if not isinstance(node, ast.Call):
             return None
         func = node.func
@@ -234,16 +248,16 @@ class Reach:
                     if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == func.attr:
                         return statement
             return None
-        return None if methods_only else self._function_named(func)
+        return self._function_named(func)
 
-    def _propagate(self, pending: List[FunctionNode], what: str, methods_only: bool = False) -> None:
+    def _propagate(self, pending: List[FunctionNode], what: str) -> None:
         while pending:
             function = pending.pop()
             for node in walk_no_nested_functions(function):
-                callee = self._called_function(node, function, methods_only)
+                callee = self._called_function(node, function)
                 if callee is not None and id(callee) not in self.extra and self.startup.reason(callee) is None:
-                    self.extra[id(callee)] = f"called from {what} ({function.name})"
-                    if what == "start-up code":
+                    self.extra[id(callee)] = f"called from {function.name}(), {what}"
+                    if what == _STARTUP_CODE:
                         self._startup_extra.add(id(callee))
                     pending.append(callee)
 
@@ -259,19 +273,37 @@ class Reach:
                 return None
             block = _main_block(node)
             if block is not None:
-                return "the server's __main__ block" if id(block) in self._server_mains else None
+                return "from the server's __main__ block" if id(block) in self._server_mains else None
             if self.module_is_one_off:
                 return None
-            return "module level, run when the module is imported"
+            return "at module level, when the module is imported"
+        return self._function_reason(function, 0)
+
+    def _function_reason(self, function: FunctionNode, depth: int) -> Optional[str]:
         startup = self.startup.reason(function)
         if startup is not None:
-            return startup
+            called = _CALLED_FROM.fullmatch(startup)
+            return f"called from {called.group(1)}(), {_STARTUP_CODE}" if called else f"from the {startup}"
         extra = self.extra.get(id(function))
         if id(function) in self._startup_extra:
             return extra  # a command that start-up code calls runs at start-up
         if self.is_command(function):
             return None
-        return extra
+        if extra is not None:
+            return extra
+        # A helper defined inside a start-up function and called or passed there
+        # (``await conn.run_sync(_create)``) runs when its outer function runs.
+        outer = enclosing_function(function)
+        if outer is not None and depth < self._MAX_DEPTH and self._used_in(function.name, outer):
+            return self._function_reason(outer, depth + 1)
+        return None
+
+    @staticmethod
+    def _used_in(name: str, outer: FunctionNode) -> bool:
+        return any(
+            isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+            for node in walk_no_nested_functions(outer)
+        )
 
 
 # -- schema writes ---------------------------------------------------------------------------------------
@@ -419,7 +451,8 @@ def _collect_schema_writes(facts: ModuleFacts) -> List[SchemaWrite]:
             found.append(SchemaWrite(call, call, _describe_call(call), framework))
     for call in facts.calls_named(known.CREATE_TABLE_METHOD):
         func = call.func
-        if not isinstance(func, ast.Attribute) or (facts.callee(call) or "").startswith(known.CREATE_TABLE_FOREIGN_PREFIXES):
+        foreign = (facts.callee(call) or "").startswith(known.CREATE_TABLE_FOREIGN_PREFIXES)
+        if not isinstance(func, ast.Attribute) or foreign:
             continue
         if any(k.arg in known.CREATE_TABLE_FOREIGN_KEYWORDS for k in call.keywords):
             continue
@@ -449,7 +482,8 @@ def _collect_schema_writes(facts: ModuleFacts) -> List[SchemaWrite]:
             if keyword is not None and _is_true(keyword.value):
                 found.append(SchemaWrite(keyword, call, f"{call_name(call)}({keyword_name}=True)", framework))
     for call in facts.calls_named(known.GENERATE_SCHEMAS_METHOD):
-        if (facts.callee(call) or "") not in known.SCHEMA_CALLS and (facts.qualify(call.func) or "").startswith("tortoise."):
+        callee = facts.callee(call) or ""
+        if callee not in known.SCHEMA_CALLS and callee.startswith("tortoise."):
             found.append(SchemaWrite(call, call, _describe_call(call), known.TORTOISE))
     for call in facts.calls_named("call_command"):
         if (facts.callee(call) or "") in known.DJANGO_CALL_COMMAND and call.args:
@@ -461,10 +495,12 @@ def _collect_schema_writes(facts: ModuleFacts) -> List[SchemaWrite]:
         if (facts.callee(call) or "") in known.DJANGO_EXECUTE_FROM_COMMAND_LINE and call.args:
             argv = call.args[0]
             if isinstance(argv, (ast.List, ast.Tuple)):
-                commands = [e.value for e in argv.elts if isinstance(e, ast.Constant) and e.value in known.DJANGO_SCHEMA_COMMANDS]
+                commands = [e.value for e in argv.elts
+                            if isinstance(e, ast.Constant) and e.value in known.DJANGO_SCHEMA_COMMANDS]
                 if commands:
-                    found.append(SchemaWrite(call, call, f'execute_from_command_line([..., "{commands[0]}"])', known.DJANGO,
-                                             applies_migrations=commands[0] == "migrate"))
+                    what = f'execute_from_command_line([..., "{commands[0]}"])'
+                    applies = commands[0] == "migrate"
+                    found.append(SchemaWrite(call, call, what, known.DJANGO, applies_migrations=applies))
     items = executed_sql(facts)
     temporary = _temporary_tables(items)
     for item in items:
@@ -472,8 +508,8 @@ def _collect_schema_writes(facts: ModuleFacts) -> List[SchemaWrite]:
         if (receiver or "").startswith(("alembic.op", "alembic.context")):
             continue
         if _writes_shared_schema(item, temporary):
-            found.append(SchemaWrite(item.call, item.call, f"raw {_ddl_words(item.text)} sent by {_describe_call(item.call)}",
-                                     known.RAW_SQL))
+            what = f"raw {_ddl_words(item.text)} sent by {_describe_call(item.call)}"
+            found.append(SchemaWrite(item.call, item.call, what, known.RAW_SQL))
     seen: Set[int] = set()
     unique = []
     for write in found:
@@ -488,11 +524,12 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str]]:
 
     def build(_facts: ModuleFacts) -> List[Tuple[SchemaWrite, str]]:
         context = facts.context
-        if context.is_test or context.is_migration:
+        writes = schema_writes(facts)
+        if context.is_test or context.is_migration or not writes:
             return []
         reach = Reach.of_module(facts)
         reported = []
-        for write in schema_writes(facts):
+        for write in writes:
             reason = reach.reason(write.call)
             if reason is None and write.registers_hook:
                 reason = "registered as a start-up hook of the app"
@@ -516,8 +553,8 @@ class InAppSchemaCreation(Rule):
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         for write, reason in reported_schema_writes(facts):
             message = (
-                f"{write.what} runs in every replica — {reason} — so replicas that boot together race the "
-                "same DDL and fail on duplicate objects or a half-applied schema."
+                f"{write.what} writes schema in every replica ({reason}): replicas that boot together race "
+                "the same DDL and fail on duplicate objects or a half-applied schema."
             )
             yield self.finding(write.node, message, known.ENTRYPOINT_ADVICE[write.framework])
 
@@ -571,7 +608,7 @@ def _pooler_sign(text: str) -> Optional[str]:
 
 def _host_or_port(host: str, port: Optional[int]) -> Optional[str]:
     if port in known.PGBOUNCER_PORTS:
-        return f"port {port} (PgBouncer's port)"
+        return f"port {port}, PgBouncer's port"
     lowered = host.lower()
     for word in known.POOLER_HOST_WORDS:
         if word in lowered:
@@ -673,7 +710,7 @@ class MigrationThroughPooler(Rule):
             return
         direct = facts.config.migrate_url_env
         reported: Set[int] = set()
-        for call, expr in _dsn_sinks(facts):
+        for call, expr in sorted(_dsn_sinks(facts), key=lambda sink: _position(sink[1])):
             parts = _dsn_parts(expr, facts)
             evidence = self._evidence(parts, call, expr, direct, facts)
             if evidence is None:
@@ -683,9 +720,9 @@ class MigrationThroughPooler(Rule):
                 continue
             reported.add(id(origin))
             message = (
-                f"Migration code connects with {description}: the run goes through the connection pooler, "
-                "where the migration lock and the DDL transactions can land on different server "
-                "connections and the lock is dropped by the pooler's reset."
+                f"Migration code connects with {description}: through the pooler, the migration lock and "
+                "the DDL transactions can land on different server connections and the pooler's reset "
+                "drops the lock, so pods run migrations concurrently."
             )
             variable = direct or "POSTGRES_MIGRATE_URL"
             suggestion = (
@@ -701,18 +738,22 @@ class MigrationThroughPooler(Rule):
             keyword = next(k for k in call.keywords if k.value is expr)
             for node, text in parts.texts:
                 if keyword.arg == "host" and _host_or_port(text, None):
-                    return node, f"host={text!r}"
+                    return node, f"host={text!r}, a pooler host"
             if keyword.arg == "port" and isinstance(expr, ast.Constant) and expr.value in known.PGBOUNCER_PORTS:
-                return expr, f"port={expr.value} (PgBouncer's port)"
+                return expr, f"port={expr.value}, PgBouncer's port"
             return None
         for node, text in parts.texts:
             sign = _pooler_sign(text)
             if sign:
-                return node, f"a DSN through the pooler ({sign})"
+                return node, f"a DSN that goes through the pooler ({sign})"
+        for node, name in parts.env:
+            if any(word in name.lower() for word in known.POOLER_HOST_WORDS):
+                return node, f"{name}, a URL named for the pooler"
         if direct and parts.env and all(name != direct for _, name in parts.env):
             for node, name in parts.env:
                 if _looks_like_db_url_variable(name):
-                    return node, f"{name}, the app's pooled URL (the direct one is {direct})"
+                    return node, (f"{name} instead of {direct}, the direct URL the project configures "
+                                  f"(so {name} is taken to be the app's pooled URL)")
         return None
 
 
@@ -739,7 +780,8 @@ def _connection_root(expr: ast.AST, facts: ModuleFacts, depth: int = 0) -> str:
         return _connection_root(expr.value, facts, depth + 1)
     if isinstance(expr, ast.Subscript):
         return _connection_root(expr.value, facts, depth + 1)
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in dbknown.SAME_HANDLE_METHODS:
+    if (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr in dbknown.SAME_HANDLE_METHODS):
         return _connection_root(expr.func.value, facts, depth + 1)
     if isinstance(expr, ast.Name):
         bound = _with_binding(expr, facts)
@@ -807,7 +849,8 @@ class _LockFinder:
                 continue
             if session and not self._unlocked_between(item, site, function):
                 return True
-            if not session and not apply.per_migration_transactions and self._same_transaction(item.call, site, function):
+            if (not session and not apply.per_migration_transactions
+                    and self._same_transaction(item.call, site, function)):
                 return True
         if function is None or depth >= self._MAX_DEPTH or id(function) in visited:
             return False
@@ -837,7 +880,8 @@ class _LockFinder:
         return True
 
     def _is_entrypoint(self, function: FunctionNode) -> bool:
-        return self.reach.is_command(function) or function.name == "main" or self.reach.startup.reason(function) is not None
+        return (self.reach.is_command(function) or function.name == "main"
+                or self.reach.startup.reason(function) is not None)
 
     @staticmethod
     def _parameter_index(function: FunctionNode, connection: object) -> Optional[int]:
@@ -915,9 +959,18 @@ def _handed_in_by_runner(connection: object, facts: ModuleFacts) -> bool:
     the lock, and OG403 checks that runner."""
     if not isinstance(connection, ast.AST):
         return False
-    node = connection
-    if isinstance(node, ast.Name):
-        node = _with_binding(node, facts) or bound_value(node, facts)
+    if isinstance(connection, ast.Name):
+        function = enclosing_function(connection)
+        values = [
+            statement.value for statement in facts.assigns
+            if isinstance(statement, ast.Assign) and enclosing_function(statement) is function
+            and any(isinstance(t, ast.Name) and t.id == connection.id for t in statement.targets)
+        ]
+        return any(_is_shared_connection(value) for value in values)
+    return _is_shared_connection(connection)
+
+
+def _is_shared_connection(node: ast.AST) -> bool:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
         key, holder = node.args[0], node.func.value
     elif isinstance(node, ast.Subscript):
@@ -968,8 +1021,9 @@ def _migration_applications(facts: ModuleFacts) -> List[_Apply]:
         per_migration = _keyword(configure, "transaction_per_migration")
         found.append(_Apply(call, "context.run_migrations()", connection.value, known.ALEMBIC,
                             per_migration is not None and _is_true(per_migration.value)))
-    # A hand-rolled runner executing .sql files.
-    for call in facts.calls_named(*dbknown.SQL_METHODS):
+    # A hand-rolled runner executing .sql files (not a revision that the runner executes).
+    revision = _is_revision_module(facts)
+    for call in () if revision else facts.calls_named(*dbknown.SQL_METHODS):
         if not isinstance(call.func, ast.Attribute) or not call.args:
             continue
         if (facts.qualify(call.func.value) or "").startswith(("alembic.op", "alembic.context")):
@@ -980,6 +1034,17 @@ def _migration_applications(facts: ModuleFacts) -> List[_Apply]:
             continue
         found.append(_Apply(call, f"{_describe_call(call)} of a SQL file", call.func.value, known.RAW_SQL))
     return found
+
+
+def _is_revision_module(facts: ModuleFacts) -> bool:
+    for statement in facts.tree.body:
+        if isinstance(statement, ast.ClassDef) and statement.name in known.REVISION_CLASS_NAMES:
+            return True
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if any(isinstance(t, ast.Name) and t.id in known.REVISION_MODULE_NAMES for t in targets):
+                return True
+    return False
 
 
 def _shared_alembic_connections(facts: ModuleFacts) -> Dict[int, ast.AST]:
@@ -1014,7 +1079,8 @@ def _reads_file(node: ast.AST, facts: ModuleFacts) -> bool:
         if value is None:
             return False
         node = value
-    return isinstance(node, ast.Call) and call_name(node) in known.FILE_READ_METHODS and isinstance(node.func, ast.Attribute)
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and call_name(node) in known.FILE_READ_METHODS)
 
 
 def _in_migration_code(node: ast.AST, facts: ModuleFacts) -> bool:
@@ -1057,6 +1123,10 @@ class UnlockedMigrationRunner(Rule):
         if apply.framework == known.DJANGO:
             return ("Before `call_command(\"migrate\")`, run `SELECT pg_advisory_lock(<service key>)` with "
                     "`django.db.connection.cursor()` in the same thread and unlock in `finally`.")
+        if apply.framework == known.ALEMBIC and not apply.what.startswith("context."):
+            return ("Before `command.upgrade`, run `SELECT pg_advisory_lock(<service key>)` on the connection "
+                    "handed to env.py in `config.attributes[\"connection\"]` and commit, then "
+                    "`pg_advisory_unlock` in `finally` after the run.")
         if apply.framework == known.ALEMBIC:
             return ("On the connection passed to `context.configure`, run `SELECT pg_advisory_lock(<service key>)` "
                     "and commit before `context.run_migrations()`, and `pg_advisory_unlock` in `finally` "

@@ -1,0 +1,551 @@
+"""Tricky cases of the schema family (OG401-OG403) that the rule docs do not show."""
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+
+from onceguard.config import from_mapping
+from onceguard.engine import check_source
+from onceguard.rules.schema import _pooler_sign
+
+
+def findings(tmp_path, source: str, path: str = "app/main.py", config: dict | None = None):
+    source = textwrap.dedent(source)
+    full = os.path.join(str(tmp_path), path)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, "w", encoding="utf-8") as handle:
+        handle.write(source)
+    found = check_source(source.encode(), full, from_mapping(config or {}, root=str(tmp_path)))
+    return sorted((d.line, d.code) for d in found if d.code.startswith("OG4"))
+
+
+# -- OG401 ------------------------------------------------------------------------------------------------
+def test_helper_nobody_calls_is_not_flagged(tmp_path):
+    src = """
+        from sqlalchemy import create_engine
+        from .models import Base
+
+        engine = create_engine("postgresql://app@db/app")
+
+        def init_db():
+            Base.metadata.create_all(engine)
+    """
+    assert findings(tmp_path, src, "app/db.py") == []
+
+
+def test_module_level_create_all_in_an_app_module(tmp_path):
+    src = """
+        from sqlalchemy import create_engine
+        from .models import Base
+
+        engine = create_engine("postgresql://app@db/app")
+        Base.metadata.create_all(engine)
+    """
+    assert findings(tmp_path, src, "app/db.py") == [(6, "OG401")]
+
+
+@pytest.mark.parametrize("path", ["scripts/init_db.py", "bin/init_db.py", "manage.py",
+                                  "shop/management/commands/init_db.py"])
+def test_module_level_create_all_in_one_off_scripts(tmp_path, path):
+    src = """
+        from sqlalchemy import create_engine
+        from shop.models import Base
+
+        Base.metadata.create_all(create_engine("postgresql://app@db/app"))
+    """
+    assert findings(tmp_path, src, path) == []
+
+
+def test_argparse_script_module_level_is_one_off_but_server_main_is_start_up(tmp_path):
+    script = """
+        import argparse
+        from sqlalchemy import create_engine
+        from shop.models import Base
+
+        engine = create_engine("postgresql://app@db/app")
+        Base.metadata.create_all(engine)
+
+        if __name__ == "__main__":
+            parser = argparse.ArgumentParser()
+            parser.parse_args()
+            Base.metadata.create_all(engine)
+    """
+    assert findings(tmp_path, script, "shop/create_tables.py") == []
+    server = """
+        from flask import Flask
+        from sqlalchemy import create_engine
+        from shop.models import Base
+
+        app = Flask(__name__)
+        engine = create_engine("postgresql://app@db/app")
+        Base.metadata.create_all(engine)
+
+        if __name__ == "__main__":
+            Base.metadata.drop_all(engine)
+            app.run(host="0.0.0.0")
+    """
+    assert findings(tmp_path, server, "shop/app.py") == [(8, "OG401"), (11, "OG401")]
+
+
+def test_command_called_by_the_app_factory_is_start_up(tmp_path):
+    src = """
+        import click
+        from flask import Flask
+        from .extensions import db
+
+        @click.command("init-db")
+        def init_db():
+            db.create_all()
+
+        @click.command("reset-db")
+        def reset_db():
+            db.drop_all()
+
+        def create_app():
+            app = Flask(__name__)
+            db.init_app(app)
+            app.cli.add_command(reset_db)
+            with app.app_context():
+                init_db()
+            return app
+    """
+    assert findings(tmp_path, src, "app/__init__.py") == [(8, "OG401")]
+
+
+def test_lookalike_create_all_and_create_table(tmp_path):
+    src = """
+        import boto3
+        from fastapi import FastAPI
+        from .repository import OrderRepository
+
+        dynamodb = boto3.client("dynamodb")
+        dynamodb.create_table(TableName="sessions", KeySchema=[], AttributeDefinitions=[])
+        app = FastAPI()
+
+        @app.post("/orders/bulk")
+        def bulk(rows: list):
+            OrderRepository().create_all(rows)
+            return {"ok": True}
+    """
+    assert findings(tmp_path, src, "app/main.py") == []
+
+
+def test_temporary_tables_and_truncate_are_not_schema(tmp_path):
+    src = """
+        from celery import shared_task
+        from django.db import connection
+
+        @shared_task
+        def rebuild_report():
+            with connection.cursor() as cursor:
+                cursor.execute("CREATE TEMP TABLE report_rows AS SELECT * FROM orders WHERE total > 100")
+                cursor.execute("TRUNCATE report_cache")
+                cursor.execute("INSERT INTO report_cache SELECT * FROM report_rows")
+                cursor.execute("DROP TABLE report_rows")
+    """
+    assert findings(tmp_path, src, "reports/tasks.py") == []
+
+
+def test_job_and_view_code_is_flagged(tmp_path):
+    src = """
+        from celery import shared_task
+        from django.core.management import call_command
+        from django.db import connection
+        from django.http import JsonResponse
+
+        def ensure_partition(month):
+            with connection.cursor() as cursor:
+                cursor.execute(f"CREATE TABLE IF NOT EXISTS events_{month} PARTITION OF events "
+                               f"FOR VALUES IN ('{month}')")
+
+        @shared_task
+        def roll_partitions(month):
+            ensure_partition(month)
+
+        def admin_migrate(request):
+            call_command("migrate")
+            return JsonResponse({"ok": True})
+    """
+    assert findings(tmp_path, src, "events/tasks.py") == [(9, "OG401"), (17, "OG401")]
+
+
+def test_manage_py_execute_from_command_line_is_not_flagged_but_wsgi_migrate_is(tmp_path):
+    manage = """
+        import sys
+        from django.core.management import execute_from_command_line
+
+        if __name__ == "__main__":
+            execute_from_command_line(sys.argv)
+    """
+    assert findings(tmp_path, manage, "manage.py") == []
+    wsgi = """
+        from django.core.management import execute_from_command_line
+        from django.core.wsgi import get_wsgi_application
+
+        application = get_wsgi_application()
+        execute_from_command_line(["manage.py", "migrate", "--noinput"])
+    """
+    assert findings(tmp_path, wsgi, "shop/wsgi.py") == [(6, "OG401")]
+
+
+def test_tests_and_migrations_are_exempt(tmp_path):
+    src = """
+        from sqlalchemy import create_engine
+        from app.models import Base
+
+        engine = create_engine("postgresql://test@localhost/test")
+        Base.metadata.create_all(engine)
+    """
+    assert findings(tmp_path, src, "tests/helpers.py") == []
+    assert findings(tmp_path, src, "app/users_test.py") == []
+    assert findings(tmp_path, src, "db/migrations/0002_seed.py") == []
+
+
+def test_lambda_table_create_and_pony_false(tmp_path):
+    src = """
+        from contextlib import asynccontextmanager
+        from fastapi import FastAPI
+        from pony.orm import Database
+        from sqlalchemy import Column, Integer, MetaData, Table
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        metadata = MetaData()
+        audit = Table("audit", metadata, Column("id", Integer, primary_key=True))
+        engine = create_async_engine("postgresql+asyncpg://app@db/app")
+        pony_db = Database()
+        pony_db.generate_mapping(create_tables=False)
+
+        @asynccontextmanager
+        async def lifespan(app):
+            async with engine.begin() as conn:
+                await conn.run_sync(lambda sync_conn: metadata.create_all(sync_conn))
+                await conn.run_sync(audit.create, checkfirst=True)
+                await conn.run_sync(lambda sync_conn: audit.create(sync_conn))
+            yield
+
+        app = FastAPI(lifespan=lifespan)
+    """
+    assert findings(tmp_path, src) == [(17, "OG401"), (19, "OG401")]
+
+
+def test_register_tortoise_is_a_start_up_hook_wherever_it_is_called(tmp_path):
+    src = """
+        from tortoise.contrib.starlette import register_tortoise
+
+        def install_orm(app):
+            register_tortoise(app, db_url="postgres://a@db/a", modules={"models": ["a.models"]}, generate_schemas=True)
+    """
+    assert findings(tmp_path, src, "a/orm.py") == [(5, "OG401")]
+
+
+def test_app_config_ready_through_self_method(tmp_path):
+    src = """
+        from django.apps import AppConfig
+        from django.db import connection
+
+        class BillingConfig(AppConfig):
+            name = "billing"
+
+            def ready(self):
+                self._ensure_extensions()
+
+            def _ensure_extensions(self):
+                with connection.cursor() as cursor:
+                    cursor.execute("CREATE EXTENSION IF NOT EXISTS citext")
+    """
+    assert findings(tmp_path, src, "billing/apps.py") == [(13, "OG401")]
+
+
+# -- OG402 ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dsn, sign", [
+    ("postgresql://u:p@pgbouncer:5432/db", "host pgbouncer"),
+    ("postgresql://u:p@db.internal:6432/db", "port 6432"),
+    ("postgres://u:p@db.internal/db?pgbouncer=true", "pgbouncer=true"),
+    ("host=db.internal port=6432 dbname=app", "port 6432"),
+    ("aws-0-eu-west-1.pooler.supabase.com", "pooler"),
+    ("postgresql://u:p@$1:$1/db", None),
+    ("postgresql://u:p@db.internal:5432/db", None),
+    ("SELECT 1", None),
+])
+def test_pooler_signs(dsn, sign):
+    found = _pooler_sign(dsn)
+    if sign is None:
+        assert found is None
+    else:
+        assert found is not None and sign in found
+
+
+def test_og402_one_finding_per_dsn_and_only_in_migration_code(tmp_path):
+    src = """
+        from alembic import context
+        from sqlalchemy import create_engine
+
+        URL = "postgresql+psycopg://app@pgbouncer.svc:6432/app"
+        config = context.config
+        config.set_main_option("sqlalchemy.url", URL)
+        engine = create_engine(URL)
+    """
+    assert findings(tmp_path, src, "alembic/env.py") == [(7, "OG402")]
+    assert findings(tmp_path, src, "app/settings.py") == []
+
+
+def test_og402_pooled_variable_needs_config_and_no_fallback_to_direct(tmp_path):
+    pooled = """
+        import os
+        import psycopg
+
+        def connect():
+            return psycopg.connect(os.getenv("APP_DATABASE_URL"))
+    """
+    config = {"migrate-url-env": "POSTGRES_MIGRATE_URL"}
+    assert findings(tmp_path, pooled, "db/migrate.py") == []
+    assert findings(tmp_path, pooled, "db/migrate.py", config) == [(6, "OG402")]
+    fallback = """
+        import os
+        import psycopg
+
+        def connect():
+            return psycopg.connect(os.environ.get("POSTGRES_MIGRATE_URL") or os.environ["DATABASE_URL"])
+    """
+    assert findings(tmp_path, fallback, "db/migrate.py", config) == []
+
+
+def test_og402_url_create_and_getenv_default(tmp_path):
+    src = """
+        import os
+        from sqlalchemy import URL, create_engine
+
+        direct = URL.create("postgresql+psycopg", host="db-primary", port=6432, database="app")
+        engine = create_engine(os.getenv("MIGRATE_URL", "postgresql://app@pgbouncer/app"))
+    """
+    assert findings(tmp_path, src, "migrations/runner.py") == [(5, "OG402"), (6, "OG402")]
+
+
+# -- OG403 ------------------------------------------------------------------------------------------------
+ENV_HEAD = """
+    from alembic import context
+    from sqlalchemy import engine_from_config, pool, text
+
+    config = context.config
+    KEY = 42
+
+"""
+
+
+def env_findings(tmp_path, body: str):
+    return findings(tmp_path, textwrap.dedent(ENV_HEAD) + textwrap.dedent(body), "alembic/env.py")
+
+
+def test_lock_after_the_run_or_unlocked_before_it(tmp_path):
+    after = """
+        def run_migrations_online():
+            engine = engine_from_config(config.get_section(config.config_ini_section, {}), poolclass=pool.NullPool)
+            with engine.connect() as connection:
+                context.configure(connection=connection)
+                with context.begin_transaction():
+                    context.run_migrations()
+                connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": KEY})
+    """
+    assert env_findings(tmp_path, after) == [(14, "OG403")]
+    released = """
+        def run_migrations_online():
+            engine = engine_from_config(config.get_section(config.config_ini_section, {}), poolclass=pool.NullPool)
+            with engine.connect() as connection:
+                connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": KEY})
+                connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": KEY})
+                context.configure(connection=connection)
+                with context.begin_transaction():
+                    context.run_migrations()
+    """
+    assert env_findings(tmp_path, released) == [(16, "OG403")]
+
+
+def test_lock_on_another_connection_or_try_lock(tmp_path):
+    other = """
+        def run_migrations_online():
+            engine = engine_from_config(config.get_section(config.config_ini_section, {}), poolclass=pool.NullPool)
+            with engine.connect() as lock_conn, engine.connect() as connection:
+                lock_conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": KEY})
+                context.configure(connection=connection)
+                with context.begin_transaction():
+                    context.run_migrations()
+    """
+    assert env_findings(tmp_path, other) == [(15, "OG403")]
+
+
+def test_xact_lock_outside_the_migration_transaction(tmp_path):
+    body = """
+        def run_migrations_online():
+            engine = engine_from_config(config.get_section(config.config_ini_section, {}), poolclass=pool.NullPool)
+            with engine.connect() as connection:
+                connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": KEY})
+                context.configure(connection=connection)
+                with context.begin_transaction():
+                    context.run_migrations()
+    """
+    assert env_findings(tmp_path, body) == [(15, "OG403")]
+
+
+def test_lock_helper_and_connection_from_elsewhere_are_trusted(tmp_path):
+    helper = """
+        from app.db import migration_lock
+
+        def run_migrations_online():
+            engine = engine_from_config(config.get_section(config.config_ini_section, {}), poolclass=pool.NullPool)
+            with engine.connect() as connection, migration_lock(connection):
+                context.configure(connection=connection)
+                with context.begin_transaction():
+                    context.run_migrations()
+    """
+    assert env_findings(tmp_path, helper) == []
+    passed_in = """
+        def run_with(connection):
+            context.configure(connection=connection)
+            with context.begin_transaction():
+                context.run_migrations()
+    """
+    assert env_findings(tmp_path, passed_in) == []
+
+
+def test_offline_mode_and_tests_are_not_flagged(tmp_path):
+    offline = """
+        def run_migrations_offline():
+            context.configure(url="postgresql://x@db/x", literal_binds=True)
+            with context.begin_transaction():
+                context.run_migrations()
+    """
+    assert env_findings(tmp_path, offline) == []
+    runner = """
+        from alembic import command
+        from alembic.config import Config
+
+        def test_upgrade(engine):
+            with engine.begin() as connection:
+                cfg = Config("alembic.ini")
+                cfg.attributes["connection"] = connection
+                command.upgrade(cfg, "head")
+    """
+    assert findings(tmp_path, runner, "tests/test_migrations.py") == []
+
+
+def test_upgrade_letting_env_py_connect_is_left_to_env_py(tmp_path):
+    src = """
+        import sys
+        from alembic import command
+        from alembic.config import Config
+
+        if __name__ == "__main__":
+            command.upgrade(Config("alembic.ini"), "head")
+            sys.exit(0)
+    """
+    assert findings(tmp_path, src, "bin/migrate.py") == []
+
+
+def test_django_helper_without_callers_is_silent_but_main_is_not(tmp_path):
+    helper = """
+        from django.core.management import call_command
+
+        def apply_migrations():
+            call_command("migrate", interactive=False)
+    """
+    assert findings(tmp_path, helper, "ops/deploy.py") == []
+    main = """
+        import django
+        from django.core.management import call_command
+
+        def main():
+            django.setup()
+            call_command("migrate", interactive=False)
+
+        if __name__ == "__main__":
+            main()
+    """
+    assert findings(tmp_path, main, "ops/deploy.py") == [(7, "OG403")]
+
+
+def test_start_up_migrate_is_og401_only(tmp_path):
+    src = """
+        from django.apps import AppConfig
+        from django.core.management import call_command
+
+        class ShopConfig(AppConfig):
+            name = "shop"
+
+            def ready(self):
+                call_command("migrate")
+    """
+    assert findings(tmp_path, src, "shop/apps.py") == [(9, "OG401")]
+
+
+def test_server_started_by_main_function(tmp_path):
+    src = """
+        import uvicorn
+        from fastapi import FastAPI
+        from sqlalchemy import create_engine
+        from .models import Base
+
+        app = FastAPI()
+        engine = create_engine("postgresql://app@db/app")
+        Base.metadata.create_all(engine)
+
+        def main():
+            uvicorn.run(app, port=8000)
+
+        if __name__ == "__main__":
+            main()
+    """
+    assert findings(tmp_path, src, "app/main.py") == [(9, "OG401")]
+
+
+def test_nested_helper_of_start_up_code(tmp_path):
+    src = """
+        from fastapi import FastAPI
+        from sqlalchemy.ext.asyncio import create_async_engine
+        from .models import Base
+
+        app = FastAPI()
+        engine = create_async_engine("postgresql+asyncpg://app@db/app")
+
+        @app.on_event("startup")
+        async def startup():
+            def _create(sync_conn):
+                Base.metadata.create_all(sync_conn)
+
+            def _unused(sync_conn):
+                Base.metadata.drop_all(sync_conn)
+
+            async with engine.begin() as conn:
+                await conn.run_sync(_create)
+    """
+    assert findings(tmp_path, src) == [(12, "OG401")]
+
+
+def test_revisions_executing_sql_files_are_not_runners(tmp_path):
+    django_revision = """
+        from pathlib import Path
+        from django.db import migrations
+
+        SQL = Path(__file__).with_name("0007_search.sql")
+
+        def forwards(apps, schema_editor):
+            schema_editor.execute(SQL.read_text())
+
+        class Migration(migrations.Migration):
+            dependencies = [("catalog", "0006_prices")]
+            operations = [migrations.RunPython(forwards)]
+    """
+    assert findings(tmp_path, django_revision, "catalog/migrations/0007_search.py") == []
+    alembic_revision = """
+        from pathlib import Path
+        from alembic import op
+
+        revision = "0007"
+        down_revision = "0006"
+
+        def upgrade():
+            conn = op.get_bind()
+            conn.exec_driver_sql(Path(__file__).with_suffix(".sql").read_text())
+    """
+    assert findings(tmp_path, alembic_revision, "alembic/versions/0007_search.py") == []
