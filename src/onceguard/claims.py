@@ -75,6 +75,7 @@ class Bindings:
         self._scopes: Dict[int, Dict[str, List[ast.AST]]] = {}
         self._params: Dict[int, Set[str]] = {}
         self._classes: Dict[int, Dict[str, List[ast.AST]]] = {}
+        self._def_tables: Dict[int, Dict[str, FunctionNode]] = {}
 
     @classmethod
     def of_module(cls, facts: ModuleFacts) -> "Bindings":
@@ -188,24 +189,33 @@ class Bindings:
             return value
         return expr
 
+    def _defs(self, scope: ast.AST) -> Dict[str, FunctionNode]:
+        """name -> the last ``def`` directly inside ``scope`` (a function, or the module's top level)."""
+        key = id(scope)
+        table = self._def_tables.get(key)
+        if table is None:
+            table = {}
+            nodes = scope.body if scope is self.facts.tree else walk_no_nested_functions(scope)
+            for node in nodes:
+                if isinstance(node, _FUNCTION_TYPES):
+                    table[node.name] = node
+            self._def_tables[key] = table
+        return table
+
     def module_function(self, name: ast.Name) -> Optional[FunctionNode]:
         """The ``def`` a name refers to: a def of an enclosing function or of the module, not shadowed."""
         for above in ancestors(name):
             if isinstance(above, _FUNCTION_TYPES):
                 if name.id in self._parameters(above):
                     return None
-                for statement in walk_no_nested_functions(above):
-                    if isinstance(statement, _FUNCTION_TYPES) and statement.name == name.id:
-                        return statement
+                found = self._defs(above).get(name.id)
+                if found is not None:
+                    return found
                 if self._table(above).get(name.id):
                     return None
         if self._table(self.facts.tree).get(name.id):
             return None
-        found = None
-        for statement in self.facts.tree.body:
-            if isinstance(statement, _FUNCTION_TYPES) and statement.name == name.id:
-                found = statement
-        return found
+        return self._defs(self.facts.tree).get(name.id)
 
     def method(self, expr: ast.Attribute) -> Optional[FunctionNode]:
         """``self.name`` -> the method ``name`` of the enclosing class."""

@@ -15,7 +15,7 @@ from .facts import ModuleFacts
 from .model import Diagnostic
 from .noqa import filter_suppressed
 from .registry import ENGINE_CODES, rule_classes
-from .rules.base import Rule
+from .rules.base import Rule, Trigger
 from .syntax_hints import explain_syntax_error
 
 
@@ -23,16 +23,29 @@ def enabled_rules(config: Config) -> List[Rule]:
     return [cls() for cls in rule_classes() if config.is_enabled(cls.code)]
 
 
-def trigger_words(rules: Sequence[Rule]) -> Tuple[bytes, ...]:
+def trigger_words(rules: Sequence[Rule]) -> Tuple[Trigger, ...]:
     words = set()
     for rule in rules:
         words.update(rule.triggers)
-    return tuple(sorted(words))
+    return tuple(sorted(words, key=repr))
 
 
-def passes_prefilter(source: bytes, words: Sequence[bytes]) -> bool:
-    """A file that contains none of the trigger words cannot produce a finding: skip its parse."""
-    return any(word in source for word in words)
+def _present(trigger: Trigger, source: bytes) -> bool:
+    if type(trigger) is bytes:
+        return trigger in source
+    return all(word in source for word in trigger)
+
+
+def passes_prefilter(source: bytes, triggers: Sequence[Trigger]) -> bool:
+    """A file that contains none of the triggers cannot produce a finding: skip its parse.
+
+    A trigger is a byte string, or a tuple of byte strings that must all occur."""
+    return any(_present(trigger, source) for trigger in triggers)
+
+
+def applicable_rules(source: bytes, rules: Sequence[Rule]) -> List[Rule]:
+    """The rules whose own triggers occur in the file: only they run on its tree."""
+    return [rule for rule in rules if any(_present(trigger, source) for trigger in rule.triggers)]
 
 
 def engine_diagnostic(code: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
@@ -124,7 +137,8 @@ def check_source(source: bytes, path: str, config: Config, rules: Optional[Seque
     ignored = config.ignored_for_path(path) if config.per_file_ignores and path else ()
     if ignored:
         rules = [rule for rule in rules if not any(rule.code.startswith(code) for code in ignored)]
-    if not rules or not passes_prefilter(source, trigger_words(rules)):
+    rules = applicable_rules(source, rules)
+    if not rules:
         return []
     text: Optional[str] = None
     try:

@@ -65,7 +65,7 @@ class OnceguardChecker:
         return replace(config, **self._overrides) if self._overrides else config
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
-        from .engine import check_tree, enabled_rules, engine_diagnostic, passes_prefilter, trigger_words
+        from .engine import applicable_rules, check_tree, enabled_rules, engine_diagnostic
 
         try:
             config = self._config()
@@ -75,11 +75,9 @@ class OnceguardChecker:
             return
         ignored = config.ignored_for_path(self.filename)
         rules = [r for r in enabled_rules(config) if not any(r.code.startswith(c) for c in ignored)]
-        if not rules:
-            return
         # The same prefilter as the CLI: most files of a project cannot produce a finding.
-        text = "".join(self.lines).encode("utf-8", "surrogatepass")
-        if not passes_prefilter(text, trigger_words(rules)):
+        rules = applicable_rules("".join(self.lines).encode("utf-8", "surrogatepass"), rules)
+        if not rules:
             return
         lines = [line.rstrip("\r\n") for line in self.lines]
         for diagnostic in check_tree(self.tree, lines, self.filename, config, rules):

@@ -2,18 +2,23 @@
 from __future__ import annotations
 
 import ast
-from typing import ClassVar, Iterable, Optional, Tuple
+from typing import ClassVar, Iterable, Optional, Tuple, Union
 
 from ..facts import ModuleFacts, walk_no_nested_functions  # noqa: F401 - re-exported for rules
 from ..model import Diagnostic, Fix
+
+
+#: A byte string that must occur in the file, or a tuple of byte strings that must all occur.
+Trigger = Union[bytes, Tuple[bytes, ...]]
 
 
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     summary: ClassVar[str]
-    #: Byte strings of which at least one must occur in a file for the rule to have anything to say.
-    triggers: ClassVar[Tuple[bytes, ...]]
+    #: At least one of these must occur in a file for the rule to have anything to say; a file
+    #: that matches no rule's triggers is never parsed, and only matching rules run on a tree.
+    triggers: ClassVar[Tuple[Trigger, ...]]
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         raise NotImplementedError

@@ -1009,42 +1009,72 @@ class LoudSkipLog(Rule):
     code = "OG203"
     name = "loud-skip-log"
     summary = "\"another replica has it\" logged at warning or above"
-    triggers = (b"warn", b"error", b"critical", b"exception", b"fatal", b"WARN", b"ERROR", b"CRITICAL", b"FATAL")
+    # Every finding is a loud log call written as a method call.
+    triggers = (b".warning(", b".warn(", b".error(", b".exception(", b".critical(", b".fatal(", b".log(")
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if facts.context.is_test:
             return
+        loud = []
+        for method in claim_data.LOUD_LOG_METHODS | {"log"}:
+            for call in facts.calls_by_name.get(method, ()):
+                level = _loud_level(call, facts)
+                if level is not None:
+                    loud.append((call, level))
+        if not loud:
+            return
         analyzer = ClaimAnalyzer.of_module(facts, _resolver if facts.context.cross_file else None)
-        branches: List[List[ast.stmt]] = []
-        for node in facts.ifs:
-            branch = analyzer.failed_branch(node)
-            if branch:
-                bound = analyzer.claims_bound_in(facts.enclosing_function(node) or facts.tree)
-                hit = bound.get(_root_name(node.test)) or analyzer.claim_in(node.test)
-                if hit is None or hit.kind in _LOUD_CLAIM_KINDS:
-                    branches.append(branch)
-        for handler in failed_lock_handlers(facts, analyzer):
-            branches.append(handler.body)
-        seen = set()
-        for branch in branches:
-            for statement in branch:
-                for node in [statement, *walk_no_nested_functions(statement)]:
-                    if not isinstance(node, ast.Call) or id(node) in seen:
-                        continue
-                    level = _loud_level(node, facts)
-                    if level is None:
-                        continue
-                    seen.add(id(node))
-                    fix = None
-                    if isinstance(node.func, ast.Attribute) and node.func.attr in claim_data.FIXABLE_LOG_METHODS:
-                        fix = Fix(kind="log-level-debug", description="log the skip at debug", applicability="safe")
-                    yield self.finding(
-                        node,
-                        f"The skip taken when another replica holds the claim is logged at {level}: it is the "
-                        "normal case on every replica but one, so each run raises a false alarm.",
-                        "Log the skip at debug (`log.debug(...)`); keep warning and error for failures of the job itself.",
-                        fix,
-                    )
+        branch_cache: Dict[int, Optional[List[ast.stmt]]] = {}
+        lock_handlers: Optional[set] = None
+        loud.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
+        for call, level in loud:
+            if not self._in_failed_branch(call, facts, analyzer, branch_cache):
+                if lock_handlers is None:
+                    lock_handlers = {id(h) for h in failed_lock_handlers(facts, analyzer)}
+                if not lock_handlers or not self._in_handler(call, lock_handlers):
+                    continue
+            fix = None
+            if isinstance(call.func, ast.Attribute) and call.func.attr in claim_data.FIXABLE_LOG_METHODS:
+                fix = Fix(kind="log-level-debug", description="log the skip at debug", applicability="safe")
+            yield self.finding(
+                call,
+                f"The skip taken when another replica holds the claim is logged at {level}: it is the "
+                "normal case on every replica but one, so each run raises a false alarm.",
+                "Log the skip at debug (`log.debug(...)`); keep warning and error for failures of the job itself.",
+                fix,
+            )
+
+    @staticmethod
+    def _in_failed_branch(call: ast.Call, facts: ModuleFacts, analyzer: ClaimAnalyzer,
+                          cache: Dict[int, Optional[List[ast.stmt]]]) -> bool:
+        child: ast.AST = call
+        for above in ancestors(call):
+            if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                return False
+            if isinstance(above, ast.If) and child is not above.test:
+                key = id(above)
+                if key not in cache:
+                    branch = analyzer.failed_branch(above)
+                    if branch:
+                        bound = analyzer.claims_bound_in(facts.enclosing_function(above) or facts.tree)
+                        hit = bound.get(_root_name(above.test)) or analyzer.claim_in(above.test)
+                        if hit is not None and hit.kind not in _LOUD_CLAIM_KINDS:
+                            branch = None
+                    cache[key] = branch
+                branch = cache[key]
+                if branch and any(child is statement for statement in branch):
+                    return True
+            child = above
+        return False
+
+    @staticmethod
+    def _in_handler(call: ast.Call, handlers: set) -> bool:
+        for above in ancestors(call):
+            if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                return False
+            if id(above) in handlers:
+                return True
+        return False
 
 
 def _root_name(test: ast.AST) -> str:
