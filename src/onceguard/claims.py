@@ -291,7 +291,7 @@ class ClaimAnalyzer:
         self._own_modules = own_module_names(facts)
         self._helpers: Dict[int, Optional[str]] = {}
         self._in_progress: Set[int] = set()
-        self._bound_claims: Dict[int, Dict[str, ClaimHit]] = {}
+        self._bound_claims: Dict[Tuple[int, str], Optional[ClaimHit]] = {}
 
     @classmethod
     def of_module(cls, facts: ModuleFacts, resolver: Optional[ForeignResolver] = None) -> "ClaimAnalyzer":
@@ -496,43 +496,46 @@ class ClaimAnalyzer:
         return Lead(False, None, node if outcome == _FAIL else None)
 
     # -- OG203: the branch taken when a claim fails --------------------------------------------
-    def claims_bound_in(self, scope: ast.AST) -> Dict[str, ClaimHit]:
-        """name -> claim for names assigned a claim's result in ``scope`` (a function or the module)."""
-        key = id(scope)
-        table = self._bound_claims.get(key)
-        if table is not None:
-            return table
-        table = {}
+    def bound_claim(self, scope: ast.AST, name: str) -> Optional[ClaimHit]:
+        """The claim whose result ``name`` holds in ``scope`` (a function or the module), or None.
+
+        ``acquired = r.set(..., nx=True, ex=...)``; ``(got,) = cur.fetchone()`` after
+        ``cur.execute("SELECT pg_try_advisory_xact_lock(...)")``; ``cur`` itself after that execute.
+        """
+        key = (id(scope), name)
+        if key in self._bound_claims:
+            return self._bound_claims[key]
+        found: Optional[ClaimHit] = None
         executed: Dict[str, ClaimHit] = {}
         nodes = walk_no_nested_functions(scope) if scope is not self.facts.tree else _module_level(scope)
         for node in nodes:
             if isinstance(node, ast.Expr):
                 value = node.value.value if isinstance(node.value, ast.Await) else node.value
-                if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
-                    hit = self.claim_in(value)
-                    if hit is not None and hit.kind in (TRY_LOCK, CONDITIONAL_UPDATE):
-                        receiver = _dotted(value.func.value)
-                        if receiver:
+                if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                        and value.func.attr in _SQL_SENDERS):
+                    receiver = _dotted(value.func.value)
+                    if receiver:
+                        hit = self.claim_in(value)
+                        if hit is not None and hit.kind in (TRY_LOCK, CONDITIONAL_UPDATE):
                             executed[receiver] = hit
-                            table[receiver] = hit
+                            if receiver.split(".", 1)[0] == name:
+                                found = hit
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                if name in _target_names(node):
+                    hit = self.claim_in(node.value)
+                    if hit is None and executed:
+                        hit = _fetch_from(node.value, executed)
+                    if hit is not None and hit.kind in NEEDS_TEST:
+                        found = hit
+            elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name) and node.target.id == name:
                 hit = self.claim_in(node.value)
-                if hit is None and executed:
-                    hit = _fetch_from(node.value, executed)
                 if hit is not None and hit.kind in NEEDS_TEST:
-                    for name in _target_names(node):
-                        table[name] = hit
-            elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
-                hit = self.claim_in(node.value)
-                if hit is not None and hit.kind in NEEDS_TEST:
-                    table[node.target.id] = hit
-        self._bound_claims[key] = table
-        return table
+                    found = hit
+        self._bound_claims[key] = found
+        return found
 
-    def failed_branch(self, node: ast.If) -> Optional[List[ast.stmt]]:
-        """The statements an ``if`` runs when the claim it tests was not obtained, or None."""
-        scope = self.facts.enclosing_function(node) or self.facts.tree
-        bound = self.claims_bound_in(scope)
+    def failed_branch(self, node: ast.If) -> Optional[Tuple[List[ast.stmt], ClaimHit]]:
+        """The statements an ``if`` runs when the claim it tests was not obtained, and that claim."""
         test = node.test
         negated = False
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -549,11 +552,12 @@ class ClaimAnalyzer:
                 test = test.left
             else:
                 return None
-        if not self._tests_claim(test, bound):
+        hit = self._tested_claim(test, node)
+        if hit is None:
             return None
-        return node.body if negated else node.orelse
+        return (node.body if negated else node.orelse), hit
 
-    def _tests_claim(self, test: ast.AST, bound: Dict[str, ClaimHit]) -> bool:
+    def _tested_claim(self, test: ast.AST, node: ast.AST) -> Optional[ClaimHit]:
         if isinstance(test, ast.Await):
             test = test.value
         if isinstance(test, ast.NamedExpr):
@@ -561,10 +565,16 @@ class ClaimAnalyzer:
         root = test
         while isinstance(root, (ast.Attribute, ast.Subscript)):
             root = root.value
-        if isinstance(root, ast.Name) and root.id in bound:
-            return True
+        if isinstance(root, ast.Name):
+            scope = self.facts.enclosing_function(node) or self.facts.tree
+            hit = self.bound_claim(scope, root.id)
+            if hit is not None:
+                return hit
         hit = self.claim_in(test)
-        return hit is not None and hit.kind in NEEDS_TEST
+        return hit if hit is not None and hit.kind in NEEDS_TEST else None
+
+
+_SQL_SENDERS = frozenset({"execute", "exec_driver_sql", "executemany"})
 
 
 def _update_has_where(text: str) -> bool:
@@ -831,9 +841,13 @@ class _Scan:
             if facts.imports.is_imported(node.id) and not bindings.values(node):
                 return True
             scope, values = bindings.scope_of(node)
-            if scope is not None and not values and isinstance(scope, _FUNCTION_TYPES):
+            if scope is None:
+                return True  # bound nowhere visible (a star import, a builtin): do not guess it is a key
+            if not values and isinstance(scope, _FUNCTION_TYPES):
                 return True  # a parameter: the job handed in
-            return any(isinstance(v, ast.Lambda) for v in values)
+            return any(isinstance(v, (ast.Lambda, ast.Attribute, ast.Name)) or (
+                isinstance(v, ast.Call) and (facts.callee(v) or "") in ("functools.partial", "partial"))
+                for v in values)
         return False
 
 

@@ -30,22 +30,43 @@ def trigger_words(rules: Sequence[Rule]) -> Tuple[Trigger, ...]:
     return tuple(sorted(words, key=repr))
 
 
-def _present(trigger: Trigger, source: bytes) -> bool:
-    if type(trigger) is bytes:
-        return trigger in source
-    return all(word in source for word in trigger)
+class _Words:
+    """Which words a file contains; each word is searched at most once per file."""
+
+    __slots__ = ("source", "seen")
+
+    def __init__(self, source: bytes) -> None:
+        self.source = source
+        self.seen: dict = {}
+
+    def has(self, trigger: Trigger) -> bool:
+        words = (trigger,) if type(trigger) is bytes else trigger
+        seen = self.seen
+        for word in words:  # rare words first in a tuple: most files fail on the first
+            found = seen.get(word)
+            if found is None:
+                found = seen[word] = word in self.source
+            if not found:
+                return False
+        return True
 
 
 def passes_prefilter(source: bytes, triggers: Sequence[Trigger]) -> bool:
     """A file that contains none of the triggers cannot produce a finding: skip its parse.
 
     A trigger is a byte string, or a tuple of byte strings that must all occur."""
-    return any(_present(trigger, source) for trigger in triggers)
+    words = _Words(source)
+    return any(words.has(trigger) for trigger in triggers)
 
 
-def applicable_rules(source: bytes, rules: Sequence[Rule]) -> List[Rule]:
-    """The rules whose own triggers occur in the file: only they run on its tree."""
-    return [rule for rule in rules if any(_present(trigger, source) for trigger in rule.triggers)]
+def applicable_rules(source: bytes, rules: Sequence[Rule], context: Optional[FileContext] = None) -> List[Rule]:
+    """The rules whose own triggers occur in the file (and whose kind of code it is): only they run."""
+    words = _Words(source)
+    return [
+        rule for rule in rules
+        if (context is None or not rule.only_in_migration_code or context.is_migration)
+        and any(words.has(trigger) for trigger in rule.triggers)
+    ]
 
 
 def engine_diagnostic(code: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
@@ -137,7 +158,7 @@ def check_source(source: bytes, path: str, config: Config, rules: Optional[Seque
     ignored = config.ignored_for_path(path) if config.per_file_ignores and path else ()
     if ignored:
         rules = [rule for rule in rules if not any(rule.code.startswith(code) for code in ignored)]
-    rules = applicable_rules(source, rules)
+    rules = applicable_rules(source, rules, FileContext(path, config))
     if not rules:
         return []
     text: Optional[str] = None

@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 from . import __version__
 from .config import Config, ConfigError, config_for
+from .context import FileContext
 
 
 class OnceguardChecker:
@@ -76,7 +77,8 @@ class OnceguardChecker:
         ignored = config.ignored_for_path(self.filename)
         rules = [r for r in enabled_rules(config) if not any(r.code.startswith(c) for c in ignored)]
         # The same prefilter as the CLI: most files of a project cannot produce a finding.
-        rules = applicable_rules("".join(self.lines).encode("utf-8", "surrogatepass"), rules)
+        rules = applicable_rules("".join(self.lines).encode("utf-8", "surrogatepass"), rules,
+                                 FileContext(self.filename, config))
         if not rules:
             return
         lines = [line.rstrip("\r\n") for line in self.lines]

@@ -9,10 +9,11 @@ the same questions of it (does this function begin with a claim?).
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import threading
 import warnings
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from .config import Config
 from .context import FileContext
@@ -24,6 +25,33 @@ _MAX_FILE_BYTES = 2_000_000
 _lock = threading.Lock()
 #: path -> (mtime, size, facts or None when unreadable/unparsable)
 _modules: Dict[str, Tuple[float, int, Optional[ModuleFacts]]] = {}
+
+
+_recording = threading.local()
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Set[str]]:
+    """Collect the other files a check reads: ``with recording() as deps: check(...)``.
+
+    A result cache must treat the findings of the checked file as stale when any of ``deps`` changes
+    (a job registered here and defined there: adding a claim there removes the finding here).
+    """
+    previous = getattr(_recording, "paths", None)
+    paths: Set[str] = set()
+    _recording.paths = paths
+    try:
+        yield paths
+    finally:
+        _recording.paths = previous
+        if previous is not None:
+            previous.update(paths)
+
+
+def _record(path: str) -> None:
+    paths = getattr(_recording, "paths", None)
+    if paths is not None:
+        paths.add(path)
 
 
 def _search_roots(root: str) -> List[str]:
@@ -83,6 +111,7 @@ def module_facts(path: str, config: Config) -> Optional[ModuleFacts]:
     except OSError:
         return None
     key = os.path.abspath(path)
+    _record(key)
     with _lock:
         cached = _modules.get(key)
     if cached is not None and cached[0] == stat.st_mtime and cached[1] == stat.st_size:

@@ -80,3 +80,30 @@ STATUS_SUFFIXES = ("_status", "_state")
 PENDING_TIMESTAMP_SUFFIXES = ("_at", "_on", "_time")
 #: Django lookups on those columns: ``status__in``, ``published_at__isnull``.
 DJANGO_STATUS_LOOKUPS: FrozenSet[str] = frozenset({"", "exact", "in", "isnull"})
+
+
+# -- prefilter ------------------------------------------------------------------------------------------
+# Each tuple lists words that must all occur (rarest first); a file matching none is never parsed for
+# these rules.  Every flagged doc example and fixture is checked against them by the test suite.
+_REDIS_CLIENT_WORDS = (b"redis", b"cache")
+
+READ_MODIFY_WRITE_TRIGGERS = (
+    # Django: an ORM instance loaded, changed, saved.
+    (b"save(", b"objects"), (b"save(", b"get_object_or_404"),
+    # SQLAlchemy: an instance loaded by a Session, changed, committed or flushed.
+    *((writer, loader) for writer in (b"commit(", b"flush(") for loader in (b".get(", b"select(", b"query", b"scalar")),
+    # Raw SQL: SELECT, then UPDATE with the value computed in Python.
+    (b"UPDATE", b"SELECT"), (b"update ", b"select "),
+    # Redis or the Django cache: GET, then SET of a value computed from it.
+    *((client, write) for client in _REDIS_CLIENT_WORDS for write in (b".set(", b"hset", b"setex", b".aset(")),
+)
+
+_STATUS_WORDS = (
+    b"status", b"state", b"processed", b"published", b"sent", b"done", b"handled", b"delivered", b"claimed",
+    b"locked_by", b"worker_id", b"isnull", b"IS NULL", b"is NULL", b"is null", b"is_(None)", b"== None",
+)
+_QUERY_WORDS = (b"filter(", b"where(", b"WHERE", b"where ", b"filter_by(")
+_WRITE_WORDS = (b"save(", b"update", b"UPDATE", b"delete", b"DELETE", b"commit(")
+ROW_PICKUP_TRIGGERS = tuple(
+    (query, status, write) for query in _QUERY_WORDS for status in _STATUS_WORDS for write in _WRITE_WORDS
+)

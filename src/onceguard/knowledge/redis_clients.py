@@ -134,3 +134,15 @@ ATOMIC_COUNTER: Dict[str, str] = {
     "psetex": "INCRBY followed by PEXPIRE in one pipeline",
     "hset": "HINCRBY (`r.hincrby(name, field, amount)`)",
 }
+
+
+# -- prefilter ------------------------------------------------------------------------------------------
+# A Redis client (or the Django cache) must be visible for these rules to speak, so its name is in the
+# file; each tuple lists words that must all occur.
+_CLIENT_WORDS = (b"redis", b"cache", b"Redis")
+LEASE_TRIGGERS = (b"setnx", b"SETNX") + tuple(
+    (client, call) for client in _CLIENT_WORDS for call in (b".set(", b"add(", b"lock(", b"Lock(", b".aset(")
+)
+RELEASE_TRIGGERS = tuple(
+    (client, call) for client in _CLIENT_WORDS for call in (b"delete", b"unlink", b"DEL")
+)

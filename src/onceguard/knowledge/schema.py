@@ -5,7 +5,7 @@ Adding a framework means adding rows here; the rules in ``rules/schema.py`` only
 """
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Tuple
+from typing import Dict, FrozenSet, Tuple, Union
 
 # -- frameworks, for the suggestion each finding carries ------------------------------------------
 SQLALCHEMY = "sqlalchemy"
@@ -303,19 +303,23 @@ LOCK_HELPER_WORD = "lock"
 #: Bytes every file that one of these rules reports contains (prefilter; case-sensitive).
 #: Raw DDL is found by pglast, but the prefilter needs bytes: upper-case keywords, and the lower-case
 #: phrases people write (a statement split over lines as ``create\n table`` is missed by design).
-OG401_TRIGGERS: Tuple[bytes, ...] = (
+OG401_TRIGGERS: Tuple[Union[bytes, Tuple[bytes, ...]], ...] = (
     b"create_all", b"drop_all", b"create_table", b"generate_schemas", b"generate_mapping", b"create_db_tables",
     b"migrate", b"createcachetable", b"alembic", b"generate_schema_for_client",  # alembic: command.upgrade/stamp
-    b"CREATE", b"ALTER", b"DROP",
+    # DDL in executed SQL: a verb and an object must both occur.
+    *((verb, noun) for verb in (b"CREATE", b"ALTER", b"DROP")
+      for noun in (b"TABLE", b"INDEX", b"SCHEMA", b"TYPE", b"EXTENSION", b"SEQUENCE", b"VIEW", b"FUNCTION",
+                   b"TRIGGER", b"DOMAIN")),
     b"create table", b"create index", b"create unique", b"create schema", b"create type", b"create extension",
     b"create sequence", b"create view", b"create or replace", b"create materialized", b"create function",
     b"create trigger", b"create domain", b"alter table", b"alter type", b"alter sequence",
     b"drop table", b"drop index", b"drop schema", b"drop type", b"drop view",
 )
+#: OG402 looks at migration code only (the rule says so to the engine), so any DSN source may matter.
 OG402_TRIGGERS: Tuple[bytes, ...] = (
     b"6432", b"pgbouncer", b"PGBOUNCER", b"PgBouncer", b"pooler", b"pgcat", b"odyssey", b"supavisor",
     b"environ", b"getenv",
 )
 OG403_TRIGGERS: Tuple[bytes, ...] = (
-    b"alembic", b"run_migrations", b"migrate", b"read_text", b".read()",
+    b"alembic", b"run_migrations", b"migrate", (b"read_text", b"execute"), (b".read()", b"execute"),
 )

@@ -19,6 +19,8 @@ class Rule:
     #: At least one of these must occur in a file for the rule to have anything to say; a file
     #: that matches no rule's triggers is never parsed, and only matching rules run on a tree.
     triggers: ClassVar[Tuple[Trigger, ...]]
+    #: Rules about migration code skip every other file before it is parsed.
+    only_in_migration_code: ClassVar[bool] = False
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         raise NotImplementedError

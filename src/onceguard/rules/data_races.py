@@ -375,7 +375,7 @@ class ReadModifyWrite(Rule):
     code = "OG301"
     name = "read-modify-write"
     summary = "a value read, changed in Python and written back, so concurrent updates are lost"
-    triggers = (b"save", b"commit", b"flush", b"UPDATE", b"update", b".set(", b"hset", b"setex", b".aset(")
+    triggers = orm.READ_MODIFY_WRITE_TRIGGERS
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if _single_process(facts):
@@ -840,7 +840,7 @@ class UnclaimedRowPickup(Rule):
     code = "OG302"
     name = "unclaimed-row-pickup"
     summary = "a worker selects rows by status and updates them without claiming them first"
-    triggers = (b"save", b"commit", b"flush", b"UPDATE", b"update", b"delete", b"DELETE")
+    triggers = orm.ROW_PICKUP_TRIGGERS
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if _single_process(facts):

@@ -379,7 +379,7 @@ class LeaseWithoutExpiry(Rule):
     code = "OG501"
     name = "lease-without-expiry"
     summary = "a Redis lock taken without both NX and an expiry, or with SETNX then EXPIRE"
-    triggers = (b"setnx", b".set(", b"add(", b"lock(", b"Lock(", b".aset(")
+    triggers = known.LEASE_TRIGGERS
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if facts.context.is_test:
@@ -454,7 +454,7 @@ class UnsafeLeaseRelease(Rule):
     code = "OG502"
     name = "unsafe-lease-release"
     summary = "a Redis lock released with a plain DEL that does not check the holder's token"
-    triggers = (b"delete", b"unlink", b"DEL")
+    triggers = known.RELEASE_TRIGGERS
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if facts.context.is_test:

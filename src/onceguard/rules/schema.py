@@ -703,6 +703,7 @@ class MigrationThroughPooler(Rule):
     name = "migration-through-pooler"
     summary = "Migration code connects through PgBouncer or with the app's pooled URL instead of a direct URL."
     triggers = known.OG402_TRIGGERS
+    only_in_migration_code = True
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         context = facts.context
