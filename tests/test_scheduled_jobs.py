@@ -141,6 +141,14 @@ def test_project_parses_each_file_once(tmp_path):
     assert project.find_function("app.nothing.here", cfg) is None
 
 
+def test_project_records_the_files_a_check_reads(tmp_path):
+    write(tmp_path, "app/__init__.py", "")
+    write(tmp_path, "app/jobs.py", JOBS)
+    with project.recording() as deps:
+        run(SCHEDULER, tmp_path, "app/scheduler.py", cross_file=True)
+    assert str((tmp_path / "app" / "jobs.py").resolve()) in {str(Path(p).resolve()) for p in deps}
+
+
 def test_cross_file_scheduler_binding(tmp_path):
     write(tmp_path, "app/__init__.py", "")
     write(tmp_path, "app/extensions.py", """\

@@ -240,7 +240,7 @@ def _module_level(tree: ast.Module) -> Iterable[ast.AST]:
         yield node
         children = list(ast.iter_child_nodes(node))
         children.reverse()
-        stack.extend(c for c in children if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)))
+        stack.extend(c for c in children if not isinstance(c, _SCOPE_TYPES))
 
 
 def own_module_name(facts: ModuleFacts) -> str:

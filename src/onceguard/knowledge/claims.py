@@ -58,7 +58,6 @@ ORM_FILTER_METHODS: FrozenSet[str] = frozenset({"filter", "where", "filter_by", 
 ORM_UPDATE_METHOD = "update"
 SQLALCHEMY_UPDATE: FrozenSet[str] = frozenset({"sqlalchemy.update", "sqlalchemy.sql.update", "sqlmodel.update",
                                              "sqlalchemy.sql.expression.update"})
-ROWCOUNT_ATTRIBUTES: FrozenSet[str] = frozenset({"rowcount", "matched_count", "modified_count"})
 #: Methods that read back the result of the statement the cursor just executed.
 FETCH_METHODS: FrozenSet[str] = frozenset({
     "fetchone", "fetchval", "scalar", "scalar_one", "scalar_one_or_none", "first", "one", "one_or_none",

@@ -159,8 +159,6 @@ APS4_MEMORY_STORES: FrozenSet[str] = frozenset({
 # -- triggers and timezones (OG202) -----------------------------------------------------------
 #: APScheduler 3 trigger aliases that are not periodic (a one-off run).
 APS3_ONE_OFF_TRIGGERS: FrozenSet[str] = frozenset({"date"})
-#: Trigger aliases / classes whose firing time depends on a zone (a wall-clock time).
-APS3_WALL_CLOCK_ALIASES: FrozenSet[str] = frozenset({"cron", "date", "calendarinterval"})
 APS_CRON_CLASSES: FrozenSet[str] = frozenset({
     "apscheduler.triggers.cron.CronTrigger",
     "apscheduler.triggers.calendarinterval.CalendarIntervalTrigger",
@@ -172,9 +170,6 @@ APS_DATE_CLASSES: FrozenSet[str] = frozenset({"apscheduler.triggers.date.DateTri
 CRON_WALL_CLOCK_FIELDS: FrozenSet[str] = frozenset({
     "hour", "day", "day_of_week", "week", "month", "year", "weekday",
 })
-#: ``run_date=`` of a date trigger is the wall-clock field.
-DATE_FIELDS: FrozenSet[str] = frozenset({"run_date", "run_time"})
-CALENDAR_FIELDS: FrozenSet[str] = frozenset({"years", "months", "weeks", "days"})
 TIMEZONE_KEYWORD = "timezone"
 #: Trigger arguments whose tzinfo becomes the trigger's zone when ``timezone`` is not given (APScheduler 3).
 TRIGGER_ZONE_CARRIERS: FrozenSet[str] = frozenset({"start_date", "end_date", "start_time", "end_time"})

@@ -1,0 +1,59 @@
+"""Generated programs never make the engine raise or report an internal error.
+
+hypothesmith writes syntactically valid (and, from the grammar, often odd) Python. Every rule is
+enabled and the prefilter is made to pass by a comment holding every trigger word, so each program
+really goes through the parse, the facts traversal and all the rules, as the language server does.
+"""
+from __future__ import annotations
+
+import hypothesmith
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from onceguard.config import Config
+from onceguard.engine import check_source, enabled_rules, trigger_words
+
+RULES = enabled_rules(Config(select=("OG",)))
+
+
+def _words(triggers) -> list:
+    words = []
+    for trigger in triggers:
+        words.extend([trigger] if isinstance(trigger, bytes) else trigger)
+    return sorted({w.decode("ascii", "replace").replace("\n", " ") for w in words})
+
+
+#: Appended as a comment; "noqa"-free so nothing is suppressed.
+TRIGGER_COMMENT = "\n# " + " ".join(_words(trigger_words(RULES))) + "\n"
+
+SETTINGS = settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
+
+
+def _check(source: str) -> None:
+    for path in ("app/jobs.py", "migrations/env.py", "tests/test_jobs.py"):
+        data = (source + TRIGGER_COMMENT).encode("utf-8", "surrogatepass")
+        found = check_source(data, path, Config(), RULES)
+        internal = [d for d in found if d.code == "OG001"]
+        assert not internal, internal
+
+
+def test_rules_are_present():
+    assert RULES and len(TRIGGER_COMMENT) > 3
+
+
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")
+@SETTINGS
+@given(hypothesmith.from_grammar())
+def test_engine_survives_programs_from_the_grammar(source):
+    _check(source)
+
+
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")
+@SETTINGS
+@given(hypothesmith.from_node())
+def test_engine_survives_programs_from_libcst_nodes(source):
+    _check(source)
