@@ -187,3 +187,35 @@ def test_flake8_and_cli_agree_on_a_file(onceguard, flake8, tmp_path):
     result = flake8("--isolated", "--select", "OG", "--format", "%(row)d|%(col)d|%(code)s", "jobs.py", cwd=tmp_path)
     plugin = {tuple(int(x) if x.isdigit() else x for x in line.split("|")) for line in result.stdout.splitlines()}
     assert cli == plugin and cli
+
+
+def test_cache_notices_changes_in_files_a_finding_depends_on(onceguard, tmp_path):
+    write(tmp_path, "pyproject.toml", "[tool.onceguard]\n")
+    write(tmp_path, "shop/__init__.py", "")
+    write(tmp_path, "shop/jobs.py", "from shop.mail import send_email\n\n\ndef send_digest():\n    send_email('digest')\n")
+    write(tmp_path, "shop/scheduler.py", textwrap.dedent(
+        """\
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        from shop.jobs import send_digest
+
+        scheduler = BackgroundScheduler(timezone="UTC")
+        scheduler.add_job(send_digest, "interval", minutes=5)
+        """
+    ))
+    first = json.loads(onceguard("check", "shop", "--format", "json", cwd=tmp_path).stdout)
+    assert [(f["path"], f["code"]) for f in first] == [("shop/scheduler.py", "OG201")]
+    write(tmp_path, "shop/jobs.py", textwrap.dedent(
+        """\
+        from shop.leases import claim_period
+        from shop.mail import send_email
+
+
+        def send_digest():
+            if not claim_period("shop:digest", 300):
+                return
+            send_email('digest')
+        """
+    ))
+    second = onceguard("check", "shop/scheduler.py", "--format", "json", cwd=tmp_path)
+    assert json.loads(second.stdout) == [] and second.returncode == 0

@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 import tempfile
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from . import __version__
 from .model import Diagnostic
@@ -49,20 +49,33 @@ class ResultCache:
         return f"{config_digest}:{os.path.abspath(path)}"
 
     def entry(self, path: str, config_digest: str) -> Optional[list]:
+        """[size, mtime_ns, content hash, findings, {other file read: [size, mtime_ns]}] or None."""
         entry = self.entries.get(self.key(path, config_digest))
-        return entry if isinstance(entry, list) and len(entry) == 4 else None
+        return entry if isinstance(entry, list) and len(entry) == 5 else None
+
+    def dependencies_unchanged(self, entry: list) -> bool:
+        """Findings that depend on other files (a job defined elsewhere) are stale when those change."""
+        return all(self.signature(other) == tuple(signature) for other, signature in entry[4].items())
 
     def lookup_by_stat(self, path: str, config_digest: str) -> Optional[List[Diagnostic]]:
         entry = self.entry(path, config_digest)
-        if entry is None or self.signature(path) != (entry[0], entry[1]):
+        if entry is None or self.signature(path) != (entry[0], entry[1]) or not self.dependencies_unchanged(entry):
             return None
         return decode(entry[3], path)
 
     def store(self, path: str, config_digest: str, digest: str, signature: Optional[Tuple[int, int]],
-              found: List[Diagnostic]) -> None:
+              found: List[Diagnostic], dependencies: Iterable[str] = ()) -> None:
         if signature is None or any(d.code == "OG001" for d in found):
             return  # an internal error is not a result worth keeping
-        self.entries[self.key(path, config_digest)] = [signature[0], signature[1], digest, [d.to_json() for d in found]]
+        others = {}
+        for other in dependencies:
+            other_signature = self.signature(other)
+            if other_signature is None:
+                return  # cannot tell later whether it changed: do not cache
+            others[other] = list(other_signature)
+        self.entries[self.key(path, config_digest)] = [
+            signature[0], signature[1], digest, [d.to_json() for d in found], others,
+        ]
         self.dirty = True
 
     def save(self) -> None:

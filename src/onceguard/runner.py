@@ -9,12 +9,14 @@ from .cache import ResultCache, content_hash, decode
 from .config import Config
 from .engine import cannot_read, check_source, enabled_rules, read_source
 from .model import Diagnostic
+from .project import recording
 
 # Below this many files a pool costs more to start than it saves.
 _POOL_THRESHOLD = 48
 
 WorkItem = Tuple[str, Config, Optional[str]]
-WorkResult = Tuple[str, Optional[str], Optional[Tuple[int, int]], Optional[List[Diagnostic]]]
+# (path, content hash, stat signature, findings or None to reuse the cached ones, other files read)
+WorkResult = Tuple[str, Optional[str], Optional[Tuple[int, int]], Optional[List[Diagnostic]], Tuple[str, ...]]
 
 _rules_by_digest: Dict[str, list] = {}
 
@@ -32,12 +34,13 @@ def check_one(item: WorkItem) -> WorkResult:
     try:
         source = read_source(path)
     except OSError as error:
-        return path, None, None, [cannot_read(path, error)]
+        return path, None, None, [cannot_read(path, error)], ()
     digest = content_hash(source)
     if digest == cached_digest:
-        return path, digest, signature, None  # unchanged content: reuse the cached findings
-    found = check_source(source, path, config, _rules_for(config), cross_file=True)
-    return path, digest, signature, found
+        return path, digest, signature, None, ()  # unchanged content: reuse the cached findings
+    with recording() as others:
+        found = check_source(source, path, config, _rules_for(config), cross_file=True)
+    return path, digest, signature, found, tuple(sorted(others))
 
 
 def _check_chunk(items: List[WorkItem]) -> List[WorkResult]:
@@ -55,7 +58,8 @@ def check_files(files: Sequence[Tuple[str, Config]], jobs: int, cache: Optional[
                 results.extend(hit)
                 continue
             entry = cache.entry(path, digest)
-            work.append((path, config, entry[2] if entry else None))
+            reusable = entry is not None and cache.dependencies_unchanged(entry)
+            work.append((path, config, entry[2] if reusable else None))
         else:
             work.append((path, config, None))
 
@@ -68,14 +72,15 @@ def check_files(files: Sequence[Tuple[str, Config]], jobs: int, cache: Optional[
         outcomes = _check_chunk(work)
 
     configs = {path: config for path, config in files}
-    for path, digest, signature, found in outcomes:
+    for path, digest, signature, found, others in outcomes:
         config_digest = configs[path].digest()
         if found is None and cache is not None:
             entry = cache.entry(path, config_digest)
             found = decode(entry[3], path) if entry else []
+            others = tuple(entry[4]) if entry else ()
         found = found or []
         if cache is not None and digest is not None:
-            cache.store(path, config_digest, digest, signature, found)
+            cache.store(path, config_digest, digest, signature, found, others)
         results.extend(found)
     return results
 
