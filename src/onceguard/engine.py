@@ -62,11 +62,16 @@ def passes_prefilter(source: bytes, triggers: Sequence[Trigger]) -> bool:
 def applicable_rules(source: bytes, rules: Sequence[Rule], context: Optional[FileContext] = None) -> List[Rule]:
     """The rules whose own triggers occur in the file (and whose kind of code it is): only they run."""
     words = _Words(source)
-    return [
-        rule for rule in rules
-        if (context is None or not rule.only_in_migration_code or context.is_migration)
-        and any(words.has(trigger) for trigger in rule.triggers)
-    ]
+    chosen = []
+    for rule in rules:
+        if context is not None and rule.only_in_migration_code and not context.is_migration:
+            continue
+        triggers = rule.triggers
+        if context is not None:
+            triggers = triggers + rule.config_triggers(context.config)
+        if any(words.has(trigger) for trigger in triggers):
+            chosen.append(rule)
+    return chosen
 
 
 def engine_diagnostic(code: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:

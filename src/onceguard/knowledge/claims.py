@@ -73,3 +73,16 @@ LOUD_LOG_METHODS: FrozenSet[str] = frozenset({"warning", "warn", "error", "excep
 FIXABLE_LOG_METHODS: FrozenSet[str] = frozenset({"warning", "warn", "error", "critical", "fatal"})
 LOUD_LEVEL_NAMES: FrozenSet[str] = frozenset({"WARNING", "WARN", "ERROR", "CRITICAL", "FATAL"})
 PRINT_FUNCTIONS: FrozenSet[str] = frozenset({"print"})
+
+# -- prefilter -------------------------------------------------------------------------------
+#: Words one of which a claim's code contains (rarest first in each pair below).
+CLAIM_WORDS: Tuple[bytes, ...] = (
+    b"claim", b"run_once", b"run_exclusive", b"locked_run", b"acquire", b"advisory", b"nx=", b"lock(", b"Lock",
+    b"NotAcquired", b"ExtendFailed", b"skip_locked", b"SKIP LOCKED", b"skip locked", b"rowcount", b".add(",
+    b".update(",
+)
+LOUD_LOG_CALL_WORDS: Tuple[bytes, ...] = (
+    b".warning(", b".warn(", b".error(", b".exception(", b".critical(", b".fatal(", b".log(",
+)
+#: OG203 speaks only where a claim's failure branch logs loudly: both must be in the file.
+LOUD_SKIP_TRIGGERS = tuple((claim, log) for claim in CLAIM_WORDS for log in LOUD_LOG_CALL_WORDS)

@@ -22,6 +22,11 @@ class Rule:
     #: Rules about migration code skip every other file before it is parsed.
     only_in_migration_code: ClassVar[bool] = False
 
+    @staticmethod
+    def config_triggers(config) -> Tuple[Trigger, ...]:
+        """Triggers that come from the configuration (e.g. claim functions named there)."""
+        return ()
+
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         raise NotImplementedError
 

@@ -1020,7 +1020,13 @@ class LoudSkipLog(Rule):
     name = "loud-skip-log"
     summary = "\"another replica has it\" logged at warning or above"
     # Every finding is a loud log call written as a method call.
-    triggers = (b".warning(", b".warn(", b".error(", b".exception(", b".critical(", b".fatal(", b".log(")
+    triggers = claim_data.LOUD_SKIP_TRIGGERS
+
+    @staticmethod
+    def config_triggers(config) -> tuple:
+        """Claim functions named in the config may be called anything."""
+        names = {name.rsplit(".", 1)[-1].encode() for name in config.claim_functions}
+        return tuple((name, log) for name in sorted(names) for log in claim_data.LOUD_LOG_CALL_WORDS)
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if facts.context.is_test:
