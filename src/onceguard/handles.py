@@ -50,7 +50,14 @@ def _annotation_target(node: Optional[ast.AST]) -> Optional[ast.AST]:
 
 
 class Handles:
+    """Database handles by default; a subclass binds other kinds of objects (Redis clients) by giving
+    its own tables and, where its objects are made differently, its own ``_of_call``."""
+
     _MAX_DEPTH = 8
+    CACHE_KEY = "handles"
+    CONSTRUCTORS: Dict[str, tuple] = db.CONSTRUCTORS
+    OBJECTS: Dict[str, tuple] = db.OBJECTS
+    ANNOTATIONS: Dict[str, tuple] = db.ANNOTATIONS
 
     def __init__(self, facts: ModuleFacts) -> None:
         self.facts = facts
@@ -58,8 +65,8 @@ class Handles:
         self._class_attrs: Dict[int, Dict[str, List[Tuple[ast.AST, ast.AST, bool]]]] = {}
 
     @classmethod
-    def of_module(cls, facts: ModuleFacts) -> "Handles":
-        return facts.cached("handles", cls)
+    def of_module(cls, facts: ModuleFacts):
+        return facts.cached(cls.CACHE_KEY, cls)
 
     # -- bindings ------------------------------------------------------------
     def _bindings(self, scope: ast.AST) -> Dict[str, List[Tuple[ast.AST, ast.AST, bool]]]:
@@ -74,9 +81,12 @@ class Handles:
 
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
             arguments = scope.args
-            for arg in arguments.posonlyargs + arguments.args + arguments.kwonlyargs:
-                if arg.annotation is not None:
-                    bind(arg.arg, arg, arg.annotation, True)
+            every = arguments.posonlyargs + arguments.args + arguments.kwonlyargs + [
+                a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+            for arg in every:
+                # An unannotated parameter is bound too, to nothing known: it hides a module-level
+                # handle of the same name instead of borrowing its origin.
+                bind(arg.arg, arg, arg.annotation, True)
         for node in walk_no_nested_functions(scope):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -129,8 +139,8 @@ class Handles:
         if isinstance(expr, ast.Await):
             return self.of(expr.value, depth)
         qualified = self.facts.qualify(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else None
-        if qualified in db.OBJECTS:
-            kind, library = db.OBJECTS[qualified]
+        if qualified in self.OBJECTS:
+            kind, library = self.OBJECTS[qualified]
             return Handle(kind, library, qualified.rsplit(".", 1)[-1])
         if isinstance(expr, ast.Call):
             return self._of_call(expr, depth)
@@ -149,8 +159,8 @@ class Handles:
 
     def _of_call(self, call: ast.Call, depth: int) -> Optional[Handle]:
         callee = self.facts.callee(call)
-        if callee in db.CONSTRUCTORS:
-            kind, library = db.CONSTRUCTORS[callee]
+        if callee in self.CONSTRUCTORS:
+            kind, library = self.CONSTRUCTORS[callee]
             return Handle(kind, library, callee.rsplit(".", 1)[-1], call)
         func = call.func
         if isinstance(func, ast.Attribute):
@@ -193,7 +203,7 @@ class Handles:
             if is_annotation:
                 target = _annotation_target(value)
                 qualified = self.facts.qualify(target) if target is not None else None
-                entry = db.ANNOTATIONS.get(qualified or "")
+                entry = self.ANNOTATIONS.get(qualified or "")
                 handle = Handle(entry[0], entry[1], qualified.rsplit(".", 1)[-1], origin) if entry else None
             else:
                 handle = self.of(value, depth)

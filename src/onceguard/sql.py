@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import FrozenSet, Optional, Tuple
+from typing import FrozenSet, List, Optional, Tuple
 
 import pglast
 from pglast import ast as pg
@@ -49,6 +49,17 @@ def normalise_placeholders(text: str) -> str:
         return f"${counter[0]}"
 
     return _PLACEHOLDER.sub(replace, text)
+
+
+def placeholder_names(text: str) -> List[Optional[str]]:
+    """For each placeholder that ``normalise_placeholders`` numbers ``$1, $2, ...``: its name
+    (``%(name)s``, ``:name``) or None when it is positional (``%s``, ``?``, ``{}``)."""
+    names: List[Optional[str]] = []
+    for match in _PLACEHOLDER.finditer(text):
+        if match.group("quoted") or match.group("cast") or match.group("escaped"):
+            continue
+        names.append(match.group("pyname") or (match.group("named") or "")[1:] or None)
+    return names
 
 
 @lru_cache(maxsize=4096)

@@ -23,7 +23,7 @@ from ..knowledge import redis_clients as redis_known
 from ..model import Diagnostic
 from ..names import dotted
 from ..registry import register
-from ..sql import _PLACEHOLDER, parse_statements
+from ..sql import parse_statements, placeholder_names
 from .base import Rule
 from .redis_leases import argument, has_spread, key_argument, redis_call, result_tested, short
 
@@ -630,11 +630,7 @@ def _select_result_source(select: ExecutedSql) -> Callable[[ast.AST], bool]:
 
 def _parameter(executed: ExecutedSql, number: int, facts: ModuleFacts) -> Optional[ast.AST]:
     """The Python expression sent for ``$number`` of the normalised SQL."""
-    spelled: List[Optional[str]] = []  # per counted placeholder: its name, or None when positional
-    for match in _PLACEHOLDER.finditer(executed.text):
-        if match.group("quoted") or match.group("cast") or match.group("escaped"):
-            continue
-        spelled.append(match.group("pyname") or (match.group("named") or "")[1:] or None)
+    spelled = placeholder_names(executed.text)  # per counted placeholder: its name, or None when positional
     params = executed.params
     if not spelled:  # native $n placeholders (asyncpg)
         values = _sequence(params)

@@ -17,7 +17,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..executed_sql import sql_text
 from ..facts import ModuleFacts, ancestors, walk_no_nested_functions
-from ..handles import Handle, Handles, _annotation_target
+from ..handles import Handle, Handles
 from ..knowledge import redis_clients as known
 from ..model import Diagnostic
 from ..registry import register
@@ -29,70 +29,24 @@ from .base import Rule
 class RedisClients(Handles):
     """The bindings machinery of :class:`Handles`, fed with Redis constructors instead of database ones."""
 
-    @classmethod
-    def of_module(cls, facts: ModuleFacts) -> "RedisClients":
-        return facts.cached("redis_clients", cls)
+    CACHE_KEY = "redis_clients"
+    CONSTRUCTORS = known.CONSTRUCTORS
+    OBJECTS = known.OBJECTS
+    ANNOTATIONS = known.ANNOTATIONS
 
     def of(self, expr: Optional[ast.AST], _depth: int = 0) -> Optional[Handle]:
-        if expr is None or _depth > self._MAX_DEPTH:
-            return None
-        depth = _depth + 1
-        if isinstance(expr, ast.Await):
-            return self.of(expr.value, depth)
-        if isinstance(expr, ast.Subscript):
+        if isinstance(expr, ast.Subscript):  # django.core.cache.caches["locks"]
             if self.facts.qualify(expr.value) in known.CACHE_MAPPINGS:
                 return Handle(known.DJANGO_CACHE, "django", "caches")
             return None
-        if isinstance(expr, (ast.Name, ast.Attribute)):
-            qualified = self.facts.qualify(expr)
-            if qualified in known.OBJECTS:
-                kind, library = known.OBJECTS[qualified]
-                return Handle(kind, library, qualified.rsplit(".", 1)[-1])
-        if isinstance(expr, ast.Call):
-            callee = self.facts.callee(expr)
-            if callee in known.CONSTRUCTORS:
-                kind, library = known.CONSTRUCTORS[callee]
-                return Handle(kind, library, callee.rsplit(".", 1)[-1], expr)
-            return None
-        if isinstance(expr, ast.Name):
-            return self._of_name(expr, depth)
-        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
-            cls_node = self.facts.enclosing_class(expr)
-            if cls_node is not None:
-                return self._agree(self._self_attributes(cls_node).get(expr.attr, []), depth)
+        return super().of(expr, _depth)
+
+    def _of_call(self, call: ast.Call, depth: int) -> Optional[Handle]:
+        callee = self.facts.callee(call)
+        if callee in self.CONSTRUCTORS:
+            kind, library = self.CONSTRUCTORS[callee]
+            return Handle(kind, library, callee.rsplit(".", 1)[-1], call)
         return None
-
-    def _of_name(self, name: ast.Name, depth: int) -> Optional[Handle]:
-        # An unannotated parameter shadows a module-level client of the same name: its origin is unknown.
-        for scope in self._scopes_of(name):
-            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and _unannotated_parameter(scope, name.id):
-                return None
-            bindings = self._bindings(scope).get(name.id)
-            if bindings:
-                return self._agree(bindings, depth)
-        return None
-
-    def _agree(self, bindings, depth: int) -> Optional[Handle]:
-        found: Optional[Handle] = None
-        for origin, value, is_annotation in bindings:
-            if is_annotation:
-                target = _annotation_target(value)
-                qualified = self.facts.qualify(target) if target is not None else None
-                entry = known.ANNOTATIONS.get(qualified or "")
-                handle = Handle(entry[0], entry[1], "annotation", origin) if entry else None
-            else:
-                handle = self.of(value, depth)
-            if handle is None or (found is not None and found.kind != handle.kind):
-                return None
-            found = found or handle
-        return found
-
-
-def _unannotated_parameter(function: ast.AST, name: str) -> bool:
-    arguments = function.args
-    every = arguments.posonlyargs + arguments.args + arguments.kwonlyargs + [
-        a for a in (arguments.vararg, arguments.kwarg) if a is not None]
-    return any(a.arg == name and a.annotation is None for a in every)
 
 
 def redis_call(call: ast.Call, facts: ModuleFacts) -> Optional[Handle]:
