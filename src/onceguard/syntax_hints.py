@@ -10,7 +10,9 @@ _NEWER_SYNTAX = (
     ((3, 12), re.compile(r"^\s*type\s+\w+(\[.*\])?\s*="), "a `type` alias statement"),
     ((3, 12), re.compile(r"^\s*(async\s+)?def\s+\w+\s*\["), "generic function syntax"),
     ((3, 12), re.compile(r"^\s*class\s+\w+\s*\["), "generic class syntax"),
-    ((3, 14), re.compile(r"^\s*except\s+[^(:]+,[^:]+:"), "`except` with several types and no brackets"),
+    # ``except A, B:`` (PEP 758) names classes; Python 2's ``except ValueError, e:`` binds a variable.
+    ((3, 14), re.compile(r"^\s*except\*?\s+[\w.]+(\s*,\s*[A-Z][\w.]*)+\s*:"),
+     "`except` with several types and no brackets"),
     ((3, 11), re.compile(r"^\s*except\s*\*"), "`except*`"),
     ((3, 10), re.compile(r"^\s*match\s+.+:\s*$"), "a `match` statement"),
 )

@@ -81,7 +81,8 @@ def artifact_location(path: str) -> dict:
     except ValueError:  # another drive on Windows
         relative = ""
     if relative and not relative.startswith(".."):
-        return {"uri": quote(relative.replace(os.sep, "/")), "uriBaseId": SRCROOT}
+        # File names that are not valid UTF-8 are quoted from their raw bytes.
+        return {"uri": quote(os.fsencode(relative.replace(os.sep, "/"))), "uriBaseId": SRCROOT}
     return {"uri": Path(absolute).as_uri()}
 
 
