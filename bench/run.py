@@ -27,7 +27,7 @@ What it does:
    with and without onceguard, ``ruff check --select ALL --no-cache
    --silent``, Fixit with one rule (on a fixed slice only: it is too slow for
    the whole corpus), and onceguard's peak memory (resident set of the whole
-   process tree, sampled, and the largest single process).
+   process tree, sampled every 20 ms, and the largest single process).
 """
 from __future__ import annotations
 
@@ -37,7 +37,6 @@ import hashlib
 import json
 import os
 import platform
-import resource
 import shutil
 import statistics
 import subprocess
@@ -258,7 +257,7 @@ def ensure_venv(venv: Path, requirements: Sequence[str]) -> Path:
 def tool_paths() -> Dict[str, str]:
     here = Path(sys.executable).parent
     paths = {}
-    for name in ("onceguard", "ruff", "fixit"):
+    for name in ("ruff", "fixit"):
         candidate = here / name
         found = str(candidate) if candidate.exists() else shutil.which(name)
         if not found:
@@ -267,7 +266,14 @@ def tool_paths() -> Dict[str, str]:
         paths[name] = found
     version = flake8_version()
     plain = ensure_venv(WORK / "venv-flake8", [f"flake8=={version}"])
-    with_og = ensure_venv(WORK / "venv-flake8-onceguard", [f"flake8=={version}", "-e", str(REPO)])
+    with_og = ensure_venv(WORK / "venv-flake8-onceguard", [f"flake8=={version}", str(REPO)])
+    # A fresh, non-editable copy of the working tree: every measurement of this run uses the same
+    # code and rules, whatever is edited while it runs.
+    log("installing a snapshot of onceguard into the flake8 + onceguard environment")
+    subprocess.run([str(venv_bin(with_og, "python")), "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--force-reinstall", str(REPO)], check=True)
+    paths["onceguard"] = str(venv_bin(with_og, "onceguard"))
+    paths["python+onceguard"] = str(venv_bin(with_og, "python"))
     paths["flake8"] = str(venv_bin(plain, "flake8"))
     paths["flake8+onceguard"] = str(venv_bin(with_og, "flake8"))
     return paths
@@ -291,16 +297,19 @@ class TreeMemory:
         self.pid = pid
         self.interval = interval
         self.peak = 0
+        self.peak_single = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, self._sample())
+            total, single = self._sample()
+            self.peak = max(self.peak, total)
+            self.peak_single = max(self.peak_single, single)
             self._stop.wait(self.interval)
 
-    def _sample(self) -> int:
+    def _sample(self) -> Tuple[int, int]:
         children: Dict[int, List[int]] = {}
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
@@ -312,21 +321,23 @@ class TreeMemory:
                 continue
             parent = int(data[data.rindex(b")") + 2:].split()[1])
             children.setdefault(parent, []).append(int(entry))
-        total, stack = 0, [self.pid]
+        total, single, stack = 0, 0, [self.pid]
         while stack:
             pid = stack.pop()
             stack.extend(children.get(pid, ()))
             try:
                 with open(f"/proc/{pid}/statm", "rb") as handle:
-                    total += int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+                    resident = int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
             except (OSError, IndexError, ValueError):
                 continue
-        return total
+            total += resident
+            single = max(single, resident)
+        return total, single
 
-    def stop(self) -> int:
+    def stop(self) -> Tuple[int, int]:
         self._stop.set()
         self._thread.join()
-        return self.peak
+        return self.peak, self.peak_single
 
 
 @dataclass
@@ -337,19 +348,16 @@ class Run:
 
 
 def run_once(command: Sequence[str], cwd: Path, allowed: Sequence[int] = (0, 1), memory: bool = False) -> Run:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.perf_counter()
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     sampler = TreeMemory(process.pid) if memory else None
     _, stderr = process.communicate()
     seconds = time.perf_counter() - start
-    tree_rss = sampler.stop() if sampler else 0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    tree_rss, single_rss = sampler.stop() if sampler else (0, 0)
     text = stderr.decode("utf-8", "replace")
     if process.returncode not in allowed or "Traceback" in text:
         raise SystemExit(f"bench: {' '.join(map(str, command))} in {cwd} exited {process.returncode}:\n{text[-3000:]}")
-    # ru_maxrss of the children is the largest single process so far (kB); only a new maximum is ours.
-    return Run(seconds, tree_rss, after * 1024 if after > before else 0)
+    return Run(seconds, tree_rss, single_rss)
 
 
 @dataclass
@@ -420,35 +428,47 @@ def check_same_files(tree: Tree, tools: Dict[str, str]) -> str:
         cwd=tree.root, capture_output=True, text=True,
     ).stdout
     ruff_files = sum(1 for line in listed.splitlines() if line.endswith(".py"))
-    from onceguard.config import config_for
-    from onceguard.discovery import discover
-
-    problems: list = []
-    here = os.getcwd()
-    try:
-        os.chdir(tree.root)
-        ours = sum(1 for _ in discover(["."], config_for, problems))
-    finally:
-        os.chdir(here)
+    ours = in_snapshot(tools, tree, """
+from onceguard.config import config_for
+from onceguard.discovery import discover
+print(sum(1 for _ in discover(["."], config_for, [])))
+""").strip()
     return f"{len(tree.files)} files in the tree, ruff walks {ruff_files}, onceguard walks {ours}"
+
+
+def in_snapshot(tools: Dict[str, str], tree: Tree, code: str) -> str:
+    return subprocess.run([tools["python+onceguard"], "-c", code], cwd=tree.root, capture_output=True,
+                          text=True, check=True).stdout
 
 
 # --------------------------------------------------------------------------------------------------
 # prefilter and machine
 
-def prefilter_rate(tree: Tree) -> Tuple[int, int, int, int, int, List[str]]:
-    from onceguard.config import Config
-    from onceguard.engine import enabled_rules, passes_prefilter, trigger_words
+def prefilter_rate(tree: Tree, tools: Dict[str, str]) -> Tuple[int, int, int, int, int, List[str]]:
+    """Files and lines that contain a trigger of an enabled rule (the rest is never parsed)."""
+    result = subprocess.run(
+        [tools["python+onceguard"], "-c", PREFILTER_SCRIPT], cwd=tree.root, input="\n".join(tree.files),
+        capture_output=True, text=True, check=True,
+    )
+    data = json.loads(result.stdout)
+    files_in = sum(1 for hit, _ in data["hits"] if hit)
+    lines_in = sum(lines for hit, lines in data["hits"] if hit)
+    return files_in, len(tree.files), lines_in, tree.lines, data["words"], data["codes"]
 
-    rules = enabled_rules(Config())
-    words = trigger_words(rules)
-    files_in = lines_in = 0
-    for path in tree.files:
-        source = (tree.root / path).read_bytes()
-        if rules and passes_prefilter(source, words):
-            files_in += 1
-            lines_in += source.count(b"\n")
-    return files_in, len(tree.files), lines_in, tree.lines, len(words), [r.code for r in rules]
+
+PREFILTER_SCRIPT = """
+import json, sys
+from onceguard.config import Config
+from onceguard.engine import enabled_rules, passes_prefilter, trigger_words
+rules = enabled_rules(Config())
+words = trigger_words(rules)
+hits = []
+for path in sys.stdin.read().splitlines():
+    with open(path, "rb") as handle:
+        source = handle.read()
+    hits.append([bool(rules) and passes_prefilter(source, words), source.count(b"\\n")])
+print(json.dumps({"hits": hits, "words": len(words), "codes": [r.code for r in rules]}))
+"""
 
 
 def machine() -> List[str]:
@@ -523,9 +543,10 @@ def report(trees: List[Tree], results: Dict[str, Dict[str, Measurement]], fixit_
                f"{f['ruff'].median:.2f} s | {f['fixit'].median / f['cold'].median:.1f}× |")
     out.append("")
     files_in, files_all, lines_in, lines_all, words, _ = prefilter
-    out.append(f"Prefilter ({words} trigger words of the enabled rules): {files_in:,} of {files_all:,} files "
-               f"({100 * files_in / max(files_all, 1):.1f}%) and {lines_in:,} of {lines_all:,} lines "
-               f"({100 * lines_in / max(lines_all, 1):.1f}%) are parsed; the rest is skipped unparsed.")
+    out.append(f"Prefilter (`passes_prefilter` with the {words} triggers of the enabled rules): {files_in:,} of "
+               f"{files_all:,} files ({100 * files_in / max(files_all, 1):.1f}%) holding {lines_in:,} of "
+               f"{lines_all:,} lines ({100 * lines_in / max(lines_all, 1):.1f}%) pass and are parsed; the rest "
+               f"is never parsed. Only the rules whose own triggers occur run on a parsed file.")
     out.append("")
     full = results[trees[-1].name]
     out.append("Targets (full tree): "
@@ -533,7 +554,7 @@ def report(trees: List[Tree], results: Dict[str, Dict[str, Measurement]], fixit_
                f"flake8 + onceguard ≤ 1.10× flake8: {full['flake8+og'].median / full['flake8'].median:.3f}×; "
                f"warm ≤ 0.1× cold: {full['warm'].median / full['cold'].median:.2f}×; "
                f"peak memory < 300 MiB: {mib(full['cold'].peak_tree_rss)} (all processes together; largest "
-               f"single process {mib(max(r.max_process_rss for r in full['cold'].runs))}); "
+               f"single process {mib(max(r.max_process_rss for r in full['cold'].runs))}, sampled every 20 ms); "
                f"≥ 20× faster than Fixit: {f['fixit'].median / f['cold'].median:.1f}×.")
     return "\n".join(out) + "\n"
 
@@ -564,7 +585,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     }
     same_files = check_same_files(trees[-1], tools)
     log(same_files)
-    prefilter = prefilter_rate(trees[-1])
+    prefilter = prefilter_rate(trees[-1], tools)
     results = {tree.name: bench_tree(tree, tools, args.rounds, args.slow_rounds) for tree in trees}
     fixit_results = bench_fixit(fixit_tree, tools, args.rounds, args.slow_rounds)
     text = report(trees, results, fixit_tree, fixit_results, prefilter, versions, same_files,

@@ -7,7 +7,10 @@ import sys
 import tokenize
 import traceback
 import warnings
+from functools import lru_cache
 from typing import List, Optional, Sequence, Tuple
+
+import ahocorasick
 
 from .config import Config
 from .context import FileContext
@@ -30,48 +33,75 @@ def trigger_words(rules: Sequence[Rule]) -> Tuple[Trigger, ...]:
     return tuple(sorted(words, key=repr))
 
 
-class _Words:
-    """Which words a file contains; each word is searched at most once per file."""
+class _TriggerIndex:
+    """The triggers of a set of rules, compiled once: an Aho-Corasick automaton over their first words
+    finds, in one pass over a file, which of them occur; only the triggers starting with those words
+    are looked at, and their remaining words are searched one by one."""
 
-    __slots__ = ("source", "seen")
+    def __init__(self, rule_triggers: Tuple[Tuple[Trigger, ...], ...]) -> None:
+        self.by_first: dict = {}
+        for index, triggers in enumerate(rule_triggers):
+            for trigger in triggers:
+                words = (trigger,) if type(trigger) is bytes else tuple(trigger)
+                self.by_first.setdefault(words[0], []).append((index, words[1:]))
+        self.automaton = ahocorasick.Automaton()
+        for word in self.by_first:
+            # latin-1 maps each byte to one code point, so the automaton searches the raw bytes.
+            self.automaton.add_word(word.decode("latin-1"), word)
+        if self.by_first:
+            self.automaton.make_automaton()
 
-    def __init__(self, source: bytes) -> None:
-        self.source = source
-        self.seen: dict = {}
+    def matching(self, source: bytes) -> set:
+        """Indexes of the rules with at least one trigger in ``source``."""
+        if not self.by_first:
+            return set()
+        firsts = {word for _, word in self.automaton.iter(source.decode("latin-1"))}
+        matched: set = set()
+        seen: dict = {}
+        for first in firsts:
+            for index, rest in self.by_first[first]:
+                if index in matched:
+                    continue
+                for word in rest:
+                    found = seen.get(word)
+                    if found is None:
+                        found = seen[word] = word in source
+                    if not found:
+                        break
+                else:
+                    matched.add(index)
+        return matched
 
-    def has(self, trigger: Trigger) -> bool:
-        words = (trigger,) if type(trigger) is bytes else trigger
-        seen = self.seen
-        for word in words:  # rare words first in a tuple: most files fail on the first
-            found = seen.get(word)
-            if found is None:
-                found = seen[word] = word in self.source
-            if not found:
-                return False
-        return True
+
+_indexes: dict = {}
+
+
+def _index_for(rules: Sequence[Rule], extra: Tuple[Tuple[Trigger, ...], ...]) -> _TriggerIndex:
+    key = (tuple(type(rule) for rule in rules), extra)
+    index = _indexes.get(key)
+    if index is None:
+        index = _indexes[key] = _TriggerIndex(
+            tuple(tuple(rule.triggers) + more for rule, more in zip(rules, extra))
+        )
+    return index
 
 
 def passes_prefilter(source: bytes, triggers: Sequence[Trigger]) -> bool:
     """A file that contains none of the triggers cannot produce a finding: skip its parse.
 
     A trigger is a byte string, or a tuple of byte strings that must all occur."""
-    words = _Words(source)
-    return any(words.has(trigger) for trigger in triggers)
+    return bool(_TriggerIndex((tuple(triggers),)).matching(source))
 
 
 def applicable_rules(source: bytes, rules: Sequence[Rule], context: Optional[FileContext] = None) -> List[Rule]:
     """The rules whose own triggers occur in the file (and whose kind of code it is): only they run."""
-    words = _Words(source)
-    chosen = []
-    for rule in rules:
-        if context is not None and rule.only_in_migration_code and not context.is_migration:
-            continue
-        triggers = rule.triggers
-        if context is not None:
-            triggers = triggers + rule.config_triggers(context.config)
-        if any(words.has(trigger) for trigger in triggers):
-            chosen.append(rule)
-    return chosen
+    if context is not None:
+        rules = [r for r in rules if not r.only_in_migration_code or context.is_migration]
+        extra = tuple(tuple(r.config_triggers(context.config)) for r in rules)
+    else:
+        extra = tuple(() for _ in rules)
+    matched = _index_for(rules, extra).matching(source)
+    return [rule for index, rule in enumerate(rules) if index in matched]
 
 
 def engine_diagnostic(code: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:

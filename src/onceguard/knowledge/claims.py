@@ -75,14 +75,15 @@ LOUD_LEVEL_NAMES: FrozenSet[str] = frozenset({"WARNING", "WARN", "ERROR", "CRITI
 PRINT_FUNCTIONS: FrozenSet[str] = frozenset({"print"})
 
 # -- prefilter -------------------------------------------------------------------------------
-#: Words one of which a claim's code contains (rarest first in each pair below).
-CLAIM_WORDS: Tuple[bytes, ...] = (
-    b"claim", b"run_once", b"run_exclusive", b"locked_run", b"acquire", b"advisory", b"nx=", b"lock(", b"Lock",
-    b"NotAcquired", b"ExtendFailed", b"skip_locked", b"SKIP LOCKED", b"skip locked", b"rowcount", b".add(",
-    b".update(",
+#: Words a claim's code contains; each tuple below must occur whole (cheapest rejection first).
+CLAIM_WORDS: Tuple[Tuple[bytes, ...], ...] = (
+    (b"claim",), (b"run_once",), (b"run_exclusive",), (b"locked_run",), (b"acquire",), (b"advisory",),
+    (b"nx=",), (b"lock(",), (b"LockError",), (b"LockNotOwned",), (b"TaskLocked",), (b"NotAcquired",),
+    (b"ExtendFailed",), (b"skip_locked",), (b"SKIP LOCKED",), (b"skip locked",), (b"rowcount",),
+    (b"core.cache", b".add("), (b".filter(", b".update("), (b".where(", b".update("),
 )
 LOUD_LOG_CALL_WORDS: Tuple[bytes, ...] = (
     b".warning(", b".warn(", b".error(", b".exception(", b".critical(", b".fatal(", b".log(",
 )
 #: OG203 speaks only where a claim's failure branch logs loudly: both must be in the file.
-LOUD_SKIP_TRIGGERS = tuple((claim, log) for claim in CLAIM_WORDS for log in LOUD_LOG_CALL_WORDS)
+LOUD_SKIP_TRIGGERS = tuple(claim + (log,) for claim in CLAIM_WORDS for log in LOUD_LOG_CALL_WORDS)

@@ -66,6 +66,9 @@ SA_DELETE = "delete"
 SA_ROW_LOCK = "with_for_update"
 SA_ROW_LOCK_KEYWORD = "with_for_update"
 SA_SKIP_LOCKED_KEYWORD = "skip_locked"
+#: A call on the loaded instance with one of these keywords true re-reads it under a row lock
+#: (Airflow's ``ti.refresh_from_db(lock_for_update=True)``, ``session.refresh(obj, with_for_update=True)``).
+ROW_LOCK_KEYWORDS: FrozenSet[str] = frozenset({"lock_for_update", "with_for_update", "for_update", "select_for_update"})
 #: Modules whose import shows that ``session.query(...)``-shaped chains are SQLAlchemy.
 SA_MODULES: FrozenSet[str] = frozenset({"sqlalchemy", "sqlmodel", "flask_sqlalchemy"})
 
@@ -83,27 +86,39 @@ DJANGO_STATUS_LOOKUPS: FrozenSet[str] = frozenset({"", "exact", "in", "isnull"})
 
 
 # -- prefilter ------------------------------------------------------------------------------------------
-# Each tuple lists words that must all occur (rarest first); a file matching none is never parsed for
-# these rules.  Every flagged doc example and fixture is checked against them by the test suite.
-_REDIS_CLIENT_WORDS = (b"redis", b"cache")
+# Each tuple lists words that must all occur, the cheapest rejection first; a file matching none is never
+# parsed for these rules.  Every flagged doc example and fixture is checked against them by the test suite.
+#: Python arithmetic on the value read: ``n += 1``, ``n = n + 1``.
+_ARITHMETIC_WORDS = (b"+=", b"-=", b" + ", b" - ")
+_SQLALCHEMY_WORDS = (b"sqlalchemy", b"sqlmodel", b".query")
+#: A Redis client or the Django cache is visible only through its import.
+_REDIS_CLIENT_WORDS = (b"redis", b"Redis", b"core.cache")
 
 READ_MODIFY_WRITE_TRIGGERS = (
     # Django: an ORM instance loaded, changed, saved.
-    (b"save(", b"objects"), (b"save(", b"get_object_or_404"),
+    *((b"save(", loader, op) for loader in (b"objects", b"get_object_or_404") for op in _ARITHMETIC_WORDS),
     # SQLAlchemy: an instance loaded by a Session, changed, committed or flushed.
-    *((writer, loader) for writer in (b"commit(", b"flush(") for loader in (b".get(", b"select(", b"query", b"scalar")),
+    *((writer, library, op) for writer in (b"commit(", b"flush(") for library in _SQLALCHEMY_WORDS
+      for op in _ARITHMETIC_WORDS),
     # Raw SQL: SELECT, then UPDATE with the value computed in Python.
-    (b"UPDATE", b"SELECT"), (b"update ", b"select "),
+    *((b"UPDATE", b"SELECT", op) for op in _ARITHMETIC_WORDS),
+    *((b"update ", b"select ", op) for op in _ARITHMETIC_WORDS),
     # Redis or the Django cache: GET, then SET of a value computed from it.
-    *((client, write) for client in _REDIS_CLIENT_WORDS for write in (b".set(", b"hset", b"setex", b".aset(")),
+    *((client, write, op) for client in _REDIS_CLIENT_WORDS for write in (b"set(", b"hset", b"setex")
+      for op in _ARITHMETIC_WORDS),
 )
 
-_STATUS_WORDS = (
+#: A query by status: the column name followed by how filters and WHERE clauses compare it.
+_STATUS_COLUMN_WORDS = (
     b"status", b"state", b"processed", b"published", b"sent", b"done", b"handled", b"delivered", b"claimed",
-    b"locked_by", b"worker_id", b"isnull", b"IS NULL", b"is NULL", b"is null", b"is_(None)", b"== None",
+    b"locked_by", b"worker_id",
 )
-_QUERY_WORDS = (b"filter(", b"where(", b"WHERE", b"where ", b"filter_by(")
+_COMPARISONS = (b"=", b" =", b"__", b" in", b" IN", b".in_(", b".is_(")
+_PENDING_WORDS = (b"isnull", b"IS NULL", b"is null", b"is_(None)", b"== None")
 _WRITE_WORDS = (b"save(", b"update", b"UPDATE", b"delete", b"DELETE", b"commit(")
-ROW_PICKUP_TRIGGERS = tuple(
-    (query, status, write) for query in _QUERY_WORDS for status in _STATUS_WORDS for write in _WRITE_WORDS
+_QUERY_WORDS = (b"filter(", b"filter_by(", b"where(", b"WHERE", b"where ", b"exclude(")
+ROW_PICKUP_TRIGGERS = (
+    *((column + comparison, query, write) for column in _STATUS_COLUMN_WORDS for comparison in _COMPARISONS
+      for query in _QUERY_WORDS for write in _WRITE_WORDS),
+    *((pending, query, write) for pending in _PENDING_WORDS for query in _QUERY_WORDS for write in _WRITE_WORDS),
 )

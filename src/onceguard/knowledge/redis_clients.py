@@ -137,9 +137,9 @@ ATOMIC_COUNTER: Dict[str, str] = {
 
 
 # -- prefilter ------------------------------------------------------------------------------------------
-# A Redis client (or the Django cache) must be visible for these rules to speak, so its name is in the
+# A Redis client (or the Django cache) must be visible for these rules to speak, so its import is in the
 # file; each tuple lists words that must all occur.
-_CLIENT_WORDS = (b"redis", b"cache", b"Redis")
+_CLIENT_WORDS = (b"redis", b"Redis", b"core.cache")
 LEASE_TRIGGERS = (b"setnx", b"SETNX") + tuple(
     (client, call) for client in _CLIENT_WORDS for call in (b".set(", b"add(", b"lock(", b"Lock(", b".aset(")
 )

@@ -321,5 +321,19 @@ OG402_TRIGGERS: Tuple[bytes, ...] = (
     b"environ", b"getenv",
 )
 OG403_TRIGGERS: Tuple[bytes, ...] = (
-    b"alembic", b"run_migrations", b"migrate", (b"read_text", b"execute"), (b".read()", b"execute"),
+    (b"alembic", b"upgrade"), b"run_migrations", (b"call_command", b"migrate"), (b"read_text", b"execute"),
+    (b".read()", b"execute"),
 )
+
+
+# -- databases local to one process --------------------------------------------------------------
+#: Schema written to a database only this process sees (SQLite, DuckDB, in-memory) cannot race another
+#: replica: such writes are not reported.
+LOCAL_DATABASE_CONNECTORS: FrozenSet[str] = frozenset({
+    "sqlite3.connect", "sqlite3.dbapi2.connect", "aiosqlite.connect", "duckdb.connect",
+})
+ENGINE_FACTORIES: FrozenSet[str] = frozenset({
+    "sqlalchemy.create_engine", "sqlalchemy.engine.create_engine", "sqlalchemy.ext.asyncio.create_async_engine",
+    "sqlmodel.create_engine",
+})
+LOCAL_DATABASE_URL_PREFIXES: Tuple[str, ...] = ("sqlite", "duckdb")

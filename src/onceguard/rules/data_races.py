@@ -370,6 +370,20 @@ def _loader_before(bindings: List[Tuple[ast.AST, Loaded]], node: ast.AST) -> Opt
     return found
 
 
+def _relocked_before(instance: str, node: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """``ti.refresh_from_db(lock_for_update=True)`` / ``session.refresh(ti, with_for_update=True)`` before
+    the change: the instance was re-read under a row lock."""
+    for call in function_nodes(function, facts):
+        if not (isinstance(call, ast.Call) and later(node, call)):
+            continue
+        if not any(k.arg in orm.ROW_LOCK_KEYWORDS and not _falsy(k.value) for k in call.keywords):
+            continue
+        receiver = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
+        if receiver == instance or any(dotted(a) == instance for a in call.args):
+            return True
+    return False
+
+
 @register
 class ReadModifyWrite(Rule):
     code = "OG301"
@@ -399,7 +413,7 @@ class ReadModifyWrite(Rule):
                 if mutation is None or mutation.instance not in bindings:
                     continue
                 loaded = _loader_before(bindings[mutation.instance], node)
-                if loaded is None or loaded.locked:
+                if loaded is None or loaded.locked or _relocked_before(mutation.instance, node, function, facts):
                     continue
                 write = self._write_after(mutation, loaded, function, facts)
                 if write is not None:

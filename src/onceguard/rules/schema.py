@@ -513,10 +513,38 @@ def _collect_schema_writes(facts: ModuleFacts) -> List[SchemaWrite]:
     seen: Set[int] = set()
     unique = []
     for write in found:
-        if id(write.call) not in seen:
+        if id(write.call) not in seen and not _targets_local_database(write, facts):
             seen.add(id(write.call))
             unique.append(write)
     return unique
+
+
+def _targets_local_database(write: SchemaWrite, facts: ModuleFacts) -> bool:
+    """``Base.metadata.create_all(create_engine("sqlite://"))``, DDL on ``duckdb.connect()``."""
+    call = write.call
+    targets: List[ast.AST] = list(call.args[:1]) + [k.value for k in call.keywords if k.arg == "bind"]
+    if isinstance(call.func, ast.Attribute):
+        targets.append(call.func.value)
+    return any(_is_local_database(target, facts, 4) for target in targets)
+
+
+def _is_local_database(node: ast.AST, facts: ModuleFacts, depth: int) -> bool:
+    if depth < 0:
+        return False
+    if isinstance(node, ast.Name):
+        value = bound_value(node, facts) or _with_binding(node, facts)
+        return value is not None and _is_local_database(value, facts, depth - 1)
+    if isinstance(node, ast.Call):
+        callee = facts.callee(node) or ""
+        if callee in known.LOCAL_DATABASE_CONNECTORS:
+            return True
+        if callee in known.ENGINE_FACTORIES and node.args:
+            url = node.args[0]
+            return isinstance(url, ast.Constant) and isinstance(url.value, str) and \
+                url.value.startswith(known.LOCAL_DATABASE_URL_PREFIXES)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("connect", "begin", "cursor"):
+            return _is_local_database(node.func.value, facts, depth - 1)
+    return False
 
 
 def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str]]:
