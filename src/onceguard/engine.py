@@ -183,7 +183,10 @@ def check_tree(tree: ast.Module, lines: Sequence[str], path: str, config: Config
     rules = enabled_rules(config) if rules is None else rules
     context = FileContext(path, config, cross_file)
     facts = ModuleFacts(tree, context, list(lines))
-    return run_rules(facts, rules)
+    try:
+        return run_rules(facts, rules)
+    finally:
+        facts.release()
 
 
 def check_source(source: bytes, path: str, config: Config, rules: Optional[Sequence[Rule]] = None,

@@ -2,7 +2,7 @@
 (reference/frameworks.md §6.1, §6.2)."""
 from __future__ import annotations
 
-from typing import FrozenSet
+from typing import FrozenSet, Tuple
 
 # -- Django ------------------------------------------------------------------------------------------
 #: ``Model.<manager>.…``: the attribute that shows a chain is a Django queryset.
@@ -73,6 +73,8 @@ ROW_LOCK_KEYWORDS: FrozenSet[str] = frozenset({"lock_for_update", "with_for_upda
 SA_MODULES: FrozenSet[str] = frozenset({"sqlalchemy", "sqlmodel", "flask_sqlalchemy"})
 
 # -- rows picked by status ------------------------------------------------------------------------------
+#: Query methods through which a status condition reaches an ORM query.
+PICKUP_FILTER_METHODS: Tuple[str, ...] = ("filter", "filter_by", "where", "exclude")
 #: Columns a worker selects pending rows by.  A suffix match covers ``payment_status``, ``job_state``.
 STATUS_COLUMNS: FrozenSet[str] = frozenset({
     "status", "state", "processed", "published", "sent", "done", "handled", "delivered", "claimed",

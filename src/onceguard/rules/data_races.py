@@ -400,7 +400,7 @@ class ReadModifyWrite(Rule):
 
     # ORM instances --------------------------------------------------------------------------------------
     def _orm(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
-        for function in facts.functions:
+        for function in _functions_assigning_attributes(facts):
             bindings = None
             for node in function_nodes(function, facts):
                 if not isinstance(node, (ast.AugAssign, ast.Assign)):
@@ -797,8 +797,36 @@ def _contains(tree: ast.AST, node: ast.AST) -> bool:
     return any(n is node for n in ast.walk(tree))
 
 
+def _functions_assigning_attributes(facts: ModuleFacts) -> List[FunctionNode]:
+    """Functions that change an attribute (``obj.n += 1``, ``obj.n = ...``): the only ones OG301's ORM
+    check needs to read."""
+    found: Dict[int, FunctionNode] = {}
+    for assign in facts.assigns:
+        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+        if any(isinstance(t, ast.Attribute) for t in targets):
+            function = facts.enclosing_function(assign)
+            if function is not None:
+                found.setdefault(id(function), function)
+    return list(found.values())
+
+
+def _functions_filtering(facts: ModuleFacts) -> Set[int]:
+    """Functions that call a query filter (``filter``, ``where``, ...): a pickup by status needs one."""
+    def build(_facts: ModuleFacts) -> Set[int]:
+        functions = set()
+        for call in facts.calls_named(*orm.PICKUP_FILTER_METHODS):
+            function = facts.enclosing_function(call)
+            if function is not None:
+                functions.add(id(function))
+        return functions
+
+    return facts.cached("data_races:filtering", build)
+
+
 def _pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]:
     found: List[Pickup] = []
+    if id(function) not in _functions_filtering(facts):
+        return found
     for node in function_nodes(function, facts):
         if not isinstance(node, (ast.Call, ast.Subscript)):
             continue
