@@ -15,27 +15,8 @@ from pygls.lsp.client import LanguageClient
 from onceguard import lsp as server_module
 from onceguard.config import config_for
 from onceguard.engine import check_source
+from samples import CLEAN, HAZARD
 
-HAZARD = """\
-import asyncpg
-async def nightly(dsn):
-    pool = await asyncpg.create_pool(dsn)
-    await pool.execute("SELECT pg_advisory_lock(42)")
-"""
-
-CLEAN = """\
-import asyncpg
-
-
-async def nightly(dsn):
-    pool = await asyncpg.create_pool(dsn)
-    async with pool.acquire() as conn:
-        async with conn.transaction():
-            acquired = await conn.fetchval("SELECT pg_try_advisory_xact_lock(42)")
-            if not acquired:
-                return
-            await conn.execute("DELETE FROM sessions WHERE expires_at < now()")
-"""
 
 TIMEOUT = 20.0
 

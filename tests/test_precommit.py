@@ -17,29 +17,10 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 import pytest
+from samples import CLEAN, HAZARD
 
 ROOT = Path(__file__).resolve().parents[1]
 
-HAZARD = """\
-import asyncpg
-async def nightly(dsn):
-    pool = await asyncpg.create_pool(dsn)
-    await pool.execute("SELECT pg_advisory_lock(42)")
-"""
-
-CLEAN = """\
-import asyncpg
-
-
-async def nightly(dsn):
-    pool = await asyncpg.create_pool(dsn)
-    async with pool.acquire() as conn:
-        async with conn.transaction():
-            acquired = await conn.fetchval("SELECT pg_try_advisory_xact_lock(42)")
-            if not acquired:
-                return
-            await conn.execute("DELETE FROM sessions WHERE expires_at < now()")
-"""
 
 _IGNORED_PARTS = {".git", ".venv", "__pycache__", ".onceguard_cache", ".pytest_cache", ".hypothesis", "build", "dist"}
 

@@ -19,15 +19,10 @@ from onceguard.registry import ENGINE_CODES, all_codes
 from onceguard.report import ReportOptions, format_names
 from onceguard.report import github as github_format
 from onceguard.report import sarif as sarif_format
+from samples import CLEAN, HAZARD
 
 SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
 
-HAZARD = """\
-import asyncpg
-async def nightly(dsn):
-    pool = await asyncpg.create_pool(dsn)
-    await pool.execute("SELECT pg_advisory_lock(42)")
-"""
 
 # OG104 carries a fix (hash() -> zlib.crc32()).
 UNSTABLE_KEY = """\
@@ -42,20 +37,6 @@ def nightly_report(conn: psycopg.Connection) -> None:
         if not got:
             return
         conn.execute("INSERT INTO reports (day) VALUES (current_date)")
-"""
-
-CLEAN = """\
-import asyncpg
-
-
-async def nightly(dsn):
-    pool = await asyncpg.create_pool(dsn)
-    async with pool.acquire() as conn:
-        async with conn.transaction():
-            acquired = await conn.fetchval("SELECT pg_try_advisory_xact_lock(42)")
-            if not acquired:
-                return
-            await conn.execute("DELETE FROM sessions WHERE expires_at < now()")
 """
 
 

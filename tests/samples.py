@@ -1,0 +1,23 @@
+"""Source texts several test modules check: one hazard every surface must report, and its clean twin."""
+
+# OG101 (a lock on an asyncpg pool is reset at once) and OG103 (a blocking lock on a fixed key).
+HAZARD = """\
+import asyncpg
+async def nightly(dsn):
+    pool = await asyncpg.create_pool(dsn)
+    await pool.execute("SELECT pg_advisory_lock(42)")
+"""
+
+CLEAN = """\
+import asyncpg
+
+
+async def nightly(dsn):
+    pool = await asyncpg.create_pool(dsn)
+    async with pool.acquire() as conn:
+        async with conn.transaction():
+            acquired = await conn.fetchval("SELECT pg_try_advisory_xact_lock(42)")
+            if not acquired:
+                return
+            await conn.execute("DELETE FROM sessions WHERE expires_at < now()")
+"""
