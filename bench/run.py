@@ -270,6 +270,8 @@ def tool_paths() -> Dict[str, str]:
     # A fresh, non-editable copy of the working tree: every measurement of this run uses the same
     # code and rules, whatever is edited while it runs.
     log("installing a snapshot of onceguard into the flake8 + onceguard environment")
+    # First whatever the current pyproject asks for, then onceguard itself afresh.
+    subprocess.run([str(venv_bin(with_og, "python")), "-m", "pip", "install", "--quiet", str(REPO)], check=True)
     subprocess.run([str(venv_bin(with_og, "python")), "-m", "pip", "install", "--quiet", "--no-deps",
                     "--force-reinstall", str(REPO)], check=True)
     paths["onceguard"] = str(venv_bin(with_og, "onceguard"))

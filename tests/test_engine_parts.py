@@ -147,3 +147,19 @@ def test_a_failing_rule_becomes_og001_and_the_others_still_run(monkeypatch):
     source = b"import asyncpg\nasync def f(dsn):\n    pool = await asyncpg.create_pool(dsn)\n    await pool.execute('SELECT pg_advisory_lock(1)')\n"
     codes = {d.code for d in check_source(source, "x.py", Config())}
     assert "OG001" in codes and "OG101" in codes
+
+
+def test_rules_that_skip_tests_and_migrations_are_not_run_there():
+    from onceguard.engine import applicable_rules
+
+    source = (b"from apscheduler.schedulers.background import BackgroundScheduler\n"
+              b"s = BackgroundScheduler()\ns.add_job(f, 'interval', minutes=5)\n"
+              b"conn.execute('SELECT pg_advisory_lock(1)')\n")
+    rules = enabled_rules(Config())
+
+    def codes(path):
+        return {r.code for r in applicable_rules(source, rules, FileContext(path, Config()))}
+
+    assert {"OG201", "OG101", "OG103"} <= codes("app/jobs.py")
+    assert "OG201" not in codes("tests/test_jobs.py") and "OG101" in codes("tests/test_jobs.py")
+    assert "OG103" not in codes("migrations/run.py") and "OG101" in codes("migrations/run.py")

@@ -96,7 +96,7 @@ def passes_prefilter(source: bytes, triggers: Sequence[Trigger]) -> bool:
 def applicable_rules(source: bytes, rules: Sequence[Rule], context: Optional[FileContext] = None) -> List[Rule]:
     """The rules whose own triggers occur in the file (and whose kind of code it is): only they run."""
     if context is not None:
-        rules = [r for r in rules if not r.only_in_migration_code or context.is_migration]
+        rules = [r for r in rules if r.applies_to(context)]
         extra = tuple(tuple(r.config_triggers(context.config)) for r in rules)
     else:
         extra = tuple(() for _ in rules)

@@ -398,6 +398,8 @@ class BlockingLockInJob(Rule):
     name = "blocking-lock-in-job"
     summary = "blocking pg_advisory_lock on a job-wide key outside migration code: replicas queue and each runs the job"
     triggers = known.TRIGGERS
+    skips_tests = True
+    skips_migration_code = True
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         if facts.context.is_migration or facts.context.is_test:

@@ -19,8 +19,20 @@ class Rule:
     #: At least one of these must occur in a file for the rule to have anything to say; a file
     #: that matches no rule's triggers is never parsed, and only matching rules run on a tree.
     triggers: ClassVar[Tuple[Trigger, ...]]
-    #: Rules about migration code skip every other file before it is parsed.
+    #: Which files a rule has nothing to say about, known from the path alone, so that a file no rule
+    #: applies to is never read past its name: tests run once, in one process; migration code is where
+    #: blocking locks and DDL belong; some rules speak only about migration code.
+    skips_tests: ClassVar[bool] = False
+    skips_migration_code: ClassVar[bool] = False
     only_in_migration_code: ClassVar[bool] = False
+
+    @classmethod
+    def applies_to(cls, context) -> bool:
+        if cls.skips_tests and context.is_test:
+            return False
+        if context.is_migration:
+            return not cls.skips_migration_code
+        return not cls.only_in_migration_code
 
     @staticmethod
     def config_triggers(config) -> Tuple[Trigger, ...]:

@@ -390,6 +390,8 @@ class ReadModifyWrite(Rule):
     name = "read-modify-write"
     summary = "a value read, changed in Python and written back, so concurrent updates are lost"
     triggers = orm.READ_MODIFY_WRITE_TRIGGERS
+    skips_tests = True
+    skips_migration_code = True
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if _single_process(facts):
@@ -879,6 +881,8 @@ class UnclaimedRowPickup(Rule):
     name = "unclaimed-row-pickup"
     summary = "a worker selects rows by status and updates them without claiming them first"
     triggers = orm.ROW_PICKUP_TRIGGERS
+    skips_tests = True
+    skips_migration_code = True
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if _single_process(facts):

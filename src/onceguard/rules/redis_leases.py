@@ -334,6 +334,7 @@ class LeaseWithoutExpiry(Rule):
     name = "lease-without-expiry"
     summary = "a Redis lock taken without both NX and an expiry, or with SETNX then EXPIRE"
     triggers = known.LEASE_TRIGGERS
+    skips_tests = True
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if facts.context.is_test:
@@ -409,6 +410,7 @@ class UnsafeLeaseRelease(Rule):
     name = "unsafe-lease-release"
     summary = "a Redis lock released with a plain DEL that does not check the holder's token"
     triggers = known.RELEASE_TRIGGERS
+    skips_tests = True
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if facts.context.is_test:

@@ -766,6 +766,7 @@ class UnguardedScheduledJob(Rule):
         (b"Thread", b"sleep"), (b"Thread", b".wait("),
         b"beat_schedule", b"BEAT_SCHEDULE", b"PeriodicTask", b"interval=",
     )
+    skips_tests = True
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if facts.context.is_test:
@@ -964,6 +965,7 @@ class ImplicitScheduleTimezone(Rule):
     summary = "a cron/daily schedule without an explicit timezone fires by the host's local zone"
     triggers = (b"cron", b"Cron", (b".at(", b"every("), b"run_date", b"calendarinterval", b"CalendarInterval",
                 b"DateTrigger")
+    skips_tests = True
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if facts.context.is_test:
@@ -1021,6 +1023,7 @@ class LoudSkipLog(Rule):
     summary = "\"another replica has it\" logged at warning or above"
     # Every finding is a loud log call written as a method call.
     triggers = claim_data.LOUD_SKIP_TRIGGERS
+    skips_tests = True
 
     @staticmethod
     def config_triggers(config) -> tuple:

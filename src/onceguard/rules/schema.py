@@ -577,6 +577,8 @@ class InAppSchemaCreation(Rule):
     name = "in-app-schema-creation"
     summary = "Schema created or migrated from application start-up, request or job code: every replica runs the DDL."
     triggers = known.OG401_TRIGGERS
+    skips_tests = True
+    skips_migration_code = True
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         for write, reason in reported_schema_writes(facts):
@@ -731,6 +733,7 @@ class MigrationThroughPooler(Rule):
     name = "migration-through-pooler"
     summary = "Migration code connects through PgBouncer or with the app's pooled URL instead of a direct URL."
     triggers = known.OG402_TRIGGERS
+    skips_tests = True
     only_in_migration_code = True
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
@@ -1125,6 +1128,7 @@ class UnlockedMigrationRunner(Rule):
     name = "unlocked-migration-runner"
     summary = "Migrations applied without a blocking advisory lock held on the same connection for the whole run."
     triggers = known.OG403_TRIGGERS
+    skips_tests = True
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if facts.context.is_test:
