@@ -5,6 +5,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from pathlib import Path
@@ -68,21 +69,27 @@ class Config:
                 codes.extend(pattern_codes)
         return tuple(codes)
 
-    def is_excluded(self, path: str) -> bool:
+    def is_excluded(self, path: str, rel: Optional[str] = None) -> bool:
         """Like ruff and flake8: a pattern matches the base name or the whole relative path."""
-        rel = self.relative(path)
-        base = rel.rsplit("/", 1)[-1]
-        for pattern in self.exclude + self.extend_exclude:
-            pattern = pattern.rstrip("/")
-            if pattern.startswith("./"):
-                pattern = pattern[2:]
-            if fnmatch.fnmatchcase(base, pattern) or fnmatch.fnmatchcase(rel, pattern):
-                return True
-        return False
+        rel = self.relative(path) if rel is None else rel
+        matcher = _exclude_matcher(self.exclude + self.extend_exclude)
+        return bool(matcher.match(rel.rsplit("/", 1)[-1]) or matcher.match(rel))
 
     def is_migration_path(self, path: str) -> bool:
         rel = self.relative(path)
         return any(path_matches(rel, pattern) for pattern in self.migration_paths)
+
+
+@lru_cache(maxsize=64)
+def _exclude_matcher(patterns: Tuple[str, ...]) -> "re.Pattern[str]":
+    """All exclude globs as one compiled pattern: discovery asks it about every file."""
+    cleaned = []
+    for pattern in patterns:
+        pattern = pattern.rstrip("/")
+        if pattern.startswith("./"):
+            pattern = pattern[2:]
+        cleaned.append(fnmatch.translate(pattern))
+    return re.compile("|".join(cleaned) if cleaned else "(?!)")
 
 
 @lru_cache(maxsize=64)

@@ -53,8 +53,11 @@ def _walk(root: str, config_of: Callable[[str], Config], seen: set) -> Iterator[
 
     for directory, subdirectories, files in os.walk(root, onerror=on_error, followlinks=False):
         config = config_of(directory)
+        # One relative path per directory; its entries' paths are built from it.
+        rel_directory = config.relative(directory)
+        prefix = "" if rel_directory in (".", "") else rel_directory + "/"
         subdirectories[:] = sorted(
-            d for d in subdirectories if not config.is_excluded(os.path.join(directory, d))
+            d for d in subdirectories if not config.is_excluded(os.path.join(directory, d), prefix + d)
         )
         for name in sorted(files):
             if not name.endswith(".py"):
@@ -62,7 +65,7 @@ def _walk(root: str, config_of: Callable[[str], Config], seen: set) -> Iterator[
             path = os.path.join(directory, name)
             if path.startswith("./"):
                 path = path[2:]
-            if path in seen or config.is_excluded(path):
+            if path in seen or config.is_excluded(path, prefix + name):
                 continue
             if _is_regular_file(path):
                 seen.add(path)
