@@ -108,18 +108,29 @@ class StartupMap:
                     self._mark(self._function_named(call.args[-1]), f"{func.value.attr} hook")
 
     def _propagate(self) -> None:
-        """Functions of this module called from start-up code run at start-up too."""
+        """Functions of this module, and methods of the same class (``AppConfig.ready`` calling
+        ``self.start_tickers()``), called from start-up code run at start-up too."""
         pending = [f for f in self.facts.functions if id(f) in self.reasons]
         while pending:
             function = pending.pop()
             for node in walk_no_nested_functions(function):
                 if isinstance(node, ast.Call):
-                    callee = self._function_named(node.func)
-                    if callee is None and isinstance(node.func, ast.Await):
-                        callee = self._function_named(node.func.value)
+                    callee = self._function_named(node.func) or self._method_called(node.func, function)
                     if callee is not None and id(callee) not in self.reasons:
                         self.reasons[id(callee)] = f"called from start-up code ({function.name})"
                         pending.append(callee)
+
+    def _method_called(self, func: ast.AST, caller: FunctionNode) -> Optional[FunctionNode]:
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                and func.value.id in ("self", "cls")):
+            return None
+        cls_node = self.facts.enclosing_class(caller)
+        if cls_node is None:
+            return None
+        for statement in cls_node.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == func.attr:
+                return statement
+        return None
 
 
 def _is_const(node: ast.AST, values) -> bool:

@@ -104,7 +104,6 @@ class Reach:
         self._server_mains = {id(block) for block in self._main_blocks if self._starts_server(block)}
         self.extra: Dict[int, str] = {}
         self._startup_extra: Set[int] = set()  # ids in ``extra`` that run at start-up (not request/job)
-        self._follow_methods_of_startup_code()
         self._find_server_main_callees()
         self._find_request_and_job_code()
 
@@ -176,11 +175,6 @@ class Reach:
                 return self._is_web_app(value)
             return receiver.id in known.SERVER_RECEIVER_NAMES
         return False
-
-    def _follow_methods_of_startup_code(self) -> None:
-        """``AppConfig.ready`` calling ``self.sync_schema()``: StartupMap follows module functions only."""
-        pending = [f for f in self.facts.functions if self.startup.reason(f) is not None]
-        self._propagate(pending, _STARTUP_CODE)
 
     def _find_server_main_callees(self) -> None:
         pending: List[FunctionNode] = []
