@@ -219,3 +219,11 @@ def test_cache_notices_changes_in_files_a_finding_depends_on(onceguard, tmp_path
     ))
     second = onceguard("check", "shop/scheduler.py", "--format", "json", cwd=tmp_path)
     assert json.loads(second.stdout) == [] and second.returncode == 0
+
+
+def test_force_exclude_applies_excludes_to_named_files(onceguard, tmp_path):
+    write(tmp_path, "pyproject.toml", '[tool.onceguard]\nextend-exclude = ["generated"]\n')
+    write(tmp_path, "generated/jobs.py", HAZARD)
+    assert onceguard("check", "generated/jobs.py", cwd=tmp_path).returncode == 1
+    result = onceguard("check", "--force-exclude", "generated/jobs.py", cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout == ""

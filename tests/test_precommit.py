@@ -86,8 +86,8 @@ def test_manifest_declares_both_hooks() -> None:
     yaml = pytest.importorskip("yaml")
     hooks = {hook["id"]: hook for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
     assert set(hooks) == {"onceguard", "onceguard-fix"}
-    assert hooks["onceguard"]["entry"] == "onceguard check"
-    assert hooks["onceguard-fix"]["entry"] == "onceguard check --fix"
+    assert hooks["onceguard"]["entry"] == "onceguard check --force-exclude"
+    assert hooks["onceguard-fix"]["entry"] == "onceguard check --fix --force-exclude"
     for hook in hooks.values():
         assert hook["language"] == "python"
         assert hook["types"] == ["python"]

@@ -42,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--output-file", metavar="FILE", help="write the report to FILE")
     check.add_argument("--jobs", "-j", type=int, default=0, help="worker processes (default: one per core)")
     check.add_argument("--no-cache", action="store_true", help="neither read nor write .onceguard_cache/")
+    check.add_argument("--force-exclude", action="store_true",
+                       help="apply exclude/extend-exclude to files named on the command line too (pre-commit)")
     check.add_argument("--transaction-pooler", action="store_true", default=None,
                        help="the app talks to PostgreSQL through a transaction pooler (PgBouncer)")
 
@@ -110,6 +112,8 @@ def run_check(args: argparse.Namespace) -> int:
     config_of = _config_resolver(args)
     problems: list = []
     files = [(path, config_of(path)) for path in discover(args.paths, config_of, problems)]
+    if args.force_exclude:
+        files = [(path, config) for path, config in files if not config.is_excluded_with_parents(path)]
     cache = None
     if not args.no_cache and not (args.fix or args.diff):
         from .cache import ResultCache

@@ -75,6 +75,11 @@ class Config:
         matcher = _exclude_matcher(self.exclude + self.extend_exclude)
         return bool(matcher.match(rel.rsplit("/", 1)[-1]) or matcher.match(rel))
 
+    def is_excluded_with_parents(self, path: str) -> bool:
+        """``--force-exclude``: the file, or any directory above it within the project, is excluded."""
+        parts = [p for p in self.relative(path).split("/") if p and p != "."]
+        return any(self.is_excluded(path, "/".join(parts[: i + 1])) for i in range(len(parts)))
+
     def is_migration_path(self, path: str) -> bool:
         rel = self.relative(path)
         return any(path_matches(rel, pattern) for pattern in self.migration_paths)
