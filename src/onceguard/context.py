@@ -53,7 +53,6 @@ class FileContext:
     @cached_property
     def is_migration(self) -> bool:
         """Alembic env.py, files under migrations/ or alembic/versions/, names with 'migrat', or config paths."""
-        rel = "/".join(self.parts)
         name = self.filename
         if "migrat" in name.lower():
             return True

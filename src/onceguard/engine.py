@@ -7,7 +7,6 @@ import sys
 import tokenize
 import traceback
 import warnings
-from functools import lru_cache
 from typing import List, Optional, Sequence, Tuple
 
 import ahocorasick

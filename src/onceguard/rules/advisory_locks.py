@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Optional, Set
+from typing import Iterable, Iterator, List, Optional, Set
 
 from ..executed_sql import ExecutedSql, bound_value, executed_sql
 from ..facts import ModuleFacts, ancestors, parent, walk_no_nested_functions
