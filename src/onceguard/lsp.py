@@ -29,8 +29,7 @@ from . import __version__
 from .config import Config, ConfigError, config_for
 from .model import Diagnostic
 # The engine's own noqa grammar, so that an extended comment is read back exactly as written.
-from .noqa import _FILE as _FILE_NOQA
-from .noqa import _LINE as _LINE_NOQA
+from .noqa import FILE_NOQA, LINE_NOQA
 from .noqa import ALL, file_codes, line_codes
 
 logger = logging.getLogger(__name__)
@@ -98,7 +97,7 @@ def noqa_line_edit(text: str, line_index: int, code: str) -> Optional[Tuple[int,
     if _suppressed(code, existing):
         return None
     if existing is not None:
-        match = _LINE_NOQA.search(line)
+        match = LINE_NOQA.search(line)
         if match is None:
             return None
         end = match.end("codes")
@@ -124,7 +123,7 @@ def noqa_file_edit(text: str, code: str) -> Optional[Tuple[int, int, int, int, s
         stripped = line.strip()
         if not stripped.startswith("#"):
             continue
-        match = _FILE_NOQA.search(stripped)
+        match = FILE_NOQA.search(stripped)
         if match and match.group("codes"):
             end = line.index(stripped) + match.end("codes")
             return index, end, index, end, f", {code}"

@@ -7,8 +7,8 @@ from typing import FrozenSet, Iterable, List, Optional, Sequence
 from .model import Diagnostic
 
 # Same grammar as flake8: codes separated by commas and/or spaces after "noqa:".
-_LINE = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
-_FILE = re.compile(
+LINE_NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+FILE_NOQA = re.compile(
     r"#\s*onceguard:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?\s*$", re.IGNORECASE
 )
 _SPLIT = re.compile(r"[,\s]+")
@@ -20,7 +20,7 @@ def line_codes(line: str) -> Optional[FrozenSet[str]]:
     """None: no noqa; ALL: a bare noqa; else the codes named."""
     if "noqa" not in line.lower():
         return None
-    match = _LINE.search(line)
+    match = LINE_NOQA.search(line)
     if not match:
         return None
     codes = match.group("codes")
@@ -34,7 +34,7 @@ def file_codes(lines: Sequence[str]) -> Optional[FrozenSet[str]]:
     for line in lines:
         if "onceguard" not in line:
             continue
-        match = _FILE.search(line.strip())
+        match = FILE_NOQA.search(line.strip())
         if match:
             codes = match.group("codes")
             if not codes:
