@@ -21,3 +21,18 @@ async def nightly(dsn):
                 return
             await conn.execute("DELETE FROM sessions WHERE expires_at < now()")
 """
+
+# OG104: an advisory lock key from hash(); the finding carries an (unsafe) fix.
+UNSTABLE_KEY = """\
+import psycopg
+
+NIGHTLY_KEY = hash("nightly-report")
+
+
+def nightly_report(conn: psycopg.Connection) -> None:
+    with conn.transaction():
+        got = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (NIGHTLY_KEY,)).fetchone()[0]
+        if not got:
+            return
+        conn.execute("INSERT INTO reports (day) VALUES (current_date)")
+"""

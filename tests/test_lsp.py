@@ -15,7 +15,7 @@ from pygls.lsp.client import LanguageClient
 from onceguard import lsp as server_module
 from onceguard.config import config_for
 from onceguard.engine import check_source
-from samples import CLEAN, HAZARD
+from samples import CLEAN, HAZARD, UNSTABLE_KEY
 
 
 TIMEOUT = 20.0
@@ -251,21 +251,6 @@ def test_config_of_the_document_path_is_used(workspace: Path) -> None:
         assert await session.diagnostics(excluded, 1) == []
 
     run(scenario, workspace)
-
-
-UNSTABLE_KEY = """\
-import psycopg
-
-NIGHTLY_KEY = hash("nightly-report")
-
-
-def nightly_report(conn: psycopg.Connection) -> None:
-    with conn.transaction():
-        got = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (NIGHTLY_KEY,)).fetchone()[0]
-        if not got:
-            return
-        conn.execute("INSERT INTO reports (day) VALUES (current_date)")
-"""
 
 
 def test_fix_code_action(workspace: Path) -> None:

@@ -19,25 +19,9 @@ from onceguard.registry import ENGINE_CODES, all_codes
 from onceguard.report import ReportOptions, format_names
 from onceguard.report import github as github_format
 from onceguard.report import sarif as sarif_format
-from samples import CLEAN, HAZARD
+from samples import CLEAN, HAZARD, UNSTABLE_KEY
 
 SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
-
-
-# OG104 carries a fix (hash() -> zlib.crc32()).
-UNSTABLE_KEY = """\
-import psycopg
-
-NIGHTLY_KEY = hash("nightly-report")
-
-
-def nightly_report(conn: psycopg.Connection) -> None:
-    with conn.transaction():
-        got = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (NIGHTLY_KEY,)).fetchone()[0]
-        if not got:
-            return
-        conn.execute("INSERT INTO reports (day) VALUES (current_date)")
-"""
 
 
 def onceguard_command() -> List[str]:

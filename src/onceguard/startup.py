@@ -53,7 +53,7 @@ class StartupMap:
         from .facts import ancestors
 
         for above in ancestors(node):
-            if isinstance(above, ast.If) and _is_main_guard(above.test):
+            if isinstance(above, ast.If) and is_main_guard(above.test):
                 return True
         return False
 
@@ -137,7 +137,8 @@ def _is_const(node: ast.AST, values) -> bool:
     return isinstance(node, ast.Constant) and node.value in values
 
 
-def _is_main_guard(test: ast.AST) -> bool:
+def is_main_guard(test: ast.AST) -> bool:
+    """``if __name__ == "__main__":``"""
     return (
         isinstance(test, ast.Compare)
         and isinstance(test.left, ast.Name)

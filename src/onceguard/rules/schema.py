@@ -23,7 +23,7 @@ from ..model import Diagnostic
 from ..names import dotted
 from ..registry import register
 from ..sql import is_ddl, parse_statements, tokens
-from ..startup import StartupMap
+from ..startup import StartupMap, is_main_guard
 from .base import Rule
 
 
@@ -49,17 +49,9 @@ def _in_class_body(node: ast.AST) -> bool:
     return False
 
 
-def _is_main_guard(test: ast.AST) -> bool:
-    return (
-        isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
-        and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value == "__main__"
-    )
-
-
 def _main_block(node: ast.AST) -> Optional[ast.If]:
     for above in ancestors(node):
-        if isinstance(above, ast.If) and _is_main_guard(above.test):
+        if isinstance(above, ast.If) and is_main_guard(above.test):
             return above
     return None
 
@@ -100,7 +92,7 @@ class Reach:
         self._module_functions: Dict[str, FunctionNode] = {
             node.name: node for node in facts.tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
-        self._main_blocks = [node for node in facts.tree.body if isinstance(node, ast.If) and _is_main_guard(node.test)]
+        self._main_blocks = [node for node in facts.tree.body if isinstance(node, ast.If) and is_main_guard(node.test)]
         self._server_mains = {id(block) for block in self._main_blocks if self._starts_server(block)}
         self.extra: Dict[int, str] = {}
         self._startup_extra: Set[int] = set()  # ids in ``extra`` that run at start-up (not request/job)
