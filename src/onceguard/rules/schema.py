@@ -509,6 +509,10 @@ def _targets_local_database(write: SchemaWrite, facts: ModuleFacts) -> bool:
     """``Base.metadata.create_all(create_engine("sqlite://"))``, DDL on ``duckdb.connect()``."""
     call = write.call
     targets: List[ast.AST] = list(call.args[:1]) + [k.value for k in call.keywords if k.arg == "bind"]
+    if not targets and write.framework != known.RAW_SQL:
+        # ``Base.metadata.create_all()`` on a bound MetaData: the module's engines say where it goes.
+        engines = [c for c in facts.calls if (facts.callee(c) or "") in known.ENGINE_FACTORIES]
+        return bool(engines) and all(_is_local_database(engine, facts, 0) for engine in engines)
     if isinstance(call.func, ast.Attribute):
         targets.append(call.func.value)
     return any(_is_local_database(target, facts, 4) for target in targets)
