@@ -22,7 +22,8 @@ What it does:
 3. Tools: two virtual environments under ``bench/.work/`` with the same
    flake8 version, one with onceguard installed (editable) and one without;
    ruff and Fixit from the running interpreter's environment.
-4. Measurements (wall clock, median of several rounds): ``onceguard check
+4. Measurements (wall clock and CPU time, median of several rounds, the tools taking turns
+   within each round): ``onceguard check
    --no-cache`` (cold), ``onceguard check`` with a filled cache (warm), flake8
    with and without onceguard, ``ruff check --select ALL --no-cache
    --silent``, Fixit with one rule (on a fixed slice only: it is too slow for
@@ -37,6 +38,7 @@ import hashlib
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -347,19 +349,25 @@ class Run:
     seconds: float
     tree_rss: int = 0
     max_process_rss: int = 0
+    #: user + system time of the process and every descendant it waited for (pool workers included):
+    #: far less sensitive than wall clock to other work on the machine.
+    cpu_seconds: float = 0.0
 
 
 def run_once(command: Sequence[str], cwd: Path, allowed: Sequence[int] = (0, 1), memory: bool = False) -> Run:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     sampler = TreeMemory(process.pid) if memory else None
     _, stderr = process.communicate()
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     tree_rss, single_rss = sampler.stop() if sampler else (0, 0)
     text = stderr.decode("utf-8", "replace")
     if process.returncode not in allowed or "Traceback" in text:
         raise SystemExit(f"bench: {' '.join(map(str, command))} in {cwd} exited {process.returncode}:\n{text[-3000:]}")
-    return Run(seconds, tree_rss, single_rss)
+    return Run(seconds, tree_rss, single_rss, cpu)
 
 
 @dataclass
@@ -373,19 +381,12 @@ class Measurement:
         return statistics.median(r.seconds for r in self.runs)
 
     @property
+    def cpu_median(self) -> float:
+        return statistics.median(r.cpu_seconds for r in self.runs)
+
+    @property
     def peak_tree_rss(self) -> int:
         return max((r.tree_rss for r in self.runs), default=0)
-
-
-def measure(label: str, tree: Tree, command: Sequence[str], rounds: int, memory: bool = False,
-            before_each=None) -> Measurement:
-    result = Measurement(label, tree.name)
-    for round_number in range(rounds):
-        if before_each:
-            before_each()
-        result.runs.append(run_once(command, tree.root, memory=memory))
-        log(f"{tree.name:<11} {label:<26} round {round_number + 1}/{rounds}: {result.runs[-1].seconds:7.2f} s")
-    return result
 
 
 def clear_onceguard_cache(tree: Tree) -> None:
@@ -393,34 +394,47 @@ def clear_onceguard_cache(tree: Tree) -> None:
 
 
 def bench_tree(tree: Tree, tools: Dict[str, str], rounds: int, slow_rounds: int) -> Dict[str, Measurement]:
+    """Every tool once per round, in turn, so that load from elsewhere hits all of them alike."""
     warm_page_cache(tree)
     clear_onceguard_cache(tree)
     og, ruff = tools["onceguard"], tools["ruff"]
-    results = {}
-    results["ruff"] = measure("ruff --select ALL", tree,
-                              [ruff, "check", "--select", "ALL", "--no-cache", "--silent", "--isolated",
-                               "--no-respect-gitignore", "--exit-zero", "."], rounds)
-    results["cold"] = measure("onceguard cold", tree, [og, "check", "--no-cache", "--exit-zero", "."], rounds,
-                              memory=True)
-    run_once([og, "check", "--exit-zero", "."], tree.root)  # fills the cache
-    results["warm"] = measure("onceguard warm", tree, [og, "check", "--exit-zero", "."], rounds, memory=True)
+    commands = {
+        "ruff": ("ruff --select ALL", [ruff, "check", "--select", "ALL", "--no-cache", "--silent", "--isolated",
+                                       "--no-respect-gitignore", "--exit-zero", "."], False, rounds),
+        "cold": ("onceguard cold", [og, "check", "--no-cache", "--exit-zero", "."], True, rounds),
+        "warm": ("onceguard warm", [og, "check", "--exit-zero", "."], True, rounds),
+        "flake8": ("flake8", [tools["flake8"], "--isolated", "--exit-zero", "."], False, slow_rounds),
+        "flake8+og": ("flake8 + onceguard", [tools["flake8+onceguard"], "--isolated", "--exit-zero", "."], False,
+                      slow_rounds),
+    }
+    run_once([og, "check", "--exit-zero", "."], tree.root)  # fills the cache the warm runs read
+    results = interleaved(tree, commands)
     clear_onceguard_cache(tree)
-    results["flake8"] = measure("flake8", tree, [tools["flake8"], "--isolated", "--exit-zero", "."], slow_rounds)
-    results["flake8+og"] = measure("flake8 + onceguard", tree,
-                                   [tools["flake8+onceguard"], "--isolated", "--exit-zero", "."], slow_rounds)
+    return results
+
+
+def interleaved(tree: Tree, commands: Dict[str, tuple]) -> Dict[str, Measurement]:
+    """``commands``: key -> (label, command, sample memory?, rounds)."""
+    results = {key: Measurement(label, tree.name) for key, (label, _, _, _) in commands.items()}
+    for round_number in range(max(wanted for _, _, _, wanted in commands.values())):
+        for key, (label, command, memory, wanted) in commands.items():
+            if round_number >= wanted:
+                continue
+            run = run_once(command, tree.root, memory=memory)
+            results[key].runs.append(run)
+            log(f"{tree.name:<11} {label:<26} round {round_number + 1}/{wanted}: {run.seconds:7.2f} s "
+                f"({run.cpu_seconds:6.2f} s CPU)")
     return results
 
 
 def bench_fixit(tree: Tree, tools: Dict[str, str], rounds: int, slow_rounds: int) -> Dict[str, Measurement]:
     warm_page_cache(tree)
-    og = tools["onceguard"]
-    return {
-        "fixit": measure("fixit lint (1 rule)", tree, [tools["fixit"], "lint", "."], slow_rounds),
-        "cold": measure("onceguard cold", tree, [og, "check", "--no-cache", "--exit-zero", "."], rounds),
-        "ruff": measure("ruff --select ALL", tree,
-                        [tools["ruff"], "check", "--select", "ALL", "--no-cache", "--silent", "--isolated",
-                         "--no-respect-gitignore", "--exit-zero", "."], rounds),
-    }
+    return interleaved(tree, {
+        "fixit": ("fixit lint (1 rule)", [tools["fixit"], "lint", "."], False, slow_rounds),
+        "cold": ("onceguard cold", [tools["onceguard"], "check", "--no-cache", "--exit-zero", "."], False, rounds),
+        "ruff": ("ruff --select ALL", [tools["ruff"], "check", "--select", "ALL", "--no-cache", "--silent",
+                                       "--isolated", "--no-respect-gitignore", "--exit-zero", "."], False, rounds),
+    })
 
 
 def check_same_files(tree: Tree, tools: Dict[str, str]) -> str:
@@ -528,19 +542,29 @@ def report(trees: List[Tree], results: Dict[str, Dict[str, Measurement]], fixit_
     out.append(f"- Corpus: {', '.join(f'{n}=={v}' for n, v in PACKAGES)} (PyPI source distributions), "
                f"every `.py` file outside the directories the tools skip by default.")
     out.append(f"- Same files: {same_files} (full tree).")
-    out.append(f"- Medians of {rounds} rounds ({slow_rounds} for flake8 and Fixit), wall clock, page cache warm.")
+    out.append(f"- Medians of {rounds} rounds ({slow_rounds} for flake8 and Fixit), page cache warm; in each round "
+               f"every tool runs once, in turn. Wall clock first; CPU (user + system time of the process and all "
+               f"its children) after it, which other work on the machine disturbs far less.")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    out.append(f"- Load average (1 min) when the run ended: {load:.2f}.")
     out.append("")
     out.append("| tree | files | lines | ruff `--select ALL --silent` | onceguard cold | cold / ruff | "
                "onceguard warm | warm / cold | flake8 | flake8 + onceguard | ratio | peak RSS cold (tree) |")
     out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+    def cell(m: Measurement) -> str:
+        return f"{m.median:.2f} s ({m.cpu_median:.2f} s CPU)"
+
+    def ratio(a: Measurement, b: Measurement, digits: int = 2) -> str:
+        return f"{a.median / b.median:.{digits}f}× ({a.cpu_median / max(b.cpu_median, 1e-9):.{digits}f}× CPU)"
+
     for tree in trees:
         r = results[tree.name]
         out.append(
-            f"| {tree.name} | {len(tree.files):,} | {tree.lines:,} | {r['ruff'].median:.2f} s | "
-            f"{r['cold'].median:.2f} s | {r['cold'].median / r['ruff'].median:.2f}× | "
-            f"{r['warm'].median:.2f} s | {r['warm'].median / r['cold'].median:.2f}× | "
-            f"{r['flake8'].median:.2f} s | {r['flake8+og'].median:.2f} s | "
-            f"{r['flake8+og'].median / r['flake8'].median:.3f}× | {mib(r['cold'].peak_tree_rss)} |"
+            f"| {tree.name} | {len(tree.files):,} | {tree.lines:,} | {cell(r['ruff'])} | {cell(r['cold'])} | "
+            f"{ratio(r['cold'], r['ruff'])} | {cell(r['warm'])} | {ratio(r['warm'], r['cold'])} | "
+            f"{cell(r['flake8'])} | {cell(r['flake8+og'])} | {ratio(r['flake8+og'], r['flake8'], 3)} | "
+            f"{mib(r['cold'].peak_tree_rss)} |"
         )
     out.append("")
     f = fixit_results
@@ -550,8 +574,8 @@ def report(trees: List[Tree], results: Dict[str, Dict[str, Measurement]], fixit_
     out.append("")
     out.append("| slice | Fixit lint (1 rule) | onceguard cold | ruff `--select ALL --silent` | Fixit / onceguard |")
     out.append("|---|---:|---:|---:|---:|")
-    out.append(f"| {fixit_tree.lines:,} lines | {f['fixit'].median:.2f} s | {f['cold'].median:.2f} s | "
-               f"{f['ruff'].median:.2f} s | {f['fixit'].median / f['cold'].median:.1f}× |")
+    out.append(f"| {fixit_tree.lines:,} lines | {cell(f['fixit'])} | {cell(f['cold'])} | {cell(f['ruff'])} | "
+               f"{ratio(f['fixit'], f['cold'], 1)} |")
     out.append("")
     files_in, files_all, lines_in, lines_all, words, _ = prefilter
     out.append(f"Prefilter (`applicable_rules`: the {words} triggers of the enabled rules, and which rules apply to "
@@ -561,7 +585,7 @@ def report(trees: List[Tree], results: Dict[str, Dict[str, Measurement]], fixit_
                f"is never parsed. Only the rules whose own triggers occur run on a parsed file.")
     out.append("")
     full = results[trees[-1].name]
-    out.append("Targets (full tree): "
+    out.append("Targets (full tree, wall clock): "
                f"cold ≤ 2× ruff: {full['cold'].median / full['ruff'].median:.2f}×; "
                f"flake8 + onceguard ≤ 1.10× flake8: {full['flake8+og'].median / full['flake8'].median:.3f}×; "
                f"warm ≤ 0.1× cold: {full['warm'].median / full['cold'].median:.2f}×; "

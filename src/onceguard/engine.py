@@ -127,7 +127,10 @@ def parse(text: str, path: str) -> ast.Module:
 def cannot_parse(error: BaseException, text: Optional[str]) -> Diagnostic:
     line = 1
     column = 1
-    if isinstance(error, SyntaxError):
+    if isinstance(error, SyntaxError) and (error.msg or "").startswith("invalid or missing encoding declaration"):
+        line = error.lineno or 1
+        reason = "not valid UTF-8, and no encoding declaration in the first two lines says what it is"
+    elif isinstance(error, SyntaxError):
         line = error.lineno or 1
         column = max(error.offset or 1, 1)
         reason = f"{error.msg} (line {line})"
