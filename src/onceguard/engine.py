@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import ast
 import io
-import sys
 import tokenize
 import traceback
 import warnings
@@ -93,9 +92,12 @@ def passes_prefilter(source: bytes, triggers: Sequence[Trigger]) -> bool:
 
 
 def applicable_rules(source: bytes, rules: Sequence[Rule], context: Optional[FileContext] = None) -> List[Rule]:
-    """The rules whose own triggers occur in the file (and whose kind of code it is): only they run."""
+    """The rules whose own triggers occur in the file, whose kind of code it is, and that per-file-ignores
+    do not switch off for its path: only they run."""
     if context is not None:
-        rules = [r for r in rules if r.applies_to(context)]
+        config = context.config
+        ignored = config.ignored_for_path(context.path) if config.per_file_ignores and context.path else ()
+        rules = [r for r in rules if r.applies_to(context) and not any(r.code.startswith(c) for c in ignored)]
         extra = tuple(tuple(r.config_triggers(context.config)) for r in rules)
     else:
         extra = tuple(() for _ in rules)
@@ -179,11 +181,10 @@ def _dedupe(diagnostics: List[Diagnostic]) -> List[Diagnostic]:
     return unique
 
 
-def check_tree(tree: ast.Module, lines: Sequence[str], path: str, config: Config,
-               rules: Optional[Sequence[Rule]] = None, cross_file: bool = False) -> List[Diagnostic]:
-    """Rules over a tree somebody else parsed (flake8). No noqa filtering: the caller does it."""
-    rules = enabled_rules(config) if rules is None else rules
-    context = FileContext(path, config, cross_file)
+def check_tree(tree: ast.Module, lines: Sequence[str], context: FileContext,
+               rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
+    """Rules over a parsed tree (flake8 hands over its own). No noqa filtering: the caller does it."""
+    rules = enabled_rules(context.config) if rules is None else rules
     facts = ModuleFacts(tree, context, list(lines))
     try:
         return run_rules(facts, rules)
@@ -195,10 +196,8 @@ def check_source(source: bytes, path: str, config: Config, rules: Optional[Seque
                  apply_noqa: bool = True, cross_file: bool = False) -> List[Diagnostic]:
     """Everything onceguard has to say about one file's bytes."""
     rules = enabled_rules(config) if rules is None else rules
-    ignored = config.ignored_for_path(path) if config.per_file_ignores and path else ()
-    if ignored:
-        rules = [rule for rule in rules if not any(rule.code.startswith(code) for code in ignored)]
-    rules = applicable_rules(source, rules, FileContext(path, config))
+    context = FileContext(path, config, cross_file)
+    rules = applicable_rules(source, rules, context)
     if not rules:
         return []
     text: Optional[str] = None
@@ -209,7 +208,7 @@ def check_source(source: bytes, path: str, config: Config, rules: Optional[Seque
         return [cannot_parse(error, text).with_path(path)]
     lines = text.splitlines()
     try:
-        found = check_tree(tree, lines, path, config, rules, cross_file)
+        found = check_tree(tree, lines, context, rules)
     except RecursionError:
         found = [engine_diagnostic("OG000", "cannot parse: nesting too deep to analyse")]
     if apply_noqa:
@@ -225,15 +224,3 @@ def read_source(path: str) -> bytes:
 def cannot_read(path: str, error: OSError) -> Diagnostic:
     return engine_diagnostic("OG000", f"cannot read: {error.strerror or error}").with_path(path)
 
-
-def check_file(path: str, config: Config, rules: Optional[Sequence[Rule]] = None,
-               cross_file: bool = False) -> List[Diagnostic]:
-    try:
-        source = read_source(path)
-    except OSError as error:
-        return [cannot_read(path, error)]
-    return check_source(source, path, config, rules, cross_file=cross_file)
-
-
-def python_version() -> str:
-    return f"{sys.version_info.major}.{sys.version_info.minor}"

@@ -506,13 +506,6 @@ def write_atomically(path: str, data: bytes) -> None:
         raise
 
 
-def _not_ignored(diagnostics: Iterable[Diagnostic], path: str, config: Config) -> List[Diagnostic]:
-    ignored = config.ignored_for_path(path)
-    if not ignored:
-        return list(diagnostics)
-    return [d for d in diagnostics if not any(d.code.startswith(code) for code in ignored)]
-
-
 def _fix_file(path: str, found: List[Diagnostic], config: Config, unsafe: bool,
               write: bool) -> Tuple[List[Diagnostic], str]:
     from .engine import check_source, engine_diagnostic, read_source
@@ -525,8 +518,8 @@ def _fix_file(path: str, found: List[Diagnostic], config: Config, unsafe: bool,
     remaining = found
     first_applied: Optional[List[Diagnostic]] = None
     for _ in range(_MAX_PASSES):
-        # Suppressed findings never reach here (noqa is applied before); per-file ignores are checked too.
-        fixable = [d for d in _not_ignored(remaining, path, config) if is_allowed(d, unsafe)]
+        # Suppressed findings never reach here: the engine applies noqa and per-file-ignores.
+        fixable = [d for d in remaining if is_allowed(d, unsafe)]
         if not fixable:
             break
         result = fix_source(current, fixable, unsafe)
@@ -535,7 +528,7 @@ def _fix_file(path: str, found: List[Diagnostic], config: Config, unsafe: bool,
         if first_applied is None:
             first_applied = result.applied
         current = result.new_source
-        remaining = _not_ignored(check_source(current, path, config, cross_file=True), path, config)
+        remaining = check_source(current, path, config, cross_file=True)
     if current == original:
         return found, ""
     if not write:

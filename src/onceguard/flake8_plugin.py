@@ -74,15 +74,13 @@ class OnceguardChecker:
             diagnostic = engine_diagnostic("OG000", f"configuration error: {error}")
             yield diagnostic.line, 0, f"{diagnostic.code} {diagnostic.message}", type(self)
             return
-        ignored = config.ignored_for_path(self.filename)
-        rules = [r for r in enabled_rules(config) if not any(r.code.startswith(c) for c in ignored)]
+        context = FileContext(self.filename, config)
         # The same prefilter as the CLI: most files of a project cannot produce a finding.
-        rules = applicable_rules("".join(self.lines).encode("utf-8", "surrogatepass"), rules,
-                                 FileContext(self.filename, config))
+        rules = applicable_rules("".join(self.lines).encode("utf-8", "surrogatepass"), enabled_rules(config), context)
         if not rules:
             return
         lines = [line.rstrip("\r\n") for line in self.lines]
-        for diagnostic in check_tree(self.tree, lines, self.filename, config, rules):
+        for diagnostic in check_tree(self.tree, lines, context, rules):
             text = f"{diagnostic.code} {diagnostic.message}"
             if diagnostic.suggestion:
                 text = f"{text} Use instead: {diagnostic.suggestion}"

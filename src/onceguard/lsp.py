@@ -257,15 +257,13 @@ class OnceguardLanguageServer(LanguageServer):
             uri=uri, version=version, diagnostics=[lsp for lsp, _ in pairs]))
 
     def diagnose(self, text: str, path: str, config: Config) -> List[Tuple[types.Diagnostic, Diagnostic]]:
-        from .engine import check_source, enabled_rules
+        from .engine import check_source
         from .report import ReportOptions, is_error
 
         if _excluded(config, path):
             return []
-        ignored = config.ignored_for_path(path)
-        rules = [r for r in enabled_rules(config) if not any(r.code.startswith(c) for c in ignored)]
         source, encoding = encode_for_engine(text)
-        found = check_source(source, path, config, rules)
+        found = check_source(source, path, config)
         lines = text.splitlines()
         options = ReportOptions(error_codes=config.error)
         pairs = []
