@@ -854,10 +854,6 @@ class _Scan:
 _TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
 
 
-def _has_await(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Await) for n in ast.walk(node))
-
-
 def _is_huey_lock_expr(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and _is_huey_lock(node)
 

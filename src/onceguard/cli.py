@@ -137,7 +137,7 @@ def run_check(args: argparse.Namespace) -> int:
         (d.with_path(display_path(d.path)) for d in diagnostics), key=lambda d: (d.path, d.line, d.column, d.code)
     )
     error_codes = tuple(sorted({code for _, config in files for code in config.error}))
-    options = ReportOptions(statistics=args.statistics, error_codes=error_codes, files_checked=len(files))
+    options = ReportOptions(error_codes=error_codes)
     output = diff_text + renderers()[args.format](diagnostics, options)
     if args.statistics:
         from .report.statistics import render_statistics

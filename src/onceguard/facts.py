@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from typing import Dict, Iterator, List, Optional, Union
+from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 from .context import FileContext
 from .names import ImportTable, dotted
@@ -27,6 +27,11 @@ def ancestors(node: ast.AST) -> Iterator[ast.AST]:
     while node is not None:
         yield node
         node = getattr(node, PARENT, None)
+
+
+def position(node: ast.AST) -> Tuple[int, int]:
+    """(line, column) of a node, for "which comes first" within one file."""
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
 
 
 def call_name(call: ast.Call) -> Optional[str]:
@@ -176,19 +181,11 @@ class ModuleFacts:
         for name in names:
             yield from self.calls_by_name.get(name, ())
 
-    def calls_in(self, node: ast.AST) -> List[ast.Call]:
-        return [c for c in ast.walk(node) if isinstance(c, ast.Call)]
-
     def cached(self, key: str, build):
         """Facts several rules share (handle bindings, lock calls) are built once per module."""
         if key not in self._cache:
             self._cache[key] = build(self)
         return self._cache[key]
-
-    def line_text(self, lineno: int) -> str:
-        if 0 < lineno <= len(self.lines):
-            return self.lines[lineno - 1]
-        return ""
 
 
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -222,4 +219,4 @@ def walk_no_nested_functions(node: ast.AST) -> Iterator[ast.AST]:
             push(child)
 
 
-__all__ = ["ModuleFacts", "walk_no_nested_functions", "parent", "ancestors", "call_name", "dotted", "FunctionNode"]
+__all__ = ["ModuleFacts", "position", "walk_no_nested_functions", "parent", "ancestors", "call_name", "dotted", "FunctionNode"]

@@ -32,17 +32,6 @@ def dotted(node: ast.AST) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
-def chain_head(node: ast.AST) -> Optional[ast.AST]:
-    """The innermost receiver of an attribute/call chain (a Name, or ``self.x`` stays as Attribute)."""
-    while True:
-        if isinstance(node, ast.Attribute):
-            node = node.value
-        elif isinstance(node, (ast.Call, ast.Await)):
-            node = node.func if isinstance(node, ast.Call) else node.value
-        else:
-            return node
-
-
 class ImportTable:
     """Local names bound by import statements anywhere in a module."""
 

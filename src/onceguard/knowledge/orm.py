@@ -25,14 +25,8 @@ DJANGO_SAVE: FrozenSet[str] = frozenset({"save", "asave"})
 DJANGO_INSTANCE_WRITES: FrozenSet[str] = frozenset({"save", "asave", "delete", "adelete"})
 #: Queryset methods that write every row they match.
 DJANGO_QUERYSET_WRITES: FrozenSet[str] = frozenset({"update", "aupdate", "delete", "adelete"})
-#: Queryset methods that narrow or shape a queryset (a chain of them is still a queryset of rows).
-DJANGO_QUERYSET_METHODS: FrozenSet[str] = frozenset({
-    "filter", "exclude", "all", "order_by", "select_related", "prefetch_related", "only", "defer",
-    "select_for_update", "iterator", "distinct", "using", "annotate",
-})
 #: Row locks; ``select_for_update()`` evaluated outside ``atomic()`` raises, so its presence means a lock.
 DJANGO_ROW_LOCK = "select_for_update"
-DJANGO_ATOMIC: FrozenSet[str] = frozenset({"django.db.transaction.atomic", "django.db.transaction.aatomic"})
 DJANGO_F: FrozenSet[str] = frozenset({"django.db.models.F", "django.db.models.expressions.F"})
 
 # -- SQLAlchemy / SQLModel / Flask-SQLAlchemy ----------------------------------------------------------
@@ -65,7 +59,6 @@ SA_DELETE = "delete"
 #: ``select(...).with_for_update()`` / ``query.with_for_update()`` / ``session.get(..., with_for_update=True)``
 SA_ROW_LOCK = "with_for_update"
 SA_ROW_LOCK_KEYWORD = "with_for_update"
-SA_SKIP_LOCKED_KEYWORD = "skip_locked"
 #: A call on the loaded instance with one of these keywords true re-reads it under a row lock
 #: (Airflow's ``ti.refresh_from_db(lock_for_update=True)``, ``session.refresh(obj, with_for_update=True)``).
 ROW_LOCK_KEYWORDS: FrozenSet[str] = frozenset({"lock_for_update", "with_for_update", "for_update", "select_for_update"})

@@ -12,11 +12,8 @@ from ..model import Diagnostic
 
 @dataclass(frozen=True)
 class ReportOptions:
-    statistics: bool = False
     #: codes reported as errors rather than warnings (config ``error = [...]``)
     error_codes: Sequence[str] = field(default_factory=tuple)
-    #: files checked, for formats that summarise
-    files_checked: int = 0
 
 
 Renderer = Callable[[List[Diagnostic], ReportOptions], str]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, List, Optional, Set
 
 from ..executed_sql import ExecutedSql, bound_value, executed_sql
-from ..facts import ModuleFacts, ancestors, parent, walk_no_nested_functions
+from ..facts import ModuleFacts, ancestors, parent, position, walk_no_nested_functions
 from ..handles import Handle, Handles
 from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
@@ -59,10 +59,6 @@ def lock_uses(facts: ModuleFacts) -> List[LockUse]:
         return uses
 
     return facts.cached("advisory_lock_uses", build)
-
-
-def _position(node: ast.AST) -> tuple:
-    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
 
 
 def _is_session_object(handle: Handle) -> bool:
@@ -185,12 +181,12 @@ class SessionLockOnPool(Rule):
         """Session lock and unlock with no commit/rollback/close between them keep one connection."""
         receiver = use.receiver_text
         unlocks = [u for u in uses if u.function.unlock and u.scope is use.scope and u.receiver_text == receiver
-                   and _position(u.call) > _position(use.call)]
+                   and position(u.call) > position(use.call)]
         if not unlocks or receiver is None:
             return False
         enders = _calls_on(receiver, SESSION_ENDERS, use.scope)
-        first_unlock = min(_position(u.call) for u in unlocks)
-        return not any(_position(use.call) < _position(c) < first_unlock for c in enders)
+        first_unlock = min(position(u.call) for u in unlocks)
+        return not any(position(use.call) < position(c) < first_unlock for c in enders)
 
     @staticmethod
     def _lock_on_other_checkout(use: LockUse, uses: List[LockUse]) -> Optional[LockUse]:
@@ -201,7 +197,7 @@ class SessionLockOnPool(Rule):
             if (other.function.is_lock and other.function.session and other.scope is use.scope
                     and other.handle is not None and other.handle.pinned and other.handle.how in db.PIN_METHODS
                     and other.handle.origin is not None and other.handle.origin is not handle.origin
-                    and _position(other.call) < _position(use.call)):
+                    and position(other.call) < position(use.call)):
                 return other
         return None
 
@@ -463,11 +459,11 @@ class UnlockNotGuaranteed(Rule):
                 continue  # OG101 says what is wrong with a lock taken through a pool
             unlocks = [u for u in uses if u.function.unlock and u.scope is use.scope
                        and (u.receiver_text == use.receiver_text or u.function.name == "pg_advisory_unlock_all")
-                       and _position(u.call) > _position(use.call)]
+                       and position(u.call) > position(use.call)]
             if unlocks:
                 if any(ModuleFacts.in_finally(u.call, use.scope) for u in unlocks):
                     continue
-                first = min(unlocks, key=lambda u: _position(u.call))
+                first = min(unlocks, key=lambda u: position(u.call))
                 yield self.finding(
                     first.call,
                     f"`{first.function.name}` is not in a `finally:` block: an exception in the work after "
@@ -519,10 +515,10 @@ def _value_holder(call: ast.Call) -> ast.AST:
 
 
 def _name_read_after(name: str, statement: ast.AST, scope: ast.AST) -> bool:
-    after = _position(statement)
+    after = position(statement)
     for node in walk_no_nested_functions(scope):
         if (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
-                and _position(node) > after):
+                and position(node) > after):
             return True
         if isinstance(node, ast.Global) and name in node.names:
             return True
@@ -550,7 +546,7 @@ class TryLockResultIgnored(Rule):
             if isinstance(above, ast.Expr):
                 receiver = use.receiver_text
                 read_later = receiver is not None and any(
-                    _position(c) > _position(use.call) for c in _calls_on(receiver, _READERS, scope))
+                    position(c) > position(use.call) for c in _calls_on(receiver, _READERS, scope))
                 ignored = not read_later
             elif isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name):
                 target = above.targets[0].id

@@ -14,7 +14,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 from urllib.parse import parse_qsl, urlsplit
 
 from ..executed_sql import ExecutedSql, bound_value, executed_sql, sql_text
-from ..facts import FunctionNode, ModuleFacts, ancestors, call_name, walk_no_nested_functions
+from ..facts import FunctionNode, ModuleFacts, ancestors, call_name, position, walk_no_nested_functions
 from ..handles import Handles
 from ..knowledge import databases as dbknown
 from ..knowledge import schema as known
@@ -54,10 +54,6 @@ def _main_block(node: ast.AST) -> Optional[ast.If]:
         if isinstance(above, ast.If) and is_main_guard(above.test):
             return above
     return None
-
-
-def _position(node: ast.AST) -> Tuple[int, int]:
-    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
 
 def _imports_module(facts: ModuleFacts, prefixes: Iterable[str]) -> bool:
@@ -732,7 +728,7 @@ class MigrationThroughPooler(Rule):
             return
         direct = facts.config.migrate_url_env
         reported: Set[int] = set()
-        for call, expr in sorted(_dsn_sinks(facts), key=lambda sink: _position(sink[1])):
+        for call, expr in sorted(_dsn_sinks(facts), key=lambda sink: position(sink[1])):
             parts = _dsn_parts(expr, facts)
             evidence = self._evidence(parts, call, expr, direct, facts)
             if evidence is None:
@@ -865,7 +861,7 @@ class _LockFinder:
         if self._lock_helper_before(site, function) or _handed_in_by_runner(connection, facts):
             return True
         for item, session in self.locks:
-            if enclosing_function(item.call) is not function or _position(item.call) >= _position(site):
+            if enclosing_function(item.call) is not function or position(item.call) >= position(site):
                 continue
             if not self._same_connection(item.receiver, connection, apply):
                 continue
@@ -939,7 +935,7 @@ class _LockFinder:
         for unlock in self.unlocks:
             if enclosing_function(unlock.call) is not function:
                 continue
-            if _position(lock.call) < _position(unlock.call) < _position(site):
+            if position(lock.call) < position(unlock.call) < position(site):
                 unlock_root = _connection_root(unlock.receiver, self.facts) if unlock.receiver is not None else ""
                 if unlock_root == root:
                     return True
@@ -971,7 +967,7 @@ class _LockFinder:
                         return True
         scope = function if function is not None else self.facts.tree
         for node in walk_no_nested_functions(scope):
-            if isinstance(node, ast.Call) and _position(node) < _position(site) and _is_lock_helper(node):
+            if isinstance(node, ast.Call) and position(node) < position(site) and _is_lock_helper(node):
                 return True
         return False
 
@@ -1090,7 +1086,7 @@ def _configure_call(run: ast.Call, facts: ModuleFacts) -> Optional[ast.Call]:
     for node in walk_no_nested_functions(scope):
         if (isinstance(node, ast.Call) and call_name(node) == "configure"
                 and (facts.qualify(node.func) or "").rsplit(".", 1)[0] in known.ALEMBIC_CONTEXT
-                and _position(node) < _position(run)):
+                and position(node) < position(run)):
             found = node
     return found
 
