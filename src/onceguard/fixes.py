@@ -5,8 +5,7 @@ that ``ast`` already accepted (libcst's native parser can take the process down 
 A fix never changes more than its node (plus an import it needs): the file keeps its encoding, BOM,
 coding cookie, newline style and mode, and a result that does not parse is thrown away.
 
-Adding a fix = adding a row to ``TRANSFORMS``: the node type to look for at the finding's start and a
-function that returns the rewritten node (or None when the node is not what the fix expects).
+The transforms themselves are in ``fix_transforms``.
 """
 from __future__ import annotations
 
@@ -21,211 +20,14 @@ import tempfile
 import tokenize
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Type
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from .config import Config, config_for
+from .fix_transforms import TRANSFORMS, Transform
 from .model import Diagnostic
-
-# ---------------------------------------------------------------------------------------------------------
-# The transform table
-
-
-@dataclass(frozen=True)
-class Rewrite:
-    node: cst.CSTNode
-    #: Modules the new code refers to: ``import <name>`` is added at the top when it is missing.
-    imports: FrozenSet[str] = frozenset()
-
-
-@dataclass(frozen=True)
-class Transform:
-    node_type: Type[cst.CSTNode]
-    #: Cheap test on the original node, used to pick the target among nodes that start at the same spot
-    #: (``logging.getLogger(__name__).warning(...)``: two calls start at column 1).
-    accepts: Callable[[cst.CSTNode], bool]
-    #: The rewrite of the (possibly already partly fixed) node; None when it does not apply after all.
-    rewrite: Callable[[cst.CSTNode], Optional[Rewrite]]
-
-
-# Logger methods that log at warning level or above, and the debug method that replaces each.
-_LOUD_METHODS = {
-    "warning": "debug",
-    "warn": "debug",
-    "error": "debug",
-    "critical": "debug",
-    "fatal": "debug",
-    "exception": "debug",
-    # structlog's async methods
-    "awarning": "adebug",
-    "aerror": "adebug",
-    "acritical": "adebug",
-    "afatal": "adebug",
-    "aexception": "adebug",
-}
-_EXCEPTION_METHODS = frozenset({"exception", "aexception"})
-_LOUD_LEVELS = frozenset({"WARNING", "WARN", "ERROR", "CRITICAL", "FATAL"})
-_LOUD_LEVEL_NUMBERS = frozenset({30, 40, 50})
-_LOG_METHODS = frozenset({"log", "alog"})
-
-
-def _method(call: cst.CSTNode) -> Optional[str]:
-    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
-        return call.func.attr.value
-    return None
-
-
-def _level_arg(call: cst.Call) -> Optional[int]:
-    """Index of the level argument of ``log.log(level, msg)``: first positional, or ``level=``."""
-    for index, arg in enumerate(call.args):
-        if arg.keyword is not None and arg.keyword.value == "level":
-            return index
-    if call.args and call.args[0].keyword is None and not call.args[0].star:
-        return 0
-    return None
-
-
-def _is_loud_level(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.Attribute):
-        return node.attr.value in _LOUD_LEVELS
-    if isinstance(node, cst.Name):
-        return node.value in _LOUD_LEVELS
-    if isinstance(node, cst.Integer):
-        try:
-            return int(node.value, 0) in _LOUD_LEVEL_NUMBERS
-        except ValueError:
-            return False
-    return False
-
-
-def _accepts_loud_log(node: cst.CSTNode) -> bool:
-    method = _method(node)
-    if method is None:
-        return False
-    assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-    if method == "warn" and isinstance(node.func.value, cst.Name) and node.func.value.value == "warnings":
-        return False  # warnings.warn is not a log call
-    if method in _LOUD_METHODS:
-        return True
-    if method in _LOG_METHODS:
-        index = _level_arg(node)
-        return index is not None and _is_loud_level(node.args[index].value)
-    return False
-
-
-def _append_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
-    """Add ``name=value`` as the last argument, in the layout the call already has."""
-    new_arg = cst.Arg(
-        value=value,
-        keyword=cst.Name(name),
-        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
-    )
-    if not call.args:
-        return call.with_changes(args=[new_arg])
-    last = call.args[-1]
-    between: cst.BaseParenthesizableWhitespace = (
-        call.whitespace_before_args
-        if isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace)
-        else cst.SimpleWhitespace(" ")
-    )
-    if isinstance(last.comma, cst.Comma):  # trailing comma: keep it, after the new argument
-        new_last = last.with_changes(comma=last.comma.with_changes(whitespace_after=between),
-                                     whitespace_after_arg=cst.SimpleWhitespace(""))
-        new_arg = new_arg.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
-    else:
-        new_last = last.with_changes(comma=cst.Comma(whitespace_after=between),
-                                     whitespace_after_arg=cst.SimpleWhitespace(""))
-        new_arg = new_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg)
-    return call.with_changes(args=[*call.args[:-1], new_last, new_arg])
-
-
-def _log_at_debug(node: cst.CSTNode) -> Optional[Rewrite]:
-    if not _accepts_loud_log(node):
-        return None
-    assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-    method = node.func.attr.value
-    if method in _LOUD_METHODS:
-        debug_method = node.func.attr.with_changes(value=_LOUD_METHODS[method])
-        call = node.with_changes(func=node.func.with_changes(attr=debug_method))
-        has_exc_info = any(a.keyword is not None and a.keyword.value == "exc_info" for a in call.args)
-        if method in _EXCEPTION_METHODS and not has_exc_info:
-            # .exception() logs the traceback; keep it at debug level.
-            call = _append_keyword(call, "exc_info", cst.Name("True"))
-        return Rewrite(call)
-    index = _level_arg(node)
-    assert index is not None
-    level = node.args[index].value
-    imports: FrozenSet[str] = frozenset()
-    if isinstance(level, cst.Attribute):  # logging.WARNING -> logging.DEBUG, whatever the module is called here
-        debug: cst.BaseExpression = level.with_changes(attr=level.attr.with_changes(value="DEBUG"))
-    else:
-        debug = cst.Attribute(value=cst.Name("logging"), attr=cst.Name("DEBUG"))
-        imports = frozenset({"logging"})
-    debug = debug.with_changes(lpar=level.lpar, rpar=level.rpar)
-    args = list(node.args)
-    args[index] = args[index].with_changes(value=debug)
-    return Rewrite(node.with_changes(args=args), imports)
-
-
-def _accepts_hash(node: cst.CSTNode) -> bool:
-    return (
-        isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Name)
-        and node.func.value == "hash"
-        and len(node.args) == 1
-        and node.args[0].keyword is None
-        and not node.args[0].star
-    )
-
-
-_STRING_PREFIX = re.compile(r"^[A-Za-z]*")
-
-
-def _stable_bytes(value: cst.BaseExpression) -> cst.BaseExpression:
-    """An expression of the bytes that stand for ``value`` across processes."""
-    if isinstance(value, cst.SimpleString) and not value.lpar:
-        prefix = _STRING_PREFIX.match(value.value).group(0)  # type: ignore[union-attr]
-        lowered = prefix.lower()
-        if "b" in lowered:
-            return value
-        body = value.value[len(prefix):]
-        if body.isascii() and "\\" not in body and "f" not in lowered:
-            # "nightly" -> b"nightly": same bytes as "nightly".encode()
-            return value.with_changes(value="b" + prefix.replace("u", "").replace("U", "") + body)
-    if isinstance(value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)) and not _is_bytes(value):
-        if isinstance(value, cst.ConcatenatedString) and not value.lpar:
-            value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        return cst.Call(func=cst.Attribute(value=value, attr=cst.Name("encode")))
-    text = cst.Call(func=cst.Name("str"), args=[cst.Arg(value=value)])
-    return cst.Call(func=cst.Attribute(value=text, attr=cst.Name("encode")))
-
-
-def _is_bytes(value: cst.BaseExpression) -> bool:
-    if isinstance(value, cst.SimpleString):
-        return "b" in _STRING_PREFIX.match(value.value).group(0).lower()  # type: ignore[union-attr]
-    if isinstance(value, cst.ConcatenatedString):
-        return _is_bytes(value.left)
-    return False
-
-
-def _stable_lock_key(node: cst.CSTNode) -> Optional[Rewrite]:
-    if not _accepts_hash(node):
-        return None
-    assert isinstance(node, cst.Call)
-    arg = node.args[0]
-    crc32 = cst.Attribute(value=cst.Name("zlib"), attr=cst.Name("crc32"))
-    return Rewrite(node.with_changes(func=crc32, args=[arg.with_changes(value=_stable_bytes(arg.value))]),
-                   frozenset({"zlib"}))
-
-
-TRANSFORMS: Dict[str, Transform] = {
-    # OG203: "another replica has the lock" is the normal case, not a warning.
-    "log-level-debug": Transform(cst.Call, _accepts_loud_log, _log_at_debug),
-    # OG104: hash() of a str is salted per process; crc32 is the same in every replica and fits a bigint.
-    "stable-lock-key": Transform(cst.Call, _accepts_hash, _stable_lock_key),
-}
 
 # ---------------------------------------------------------------------------------------------------------
 # Finding nodes again, rewriting them, adding imports

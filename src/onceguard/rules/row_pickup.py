@@ -1,0 +1,404 @@
+"""Rows picked by status and updated without claiming them (OG302).  reference/frameworks.md §6.
+
+Two replicas running the same pickup both see the row in its old state and both act on it, unless the
+selection claims it (``FOR UPDATE SKIP LOCKED``, ``select_for_update(skip_locked=True)``) or the write is
+conditional on the old state and its row count is read.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Iterable, List, Optional, Set
+
+from pglast import ast as pg
+from pglast.enums import BoolExprType
+
+from ..executed_sql import ExecutedSql, bound_value
+from ..facts import FunctionNode, ModuleFacts, parent
+from ..knowledge import orm
+from ..model import Diagnostic
+from ..names import dotted
+from ..registry import register
+from ..sql import parse_statements
+from .base import Rule
+from .data_races import (
+    _FETCH, _session_matches, _single_process, _sql_by_function, _tables, chain, django_queryset,
+    function_nodes, later, names_in, sa_source, sa_statement, target_names, unwrap,
+)
+from .redis_leases import result_tested, short
+
+
+def status_column(name: str, lookup: str = "") -> bool:
+    if name in orm.STATUS_COLUMNS or name.endswith(orm.STATUS_SUFFIXES):
+        return True
+    return lookup == "isnull" and name.endswith(orm.PENDING_TIMESTAMP_SUFFIXES)
+
+
+def _is_constant(node: ast.AST) -> bool:
+    """A literal or an enum-like ``Job.Status.PENDING`` / ``PENDING``: the same for every caller."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return all(_is_constant(e) for e in node.elts)
+    if isinstance(node, ast.Attribute):
+        return node.attr.isupper()
+    if isinstance(node, ast.Name):
+        return node.id.isupper()
+    return False
+
+
+def _django_status_filter(links, pickup: bool = False) -> Optional[str]:
+    """The status lookup of a queryset (``status="pending"``).  For a ``pickup``, None when the queryset is
+    also pinned to one caller-given entity (``filter(user=request.user, status=...)``): that is not a queue."""
+    found = None
+    for name, call in links:
+        if name not in ("filter", "exclude") or not isinstance(call, ast.Call):
+            continue
+        # Keywords of the call and of Q(...) objects inside it.
+        keywords = list(call.keywords) + [
+            k for arg in call.args for n in ast.walk(arg) if isinstance(n, ast.Call) for k in n.keywords
+        ]
+        for keyword in keywords:
+            if keyword.arg is None:
+                return None
+            field, _, lookup = keyword.arg.partition("__")
+            if status_column(field, lookup) and lookup in orm.DJANGO_STATUS_LOOKUPS:
+                found = found or keyword.arg
+            elif pickup and lookup in ("", "exact") and not _is_constant(keyword.value):
+                return None
+    return found
+
+
+def _sa_status_condition(links, pickup: bool = False) -> Optional[str]:
+    """As :func:`_django_status_filter`, for ``where``/``filter``/``filter_by`` conditions."""
+    found = None
+    for name, call in links:
+        if name not in ("where", "filter", "filter_by") or not isinstance(call, ast.Call):
+            continue
+        for keyword in call.keywords:
+            if status_column(keyword.arg or ""):
+                found = found or keyword.arg
+            elif pickup and not _is_constant(keyword.value):
+                return None
+        for arg in call.args:
+            for condition in _conjuncts(arg):
+                column = _sa_condition_column(condition)
+                if column is None:
+                    continue
+                if status_column(column, "isnull" if _is_null_test(condition) else ""):
+                    found = found or column
+                elif (pickup and isinstance(condition, ast.Compare) and isinstance(condition.ops[0], ast.Eq)
+                      and not _is_constant(condition.comparators[0])):
+                    return None
+    return found
+
+
+def _conjuncts(node: ast.AST) -> List[ast.AST]:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "and_":
+        return [c for arg in node.args for c in _conjuncts(arg)]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def _sa_condition_column(condition: ast.AST) -> Optional[str]:
+    """``Job.status == x``, ``Job.status.in_(...)``, ``Job.sent_at.is_(None)``, ``~Job.processed``."""
+    if isinstance(condition, ast.Compare) and isinstance(condition.left, ast.Attribute):
+        return condition.left.attr
+    if isinstance(condition, ast.Call) and isinstance(condition.func, ast.Attribute) and isinstance(
+            condition.func.value, ast.Attribute):
+        return condition.func.value.attr
+    if isinstance(condition, ast.UnaryOp) and isinstance(condition.operand, ast.Attribute):
+        return condition.operand.attr
+    return None
+
+
+def _is_null_test(condition: ast.AST) -> bool:
+    if isinstance(condition, ast.Compare):
+        return any(isinstance(c, ast.Constant) and c.value is None for c in condition.comparators)
+    if isinstance(condition, ast.Call) and isinstance(condition.func, ast.Attribute):
+        return condition.func.attr in ("is_", "isnot", "is_not") and any(
+            isinstance(a, ast.Constant) and a.value is None for a in condition.args)
+    return False
+
+
+@dataclass
+class Pickup:
+    framework: str  # "django" | "sqlalchemy" | "sql"
+    node: ast.AST  # where the rows are selected
+    model: str
+    column: str
+    rows: Set[str]  # local names holding the rows or one of them (loop targets)
+    session: Optional[str] = None
+
+
+def _rows_names(expr: ast.AST, facts: ModuleFacts) -> Set[str]:
+    """Names that end up holding the rows selected by ``expr``: its assignment target and loop targets."""
+    names: Set[str] = set()
+    statement = facts.statement_of(expr)
+    if isinstance(statement, (ast.For, ast.AsyncFor)) and _contains(statement.iter, expr):
+        names.update(target_names(statement.target))
+    if isinstance(statement, ast.Assign) and _contains(statement.value, expr):
+        for target in statement.targets:
+            names.update(target_names(target))
+    return names
+
+
+def _contains(tree: ast.AST, node: ast.AST) -> bool:
+    return any(n is node for n in ast.walk(tree))
+
+
+
+
+def _functions_filtering(facts: ModuleFacts) -> Set[int]:
+    """Functions that call a query filter (``filter``, ``where``, ...): a pickup by status needs one."""
+    def build(_facts: ModuleFacts) -> Set[int]:
+        functions = set()
+        for call in facts.calls_named(*orm.PICKUP_FILTER_METHODS):
+            function = facts.enclosing_function(call)
+            if function is not None:
+                functions.add(id(function))
+        return functions
+
+    return facts.cached("data_races:filtering", build)
+
+
+def _pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]:
+    found: List[Pickup] = []
+    if id(function) not in _functions_filtering(facts):
+        return found
+    for node in function_nodes(function, facts):
+        if not isinstance(node, (ast.Call, ast.Subscript)):
+            continue
+        above = parent(node)
+        if isinstance(above, (ast.Attribute, ast.Subscript)) and above.value is node:
+            continue  # a link inside a longer chain: the chain's outermost expression speaks for it
+        queryset = django_queryset(node)
+        if queryset is not None:
+            model, links = queryset
+            locked = any(n == orm.DJANGO_ROW_LOCK for n, _ in links)
+            if locked or (links and links[-1][0] in orm.DJANGO_QUERYSET_WRITES):
+                continue
+            column = _django_status_filter(links, pickup=True)
+            if column:
+                found.append(Pickup("django", node, model, column, _rows_names(node, facts)))
+            continue
+        loaded = sa_source(node, facts, many=True)
+        if loaded is not None and not loaded.locked:
+            links = _sa_links(node, facts)
+            column = _sa_status_condition(links, pickup=True)
+            if column:
+                found.append(Pickup("sqlalchemy", node, loaded.model, column, _rows_names(node, facts), loaded.session))
+    return found
+
+
+def _sa_links(node: ast.AST, facts: ModuleFacts):
+    head, links = chain(node)
+    result = list(links)
+    for _, call in links:
+        if isinstance(call, ast.Call) and call.args:
+            statement = sa_statement(call.args[0], facts)
+            if statement is not None:
+                result.extend(statement[1])
+    return result
+
+
+def _loop_rows(pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> Set[str]:
+    """Loop targets over a name that holds the rows (``jobs = ...; for job in jobs``)."""
+    rows = set(pickup.rows)
+    for node in function_nodes(function, facts):
+        if isinstance(node, (ast.For, ast.AsyncFor)) and later(node, pickup.node):
+            if names_in(node.iter) & rows:
+                rows.update(target_names(node.target))
+    return rows
+
+
+@register
+class UnclaimedRowPickup(Rule):
+    code = "OG302"
+    name = "unclaimed-row-pickup"
+    summary = "a worker selects rows by status and updates them without claiming them first"
+    triggers = orm.ROW_PICKUP_TRIGGERS
+    skips_tests = True
+    skips_migration_code = True
+
+    def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        if _single_process(facts):
+            return
+        for function in facts.functions:
+            for pickup in _pickups(function, facts):
+                write = self._orm_write(pickup, function, facts)
+                if write is not None and not self._orm_claimed(pickup, function, facts):
+                    yield self._report(pickup, write)
+        yield from self._raw_sql(facts)
+
+    # ORM ----------------------------------------------------------------------------------------------------
+    def _orm_write(self, pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:
+        rows = _loop_rows(pickup, function, facts)
+        if not rows:
+            return None
+        changed = False
+        for node in function_nodes(function, facts):
+            if not (hasattr(node, "lineno") and later(node, pickup.node)):
+                continue
+            if isinstance(node, (ast.Assign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in rows
+                       for t in targets):
+                    changed = True
+                continue
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            method, receiver = node.func.attr, node.func.value
+            if pickup.framework == "django":
+                if method in orm.DJANGO_INSTANCE_WRITES and isinstance(receiver, ast.Name) and receiver.id in rows:
+                    return node
+                if method in orm.DJANGO_QUERYSET_WRITES and names_in(node) & rows and django_queryset(node) is not None:
+                    if not _django_status_filter(django_queryset(node)[1]):
+                        return node
+            else:
+                if not _session_matches(pickup.session, receiver):
+                    continue
+                if method in orm.SA_FLUSH and changed:
+                    return node
+                if method == orm.SA_DELETE and node.args and names_in(node.args[0]) & rows:
+                    return node
+                if method == "execute" and node.args and names_in(node.args[0]) & rows:
+                    statement = _sa_update(node.args[0], facts)
+                    if statement is not None and not _sa_status_condition(statement):
+                        return node
+        return None
+
+    def _orm_claimed(self, pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> bool:
+        """A conditional transition whose result is checked:
+        ``filter(pk=…, status=…).update(…)`` / ``update(M).where(…, M.status == …)``."""
+        for node in function_nodes(function, facts):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            if pickup.framework == "django" and node.func.attr in ("update", "aupdate"):
+                queryset = django_queryset(node)
+                if queryset is not None and _django_status_filter(queryset[1]) and result_tested(node, facts):
+                    return True
+            if pickup.framework == "sqlalchemy" and node.func.attr == "execute" and node.args:
+                links = _sa_update(node.args[0], facts)
+                if links is not None and _sa_status_condition(links) and result_tested(node, facts):
+                    return True
+        return False
+
+    def _report(self, pickup: Pickup, write: ast.AST) -> Diagnostic:
+        model = pickup.model.rsplit(".", 1)[-1]
+        hazard = (f"`{short(pickup.node, 60)}` picks {model} rows by `{pickup.column}` and `{short(write, 40)}` on "
+                  f"line {write.lineno} updates them without claiming them: two replicas running this select the same "
+                  f"rows and both process them.")
+        field = pickup.column.split("__")[0]
+        if pickup.framework == "django":
+            suggestion = (f"Claim the rows: inside `transaction.atomic()` select them with "
+                          f"`{model}.objects.select_for_update(skip_locked=True).filter(...)`, or move each row with a "
+                          f"conditional update `{model}.objects.filter(pk=row.pk, {field}=<pending>).update({field}="
+                          f"<running>)` and process it only when that returns 1.")
+        else:
+            suggestion = (f"Claim the rows: select them with `.with_for_update(skip_locked=True)` in the transaction "
+                          f"that updates them, or move each row with `session.execute(update({model}).where("
+                          f"{model}.id == row.id, {model}.{field} == <pending>).values({field}=<running>))` and "
+                          f"process it only when `rowcount == 1`.")
+        return self.finding(pickup.node, hazard, suggestion)
+
+    # raw SQL ---------------------------------------------------------------------------------------------
+    def _raw_sql(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for executions in _sql_by_function(facts):
+            for select in executions:
+                if select.sql.statement_types != ("SelectStmt",) or select.sql.for_update:
+                    continue
+                statement = parse_statements(select.text)[0]
+                column = _sql_status_column(statement.whereClause, pickup=True)
+                tables = _tables(statement.fromClause)
+                if column is None or len(tables) != 1:
+                    continue
+                table = next(iter(tables))
+                writes = [e for e in executions if later(e.call, select.call) and _writes_table(e, table)]
+                if not writes:
+                    continue
+                if any(_sql_status_column(parse_statements(w.text)[0].whereClause) and _sql_result_checked(w, facts)
+                       for w in writes):
+                    continue
+                write = writes[0]
+                yield self.finding(
+                    select.call,
+                    f"The SELECT here picks `{table}` rows by `{column}` and the statement on line {write.call.lineno} "
+                    f"updates them without claiming them: two replicas running this select the same rows and both "
+                    f"process them.",
+                    f"Claim the rows: add `FOR UPDATE SKIP LOCKED` to this SELECT and update them in the same "
+                    f"transaction, or claim with one statement (`UPDATE {table} SET {column} = 'running' WHERE id IN "
+                    f"(SELECT id FROM {table} WHERE {column} = 'pending' LIMIT 10 FOR UPDATE SKIP LOCKED) RETURNING "
+                    f"id`), or move each row with `UPDATE {table} SET … WHERE id = :id AND {column} = 'pending'` and "
+                    f"act only when a row changed.",
+                )
+
+
+def _sa_update(node: ast.AST, facts: ModuleFacts):
+    """Links of ``update(Model).where(...).values(...)`` (through one name binding), else None."""
+    node = unwrap(node)
+    if isinstance(node, ast.Name):
+        value = bound_value(node, facts)
+        if value is None:
+            return None
+        node = unwrap(value)
+    head, links = chain(node)
+    if isinstance(head, ast.Call) and facts.callee(head) in orm.SA_UPDATE:
+        return links
+    return None
+
+
+def _sql_status_column(where, pickup: bool = False) -> Optional[str]:
+    """The status-like column a WHERE clause tests: ``status = …``, ``status IN (…)``, ``sent_at IS NULL``,
+    ``NOT processed``.  For a ``pickup``, None when the WHERE also pins the rows to one caller-given value
+    (``user_id = $1``)."""
+    if where is None:
+        return None
+    is_and = isinstance(where, pg.BoolExpr) and where.boolop == BoolExprType.AND_EXPR
+    conjuncts = list(where.args) if is_and else [where]
+    found = None
+    for condition in conjuncts:
+        if isinstance(condition, pg.NullTest) and isinstance(condition.arg, pg.ColumnRef):
+            name = _column_name(condition.arg)
+            if name and status_column(name, "isnull"):
+                found = found or name
+        elif isinstance(condition, pg.BoolExpr) and condition.boolop == BoolExprType.NOT_EXPR:
+            inner = condition.args[0]
+            if isinstance(inner, pg.ColumnRef) and status_column(_column_name(inner) or ""):
+                found = found or _column_name(inner)
+        elif isinstance(condition, pg.A_Expr) and isinstance(condition.lexpr, pg.ColumnRef):
+            name = _column_name(condition.lexpr) or ""
+            if status_column(name):
+                found = found or name
+            elif (pickup and condition.name and condition.name[0].sval == "="
+                  and isinstance(condition.rexpr, pg.ParamRef)):
+                return None
+    return found
+
+
+def _column_name(ref) -> Optional[str]:
+    last = ref.fields[-1]
+    return last.sval if isinstance(last, pg.String) else None
+
+
+def _writes_table(executed: ExecutedSql, table: str) -> bool:
+    if executed.sql.statement_types not in (("UpdateStmt",), ("DeleteStmt",)):
+        return False
+    statement = parse_statements(executed.text)[0]
+    return statement.relation.relname == table
+
+
+def _sql_result_checked(executed: ExecutedSql, facts: ModuleFacts) -> bool:
+    """The conditional UPDATE's outcome is read: its result tested, or ``cur.rowcount`` / a fetch afterwards."""
+    if result_tested(executed.call, facts):
+        return True
+    receiver = dotted(executed.receiver) if executed.receiver is not None else None
+    function = facts.enclosing_function(executed.call)
+    if receiver is None or function is None:
+        return False
+    for node in function_nodes(function, facts):
+        if isinstance(node, ast.Attribute) and dotted(node.value) == receiver and later(node, executed.call) and (
+                node.attr == "rowcount" or node.attr in _FETCH):
+            return True
+    return False
