@@ -91,26 +91,33 @@ def _inside_pinning_with(use: LockUse, method_names: Set[str]) -> bool:
 
 SESSION_ENDERS = ("commit", "rollback", "close", "remove", "expire_all")
 XACT_SUGGESTION = (
-    "take `pg_try_advisory_xact_lock` inside a transaction (released at COMMIT/ROLLBACK on the same "
+    "Take `pg_try_advisory_xact_lock` inside a transaction (released at COMMIT/ROLLBACK on the same "
     "connection), or hold one pinned connection for lock, work and unlock"
 )
 
 
+def _node_line(origin: Optional[ast.AST], fallback: ast.AST) -> int:
+    """The line where a handle was bound; a ``with`` item carries no position of its own."""
+    if isinstance(origin, ast.withitem):
+        origin = origin.context_expr
+    return getattr(origin, "lineno", None) or getattr(fallback, "lineno", 0)
+
+
 def _pinned_suggestion(handle: Handle) -> str:
     if handle.library == "asyncpg":
-        return ("use `async with pool.acquire() as conn:` and run lock, work and unlock on `conn` "
+        return ("Use `async with pool.acquire() as conn:` and run lock, work and unlock on `conn` "
                 "(or `pg_try_advisory_xact_lock` inside `async with conn.transaction():`)")
     if handle.library == "databases":
-        return ("wrap lock, work and unlock in `async with database.connection():` "
+        return ("Wrap lock, work and unlock in `async with database.connection():` "
                 "(or use `pg_try_advisory_xact_lock` inside `async with database.transaction():`)")
     if handle.library == "sqlalchemy":
         if _is_session_object(handle):
-            return ("take `pg_try_advisory_xact_lock` inside `with session.begin():` and do the work in that "
+            return ("Take `pg_try_advisory_xact_lock` inside `with session.begin():` and do the work in that "
                     "transaction, or use `with engine.connect() as conn:` for lock, work and unlock")
-        return ("use `with engine.begin() as conn:` and `pg_try_advisory_xact_lock`, or "
+        return ("Use `with engine.begin() as conn:` and `pg_try_advisory_xact_lock`, or "
                 "`with engine.connect() as conn:` for lock, work and unlock in `try/finally`")
     if handle.library in ("psycopg", "psycopg2"):
-        return ("use `with pool.connection() as conn:` for lock, work and unlock in `try/finally`, or "
+        return ("Use `with pool.connection() as conn:` for lock, work and unlock in `try/finally`, or "
                 "`pg_try_advisory_xact_lock` inside `with conn.transaction():`")
     return XACT_SUGGESTION
 
@@ -138,10 +145,12 @@ class SessionLockOnPool(Rule):
                     yield self.finding(
                         use.call,
                         f"`{use.function.name}` runs on a connection checked out at line "
-                        f"{getattr(use.handle.origin, 'lineno', '?')}, but the lock was taken on another checkout "
-                        f"(line {other.call.lineno}): the pool may hand out a different server connection, so the "
+                        f"{_node_line(_checkout_of(use), use.call)}, but the lock was taken on another checkout "
+                        f"(line {_node_line(_checkout_of(other), other.call)}): the pool may hand out a different "
+                        "server "
+                        "connection, so the "
                         "unlock releases nothing and the lock stays held by an idle pooled connection.",
-                        "keep lock, work and unlock on one checkout: a single `with ... as conn:` block with the "
+                        "Keep lock, work and unlock on one checkout: a single `with ... as conn:` block with the "
                         "unlock in `finally:`, or `pg_try_advisory_xact_lock` inside one transaction",
                     )
 
@@ -191,15 +200,34 @@ class SessionLockOnPool(Rule):
     @staticmethod
     def _lock_on_other_checkout(use: LockUse, uses: List[LockUse]) -> Optional[LockUse]:
         handle = use.handle
-        if handle is None or handle.how not in db.PIN_METHODS or handle.origin is None:
+        checkout = _checkout_of(use)
+        if handle is None or handle.how not in db.PIN_METHODS or checkout is None:
             return None
         for other in uses:
             if (other.function.is_lock and other.function.session and other.scope is use.scope
                     and other.handle is not None and other.handle.pinned and other.handle.how in db.PIN_METHODS
-                    and other.handle.origin is not None and other.handle.origin is not handle.origin
+                    and _checkout_of(other) not in (None, checkout)
                     and position(other.call) < position(use.call)):
                 return other
         return None
+
+
+def _checkout_of(use: LockUse) -> Optional[ast.AST]:
+    """The ``with pool.connection() as conn`` item whose connection runs this call.
+
+    A name reused by several ``with`` blocks has one binding per block; the enclosing block is the one
+    in force at the call."""
+    receiver = use.receiver_text
+    if receiver:
+        root = receiver.split(".")[0]
+        for above in ancestors(use.call):
+            if isinstance(above, (ast.With, ast.AsyncWith)):
+                for item in above.items:
+                    if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == root:
+                        return item
+            if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                break
+    return use.handle.origin if use.handle is not None else None
 
 
 def _pgbouncer_evidence(facts: ModuleFacts) -> Optional[ast.AST]:
@@ -242,7 +270,7 @@ class SessionLockThroughPooler(Rule):
                 f"`{use.function.name}` is session-level, but {why}: consecutive transactions of one client "
                 "connection run on different server connections, so the unlock misses the lock (it leaks) or "
                 "another replica gets the same server connection and \"holds\" the lock too.",
-                "use `pg_try_advisory_xact_lock` inside one transaction, or a lease (Redis "
+                "Use `pg_try_advisory_xact_lock` inside one transaction, or a lease (Redis "
                 "`SET key token NX PX ttl` released by compare-and-delete); migrations should connect directly "
                 "to PostgreSQL, bypassing the pooler",
             )
@@ -329,7 +357,7 @@ class UnstableLockKey(Rule):
                     f"the key of `{use.function.name}` (line {use.call.lineno}) comes from "
                     f"`{dotted(node.func) or 'a call'}(...)`: {why}. The replicas never contend for the lock "
                     "and all run the guarded work.",
-                    "derive the key with a stable digest: a constant, `zlib.crc32(name.encode())`, or "
+                    "Derive the key with a stable digest: a constant, `zlib.crc32(name.encode())`, or "
                     "`int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), 'big', signed=True)`",
                     fix,
                 )
@@ -412,7 +440,7 @@ class BlockingLockInJob(Rule):
                 use.call,
                 f"`{function.name}` waits until the lock is free: with two replicas the second one queues behind "
                 "the first and, once the lock is released, runs the same job again.",
-                f"use `{instead}` and skip the run when it returns false (`if not acquired: return`); blocking "
+                f"Use `{instead}` and skip the run when it returns false (`if not acquired: return`); blocking "
                 "locks belong in migration runners, where pods should wait for each other",
             )
 
@@ -450,13 +478,24 @@ class UnlockNotGuaranteed(Rule):
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         uses = lock_uses(facts)
-        module_has_unlock_elsewhere = {id(u.scope) for u in uses if u.function.unlock}
+        # Scopes that unlock without locking are release helpers: a lock elsewhere may be released there.
+        release_helpers = ({id(u.scope) for u in uses if u.function.unlock}
+                           - {id(u.scope) for u in uses if u.function.is_lock})
         for use in uses:
             function = use.function
             if not (function.session and function.is_lock) or use.scope is None or _in_closing_block(use):
                 continue  # a block that closes or resets its connection on exit releases the lock on any error
             if use.handle is not None and use.handle.pooled:
-                continue  # OG101 says what is wrong with a lock taken through a pool
+                if self._ignored_and_kept_by_pool(use, uses, facts, release_helpers):
+                    yield self.finding(
+                        use.call,
+                        f"`{function.name}` is taken through a pool and never released, and nothing reads its "
+                        "result: the pooled connection that ran it goes back to the pool still holding the lock, "
+                        "so any replica that tests this key later finds it taken until that connection dies.",
+                        "Take `pg_try_advisory_xact_lock` inside a transaction, test it, and let COMMIT/ROLLBACK "
+                        "release it; or hold one pinned connection and unlock in `finally:`",
+                    )
+                continue  # otherwise OG101 says what is wrong with a lock taken through a pool
             unlocks = [u for u in uses if u.function.unlock and u.scope is use.scope
                        and (u.receiver_text == use.receiver_text or u.function.name == "pg_advisory_unlock_all")
                        and position(u.call) > position(use.call)]
@@ -469,14 +508,17 @@ class UnlockNotGuaranteed(Rule):
                     f"`{first.function.name}` is not in a `finally:` block: an exception in the work after "
                     f"`{function.name}` (line {use.call.lineno}) skips it and the connection keeps the lock, so "
                     "the job stops running on every replica until that connection dies.",
-                    "put the unlock in `try: ... finally:` on the same connection, or use "
+                    "Put the unlock in `try: ... finally:` on the same connection, or use "
                     "`pg_try_advisory_xact_lock` inside a transaction, which is released at COMMIT/ROLLBACK",
                 )
                 continue
             handle = use.handle
             if handle is None or not handle.pinned or _returns_result(use):
                 continue
-            if module_has_unlock_elsewhere - {id(use.scope)}:
+            if any(u.scope is use.scope and SessionLockOnPool._lock_on_other_checkout(u, uses) is use for u in uses
+                   if u.function.unlock):
+                continue  # unlocked on a second checkout: OG101 reports that unlock, the real fault
+            if release_helpers - {id(use.scope)}:
                 continue  # a release helper elsewhere in the module
             receiver = use.receiver_text
             if receiver and any(ModuleFacts.in_finally(c, use.scope)
@@ -487,9 +529,21 @@ class UnlockNotGuaranteed(Rule):
                 f"`{function.name}` is never released in `{getattr(use.scope, 'name', 'this function')}`: the "
                 "lock stays held by the connection (and by the pool that keeps it) after the work, so the next "
                 "run on any replica finds it taken.",
-                "release it with `pg_advisory_unlock` in `finally:` on the same connection, or use "
+                "Release it with `pg_advisory_unlock` in `finally:` on the same connection, or use "
                 "`pg_try_advisory_xact_lock` inside a transaction",
             )
+
+
+    @staticmethod
+    def _ignored_and_kept_by_pool(use: LockUse, uses: List[LockUse], facts: ModuleFacts,
+                                  release_helpers: Set[int]) -> bool:
+        """A pool that does not reset its connections keeps a lock nobody unlocks (asyncpg's resets)."""
+        handle = use.handle
+        if handle is None or handle.library in db.RESETTING_POOL_LIBRARIES or not use.function.try_lock:
+            return False
+        if release_helpers or any(u.function.unlock and u.scope is use.scope for u in uses):
+            return False  # released somewhere, on whichever connection: OG101 judges that
+        return try_lock_result_ignored(use, facts)
 
 
 # -- try-lock results -------------------------------------------------------------------------------
@@ -525,6 +579,25 @@ def _name_read_after(name: str, statement: ast.AST, scope: ast.AST) -> bool:
     return False
 
 
+def try_lock_result_ignored(use: LockUse, facts: ModuleFacts) -> bool:
+    if not use.function.try_lock:
+        return False
+    names = {name for name, _ in tokens(use.executed.text)}
+    if "FROM" in names or "WHERE" in names:
+        return False  # a lock per selected row: the rows returned are the answer
+    holder = _value_holder(use.call)
+    above = parent(holder)
+    scope = use.scope or facts.tree
+    if isinstance(above, ast.Expr):
+        receiver = use.receiver_text
+        return receiver is None or not any(
+            position(c) > position(use.call) for c in _calls_on(receiver, _READERS, scope))
+    if isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name):
+        target = above.targets[0].id
+        return target == "_" or not _name_read_after(target, above, scope)
+    return False
+
+
 @register
 class TryLockResultIgnored(Rule):
     code = "OG106"
@@ -534,27 +607,10 @@ class TryLockResultIgnored(Rule):
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         for use in lock_uses(facts):
-            if not use.function.try_lock:
-                continue
-            names = {name for name, _ in tokens(use.executed.text)}
-            if "FROM" in names or "WHERE" in names:
-                continue  # a lock per selected row: the rows returned are the answer
-            holder = _value_holder(use.call)
-            above = parent(holder)
-            scope = use.scope or facts.tree
-            ignored = False
-            if isinstance(above, ast.Expr):
-                receiver = use.receiver_text
-                read_later = receiver is not None and any(
-                    position(c) > position(use.call) for c in _calls_on(receiver, _READERS, scope))
-                ignored = not read_later
-            elif isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name):
-                target = above.targets[0].id
-                ignored = target == "_" or not _name_read_after(target, above, scope)
-            if ignored:
+            if try_lock_result_ignored(use, facts):
                 yield self.finding(
                     use.call,
                     f"the result of `{use.function.name}` is never read: the work below runs whether or not this "
                     "replica got the lock, so every replica runs it.",
-                    "test it and skip the run when it is false: `if not acquired: return`",
+                    "Test it and skip the run when it is false: `if not acquired: return`",
                 )
