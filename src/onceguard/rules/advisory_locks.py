@@ -416,6 +416,16 @@ def _parameter_names(node: ast.AST, facts: ModuleFacts) -> Set[str]:
     return {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
 
 
+def _yields_to_caller(scope: Optional[ast.AST]) -> bool:
+    """A generator (a ``@contextmanager`` lock helper) hands the locked section to its caller.
+
+    Such a helper is a mutex around the caller's block, used by request code whose every call must do
+    its work; waiting is what it is for.  A job that must run once takes its guard in its own body."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    return any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in walk_no_nested_functions(scope))
+
+
 @register
 class BlockingLockInJob(Rule):
     code = "OG103"
@@ -435,6 +445,8 @@ class BlockingLockInJob(Rule):
             keys = key_expressions(use)
             if not _is_fixed_key(keys, facts):
                 continue  # a per-row/per-user key serialises requests on purpose
+            if _yields_to_caller(use.scope):
+                continue  # a critical section: every caller's block must run, one at a time
             instead = "pg_try_advisory_xact_lock" if not function.session else "pg_try_advisory_lock"
             yield self.finding(
                 use.call,
