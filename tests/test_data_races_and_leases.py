@@ -427,6 +427,7 @@ def test_sqlalchemy_suggestion_names_both_claims():
 
         def work(session: Session):
             for job in session.scalars(select(Job).where(Job.status == "queued")):
+                run(job)
                 job.status = "done"
             session.commit()
     """)
@@ -481,6 +482,7 @@ def test_tests_and_data_migrations_are_exempt():
 
         def forwards(apps, schema_editor):
             for job in Job.objects.filter(status="legacy"):
+                notify(job)
                 job.status = "pending"
                 job.save()
     """

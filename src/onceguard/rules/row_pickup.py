@@ -13,8 +13,10 @@ from typing import Iterable, List, Optional, Set
 from pglast import ast as pg
 from pglast.enums import BoolExprType
 
+from .. import project
+from ..claims import ClaimAnalyzer, is_log_call
 from ..executed_sql import ExecutedSql, bound_value
-from ..facts import FunctionNode, ModuleFacts, parent
+from ..facts import FunctionNode, ModuleFacts, call_name, parent
 from ..knowledge import orm
 from ..model import Diagnostic
 from ..names import dotted
@@ -22,7 +24,8 @@ from ..registry import register
 from ..sql import parse_statements
 from .base import Rule
 from .data_races import (
-    _FETCH, _session_matches, _single_process, _sql_by_function, _tables, chain, django_queryset,
+    _FETCH, _session_matches, _single_process, _sql_by_function, _tables, chain, django_instance_loader,
+    django_queryset,
     function_nodes, later, names_in, sa_source, sa_statement, target_names, unwrap,
 )
 from .redis_leases import result_tested, short
@@ -173,6 +176,8 @@ def _pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]:
         above = parent(node)
         if isinstance(above, (ast.Attribute, ast.Subscript)) and above.value is node:
             continue  # a link inside a longer chain: the chain's outermost expression speaks for it
+        if _is_subquery(node):
+            continue
         queryset = django_queryset(node)
         if queryset is not None:
             model, links = queryset
@@ -190,6 +195,36 @@ def _pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]:
             if column:
                 found.append(Pickup("sqlalchemy", node, loaded.model, column, _rows_names(node, facts), loaded.session))
     return found
+
+
+#: Calls that take a queryset or select as part of another query: the rows are never loaded themselves.
+_QUERY_COMPOSERS = frozenset({
+    "Exists", "Subquery", "exists", "filter", "exclude", "annotate", "where", "in_", "not_in", "having",
+    "union", "intersection", "difference", "scalar_subquery", "subquery",
+})
+
+
+def _is_subquery(node: ast.AST) -> bool:
+    """``Exists(M.objects.filter(..., status=...))``, ``filter(id__in=<queryset>)``, a queryset built on
+    ``OuterRef``: part of another query, not rows anyone picks."""
+    if any(isinstance(n, ast.Call) and call_name(n) == "OuterRef" for n in ast.walk(node)):
+        return True
+    child = node
+    for above in _expression_ancestors(node):
+        if isinstance(above, ast.Call) and child is not above.func:
+            return call_name(above) in _QUERY_COMPOSERS
+        child = above
+    return False
+
+
+def _expression_ancestors(node: ast.AST):
+    above = parent(node)
+    while above is not None and not isinstance(above, ast.stmt):
+        if isinstance(above, ast.keyword):
+            above = parent(above)
+            continue
+        yield above
+        above = parent(above)
 
 
 def _sa_links(node: ast.AST, facts: ModuleFacts):
@@ -213,6 +248,148 @@ def _loop_rows(pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> Se
     return rows
 
 
+def _reread_locked(rows: Set[str], after: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """A name holding the rows is bound again to the same row loaded under a row lock."""
+    for node in function_nodes(function, facts):
+        if not (isinstance(node, ast.Assign) and later(node, after)):
+            continue
+        if not any(name in rows for target in node.targets for name in target_names(target)):
+            continue
+        loaded = django_instance_loader(node.value, facts) or sa_source(node.value, facts, many=False)
+        if loaded is not None and loaded.locked:
+            return True
+    return False
+
+
+#: Calls that compute a value and change nothing: they do not make a sweep's work unsafe to repeat.
+_PURE_CALLS = frozenset({
+    "now", "utcnow", "today", "timedelta", "datetime", "time", "monotonic", "len", "str", "int", "float",
+    "bool", "list", "dict", "set", "tuple", "sorted", "min", "max", "sum", "any", "all", "isinstance",
+    "getattr", "hasattr", "range", "enumerate", "zip", "format", "join", "get", "astimezone", "isoformat",
+    "getLogger", "gettext", "_",
+})
+
+
+def _only_writes_rows(pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """The loop over the picked rows does nothing but write them (delete them, set a constant): two
+    replicas repeating that is duplicate work, not a duplicate effect.  Anything else it calls (send,
+    publish, run, allocate a number) makes the pickup a hazard."""
+    rows = _loop_rows(pickup, function, facts)
+    loops = [n for n in function_nodes(function, facts)
+             if isinstance(n, (ast.For, ast.AsyncFor)) and set(target_names(n.target)) & rows]
+    if not loops:
+        return False
+    for loop in loops:
+        skipped: Set[int] = set()
+        for statement in loop.body:
+            for node in ast.walk(statement):
+                if id(node) in skipped or not isinstance(node, ast.Call):
+                    continue
+                if is_log_call(node):
+                    skipped.update(id(n) for n in ast.walk(node))
+                    continue
+                name = call_name(node)
+                if name in _PURE_CALLS:
+                    continue
+                receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+                if (name in orm.DJANGO_INSTANCE_WRITES or name in orm.DJANGO_QUERYSET_WRITES
+                        or name in orm.SA_FLUSH or name in ("add", "merge")) and (
+                        receiver is not None and (names_in(receiver) & rows or names_in(node) & rows
+                                                  or pickup.framework == "sqlalchemy")):
+                    continue
+                if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Call) and \
+                        call_name(node.func.value) == "getLogger":
+                    skipped.update(id(n) for n in ast.walk(node))
+                    continue
+                return False
+    return True
+
+
+# -- runs only after a claim its callers took -----------------------------------------------------------------
+def _resolver(call: ast.Call, facts: ModuleFacts):
+    """A call to a function imported from elsewhere in the project (CLI only)."""
+    head = call.func
+    while isinstance(head, ast.Attribute):
+        head = head.value
+    if not (isinstance(head, ast.Name) and facts.imports.is_imported(head.id)):
+        return None
+    found = project.find_function(facts.qualify(call.func) or "", facts.config, project.roots_for(facts))
+    if found is None or found[1].context.is_test:
+        return None
+    return found
+
+
+def runs_claimed(function: FunctionNode, facts: ModuleFacts, depth: int = 0) -> bool:
+    """``function`` leads with a claim, or every call of it in its module comes after a claim the caller
+    tested (a lease taken and checked: ``if not held: return``), or from callers that themselves run
+    claimed.  A function nobody in its module calls is not claimed here (its callers are unknown)."""
+    key = f"row_pickup:claimed:{id(function)}"
+    cache = facts.cached("row_pickup:claimed", lambda _f: {})
+    if key in cache:
+        return cache[key]
+    cache[key] = False  # recursion guard
+    analyzer = ClaimAnalyzer.of_module(facts, _resolver if facts.context.cross_file else None)
+    result = analyzer.lead(function).claimed
+    if not result and depth < 3:
+        callers = [c for c in facts.calls_named(function.name) if _calls_function(c, function)]
+        result = bool(callers)
+        for call in callers:
+            caller = facts.enclosing_function(call)
+            if caller is None or caller is function or not (
+                    _claim_tested_before(call, caller, facts, analyzer) or runs_claimed(caller, facts, depth + 1)):
+                result = False
+                break
+    cache[key] = result
+    return result
+
+
+def _calls_function(call: ast.Call, function: FunctionNode) -> bool:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id == function.name
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")
+
+
+def _claim_tested_before(call: ast.Call, caller: FunctionNode, facts: ModuleFacts, analyzer: ClaimAnalyzer) -> bool:
+    """An ``if`` before ``call`` in ``caller`` that leaves when a claim was not obtained."""
+    for node in function_nodes(caller, facts):
+        if not (isinstance(node, ast.If) and later(call, node)) or _contains(node, call):
+            continue
+        if not node.body or not isinstance(node.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+            continue
+        if analyzer.failed_branch(node) is not None:
+            return True
+        test = node.test.operand if isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not) else None
+        if isinstance(test, ast.Name) and _bound_to_claim(test.id, node, caller, facts, analyzer):
+            return True
+    return False
+
+
+def _bound_to_claim(name: str, before: ast.AST, caller: FunctionNode, facts: ModuleFacts,
+                    analyzer: ClaimAnalyzer) -> bool:
+    """``name = [await] helper(...)`` where the helper returns whether its conditional write won
+    (``return result.rowcount == 1``): a lease taken by row count."""
+    for node in function_nodes(caller, facts):
+        if not (isinstance(node, ast.Assign) and later(before, node) and name in
+                [n for t in node.targets for n in target_names(t)]):
+            continue
+        value = unwrap(node.value)
+        if not isinstance(value, ast.Call):
+            continue
+        target = analyzer._helper_target(value)
+        if target is not None and _returns_row_count(target[0]):
+            return True
+    return False
+
+
+def _returns_row_count(function: FunctionNode) -> bool:
+    for node in ast.walk(function):
+        if isinstance(node, ast.Return) and node.value is not None and any(
+                isinstance(n, ast.Attribute) and n.attr == "rowcount" for n in ast.walk(node.value)):
+            return True
+    return False
+
+
 @register
 class UnclaimedRowPickup(Rule):
     code = "OG302"
@@ -228,8 +405,11 @@ class UnclaimedRowPickup(Rule):
         for function in facts.functions:
             for pickup in _pickups(function, facts):
                 write = self._orm_write(pickup, function, facts)
-                if write is not None and not self._orm_claimed(pickup, function, facts):
-                    yield self._report(pickup, write)
+                if write is None or self._orm_claimed(pickup, function, facts):
+                    continue
+                if _only_writes_rows(pickup, function, facts) or runs_claimed(function, facts):
+                    continue
+                yield self._report(pickup, write)
         yield from self._raw_sql(facts)
 
     # ORM ----------------------------------------------------------------------------------------------------
@@ -271,7 +451,10 @@ class UnclaimedRowPickup(Rule):
 
     def _orm_claimed(self, pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> bool:
         """A conditional transition whose result is checked:
-        ``filter(pk=…, status=…).update(…)`` / ``update(M).where(…, M.status == …)``."""
+        ``filter(pk=…, status=…).update(…)`` / ``update(M).where(…, M.status == …)``; or each row read again
+        under a row lock before it is written (``o = M.objects.select_for_update().get(pk=o.pk)``)."""
+        if _reread_locked(_loop_rows(pickup, function, facts), pickup.node, function, facts):
+            return True
         for node in function_nodes(function, facts):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
