@@ -167,6 +167,9 @@ class Handles:
             receiver = self.of(func.value, depth)
             if receiver is None:
                 return None
+            if (receiver.kind == db.POOLED and func.attr == "connection" and receiver.library == "sqlalchemy"
+                    and receiver.how in db.SESSION_HOWS):
+                return Handle(db.POOLED, receiver.library, db.SESSION_CONNECTION, call)
             if receiver.kind == db.POOLED and func.attr in db.PIN_METHODS:
                 return Handle(db.PINNED, receiver.library, func.attr, call)
             if receiver.kind == db.SESSION_FACTORY and func.attr == "begin":

@@ -51,6 +51,14 @@ PIN_METHODS: FrozenSet[str] = frozenset({
     "connect", "begin", "acquire", "connection", "getconn", "raw_connection", "connection_context",
 })
 
+#: How a SQLAlchemy Session handle was made (``Handle.how``).  Such a Session holds a connection only
+#: for its current transaction: COMMIT, ROLLBACK or close hands it back to the pool.
+SESSION_HOWS: FrozenSet[str] = frozenset({"session", "Session", "AsyncSession", "scoped_session"})
+
+#: ``session.connection()``: the Session's connection for the current transaction, not a checkout of
+#: its own; it goes back to the pool with the Session's next COMMIT/ROLLBACK.
+SESSION_CONNECTION = "Session.connection"
+
 #: Methods whose result is the same kind of handle as their receiver.
 SAME_HANDLE_METHODS: FrozenSet[str] = frozenset({"cursor", "execution_options"})
 

@@ -19,6 +19,7 @@ from ..facts import ModuleFacts, ancestors, parent, position, walk_no_nested_fun
 from ..handles import Handle, Handles
 from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
+from ..knowledge import schema as schema_known
 from ..knowledge.advisory_locks import AdvisoryFunction
 from ..model import Diagnostic, Fix
 from ..names import dotted
@@ -62,8 +63,178 @@ def lock_uses(facts: ModuleFacts) -> List[LockUse]:
 
 
 def _is_session_object(handle: Handle) -> bool:
-    return handle.how in ("session", "Session", "AsyncSession", "scoped_session", "PooledPostgresqlDatabase",
-                          "PooledPostgresqlExtDatabase")
+    return handle.how in db.SESSION_HOWS or handle.how in (
+        db.SESSION_CONNECTION, "PooledPostgresqlDatabase", "PooledPostgresqlExtDatabase")
+
+
+def session_text(use: LockUse) -> Optional[str]:
+    """The Session a lock runs through: ``db`` for ``conn = await db.connection(); conn.execute(...)``."""
+    handle = use.handle
+    if handle is not None and handle.how == db.SESSION_CONNECTION:
+        origin = handle.origin.context_expr if isinstance(handle.origin, ast.withitem) else handle.origin
+        while isinstance(origin, ast.Await):
+            origin = origin.value
+        if isinstance(origin, ast.Call) and isinstance(origin.func, ast.Attribute):
+            return dotted(origin.func.value)
+    return use.receiver_text
+
+
+def _parameters(function: ast.AST) -> List[str]:
+    args = function.args  # type: ignore[attr-defined]
+    return [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+
+
+def _argument_for(call: ast.Call, function: ast.AST, parameter: str) -> Optional[ast.AST]:
+    """The expression a call passes for one parameter of a module function (``self`` skipped for methods)."""
+    for keyword in call.keywords:
+        if keyword.arg == parameter:
+            return keyword.value
+    args = function.args  # type: ignore[attr-defined]
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    if positional and positional[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        positional = positional[1:]
+    if parameter in positional:
+        index = positional.index(parameter)
+        if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:index + 1]):
+            return call.args[index]
+    return None
+
+
+class SessionLockFlow:
+    """Lock helpers judged at their callers: which module functions lock, unlock or end the transaction
+    of a Session they receive as a parameter, and what their callers do between lock and unlock.
+
+    ``async def take_lock(session: AsyncSession, key)`` that runs ``pg_try_advisory_lock`` is harmless
+    when every caller unlocks before it commits, and a leak when a caller commits in between: the
+    Session hands its connection back to the pool at COMMIT and the unlock runs on another one."""
+
+    _ROUNDS = 4
+
+    def __init__(self, facts: ModuleFacts, uses: List[LockUse]) -> None:
+        self.facts = facts
+        self.functions = [f for fs in facts.functions_by_name.values() for f in fs]
+        self.calls: List[tuple] = []  # (call, caller function, callee function)
+        for function in self.functions:
+            for node in walk_no_nested_functions(function):
+                if isinstance(node, ast.Call):
+                    callee = self._callee(node)
+                    if callee is not None:
+                        self.calls.append((node, function, callee))
+        self.locks: dict = {}
+        self.unlocks: dict = {}
+        self.enders: dict = {}
+        for use in uses:
+            scope = use.scope
+            root = (session_text(use) or "").split(".")[0]
+            if scope is None or not root or root not in _parameters(scope):
+                continue
+            table = self.unlocks if use.function.unlock else self.locks
+            table.setdefault(id(scope), set()).add(root)
+        for function in self.functions:
+            parameters = set(_parameters(function))
+            for call in _calls_named(function, SESSION_ENDERS):
+                root = dotted(call.func.value) or ""
+                if root in parameters:
+                    self.enders.setdefault(id(function), set()).add(root)
+        for _ in range(self._ROUNDS):
+            changed = False
+            for call, caller, callee in self.calls:
+                parameters = set(_parameters(caller))
+                for table in (self.locks, self.unlocks, self.enders):
+                    for parameter in list(table.get(id(callee), ())):
+                        argument = _argument_for(call, callee, parameter)
+                        if isinstance(argument, ast.Name) and argument.id in parameters:
+                            names = table.setdefault(id(caller), set())
+                            if argument.id not in names:
+                                names.add(argument.id)
+                                changed = True
+            if not changed:
+                break
+
+    def _callee(self, call: ast.Call) -> Optional[ast.AST]:
+        func = call.func
+        if isinstance(func, ast.Name) and not self.facts.imports.is_imported(func.id):
+            found = self.facts.functions_by_name.get(func.id, [])
+            return found[0] if len(found) == 1 else None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            cls_node = self.facts.enclosing_class(call)
+            if cls_node is not None:
+                for statement in cls_node.body:
+                    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == func.attr:
+                        return statement
+        return None
+
+    def _passes(self, call: ast.Call, callee: ast.AST, table: dict, text: str) -> bool:
+        return any(dotted(_argument_for(call, callee, p) or ast.Constant(None)) == text
+                   for p in table.get(id(callee), ()))
+
+    def judge(self, use: LockUse) -> Optional[tuple]:
+        """None: no caller in view; ("clean", None); or ("flag", why) with the caller that breaks it."""
+        root = (session_text(use) or "").split(".")[0]
+        if use.scope is None or root not in _parameters(use.scope):
+            return None
+        frontier = [(use.scope, root)]
+        seen = set()
+        verdicts = []
+        while frontier:
+            function, parameter = frontier.pop()
+            if (id(function), parameter) in seen:
+                continue
+            seen.add((id(function), parameter))
+            for call, caller, callee in self.calls:
+                if callee is not function:
+                    continue
+                argument = _argument_for(call, function, parameter)
+                text = dotted(argument) if argument is not None else None
+                if text is None:
+                    continue
+                if (isinstance(argument, ast.Name) and argument.id in _parameters(caller)
+                        and argument.id not in self.unlocks.get(id(caller), ())):
+                    frontier.append((caller, argument.id))  # the caller is a lock helper too
+                    continue
+                verdicts.append(self._at_caller(call, caller, text))
+        if not verdicts:
+            return None
+        flagged = [v for v in verdicts if v is not None]
+        return ("flag", flagged[0]) if flagged else ("clean", None)
+
+    def _at_caller(self, call: ast.Call, caller: ast.AST, text: str) -> Optional[str]:
+        """Why the lock taken at ``call`` leaks in ``caller``, or None when it is unlocked in one transaction."""
+        after = position(call)
+        unlocks = [position(u.call) for u in lock_uses(self.facts)
+                   if u.function.unlock and u.scope is caller and session_text(u) == text]
+        enders = [c for c in _calls_named(caller, SESSION_ENDERS) if dotted(c.func.value) == text]
+        for other, where, callee in self.calls:
+            if where is caller:
+                if self._passes(other, callee, self.unlocks, text):
+                    unlocks.append(position(other))
+                if self._passes(other, callee, self.enders, text):
+                    enders.append(other)
+        unlocks = [u for u in unlocks if u > after]
+        name = getattr(caller, "name", "the caller")
+        if not unlocks:
+            return (f"`{name}` (line {call.lineno}) takes it on `{text}` and never unlocks it there, so the "
+                    "Session's connection goes back to the pool still holding it")
+        first_unlock = min(unlocks)
+        between = [c for c in enders if after < position(c) < first_unlock]
+        if not between:
+            return None
+        ender = min(between, key=position)
+        return (f"`{name}` (line {call.lineno}) takes it on `{text}`, then ends the transaction at line "
+                f"{ender.lineno} before unlocking at line {first_unlock[0]}: at COMMIT/ROLLBACK the Session hands "
+                "its connection back to the pool, so the unlock runs on another server connection and the lock "
+                "leaks on an idle pooled connection")
+
+
+def session_lock_flow(facts: ModuleFacts, uses: List[LockUse]) -> SessionLockFlow:
+    return facts.cached("advisory_session_lock_flow", lambda _facts: SessionLockFlow(facts, uses))
+
+
+def _calls_named(scope: ast.AST, names: Iterable[str]) -> List[ast.Call]:
+    wanted = set(names)
+    return [node for node in walk_no_nested_functions(scope)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in wanted
+            and dotted(node.func.value) is not None]
 
 
 def _calls_on(receiver: str, names: Iterable[str], scope: ast.AST) -> List[ast.Call]:
@@ -136,7 +307,7 @@ class SessionLockOnPool(Rule):
             if handle is None:
                 continue
             if handle.pooled:
-                message = self._pooled_message(use, uses)
+                message = self._pooled_message(use, uses, facts)
                 if message:
                     yield self.finding(use.call, message, _pinned_suggestion(handle))
             elif handle.pinned and use.function.unlock:
@@ -154,7 +325,7 @@ class SessionLockOnPool(Rule):
                         "unlock in `finally:`, or `pg_try_advisory_xact_lock` inside one transaction",
                     )
 
-    def _pooled_message(self, use: LockUse, uses: List[LockUse]) -> Optional[str]:
+    def _pooled_message(self, use: LockUse, uses: List[LockUse], facts: ModuleFacts) -> Optional[str]:
         handle = use.handle
         assert handle is not None
         shown = use.shown()
@@ -170,13 +341,20 @@ class SessionLockOnPool(Rule):
         if _is_session_object(handle) and use.scope is not None and use.function.is_lock:
             if self._unlocked_in_same_transaction(use, uses):
                 return None
+            verdict = session_lock_flow(facts, uses).judge(use)
+            if verdict is not None and verdict[0] == "clean":
+                return None  # every caller unlocks before its transaction ends
+            if verdict is not None:
+                return (f"`{shown}` takes the session-level `{use.function.name}` on a Session's connection, and "
+                        f"{verdict[1]}.")
             return (f"`{shown}` takes the session-level `{use.function.name}` through a Session, which returns its "
                     "connection to the pool at commit/rollback/close: the unlock can run on another server "
                     "connection and the lock leaks on an idle pooled connection.")
         if _is_session_object(handle) and use.function.unlock and use.scope is not None:
-            if any(other.function.is_lock and other.scope is use.scope and other.receiver_text == use.receiver_text
+            if any(other.function.is_lock and other.handle is not None and _is_session_object(other.handle)
+                   and (other.scope is not use.scope or session_text(other) == session_text(use))
                    for other in uses):
-                return None  # judged at the lock
+                return None  # judged at the lock, through its callers
         noun = "Session" if _is_session_object(handle) else "pool"
         if use.function.unlock:
             return (f"`{shown}` unlocks through a {noun} ({handle.how}): it may run on a different server "
@@ -188,8 +366,8 @@ class SessionLockOnPool(Rule):
     @staticmethod
     def _unlocked_in_same_transaction(use: LockUse, uses: List[LockUse]) -> bool:
         """Session lock and unlock with no commit/rollback/close between them keep one connection."""
-        receiver = use.receiver_text
-        unlocks = [u for u in uses if u.function.unlock and u.scope is use.scope and u.receiver_text == receiver
+        receiver = session_text(use)
+        unlocks = [u for u in uses if u.function.unlock and u.scope is use.scope and session_text(u) == receiver
                    and position(u.call) > position(use.call)]
         if not unlocks or receiver is None:
             return False
@@ -426,6 +604,22 @@ def _yields_to_caller(scope: Optional[ast.AST]) -> bool:
     return any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in walk_no_nested_functions(scope))
 
 
+def _runs_migrations(scope: Optional[ast.AST], facts: ModuleFacts) -> bool:
+    """The function holding the lock applies migrations itself (``command.upgrade``, ``call_command("migrate")``)."""
+    if scope is None:
+        return False
+    for node in walk_no_nested_functions(scope):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = facts.callee(node) or ""
+        if callee in schema_known.SCHEMA_CALLS or callee in schema_known.ALEMBIC_APPLY:
+            return True
+        if (callee in schema_known.DJANGO_CALL_COMMAND and node.args and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value in schema_known.DJANGO_SCHEMA_COMMANDS):
+            return True
+    return False
+
+
 @register
 class BlockingLockInJob(Rule):
     code = "OG103"
@@ -447,6 +641,8 @@ class BlockingLockInJob(Rule):
                 continue  # a per-row/per-user key serialises requests on purpose
             if _yields_to_caller(use.scope):
                 continue  # a critical section: every caller's block must run, one at a time
+            if _runs_migrations(use.scope, facts):
+                continue  # a migration runner wherever it lives: pods should wait for each other there
             instead = "pg_try_advisory_xact_lock" if not function.session else "pg_try_advisory_lock"
             yield self.finding(
                 use.call,
