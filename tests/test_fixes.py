@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import codecs
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from typing import Callable, List
 import pytest
 
 from onceguard.config import Config
-from onceguard.fixes import TRANSFORMS, FixResult, apply_fixes, fix_source
+from onceguard.fixes import TRANSFORMS, FixResult, apply_fixes, fix_files, fix_source
 from onceguard.model import Diagnostic, Fix
 from onceguard.registry import all_codes
 
@@ -357,6 +358,113 @@ def test_apply_fixes_passes_other_files_through(tmp_path):
     assert remaining == [untouched, engine, unsafe_only] and diff == ""
 
 
+def _breaking_transform():
+    """A transform that turns a loud log call into ``lambda(...)``: code that does not parse."""
+    import libcst as cst
+
+    from onceguard.fix_transforms import Transform
+
+    return Transform(cst.Call, lambda node: True, lambda node: __import__("onceguard.fix_transforms").fix_transforms
+                     .Rewrite(node.with_changes(func=cst.Name("lambda"))))
+
+
+def test_a_fix_that_would_not_parse_is_dropped_reported_and_the_file_unchanged(tmp_path, monkeypatch, capsys):
+    from onceguard import cli, fix_transforms
+
+    monkeypatch.setitem(fix_transforms.TRANSFORMS, "log-level-debug", _breaking_transform())
+    path = tmp_path / "jobs.py"
+    path.write_bytes(JOB.encode())
+    outcome = fix_files([d.with_path(str(path)) for d in loud_logs(JOB)], {str(path): Config(root=str(tmp_path))},
+                        unsafe=False, write=True)
+    assert path.read_bytes() == JOB.encode()
+    assert outcome.fixed == [] and [d.code for d in outcome.rejected] == ["OG203"]
+    assert [d.code for d in outcome.remaining] == ["OG203"]
+
+    # Through the command line: the file stays byte for byte, the dropped fix is named on stderr.
+    (tmp_path / "pyproject.toml").write_text("[tool.onceguard]\n")
+    (tmp_path / "invoices.py").write_bytes(SCHEDULED_JOB.encode())
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["check", "--fix", "--no-cache", "--jobs", "1", "invoices.py"]) == 1
+    captured = capsys.readouterr()
+    assert (tmp_path / "invoices.py").read_bytes() == SCHEDULED_JOB.encode()
+    assert "invoices.py:17:13: OG203 fix not applied: the fixed file would not parse" in captured.err
+    assert "Fixed 0 findings (1 remaining)." in captured.out
+
+
+def test_a_breaking_fix_does_not_hold_back_the_good_ones(tmp_path, monkeypatch):
+    from onceguard import fix_transforms
+
+    monkeypatch.setitem(fix_transforms.TRANSFORMS, "stable-lock-key", _breaking_transform())
+    source = JOB + "\nKEY = hash('nightly')\n"
+    result = fix_source(source.encode(), loud_logs(source) + hash_calls(source), unsafe=True)
+    assert [d.code for d in result.applied] == ["OG203"] and [d.code for d in result.rejected] == ["OG104"]
+    text = result.new_source.decode()
+    ast.parse(text)
+    assert 'log.debug("another replica has the lock")' in text and "KEY = hash('nightly')" in text
+
+
+def test_a_failed_rename_leaves_the_original_intact(tmp_path, monkeypatch):
+    from onceguard import fixes
+
+    path = tmp_path / "jobs.py"
+    path.write_bytes(JOB.encode())
+
+    def refuse(source, target):
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(fixes.os, "replace", refuse)
+    remaining, _ = apply_fixes([d.with_path(str(path)) for d in loud_logs(JOB)], {str(path): Config(root=str(tmp_path))},
+                               unsafe=False, write=True)
+    assert path.read_bytes() == JOB.encode()
+    assert sorted(os.listdir(tmp_path)) == ["jobs.py"]  # the temporary file is gone too
+    assert any(d.code == "OG000" and "cannot write fixes" in d.message for d in remaining)
+
+
+def test_a_full_disk_leaves_the_original_intact(tmp_path, monkeypatch):
+    import errno
+
+    from onceguard import fixes
+
+    path = tmp_path / "jobs.py"
+    path.write_bytes(JOB.encode())
+    real_fdopen = os.fdopen
+
+    class FullDisk:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+        def write(self, data):
+            self.handle.write(data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fixes.os, "fdopen", lambda fd, mode: FullDisk(real_fdopen(fd, mode)))
+    remaining, _ = apply_fixes([d.with_path(str(path)) for d in loud_logs(JOB)], {str(path): Config(root=str(tmp_path))},
+                               unsafe=False, write=True)
+    assert path.read_bytes() == JOB.encode()
+    assert sorted(os.listdir(tmp_path)) == ["jobs.py"]
+    assert any(d.code == "OG000" and "No space left" in d.message for d in remaining)
+
+
+def test_a_fixed_file_is_a_new_inode(tmp_path):
+    """Written beside and renamed over: a reader holding the old file never sees it half written."""
+    path = tmp_path / "jobs.py"
+    path.write_bytes(JOB.encode())
+    link = tmp_path / "jobs-link.py"
+    os.link(path, link)
+    before = os.stat(path).st_ino
+    apply_fixes([d.with_path(str(path)) for d in loud_logs(JOB)], {str(path): Config(root=str(tmp_path))},
+                unsafe=False, write=True)
+    assert "log.debug(" in path.read_text()
+    assert os.stat(path).st_ino != before
+    assert link.read_bytes() == JOB.encode()  # the old inode was never written to
+
+
 # ------------------------------------------------------------------------------------------------ the CLI
 
 ADVISORY_JOB = textwrap.dedent('''\
@@ -447,8 +555,18 @@ def test_cli_diff_shows_the_change_and_writes_nothing(project):
     path.write_text(SCHEDULED_JOB)
     mtime = os.stat(path).st_mtime_ns
     result = run_cli("check", "--diff", "invoices.py", cwd=project)
-    assert result.returncode == 0, result.stderr
-    assert "--- a/invoices.py" in result.stdout and "+++ b/invoices.py" in result.stdout
+    # ruff's contract: a pending fix is a failed check (exit 1), and standard output is the diff alone.
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.startswith("--- a/invoices.py\n+++ b/invoices.py\n@@ "), result.stdout
+    assert "OG203" not in result.stdout and "Found " not in result.stdout
+    patched = project / "patched"
+    patched.mkdir()
+    (patched / "invoices.py").write_text(SCHEDULED_JOB)
+    applied = subprocess.run(["patch", "-p1", "--quiet"], input=result.stdout, cwd=patched, capture_output=True,
+                             text=True, timeout=60)
+    assert applied.returncode == 0, applied.stderr
+    assert (patched / "invoices.py").read_text() == SCHEDULED_JOB.replace("log.warning(", "log.debug(")
+    shutil.rmtree(patched)
     assert '-            log.warning("another replica has the lock")' in result.stdout
     assert '+            log.debug("another replica has the lock")' in result.stdout
     assert path.read_text() == SCHEDULED_JOB and os.stat(path).st_mtime_ns == mtime
@@ -457,7 +575,8 @@ def test_cli_diff_shows_the_change_and_writes_nothing(project):
     assert "zlib" not in unsafe.stdout  # nothing unsafe in this file
     (project / "report.py").write_text(ADVISORY_JOB)
     safe_only = run_cli("check", "--diff", "report.py", cwd=project)
-    assert "+++" not in safe_only.stdout  # the only fix there is unsafe
+    assert safe_only.stdout == "" and safe_only.returncode == 0  # the only fix there is unsafe
+    assert "1 more with --unsafe-fixes" in safe_only.stderr
     with_unsafe = run_cli("check", "--diff", "--unsafe-fixes", "report.py", cwd=project)
     assert '+import zlib' in with_unsafe.stdout
     assert (project / "report.py").read_text() == ADVISORY_JOB
@@ -519,15 +638,20 @@ def test_cli_unsafe_fix_of_a_suppressed_hash_is_not_applied(project):
 
 # ------------------------------------------------------------------------------------------------ robustness
 
-hypothesmith = pytest.importorskip("hypothesmith")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+def test_generated_programs_never_crash_the_fixer():
+    """Findings on every call of a generated program: the fixer either fixes and still parses, or gives up.
+    Only this test needs hypothesmith; without it, only this test is skipped."""
+    hypothesmith = pytest.importorskip("hypothesmith")
+    from hypothesis import HealthCheck, given, settings
+
+    property_test = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))(
+        given(hypothesmith.from_grammar())(_fixer_survives))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        property_test()
 
 
-@pytest.mark.filterwarnings("ignore::SyntaxWarning")
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(hypothesmith.from_grammar())
-def test_generated_programs_never_crash_the_fixer(source):
-    """Findings on every call of a generated program: the fixer either fixes and still parses, or gives up."""
+def _fixer_survives(source):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -1,6 +1,7 @@
 """``[tool.onceguard]`` in pyproject.toml: read the same way by the CLI, flake8 and the LSP."""
 from __future__ import annotations
 
+import codecs
 import fnmatch
 import hashlib
 import json
@@ -186,13 +187,37 @@ def from_mapping(table: Dict[str, object], root: str = "", where: str = "[tool.o
     return replace(Config(), root=root, **values)
 
 
-def load_file(pyproject: Path) -> Config:
+def _read_toml(pyproject: Path) -> dict:
+    """The file as TOML, or a ConfigError in one line that names the file and what is wrong with it."""
     try:
         with open(pyproject, "rb") as handle:
-            data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise ConfigError(f"{pyproject}: cannot read: {error}") from None
-    table = data.get("tool", {}).get("onceguard", {})
+            raw = handle.read()
+    except OSError as error:
+        raise ConfigError(f"{pyproject}: cannot read: {error.strerror or error}") from None
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        # PowerShell's `>` and some editors write UTF-16; TOML must be UTF-8.
+        utf16 = raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or b"\x00" in raw[:200]
+        hint = " (it looks like UTF-16: save it as UTF-8)" if utf16 else ""
+        raise ConfigError(f"{pyproject}: not valid UTF-8 (byte {raw[error.start]:#04x} at offset {error.start})"
+                          f"{hint}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{pyproject}: invalid TOML: {' '.join(str(error).split())}") from None
+    except (ValueError, RecursionError) as error:  # pathological nesting inside the TOML parser
+        raise ConfigError(f"{pyproject}: invalid TOML: {type(error).__name__}") from None
+
+
+def load_file(pyproject: Path) -> Config:
+    data = _read_toml(pyproject)
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{pyproject}: `tool` must be a table ([tool.onceguard] goes under it)")
+    table = tool.get("onceguard", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{pyproject}: [tool.onceguard] must be a table")
     return from_mapping(table, root=str(pyproject.parent.resolve()), where=f"{pyproject} [tool.onceguard]")
@@ -225,3 +250,58 @@ def config_for(path: str) -> Config:
     except OSError:
         mtime = 0.0
     return _load_cached(pyproject, mtime)
+
+
+def parse_per_file_ignores(values: Iterable[str], where: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+    """``PATTERN:CODE[,CODE]`` items, as flake8 and ruff take them on the command line; several may share one
+    argument separated by white space, and codes separated by spaces continue the previous pattern."""
+    pairs: list = []
+    for value in values:
+        for token in value.replace("\n", " ").split():
+            pattern, colon, codes = token.rpartition(":")
+            if colon and pattern:
+                pairs.append([pattern, []])
+            elif not pairs:
+                raise ConfigError(f"{where}: expected PATTERN:CODES, got {token!r}")
+            else:
+                codes = token
+            pairs[-1][1].extend(validate_selector(c, where) for c in codes.split(",") if c.strip())
+    return tuple((pattern, tuple(codes)) for pattern, codes in pairs)
+
+
+_DEFINITION = r"(?:^|\n)[ \t]*(?:async[ \t]+def|def|class)[ \t]+{name}\b|(?:^|\n){name}[ \t]*(?::[^=\n]*)?="
+
+
+def unresolved_claim_functions(config: Config, search_path: Iterable[str] = ()) -> Dict[str, str]:
+    """``claim-functions`` entries that name no function: each with why. An entry resolves when a module
+    file for its dotted prefix (below the project root, its ``src/``, or ``search_path``) defines or binds
+    its last name; the file is read as text, never imported."""
+    roots = [r for r in (config.root, os.path.join(config.root, "src") if config.root else "") if r]
+    roots.extend(search_path)
+    unresolved: Dict[str, str] = {}
+    for entry in config.claim_functions:
+        parts = entry.split(".")
+        if len(parts) < 2 or not all(part.isidentifier() for part in parts):
+            unresolved[entry] = "not a dotted name; write the module too, e.g. app.leases.claim_period"
+            continue
+        if not _defines(roots, parts):
+            unresolved[entry] = f"no module {'.'.join(parts[:-1])} defines {parts[-1]}"
+    return unresolved
+
+
+def _defines(roots: Iterable[str], parts: list) -> bool:
+    # ``pkg.mod.func`` or ``pkg.mod.Class.method``: try the longest module prefix first.
+    for split in range(len(parts) - 1, 0, -1):
+        module, names = parts[:split], parts[split:]
+        for root in roots:
+            base = os.path.join(root, *module)
+            for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+                try:
+                    with open(candidate, encoding="utf-8", errors="replace") as handle:
+                        text = handle.read()
+                except OSError:
+                    continue
+                if all(re.search(_DEFINITION.format(name=re.escape(name)), text) or
+                       re.search(rf"\bimport\b[^\n]*\b{re.escape(name)}\b", text) for name in names):
+                    return True
+    return False

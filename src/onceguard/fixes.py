@@ -19,7 +19,7 @@ import stat
 import tempfile
 import tokenize
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import libcst as cst
@@ -166,6 +166,8 @@ def _add_imports(module: cst.Module, modules: Iterable[str]) -> cst.Module:
 class FixResult:
     new_source: bytes
     applied: List[Diagnostic]
+    #: fixes whose result would not parse: not applied, so the caller can say so
+    rejected: List[Diagnostic] = field(default_factory=list)
 
 
 def is_allowed(diagnostic: Diagnostic, unsafe: bool) -> bool:
@@ -204,7 +206,9 @@ def _split_encoding(source: bytes) -> Optional[Tuple[bytes, str, str]]:
 
 
 def fix_source(source: bytes, diagnostics: Sequence[Diagnostic], unsafe: bool) -> FixResult:
-    """Apply every allowed fix among ``diagnostics`` to one file's bytes. Pure: no I/O."""
+    """Apply every allowed fix among ``diagnostics`` to one file's bytes. Pure: no I/O.
+
+    A fix whose result does not parse is dropped (and listed in ``rejected``); the others still apply."""
     unchanged = FixResult(source, [])
     wanted = [(d, TRANSFORMS[d.fix.kind]) for d in diagnostics if is_allowed(d, unsafe)]  # type: ignore[union-attr]
     if not wanted:
@@ -215,29 +219,53 @@ def fix_source(source: bytes, diagnostics: Sequence[Diagnostic], unsafe: bool) -
     bom, codec, text = split
     if not _parses(text):
         return unchanged
+    outcome = _rewrite(text, wanted)
+    if outcome is None:
+        return unchanged
+    new_text, applied = outcome
+    rejected: List[Diagnostic] = []
+    if not _parses(new_text):
+        # One of them breaks the file: find which on their own, then apply the rest together.
+        rejected = [d for d, transform in wanted if _breaks(text, [(d, transform)])]
+        kept = [(d, t) for d, t in wanted if not any(d is r for r in rejected)]
+        outcome = _rewrite(text, kept) if kept and rejected else None
+        if outcome is None or not _parses(outcome[0]):
+            return FixResult(source, [], rejected or [d for d in applied])
+        new_text, applied = outcome
+    try:
+        new_source = bom + new_text.encode(codec)
+    except UnicodeError:
+        return unchanged
+    order = {id(d): i for i, d in enumerate(diagnostics)}
+    return FixResult(new_source, sorted(applied, key=lambda d: order.get(id(d), 0)), rejected)
+
+
+def _rewrite(text: str, wanted: Sequence[Tuple[Diagnostic, Transform]]) -> Optional[Tuple[str, List[Diagnostic]]]:
+    """The text with the wanted rewrites made (not yet checked to parse) and the findings they fix;
+    None when none applies."""
     try:
         parsed = cst.parse_module(text)
         if parsed.code != text:  # libcst does not round-trip every file (a form feed before a statement)
-            return unchanged
+            return None
         wrapper = MetadataWrapper(parsed)
         targets = _find_targets(wrapper, wanted, text)
         if not targets:
-            return unchanged
+            return None
         fixer = _Fixer(targets)
         module = wrapper.visit(fixer)
         if fixer.imports:
             module = _add_imports(module, fixer.imports)
         new_text = module.code
     except Exception:  # noqa: BLE001 - a fix that cannot be made leaves the file as it was
-        return unchanged
-    if not fixer.applied or new_text == text or not _parses(new_text):
-        return unchanged
-    try:
-        new_source = bom + new_text.encode(codec)
-    except UnicodeError:
-        return unchanged
-    order = {id(d): i for i, d in enumerate(diagnostics)}
-    return FixResult(new_source, sorted(fixer.applied, key=lambda d: order.get(id(d), 0)))
+        return None
+    if not fixer.applied or new_text == text:
+        return None
+    return new_text, fixer.applied
+
+
+def _breaks(text: str, wanted: Sequence[Tuple[Diagnostic, Transform]]) -> bool:
+    outcome = _rewrite(text, wanted)
+    return outcome is not None and not _parses(outcome[0])
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -308,16 +336,28 @@ def write_atomically(path: str, data: bytes) -> None:
         raise
 
 
-def _fix_file(path: str, found: List[Diagnostic], config: Config, unsafe: bool,
-              write: bool) -> Tuple[List[Diagnostic], str]:
+@dataclass
+class FixOutcome:
+    remaining: List[Diagnostic]
+    #: the unified diff of every changed file (``--diff``), empty when writing
+    diff: str = ""
+    #: findings the fixes removed, with their paths
+    fixed: List[Diagnostic] = field(default_factory=list)
+    #: findings whose fix was dropped because the fixed file would not parse
+    rejected: List[Diagnostic] = field(default_factory=list)
+
+
+def _fix_file(path: str, found: List[Diagnostic], config: Config, unsafe: bool, write: bool) -> FixOutcome:
     from .engine import check_source, engine_diagnostic, read_source
 
     try:
         original = read_source(path)
     except OSError:
-        return found, ""
+        return FixOutcome(found)
     current = original
     remaining = found
+    fixed: List[Diagnostic] = []
+    rejected: List[Diagnostic] = []
     first_applied: Optional[List[Diagnostic]] = None
     for _ in range(_MAX_PASSES):
         # Suppressed findings never reach here: the engine applies noqa and per-file-ignores.
@@ -325,44 +365,105 @@ def _fix_file(path: str, found: List[Diagnostic], config: Config, unsafe: bool,
         if not fixable:
             break
         result = fix_source(current, fixable, unsafe)
+        rejected.extend(d.with_path(path) for d in result.rejected)
         if not result.applied:
             break
         if first_applied is None:
             first_applied = result.applied
+        fixed.extend(d.with_path(path) for d in result.applied)
         current = result.new_source
         remaining = check_source(current, path, config, cross_file=True)
     if current == original:
-        return found, ""
+        return FixOutcome(found, rejected=rejected)
     if not write:
         # The file stays as it is, so the findings keep their places; drop only what the diff fixes.
         applied = first_applied or []
         left = [d for d in found if not any(d is a for a in applied)]
-        return left, unified_diff(_display(path), original, current)
+        return FixOutcome(left, unified_diff(_display(path), original, current), fixed, rejected)
     try:
         write_atomically(path, current)
     except OSError as error:
         problem = engine_diagnostic("OG000", f"cannot write fixes: {error.strerror or error}").with_path(path)
-        return found + [problem], ""
-    return [d.with_path(path) for d in remaining], ""
+        return FixOutcome(found + [problem], rejected=rejected)
+    return FixOutcome([d.with_path(path) for d in remaining], "", fixed, rejected)
+
+
+def fix_files(diagnostics: Sequence[Diagnostic], configs_by_path: Dict[str, Config], unsafe: bool,
+              write: bool) -> FixOutcome:
+    """Fix every file that has a fix to apply: what remains, what was fixed and, when not writing, the diff."""
+    by_path: Dict[str, List[Diagnostic]] = {}
+    for diagnostic in diagnostics:
+        by_path.setdefault(diagnostic.path, []).append(diagnostic)
+    total = FixOutcome([])
+    diffs: List[Tuple[str, str]] = []
+    for path, found in by_path.items():
+        if not path or not any(is_allowed(d, unsafe) for d in found):
+            total.remaining.extend(found)
+            continue
+        config = configs_by_path.get(path)
+        if config is None:
+            config = config_for(path)
+        outcome = _fix_file(path, found, config, unsafe, write)
+        total.remaining.extend(outcome.remaining)
+        total.fixed.extend(outcome.fixed)
+        total.rejected.extend(outcome.rejected)
+        if outcome.diff:
+            diffs.append((path, outcome.diff))
+    total.diff = "".join(diff for _, diff in sorted(diffs))
+    return total
 
 
 def apply_fixes(diagnostics: Sequence[Diagnostic], configs_by_path: Dict[str, Config], unsafe: bool,
                 write: bool) -> Tuple[List[Diagnostic], str]:
     """Fix every file that has a fix to apply; return what remains and, when not writing, the diff."""
+    outcome = fix_files(diagnostics, configs_by_path, unsafe, write)
+    return outcome.remaining, outcome.diff
+
+
+def fixable_counts(diagnostics: Iterable[Diagnostic]) -> Tuple[int, int]:
+    """(findings ``--fix`` can fix, findings only ``--unsafe-fixes`` can)."""
+    safe = unsafe = 0
+    for diagnostic in diagnostics:
+        if is_allowed(diagnostic, unsafe=False):
+            safe += 1
+        elif is_allowed(diagnostic, unsafe=True):
+            unsafe += 1
+    return safe, unsafe
+
+
+def add_noqa_to_files(diagnostics: Sequence[Diagnostic]) -> Tuple[int, List[Diagnostic], List[Diagnostic]]:
+    """``--add-noqa``: a ``# noqa: CODE`` comment on the line of every finding, written atomically with the
+    file's encoding and newlines kept. Returns (codes added, findings no comment could go on, write errors)."""
+    from .engine import engine_diagnostic, read_source
+    from .noqa import add_noqa
+
     by_path: Dict[str, List[Diagnostic]] = {}
     for diagnostic in diagnostics:
-        by_path.setdefault(diagnostic.path, []).append(diagnostic)
-    remaining: List[Diagnostic] = []
-    diffs: List[Tuple[str, str]] = []
-    for path, found in by_path.items():
-        if not path or not any(is_allowed(d, unsafe) for d in found):
-            remaining.extend(found)
+        if diagnostic.path and diagnostic.code not in ("OG000", "OG001"):
+            by_path.setdefault(diagnostic.path, []).append(diagnostic)
+    added = 0
+    skipped: List[Diagnostic] = []
+    problems: List[Diagnostic] = []
+    for path, found in sorted(by_path.items()):
+        try:
+            original = read_source(path)
+        except OSError as error:
+            problems.append(engine_diagnostic("OG000", f"cannot read: {error.strerror or error}").with_path(path))
             continue
-        config = configs_by_path.get(path)
-        if config is None:
-            config = config_for(path)
-        left, diff = _fix_file(path, found, config, unsafe, write)
-        remaining.extend(left)
-        if diff:
-            diffs.append((path, diff))
-    return remaining, "".join(diff for _, diff in sorted(diffs))
+        split = _split_encoding(original)
+        if split is None:
+            skipped.extend(found)
+            continue
+        bom, codec, text = split
+        new_text, count, left = add_noqa(text, [(d.line, d.code) for d in found])
+        skipped.extend(d for d in found if (d.line, d.code) in set(left))
+        if not count:
+            continue
+        try:
+            write_atomically(path, bom + new_text.encode(codec))
+        except (OSError, UnicodeError) as error:
+            reason = getattr(error, "strerror", None) or error
+            problems.append(engine_diagnostic("OG000", f"cannot write: {reason}").with_path(path))
+            continue
+        added += count
+    return added, skipped, problems

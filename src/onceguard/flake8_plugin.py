@@ -66,14 +66,26 @@ class OnceguardChecker:
         return replace(config, **self._overrides) if self._overrides else config
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
-        from .engine import applicable_rules, check_tree, enabled_rules, engine_diagnostic
+        from .engine import engine_diagnostic
 
         try:
             config = self._config()
         except ConfigError as error:
+            # One finding at the file instead of an exception: flake8 and its other plugins carry on.
             diagnostic = engine_diagnostic("OG000", f"configuration error: {error}")
             yield diagnostic.line, 0, f"{diagnostic.code} {diagnostic.message}", type(self)
             return
+        try:
+            found = list(self._check(config))
+        except Exception as error:  # noqa: BLE001 - an exception here would end the whole flake8 run
+            diagnostic = engine_diagnostic("OG001", f"internal error: {type(error).__name__}: {error}; please report it")
+            yield diagnostic.line, 0, f"{diagnostic.code} {diagnostic.message}", type(self)
+            return
+        yield from found
+
+    def _check(self, config: Config) -> Iterator[Tuple[int, int, str, type]]:
+        from .engine import applicable_rules, check_tree, enabled_rules
+
         context = FileContext(self.filename, config)
         # The same prefilter as the CLI: most files of a project cannot produce a finding.
         rules = applicable_rules("".join(self.lines).encode("utf-8", "surrogatepass"), enabled_rules(config), context)

@@ -1,10 +1,11 @@
 """``onceguard lsp``: a language server over stdio (pygls).
 
 Diagnostics are published when a document is opened or saved, and 300 ms after the last change.
-Each carries the code, the rule name, a link to the rule's doc and the suggestion. Code actions:
-apply the finding's fix (when the fixer is installed and the finding has one), disable the code
-for the line (``# noqa: OG101``) or for the file (``# onceguard: noqa: OG101`` at the top), and
-show the rule's documentation. The configuration is the ``[tool.onceguard]`` table of the
+Each carries the code, the rule name, a link to the rule's published doc page and the suggestion.
+Code actions: apply the finding's fix (when the fixer is installed and the finding has one), disable
+the code for the line (``# noqa: OG101``) or for the file (``# onceguard: noqa: OG101`` at the top),
+show the rule's documentation, and ``source.fixAll.onceguard``: every safe fix at once. Fixes are
+sent as edits of the changed ranges only. The configuration is the ``[tool.onceguard]`` table of the
 nearest pyproject.toml above the document, as for ``onceguard check``.
 
 pygls is imported here only, so ``onceguard check`` does not pay for it.
@@ -29,13 +30,15 @@ from . import __version__
 from .config import Config, ConfigError, config_for
 from .model import Diagnostic
 # The engine's own noqa grammar, so that an extended comment is read back exactly as written.
-from .noqa import FILE_NOQA, LINE_NOQA
-from .noqa import ALL, file_codes, line_codes
+from .noqa import FILE_NOQA
+from .noqa import ALL, file_codes, line_edit, source_lines
 
 logger = logging.getLogger(__name__)
 
 SOURCE = "onceguard"
 SHOW_DOCUMENTATION = "onceguard.showDocumentation"
+#: the "fix all" source action, as ruff's ``source.fixAll.ruff``
+FIX_ALL = "source.fixAll.onceguard"
 DEBOUNCE_SECONDS = 0.3
 
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*[-_.a-zA-Z0-9]+")
@@ -62,54 +65,10 @@ def _suppressed(code: str, codes) -> bool:
     return codes is ALL or "*" in codes or any(code.startswith(c) for c in codes)
 
 
-def _lines_ending_inside_strings(text: str) -> Optional[Set[int]]:
-    """0-based lines whose end lies inside a multi-line string (a comment there would be string text),
-    or None when the text does not tokenize."""
-    inside: Set[int] = set()
-    starts: List[Tuple[int, int]] = []
-    fstring_start = getattr(tokenize, "FSTRING_START", None)
-    fstring_end = getattr(tokenize, "FSTRING_END", None)
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if fstring_start is not None and token.type == fstring_start:
-                starts.append(token.start)
-                continue
-            if fstring_end is not None and token.type == fstring_end and starts:
-                first_row = starts.pop()[0]
-            elif token.type == tokenize.STRING:
-                first_row = token.start[0]
-            else:
-                continue
-            inside.update(range(first_row - 1, token.end[0] - 1))
-    except (tokenize.TokenError, SyntaxError, IndentationError, ValueError):
-        return None
-    return inside
-
-
 def noqa_line_edit(text: str, line_index: int, code: str) -> Optional[Tuple[int, int, int, str]]:
     """(line, start, end, new text) in characters that makes the line carry ``# noqa: code``; None when
     the line is already suppressed or a comment cannot go there."""
-    lines = text.splitlines(keepends=True)
-    if not 0 <= line_index < len(lines):
-        return None
-    line = _strip_eol(lines[line_index])
-    existing = line_codes(line)
-    if _suppressed(code, existing):
-        return None
-    if existing is not None:
-        match = LINE_NOQA.search(line)
-        if match is None:
-            return None
-        end = match.end("codes")
-        return line_index, end, end, f", {code}"
-    if line.rstrip().endswith("\\"):
-        return None  # a comment after a line continuation is a syntax error
-    inside = _lines_ending_inside_strings(text)
-    if inside is None or line_index in inside:
-        return None
-    content = line.rstrip()
-    separator = "  " if content else ""
-    return line_index, len(content), len(line), f"{separator}# noqa: {code}"
+    return line_edit(text, line_index, code)
 
 
 def noqa_file_edit(text: str, code: str) -> Optional[Tuple[int, int, int, int, str]]:
@@ -162,14 +121,40 @@ def encode_for_engine(text: str) -> Tuple[bytes, str]:
 
 
 def doc_uri(code: str) -> Optional[str]:
-    """The rule doc: the installed file when there is one, else the project's documentation URL."""
+    """The rule's published documentation page; the installed file only when no page is known (a file
+    path into site-packages means nothing on another machine or in a container)."""
     from .docs import doc_path
     from .report.sarif import rule_doc_url
 
+    url = rule_doc_url(code)
+    if url is not None:
+        return url
     path = doc_path(code)
-    if path is not None:
-        return path.resolve().as_uri()
-    return rule_doc_url(code)
+    return path.resolve().as_uri() if path is not None else None
+
+
+def text_edits(old: str, new: str) -> List[Tuple[int, int, str]]:
+    """(start, end, replacement) character ranges of ``old`` that turn it into ``new``: one per changed run
+    of lines, without the characters the two share at its ends, in document order."""
+    from difflib import SequenceMatcher
+
+    old_lines, new_lines = source_lines(old), source_lines(new)
+    old_offsets, new_offsets = [0], [0]
+    for line in old_lines:
+        old_offsets.append(old_offsets[-1] + len(line))
+    for line in new_lines:
+        new_offsets.append(new_offsets[-1] + len(line))
+    edits = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        start, stop, new_start, new_stop = old_offsets[i1], old_offsets[i2], new_offsets[j1], new_offsets[j2]
+        while start < stop and new_start < new_stop and old[start] == new[new_start]:
+            start, new_start = start + 1, new_start + 1
+        while start < stop and new_start < new_stop and old[stop - 1] == new[new_stop - 1]:
+            stop, new_stop = stop - 1, new_stop - 1
+        edits.append((start, stop, new[new_start:new_stop]))
+    return edits
 
 
 def _excluded(config: Config, path: str) -> bool:
@@ -277,7 +262,8 @@ class OnceguardLanguageServer(LanguageServer):
         if (end.line, end.character) < (start.line, start.character):
             end = start
         message = d.message if not d.suggestion else f"{d.message}\n{d.suggestion}"
-        if d.name:
+        if d.name and d.code not in ("OG000", "OG001"):
+            # The engine's own messages already say what they are ("cannot parse: ...").
             message = f"{d.name}: {message}"
         href = doc_uri(d.code) if d.code not in ("OG000", "OG001") else None
         return types.Diagnostic(
@@ -379,6 +365,10 @@ class OnceguardLanguageServer(LanguageServer):
                     title=f"Show documentation for {finding.code}", command=SHOW_DOCUMENTATION,
                     arguments=[finding.code]))
         only = params.context.only
+        if not only or any(FIX_ALL == k or FIX_ALL.startswith(f"{k}.") for k in only):
+            fix_all = self.fix_all_action(uri, text)
+            if fix_all is not None:
+                actions.append(fix_all)
         if only:
             wanted = [a for a in actions if a.kind and any(a.kind == k or a.kind.startswith(f"{k}.") for k in only)]
             return wanted
@@ -396,29 +386,74 @@ class OnceguardLanguageServer(LanguageServer):
             edit=types.WorkspaceEdit(changes={uri: [edit]}),
         )
 
-    def fix_action(self, uri: str, text: str, lines: Sequence[str], finding: Diagnostic) -> Optional[types.CodeAction]:
-        if finding.fix is None:
-            return None
+    def offset_position(self, lines: Sequence[str], starts: Sequence[int], offset: int) -> types.Position:
+        """A character offset into the document as a protocol position (client units)."""
+        import bisect
+
+        line = max(bisect.bisect_right(starts, offset) - 1, 0)
+        if line >= len(lines):
+            return types.Position(line=len(lines), character=0)
+        return types.Position(line=line, character=self.workspace.position_codec.client_num_units(
+            lines[line][:offset - starts[line]]))
+
+    def ranged_edits(self, text: str, new_text: str) -> List[types.TextEdit]:
+        """The change as small edits of the ranges that differ, not a replacement of the whole document (which
+        moves the cursor, drops folds and marks every line as changed)."""
+        lines = source_lines(text)
+        starts = [0]
+        for line in lines:
+            starts.append(starts[-1] + len(line))
+        return [types.TextEdit(range=types.Range(start=self.offset_position(lines, starts, start),
+                                                 end=self.offset_position(lines, starts, stop)),
+                               new_text=replacement)
+                for start, stop, replacement in text_edits(text, new_text)]
+
+    def fixed_text(self, text: str, findings: Sequence[Diagnostic], unsafe: bool) -> Optional[str]:
         try:
             from .fixes import fix_source  # written separately: without it there is no fix action
         except Exception:  # noqa: BLE001
             return None
         source, encoding = encode_for_engine(text)
         try:
-            result = fix_source(source, [finding], unsafe=finding.fix.applicability != "safe")
+            result = fix_source(source, list(findings), unsafe=unsafe)
             if not getattr(result, "applied", None) or result.new_source == source:
                 return None
-            new_text = result.new_source.decode(encoding)
+            return result.new_source.decode(encoding)
         except Exception:  # noqa: BLE001 - a fixer failure only loses this action
-            logger.exception("fix %s failed", finding.fix.kind)
+            logger.exception("fix failed")
             return None
-        if lines and not lines[-1].endswith(("\n", "\r")):
-            last, end = len(lines) - 1, self.character(lines, len(lines) - 1, len(_strip_eol(lines[-1])))
-        else:
-            last, end = len(lines), 0
+
+    def fix_action(self, uri: str, text: str, lines: Sequence[str], finding: Diagnostic) -> Optional[types.CodeAction]:
+        if finding.fix is None:
+            return None
+        new_text = self.fixed_text(text, [finding], unsafe=finding.fix.applicability != "safe")
+        if new_text is None:
+            return None
         suffix = "" if finding.fix.applicability == "safe" else " (unsafe)"
-        return self.edit_action(f"Fix {finding.code}: {finding.fix.description}{suffix}", uri, 0, 0, last, end,
-                                new_text, preferred=finding.fix.applicability == "safe")
+        return types.CodeAction(
+            title=f"Fix {finding.code}: {finding.fix.description}{suffix}", kind=types.CodeActionKind.QuickFix,
+            is_preferred=finding.fix.applicability == "safe" or None,
+            edit=types.WorkspaceEdit(changes={uri: self.ranged_edits(text, new_text)}),
+        )
+
+    def fix_all_action(self, uri: str, text: str) -> Optional[types.CodeAction]:
+        """Every safe fix of the document at once (``source.fixAll.onceguard``, e.g. on save), from the text as
+        it is now, not from findings published for an older version."""
+        path, _ = self.path_of(uri)
+        config = self.config_of(path)
+        if _excluded(config, path):
+            return None
+        from .engine import check_source
+
+        source, _ = encode_for_engine(text)
+        found = [d for d in check_source(source, path, config) if d.fix is not None and d.fix.applicability == "safe"]
+        if not found:
+            return None
+        new_text = self.fixed_text(text, found, unsafe=False)
+        if new_text is None:
+            return None
+        return types.CodeAction(title="onceguard: fix all safely fixable findings", kind=FIX_ALL,
+                                edit=types.WorkspaceEdit(changes={uri: self.ranged_edits(text, new_text)}))
 
     def show_documentation(self, code: str) -> None:
         code = str(code).upper()
@@ -464,7 +499,7 @@ def build_server() -> OnceguardLanguageServer:
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=False),
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=False),
     )
     def code_action(ls: OnceguardLanguageServer, params: types.CodeActionParams):
         try:

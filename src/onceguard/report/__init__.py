@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from ..model import Diagnostic
 
@@ -14,6 +14,11 @@ from ..model import Diagnostic
 class ReportOptions:
     #: codes reported as errors rather than warnings (config ``error = [...]``)
     error_codes: Sequence[str] = field(default_factory=tuple)
+    #: the closing count ("Found 3 findings.") of the human formats; off with ``--quiet``
+    summary: bool = True
+    #: ``--statistics``: [{code, name, count, fixable}]; the json and sarif formats carry it inside their
+    #: own structure so that the artifact stays valid
+    statistics: Optional[List[dict]] = None
 
 
 Renderer = Callable[[List[Diagnostic], ReportOptions], str]

@@ -30,7 +30,7 @@ def render(diagnostics: List[Diagnostic], options: ReportOptions) -> str:
             marker = " [*]" if d.fix is not None and d.fix.applicability == "safe" else ""
             out.append(f"  {f'{d.line}:{d.column}':<{width}} {d.code}{marker} {d.message}")
         out.append("")
-    if diagnostics:
+    if diagnostics and options.summary:
         count = len(diagnostics)
         out.append(f"Found {count} finding{'s' if count != 1 else ''} in {files} file{'s' if files != 1 else ''}.")
     return "\n".join(out) + ("\n" if out else "")

@@ -1,5 +1,8 @@
 """A JSON list of findings; keys: path, line, column, end_line, end_column, code, name, message,
-suggestion, fix (null or {kind, description, applicability}). Lines and columns are 1-based."""
+suggestion, fix (null or {kind, description, applicability}). Lines and columns are 1-based.
+
+With ``--statistics`` the output is one object, ``{"findings": [...], "statistics": [...]}``, so that it
+still parses as JSON."""
 from __future__ import annotations
 
 import json
@@ -12,4 +15,7 @@ FORMAT = "json"
 
 
 def render(diagnostics: List[Diagnostic], options: ReportOptions) -> str:
-    return json.dumps([d.to_json() for d in diagnostics], indent=2) + "\n"
+    findings = [d.to_json() for d in diagnostics]
+    if options.statistics is not None:
+        return json.dumps({"findings": findings, "statistics": options.statistics}, indent=2) + "\n"
+    return json.dumps(findings, indent=2) + "\n"

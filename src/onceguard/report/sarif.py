@@ -209,5 +209,7 @@ def render(diagnostics: List[Diagnostic], options: ReportOptions) -> str:
         "columnKind": "utf16CodeUnits",
         "results": [_result(d, options, index, sources) for d in diagnostics],
     }
+    if options.statistics is not None:
+        run["properties"] = {"statistics": options.statistics}
     log = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
     return json.dumps(log, indent=2) + "\n"

@@ -8,7 +8,14 @@ from ..model import Diagnostic
 from ..registry import rule_name
 
 
-def render_statistics(diagnostics: List[Diagnostic]) -> str:
+def statistics(diagnostics: List[Diagnostic]) -> List[dict]:
+    """One entry per code: ``{code, name, count, fixable}`` (``fixable``: how many ``--fix`` removes)."""
     counts = Counter(d.code for d in diagnostics)
-    lines = [f"{count:>5}  {code}  {rule_name(code)}" for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    fixable = Counter(d.code for d in diagnostics if d.fix is not None and d.fix.applicability == "safe")
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [{"code": code, "name": rule_name(code), "count": count, "fixable": fixable[code]} for code, count in ordered]
+
+
+def render_statistics(diagnostics: List[Diagnostic]) -> str:
+    lines = [f"{entry['count']:>5}  {entry['code']}  {entry['name']}" for entry in statistics(diagnostics)]
     return "\n".join(lines) + ("\n" if lines else "")

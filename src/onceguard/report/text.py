@@ -18,7 +18,7 @@ def render(diagnostics: List[Diagnostic], options: ReportOptions) -> str:
         if d.fix is not None:
             marker = "fixable with --fix" if d.fix.applicability == "safe" else "fixable with --fix --unsafe-fixes"
             out.append(f"  fix: {d.fix.description} ({marker})")
-    if diagnostics:
+    if diagnostics and options.summary:
         count = len(diagnostics)
         out.append(f"Found {count} finding{'s' if count != 1 else ''}.")
     return "\n".join(out) + ("\n" if out else "")
