@@ -9,6 +9,9 @@ from .config import Config
 
 _TEST_DIRS = {"tests", "test", "testing"}
 _MIGRATION_DIRS = ("migrations", "alembic/versions", "alembic")
+_SCRIPT_DIRS = {"scripts", "bin", "tools", "deploy"}
+#: Modules whose whole name says they are the migration entrypoint.
+_RUNNER_FILENAMES = frozenset({"migrate.py", "migrations.py", "run_migrations.py", "run_migrate.py"})
 
 
 @dataclass(frozen=True)
@@ -51,11 +54,27 @@ class FileContext:
         return any(part in _TEST_DIRS for part in self.parts[:-1])
 
     @cached_property
-    def is_migration(self) -> bool:
-        """Alembic env.py, files under migrations/ or alembic/versions/, names with 'migrat', or config paths."""
-        name = self.filename
-        if "migrat" in name.lower():
+    def is_operator_entrypoint(self) -> bool:
+        """A management command or a script a person (or a deploy step) runs, not a module the server imports."""
+        parts = self.parts[:-1]
+        if any(parts[i] == "management" and parts[i + 1] == "commands" for i in range(len(parts) - 1)):
             return True
+        return any(part in _SCRIPT_DIRS for part in parts)
+
+    @cached_property
+    def is_migration(self) -> bool:
+        """Alembic env.py, files under migrations/ or alembic/versions/, a runner module named for what it
+        is (``migrate.py``, ``run_migrations.py``), or config paths.
+
+        A name that merely contains "migrat" (``migration_pause.py``, ``data_migration_report.py``) is not
+        migration code: what makes code migration code is being a migration runner or living where
+        migrations live."""
+        name = self.filename
+        lowered = name.lower()
+        if lowered in _RUNNER_FILENAMES or lowered.startswith("migrate_"):
+            return True  # named for the verb: the migrate entrypoint (``migrate_db.py``), not ``migration_pause.py``
+        if "migrat" in name.lower() and self.is_operator_entrypoint:
+            return True  # ``manage.py migrate_locked``, ``scripts/run_migrations_once.py``
         if name == "env.py" and any(p in ("alembic", "migrations") for p in self.parts[:-1]):
             return True
         directories = "/" + "/".join(self.parts[:-1]) + "/"

@@ -23,6 +23,7 @@ class StartupMap:
             node.name: node for node in facts.tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
         self._find_hooks()
+        self._find_import_time_calls()
         self._propagate()
 
     @classmethod
@@ -106,6 +107,31 @@ class StartupMap:
                 elif (func.attr in ("append", "insert") and isinstance(func.value, ast.Attribute)
                       and func.value.attr in known.STARTUP_LISTS and call.args):
                     self._mark(self._function_named(call.args[-1]), f"{func.value.attr} hook")
+
+    def _find_import_time_calls(self) -> None:
+        """Functions of this module called by its own module-level code run when the module is imported
+        (``if ENABLE_MIGRATIONS: run_migrations()`` in a config module): at every replica's start-up.
+        A script's module level (a ``__main__`` block, a file under scripts/ or a management command) is
+        not the server's."""
+        facts = self.facts
+        context = facts.context
+        if context.is_test or context.is_migration:
+            return
+        parts = context.parts[:-1]
+        first, second = known.SCRIPT_COMMAND_PARTS
+        if any(parts[i] == first and parts[i + 1] == second for i in range(len(parts) - 1)):
+            return
+        if any(part in known.SCRIPT_DIRECTORIES for part in parts) or context.filename in known.SCRIPT_FILENAMES:
+            return
+        body = facts.tree.body
+        if any(isinstance(statement, ast.If) and is_main_guard(statement.test) for statement in body):
+            return
+        for statement in body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for node in walk_no_nested_functions(statement):
+                if isinstance(node, ast.Call):
+                    self._mark(self._function_named(node.func), "called by module-level code, which runs when the module is imported")
 
     def _propagate(self) -> None:
         """Functions of this module, and methods of the same class (``AppConfig.ready`` calling

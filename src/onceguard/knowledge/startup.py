@@ -24,3 +24,8 @@ CELERY_STARTUP_SIGNALS = frozenset({
 })
 #: gunicorn server hooks, in gunicorn config files.
 GUNICORN_HOOKS = frozenset({"on_starting", "when_ready", "post_fork", "post_worker_init"})
+#: Where a module is a script a person runs, not a module the server imports: its module level is not
+#: start-up code.
+SCRIPT_COMMAND_PARTS = ("management", "commands")
+SCRIPT_DIRECTORIES = frozenset({"scripts", "bin", "tools"})
+SCRIPT_FILENAMES = frozenset({"manage.py", "setup.py", "conftest.py", "noxfile.py", "fabfile.py"})

@@ -740,7 +740,7 @@ def _suggestion(scheduled: Scheduled, name: str) -> str:
 def _message(scheduled: Scheduled, name: str) -> str:
     family = scheduled.family
     if family in (known.ASYNCIO_TICKER, known.THREAD_TICKER):
-        where = f"`{scheduled.how}` in the {scheduled.detail}" if scheduled.detail else f"`{scheduled.how}`"
+        where = f"`{scheduled.how}` (start-up: {scheduled.detail})" if scheduled.detail else f"`{scheduled.how}`"
         kind = "an asyncio ticker" if family == known.ASYNCIO_TICKER else "a thread ticker"
         return (f"`{name}` is {kind} started with {where} and its loop does not begin with a claim: "
                 "every replica runs each iteration's work, and again after each restart.")

@@ -265,7 +265,9 @@ class Reach:
         startup = self.startup.reason(function)
         if startup is not None:
             called = _CALLED_FROM.fullmatch(startup)
-            return f"called from {called.group(1)}(), {_STARTUP_CODE}" if called else f"from the {startup}"
+            if called:
+                return f"called from {called.group(1)}(), {_STARTUP_CODE}"
+            return startup if startup.startswith("called ") else f"from the {startup}"
         extra = self.extra.get(id(function))
         if id(function) in self._startup_extra:
             return extra  # a command that start-up code calls runs at start-up
@@ -490,7 +492,7 @@ def _collect_schema_writes(facts: ModuleFacts) -> List[SchemaWrite]:
         if (receiver or "").startswith(("alembic.op", "alembic.context")):
             continue
         if _writes_shared_schema(item, temporary):
-            what = f"raw {_ddl_words(item.text)} sent by {_describe_call(item.call)}"
+            what = f"raw {_ddl_words(item.text)} sent by `{_describe_call(item.call)}`"
             found.append(SchemaWrite(item.call, item.call, what, known.RAW_SQL))
     seen: Set[int] = set()
     unique = []
@@ -568,8 +570,9 @@ class InAppSchemaCreation(Rule):
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         for write, reason in reported_schema_writes(facts):
+            what = write.what if write.framework == known.RAW_SQL else f"`{write.what}`"
             message = (
-                f"{write.what} writes schema in every replica ({reason}): replicas that boot together race "
+                f"{what} writes schema in every replica ({reason}): replicas that boot together race "
                 "the same DDL and fail on duplicate objects or a half-applied schema."
             )
             yield self.finding(write.node, message, known.ENTRYPOINT_ADVICE[write.framework])
@@ -1050,7 +1053,7 @@ def _migration_applications(facts: ModuleFacts) -> List[_Apply]:
             continue
         if id(call) in reported:
             continue
-        found.append(_Apply(call, f"{_describe_call(call)} of a SQL file", call.func.value, known.RAW_SQL))
+        found.append(_Apply(call, f"`{_describe_call(call)}` of a SQL file", call.func.value, known.RAW_SQL))
     return found
 
 
@@ -1101,11 +1104,21 @@ def _reads_file(node: ast.AST, facts: ModuleFacts) -> bool:
             and call_name(node) in known.FILE_READ_METHODS)
 
 
+_DIRECTORY_LISTINGS = frozenset({"glob", "rglob", "iterdir", "listdir", "scandir", "walk"})
+
+
 def _in_migration_code(node: ast.AST, facts: ModuleFacts) -> bool:
+    """Migration code by where it lives, or by what it does: a loop over a directory listing that
+    executes each file it reads is a runner, whatever its function is called."""
     if facts.context.is_migration:
         return True
-    function = enclosing_function(node)
-    return function is not None and ("migrat" in function.name.lower() or "schema" in function.name.lower())
+    for above in ancestors(node):
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return False
+        if isinstance(above, (ast.For, ast.AsyncFor)) and any(
+                isinstance(n, ast.Call) and call_name(n) in _DIRECTORY_LISTINGS for n in ast.walk(above.iter)):
+            return True
+    return False
 
 
 @register
@@ -1132,7 +1145,7 @@ class UnlockedMigrationRunner(Rule):
             else:
                 detail = ""
             message = (
-                f"{apply.what} applies migrations without a blocking advisory lock held on its connection for "
+                f"{apply.what if apply.framework == known.RAW_SQL else '`' + apply.what + '`'} applies migrations without a blocking advisory lock held on its connection for "
                 f"the whole run: {detail}pods starting together run the same migrations at the same time."
             )
             yield self.finding(apply.call, message, self._suggestion(apply))
