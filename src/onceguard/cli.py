@@ -394,20 +394,23 @@ def _code_of(value: str) -> Optional[str]:
     return None
 
 
-def run_rule(value: Optional[str], every: bool = False) -> int:
+def _rule_text(code: str) -> str:
+    """The rule's documentation; its one-line summary when the documentation is not installed."""
     from .docs import doc_text
-    from .registry import all_codes
+    from .registry import rule_classes
+
+    text = _engine_docs().get(code) or doc_text(code)
+    if text is None:
+        cls = next(c for c in rule_classes() if c.code == code)
+        text = f"# {code} {cls.name}\n\n{cls.summary}.\n\n(The full documentation of {code} is not installed.)\n"
+    return text if text.endswith("\n") else text + "\n"
+
+
+def run_rule(value: Optional[str], every: bool = False) -> int:
+    from .registry import ENGINE_CODES, all_codes
 
     if every:
-        texts = []
-        for code in all_codes():
-            text = doc_text(code)
-            if text is None:
-                print(f"onceguard: the documentation of {code} is not installed", file=sys.stderr)
-                return EXIT_ERROR
-            texts.append(text.rstrip("\n") + "\n")
-        texts.extend(_engine_docs()[code] for code in sorted(_engine_docs()))
-        sys.stdout.write("\n".join(texts))
+        sys.stdout.write("\n".join(_rule_text(code) for code in (*all_codes(), *sorted(ENGINE_CODES))))
         return EXIT_CLEAN
     if not value:
         print("onceguard: rule: give a code or name (onceguard rule OG101), or --all", file=sys.stderr)
@@ -416,11 +419,7 @@ def run_rule(value: Optional[str], every: bool = False) -> int:
     if code is None:
         print(f"onceguard: unknown rule {value!r}; `onceguard rules` lists them", file=sys.stderr)
         return EXIT_ERROR
-    text = _engine_docs().get(code) or doc_text(code)
-    if text is None:
-        print(f"onceguard: the documentation of {code} is not installed", file=sys.stderr)
-        return EXIT_ERROR
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.write(_rule_text(code))
     return EXIT_CLEAN
 
 
