@@ -145,14 +145,18 @@ def test_sarif_is_valid_and_complete(project: Path) -> None:
     # The OG104 finding has a fix: SARIF gets it as text replacements of keys.py.
     fixable = [r for r in results if r["ruleId"] == "OG104"]
     assert fixable, "OG104 example not reported; the test premise is wrong"
-    fixes = fixable[0].get("fixes")
-    if fixes:
-        change = fixes[0]["artifactChanges"][0]
-        assert change["artifactLocation"]["uri"] == "jobs/keys.py"
-        inserted = "".join(r["insertedContent"]["text"] for r in change["replacements"])
-        assert "zlib" in inserted
-    else:
-        assert fixable[0]["properties"]["fix"]["kind"]
+    (fix,) = fixable[0]["fixes"]
+    assert fix["description"]["text"] == "replace hash() with zlib.crc32() of the encoded value"
+    (change,) = fix["artifactChanges"]
+    assert change["artifactLocation"]["uri"] == "jobs/keys.py"
+    # `import zlib` above `import psycopg`, and `hash(` -> `zlib.crc32(b` on line 3 (the rest of the call stays).
+    assert change["replacements"] == [
+        {"deletedRegion": {"startLine": 1, "startColumn": 1, "endLine": 1, "endColumn": 1},
+         "insertedContent": {"text": "import zlib\n"}},
+        {"deletedRegion": {"startLine": 3, "startColumn": 15, "endLine": 3, "endColumn": 20},
+         "insertedContent": {"text": "zlib.crc32(b"}},
+    ]
+    assert "properties" not in fixable[0]
 
 
 def test_sarif_fix_without_a_computable_edit_is_still_valid(tmp_path: Path, monkeypatch) -> None:
@@ -188,7 +192,9 @@ def test_grouped(project: Path) -> None:
     og101 = next(f for f in expected if f["code"] == "OG101")
     section = out.split("jobs/nightly.py:\n", 1)[1].split("\n\n", 1)[0]
     assert f"{og101['line']}:{og101['column']}" in section and "OG101" in section
-    assert out.rstrip().endswith(f"Found {len(expected)} findings in 2 files.")
+    assert f"\nFound {len(expected)} findings in 2 files.\n" in out
+    fixable = sum(1 for f in expected if f["fix"] and f["fix"]["applicability"] == "unsafe")
+    assert out.rstrip().endswith(f"{fixable} fixable with --fix --unsafe-fixes.")
 
 
 def test_concise_is_one_line_per_finding(project: Path) -> None:
@@ -212,7 +218,10 @@ def test_json_keys_are_the_documented_ones(project: Path) -> None:
 def test_clean_tree_exits_zero(project: Path) -> None:
     result = check(project, "app")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout == ""
+    assert result.stdout == "All checks passed.\n" and result.stderr == ""
+    for machine in ("json", "sarif", "github", "concise"):
+        quiet = check(project, "app", "--format", machine)
+        assert quiet.returncode == 0 and "All checks passed" not in quiet.stdout + quiet.stderr, machine
 
 
 def test_exit_zero(project: Path) -> None:
