@@ -89,9 +89,14 @@ _SQLALCHEMY_WORDS = (b"sqlalchemy", b"sqlmodel", b".query")
 #: A Redis client or the Django cache is visible only through its import.
 _REDIS_CLIENT_WORDS = (b"redis", b"Redis", b"core.cache")
 
+#: A field changed from its own value: arithmetic, a dict merge, a list grown in place, a key counted.
+_CHANGE_WORDS = (*_ARITHMETIC_WORDS, b"{**", b" | ", b".append(", b".extend(", b"] = ")
+#: What writes an instance back, wherever it came from (a parameter, ``self.token``, a repository).
+_INSTANCE_WRITE_WORDS = (b"save(", b"commit(", b"flush(", b".merge(", b".update(", b".values(")
+
 READ_MODIFY_WRITE_TRIGGERS = (
-    # Django: an ORM instance loaded, changed, saved.
-    *((b"save(", loader, op) for loader in (b"objects", b"get_object_or_404") for op in _ARITHMETIC_WORDS),
+    # Any instance changed from its own value and written back: the write shows it is a row.
+    *((writer, change) for writer in _INSTANCE_WRITE_WORDS for change in _CHANGE_WORDS),
     # SQLAlchemy: an instance loaded by a Session, changed, committed or flushed.
     *((writer, library, op) for writer in (b"commit(", b"flush(") for library in _SQLALCHEMY_WORDS
       for op in _ARITHMETIC_WORDS),

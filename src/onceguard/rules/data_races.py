@@ -15,7 +15,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 from pglast import ast as pg
 
 from ..executed_sql import ExecutedSql, bound_value, executed_sql
-from ..facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ..facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
 from ..handles import Handles
 from ..knowledge import orm
 from ..knowledge import redis_clients as redis_known
@@ -268,9 +268,16 @@ class Flow:
 # -- OG301 ---------------------------------------------------------------------------------------------------
 
 
+#: Module names that hold test helpers (Django's ``tests.py``, a package's ``test.py`` of fixtures).
+_TEST_MODULES = frozenset({"test.py", "tests.py", "testing.py"})
+
+
 def _single_process(facts: ModuleFacts) -> bool:
-    """Tests and data migrations run in one process, once: nothing interleaves with them."""
-    return facts.context.is_test or facts.context.is_migration
+    """Tests, data migrations and operator commands (``manage.py …``, scripts) run in one process, once:
+    nothing interleaves with them."""
+    context = facts.context
+    return (context.is_test or context.is_migration or context.is_operator_entrypoint
+            or context.filename in _TEST_MODULES)
 
 
 @dataclass
@@ -383,6 +390,328 @@ def _relocked_before(instance: str, node: ast.AST, function: FunctionNode, facts
     return False
 
 
+# -- instances changed and written back ---------------------------------------------------------------------
+# The write proves the value is a stored row: ``obj.save()``, ``session.add(obj)`` then ``commit()``/``flush()``,
+# ``session.merge(obj)``, or a queryset ``update(n=obj.n)``.  Where the instance came from (a parameter,
+# ``self.token``, a repository method, ``.all()[0]``, a loop over rows) does not matter once it is written back.
+
+#: Methods that change a list, dict or set in place.
+_IN_PLACE = frozenset({"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "remove", "discard",
+                       "add", "clear"})
+#: ``obj.tags.append(x)``: a list column grown in place (Django ``ArrayField``/``JSONField``).  Only reported with
+#: an instance ``save()``: on SQLAlchemy a relationship collection's ``append`` inserts a link row instead, and
+#: Django's many-to-many managers (``add``/``remove``/``clear``) write their own rows.
+_LIST_GROWTH = frozenset({"append", "extend", "insert"})
+#: Calls that copy a value: ``dict(obj.meta)``, ``list(obj.tags)``, ``deepcopy(obj.data)``.
+_COPY_CALLS = frozenset({"dict", "list", "set", "copy", "deepcopy", "OrderedDict", "defaultdict"})
+#: ``save(update_fields=[...])``: the fields a Django save writes.
+_UPDATE_FIELDS = "update_fields"
+
+
+def plain_name(node: ast.AST) -> Optional[str]:
+    """``self.token`` -> "self.token"; None for anything but names and attributes (no calls, no subscripts)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _field_of(node: ast.AST) -> Optional[Tuple[str, str]]:
+    """``obj.meta`` / ``self.token.count`` -> (instance, field)."""
+    node = unwrap(node)
+    if isinstance(node, ast.Attribute):
+        instance = plain_name(node.value)
+        if instance is not None:
+            return instance, node.attr
+    return None
+
+
+def _copied_field(value: ast.AST) -> Optional[Tuple[str, str]]:
+    """The field a local starts as a copy of: ``obj.meta``, ``obj.meta or {}``, ``dict(obj.meta or {})``,
+    ``obj.meta.copy()``, ``{**obj.meta}``."""
+    value = unwrap(value)
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and value.values:
+        return _copied_field(value.values[0])
+    if isinstance(value, ast.Call):
+        func = value.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if name in _COPY_CALLS and len(value.args) == 1 and not value.keywords:
+            return _copied_field(value.args[0])
+        if isinstance(func, ast.Attribute) and func.attr == "copy" and not value.args:
+            return _copied_field(func.value)
+        return None
+    if isinstance(value, ast.Dict) and len(value.keys) == 1 and value.keys[0] is None:
+        return _copied_field(value.values[0])
+    return _field_of(value)
+
+
+def _subscript_root(node: ast.AST) -> ast.AST:
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node
+
+
+def _reads(node: ast.AST, instance: str, field: str) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == field and plain_name(n.value) == instance
+               for n in ast.walk(node))
+
+
+def _reads_name(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+def _arithmetic_on(node: ast.AST, reads: Callable[[ast.AST], bool]) -> Optional[ast.BinOp]:
+    for n in ast.walk(node):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, _ARITHMETIC) and (reads(n.left) or reads(n.right)):
+            return n
+    return None
+
+
+def _merged(node: ast.AST, reads: Callable[[ast.AST], bool]) -> bool:
+    """``{**old, k: v}`` or ``old | new``: a dict built from the value read."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Dict) and any(k is None and reads(v) for k, v in zip(n.keys, n.values)):
+            return True
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.BitOr) and (reads(n.left) or reads(n.right)):
+            return True
+    return False
+
+
+@dataclass
+class Change:
+    statement: ast.AST  # where it is reported: the arithmetic, or the value put back
+    instance: str
+    field: str
+    kind: str  # "arithmetic" | "merge" | "in place"
+    back: ast.AST  # the statement after which the instance holds the new value
+    op: str = "+"
+    amount: str = "k"
+
+
+class _Copy:
+    def __init__(self, instance: str, field: str) -> None:
+        self.instance, self.field = instance, field
+        self.first_change: Optional[ast.AST] = None
+        self.first_arithmetic: Optional[Tuple[ast.AST, str, str]] = None
+
+
+def _dominates(earlier: ast.stmt, later_node: ast.AST) -> bool:
+    """Whether ``earlier`` always runs before ``later_node``: it sits in a statement list that holds
+    ``later_node`` (or a block around it), before it."""
+    body_owner = parent(earlier)
+    if body_owner is None:
+        return False
+    for above in ancestors(later_node):
+        if above is body_owner:
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(above, name, None)
+                if isinstance(block, list) and any(s is earlier for s in block):
+                    child = later_node
+                    while parent(child) is not above:
+                        child = parent(child)
+                    return any(s is child for s in block)
+            return False
+    return False
+
+
+def instance_changes(function: FunctionNode, facts: ModuleFacts) -> List[Change]:
+    """Fields of instances changed from their own value in this function, in source order."""
+    return facts.cached(f"instance_changes:{id(function)}", lambda _f: _instance_changes(function, facts))
+
+
+def _instance_changes(function: FunctionNode, facts: ModuleFacts) -> List[Change]:
+    changes: List[Change] = []
+    copies: Dict[str, _Copy] = {}
+    fresh: Dict[Tuple[str, str], List[ast.stmt]] = {}
+
+    def local_changed(name: str, node: ast.AST, value: Optional[ast.AST]) -> None:
+        copy = copies.get(name)
+        if copy is None:
+            return
+        if copy.first_change is None:
+            copy.first_change = node
+        if copy.first_arithmetic is None:
+            if isinstance(node, ast.AugAssign) and isinstance(node.op, _ARITHMETIC):
+                copy.first_arithmetic = (node, _OPERATOR[type(node.op)], short(node.value, 30))
+            elif value is not None:
+                binop = _arithmetic_on(value, lambda n: _reads_name(n, name) or isinstance(n, (ast.Name, ast.Call, ast.Subscript)) and _reads_name(n, name))
+                if binop is not None:
+                    copy.first_arithmetic = (node, _OPERATOR[type(binop.op)], short(binop.right, 30))
+
+    def add(statement: ast.AST, instance: str, field: str, kind: str, back: ast.AST, op: str = "+",
+            amount: str = "k") -> None:
+        if any(_dominates(s, statement) for s in fresh.get((instance, field), ())):
+            return  # the field was just set from something else (a COUNT, a constant): no stale row value
+        if _database_expression(back, facts):
+            return
+        changes.append(Change(statement, instance, field, kind, back, op, amount))
+
+    for node in function_nodes(function, facts):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    name = target.id
+                    copied = _copied_field(value)
+                    if copied is not None:
+                        copies[name] = _Copy(*copied)
+                    elif name in copies:
+                        reads_local = lambda n, local=name: _reads_name(n, local)  # noqa: E731
+                        if (_arithmetic_on(value, reads_local) is not None or _merged(value, reads_local)
+                                or isinstance(unwrap(value), (ast.ListComp, ast.DictComp, ast.SetComp))
+                                and _reads_name(value, name)):
+                            local_changed(name, node, value)
+                        elif not _reads_name(value, name):
+                            del copies[name]
+                elif isinstance(target, ast.Subscript):
+                    root = _subscript_root(target)
+                    if isinstance(root, ast.Name):
+                        local_changed(root.id, node, value)
+                    elif (field_of := _field_of(root)) is not None and (
+                            binop := _arithmetic_on(value, lambda n, f=field_of: _reads(n, *f))) is not None:
+                        # ``obj.counts[k] = obj.counts.get(k, 0) + 1``: a counter kept in a JSON column.  A plain
+                        # ``obj.meta[k] = v`` is not reported: it sets a key, it does not compute from one.
+                        add(node, *field_of, "arithmetic", node, _OPERATOR[type(binop.op)], short(binop.right, 30))
+                elif isinstance(target, ast.Attribute) and (field_of := _field_of(target)) is not None:
+                    instance, field = field_of
+                    unwrapped = unwrap(value)
+                    copy = copies.get(unwrapped.id) if isinstance(unwrapped, ast.Name) else None
+                    reads_field = lambda n, i=instance, f=field: _reads(n, i, f)  # noqa: E731
+                    if copy is not None and (copy.instance, copy.field) == field_of and copy.first_change is not None:
+                        if copy.first_arithmetic is not None:
+                            at, op, amount = copy.first_arithmetic
+                            add(at, instance, field, "arithmetic", node, op, amount)
+                        else:
+                            add(node, instance, field, "merge", node)
+                    elif (binop := _arithmetic_on(value, reads_field)) is not None:
+                        other = binop.right if reads_field(binop.left) else binop.left
+                        add(node, instance, field, "arithmetic", node, _OPERATOR[type(binop.op)], short(other, 30))
+                    elif _merged(value, reads_field):
+                        add(node, instance, field, "merge", node)
+                    elif isinstance(unwrapped, ast.Name):
+                        bound = _local_value_before(unwrapped, node, function, facts)
+                        binop = _arithmetic_on(bound, reads_field) if bound is not None else None
+                        if binop is not None:
+                            other = binop.right if reads_field(binop.left) else binop.left
+                            add(node, instance, field, "arithmetic", node, _OPERATOR[type(binop.op)],
+                                short(other, 30))
+                        elif copy is None and isinstance(node, ast.stmt):
+                            fresh.setdefault(field_of, []).append(node)
+                    elif not reads_field(value) and isinstance(node, ast.stmt):
+                        fresh.setdefault(field_of, []).append(node)
+        elif isinstance(node, ast.AugAssign):
+            target = node.target
+            if isinstance(target, ast.Attribute) and (field_of := _field_of(target)) is not None:
+                if isinstance(node.op, _ARITHMETIC):
+                    add(node, *field_of, "arithmetic", node, _OPERATOR[type(node.op)], short(node.value, 30))
+            elif isinstance(target, ast.Name):
+                local_changed(target.id, node, None)
+            elif isinstance(target, ast.Subscript):
+                root = _subscript_root(target)
+                if isinstance(root, ast.Name):
+                    local_changed(root.id, node, None)
+                elif (field_of := _field_of(root)) is not None and isinstance(node.op, _ARITHMETIC):
+                    add(node, *field_of, "arithmetic", node, _OPERATOR[type(node.op)], short(node.value, 30))
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                root = _subscript_root(target) if isinstance(target, ast.Subscript) else None
+                if isinstance(root, ast.Name):
+                    local_changed(root.id, node, None)
+        elif (isinstance(node, ast.Expr) and isinstance(unwrap(node.value), ast.Call)
+              and isinstance(unwrap(node.value).func, ast.Attribute) and unwrap(node.value).func.attr in _IN_PLACE):
+            method = unwrap(node.value).func
+            receiver = _subscript_root(method.value)
+            if isinstance(receiver, ast.Name):
+                local_changed(receiver.id, node, None)
+            elif method.attr in _LIST_GROWTH and receiver is method.value and (
+                    field_of := _field_of(receiver)) is not None:
+                add(node, *field_of, "in place", node)
+    return changes
+
+
+def _update_fields(call: ast.Call) -> Optional[Set[str]]:
+    """The fields ``save(update_fields=[...])`` names; None when it writes every field (or they are not literal)."""
+    for keyword in call.keywords:
+        if keyword.arg == _UPDATE_FIELDS:
+            value = keyword.value
+            if isinstance(value, (ast.List, ast.Tuple, ast.Set)) and all(
+                    isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
+                return {e.value for e in value.elts}
+            return None
+    return None
+
+
+def _written_back(change: Change, function: FunctionNode, facts: ModuleFacts,
+                  bindings: Dict[str, List[Tuple[ast.AST, Loaded]]]) -> Optional[ast.Call]:
+    """The call after ``change`` that stores the instance's new value in the database."""
+    instance, field = change.instance, change.field
+    loaded = _loader_before(bindings.get(instance, []), change.back)
+    nodes = function_nodes(function, facts)
+    added_to: Set[str] = set()
+    for node in nodes:
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        name, receiver = node.func.attr, node.func.value
+        if name in ("add", "merge") and len(node.args) == 1 and plain_name(node.args[0]) == instance:
+            spelled = dotted(receiver)
+            if name == "merge" and later(node, change.back):
+                return node
+            if spelled is not None:
+                added_to.add(spelled)
+            continue
+        if not later(node, change.back):
+            continue
+        if change.kind == "in place" and name not in orm.DJANGO_SAVE:
+            continue
+        if name in orm.DJANGO_SAVE and plain_name(receiver) == instance:
+            fields = _update_fields(node)
+            if fields is None or field in fields:
+                return node
+        elif name in orm.SA_FLUSH and not node.args:
+            spelled = dotted(receiver)
+            if spelled in added_to:
+                return node
+            if loaded is not None and loaded.framework == "sqlalchemy" and _session_matches(loaded.session, receiver):
+                return node
+        elif name in ("update", "aupdate", "values") and any(
+                keyword.arg == field and _reads(keyword.value, instance, field) for keyword in node.keywords):
+            return node
+    return None
+
+
+def _fresh_object(instance: str, change: Change, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """The instance was built in this function (``obj = Model(...)``) and never loaded: no other writer has it."""
+    bindings = []
+    for node in function_nodes(function, facts):
+        if not isinstance(node, ast.stmt):
+            continue
+        if not later(change.statement, node):
+            break
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and _field_of(node.targets[0]) in (
+                (instance, "pk"), (instance, "id")) and isinstance(node.value, ast.Constant) and node.value.value is None):
+            return True  # ``obj.pk = None``: the save inserts a copy as a new row
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == instance for t in node.targets):
+            bindings.append(unwrap(node.value))
+        elif isinstance(node, (ast.For, ast.AsyncFor)) and instance in target_names(node.target):
+            return False
+        elif isinstance(node, (ast.With, ast.AsyncWith)) and any(
+                item.optional_vars is not None and instance in target_names(item.optional_vars) for item in node.items):
+            return False
+    return bool(bindings) and all(_constructs(binding, facts) for binding in bindings)
+
+
+def _constructs(value: ast.AST, facts: ModuleFacts) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    last = (dotted(value.func) or "").rsplit(".", 1)[-1]
+    return bool(last) and last[0].isupper() and django_instance_loader(value, facts) is None
+
+
 @register
 class ReadModifyWrite(Rule):
     code = "OG301"
@@ -401,24 +730,29 @@ class ReadModifyWrite(Rule):
 
     # ORM instances --------------------------------------------------------------------------------------
     def _orm(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
-        for function in _functions_assigning_attributes(facts):
-            bindings = None
-            for node in function_nodes(function, facts):
-                if not isinstance(node, (ast.AugAssign, ast.Assign)):
+        for function in _functions_writing_instances(facts):
+            changes = instance_changes(function, facts)
+            if not changes:
+                continue
+            bindings = _instance_bindings(function, facts)
+            reported: Set[str] = set()  # one finding per instance and function: its first change
+            for change in changes:
+                if change.instance in reported:
                     continue
-                if bindings is None:
-                    bindings = _instance_bindings(function, facts)
-                    if not bindings:
-                        break
-                mutation = _mutation(node, function, facts)
-                if mutation is None or mutation.instance not in bindings:
+                if change.kind == "in place" and not module_imports_any(facts, ("django",)):
+                    continue  # list columns grown in place: Django ArrayField/JSONField (see _LIST_GROWTH)
+                loaded = _loader_before(bindings.get(change.instance, []), change.back)
+                if loaded is not None and loaded.locked:
                     continue
-                loaded = _loader_before(bindings[mutation.instance], node)
-                if loaded is None or loaded.locked or _relocked_before(mutation.instance, node, function, facts):
+                if _relocked_before(change.instance, change.statement, function, facts):
                     continue
-                write = self._write_after(mutation, loaded, function, facts)
-                if write is not None:
-                    yield self._report(mutation, loaded, write)
+                if _fresh_object(change.instance, change, function, facts):
+                    continue
+                write = _written_back(change, function, facts, bindings)
+                if write is None:
+                    continue
+                reported.add(change.instance)
+                yield self._report(change, loaded, write)
 
     @staticmethod
     def _write_after(mutation: Mutation, loaded: Loaded, function: FunctionNode,
@@ -436,14 +770,22 @@ class ReadModifyWrite(Rule):
                 return node
         return None
 
-    def _report(self, mutation: Mutation, loaded: Loaded, write: ast.Call) -> Diagnostic:
-        obj, field, op, amount = mutation.instance, mutation.field, mutation.op, mutation.amount
-        loader = short(loaded.call, 50)
-        hazard = (f"`{obj}.{field}` is read by `{loader}`, changed in Python and written back by "
-                  f"`{short(write, 40)}` on line {write.lineno}: two replicas (or requests) doing this at once "
-                  f"read the same value and one of the updates is lost.")
-        model = loaded.model.rsplit(".", 1)[-1]
-        if loaded.framework == "django":
+    def _report(self, change: Change, loaded: Optional[Loaded], write: ast.Call) -> Diagnostic:
+        obj, field, op, amount = change.instance, change.field, change.op, change.amount
+        origin = f"read by `{short(loaded.call, 50)}`" if loaded is not None else "read when the instance was loaded"
+        what = {"arithmetic": "changed in Python", "merge": "merged in Python from the value read",
+                "in place": "changed in place in Python"}[change.kind]
+        hazard = (f"`{obj}.{field}` is {origin}, {what} and written back by `{short(write, 40)}` on line "
+                  f"{write.lineno}: two replicas (or requests) doing this at once start from the same value and one "
+                  f"of the updates is lost.")
+        django = (loaded.framework == "django") if loaded is not None else write.func.attr in orm.DJANGO_SAVE
+        model = loaded.model.rsplit(".", 1)[-1] if loaded is not None else "Model"
+        if change.kind != "arithmetic":
+            lock = ("`select_for_update()` inside `transaction.atomic()`" if django
+                    else "`.with_for_update()` (or `session.get(..., with_for_update=True)`) in the same transaction")
+            suggestion = (f"Re-read the row under a lock before merging ({lock}), change only the keys you own in "
+                          f"SQL (`jsonb_set`, `||`, `array_append`), or compare-and-set on a version column and retry.")
+        elif django:
             suggestion = (f"Let the database do the arithmetic: `{model}.objects.filter(pk={obj}.pk).update("
                           f"{field}=F(\"{field}\") {op} {amount})`; for a limit, filter on it "
                           f"(`.filter(pk={obj}.pk, {field}__lt=limit)`) and check the returned count; or load the row "
@@ -453,7 +795,7 @@ class ReadModifyWrite(Rule):
                           f"{obj}.id).values({field}={model}.{field} {op} {amount}))` and check `rowcount` (put a "
                           f"limit in the `where`); or load the row with `.with_for_update()` and keep it in that "
                           f"transaction.")
-        return self.finding(mutation.statement, hazard, suggestion)
+        return self.finding(change.statement, hazard, suggestion)
 
     # raw SQL ---------------------------------------------------------------------------------------------
     def _raw_sql(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
@@ -676,6 +1018,17 @@ def _sequence(params: List[ast.AST]) -> List[ast.AST]:
 
 
 # -- OG302 ------------------------------------------------------------------------------------------------
+
+
+def _functions_writing_instances(facts: ModuleFacts) -> List[FunctionNode]:
+    """Functions that write an instance back (``save``, ``commit``, ``flush``, ``merge``, ``update``): the only
+    ones OG301's instance check needs to read."""
+    found: Dict[int, FunctionNode] = {}
+    for call in facts.calls_named(*orm.DJANGO_SAVE, *orm.SA_FLUSH, "merge", "update", "aupdate", "values"):
+        function = facts.enclosing_function(call)
+        if function is not None:
+            found.setdefault(id(function), function)
+    return list(found.values())
 
 
 def _functions_assigning_attributes(facts: ModuleFacts) -> List[FunctionNode]:
