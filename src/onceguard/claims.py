@@ -307,6 +307,8 @@ class ClaimAnalyzer:
             return False
         if name in known.CLAIM_FUNCTION_NAMES or name.startswith(known.CLAIM_FUNCTION_PREFIXES):
             return True
+        if (self.facts.callee(call) or "") in known.GUARD_FUNCTIONS:
+            return True
         if self._claim_functions:
             qualified = self.facts.callee(call) or ""
             if qualified in self._claim_functions:

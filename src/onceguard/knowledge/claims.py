@@ -87,3 +87,11 @@ LOUD_LOG_CALL_WORDS: Tuple[bytes, ...] = (
 )
 #: OG203 speaks only where a claim's failure branch logs loudly: both must be in the file.
 LOUD_SKIP_TRIGGERS = tuple(claim + (log,) for claim in CLAIM_WORDS for log in LOUD_LOG_CALL_WORDS)
+
+# -- onceguard's own guards ------------------------------------------------------------------
+#: ``onceguard.guards``: claims by qualified name, with no configuration (sync and asyncio twins).
+GUARD_FUNCTIONS: FrozenSet[str] = frozenset(
+    f"onceguard.guards.{prefix}{name}"
+    for name in ("claim_period", "claim_once", "run_once", "run_exclusive", "acquire")
+    for prefix in ("", "a")
+)
