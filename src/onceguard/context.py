@@ -9,7 +9,7 @@ from .config import Config
 
 _TEST_DIRS = {"tests", "test", "testing"}
 _MIGRATION_DIRS = ("migrations", "alembic/versions", "alembic")
-_SCRIPT_DIRS = {"scripts", "bin", "tools", "deploy"}
+_SCRIPT_DIRS = {"scripts", "bin", "tools", "deploy", "ops"}
 #: Modules whose whole name says they are the migration entrypoint.
 _RUNNER_FILENAMES = frozenset({"migrate.py", "migrations.py", "run_migrations.py", "run_migrate.py"})
 

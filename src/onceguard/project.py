@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import os
+import re
 import threading
 import warnings
 from typing import Dict, Iterator, List, Optional, Set, Tuple
@@ -203,3 +204,125 @@ def find_assignment(qualified: str, config: Config, root: Optional[str] = None) 
 def clear_cache() -> None:
     with _lock:
         _modules.clear()
+        _file_lists.clear()
+        _file_bytes.clear()
+        _def_indexes.clear()
+
+
+# ------------------------------------------------------------------------------------------------
+# Project-wide lookups by name (the fallback when a receiver's type is not known): which files of the
+# project define or mention a name.  Files are listed once per root and read once per content; only the
+# files whose bytes contain the name are parsed, so a lookup costs a byte search, not a parse of the project.
+# ------------------------------------------------------------------------------------------------
+_SKIPPED_DIRECTORIES = frozenset({
+    ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox", "site-packages",
+    "build", "dist", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+})
+_MAX_PROJECT_FILES = 20_000
+_file_lists: Dict[str, List[str]] = {}
+_file_bytes: Dict[str, Tuple[float, int, bytes]] = {}
+
+
+def project_files(root: str) -> List[str]:
+    """Every ``.py`` file under the first root (the project), listed once per run."""
+    base = root.split(os.pathsep)[0] if root else ""
+    if not base:
+        return []
+    with _lock:
+        cached = _file_lists.get(base)
+    if cached is not None:
+        return cached
+    found: List[str] = []
+    for directory, subdirectories, files in os.walk(base):
+        subdirectories[:] = sorted(d for d in subdirectories if d not in _SKIPPED_DIRECTORIES and not d.startswith("."))
+        for name in sorted(files):
+            if name.endswith(".py"):
+                found.append(os.path.join(directory, name))
+        if len(found) > _MAX_PROJECT_FILES:
+            break
+    with _lock:
+        _file_lists[base] = found
+    return found
+
+
+def _read_bytes(path: str) -> bytes:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return b""
+    with _lock:
+        cached = _file_bytes.get(path)
+    if cached is not None and cached[0] == stat.st_mtime and cached[1] == stat.st_size:
+        return cached[2]
+    if stat.st_size > _MAX_FILE_BYTES:
+        return b""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return b""
+    with _lock:
+        _file_bytes[path] = (stat.st_mtime, stat.st_size, data)
+    return data
+
+
+def files_mentioning(word: str, root: str) -> List[str]:
+    """Files of the project whose text contains ``word``."""
+    needle = word.encode("utf-8", "replace")
+    return [path for path in project_files(root) if needle in _read_bytes(path)]
+
+
+_DEF = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(", re.MULTILINE)
+_def_indexes: Dict[str, Dict[str, List[str]]] = {}
+
+
+def _def_index(root: str) -> Dict[str, List[str]]:
+    """function name -> files that define it, from one regular-expression pass over the project's bytes."""
+    base = root.split(os.pathsep)[0] if root else ""
+    with _lock:
+        cached = _def_indexes.get(base)
+    if cached is not None:
+        return cached
+    index: Dict[str, List[str]] = {}
+    for path in project_files(root):
+        for name in set(_DEF.findall(_read_bytes(path))):
+            index.setdefault(name.decode("ascii"), []).append(path)
+    with _lock:
+        _def_indexes[base] = index
+    return index
+
+
+def functions_named(name: str, config: Config, root: str, limit: int = 6) -> List[Tuple[FunctionNode, ModuleFacts]]:
+    """Every ``def name`` in the project (module functions and methods), none when there are more than
+    ``limit`` (a name that common is no evidence about any one of them)."""
+    paths = _def_index(root).get(name, [])
+    if len(paths) > limit:
+        return []
+    found: List[Tuple[FunctionNode, ModuleFacts]] = []
+    for path in paths:
+        facts = module_facts(path, config)
+        if facts is None or facts.context.is_test:
+            continue
+        for function in facts.functions_by_name.get(name, ()):
+            found.append((function, facts))
+            if len(found) > limit:
+                return []
+    return found
+
+
+def find_class(qualified: str, config: Config, root: Optional[str] = None) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
+    """The ``class`` statement of ``pkg.mod.Class`` in the project, with its facts."""
+    root = root if root is not None else config.root
+    if not root or not qualified:
+        return None
+    module, _, name = qualified.rpartition(".")
+    path = module_path(module, root)
+    if path is None:
+        return None
+    facts = module_facts(path, config)
+    if facts is None:
+        return None
+    for statement in facts.tree.body:
+        if isinstance(statement, ast.ClassDef) and statement.name == name:
+            return statement, facts
+    return None

@@ -22,7 +22,9 @@ from ..knowledge import schedulers as known
 from ..model import Diagnostic, Fix
 from ..names import dotted
 from ..registry import register
+from ..noqa import ALL, line_codes
 from ..startup import StartupMap
+from ..summaries import summaries_for
 from .base import Rule
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -57,6 +59,7 @@ class Scheduled:
     wall_clock: bool = False  # fires at a wall-clock time: once per business period
     long_hint: bool = False
     detail: str = ""  # e.g. the start-up hook that starts a ticker
+    gated: bool = False  # registered only on the one instance the deployment picks
     skip: Optional[Callable[[ast.stmt], bool]] = None
 
 
@@ -752,30 +755,49 @@ def _message(scheduled: Scheduled, name: str) -> str:
             f"{note + ', so ' if note else ''}every replica runs it on every tick, and again after each restart.")
 
 
-@register
-class UnguardedScheduledJob(Rule):
-    code = "OG201"
-    name = "unguarded-scheduled-job"
-    summary = "a scheduled function whose first statement is not a claim runs once per replica"
-    # A ticker needs its sleep in the same file (the loop must be visible); arq is flagged only with unique=False.
-    triggers = (
-        b"add_job", b"scheduled_job", b"add_schedule", b".task(", b"every(", b"periodic_task",
-        (b"cron", b"unique"), b"aiocron", b".cron(", b"repeat_", b"Timer",
-        (b"create_task", b"sleep"), (b"create_task", b".wait("), (b"ensure_future", b"sleep"),
-        (b"ensure_future", b".wait("), (b"start_soon", b"sleep"), (b"start_soon", b".wait("),
-        (b"Thread", b"sleep"), (b"Thread", b".wait("),
-        b"beat_schedule", b"BEAT_SCHEDULE", b"PeriodicTask", b"interval=",
-    )
-    skips_tests = True
+@dataclass
+class _Verdict:
+    scheduled: Scheduled
+    function: FunctionNode
+    kind: str  # "job" (OG201), "sweep" (OG204)
+    name: str
+    evidence: Optional[ast.AST] = None  # the idempotent statement a sweep runs
 
-    def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+
+def _noqa_at_def(function: FunctionNode, facts: ModuleFacts, code: str) -> bool:
+    """``# noqa: OG201`` on the job's ``def`` or decorator lines in its own file suppresses a finding reported
+    at a registration elsewhere: the def is where the claim goes, so it is where the author answers."""
+    lines = [function.lineno] + [d.lineno for d in function.decorator_list]
+    for number in lines:
+        if 0 < number <= len(facts.lines):
+            codes = line_codes(facts.lines[number - 1])
+            if codes is not None and (codes is ALL or "*" in codes or any(code.startswith(c) for c in codes)):
+                return True
+    return False
+
+
+def _skipped_calls(function: FunctionNode, scheduled: Scheduled) -> set:
+    """The calls of the loop machinery itself (a ticker's sleep, a timer re-arming): not the job's work."""
+    if scheduled.skip is None:
+        return set()
+    skipped = set()
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, ast.stmt) and scheduled.skip(node):
+            skipped.update(id(n) for n in ast.walk(node) if isinstance(n, ast.Call))
+    return skipped
+
+
+def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
+    def build(_facts: ModuleFacts) -> List[_Verdict]:
+        found: List[_Verdict] = []
         if facts.context.is_test:
-            return
+            return found
         reported = set()
         resolver = _resolver if facts.context.cross_file else None
+        summaries = summaries_for(facts)
         for scheduled in scheduled_in(facts):
             target = scheduled.target
-            if not scheduled.periodic or scheduled.coordinated or target.claimed:
+            if not scheduled.periodic or scheduled.coordinated or target.claimed or scheduled.gated:
                 continue
             function = target.function
             # A def here is reported once at the def; a def elsewhere at each registration.
@@ -786,16 +808,90 @@ class UnguardedScheduledJob(Rule):
             lead = analyzer.lead(function, skip=scheduled.skip)
             if lead.claimed or lead.first_work is None:
                 continue
+            effects = summaries.effects(function, target.facts, skip=_skipped_calls(function, scheduled))
             reported.add(key)
-            name = target.label or function.name
-            message = _message(scheduled, name)
-            suggestion = _suggestion(scheduled, name)
-            if target.foreign:
-                where = target.facts.context.rel_path or target.facts.context.path
-                message = message.replace(f"`{name}` is", f"`{name}` (defined in {where}) is", 1)
-                yield self.finding(scheduled.registration, message, suggestion)
+            if effects.drain is not None:
+                continue  # flushes what this process buffered: every replica must run it
+            if effects.other:
+                kind = "job"
+            elif effects.idempotent:
+                kind = "sweep"
             else:
-                yield self.at_def(function, message, suggestion)
+                continue  # touches only the process itself: per-replica by design
+            if target.foreign and _noqa_at_def(function, target.facts, "OG201" if kind == "job" else "OG204"):
+                continue
+            name = target.label or function.name
+            found.append(_Verdict(scheduled, function, kind, name, effects.idempotent[0] if effects.idempotent else None))
+        return found
+
+    return facts.cached("scheduled-jobs:verdicts", build)
+
+
+def _report(rule: Rule, verdict: _Verdict, message: str, suggestion: str) -> Diagnostic:
+    scheduled, function = verdict.scheduled, verdict.function
+    target = scheduled.target
+    if target.foreign:
+        where = target.facts.context.rel_path or target.facts.context.path
+        message = message.replace(f"`{verdict.name}` is", f"`{verdict.name}` (defined in {where}:{function.lineno}) is", 1)
+        return rule.finding(scheduled.registration, message, suggestion)
+    return rule.at_def(function, message, suggestion)
+
+
+@register
+class UnguardedScheduledJob(Rule):
+    code = "OG201"
+    name = "unguarded-scheduled-job"
+    summary = "a scheduled function whose first statement is not a claim runs once per replica"
+    # A ticker needs its sleep in the same file (the loop must be visible); arq is flagged only with unique=False.
+    triggers = (
+        b"add_job", b"scheduled_job", b"add_schedule", b".task(", b"every(", b"periodic_task",
+        (b"cron", b"unique"), b"aiocron", b".cron(", b"repeat_", b"Timer", b"LoopingCall", b"looping_call",
+        (b"create_task", b"sleep"), (b"create_task", b".wait("), (b"ensure_future", b"sleep"),
+        (b"ensure_future", b".wait("), (b"start_soon", b"sleep"), (b"start_soon", b".wait("),
+        (b"Thread", b"sleep"), (b"Thread", b".wait("),
+        b"beat_schedule", b"BEAT_SCHEDULE", b"PeriodicTask", b"interval=",
+    )
+    skips_tests = True
+
+    def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for verdict in _verdicts(facts):
+            if verdict.kind != "job":
+                continue
+            yield _report(self, verdict, _message(verdict.scheduled, verdict.name),
+                          _suggestion(verdict.scheduled, verdict.name))
+
+
+#: OG204 is off unless selected by its full code: duplicate sweeps cost load, not correctness.
+_SWEEP_CODE = "OG204"
+
+
+@register
+class UnguardedIdempotentSweep(Rule):
+    code = _SWEEP_CODE
+    name = "unguarded-idempotent-sweep"
+    summary = ("a scheduled sweep whose only effects are idempotent set-based statements runs in every replica "
+               "(duplicate work and lock contention; off by default)")
+    triggers = UnguardedScheduledJob.triggers
+    skips_tests = True
+
+    def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        config = facts.config
+        if not any(code == _SWEEP_CODE for code in config.select + config.extend_select):
+            return
+        for verdict in _verdicts(facts):
+            if verdict.kind != "sweep":
+                continue
+            statement = ""
+            if verdict.evidence is not None:
+                statement = f" (`{dotted(verdict.evidence.func) or 'execute'}(...)`, line {verdict.evidence.lineno})"
+            message = (f"`{verdict.name}` is scheduled with {verdict.scheduled.family} (`{verdict.scheduled.how}`) "
+                       f"and runs only idempotent set-based statements{statement} with no claim: every replica "
+                       "repeats the same sweep on every tick, which costs duplicate work and lock contention but "
+                       "gives the same result.")
+            suggestion = (f"If the duplicate load matters, begin `{verdict.name}` with "
+                          f"`if not claim_period(\"{verdict.name.rsplit('.', 1)[-1]}\", period): return`, "
+                          "or keep it per-replica and leave this rule off.")
+            yield _report(self, verdict, message, suggestion)
 
 
 # ------------------------------------------------------------------------------------------------
