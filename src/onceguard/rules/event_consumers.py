@@ -1,0 +1,125 @@
+"""OG602: a client that receives a per-connection event stream, started in every replica's start-up.
+
+A Discord gateway bot started from a FastAPI lifespan runs once per replica: each replica's session
+gets every event and answers it.  Telegram long polling started there makes the replicas' pollers
+cancel each other.  Such a client belongs in one process of its own, or behind a webhook that the
+load balancer delivers once.  Reported only where start-up code (lifespan, startup hooks, Django
+``ready()``) starts it; a bot script's own ``client.run(token)`` is a process of its own and is left alone.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional, Tuple
+
+from .. import project
+from ..executed_sql import bound_value
+from ..facts import ModuleFacts
+from ..knowledge import event_consumers as known
+from ..knowledge.event_consumers import ConsumerKind
+from ..model import Diagnostic
+from ..names import dotted
+from ..registry import register
+from ..startup import StartupMap
+from .base import Rule
+
+_MODULE_LEVEL = "module level"
+_START_METHODS = sorted({m for kind in known.CONSUMER_CONSTRUCTORS.values() for m in kind.start_methods})
+
+
+def _constructed(call: ast.AST, facts: ModuleFacts, depth: int = 4) -> Optional[ConsumerKind]:
+    """What a constructor call (or a builder chain ending in ``.build()``) makes, when it is a consumer."""
+    while isinstance(call, ast.Await):
+        call = call.value
+    while isinstance(call, ast.Call) and depth > 0:
+        callee = facts.callee(call) or ""
+        if callee in known.CONSUMER_CONSTRUCTORS:
+            return known.CONSUMER_CONSTRUCTORS[callee]
+        subclass = _local_subclass(call.func, facts)
+        if subclass is not None:
+            return subclass
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            return None
+        call = func.value  # ``ApplicationBuilder().token(t).build()``: down to the builder
+        depth -= 1
+    return None
+
+
+def _local_subclass(func: ast.AST, facts: ModuleFacts) -> Optional[ConsumerKind]:
+    if not isinstance(func, ast.Name):
+        return None
+    for statement in facts.tree.body:
+        if isinstance(statement, ast.ClassDef) and statement.name == func.id:
+            for base in statement.bases:
+                qualified = facts.qualify(base) or ""
+                if qualified in known.CONSUMER_CONSTRUCTORS:
+                    return known.CONSUMER_CONSTRUCTORS[qualified]
+    return None
+
+
+def consumer_of(receiver: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ConsumerKind, str]]:
+    """The consumer a receiver holds and where it was made (a local binding or a project module's name)."""
+    if isinstance(receiver, ast.Call):
+        kind = _constructed(receiver, facts)
+        return (kind, "here") if kind else None
+    if isinstance(receiver, ast.Name):
+        value = bound_value(receiver, facts)
+        if value is not None:
+            kind = _constructed(value, facts)
+            return (kind, f"line {getattr(value, 'lineno', '?')}") if kind else None
+    if not isinstance(receiver, (ast.Name, ast.Attribute)) or not facts.context.cross_file:
+        return None
+    head = (dotted(receiver) or "").split(".")[0]
+    qualified = facts.qualify(receiver)
+    if not qualified or "." not in qualified or not facts.imports.is_imported(head):
+        return None
+    found = project.find_assignment(qualified, facts.config, project.roots_for(facts))
+    if found is None:
+        return None
+    value, foreign = found
+    kind = _constructed(value, foreign)
+    return (kind, f"`{qualified}`") if kind else None
+
+
+@register
+class EventConsumerPerReplica(Rule):
+    code = "OG602"
+    name = "event-consumer-per-replica"
+    summary = "a bot or event-stream client started in every replica's start-up: each replica consumes the same events"
+    triggers = known.TRIGGERS
+    skips_tests = True
+
+    def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        if facts.context.is_test or facts.context.is_migration:
+            return
+        startup: Optional[StartupMap] = None
+        for start in _start_references(facts):
+            found = consumer_of(start.value, facts)
+            if found is None:
+                continue
+            kind, made = found
+            if start.attr not in kind.start_methods:
+                continue
+            startup = startup or StartupMap.of_module(facts)
+            reason = startup.reason_for_node(start)
+            if reason is None or reason.startswith(_MODULE_LEVEL):
+                continue  # a bot script's own process, or code no start-up reaches in view
+            yield self.finding(
+                start,
+                f"`{dotted(start) or start.attr}()` starts a {kind.service} client (made at {made}) in "
+                f"start-up code ({reason}), so every replica runs one: {kind.why}.",
+                kind.instead,
+            )
+
+
+def _start_references(facts: ModuleFacts) -> Iterator[ast.Attribute]:
+    """``client.start(token)`` and ``Thread(target=client.run, args=(token,))``: the ``client.start`` part."""
+    for call in facts.calls_named(*_START_METHODS):
+        if isinstance(call.func, ast.Attribute):
+            yield call.func
+    for node in ast.walk(facts.tree):
+        if isinstance(node, ast.Call):
+            arguments = list(node.args) + [k.value for k in node.keywords]
+            for argument in arguments:
+                if isinstance(argument, ast.Attribute) and argument.attr in _START_METHODS:
+                    yield argument
