@@ -96,7 +96,7 @@ class StartupMap:
         for call in facts.calls:
             for keyword in call.keywords:
                 if keyword.arg in known.LIFESPAN_KEYWORDS:
-                    self._mark(self._function_named(keyword.value), "lifespan handler")
+                    self._mark(self._lifespan_function(keyword.value), "lifespan handler")
                 elif keyword.arg in known.ON_STARTUP_KEYWORDS and isinstance(keyword.value, (ast.List, ast.Tuple)):
                     for element in keyword.value.elts:
                         self._mark(self._function_named(element), "on_startup handler")
@@ -107,6 +107,32 @@ class StartupMap:
                 elif (func.attr in ("append", "insert") and isinstance(func.value, ast.Attribute)
                       and func.value.attr in known.STARTUP_LISTS and call.args):
                     self._mark(self._function_named(call.args[-1]), f"{func.value.attr} hook")
+
+    def _lifespan_function(self, value: ast.AST, depth: int = 0) -> Optional[FunctionNode]:
+        """The function given as ``lifespan=``: a def by name, or the nested def that a lifespan factory
+        returns (``lifespan=get_lifespan(version=v)``, also through a local name bound to that call)."""
+        if depth > 3:
+            return None
+        if isinstance(value, ast.Name):
+            function = self._function_named(value)
+            if function is not None:
+                return function
+            scope = self.facts.enclosing_function(value)
+            body = scope.body if scope is not None else self.facts.tree.body
+            for statement in body:
+                if (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call)
+                        and any(isinstance(t, ast.Name) and t.id == value.id for t in statement.targets)):
+                    return self._lifespan_function(statement.value, depth + 1)
+            return None
+        if isinstance(value, ast.Call):
+            factory = self._function_named(value.func)
+            if factory is None:
+                return None
+            nested = {s.name: s for s in factory.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            for node in walk_no_nested_functions(factory):
+                if isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id in nested:
+                    return nested[node.value.id]
+        return None
 
     def _find_import_time_calls(self) -> None:
         """Functions of this module called by its own module-level code run when the module is imported

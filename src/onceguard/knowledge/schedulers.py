@@ -142,6 +142,8 @@ SCHEDULE_MODULE = "schedule"
 SCHEDULE_ENTRY = "every"
 SCHEDULE_DO = "do"
 SCHEDULE_AT = "at"
+#: ``@schedule.repeat(schedule.every(10).minutes)``
+SCHEDULE_REPEAT = "repeat"
 SCHEDULE_AT_TZ_POSITION = 1
 SCHEDULE_AT_TZ_KEYWORD = "tz"
 

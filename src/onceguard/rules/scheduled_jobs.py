@@ -17,6 +17,7 @@ from ..claims import (
     failed_lock_handlers, is_log_call, own_module_names,
 )
 from ..facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
+from ..fix_plans import offer_claim
 from ..knowledge import claims as claim_data
 from ..knowledge import schedulers as known
 from ..model import Diagnostic, Fix
@@ -24,7 +25,7 @@ from ..names import dotted
 from ..registry import register
 from ..noqa import ALL, line_codes
 from ..startup import StartupMap
-from ..summaries import summaries_for
+from ..summaries import _annotation_class, _parameter_annotation, summaries_for
 from .base import Rule
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -145,6 +146,10 @@ class _Collector:
             if family:
                 return family, expr
             return None, None
+        if expr is None and isinstance(receiver, ast.Name):
+            family = self._annotated_scheduler(receiver)
+            if family is not None:
+                return family, None  # a scheduler handed in: its options are the caller's
         if (expr is None and isinstance(receiver, ast.Name) and self.cross_file
                 and facts.imports.is_imported(receiver.id) and self.bindings.scope_of(receiver)[0] is None):
             qualified = facts.qualify(receiver) or ""
@@ -156,6 +161,14 @@ class _Collector:
                     if family:
                         return family, None  # the constructor lives in another file: its options are not ours
         return None, None
+
+    def _annotated_scheduler(self, receiver: ast.Name) -> Optional[str]:
+        """``def register(scheduler: AsyncIOScheduler)``: a parameter whose type is a scheduler class."""
+        function = self.facts.enclosing_function(receiver)
+        annotation = _annotation_class(_parameter_annotation(function, receiver.id))
+        if annotation is None:
+            return None
+        return known.CONSTRUCTORS.get(self.facts.qualify(annotation) or "")
 
     def _allowed(self, family: str) -> bool:
         return self.single is False or family not in known.SINGLE_SCHEDULER_FAMILIES
@@ -244,6 +257,8 @@ class _Collector:
             for decorator in function.decorator_list:
                 if not isinstance(decorator, ast.Call):
                     continue
+                if self._schedule_repeat(function, decorator):
+                    continue
                 qualified = facts.callee(decorator) or ""
                 registration = known.DECORATORS.get(qualified)
                 ctor = None
@@ -262,6 +277,49 @@ class _Collector:
                 )
                 self._classify_trigger(scheduled)
                 self.add(scheduled)
+
+    def _schedule_repeat(self, function: FunctionNode, decorator: ast.Call) -> bool:
+        """``@schedule.repeat(schedule.every(10).minutes)``: the schedule library's decorator form."""
+        func = decorator.func
+        if not (isinstance(func, ast.Attribute) and func.attr == known.SCHEDULE_REPEAT) or not decorator.args:
+            if not (isinstance(func, ast.Name) and self.facts.qualify(func) == f"{known.SCHEDULE_MODULE}.{known.SCHEDULE_REPEAT}"):
+                return False
+        elif not self._schedule_module_or_scheduler(func.value):
+            return False
+        every, at = self._every_chain(decorator.args[0]) if decorator.args else (None, None)
+        if every is None or not self._schedule_receiver(every):
+            return False
+        scheduled = Scheduled(known.SCHEDULE, "@schedule.repeat(schedule.every(...)" + ("" if at is None else ".at(...)") + ")",
+                              decorator, self._local(function), decorator, None, at)
+        if at is not None and at.args and isinstance(_const(at.args[0]), str) and _HH_MM.match(at.args[0].value):
+            scheduled.wall_clock = True
+        self.add(scheduled)
+        return True
+
+    def _schedule_module_or_scheduler(self, receiver: ast.AST) -> bool:
+        if isinstance(receiver, ast.Name) and self.bindings.scope_of(receiver)[0] is None \
+                and self.facts.imports.aliases.get(receiver.id) == known.SCHEDULE_MODULE:
+            return True
+        family, _ = self.scheduler_of(receiver)
+        return family == known.SCHEDULE
+
+    @staticmethod
+    def _every_chain(node: ast.AST) -> Tuple[Optional[ast.Call], Optional[ast.Call]]:
+        """The ``every(...)`` call and the ``.at(...)`` call of ``every(1).day.at("18:00")``."""
+        every = at = None
+        while isinstance(node, (ast.Attribute, ast.Call)):
+            if isinstance(node, ast.Call):
+                inner = node.func
+                if isinstance(inner, ast.Attribute) and inner.attr == known.SCHEDULE_AT and at is None:
+                    at = node
+                if (isinstance(inner, ast.Attribute) and inner.attr == known.SCHEDULE_ENTRY) or (
+                        isinstance(inner, ast.Name) and inner.id == known.SCHEDULE_ENTRY):
+                    every = node
+                    break
+                node = inner
+            else:
+                node = node.value
+        return every, at
 
     # -- scheduler.method(func, trigger) ----------------------------------------------------------
     def _method_calls(self) -> None:
@@ -408,14 +466,22 @@ class _Collector:
                     function = self.bindings.module_function(target_expr)
                 elif isinstance(target_expr, ast.Attribute):
                     function = self.bindings.method(target_expr)
-                if function is None:
+                target = self._local(function) if function is not None else None
+                if function is None and self.cross_file:
+                    # A loop imported from another module of the project, started here at start-up.
+                    target = self.resolve(target_expr)
+                    if target is None or target.function is None or not target.foreign:
+                        continue
+                    function = target.function
+                if function is None or target is None:
                     continue
-                loop = self._ticker_loop(function)
+                target_facts = target.facts or facts
+                loop = self._ticker_loop(function, target_facts)
                 if loop is None:
                     continue
-                scheduled = Scheduled(family, dotted(call.func) or name, call, self._local(function), call)
+                scheduled = Scheduled(family, dotted(call.func) or name, call, target, call)
                 scheduled.detail = reason
-                scheduled.skip = self._is_sleep_statement
+                scheduled.skip = lambda statement, _facts=target_facts: self._is_sleep_statement(statement, _facts)
                 self.add(scheduled)
 
     def _ticker_start(self, call: ast.Call, name: str) -> Tuple[str, Optional[ast.AST]]:
@@ -449,27 +515,27 @@ class _Collector:
             return known.ASYNCIO_TICKER, argument.func
         return known.ASYNCIO_TICKER, None
 
-    def _sleep_call(self, node: ast.AST) -> bool:
+    def _sleep_call(self, node: ast.AST, facts: Optional[ModuleFacts] = None) -> bool:
         if isinstance(node, ast.Await):
             node = node.value
         if not isinstance(node, ast.Call):
             return False
-        if (self.facts.callee(node) or "") in known.SLEEPS:
+        if ((facts or self.facts).callee(node) or "") in known.SLEEPS:
             return True
         func = node.func
         # ``stop.wait(60)``: an Event used as an interruptible sleep.
         return isinstance(func, ast.Attribute) and func.attr == "wait" and (
             len(node.args) == 1 or any(k.arg == "timeout" for k in node.keywords))
 
-    def _is_sleep_statement(self, statement: ast.stmt) -> bool:
-        return isinstance(statement, ast.Expr) and self._sleep_call(statement.value)
+    def _is_sleep_statement(self, statement: ast.stmt, facts: Optional[ModuleFacts] = None) -> bool:
+        return isinstance(statement, ast.Expr) and self._sleep_call(statement.value, facts)
 
-    def _ticker_loop(self, function: FunctionNode) -> Optional[ast.While]:
+    def _ticker_loop(self, function: FunctionNode, facts: Optional[ModuleFacts] = None) -> Optional[ast.While]:
         for node in walk_no_nested_functions(function):
             if not isinstance(node, ast.While):
                 continue
             nodes = list(walk_no_nested_functions(node))
-            if not any(self._sleep_call(n) for n in nodes + [node.test]):
+            if not any(self._sleep_call(n, facts) for n in nodes + [node.test]):
                 continue
             if any(self._consumes(n) for n in nodes):
                 return None
@@ -857,8 +923,8 @@ class UnguardedScheduledJob(Rule):
         for verdict in _verdicts(facts):
             if verdict.kind != "job":
                 continue
-            yield _report(self, verdict, _message(verdict.scheduled, verdict.name),
-                          _suggestion(verdict.scheduled, verdict.name))
+            yield offer_claim(_report(self, verdict, _message(verdict.scheduled, verdict.name),
+                                      _suggestion(verdict.scheduled, verdict.name)), verdict, facts)
 
 
 #: OG204 is off unless selected by its full code: duplicate sweeps cost load, not correctness.
