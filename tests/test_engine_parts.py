@@ -125,6 +125,14 @@ def test_prefilter_skips_files_without_trigger_words():
     plain = b"def total(prices, rate):\n    return sum(prices) * rate\n"
     assert not passes_prefilter(plain, words)
     assert check_source(plain, "x.py", Config()) == []
+    # ...and lets through a file that has them: a prefilter that skips everything fails here.
+    from onceguard.engine import applicable_rules
+    from samples import UNSTABLE_KEY
+
+    hazard = UNSTABLE_KEY.encode()
+    assert passes_prefilter(hazard, words)
+    assert "OG104" in {r.code for r in applicable_rules(hazard, enabled_rules(Config()))}
+    assert "OG104" in {d.code for d in check_source(hazard, "x.py", Config())}
 
 
 def test_config_validation():

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from onceguard.config import Config
+from onceguard.context import FileContext
 from onceguard.engine import check_source, enabled_rules, trigger_words
 
 RULES = enabled_rules(Config(select=("OG",)))
@@ -33,16 +34,53 @@ SETTINGS = settings(
 )
 
 
+class _Calls:
+    """How many rule checks ran: a run that silently skips the rules must not pass for a survived one."""
+
+    count = 0
+
+
+def _counted(check):
+    def counting(facts):
+        _Calls.count += 1
+        return check(facts)
+
+    return counting
+
+
+for _rule in RULES:
+    _rule.check = _counted(_rule.check)
+
+
+_APPLICABLE = {path: sum(1 for rule in RULES if rule.applies_to(FileContext(path, Config())))
+               for path in ("app/jobs.py", "migrations/env.py", "tests/test_jobs.py")}
+
+
 def _check(source: str) -> None:
     for path in ("app/jobs.py", "migrations/env.py", "tests/test_jobs.py"):
         data = (source + TRIGGER_COMMENT).encode("utf-8", "surrogatepass")
+        _Calls.count = 0
         found = check_source(data, path, Config(), RULES)
         internal = [d for d in found if d.code == "OG001"]
         assert not internal, internal
+        if not any(d.code == "OG000" for d in found):
+            # Every rule that applies to this kind of file ran: the trigger comment got them all past the prefilter.
+            assert _Calls.count == _APPLICABLE[path] > 0, (path, _Calls.count, _APPLICABLE[path])
 
 
 def test_rules_are_present():
     assert RULES and len(TRIGGER_COMMENT) > 3
+
+
+def test_the_same_path_finds_hazards():
+    """What the generated programs go through does report a hazard when there is one."""
+    from samples import HAZARD, UNSTABLE_KEY
+
+    _check(UNSTABLE_KEY)
+    found = {d.code for d in check_source((UNSTABLE_KEY + TRIGGER_COMMENT).encode(), "app/jobs.py", Config(), RULES)}
+    assert "OG104" in found
+    found = {d.code for d in check_source((HAZARD + TRIGGER_COMMENT).encode(), "app/jobs.py", Config(), RULES)}
+    assert "OG101" in found
 
 
 @pytest.mark.filterwarnings("ignore::SyntaxWarning")

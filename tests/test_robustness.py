@@ -145,6 +145,22 @@ def test_unreadable_files_are_reported_and_the_run_goes_on(onceguard, tmp_path):
     assert [f["code"] for f in named["secret.py"]] == ["OG000"]
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs Linux's /proc")
+def test_a_file_not_even_root_can_read_is_reported(onceguard, tmp_path):
+    """chmod 000 does not stop root (CI containers often run as root); reading /proc/self/mem at offset 0
+    fails for every user (nothing is mapped there), so a link to it is a .py file no one can read."""
+    root = project(tmp_path)
+    write(root, "jobs.py", HAZARD)
+    (root / "secret.py").symlink_to("/proc/self/mem")
+    walked = by_path(findings(onceguard("check", ".", "--format", "json", "--no-cache", cwd=root, timeout=TIMEOUT)))
+    named = by_path(findings(onceguard("check", "secret.py", "jobs.py", "--format", "json", "--no-cache", cwd=root,
+                                       timeout=TIMEOUT)))
+    for table in (walked, named):
+        assert "OG101" in {f["code"] for f in table["jobs.py"]}
+        assert [f["code"] for f in table["secret.py"]] == ["OG000"]
+        assert table["secret.py"][0]["message"].startswith("cannot read: ")
+
+
 @pytest.mark.parametrize("output_format", format_names())
 def test_undecodable_file_names_are_checked_and_printed(onceguard, tmp_path, output_format):
     root = project(tmp_path)

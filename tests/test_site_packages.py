@@ -16,6 +16,7 @@ from pathlib import Path
 
 from onceguard.config import config_for
 from onceguard.discovery import discover
+from samples import UNSTABLE_KEY
 
 PURELIB = sysconfig.get_paths()["purelib"]
 
@@ -37,12 +38,18 @@ def test_site_packages_has_no_internal_errors(onceguard, tmp_path):
     # Only the default excludes (__pycache__, build, ...) may leave files out of the run.
     assert len(walked) > 0.9 * len(every), (len(walked), len(every))
 
+    # A hazard among them: the run must report it, so a run where no rule runs cannot pass.
+    sentinel = tmp_path / "sentinel" / "keys.py"
+    sentinel.parent.mkdir()
+    sentinel.write_text(UNSTABLE_KEY, encoding="utf-8")
     started = time.perf_counter()
-    result = onceguard("check", PURELIB, "--no-cache", "--format", "json", "--exit-zero", cwd=tmp_path,
-                       timeout=900)
+    result = onceguard("check", PURELIB, str(sentinel), "--no-cache", "--format", "json", "--exit-zero",
+                       cwd=tmp_path, timeout=900)
     elapsed = time.perf_counter() - started
     assert result.returncode == 0, result.stderr
     found = json.loads(result.stdout)
+    assert ("sentinel/keys.py", 3, "OG104") in {(f["path"], f["line"], f["code"]) for f in found}
+    assert len({f["path"] for f in found}) > 1, "no finding anywhere in site-packages: did the rules run?"
     internal = [f for f in found if f["code"] == "OG001"]
     assert not internal, "\n".join(f"{f['path']}:{f['line']}: {f['message']}" for f in internal[:20])
 
