@@ -6,11 +6,16 @@ none.  The info string may add ``path=some/file.py`` (where the example
 lives, for rules that care about migrations or tests) and
 ``config={transaction-pooler = true}`` (a TOML inline table of
 ``[tool.onceguard]`` settings).
+
+A block fenced ```` ```python fixed ```` right after a flagged one is what
+``--fix --unsafe-fixes`` must make of it (with the ``# expect:`` comments
+taken out first): the fixed file must parse and a second fix must change
+nothing.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
@@ -18,7 +23,7 @@ REQUIRED_SECTIONS = (
     "What it flags", "Why it breaks with two replicas", "Flagged", "Clean", "Use instead", "Fix",
     "Options", "References",
 )
-_FENCE = re.compile(r"^```python[ \t]+(?P<kind>flagged|clean)(?P<rest>[^\n]*)\n(?P<code>.*?)^```[ \t]*$",
+_FENCE = re.compile(r"^```python[ \t]+(?P<kind>flagged|clean|fixed)(?P<rest>[^\n]*)\n(?P<code>.*?)^```[ \t]*$",
                     re.MULTILINE | re.DOTALL)
 # ``# expect-cli:`` marks what only the CLI can prove (it reads other files of the project; flake8 cannot).
 _EXPECT = re.compile(r"#\s*expect(?P<cli>-cli)?:\s*(?P<codes>OG\d{3}(?:\s*,\s*OG\d{3})*)")
@@ -32,6 +37,8 @@ class Example:
     path: str
     config: Dict[str, object]
     line: int  # where the block starts in the doc, for test names
+    #: a flagged block's expected code after ``--fix --unsafe-fixes`` (its ```python fixed block)
+    fixed: Optional[str] = None
 
     @property
     def expected(self) -> Set[Tuple[int, str]]:
@@ -48,6 +55,12 @@ def expected_findings(source: str, cross_file: bool = False) -> Set[Tuple[int, s
             for code in match.group("codes").split(","):
                 expected.add((number, code.strip()))
     return expected
+
+
+def without_expectations(source: str) -> str:
+    """The example as a user would have written it: ``# expect:`` comments removed, nothing else."""
+    return re.sub(r"[ \t]*#\s*expect(?:-cli)?:\s*OG\d{3}(?:\s*,\s*OG\d{3})*[ \t]*$", "", source,
+                  flags=re.MULTILINE)
 
 
 def docs_directory() -> Optional[Path]:
@@ -128,5 +141,10 @@ def examples(code: str, text: Optional[str] = None) -> List[Example]:
     for match in _FENCE.finditer(text):
         path, config = _parse_info(match.group("rest"))
         line = text.count("\n", 0, match.start()) + 1
-        found.append(Example(code, match.group("kind"), match.group("code"), path, config, line))
+        kind = match.group("kind")
+        if kind == "fixed" and found and found[-1].kind == "flagged" and found[-1].fixed is None:
+            found[-1] = replace(found[-1], fixed=match.group("code"))
+            continue
+        # A fixed block with no flagged block before it stays a block of its own: its test fails.
+        found.append(Example(code, kind, match.group("code"), path, config, line))
     return found

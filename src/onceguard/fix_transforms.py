@@ -1,16 +1,20 @@
 """The fix table: for each fix kind, the libcst node to look for at a finding's start and its rewrite.
 
 Adding a fix = adding a row to ``TRANSFORMS``: the node type to look for at the finding's start and a
-function that returns the rewritten node (or None when the node is not what the fix expects).
-``fixes`` finds the nodes again, applies the rewrites and writes the files.
+function that returns the rewritten node (or None when the node is not what the fix expects). A rewrite
+also gets the finding's :class:`~onceguard.model.Fix`: fixes that insert code carry it in the description
+(see ``fix_plans``). ``fixes`` finds the nodes again, applies the rewrites and writes the files.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, Optional, Type
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Type
 
 import libcst as cst
+
+from .fix_plans import GUARDS_MODULE, UNKNOWN_PERIOD, statement_in
+from .model import Fix
 
 # ---------------------------------------------------------------------------------------------------------
 # The transform table
@@ -19,7 +23,8 @@ import libcst as cst
 @dataclass(frozen=True)
 class Rewrite:
     node: cst.CSTNode
-    #: Modules the new code refers to: ``import <name>`` is added at the top when it is missing.
+    #: Modules the new code refers to: ``import <name>`` is added at the top when it is missing;
+    #: ``"<module>:<name>"`` adds ``from <module> import <name>``.
     imports: FrozenSet[str] = frozenset()
 
 
@@ -30,7 +35,9 @@ class Transform:
     #: (``logging.getLogger(__name__).warning(...)``: two calls start at column 1).
     accepts: Callable[[cst.CSTNode], bool]
     #: The rewrite of the (possibly already partly fixed) node; None when it does not apply after all.
-    rewrite: Callable[[cst.CSTNode], Optional[Rewrite]]
+    rewrite: Callable[..., Optional[Rewrite]]
+    #: The rewrite also takes the finding's Fix (code to insert travels in its description).
+    takes_fix: bool = False
 
 
 # Logger methods that log at warning level or above, and the debug method that replaces each.
@@ -203,9 +210,100 @@ def _stable_lock_key(node: cst.CSTNode) -> Optional[Rewrite]:
                    frozenset({"zlib"}))
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Imports: ``import x`` and ``from x import y``
+
+
+def import_nodes(entries: Iterable[str]) -> List[cst.BaseSmallStatement]:
+    """``"x"`` → ``import x``; ``"x.y:z"`` → ``from x.y import z`` (one statement per module), in order."""
+    plain: List[str] = []
+    names_by_module: Dict[str, List[str]] = {}
+    for entry in sorted(set(entries)):
+        if ":" in entry:
+            module, name = entry.split(":", 1)
+            names_by_module.setdefault(module, []).append(name)
+        else:
+            plain.append(entry)
+    nodes: List[cst.BaseSmallStatement] = [cst.Import(names=[cst.ImportAlias(name=cst.Name(m))]) for m in plain]
+    for module, names in sorted(names_by_module.items()):
+        dotted = cst.parse_expression(module)
+        assert isinstance(dotted, (cst.Name, cst.Attribute))
+        nodes.append(cst.ImportFrom(module=dotted, names=[cst.ImportAlias(name=cst.Name(n)) for n in names]))
+    return nodes
+
+
+def from_imported(module: cst.Module) -> Set[str]:
+    """``"x.y:z"`` for every top-level ``from x.y import z`` (not ``as``): names a fix need not import again."""
+    found: Set[str] = set()
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if (isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative
+                    and not isinstance(small.names, cst.ImportStar)):
+                source = cst.Module(body=[]).code_for_node(small.module)
+                found.update(f"{source}:{alias.name.value}" for alias in small.names
+                             if alias.asname is None and isinstance(alias.name, cst.Name))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------------------
+# OG201: the job's first statement becomes a claim for its period
+
+
+def _is_docstring(statement: cst.CSTNode) -> bool:
+    return (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+            and isinstance(statement.body[0], cst.Expr)
+            and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+
+
+def _claim_if(code: str) -> Optional[cst.If]:
+    """``if not claim_period(...): return`` as a two-line ``if`` (the description shows it on one line)."""
+    try:
+        parsed = cst.parse_statement(code)
+    except cst.ParserSyntaxError:
+        return None
+    if not isinstance(parsed, cst.If) or parsed.orelse is not None:
+        return None
+    suite = parsed.body
+    statements = suite.body if isinstance(suite, cst.SimpleStatementSuite) else ()
+    if len(statements) != 1 or not isinstance(statements[0], cst.Return):
+        return None
+    return parsed.with_changes(body=cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Return()])]))
+
+
+def _insert_claim(node: cst.CSTNode, fix: Optional[Fix] = None) -> Optional[Rewrite]:
+    if not isinstance(node, cst.FunctionDef) or fix is None:
+        return None
+    code = statement_in(fix.description)
+    if code is None or UNKNOWN_PERIOD in code:
+        return None
+    claim = _claim_if(code)
+    if claim is None:
+        return None
+    body = node.body
+    if isinstance(body, cst.SimpleStatementSuite):  # def job(): work()
+        new_body: cst.BaseSuite = cst.IndentedBlock(
+            header=body.trailing_whitespace,
+            body=[claim, cst.SimpleStatementLine(body=[s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+                                                        for s in body.body])])
+    else:
+        statements = list(body.body)
+        index = 1 if statements and _is_docstring(statements[0]) else 0
+        if index < len(statements) and cst.Module(body=[]).code_for_node(statements[index]).strip() == \
+                cst.Module(body=[]).code_for_node(claim).strip():
+            return None  # already there
+        statements.insert(index, claim)
+        new_body = body.with_changes(body=statements)
+    name = "aclaim_period" if "aclaim_period(" in code else "claim_period"
+    return Rewrite(node.with_changes(body=new_body), frozenset({f"{GUARDS_MODULE}:{name}"}))
+
+
 TRANSFORMS: Dict[str, Transform] = {
     # OG203: "another replica has the lock" is the normal case, not a warning.
     "log-level-debug": Transform(cst.Call, _accepts_loud_log, _log_at_debug),
     # OG104: hash() of a str is salted per process; crc32 is the same in every replica and fits a bigint.
     "stable-lock-key": Transform(cst.Call, _accepts_hash, _stable_lock_key),
+    # OG201: the first replica to ask in the period runs the job; the others return at once.
+    "insert-claim-period": Transform(cst.FunctionDef, lambda node: True, _insert_claim, takes_fix=True),
 }

@@ -26,7 +26,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from .config import Config, config_for
-from .fix_transforms import TRANSFORMS, Transform
+from .fix_transforms import TRANSFORMS, Transform, from_imported, import_nodes
 from .model import Diagnostic
 
 # ---------------------------------------------------------------------------------------------------------
@@ -45,7 +45,8 @@ class _Fixer(cst.CSTTransformer):
         for diagnostic, transform in self.targets.get(original_node, ()):
             if not isinstance(updated_node, transform.node_type):
                 continue
-            result = transform.rewrite(updated_node)
+            result = (transform.rewrite(updated_node, diagnostic.fix) if transform.takes_fix  # type: ignore[call-arg]
+                      else transform.rewrite(updated_node))
             if result is None:
                 continue
             updated_node = result.node
@@ -129,7 +130,7 @@ def _imported_modules(module: cst.Module) -> set:
 
 
 def _add_imports(module: cst.Module, modules: Iterable[str]) -> cst.Module:
-    missing = sorted(set(modules) - _imported_modules(module))
+    missing = sorted(set(modules) - _imported_modules(module) - from_imported(module))
     if not missing:
         return module
     body = list(module.body)
@@ -138,7 +139,7 @@ def _add_imports(module: cst.Module, modules: Iterable[str]) -> cst.Module:
         index = 1
     while index < len(body) and _is_future_import(body[index]):
         index += 1
-    new = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name(m))])]) for m in missing]
+    new = [cst.SimpleStatementLine(body=[node]) for node in import_nodes(missing)]
     if index < len(body):
         following = body[index]
         # Blank lines above the next statement now separate it from the new import... unless it is an

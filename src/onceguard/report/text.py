@@ -16,7 +16,8 @@ def render(diagnostics: List[Diagnostic], options: ReportOptions) -> str:
         if d.suggestion:
             out.append(f"  help: {d.suggestion}")
         if d.fix is not None:
-            marker = "fixable with --fix" if d.fix.applicability == "safe" else "fixable with --fix --unsafe-fixes"
+            marker = {"safe": "fixable with --fix", "unsafe": "fixable with --fix --unsafe-fixes"}.get(
+                d.fix.applicability, "to apply by hand")  # display-only: nothing here can write it
             out.append(f"  fix: {d.fix.description} ({marker})")
     if diagnostics and options.summary:
         count = len(diagnostics)
