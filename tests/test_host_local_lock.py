@@ -175,3 +175,25 @@ def test_tests_are_exempt(tmp_path):
             with FileLock(tempfile.gettempdir() + "/t.lock"):
                 session.commit()
     """) == []
+
+
+def test_lock_kept_on_the_instance(tmp_path):
+    found = og601(tmp_path, "app/seeder.py", """
+        import tempfile
+        from pathlib import Path
+
+        from filelock import FileLock
+        from sqlalchemy.orm import Session
+
+
+        class Seeder:
+            def __init__(self, session: Session) -> None:
+                self.session = session
+                self._lock = FileLock(Path(tempfile.gettempdir()) / "seed.lock")
+
+            def run(self, rows: list) -> None:
+                with self._lock:
+                    self.session.add_all(rows)
+                    self.session.commit()
+    """)
+    assert [d.line for d in found] == [12]

@@ -55,11 +55,25 @@ def _file_lock_call(expr: Optional[ast.AST], facts: ModuleFacts, depth: int = 2)
         if isinstance(expr.func, ast.Attribute) and expr.func.attr == "acquire":
             return _file_lock_call(expr.func.value, facts, depth)
         return None
-    if depth > 0:
-        value = _name_value(expr, facts) if expr is not None else None
+    if depth > 0 and expr is not None:
+        value = _name_value(expr, facts) or _self_attribute_value(expr, facts)
         if value is not None:
             return _file_lock_call(value, facts, depth - 1)
     return None
+
+
+def _self_attribute_value(expr: ast.AST, facts: ModuleFacts) -> Optional[ast.AST]:
+    """``self._lock`` bound once in the class (``self._lock = FileLock(path)`` in ``__init__``)."""
+    if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self"):
+        return None
+    cls_node = facts.enclosing_class(expr)
+    if cls_node is None:
+        return None
+    values = [node.value for node in ast.walk(cls_node)
+              if isinstance(node, ast.Assign) and any(
+                  isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                  and t.attr == expr.attr for t in node.targets)]
+    return values[0] if len(values) == 1 else None
 
 
 def _lock_path(construction: ast.Call) -> Optional[ast.AST]:
