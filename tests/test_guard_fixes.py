@@ -59,3 +59,128 @@ def test_a_guard_that_is_not_first_does_not_count(tmp_path):
         imports="from onceguard.guards import claim_period", async_="",
         guard='    mailer.send("ops@example.com", "starting")\n    if not claim_period("jobs.x", 300):\n        return')
     assert _codes(source, tmp_path) == {(9, "OG201")}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# OG201: the period read from the trigger, and the fix that writes the claim
+
+@pytest.mark.parametrize("registration, period", [
+    ('scheduler.add_job(job, "interval", minutes=5)', 300),
+    ('scheduler.add_job(job, "interval", hours=1, minutes=30)', 5400),
+    ('scheduler.add_job(job, IntervalTrigger(seconds=45))', 45),
+    ('scheduler.add_job(job, "cron", hour=3)', 86400),
+    ('scheduler.add_job(job, "cron", minute=0)', 3600),
+    ('scheduler.add_job(job, "cron", minute="*/15")', 900),
+    ('scheduler.add_job(job, "cron", minute="*/7")', 60),
+    ('scheduler.add_job(job, "cron", hour="*/6", minute=0)', 21600),
+    ('scheduler.add_job(job, "cron", day_of_week="mon-fri", hour=7, minute=30)', 86400),
+    ('scheduler.add_job(job, "cron", minute="0,30")', 60),
+    ('scheduler.add_job(job, CronTrigger.from_crontab("0 3 * * *"))', 86400),
+    ('scheduler.add_job(job, CronTrigger.from_crontab("* 3 * * *"))', 60),
+    ('scheduler.add_job(job, CronTrigger.from_crontab("*/10 * * * *"))', 600),
+    ('scheduler.add_job(job, "interval", minutes=every)', None),
+    ('scheduler.add_job(job, "interval", **options)', None),
+    ('scheduler.add_job(job, "interval", seconds=0.5)', None),
+])
+def test_period_from_an_apscheduler_trigger(registration, period):
+    import ast
+
+    from onceguard.fix_plans import trigger_period
+
+    call = ast.parse(registration).body[0].value
+    assert trigger_period(call.args[1] if len(call.args) > 1 else None, call, apscheduler=True) == period
+
+
+@pytest.mark.parametrize("expression, period", [
+    ("schedule.every(10).minutes.do(job)", 600),
+    ("schedule.every().hour.do(job)", 3600),
+    ('schedule.every().day.at("10:30").do(job)', 86400),
+    ("schedule.every().monday.do(job)", 604800),
+    ("schedule.every(5).to(10).minutes.do(job)", None),
+    ('crontab(minute="*/5")', 300),
+    ('crontab(minute=0, hour=4)', 86400),
+    ('crontab(hour=4)', 60),  # crontab: the minutes left out mean every minute of that hour
+    ("crontab()", 60),
+    ("cron(job, minute={0, 30})", 60),
+    ('"every 10 seconds"', 10),
+    ('"daily between 10:00 and 12:00"', 86400),
+    ('"*/5 * * * *"', 300),
+    ("300.0", 300),
+    ("timedelta(hours=2)", 7200),
+])
+def test_period_from_other_schedulers(expression, period):
+    import ast
+
+    from onceguard.fix_plans import trigger_period
+
+    node = ast.parse(expression).body[0].value
+    assert trigger_period(node, None, apscheduler=False) == period
+
+
+def _fix(source: str, tmp_path, name: str = "jobs.py") -> tuple:
+    from onceguard.fixes import fix_source
+
+    path = tmp_path / name
+    path.write_text(source)
+    config = from_mapping({}, root=str(tmp_path), where="test")
+    found = check_source(source.encode(), str(path), config)
+    result = fix_source(source.encode(), found, unsafe=True)
+    return found, result.new_source.decode()
+
+
+def test_og201_fix_is_unsafe_and_needs_the_flag(tmp_path):
+    from onceguard.fixes import fix_source
+
+    source = _UNGUARDED.format(imports="", async_="", guard="    pass")
+    found, _ = _fix(source, tmp_path)
+    (finding,) = found
+    assert finding.fix is not None and finding.fix.applicability == "unsafe"
+    assert 'claim_period("jobs.send_reminders", 300)' in finding.fix.description
+    assert fix_source(source.encode(), found, unsafe=False).new_source == source.encode()
+
+
+def test_og201_fix_on_a_one_line_job_and_a_second_fix_changes_nothing(tmp_path):
+    source = ('import schedule\n\n\ndef purge(): store.purge_expired(); audit.log("purged")\n\n\n'
+              'schedule.every(10).minutes.do(purge)\n')
+    found, fixed = _fix(source, tmp_path)
+    assert [d.code for d in found] == ["OG201"]
+    assert fixed == ('from onceguard.guards import claim_period\nimport schedule\n\n\ndef purge():\n'
+                     '    if not claim_period("jobs.purge", 600):\n        return\n'
+                     '    store.purge_expired(); audit.log("purged")\n\n\nschedule.every(10).minutes.do(purge)\n')
+    again, unchanged = _fix(fixed, tmp_path)
+    assert again == [] and unchanged == fixed
+
+
+def test_og201_fix_keeps_an_existing_import_and_the_file_layout(tmp_path):
+    source = ('from onceguard.guards import claim_period\r\nfrom apscheduler.schedulers.background import '
+              'BackgroundScheduler\r\n\r\nscheduler = BackgroundScheduler()\r\n\r\n\r\n'
+              '@scheduler.scheduled_job("interval", seconds=30)\r\ndef poll():\r\n\tqueue.push(fetch())\r\n')
+    found, fixed = _fix(source, tmp_path)
+    assert [d.code for d in found] == ["OG201"]
+    assert fixed.count("import claim_period") == 1
+    assert '\tif not claim_period("jobs.poll", 30):\r\n\t\treturn\r\n\tqueue.push(fetch())\r\n' in fixed
+
+
+def test_og201_without_a_visible_period_is_display_only(tmp_path, onceguard):
+    source = ('from apscheduler.schedulers.background import BackgroundScheduler\n\n'
+              'scheduler = BackgroundScheduler()\n\n\ndef sync():\n    crm.push(changes())\n\n\n'
+              'scheduler.add_job(sync, "interval", minutes=settings.SYNC_MINUTES)\n')
+    found, fixed = _fix(source, tmp_path)
+    (finding,) = found
+    assert finding.fix.applicability == "display-only"
+    assert 'claim_period("jobs.sync", PERIOD_SECONDS)' in finding.fix.description
+    assert fixed == source
+    result = onceguard("check", str(tmp_path / "jobs.py"), "--no-cache", "--fix", "--unsafe-fixes")
+    assert "to apply by hand" in result.stdout
+    assert (tmp_path / "jobs.py").read_text() == source
+
+
+def test_og201_no_fix_for_a_ticker_loop(tmp_path):
+    source = ('import asyncio\n\nfrom fastapi import FastAPI\n\napp = FastAPI()\n\n\n'
+              'async def ticker():\n    while True:\n        await mailer.send_digest()\n'
+              '        await asyncio.sleep(60)\n\n\n@app.on_event("startup")\nasync def start():\n'
+              '    asyncio.create_task(ticker())\n')
+    found, fixed = _fix(source, tmp_path)
+    assert [d.code for d in found] == ["OG201"]
+    assert found[0].fix is None  # a claim before the loop would stop the ticker for good
+    assert fixed == source
