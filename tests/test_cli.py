@@ -88,7 +88,7 @@ def test_pyproject_config_is_read(onceguard, tmp_path):
     assert {(f["path"], f["code"]) for f in findings} == {("jobs.py", "OG101")}
 
 
-def test_per_file_ignores_reach_flake8_too(flake8, tmp_path):
+def test_configured_ignore_reaches_flake8_too(flake8, tmp_path):
     write(tmp_path, "pyproject.toml", '[tool.onceguard]\nignore = ["OG103"]\n')
     write(tmp_path, "jobs.py", HAZARD)
     result = flake8("--isolated", "--select", "OG", "jobs.py", cwd=tmp_path)
@@ -523,3 +523,35 @@ def test_editing_pyproject_between_cached_runs_changes_the_findings(onceguard, t
     assert found(onceguard(*args, cwd=tmp_path)) == {KEYS_AT}
     write(tmp_path, "pyproject.toml", '[tool.onceguard]\nper-file-ignores = { "keys.py" = ["OG104"] }\n')
     assert found(onceguard(*args, cwd=tmp_path)) == {LOUD_AT}
+
+
+def _readme_commands(section: str) -> list:
+    """The ``onceguard``/``flake8`` command lines of the README's ``sh`` blocks in ``section``, comments cut."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    body = readme.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    commands = []
+    for block in re.findall(r"```sh\n(.*?)```", body, re.DOTALL):
+        for line in block.splitlines():
+            line = line.split("  #", 1)[0].strip()
+            if line.startswith(("onceguard ", "flake8 ")):
+                commands.append(line)
+    return commands
+
+
+def test_the_readme_commands_run_as_written(onceguard, flake8, tmp_path):
+    import shlex
+
+    commands = _readme_commands("Install")
+    assert len(commands) >= 10, commands
+    service(tmp_path)
+    write(tmp_path, "src/app/keys.py", KEYS)
+    write(tmp_path, "src/app/loud.py", LOUD)
+    for command in commands:
+        program, *args = shlex.split(command)
+        result = (onceguard if program == "onceguard" else flake8)(*args, cwd=tmp_path)
+        assert result.returncode in (0, 1), (command, result.stdout, result.stderr)
+        assert "error" not in result.stderr.lower() or program == "flake8", (command, result.stderr)
+    assert "log.debug(" in (tmp_path / "loud.py").read_text()  # `--fix` ran
+    assert (tmp_path / "onceguard-baseline.json").is_file()  # the baseline was written

@@ -119,9 +119,39 @@ def test_try_repo_fails_on_a_finding_and_passes_when_clean(tmp_path: Path) -> No
     assert "jobs/nightly.py:4:11: OG101" in hook_output, output
     assert "cleanup.py" not in hook_output, output
 
+    # The README's .pre-commit-config.yaml as written, its repository pointed at a local clone that has the
+    # README's `rev:` as a tag: the tag must exist and match the package version.
+    config, rev = readme_pre_commit_config(str(hook_repo))
+    from onceguard import __version__
+
+    assert rev == f"v{__version__}", f"the README pins rev {rev}, the package is {__version__}"
+    git(hook_repo, env, "tag", rev)
+    (project / ".pre-commit-config.yaml").write_text(config, encoding="utf-8")
+    git(project, env, "add", ".pre-commit-config.yaml")
+    git(project, env, "commit", "-q", "-m", "onceguard hook")
+    configured = subprocess.run([*command, "run", "--all-files"], cwd=project, env=env, capture_output=True,
+                                text=True, timeout=900)
+    output = configured.stdout + configured.stderr
+    assert configured.returncode == 1 and "jobs/nightly.py:4:11: OG101" in output, output
+
     (project / "jobs" / "nightly.py").write_text(CLEAN, encoding="utf-8")
     git(project, env, "commit", "-q", "-am", "take the lock on one connection")
-    passing = try_repo(command, hook_repo, project, env)
+    passing = subprocess.run([*command, "run", "--all-files"], cwd=project, env=env, capture_output=True,
+                             text=True, timeout=900)
     output = passing.stdout + passing.stderr
     assert passing.returncode == 0, output
     assert "Passed" in output, output
+
+
+def readme_pre_commit_config(local_repo: str):
+    """The first ``.pre-commit-config.yaml`` of the README that uses this repository's hooks, with its
+    ``repo:`` replaced by ``local_repo``; and the ``rev:`` it pins."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for block in re.findall(r"```yaml\n(.*?)```", readme, re.DOTALL):
+        if "id: onceguard" in block and "rev:" in block:
+            rev = re.search(r"rev:\s*(\S+)", block).group(1)
+            config = re.sub(r"(- repo:\s*)\S+", lambda m: m.group(1) + local_repo, block, count=1)
+            return config, rev
+    raise AssertionError("the README shows no pre-commit configuration for the onceguard hook")
