@@ -254,3 +254,33 @@ def offer_claim(diagnostic: Diagnostic, verdict: object, facts: object) -> Diagn
     name = getattr(verdict, "name", "") or function.name
     key = f"{module}.{name}" if module else name
     return replace(diagnostic, fix=claim_period_fix(key, period, isinstance(function, ast.AsyncFunctionDef)))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# OG501: the expiry in the same command as the claim; a lock object with a TTL
+
+_EXPIRY_KEYWORD = {"expire": "ex", "pexpire": "px", "expireat": "exat", "pexpireat": "pxat"}
+#: A lock made without a TTL gets this many seconds: long enough for most jobs, short enough that a dead
+#: holder does not stop the work for long. Unsafe: a run longer than this overlaps the next holder.
+DEFAULT_LOCK_SECONDS = 60
+
+
+def atomic_set_fix(claim: ast.Call, expire: ast.Call) -> Optional[Fix]:
+    """``r.setnx(k, v)`` + ``r.expire(k, ttl)`` → ``r.set(k, v, nx=True, ex=ttl)``; the expire is left to delete."""
+    method = claim.func.attr if isinstance(claim.func, ast.Attribute) else ""
+    expiry = _EXPIRY_KEYWORD.get(expire.func.attr if isinstance(expire.func, ast.Attribute) else "")
+    if method not in ("setnx", "set") or expiry is None or len(claim.args) < 2:
+        return None
+    ttl = expire.args[1] if len(expire.args) > 1 else next(
+        (k.value for k in expire.keywords if k.arg in ("time", "when")), None)
+    if ttl is None:
+        return None
+    keywords = f"nx=True, {expiry}={ast.unparse(ttl)}"
+    return Fix("atomic-set-nx",
+               f"claim and expire in one command: `set(…, {keywords})`; the `{expire.func.attr}(…)` on line "
+               f"{expire.lineno} is then redundant and can go", "unsafe")
+
+
+def lock_ttl_fix(keyword: str) -> Fix:
+    return Fix("add-keyword", f"pass `{keyword}={DEFAULT_LOCK_SECONDS}` (seconds; set it a little above the longest "
+                              "run, and extend() the lock for longer work)", "unsafe")

@@ -299,6 +299,61 @@ def _insert_claim(node: cst.CSTNode, fix: Optional[Fix] = None) -> Optional[Rewr
     return Rewrite(node.with_changes(body=new_body), frozenset({f"{GUARDS_MODULE}:{name}"}))
 
 
+# ---------------------------------------------------------------------------------------------------------
+# OG501: SETNX + EXPIRE → SET NX EX; a lock object gets a TTL
+
+
+def _keyword_args(text: str) -> Optional[list]:
+    """``"nx=True, ex=60"`` → the libcst keyword arguments, or None when it is not just keywords."""
+    try:
+        call = cst.parse_expression(f"f({text})")
+    except cst.ParserSyntaxError:
+        return None
+    if not isinstance(call, cst.Call) or not call.args or any(a.keyword is None or a.star for a in call.args):
+        return None
+    return list(call.args)
+
+
+def _has_keyword(call: cst.Call, name: str) -> bool:
+    return any(a.keyword is not None and a.keyword.value == name for a in call.args)
+
+
+def _accepts_claim_set(node: cst.CSTNode) -> bool:
+    return _method(node) in ("setnx", "set")
+
+
+def _atomic_set(node: cst.CSTNode, fix: Optional[Fix] = None) -> Optional[Rewrite]:
+    if not _accepts_claim_set(node) or fix is None:
+        return None
+    assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+    match = re.search(r"`set\(…, ([^`]+)\)`", fix.description)
+    extra = _keyword_args(match.group(1)) if match else None
+    if not extra or len([a for a in node.args if a.keyword is None]) < 2 or any(a.star for a in node.args):
+        return None
+    call = node
+    if node.func.attr.value == "setnx":
+        call = call.with_changes(func=node.func.with_changes(attr=node.func.attr.with_changes(value="set")))
+    for arg in extra:
+        assert arg.keyword is not None
+        if not _has_keyword(call, arg.keyword.value):
+            call = _append_keyword(call, arg.keyword.value, arg.value)
+    return Rewrite(call) if call is not node else None
+
+
+def _add_keyword(node: cst.CSTNode, fix: Optional[Fix] = None) -> Optional[Rewrite]:
+    if not isinstance(node, cst.Call) or fix is None:
+        return None
+    code = statement_in(fix.description) or ""
+    extra = _keyword_args(code)
+    if not extra or len(extra) != 1 or any(a.star for a in node.args):
+        return None
+    keyword = extra[0].keyword
+    assert keyword is not None
+    if _has_keyword(node, keyword.value):
+        return None
+    return Rewrite(_append_keyword(node, keyword.value, extra[0].value))
+
+
 TRANSFORMS: Dict[str, Transform] = {
     # OG203: "another replica has the lock" is the normal case, not a warning.
     "log-level-debug": Transform(cst.Call, _accepts_loud_log, _log_at_debug),
@@ -306,4 +361,8 @@ TRANSFORMS: Dict[str, Transform] = {
     "stable-lock-key": Transform(cst.Call, _accepts_hash, _stable_lock_key),
     # OG201: the first replica to ask in the period runs the job; the others return at once.
     "insert-claim-period": Transform(cst.FunctionDef, lambda node: True, _insert_claim, takes_fix=True),
+    # OG501: a replica that dies between SETNX and EXPIRE leaves a key that never expires.
+    "atomic-set-nx": Transform(cst.Call, _accepts_claim_set, _atomic_set, takes_fix=True),
+    # OG501: a lock object without a TTL is held forever by a holder that died.
+    "add-keyword": Transform(cst.Call, lambda node: isinstance(node, cst.Call), _add_keyword, takes_fix=True),
 }
