@@ -97,6 +97,13 @@ _INSTANCE_WRITE_WORDS = (b"save(", b"commit(", b"flush(", b".merge(", b".update(
 READ_MODIFY_WRITE_TRIGGERS = (
     # Any instance changed from its own value and written back: the write shows it is a row.
     *((writer, change) for writer in _INSTANCE_WRITE_WORDS for change in _CHANGE_WORDS),
+    # A row loaded and written in one function while a callee changes it (``counter.increase()``,
+    # ``bump_votes(poll)`` then ``poll.save()``).
+    *((writer, loader) for writer in (b"save(", b"commit(", b"flush(")
+      for loader in (b"objects", b"select(", b".query(", b".get(")),
+    # A mapped model's method changing ``self`` from its own value: the caller's commit writes it.
+    *((model, b"self.", op) for model in (b"__tablename__", b"mapped_column", b"Column(", b"Field(")
+      for op in _ARITHMETIC_WORDS),
     # SQLAlchemy: an instance loaded by a Session, changed, committed or flushed.
     *((writer, library, op) for writer in (b"commit(", b"flush(") for library in _SQLALCHEMY_WORDS
       for op in _ARITHMETIC_WORDS),

@@ -14,6 +14,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from pglast import ast as pg
 
+from .. import project
 from ..executed_sql import ExecutedSql, bound_value, executed_sql
 from ..facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
 from ..handles import Handles
@@ -362,10 +363,114 @@ def _instance_bindings(function: FunctionNode, facts: ModuleFacts) -> Dict[str, 
             name = target.id
         else:
             continue
-        loaded = django_instance_loader(node.value, facts) or sa_source(node.value, facts, many=False)
+        loaded = (django_instance_loader(node.value, facts) or sa_source(node.value, facts, many=False)
+                  or _session_get(node.value, facts))
         if loaded is not None:
             table.setdefault(name, []).append((node, loaded))
     return table
+
+
+def _core_reads(model: str, before: ast.AST, function: FunctionNode, facts: ModuleFacts) -> Dict[int, Optional[str]]:
+    """Calls before ``before`` that run an unlocked ``select(model)`` / ``select(model.col)``: id -> column
+    (None for the whole row)."""
+    found: Dict[int, Optional[str]] = {}
+    for node in function_nodes(function, facts):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in orm.SA_EXECUTE and node.args and later(before, node)):
+            continue
+        statement = sa_statement(node.args[0], facts)
+        if statement is None:
+            continue
+        selected, statement_links, select_call = statement
+        if any(name == orm.SA_ROW_LOCK for name, _ in statement_links):
+            continue
+        for argument_node in select_call.args:
+            spelled = dotted(argument_node) or ""
+            if spelled == model:
+                found[id(node)] = None
+            elif spelled.rpartition(".")[0] == model:
+                found[id(node)] = spelled.rpartition(".")[2]
+    return found
+
+
+def _names_compared(links: Links) -> Set[str]:
+    """Columns the UPDATE's WHERE mentions (``.where(M.version == v)``, ``.filter_by(meta=old)``): a
+    compare-and-set on the value written."""
+    names: Set[str] = set()
+    for name, call in links:
+        if name in orm.PICKUP_FILTER_METHODS and isinstance(call, ast.Call):
+            names.update(k.arg for k in call.keywords if k.arg)
+            names.update(n.attr for a in call.args for n in ast.walk(a) if isinstance(n, ast.Attribute))
+    return names
+
+
+#: Class-body calls that declare a mapped column: SQLAlchemy ``Column``/``mapped_column``, Django ``*Field``.
+_COLUMN_CALLS = frozenset({"Column", "mapped_column", "relationship", "ForeignKey"})
+
+
+def _model_columns(cls: ast.ClassDef, facts: ModuleFacts) -> Set[str]:
+    """The columns a mapped model class declares in its body (SQLAlchemy ``Column``/``mapped_column``,
+    Django ``models.*Field``); empty for any other class (a serializer's fields are not columns)."""
+    def build(_facts: ModuleFacts) -> Set[str]:
+        columns: Set[str] = set()
+        for statement in cls.body:
+            if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.value is None:
+                continue
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            value = unwrap(statement.value)
+            if not isinstance(value, ast.Call):
+                continue
+            spelled = dotted(value.func) or ""
+            qualified = facts.callee(value) or ""
+            if (spelled.rsplit(".", 1)[-1] in _COLUMN_CALLS
+                    or spelled.endswith("Field") and (qualified.startswith("django.") or spelled.startswith("models."))):
+                columns.update(t.id for t in targets if isinstance(t, ast.Name))
+        return columns
+
+    return facts.cached(f"model_columns:{id(cls)}", build)
+
+
+def _model_method(model: str, method: str, facts: ModuleFacts) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
+    """The ``def`` of ``Model.method`` for a model named in a loader: in this module, or where the model's
+    import points (following one re-export through a package ``__init__``)."""
+    head, _, rest = model.partition(".")
+    if not rest:
+        for cls in facts.classes:
+            if cls.name == model and facts.enclosing_class(cls) is None:
+                for statement in cls.body:
+                    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == method:
+                        return statement, facts
+                return None
+    qualified = facts.imports.aliases.get(head)
+    if qualified is None:
+        return None
+    qualified = f"{qualified}.{rest}" if rest else qualified
+    roots = project.roots_for(facts)
+    found = project.find_function(f"{qualified}.{method}", facts.config, roots)
+    if found is not None:
+        return found
+    module, _, name = qualified.rpartition(".")
+    path = project.module_path(module, roots)
+    other = project.module_facts(path, facts.config) if path else None
+    target = other.imports.aliases.get(name) if other is not None else None
+    if target is None or target == qualified:
+        return None
+    return project.find_function(f"{target}.{method}", facts.config, roots)
+
+
+def _session_get(expr: ast.AST, facts: ModuleFacts) -> Optional[Loaded]:
+    """``await session.get(User, user_id)`` on a session whose origin is a project helper
+    (``async with get_db() as session``): in a module that imports SQLAlchemy, a mapped class and a key
+    are enough; the later ``session.commit()`` on the same name is the write."""
+    expr = unwrap(expr)
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr in orm.SA_SESSION_GET and len(expr.args) >= 2):
+        return None
+    model = dotted(expr.args[0]) or ""
+    if not model.rsplit(".", 1)[-1][:1].isupper() or not module_imports_any(facts, orm.SA_MODULES):
+        return None
+    locked = any(k.arg == orm.SA_ROW_LOCK_KEYWORD and not _falsy(k.value) for k in expr.keywords)
+    return Loaded("sqlalchemy", model, expr, locked, dotted(expr.func.value))
 
 
 def _loader_before(bindings: List[Tuple[ast.AST, Loaded]], node: ast.AST) -> Optional[Loaded]:
@@ -449,6 +554,16 @@ def _copied_field(value: ast.AST) -> Optional[Tuple[str, str]]:
     return _field_of(value)
 
 
+def _tuple_branches(value: ast.AST) -> List[ast.Tuple]:
+    """``a, b = (x, y)`` and ``a, b = ({}, {}) if reset else (x, y)``: the tuples a target may take."""
+    value = unwrap(value)
+    if isinstance(value, ast.Tuple):
+        return [value]
+    if isinstance(value, ast.IfExp):
+        return _tuple_branches(value.body) + _tuple_branches(value.orelse)
+    return []
+
+
 def _subscript_root(node: ast.AST) -> ast.AST:
     while isinstance(node, ast.Subscript):
         node = node.value
@@ -466,9 +581,15 @@ def _reads_name(node: ast.AST, name: str) -> bool:
 
 def _arithmetic_on(node: ast.AST, reads: Callable[[ast.AST], bool]) -> Optional[ast.BinOp]:
     for n in ast.walk(node):
-        if isinstance(n, ast.BinOp) and isinstance(n.op, _ARITHMETIC) and (reads(n.left) or reads(n.right)):
+        if (isinstance(n, ast.BinOp) and isinstance(n.op, _ARITHMETIC) and (reads(n.left) or reads(n.right))
+                and not _text(n.left) and not _text(n.right)):
             return n
     return None
+
+
+def _text(node: ast.AST) -> bool:
+    """A string literal or f-string: ``obj.prefix + "TEST-"`` builds text, it does not count."""
+    return isinstance(node, ast.JoinedStr) or isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
 def _merged(node: ast.AST, reads: Callable[[ast.AST], bool]) -> bool:
@@ -554,7 +675,12 @@ def _instance_changes(function: FunctionNode, facts: ModuleFacts) -> List[Change
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             value = node.value
+            pairs = [(t, value) for t in targets]
             for target in targets:
+                for branch in _tuple_branches(value):
+                    if isinstance(target, ast.Tuple) and len(branch.elts) == len(target.elts):
+                        pairs.extend(zip(target.elts, branch.elts))
+            for target, value in pairs:
                 if isinstance(target, ast.Name):
                     name = target.id
                     copied = _copied_field(value)
@@ -607,7 +733,7 @@ def _instance_changes(function: FunctionNode, facts: ModuleFacts) -> List[Change
         elif isinstance(node, ast.AugAssign):
             target = node.target
             if isinstance(target, ast.Attribute) and (field_of := _field_of(target)) is not None:
-                if isinstance(node.op, _ARITHMETIC):
+                if isinstance(node.op, _ARITHMETIC) and not _text(node.value):
                     add(node, *field_of, "arithmetic", node, _OPERATOR[type(node.op)], short(node.value, 30))
             elif isinstance(target, ast.Name):
                 local_changed(target.id, node, None)
@@ -686,15 +812,14 @@ def _written_back(change: Change, function: FunctionNode, facts: ModuleFacts,
 
 def _fresh_object(instance: str, change: Change, function: FunctionNode, facts: ModuleFacts) -> bool:
     """The instance was built in this function (``obj = Model(...)``) and never loaded: no other writer has it."""
+    statements = [node for node in function_nodes(function, facts)
+                  if isinstance(node, ast.stmt) and later(change.statement, node)]
+    if any(isinstance(node, ast.Assign) and len(node.targets) == 1
+           and _field_of(node.targets[0]) in ((instance, "pk"), (instance, "id"))
+           and isinstance(node.value, ast.Constant) and node.value.value is None for node in statements):
+        return True  # ``obj.pk = None``: the save inserts a copy as a new row
     bindings = []
-    for node in function_nodes(function, facts):
-        if not isinstance(node, ast.stmt):
-            continue
-        if not later(change.statement, node):
-            break
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and _field_of(node.targets[0]) in (
-                (instance, "pk"), (instance, "id")) and isinstance(node.value, ast.Constant) and node.value.value is None):
-            return True  # ``obj.pk = None``: the save inserts a copy as a new row
+    for node in statements:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == instance for t in node.targets):
             bindings.append(unwrap(node.value))
         elif isinstance(node, (ast.For, ast.AsyncFor)) and instance in target_names(node.target):
@@ -726,18 +851,20 @@ class ReadModifyWrite(Rule):
             return
         yield from self._orm(facts)
         yield from self._raw_sql(facts)
+        yield from self._core_updates(facts)
+        yield from self._model_methods(facts)
         yield from self._redis(facts)
 
     # ORM instances --------------------------------------------------------------------------------------
     def _orm(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         for function in _functions_writing_instances(facts):
             changes = instance_changes(function, facts)
-            if not changes:
-                continue
             bindings = _instance_bindings(function, facts)
-            reported: Set[str] = set()  # one finding per instance and function: its first change
+            # One finding per instance and function (its first changed field), and one per place that field
+            # is changed (``likes += 1`` in one branch, ``likes -= 1`` in the other).
+            reported: Dict[str, str] = {}
             for change in changes:
-                if change.instance in reported:
+                if reported.get(change.instance, change.field) != change.field:
                     continue
                 if change.kind == "in place" and not module_imports_any(facts, ("django",)):
                     continue  # list columns grown in place: Django ArrayField/JSONField (see _LIST_GROWTH)
@@ -751,8 +878,18 @@ class ReadModifyWrite(Rule):
                 write = _written_back(change, function, facts, bindings)
                 if write is None:
                     continue
-                reported.add(change.instance)
+                reported[change.instance] = change.field
                 yield self._report(change, loaded, write)
+            seen: Set[int] = set()
+            for change, at in self._callee_changes(function, facts, bindings):
+                if id(at) in seen or _fresh_object(change.instance, change, function, facts):
+                    continue
+                write = _written_back(change, function, facts, bindings)
+                if write is not None:
+                    seen.add(id(at))
+                    loaded = _loader_before(bindings.get(change.instance, []), change.back)
+                    change.statement = at
+                    yield self._report(change, loaded, write)
 
     @staticmethod
     def _write_after(mutation: Mutation, loaded: Loaded, function: FunctionNode,
@@ -796,6 +933,104 @@ class ReadModifyWrite(Rule):
                           f"limit in the `where`); or load the row with `.with_for_update()` and keep it in that "
                           f"transaction.")
         return self.finding(change.statement, hazard, suggestion)
+
+    # changes made by a callee: a model method on ``self``, a helper on its parameter ----------------------------
+    def _model_methods(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        """``def increase(self): self.n = self.n + 1`` in a mapped model class: every caller that commits or
+        saves the instance writes a value computed from a stale read."""
+        for cls in facts.classes:
+            columns = _model_columns(cls, facts)
+            if not columns:
+                continue
+            for statement in cls.body:
+                if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) or statement.name == "__init__":
+                    continue
+                for change in instance_changes(statement, facts):
+                    if change.instance == "self" and change.kind == "arithmetic" and change.field in columns and not _written_back(
+                            change, statement, facts, {}):
+                        yield self.finding(
+                            change.statement,
+                            f"`{cls.name}.{statement.name}()` changes `self.{change.field}` from the value loaded "
+                            f"with the row; the caller's commit or save writes it back, so two replicas (or requests) "
+                            f"calling it at once start from the same value and one of the updates is lost.",
+                            f"Do the arithmetic in SQL (`{cls.name}.{change.field} {change.op} {change.amount}` in an "
+                            f"UPDATE, or `F(\"{change.field}\") {change.op} {change.amount}` in Django) and refresh; "
+                            f"or have callers load the row with a row lock (`with_for_update()` / "
+                            f"`select_for_update()`).",
+                        )
+                        break
+
+    def _callee_changes(self, function: FunctionNode, facts: ModuleFacts,
+                        bindings: Dict[str, List[Tuple[ast.AST, Loaded]]]) -> Iterable[Tuple[Change, ast.AST]]:
+        """(change as the caller sees it, where to report) for calls that change an instance the caller
+        writes back: ``counter.increase()`` on a loaded row, ``bump_votes(poll)`` then ``poll.save()``."""
+        for node in function_nodes(function, facts):
+            if not isinstance(node, ast.Expr):
+                continue
+            call = unwrap(node.value)
+            if not isinstance(call, ast.Call):
+                continue
+            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+                instance = call.func.value.id
+                loaded = _loader_before(bindings.get(instance, []), node)
+                if loaded is None or loaded.locked:
+                    continue
+                found = _model_method(loaded.model, call.func.attr, facts)
+                if found is None:
+                    continue
+                method, method_facts = found
+                for change in instance_changes(method, method_facts):
+                    if change.instance == "self" and change.kind == "arithmetic":
+                        yield Change(node, instance, change.field, "arithmetic", node, change.op, change.amount), node
+                        break
+            elif isinstance(call.func, ast.Name):
+                helpers = [f for f in facts.functions_by_name.get(call.func.id, ())
+                           if f is not function and facts.enclosing_function(f) is None
+                           and facts.enclosing_class(f) is None]
+                if len(helpers) != 1:
+                    continue
+                helper = helpers[0]
+                parameters = [a.arg for a in helper.args.posonlyargs + helper.args.args]
+                passed = {parameters[i]: plain_name(a) for i, a in enumerate(call.args) if i < len(parameters)}
+                passed.update({k.arg: plain_name(k.value) for k in call.keywords if k.arg})
+                for change in instance_changes(helper, facts):
+                    argument_name = passed.get(change.instance)
+                    if argument_name and change.kind == "arithmetic" and not _written_back(change, helper, facts, {}):
+                        yield (Change(node, argument_name, change.field, "arithmetic", node, change.op, change.amount),
+                               change.statement)
+
+    # SQLAlchemy Core: select(M.col) read, update(M).values(col=<computed from it>) ----------------------------
+    def _core_updates(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for call in facts.calls_named("values"):
+            head, links = chain(call)
+            if not (isinstance(head, ast.Call) and facts.callee(head) in orm.SA_UPDATE and head.args):
+                continue
+            model = dotted(head.args[0])
+            function = facts.enclosing_function(call)
+            if model is None or function is None:
+                continue
+            reads = _core_reads(model, call, function, facts)
+            if not reads:
+                continue
+            flow = Flow(function, facts, lambda n: id(n) in reads)
+            guarded = _names_compared(links)
+            for keyword in call.keywords:
+                column = keyword.arg
+                if column is None or column in guarded or not any(c in (None, column) for c in reads.values()):
+                    continue
+                if flow.arithmetic(keyword.value) or _merged(keyword.value, flow.reads):
+                    yield self.finding(
+                        call,
+                        f"`{column}` of `{model}` is read by a SELECT earlier in this function, "
+                        f"{'merged' if not flow.arithmetic(keyword.value) else 'changed'} in Python and written "
+                        f"back whole by this UPDATE: two replicas (or requests) doing this at once start from the "
+                        f"same value and one of the changes is lost.",
+                        f"Change the value in the statement (`{model}.{column} + delta`, or a JSON function such "
+                        f"as `func.jsonb_set` / `{model}.{column}.concat(...)` for one key); or read the row "
+                        f"`.with_for_update()` in the same transaction; or add `.where({model}.{column} == old)` "
+                        f"and check `rowcount` (compare-and-set).",
+                    )
+                    break
 
     # raw SQL ---------------------------------------------------------------------------------------------
     def _raw_sql(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
