@@ -241,3 +241,38 @@ def test_help_texts_start_with_a_capital(tmp_path):
     assert {d.code for d in found} >= {"OG101", "OG103", "OG104", "OG105", "OG106"}
     for d in found:
         assert d.suggestion[:1].isupper(), (d.code, d.suggestion)
+
+
+def test_null_pool_checkout_ends_the_session_and_its_lock(tmp_path):
+    source = """
+        from sqlalchemy import create_engine, text
+        from sqlalchemy.pool import NullPool
+
+        engine = create_engine("postgresql+psycopg://app@db/app", poolclass=NullPool)
+
+
+        def purge() -> None:
+            with engine.connect() as conn:
+                if not conn.execute(text("SELECT pg_try_advisory_lock(17)")).scalar():
+                    return
+                conn.execute(text("DELETE FROM sessions WHERE expires_at < now()"))
+                conn.commit()
+
+
+        def purge_twice() -> None:
+            with engine.connect() as conn:
+                conn.execute(text("SELECT pg_advisory_lock(18)"))
+                conn.execute(text("DELETE FROM sessions"))
+            with engine.connect() as other:
+                other.execute(text("SELECT pg_advisory_unlock(18)"))
+
+
+        def legacy() -> None:
+            if not engine.execute(text("SELECT pg_try_advisory_lock(19)")).scalar():
+                return
+            engine.execute(text("DELETE FROM sessions"))
+    """
+    found = diagnostics(tmp_path, source)
+    # only the lock run on the engine itself: its connection is closed as soon as the call returns
+    assert [(d.line, d.code) for d in found if d.code in ("OG101", "OG105")] == [(25, "OG101")]
+    assert "NullPool" in [d for d in found if d.code == "OG101"][0].message

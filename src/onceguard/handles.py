@@ -8,7 +8,7 @@ silent rather than guess from a variable's name.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
 from .facts import ModuleFacts, ancestors, walk_no_nested_functions
@@ -21,6 +21,9 @@ class Handle:
     library: str
     how: str  # the constructor or method that produced it: "connect", "acquire", "create_pool", ...
     origin: Optional[ast.AST] = None  # the with-item or assignment that bound it, when known
+    #: The pool closes connections instead of keeping them (SQLAlchemy ``poolclass=NullPool``): the server
+    #: session, and every session-level lock of it, ends when a checkout is returned.
+    closes_on_release: bool = False
 
     @property
     def pooled(self) -> bool:
@@ -161,7 +164,7 @@ class Handles:
         callee = self.facts.callee(call)
         if callee in self.CONSTRUCTORS:
             kind, library = self.CONSTRUCTORS[callee]
-            return Handle(kind, library, callee.rsplit(".", 1)[-1], call)
+            return Handle(kind, library, callee.rsplit(".", 1)[-1], call, self._null_pool(call))
         func = call.func
         if isinstance(func, ast.Attribute):
             receiver = self.of(func.value, depth)
@@ -169,9 +172,9 @@ class Handles:
                 return None
             if (receiver.kind == db.POOLED and func.attr == "connection" and receiver.library == "sqlalchemy"
                     and receiver.how in db.SESSION_HOWS):
-                return Handle(db.POOLED, receiver.library, db.SESSION_CONNECTION, call)
+                return Handle(db.POOLED, receiver.library, db.SESSION_CONNECTION, call, receiver.closes_on_release)
             if receiver.kind == db.POOLED and func.attr in db.PIN_METHODS:
-                return Handle(db.PINNED, receiver.library, func.attr, call)
+                return Handle(db.PINNED, receiver.library, func.attr, call, receiver.closes_on_release)
             if receiver.kind == db.SESSION_FACTORY and func.attr == "begin":
                 return Handle(db.POOLED, receiver.library, "session", call)
             if receiver.kind == db.PINNED and (func.attr in db.SAME_HANDLE_METHODS or func.attr in ("transaction", "begin")):
@@ -185,6 +188,12 @@ class Handles:
         if receiver is not None and receiver.kind == db.POOLED and receiver.how == "scoped_session":
             return Handle(db.POOLED, receiver.library, "session", call)
         return None
+
+    def _null_pool(self, call: ast.Call) -> bool:
+        for keyword in call.keywords:
+            if keyword.arg == "poolclass" and isinstance(keyword.value, (ast.Name, ast.Attribute)):
+                return (self.facts.qualify(keyword.value) or "") in db.CLOSING_POOL_CLASSES
+        return False
 
     def _of_name(self, name: ast.Name, depth: int) -> Optional[Handle]:
         for scope in self._scopes_of(name):
@@ -211,7 +220,7 @@ class Handles:
             else:
                 handle = self.of(value, depth)
                 if handle is not None and isinstance(origin, ast.withitem):
-                    handle = Handle(handle.kind, handle.library, handle.how, origin)
+                    handle = replace(handle, origin=origin)
             if handle is None:
                 return None
             if found is not None and found.kind != handle.kind:

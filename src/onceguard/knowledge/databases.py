@@ -112,3 +112,8 @@ RESETTING_POOL_LIBRARIES: FrozenSet[str] = frozenset({"asyncpg", "databases"})
 CLOSES_SESSION_ON_EXIT = {
     ("psycopg", "connect"), ("asyncpg", "connect"), ("asyncpg", "acquire"),
 }
+
+#: Pool classes that close a connection when it is returned: its server session (and its locks) ends.
+CLOSING_POOL_CLASSES: FrozenSet[str] = frozenset({
+    "sqlalchemy.pool.NullPool", "sqlalchemy.NullPool", "sqlalchemy.pool.impl.NullPool",
+})

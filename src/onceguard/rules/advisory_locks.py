@@ -16,6 +16,7 @@ from typing import Iterable, Iterator, List, Optional, Set
 
 from ..executed_sql import ExecutedSql, bound_value, executed_sql
 from ..facts import ModuleFacts, ancestors, parent, position, walk_no_nested_functions
+from ..fix_plans import try_lock_fix
 from ..handles import Handle, Handles
 from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
@@ -329,15 +330,16 @@ class SessionLockOnPool(Rule):
         handle = use.handle
         assert handle is not None
         shown = use.shown()
-        if handle.library in db.RESETTING_POOL_LIBRARIES:
+        if handle.library in db.RESETTING_POOL_LIBRARIES or (handle.closes_on_release and not _is_session_object(handle)):
             if handle.library == "databases" and _inside_pinning_with(use, {"connection", "transaction"}):
                 return None
             if use.function.unlock:
                 return (f"`{shown}` unlocks on whatever connection the pool hands out; the lock was never held by "
                         "it, so this releases nothing.")
-            return (f"`{shown}` takes `{use.function.name}` on a pooled connection that is reset "
-                    "(`pg_advisory_unlock_all()`) as soon as the call returns: the lock is gone before the work "
-                    "starts, so every replica \"acquires\" it.")
+            how = ("closed (`NullPool`)" if handle.closes_on_release
+                   else "reset (`pg_advisory_unlock_all()`)")
+            return (f"`{shown}` takes `{use.function.name}` on a pooled connection that is {how} as soon as the "
+                    "call returns: the lock is gone before the work starts, so every replica \"acquires\" it.")
         if _is_session_object(handle) and use.scope is not None and use.function.is_lock:
             if self._unlocked_in_same_transaction(use, uses):
                 return None
@@ -379,8 +381,8 @@ class SessionLockOnPool(Rule):
     def _lock_on_other_checkout(use: LockUse, uses: List[LockUse]) -> Optional[LockUse]:
         handle = use.handle
         checkout = _checkout_of(use)
-        if handle is None or handle.how not in db.PIN_METHODS or checkout is None:
-            return None
+        if handle is None or handle.how not in db.PIN_METHODS or checkout is None or handle.closes_on_release:
+            return None  # a NullPool checkout ends its server session, and the lock, when its block closes
         for other in uses:
             if (other.function.is_lock and other.function.session and other.scope is use.scope
                     and other.handle is not None and other.handle.pinned and other.handle.how in db.PIN_METHODS
@@ -650,6 +652,8 @@ class BlockingLockInJob(Rule):
                 "the first and, once the lock is released, runs the same job again.",
                 f"Use `{instead}` and skip the run when it returns false (`if not acquired: return`); blocking "
                 "locks belong in migration runners, where pods should wait for each other",
+                fix=try_lock_fix(use.call, use.scope, use.handle.library if use.handle else None, use.receiver_text,
+                                 blocking=True),
             )
 
 
@@ -674,7 +678,7 @@ def _in_closing_block(use: LockUse) -> bool:
     handle = use.handle
     if handle is None or handle.origin is None or not isinstance(handle.origin, ast.withitem):
         return False
-    return (handle.library, handle.how) in db.CLOSES_SESSION_ON_EXIT
+    return handle.closes_on_release or (handle.library, handle.how) in db.CLOSES_SESSION_ON_EXIT
 
 
 @register
@@ -821,4 +825,6 @@ class TryLockResultIgnored(Rule):
                     f"the result of `{use.function.name}` is never read: the work below runs whether or not this "
                     "replica got the lock, so every replica runs it.",
                     "Test it and skip the run when it is false: `if not acquired: return`",
+                    fix=try_lock_fix(use.call, use.scope, use.handle.library if use.handle else None,
+                                     use.receiver_text),
                 )
