@@ -355,13 +355,15 @@ class ClaimAnalyzer:
                 return self._helper_kind(call, depth)
             return None
         attr = func.attr
-        if attr == known.REDIS_SET_METHOD:
-            keywords = {k.arg: k.value for k in call.keywords if k.arg}
-            nx = keywords.get(known.REDIS_NX_KEYWORD)
-            if (isinstance(nx, ast.Constant) and nx.value is True
-                    and any(k in keywords for k in known.REDIS_EXPIRY_KEYWORDS)):
+        keywords = {k.arg: k.value for k in call.keywords if k.arg}
+        nx = keywords.get(known.REDIS_NX_KEYWORD)
+        if isinstance(nx, ast.Constant) and nx.value is True:
+            # ``r.set(key, token, nx=True, ex=...)``, and a project's cache wrapper that passes the same
+            # flags on (``cache.async_set_cache(key, token, nx=True, ttl=...)``).
+            expiry = known.REDIS_EXPIRY_KEYWORDS if attr == known.REDIS_SET_METHOD else known.WRAPPER_EXPIRY_KEYWORDS
+            if any(k in keywords for k in expiry):
                 return SET_NX
-        elif attr == known.LOCK_ACQUIRE_METHOD and _non_blocking(call) and self._lock_object(func.value):
+        if attr == known.LOCK_ACQUIRE_METHOD and _non_blocking(call) and self._lock_object(func.value):
             return LOCK_ACQUIRE
         elif attr == known.CACHE_ADD_METHOD and call.args:
             receiver = func.value
@@ -417,6 +419,17 @@ class ClaimAnalyzer:
             if found is not None:
                 function, foreign = found
                 return function, ClaimAnalyzer.of_module(foreign, self.resolver)
+        if isinstance(func, ast.Attribute):
+            # ``lock_manager.acquire_lock(...)`` on a parameter, an attribute or a closure variable: the
+            # project's method, from the receiver's class or (one candidate only) from its name.
+            from .summaries import resolve
+
+            candidates = resolve(call, self.facts, self.facts.enclosing_function(call))
+            if len(candidates) == 1:
+                function, foreign = candidates[0]
+                if foreign is self.facts:
+                    return function, self
+                return function, ClaimAnalyzer.of_module(foreign, self.resolver)
         return None
 
     def _helper_kind(self, call: ast.Call, depth: int) -> Optional[str]:
@@ -440,12 +453,38 @@ class ClaimAnalyzer:
             kind = None
             if self.lead(function, depth=depth).claimed:
                 kind = HELPER_GUARD
-            elif self._returns_claim(function, depth):
+            elif self._returns_claim(function, depth) or self._reports_claim(function, depth):
                 kind = HELPER_RESULT
         finally:
             self._in_progress.discard(key)
         self._helpers[key] = kind
         return kind
+
+    def _reports_claim(self, function: FunctionNode, depth: int) -> bool:
+        """``acquired = await cache.set(key, me, nx=True, ex=ttl); if acquired: ...; return True`` (and
+        ``return False`` otherwise): a helper that takes a claim and returns whether it got it."""
+        claimed: Set[str] = set()
+        found = False
+        for node in walk_no_nested_functions(function):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                hit = self.claim_in(node.value, depth)
+                if hit is not None and hit.kind in (SET_NX, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE):
+                    found = True
+                    claimed.update(_target_names(node))
+            elif isinstance(node, ast.Return) and node.value is not None:
+                hit = self.claim_in(node.value, depth)
+                if hit is not None and hit.kind in (SET_NX, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE):
+                    return True
+        if not found:
+            return False
+        for node in walk_no_nested_functions(function):
+            if isinstance(node, ast.Return) and node.value is not None:
+                value = node.value
+                if isinstance(value, ast.Name) and value.id in claimed:
+                    return True
+                if isinstance(value, ast.Constant) and value.value is True:
+                    return True
+        return False
 
     def _returns_claim(self, function: FunctionNode, depth: int) -> bool:
         bound: Dict[str, ClaimHit] = {}
@@ -739,6 +778,10 @@ class _Scan:
                 return fail
             if _bails(statement.body) and not statement.orelse:
                 return _CONTINUE, None, None  # a config guard: ``if not settings.ENABLED: return``
+            if self._absent_claimer(statement, rest):
+                # ``if lock_manager is None: return run()`` before ``if not lock_manager.acquire(...)``:
+                # a deployment with nothing to claim with (no shared store) is a single-instance one.
+                return _CONTINUE, None, None
             if all(_is_preamble(s) for s in statement.body + statement.orelse):
                 return _CONTINUE, None, None  # ``if settings.DEBUG: log.debug(...)``
             return fail
@@ -819,6 +862,26 @@ class _Scan:
         if _is_preamble(statement):
             return _CONTINUE, None, None
         return fail
+
+    def _absent_claimer(self, statement: ast.If, rest: List[ast.stmt]) -> bool:
+        names = set()
+        for node in ast.walk(statement.test):
+            if (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Is)
+                    and isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None):
+                root = node.left
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if isinstance(root, ast.Name):
+                    names.add(root.id)
+        if not names or statement.orelse:
+            return False
+        for later in rest[:3]:
+            for node in ast.walk(later):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and isinstance(node.func.value, ast.Name) and node.func.value.id in names
+                        and self.analyzer.call_claim(node, self.depth) is not None):
+                    return True
+        return False
 
     def _wraps_job(self, hit: ClaimHit) -> bool:
         """``run_exclusive(key, ttl, fn)``: the job is handed to the claim function, which runs it."""

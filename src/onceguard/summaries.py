@@ -169,6 +169,27 @@ def _self_attribute_class(cls: ast.ClassDef, facts: ModuleFacts, attr: str) -> O
     return None
 
 
+def _value_class(value: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
+    """The class of an instance built by ``Class(...)``, or declared by ``cast(Class, x)``."""
+    if isinstance(value, ast.Await):
+        value = value.value
+    if not isinstance(value, ast.Call):
+        return None
+    if (facts.callee(value) or "") in ("typing.cast", "cast") and value.args:
+        return _class_of(_annotation_class(value.args[0]) or value.args[0], facts)
+    return _class_of(value.func, facts)
+
+
+def resolve_reference(expr: ast.Attribute, facts: ModuleFacts) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
+    """The method a bound-method reference names (``exporter.run`` handed to a scheduler), from the class of
+    its receiver."""
+    function = facts.enclosing_function(expr)
+    owner = _receiver_class(expr.value, facts, function)
+    if owner is None:
+        return None
+    return _method_of(owner[0], owner[1], expr.attr)
+
+
 def _receiver_class(expr: ast.AST, facts: ModuleFacts, function: Optional[FunctionNode],
                     depth: int = 0) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
     if depth > 3:
@@ -185,9 +206,13 @@ def _receiver_class(expr: ast.AST, facts: ModuleFacts, function: Optional[Functi
         for scope in scopes:
             nodes = walk_no_nested_functions(scope) if scope is function else iter(facts.tree.body)
             for node in nodes:
-                if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                        and any(isinstance(t, ast.Name) and t.id == expr.id for t in node.targets)):
-                    return _class_of(node.value.func, facts)
+                if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == expr.id
+                                                        for t in node.targets):
+                    return _value_class(node.value, facts)
+                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == expr.id:
+                    declared = _annotation_class(node.annotation)
+                    found = _class_of(declared, facts) if declared is not None else None
+                    return found or (_value_class(node.value, facts) if node.value is not None else None)
         return None
     if isinstance(expr, ast.Attribute):
         owner = _receiver_class(expr.value, facts, function, depth + 1)

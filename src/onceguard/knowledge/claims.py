@@ -25,6 +25,10 @@ TRY_LOCK_FUNCTIONS: FrozenSet[str] = frozenset({
 REDIS_SET_METHOD = "set"
 REDIS_NX_KEYWORD = "nx"
 REDIS_EXPIRY_KEYWORDS: FrozenSet[str] = frozenset({"ex", "px", "exat", "pxat"})
+#: A project's cache wrapper passing ``nx=True`` on: the expiry keywords such wrappers take.
+WRAPPER_EXPIRY_KEYWORDS: FrozenSet[str] = REDIS_EXPIRY_KEYWORDS | frozenset({
+    "ttl", "timeout", "expire", "expiry", "expires", "expiration",
+})
 #: ``client.lock(name, ...)`` (redis-py, django-redis ``cache.lock``) and lock classes.
 REDIS_LOCK_METHOD = "lock"
 LOCK_CLASSES: FrozenSet[str] = frozenset({

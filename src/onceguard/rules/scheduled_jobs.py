@@ -13,7 +13,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from .. import project
 from ..claims import (
-    CLAIM_FUNCTION, CACHE_ADD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, Bindings, ClaimAnalyzer,
+    CLAIM_FUNCTION, CACHE_ADD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, Bindings, ClaimAnalyzer, Lead,
     failed_lock_handlers, is_log_call, own_module_names,
 )
 from ..facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
@@ -25,7 +25,7 @@ from ..names import dotted
 from ..registry import register
 from ..noqa import ALL, line_codes
 from ..startup import StartupMap
-from ..summaries import _annotation_class, _parameter_annotation, summaries_for
+from ..summaries import _annotation_class, _parameter_annotation, resolve_reference, summaries_for
 from .base import Rule
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -212,6 +212,14 @@ class _Collector:
             if (isinstance(head, ast.Name) and facts.imports.is_imported(head.id)
                     and self.bindings.scope_of(head)[0] is None):
                 return self._foreign(facts.qualify(expr) or "", expr)
+            found = resolve_reference(expr, facts)
+            if found is not None:
+                function, owner = found
+                if owner is facts:
+                    return self._local(function)
+                if owner.context.is_test:
+                    return None
+                return Target(function, owner, True, False, f"{dotted(expr) or function.name}")
             return None
         if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
             return self.resolve_string(expr.value, expr)
@@ -350,8 +358,8 @@ class _Collector:
                 scheduled.registration = call
                 if family in (known.APS3, known.FLASK_APS):
                     alias = _const(trigger)
-                    if trigger is None or alias in known.APS3_ONE_OFF_TRIGGERS:
-                        scheduled.periodic = False
+                    if (trigger is None and not _has_splat(call)) or alias in known.APS3_ONE_OFF_TRIGGERS:
+                        scheduled.periodic = False  # (a ``**trigger_kwargs`` splat may hold a periodic trigger)
                 if family == known.APS4 and ctor is not None and self._aps4_shared_store(ctor):
                     scheduled.coordinated = True
                 self._classify_trigger(scheduled)
@@ -853,6 +861,30 @@ def _skipped_calls(function: FunctionNode, scheduled: Scheduled) -> set:
     return skipped
 
 
+#: Claims that a ``finally:`` can hand back (a lock manager's acquire/release, a Redis key deleted after).
+_RELEASABLE_CLAIMS = frozenset({HELPER_RESULT, SET_NX})
+
+
+def _released_after_work(function: FunctionNode) -> bool:
+    """A ``finally:`` that calls a method of an object the function called another method of before it:
+    ``lock.acquire_lock(...)`` ... ``finally: lock.release_lock(...)``."""
+    earlier: Dict[str, set] = {}
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, ast.Try) and node.finalbody:
+            for statement in node.finalbody:
+                for call in ast.walk(statement):
+                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+                        receiver = dotted(call.func.value)
+                        methods = earlier.get(receiver or "", set())
+                        if receiver and methods - {call.func.attr}:
+                            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            receiver = dotted(node.func.value)
+            if receiver:
+                earlier.setdefault(receiver, set()).add(node.func.attr)
+    return False
+
+
 def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
     def build(_facts: ModuleFacts) -> List[_Verdict]:
         found: List[_Verdict] = []
@@ -872,6 +904,11 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
                 continue
             analyzer = ClaimAnalyzer.of_module(target.facts, resolver)
             lead = analyzer.lead(function, skip=scheduled.skip)
+            if lead.claimed and lead.kind in _RELEASABLE_CLAIMS and not scheduled.wall_clock \
+                    and _released_after_work(function):
+                # Taken and given back around the work: it stops two runs overlapping, but a replica whose
+                # interval fires after the release runs the same period again.
+                lead = Lead(False, None, function)
             if lead.claimed or lead.first_work is None:
                 continue
             effects = summaries.effects(function, target.facts, skip=_skipped_calls(function, scheduled))
