@@ -284,3 +284,55 @@ def atomic_set_fix(claim: ast.Call, expire: ast.Call) -> Optional[Fix]:
 def lock_ttl_fix(keyword: str) -> Fix:
     return Fix("add-keyword", f"pass `{keyword}={DEFAULT_LOCK_SECONDS}` (seconds; set it a little above the longest "
                               "run, and extend() the lock for longer work)", "unsafe")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# OG106: read the try-lock's result and return when it is false
+
+#: library → how its ``execute(...)`` result becomes the lock's boolean, as a fix kind suffix
+_TRY_LOCK_READERS = {"asyncpg": "fetchval", "databases": "fetch-val", "sqlalchemy": "scalar", "psycopg": "fetchone"}
+
+
+def _statement_of(node: ast.AST) -> Optional[ast.stmt]:
+    from .facts import parent
+
+    while node is not None and not isinstance(node, ast.stmt):
+        node = parent(node)  # type: ignore[assignment]
+    return node
+
+
+def try_lock_fix(call: ast.Call, scope: Optional[ast.AST], library: Optional[str],
+                 receiver: Optional[str], blocking: bool = False) -> Optional[Fix]:
+    """OG106: ``acquired = ...`` → ``if not acquired: return`` after it; a bare ``execute`` → the
+    library's way to read one value, tested in an ``if``; a DB-API cursor → ``fetchone()[0]`` tested after.
+    OG103 (``blocking``): the same once ``pg_advisory_(xact_)lock`` became ``pg_try_advisory_(xact_)lock``."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None  # a return needs a function
+    statement = _statement_of(call)
+    if blocking:
+        fix = try_lock_fix(call, scope, library, receiver) if isinstance(statement, ast.Expr) else None
+        if fix is None:
+            return None
+        return Fix(fix.kind.replace("try-lock-skip-", "lock-to-try-skip-"),
+                   "take the lock with the try variant and " + fix.description, "unsafe")
+    if isinstance(statement, ast.Assign):
+        target = statement.targets[0] if len(statement.targets) == 1 else None
+        if not isinstance(target, ast.Name) or target.id == "_":
+            return None
+        code = f"if not {target.id}: return"
+        return Fix("try-lock-skip-after", f"skip the run unless the lock was taken: `{code}`", "unsafe")
+    if not isinstance(statement, ast.Expr):
+        return None
+    value = statement.value.value if isinstance(statement.value, ast.Await) else statement.value
+    if value is not call or not isinstance(call.func, ast.Attribute) or call.func.attr != "execute":
+        return None
+    reader = _TRY_LOCK_READERS.get(library or "")
+    if reader is not None:
+        shown = {"fetchval": ".fetchval(…)", "fetch-val": ".fetch_val(…)", "scalar": ".execute(…).scalar()",
+                 "fetchone": ".execute(…).fetchone()[0]"}[reader]
+        return Fix(f"try-lock-skip-{reader}",
+                   f"read the lock's result (`{shown}`) and skip the run unless it was taken", "unsafe")
+    if receiver:  # a DB-API cursor: execute returns nothing, the row is fetched after
+        code = f"if not {receiver}.fetchone()[0]: return"
+        return Fix("try-lock-skip-after", f"skip the run unless the lock was taken: `{code}`", "unsafe")
+    return None

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Type
+from typing import Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple, Type
 
 import libcst as cst
+from libcst.metadata import CodeRange
 
 from .fix_plans import GUARDS_MODULE, UNKNOWN_PERIOD, statement_in
 from .model import Fix
@@ -38,6 +39,19 @@ class Transform:
     rewrite: Callable[..., Optional[Rewrite]]
     #: The rewrite also takes the finding's Fix (code to insert travels in its description).
     takes_fix: bool = False
+    #: The target is the simple statement that holds the finding's start (the fix adds a statement).
+    enclosing_statement: bool = False
+
+
+def enclosing_statement(positions: Mapping[cst.CSTNode, CodeRange], start: Tuple[int, int],
+                        transform: Transform) -> List[Tuple[cst.CSTNode, CodeRange]]:
+    """The simple statement line whose range holds ``start`` (line, 0-based column), if the transform takes it."""
+    for node, where in positions.items():
+        if (isinstance(node, cst.SimpleStatementLine)
+                and (where.start.line, where.start.column) <= start < (where.end.line, where.end.column)
+                and transform.accepts(node)):
+            return [(node, where)]
+    return []
 
 
 # Logger methods that log at warning level or above, and the debug method that replaces each.
@@ -354,6 +368,127 @@ def _add_keyword(node: cst.CSTNode, fix: Optional[Fix] = None) -> Optional[Rewri
     return Rewrite(_append_keyword(node, keyword.value, extra[0].value))
 
 
+# ---------------------------------------------------------------------------------------------------------
+# OG106: test the try-lock's result and return when it is false
+
+
+def _return_block(header: Optional[cst.TrailingWhitespace] = None) -> cst.IndentedBlock:
+    block = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Return()])])
+    return block.with_changes(header=header) if header is not None else block
+
+
+def _skip_after(node: cst.CSTNode, fix: Optional[Fix] = None) -> Optional[Rewrite]:
+    """``acquired = ...`` → the same, then ``if not acquired: return``."""
+    if not isinstance(node, cst.SimpleStatementLine) or fix is None:
+        return None
+    code = statement_in(fix.description)
+    skip = _claim_if(code) if code else None
+    if skip is None:
+        return None
+    return Rewrite(cst.FlattenSentinel([node, skip]))  # type: ignore[arg-type]
+
+
+def _accepts_bare_execute(node: cst.CSTNode) -> bool:
+    if not isinstance(node, cst.SimpleStatementLine) or len(node.body) != 1 or not isinstance(node.body[0], cst.Expr):
+        return False
+    value = node.body[0].value
+    if isinstance(value, cst.Await):
+        value = value.expression
+    return _method(value) == "execute"
+
+
+def _skip_reading(reader: str) -> Callable[..., Optional[Rewrite]]:
+    def rewrite(node: cst.CSTNode, fix: Optional[Fix] = None) -> Optional[Rewrite]:
+        if not _accepts_bare_execute(node):
+            return None
+        assert isinstance(node, cst.SimpleStatementLine) and isinstance(node.body[0], cst.Expr)
+        value = node.body[0].value
+        awaited = value if isinstance(value, cst.Await) else None
+        call = awaited.expression if awaited is not None else value
+        assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+        read: cst.BaseExpression
+        if reader in ("fetchval", "fetch_val"):
+            read = call.with_changes(func=call.func.with_changes(attr=cst.Name(reader)))
+        elif reader == "scalar":
+            read = cst.Call(func=cst.Attribute(value=call, attr=cst.Name("scalar")))
+        else:  # fetchone()[0]
+            read = cst.Subscript(value=cst.Call(func=cst.Attribute(value=call, attr=cst.Name("fetchone"))),
+                                 slice=[cst.SubscriptElement(slice=cst.Index(value=cst.Integer("0")))])
+        if awaited is not None:
+            if reader in ("scalar", "fetchone"):  # (await conn.execute(...)).scalar()
+                inner = read.value if isinstance(read, cst.Subscript) else read.func  # type: ignore[union-attr]
+                base = inner.func.value if isinstance(read, cst.Subscript) else inner.value  # type: ignore[union-attr]
+                parenthesised = awaited.with_changes(expression=base, lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+                read = _replace_base(read, parenthesised)
+            else:
+                read = awaited.with_changes(expression=read)
+        test = cst.UnaryOperation(operator=cst.Not(), expression=read)
+        return Rewrite(cst.If(test=test, body=_return_block(node.trailing_whitespace),
+                              leading_lines=node.leading_lines))
+
+    return rewrite
+
+
+def _replace_base(read: cst.BaseExpression, base: cst.BaseExpression) -> cst.BaseExpression:
+    """Put ``base`` where the execute call was inside ``execute(...).scalar()`` / ``execute(...).fetchone()[0]``."""
+    if isinstance(read, cst.Subscript):
+        fetch = read.value
+        assert isinstance(fetch, cst.Call) and isinstance(fetch.func, cst.Attribute)
+        return read.with_changes(value=fetch.with_changes(func=fetch.func.with_changes(value=base)))
+    assert isinstance(read, cst.Call) and isinstance(read.func, cst.Attribute)
+    return read.with_changes(func=read.func.with_changes(value=base))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# OG103: the blocking lock becomes its try variant, then the result is tested as for OG106
+
+_BLOCKING_TO_TRY = re.compile(r"\bpg_advisory_(xact_)?lock(_shared)?\b")
+
+
+class _ToTry(cst.CSTTransformer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.changed = False
+
+    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.SimpleString:
+        value = _BLOCKING_TO_TRY.sub(lambda m: "pg_try_advisory_" + (m.group(1) or "") + "lock" + (m.group(2) or ""),
+                                     updated_node.value)
+        if value != updated_node.value:
+            self.changed = True
+            return updated_node.with_changes(value=value)
+        return updated_node
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        # SQLAlchemy's func.pg_advisory_lock(...)
+        if _BLOCKING_TO_TRY.fullmatch(updated_node.value):
+            self.changed = True
+            return updated_node.with_changes(value=updated_node.value.replace("pg_advisory_", "pg_try_advisory_"))
+        return updated_node
+
+
+def _to_try_then(skip: Callable[..., Optional[Rewrite]]) -> Callable[..., Optional[Rewrite]]:
+    def rewrite(node: cst.CSTNode, fix: Optional[Fix] = None) -> Optional[Rewrite]:
+        if not isinstance(node, cst.SimpleStatementLine):
+            return None
+        renamer = _ToTry()
+        renamed = node.visit(renamer)
+        if not renamer.changed or not isinstance(renamed, cst.SimpleStatementLine):
+            return None  # the SQL is not written in this statement
+        return skip(renamed, fix)
+
+    return rewrite
+
+
+_SKIPS: Dict[str, Transform] = {
+    "after": Transform(cst.SimpleStatementLine, lambda node: True, _skip_after, takes_fix=True,
+                       enclosing_statement=True),
+    **{kind: Transform(cst.SimpleStatementLine, _accepts_bare_execute, _skip_reading(reader), takes_fix=True,
+                       enclosing_statement=True)
+       for kind, reader in (("fetchval", "fetchval"), ("fetch-val", "fetch_val"), ("scalar", "scalar"),
+                            ("fetchone", "fetchone"))},
+}
+
+
 TRANSFORMS: Dict[str, Transform] = {
     # OG203: "another replica has the lock" is the normal case, not a warning.
     "log-level-debug": Transform(cst.Call, _accepts_loud_log, _log_at_debug),
@@ -365,4 +500,10 @@ TRANSFORMS: Dict[str, Transform] = {
     "atomic-set-nx": Transform(cst.Call, _accepts_claim_set, _atomic_set, takes_fix=True),
     # OG501: a lock object without a TTL is held forever by a holder that died.
     "add-keyword": Transform(cst.Call, lambda node: isinstance(node, cst.Call), _add_keyword, takes_fix=True),
+    # OG106: every replica ran the work whether or not it got the lock.
+    **{f"try-lock-skip-{kind}": skip for kind, skip in _SKIPS.items()},
+    # OG103: replicas queued on the lock and each ran the job in turn.
+    **{f"lock-to-try-skip-{kind}": Transform(cst.SimpleStatementLine, skip.accepts, _to_try_then(skip.rewrite),
+                                             takes_fix=True, enclosing_statement=True)
+       for kind, skip in _SKIPS.items()},
 }

@@ -26,7 +26,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from .config import Config, config_for
-from .fix_transforms import TRANSFORMS, Transform, from_imported, import_nodes
+from .fix_transforms import TRANSFORMS, Transform, enclosing_statement, from_imported, import_nodes
 from .model import Diagnostic
 
 # ---------------------------------------------------------------------------------------------------------
@@ -78,11 +78,19 @@ def _find_targets(
         ends.append((diagnostic.end_line, _char_column(lines, diagnostic.end_line, diagnostic.end_column)))
 
     candidates: Dict[int, List[Tuple[cst.CSTNode, CodeRange]]] = {}
-    for node, where in wrapper.resolve(PositionProvider).items():
+    positions = wrapper.resolve(PositionProvider)
+    for node, where in positions.items():
         for index in starts.get((where.start.line, where.start.column), ()):
             transform = wanted[index][1]
             if isinstance(node, transform.node_type) and transform.accepts(node):
                 candidates.setdefault(index, []).append((node, where))
+    # Fixes that add a statement rewrite the statement that holds the finding, wherever it starts.
+    for start, indexes in starts.items():
+        for index in indexes:
+            if wanted[index][1].enclosing_statement:
+                found = enclosing_statement(positions, start, wanted[index][1])
+                if found:
+                    candidates[index] = found
 
     targets: Dict[cst.CSTNode, List[Tuple[Diagnostic, Transform]]] = {}
     for index, found in sorted(candidates.items()):
