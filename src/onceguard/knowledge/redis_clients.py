@@ -14,6 +14,11 @@ from typing import Dict, FrozenSet, Optional, Tuple
 REDIS = "redis"
 #: A Django cache (``django.core.cache.cache``, ``caches[alias]``): ``add`` is SET NX, ``timeout`` the expiry.
 DJANGO_CACHE = "django-cache"
+#: Flask-Caching / cachelib: ``set(key, value, timeout=None)``; ``None`` is the default timeout, ``0`` never expires.
+CACHE = "cache"
+#: A class of the project that wraps one of the above (``ScopedCache(cache, scope)``, a ``RedisCache`` helper):
+#: its commands are named by the verbs of its method names (``async_set_cache``, ``delete``).
+WRAPPER = "wrapper"
 
 #: qualified constructor -> (kind, library)
 CONSTRUCTORS: Dict[str, Tuple[str, str]] = {
@@ -38,6 +43,7 @@ CONSTRUCTORS: Dict[str, Tuple[str, str]] = {
     "aioredis.from_url": (REDIS, "aioredis"),
     "aioredis.Redis.from_url": (REDIS, "aioredis"),
     "django_redis.get_redis_connection": (REDIS, "django-redis"),
+    "flask_caching.Cache": (CACHE, "flask-caching"),
 }
 
 #: Module-level objects that are clients by themselves.
@@ -58,7 +64,50 @@ ANNOTATIONS: Dict[str, Tuple[str, str]] = {
     "redis.asyncio.client.Redis": (REDIS, "redis.asyncio"),
     "aioredis.Redis": (REDIS, "aioredis"),
     "django.core.cache.backends.base.BaseCache": (DJANGO_CACHE, "django"),
+    "flask_caching.Cache": (CACHE, "flask-caching"),
 }
+
+#: Classes a project subclasses to get a client of its own (``class AppCache(Cache)``).
+CLIENT_BASES: Dict[str, Tuple[str, str]] = {
+    **ANNOTATIONS,
+    "redis.client.StrictRedis": (REDIS, "redis-py"),
+    "redis.asyncio.StrictRedis": (REDIS, "redis.asyncio"),
+    "cachelib.BaseCache": (CACHE, "cachelib"),
+    "cachelib.RedisCache": (CACHE, "cachelib"),
+    "cachelib.redis.RedisCache": (CACHE, "cachelib"),
+    "flask_caching.backends.RedisCache": (CACHE, "flask-caching"),
+    "flask_caching.backends.rediscache.RedisCache": (CACHE, "flask-caching"),
+}
+
+#: A wrapper's method is a command by the words of its name: ``async_delete_cache`` deletes.
+VERBS: Dict[str, FrozenSet[str]] = {
+    "get": frozenset({"get"}),
+    "exists": frozenset({"exists", "has"}),
+    "set": frozenset({"set"}),
+    "add": frozenset({"add"}),
+    "delete": frozenset({"delete", "del", "unlink", "remove"}),
+}
+#: The exact command names of the known clients, by what they do.
+COMMANDS: Dict[str, str] = {
+    "get": "get", "aget": "get", "exists": "exists", "has_key": "exists", "ahas_key": "exists",
+    "set": "set", "aset": "set", "add": "add", "aadd": "add", "setnx": "setnx",
+    "delete": "delete", "adelete": "delete", "unlink": "delete",
+}
+#: Keywords that give a wrapper's write an expiry.
+WRAPPER_EXPIRY: FrozenSet[str] = frozenset({"ex", "px", "exat", "pxat", "ttl", "timeout", "expire", "expires", "expiry"})
+
+#: Django cache backends that keep their keys in one process or on one host: a key there is never another
+#: replica's lock.
+PER_PROCESS_CACHE_BACKENDS: FrozenSet[str] = frozenset({
+    "django.core.cache.backends.locmem.LocMemCache",
+    "django.core.cache.backends.filebased.FileBasedCache",
+    "django.core.cache.backends.dummy.DummyCache",
+})
+#: Names a Django settings module defines (one of them is enough to recognise one).
+DJANGO_SETTINGS_MARKERS: FrozenSet[str] = frozenset({"INSTALLED_APPS", "ROOT_URLCONF", "MIDDLEWARE"})
+
+#: Words in a function's name that say it releases what it deletes.
+RELEASE_WORDS: FrozenSet[str] = frozenset({"release", "unlock"})
 
 
 @dataclass(frozen=True)
@@ -139,10 +188,15 @@ ATOMIC_COUNTER: Dict[str, str] = {
 # -- prefilter ------------------------------------------------------------------------------------------
 # A Redis client (or the Django cache) must be visible for these rules to speak, so its import is in the
 # file; each tuple lists words that must all occur.
-_CLIENT_WORDS = (b"redis", b"Redis", b"core.cache")
+_CLIENT_WORDS = (b"redis", b"Redis", b"core.cache", b"cache.", b"Cache(")
 LEASE_TRIGGERS = (b"setnx", b"SETNX") + tuple(
-    (client, call) for client in _CLIENT_WORDS for call in (b".set(", b"add(", b"lock(", b"Lock(", b".aset(")
+    (client, call) for client in _CLIENT_WORDS for call in (b"set(", b"set_", b"add(", b"lock(", b"Lock(")
+) + (
+    # A client the project wraps under a name of its own: GET, SET and DELETE of one key in one function, or
+    # a write with NX.
+    (b".get(", b"set", b"delete"),
+    (b"nx=", b"set"),
 )
 RELEASE_TRIGGERS = tuple(
     (client, call) for client in _CLIENT_WORDS for call in (b"delete", b"unlink", b"DEL")
-)
+) + ((b".get(", b"set", b"delete"), (b"nx=", b"delete"))
