@@ -184,3 +184,56 @@ def test_og201_no_fix_for_a_ticker_loop(tmp_path):
     assert [d.code for d in found] == ["OG201"]
     assert found[0].fix is None  # a claim before the loop would stop the ticker for good
     assert fixed == source
+
+
+# ---------------------------------------------------------------------------------------------------------
+# OG103 / OG106: the try variant, the result read and an early return
+
+_ASYNC_SQLALCHEMY = '''from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+engine = create_async_engine("postgresql+asyncpg://app@db/app")
+
+
+async def roll_up() -> None:
+    async with engine.begin() as conn:
+        await conn.execute(text("SELECT {function}(42)"))
+        await conn.execute(text("INSERT INTO rollups SELECT * FROM staging"))
+'''
+
+
+@pytest.mark.parametrize("function, code", [("pg_try_advisory_xact_lock", "OG106"),
+                                            ("pg_advisory_xact_lock", "OG103")])
+def test_awaited_sqlalchemy_result_is_parenthesised(tmp_path, function, code):
+    found, fixed = _fix(_ASYNC_SQLALCHEMY.format(function=function), tmp_path)
+    assert [d.code for d in found] == [code]
+    assert ('        if not (await conn.execute(text("SELECT pg_try_advisory_xact_lock(42)"))).scalar():\n'
+            '            return\n') in fixed
+    again, unchanged = _fix(fixed, tmp_path)
+    assert again == [] and unchanged == fixed
+
+
+def test_psycopg3_connection_reads_fetchone(tmp_path):
+    source = ('import psycopg\n\n\ndef purge(dsn: str) -> None:\n    with psycopg.connect(dsn) as conn:\n'
+              '        conn.execute("SELECT pg_try_advisory_xact_lock(9)")\n'
+              '        conn.execute("DELETE FROM sessions WHERE expires_at < now()")\n')
+    found, fixed = _fix(source, tmp_path)
+    assert [d.code for d in found] == ["OG106"]
+    assert '        if not conn.execute("SELECT pg_try_advisory_xact_lock(9)").fetchone()[0]:\n            return\n' \
+        in fixed
+
+
+def test_no_fix_outside_a_function_or_when_the_sql_is_elsewhere(tmp_path):
+    module_level = ('import psycopg\n\nconn = psycopg.connect("dbname=app")\n'
+                    'conn.execute("SELECT pg_try_advisory_lock(9)")\nconn.execute("DELETE FROM sessions")\n')
+    found, fixed = _fix(module_level, tmp_path)
+    assert [d.code for d in found] == ["OG106"] and found[0].fix is None and fixed == module_level
+
+    elsewhere = ('from sqlalchemy import create_engine, text\n\nengine = create_engine("postgresql://app@db/app")\n'
+                 'LOCK = text("SELECT pg_advisory_xact_lock(7)")\n\n\ndef job() -> None:\n'
+                 '    with engine.begin() as conn:\n        conn.execute(LOCK)\n'
+                 '        conn.execute(text("DELETE FROM sessions"))\n')
+    found, fixed = _fix(elsewhere, tmp_path)
+    assert [d.code for d in found] == ["OG103"]
+    assert found[0].fix is None  # the SQL text is not in the statement: nothing to turn into the try variant
+    assert fixed == elsewhere

@@ -301,6 +301,18 @@ def _statement_of(node: ast.AST) -> Optional[ast.stmt]:
     return node
 
 
+_BLOCKING_LOCK = re.compile(r"\bpg_advisory_(?:xact_)?lock(?:_shared)?\b")
+
+
+def _names_blocking_lock(statement: ast.stmt) -> bool:
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _BLOCKING_LOCK.search(node.value):
+            return True
+        if isinstance(node, ast.Attribute) and _BLOCKING_LOCK.fullmatch(node.attr):
+            return True
+    return False
+
+
 def try_lock_fix(call: ast.Call, scope: Optional[ast.AST], library: Optional[str],
                  receiver: Optional[str], blocking: bool = False) -> Optional[Fix]:
     """OG106: ``acquired = ...`` → ``if not acquired: return`` after it; a bare ``execute`` → the
@@ -311,8 +323,8 @@ def try_lock_fix(call: ast.Call, scope: Optional[ast.AST], library: Optional[str
     statement = _statement_of(call)
     if blocking:
         fix = try_lock_fix(call, scope, library, receiver) if isinstance(statement, ast.Expr) else None
-        if fix is None:
-            return None
+        if fix is None or not _names_blocking_lock(statement):  # type: ignore[arg-type]
+            return None  # the SQL is kept elsewhere: this statement has nothing to turn into the try variant
         return Fix(fix.kind.replace("try-lock-skip-", "lock-to-try-skip-"),
                    "take the lock with the try variant and " + fix.description, "unsafe")
     if isinstance(statement, ast.Assign):
