@@ -336,11 +336,73 @@ def runs_claimed(function: FunctionNode, facts: ModuleFacts, depth: int = 0) -> 
         for call in callers:
             caller = facts.enclosing_function(call)
             if caller is None or caller is function or not (
-                    _claim_tested_before(call, caller, facts, analyzer) or runs_claimed(caller, facts, depth + 1)):
+                    _claim_tested_before(call, caller, facts, analyzer) or _locked_before(call, caller, facts)
+                    or runs_claimed(caller, facts, depth + 1)):
                 result = False
                 break
     cache[key] = result
     return result
+
+
+#: SQL that blocks until this session or transaction holds a lock that serialises whole operations (an
+#: advisory lock on the entity, a table lock).  A row lock taken by a helper guards that helper's rows only.
+_BLOCKING_LOCK_SQL = ("PG_ADVISORY_XACT_LOCK(", "PG_ADVISORY_LOCK(", "LOCK TABLE")
+
+
+def _locked_before(call: ast.AST, caller: FunctionNode, facts: ModuleFacts) -> bool:
+    """``caller`` takes a lock before ``call``: directly (``select_for_update``, ``pg_advisory_xact_lock``) or
+    in a helper it calls first (``self._create_locks()`` whose body, or a function it calls, locks)."""
+    analyzer = ClaimAnalyzer.of_module(facts, _resolver if facts.context.cross_file else None)
+    for node in function_nodes(caller, facts):
+        if not (isinstance(node, ast.Expr) and later(call, node) and not _contains(node, call)):
+            continue
+        lock = unwrap(node.value)  # a call made for its effect: ``self._create_locks()``, ``lock_objects(...)``
+        if isinstance(lock, ast.Call) and _still_held_at(lock, call, caller) and _call_locks(lock, analyzer, 1):
+            return True
+    return False
+
+
+def _still_held_at(lock: ast.AST, call: ast.AST, caller: FunctionNode) -> bool:
+    """A lock taken inside a ``with`` block (a transaction, a connection) ends with it: ``call`` must be in
+    the same block."""
+    for above in ancestors(lock):
+        if above is caller:
+            return True
+        if isinstance(above, (ast.With, ast.AsyncWith)) and not _contains(above, call):
+            return False
+    return True
+
+
+def _call_locks(call: ast.Call, analyzer: ClaimAnalyzer, depth: int) -> bool:
+    if call_name(call) in (orm.DJANGO_ROW_LOCK, orm.SA_ROW_LOCK):
+        return True
+    if any(isinstance(a, ast.Constant) and isinstance(a.value, str) and _locking_sql(a.value)
+           for a in ast.walk(call)):
+        return True
+    if depth >= 3:
+        return False
+    found = analyzer._helper_target(call)
+    if found is None:
+        return False
+    target, foreign = found
+    return _function_takes_lock(target, foreign, depth + 1)
+
+
+def _function_takes_lock(function: FunctionNode, analyzer: ClaimAnalyzer, depth: int) -> bool:
+    cache = analyzer.facts.cached("row_pickup:takes_lock", lambda _f: {})
+    if id(function) in cache:
+        return cache[id(function)]
+    cache[id(function)] = False
+    result = any(isinstance(n, ast.Constant) and isinstance(n.value, str) and _locking_sql(n.value)
+                 for n in walk_no_nested_functions(function)) or any(
+        isinstance(n, ast.Call) and _call_locks(n, analyzer, depth) for n in walk_no_nested_functions(function))
+    cache[id(function)] = result
+    return result
+
+
+def _locking_sql(text: str) -> bool:
+    upper = text.upper()
+    return any(marker in upper for marker in _BLOCKING_LOCK_SQL)
 
 
 def _calls_function(call: ast.Call, function: FunctionNode) -> bool:
@@ -446,8 +508,15 @@ class UnclaimedRowPickup(Rule):
                     if not _guard_matches_write(read, guard, write):
                         continue
                     effects = _effects(region, write, read.path, facts)
-                    after = [e for e in effects if later(e, write.node) and _reaches(write.node, e)]
+                    stored = _persist_call(write, read.path, region) or write.node
+                    after = [e for e in effects if later(e, stored) and _reaches(write.node, e)]
                     before = [e for e in effects if not later(e, write.node)]
+                    if not after and not (_words(read.field) & _SENT_WORDS or _rows_source(
+                            _root(read.path), guard, function, facts) is not None):
+                        # Work done before a status is written (``if status != EXITED: reap(); status = EXITED``)
+                        # is the job finishing; only a send-once flag or a row from a shared selection makes
+                        # acting first a duplicate.
+                        before = []
                     if not (after or before):
                         continue
                     if key not in best or (after and not best[key][3]):
@@ -455,7 +524,8 @@ class UnclaimedRowPickup(Rule):
                     if after:
                         break
         for guard, read, write, after, before, function in best.values():
-            if _function_locks_rows(function, facts, guard.test) or runs_claimed(function, facts):
+            if (_function_locks_rows(function, facts, guard.test) or _locked_before(guard.test, function, facts)
+                    or runs_claimed(function, facts)):
                 continue
             source = _rows_source(_root(read.path), guard, function, facts)
             if source is not None and _source_locks(source, facts):
@@ -674,6 +744,8 @@ _STATE_WORDS = frozenset({
 _SENT_WORDS = frozenset({"sent", "notified", "alerted", "mailed", "emailed", "reminded"})
 #: Methods that persist an instance already changed in Python (not themselves an effect of the work).
 _PERSIST_METHODS = frozenset({"save", "asave", "add", "commit", "flush", "merge", "refresh_from_db", "refresh"})
+#: Calls whose effect stays with the request being answered (a flash message for the next page).
+_REQUEST_LOCAL_MODULES = ("django.contrib.messages",)
 #: Method-name beginnings of a project's read and write-back of a whole record (``get_backfill`` /
 #: ``update_backfill``, ``update_event_by_id``).
 _LOAD_PREFIXES = ("get", "load", "fetch", "find", "read")
@@ -885,6 +957,15 @@ def _guard_matches_write(read: StateRead, guard: ast.If, write: StateWrite) -> b
 def _reaches(write: ast.AST, node: ast.AST) -> bool:
     """Whether ``node`` (after ``write``) can run after it: not when the block holding the write ends in a
     ``return``/``raise`` before reaching ``node``."""
+    child = write
+    for above in ancestors(write):
+        if isinstance(above, ast.If) and _contains(above, node):
+            in_body = any(_contains(s, child) for s in above.body)
+            if in_body != any(_contains(s, node) for s in above.body):
+                return False  # the other branch of an ``if`` the write is in
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            break
+        child = above
     statement = write
     while not isinstance(statement, ast.stmt):
         statement = parent(statement)
@@ -898,6 +979,19 @@ def _reaches(write: ast.AST, node: ast.AST) -> bool:
                     return any(_contains(s, node) for s in rest[:index + 1])
             return True
     return True
+
+
+def _persist_call(write: StateWrite, path: str, region: List[ast.AST]) -> Optional[ast.AST]:
+    """The ``obj.save()`` / commit that stores an assigned state (work prepared before it is not after it)."""
+    if not isinstance(write.node, ast.Assign):
+        return None
+    for node in region:
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and later(node, write.node)
+                and node.func.attr in _PERSIST_METHODS and (
+                    _path(node.func.value) == path or any(_path(a) == path for a in node.args)
+                    or node.func.attr in orm.SA_FLUSH)):
+            return node
+    return None
 
 
 def _persisted_after(assign: ast.AST, path: str, region: List[ast.AST], function: FunctionNode,
@@ -965,6 +1059,8 @@ def _effects(region: List[ast.AST], write: StateWrite, path: str, facts: ModuleF
             continue
         if receiver is not None and "log" in receiver.lower():
             continue  # a logger or metrics client (``stats_logger.incr``)
+        if (facts.callee(call) or "").startswith(_REQUEST_LOCAL_MODULES):
+            continue
         if name in _PERSIST_METHODS and (receiver == path or receiver is None or _is_session_like(call)):
             continue
         effects.append(call)
