@@ -237,3 +237,16 @@ def test_no_fix_outside_a_function_or_when_the_sql_is_elsewhere(tmp_path):
     assert [d.code for d in found] == ["OG103"]
     assert found[0].fix is None  # the SQL text is not in the statement: nothing to turn into the try variant
     assert fixed == elsewhere
+
+
+def test_the_readme_guards_section_shows_what_the_fix_writes(tmp_path):
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Guards\n", 1)[1].split("\n## ", 1)[0]
+    before = re.search(r"Before:\n\n```python\n(.*?)```", section, re.DOTALL).group(1)
+    after = re.search(r"After:\n\n```python\n(.*?)```", section, re.DOTALL).group(1)
+    found, fixed = _fix(before, tmp_path)
+    assert [d.code for d in found] == ["OG201"]
+    assert fixed == after
