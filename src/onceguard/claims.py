@@ -385,9 +385,8 @@ class ClaimAnalyzer:
             head = qualified.split(".where", 1)[0]
             if head in known.SQLALCHEMY_UPDATE and ".where" in qualified:
                 return CONDITIONAL_UPDATE
-        if isinstance(func.value, ast.Name) and func.value.id == "self":
-            return self._helper_kind(call, depth)
-        return self._helper_kind(call, depth) if self.resolver is not None else None
+        # A method of the project (``self.x()``, a typed parameter's, a module-level instance's): its summary.
+        return self._helper_kind(call, depth)
 
     def claim_in(self, expr: Optional[ast.AST], depth: int = 0) -> Optional[ClaimHit]:
         """The first claim made anywhere in ``expr`` (not inside lambdas or nested functions)."""
@@ -480,6 +479,9 @@ class ClaimAnalyzer:
         for node in walk_no_nested_functions(function):
             if isinstance(node, ast.Return) and node.value is not None:
                 value = node.value
+                if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "bool" \
+                        and len(value.args) == 1:
+                    value = value.args[0]
                 if isinstance(value, ast.Name) and value.id in claimed:
                     return True
                 if isinstance(value, ast.Constant) and value.value is True:

@@ -19,6 +19,7 @@ file: there only calls into the same module are followed.
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -496,3 +497,51 @@ def _local_receiver(receiver: ast.AST, function: FunctionNode, facts: ModuleFact
 def summaries_for(facts: ModuleFacts) -> Summaries:
     """One summary table per checked module (the defs of other modules it reaches are summarised with it)."""
     return facts.cached("summaries", lambda _facts: Summaries())
+
+
+# ------------------------------------------------------------------------------------------------
+# Callers: who runs a function, found across the project (a constructor through its class name)
+# ------------------------------------------------------------------------------------------------
+def callers(function: FunctionNode, facts: ModuleFacts, limit: int = 40) -> List[Tuple[ast.Call, ModuleFacts]]:
+    """The calls in the project that run ``function`` (``Class(...)`` for an ``__init__``), at most
+    ``limit``.  Only files whose text names it are parsed."""
+    from .claims import own_module_names
+
+    if not facts.context.cross_file:
+        return []
+    cls = facts.enclosing_class(function)
+    if function.name == "__init__":
+        if cls is None:
+            return []
+        name, suffixes = cls.name, [cls.name]
+    else:
+        name = function.name
+        suffixes = [f"{cls.name}.{name}"] if cls is not None else [name]
+    qualified = {f"{module}.{suffix}" for module in own_module_names(facts) for suffix in suffixes}
+    found: List[Tuple[ast.Call, ModuleFacts]] = []
+    for path in project.files_mentioning(name, project.roots_for(facts)):
+        other = facts if path == facts.context.path or os.path.abspath(path) == os.path.abspath(facts.context.path) \
+            else project.module_facts(path, facts.config)
+        if other is None or other.context.is_test:
+            continue
+        for call in other.calls_by_name.get(name, ()):
+            target = other.qualify(call.func) or ""
+            same_module = other is facts and (dotted_name(call.func) in suffixes
+                                              or (cls is not None and _is_self_call(call, name)))
+            if target in qualified or same_module:
+                found.append((call, other))
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+def dotted_name(node: ast.AST) -> str:
+    from .names import dotted
+
+    return dotted(node) or ""
+
+
+def _is_self_call(call: ast.Call, name: str) -> bool:
+    func = call.func
+    return (isinstance(func, ast.Attribute) and func.attr == name and isinstance(func.value, ast.Name)
+            and func.value.id in ("self", "cls"))

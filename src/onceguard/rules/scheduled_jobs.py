@@ -13,7 +13,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from .. import project
 from ..claims import (
-    CLAIM_FUNCTION, CACHE_ADD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, Bindings, ClaimAnalyzer, Lead,
+    CLAIM_FUNCTION, CACHE_ADD, HELPER_GUARD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, Bindings, ClaimAnalyzer,
+    Lead,
     failed_lock_handlers, is_log_call, own_module_names,
 )
 from ..facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
@@ -862,7 +863,7 @@ def _skipped_calls(function: FunctionNode, scheduled: Scheduled) -> set:
 
 
 #: Claims that a ``finally:`` can hand back (a lock manager's acquire/release, a Redis key deleted after).
-_RELEASABLE_CLAIMS = frozenset({HELPER_RESULT, SET_NX})
+_RELEASABLE_CLAIMS = frozenset({HELPER_RESULT, HELPER_GUARD, SET_NX})
 
 
 def _released_after_work(function: FunctionNode) -> bool:

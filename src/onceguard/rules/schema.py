@@ -24,6 +24,7 @@ from ..names import dotted
 from ..registry import register
 from ..sql import is_ddl, parse_statements, tokens
 from ..startup import StartupMap, is_main_guard
+from ..summaries import callers
 from .base import Rule
 
 
@@ -549,11 +550,41 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str]]:
             reason = reach.reason(write.call)
             if reason is None and write.registers_hook:
                 reason = "registered as a start-up hook of the app"
+            if reason is None and context.cross_file:
+                reason = _caller_reason(enclosing_function(write.call), facts, 0, set())
             if reason is not None:
                 reported.append((write, reason))
         return reported
 
     return facts.cached("schema:reported", build)
+
+
+_MAX_CALLER_DEPTH = 4
+
+
+def _caller_reason(function: Optional[FunctionNode], facts: ModuleFacts, depth: int, seen: Set[int]) -> Optional[str]:
+    """Why a function that its own module does not show running on every replica does: a caller elsewhere
+    in the project that does (a client whose ``__init__`` creates tables, built by a factory that module
+    code calls at import).  Commands, tests and migration code end the search."""
+    if function is None or depth > _MAX_CALLER_DEPTH or id(function) in seen:
+        return None
+    seen.add(id(function))
+    if Reach.of_module(facts).is_command(function):
+        return None
+    for call, other in callers(function, facts):
+        if other.context.is_migration or other.context.is_test:
+            continue
+        reach = Reach.of_module(other)
+        where = f"{other.context.rel_path or other.context.path}:{call.lineno}"
+        reason = reach.reason(call)
+        if reason is not None:
+            return f"{reason}, via {where}"
+        outer = enclosing_function(call)
+        if outer is not None and not reach.is_command(outer):
+            found = _caller_reason(outer, other, depth + 1, seen)
+            if found is not None:
+                return f"{found} → {where}"
+    return None
 
 
 # =====================================================================================================
