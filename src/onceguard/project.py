@@ -88,6 +88,16 @@ def roots_for(facts: ModuleFacts) -> str:
     return os.pathsep.join(roots)
 
 
+def search_root(facts: ModuleFacts) -> str:
+    """Where project-wide lookups by name look: the tree holding the checked file's top package (a
+    monorepo's other services and the repository's tests and tooling are not this program)."""
+    if facts.context.path:
+        own = package_root(facts.context.path)
+        if os.path.isdir(own):
+            return own
+    return facts.config.root
+
+
 def module_path(module: str, root: str) -> Optional[str]:
     """The file of a dotted module under ``root`` or ``root/src`` (``pkg/mod.py`` or ``pkg/mod/__init__.py``)."""
     if not module or not root or module.startswith("."):

@@ -256,7 +256,7 @@ def resolve(call: ast.Call, facts: ModuleFacts, function: Optional[FunctionNode]
         if found is not None:
             return [found]
     if cross and by_name and not func.attr.startswith("__") and func.attr not in _CONTAINER_METHODS:
-        candidates = project.functions_named(func.attr, facts.config, project.roots_for(facts), limit=3)
+        candidates = project.functions_named(func.attr, facts.config, project.search_root(facts), limit=3)
         return [c for c in candidates if isinstance(c[1].enclosing_class(c[0]), ast.ClassDef)]
     return []
 
@@ -519,7 +519,7 @@ def callers(function: FunctionNode, facts: ModuleFacts, limit: int = 40) -> List
         suffixes = [f"{cls.name}.{name}"] if cls is not None else [name]
     qualified = {f"{module}.{suffix}" for module in own_module_names(facts) for suffix in suffixes}
     found: List[Tuple[ast.Call, ModuleFacts]] = []
-    for path in project.files_mentioning(name, project.roots_for(facts)):
+    for path in project.files_mentioning(name, project.search_root(facts)):
         other = facts if path == facts.context.path or os.path.abspath(path) == os.path.abspath(facts.context.path) \
             else project.module_facts(path, facts.config)
         if other is None or other.context.is_test:
