@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .model import Diagnostic, Fix
 
@@ -231,6 +231,11 @@ def statement_in(description: str) -> Optional[str]:
     return match.group(1) if match else None
 
 
+def statements_in(description: str) -> List[str]:
+    """The code between every pair of backticks of a fix's description, in order."""
+    return re.findall(r"`([^`]+)`", description)
+
+
 def offer_claim(diagnostic: Diagnostic, verdict: object, facts: object) -> Diagnostic:
     """OG201's finding with the claim-period fix attached when the job's def is in this file and is what
     the scheduler calls on every tick (a ticker's loop function or a re-arming Timer is not: a claim
@@ -347,4 +352,110 @@ def try_lock_fix(call: ast.Call, scope: Optional[ast.AST], library: Optional[str
     if receiver:  # a DB-API cursor: execute returns nothing, the row is fetched after
         code = f"if not {receiver}.fetchone()[0]: return"
         return Fix("try-lock-skip-after", f"skip the run unless the lock was taken: `{code}`", "unsafe")
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# OG301: the arithmetic done by the database
+
+_ARITHMETIC = {ast.Add: "+", ast.Sub: "-"}
+
+
+def _sibling_list(statement: ast.stmt) -> Optional[list]:
+    from .facts import parent
+
+    above = parent(statement)
+    for name in ("body", "orelse", "finalbody"):
+        statements = getattr(above, name, None)
+        if isinstance(statements, list) and any(s is statement for s in statements):
+            return statements
+    return None
+
+
+def _arithmetic(statement: ast.AST, instance: str, field: str) -> Optional[Tuple[str, ast.AST]]:
+    """(operator, amount) of ``obj.n += k`` / ``obj.n = obj.n + k``."""
+    def is_field(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Attribute) and node.attr == field and isinstance(node.value, ast.Name)
+                and node.value.id == instance)
+
+    if isinstance(statement, ast.AugAssign) and is_field(statement.target) and type(statement.op) in _ARITHMETIC:
+        return _ARITHMETIC[type(statement.op)], statement.value
+    if (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and is_field(statement.targets[0])
+            and isinstance(statement.value, ast.BinOp) and type(statement.value.op) in _ARITHMETIC
+            and is_field(statement.value.left)):
+        return _ARITHMETIC[type(statement.value.op)], statement.value.right
+    return None
+
+
+def _mentions(node: ast.AST, instance: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == instance for n in ast.walk(node))
+
+
+def _read_after(function: ast.AST, instance: str, field: str, line: int) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == field and isinstance(n.value, ast.Name)
+               and n.value.id == instance and isinstance(n.ctx, ast.Load) and n.lineno > line
+               for n in ast.walk(function))
+
+
+def _saves_only(save: ast.Call, field: str) -> bool:
+    """``obj.save()`` or ``obj.save(update_fields=["n"])``: nothing but this field would be lost by dropping it."""
+    if not save.keywords:
+        return True
+    if len(save.keywords) != 1 or save.keywords[0].arg != "update_fields":
+        return False
+    fields = save.keywords[0].value
+    return (isinstance(fields, (ast.List, ast.Tuple)) and len(fields.elts) == 1
+            and isinstance(fields.elts[0], ast.Constant) and fields.elts[0].value == field)
+
+
+def orm_update_fix(statement: ast.AST, instance: str, field: str, framework: Optional[str], model: Optional[str],
+                   session: Optional[str], write: ast.Call) -> Optional[Fix]:
+    """OG301 arithmetic on a loaded instance → one UPDATE that does it in SQL.
+
+    Django: ``obj.n += k`` … ``obj.save()`` → ``Model.objects.filter(pk=obj.pk).update(n=F("n") + k)``, the
+    save dropped (or ``obj.refresh_from_db(fields=["n"])`` in its place when ``obj.n`` is read after), only
+    when the save is a plain ``obj.save()`` in the same block with no other change to ``obj`` in between.
+    SQLAlchemy: the statement becomes ``session.execute(update(Model).where(Model.id == obj.id).values(n=Model.n
+    + k))`` (the commit stays; the model's key is taken to be ``id``)."""
+    from .facts import ancestors
+
+    found = _arithmetic(statement, instance, field)
+    function = next((a for a in ancestors(statement) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))),
+                    None)
+    if found is None or not model or function is None or not isinstance(statement, ast.stmt):
+        return None
+    op, amount = found
+    if _mentions(amount, instance):
+        return None  # the amount reads the instance too: not one expression the database can evaluate alone
+    amount_code = ast.unparse(amount)
+    if isinstance(amount, (ast.BinOp, ast.BoolOp, ast.IfExp, ast.Lambda, ast.NamedExpr)):
+        amount_code = f"({amount_code})"
+    model_name = model.rsplit(".", 1)[-1]
+    read_after = _read_after(function, instance, field, getattr(write, "lineno", statement.lineno))
+    if framework == "django":
+        save_statement = _statement_of(write)
+        siblings = _sibling_list(statement)
+        if (siblings is None or not isinstance(save_statement, ast.Expr) or save_statement.value is not write
+                or write.args or not _saves_only(write, field) or not any(s is save_statement for s in siblings)):
+            return None
+        start, end = siblings.index(statement), siblings.index(save_statement)
+        between = siblings[start + 1:end]
+        if end <= start or any(isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
+                               and isinstance(n.value, ast.Name) and n.value.id == instance
+                               for s in between for n in ast.walk(s)):
+            return None  # other fields changed before the save: dropping it would lose them
+        update = f'{model_name}.objects.filter(pk={instance}.pk).update({field}=F("{field}") {op} {amount_code})'
+        then = f'{instance}.refresh_from_db(fields=["{field}"])' if read_after else "nothing"
+        return Fix("orm-update-django",
+                   f"do the arithmetic in SQL: `{update}` in place of `{ast.unparse(statement)}`; "
+                   f"`{ast.unparse(save_statement)}` becomes `{then}`", "unsafe")
+    if framework == "sqlalchemy" and session:
+        from .facts import parent
+
+        wait = "await " if isinstance(parent(write), ast.Await) else ""  # an AsyncSession
+        update = (f"{wait}{session}.execute(update({model_name}).where({model_name}.id == {instance}.id)"
+                  f".values({field}={model_name}.{field} {op} {amount_code}))")
+        refresh = f', then `{wait}{session}.refresh({instance}, ["{field}"])`' if read_after else ""
+        return Fix("orm-update-sqlalchemy",
+                   f"do the arithmetic in SQL: `{update}`{refresh} (the model's key is taken to be `id`)", "unsafe")
     return None

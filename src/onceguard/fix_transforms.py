@@ -7,6 +7,7 @@ also gets the finding's :class:`~onceguard.model.Fix`: fixes that insert code ca
 """
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from typing import Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple, Type
@@ -14,7 +15,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional,
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from .fix_plans import GUARDS_MODULE, UNKNOWN_PERIOD, statement_in
+from .fix_plans import GUARDS_MODULE, UNKNOWN_PERIOD, statement_in, statements_in
 from .model import Fix
 
 # ---------------------------------------------------------------------------------------------------------
@@ -45,13 +46,16 @@ class Transform:
 
 def enclosing_statement(positions: Mapping[cst.CSTNode, CodeRange], start: Tuple[int, int],
                         transform: Transform) -> List[Tuple[cst.CSTNode, CodeRange]]:
-    """The simple statement line whose range holds ``start`` (line, 0-based column), if the transform takes it."""
+    """The innermost node of the transform's type (a simple statement line, a block) whose range holds
+    ``start`` (line, 0-based column), if the transform takes it."""
+    best: List[Tuple[cst.CSTNode, CodeRange]] = []
     for node, where in positions.items():
-        if (isinstance(node, cst.SimpleStatementLine)
+        if (isinstance(node, transform.node_type)
                 and (where.start.line, where.start.column) <= start < (where.end.line, where.end.column)
                 and transform.accepts(node)):
-            return [(node, where)]
-    return []
+            if not best or (where.start.line, where.start.column) > (best[0][1].start.line, best[0][1].start.column):
+                best = [(node, where)]
+    return best
 
 
 # Logger methods that log at warning level or above, and the debug method that replaces each.
@@ -489,6 +493,78 @@ _SKIPS: Dict[str, Transform] = {
 }
 
 
+# ---------------------------------------------------------------------------------------------------------
+# OG301: the arithmetic done by the database
+
+
+def _same_code(statement: cst.CSTNode, code: str) -> bool:
+    """The statement is ``code`` (compared as Python, not as text: quotes and spacing may differ)."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    try:
+        mine = ast.parse(cst.Module(body=[statement.with_changes(leading_lines=[])]).code)
+        theirs = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return ast.dump(mine) == ast.dump(theirs)
+
+
+def _replacement(original: cst.SimpleStatementLine, code: str) -> Optional[cst.SimpleStatementLine]:
+    """``code`` as a statement in the original's place, keeping its comments above and beside it."""
+    try:
+        parsed = cst.parse_statement(code)
+    except cst.ParserSyntaxError:
+        return None
+    if not isinstance(parsed, cst.SimpleStatementLine):
+        return None
+    return parsed.with_changes(leading_lines=original.leading_lines, trailing_whitespace=original.trailing_whitespace)
+
+
+def _orm_update_sqlalchemy(node: cst.CSTNode, fix: Optional[Fix] = None) -> Optional[Rewrite]:
+    if not isinstance(node, cst.SimpleStatementLine) or fix is None:
+        return None
+    codes = statements_in(fix.description)
+    update = _replacement(node, codes[0]) if codes else None
+    if update is None or ".execute(update(" not in codes[0]:
+        return None
+    statements: List[cst.BaseStatement] = [update]
+    if len(codes) > 1 and ".refresh(" in codes[1]:
+        refresh = _replacement(cst.SimpleStatementLine(body=[]), codes[1])
+        if refresh is None:
+            return None
+        statements.append(refresh)
+    replaced = statements[0] if len(statements) == 1 else cst.FlattenSentinel(statements)
+    return Rewrite(replaced, frozenset({"sqlalchemy:update"}))  # type: ignore[arg-type]
+
+
+def _orm_update_django(node: cst.CSTNode, fix: Optional[Fix] = None) -> Optional[Rewrite]:
+    if not isinstance(node, cst.IndentedBlock) or fix is None:
+        return None
+    codes = statements_in(fix.description)
+    if len(codes) != 4 or ".update(" not in codes[0]:
+        return None
+    update_code, change_code, save_code, then_code = codes
+    statements = list(node.body)
+    change = next((i for i, s in enumerate(statements) if _same_code(s, change_code)), None)
+    if change is None:
+        return None
+    save = next((i for i in range(change + 1, len(statements)) if _same_code(statements[i], save_code)), None)
+    if save is None:
+        return None
+    update = _replacement(statements[change], update_code)  # type: ignore[arg-type]
+    if update is None:
+        return None
+    statements[change] = update
+    if then_code == "nothing":
+        del statements[save]
+    else:
+        refresh = _replacement(statements[save], then_code)  # type: ignore[arg-type]
+        if refresh is None:
+            return None
+        statements[save] = refresh
+    return Rewrite(node.with_changes(body=statements), frozenset({"django.db.models:F"}))
+
+
 TRANSFORMS: Dict[str, Transform] = {
     # OG203: "another replica has the lock" is the normal case, not a warning.
     "log-level-debug": Transform(cst.Call, _accepts_loud_log, _log_at_debug),
@@ -506,4 +582,9 @@ TRANSFORMS: Dict[str, Transform] = {
     **{f"lock-to-try-skip-{kind}": Transform(cst.SimpleStatementLine, skip.accepts, _to_try_then(skip.rewrite),
                                              takes_fix=True, enclosing_statement=True)
        for kind, skip in _SKIPS.items()},
+    # OG301: two replicas that read, add and write back lose one of the updates; the database adds atomically.
+    "orm-update-sqlalchemy": Transform(cst.SimpleStatementLine, lambda node: True, _orm_update_sqlalchemy,
+                                       takes_fix=True, enclosing_statement=True),
+    "orm-update-django": Transform(cst.IndentedBlock, lambda node: True, _orm_update_django, takes_fix=True,
+                                   enclosing_statement=True),
 }
