@@ -250,3 +250,26 @@ def test_the_readme_guards_section_shows_what_the_fix_writes(tmp_path):
     found, fixed = _fix(before, tmp_path)
     assert [d.code for d in found] == ["OG201"]
     assert fixed == after
+
+
+# ---------------------------------------------------------------------------------------------------------
+# OG501: SETNX + EXPIRE → one SET; a lock object gets a TTL
+
+def test_setnx_then_pexpire_becomes_one_set_with_px(tmp_path):
+    source = ('import redis.asyncio as redis\n\nr = redis.Redis.from_url("redis://cache:6379/0")\n\n\n'
+              'async def warm_cache():\n    if await r.setnx("lock:warm", "1"):\n'
+              '        await r.pexpire("lock:warm", 30_000)\n        await cache.warm()\n')
+    found, fixed = _fix(source, tmp_path)
+    assert [d.code for d in found] == ["OG501"]
+    assert '    if await r.set("lock:warm", "1", nx=True, px=30000):\n' in fixed
+    again, unchanged = _fix(fixed, tmp_path)
+    assert [d.code for d in again] == [] and unchanged == fixed
+
+
+def test_lock_without_timeout_gets_one_and_keeps_its_layout(tmp_path):
+    source = ('import redis\n\nr = redis.Redis()\n\n\ndef rotate_keys():\n    with r.lock(\n'
+              '        "lock:rotate",\n        blocking_timeout=0,\n    ):\n        keys.rotate()\n')
+    found, fixed = _fix(source, tmp_path)
+    assert [d.code for d in found] == ["OG501"]
+    assert found[0].fix.applicability == "unsafe"
+    assert '        blocking_timeout=0,\n        timeout=60,\n    ):' in fixed
