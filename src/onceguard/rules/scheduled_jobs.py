@@ -1037,10 +1037,19 @@ class _Timezones:
             return self._arq(scheduled)
         return None
 
+    def _django_process(self) -> bool:
+        """Django sets the process's time zone to ``settings.TIME_ZONE`` when it starts (``USE_TZ`` or
+        not, on POSIX), so the "local" zone of a scheduler in a Django process is the same on every
+        replica."""
+        return any(value == "django" or value.startswith(("django.", "django_apscheduler"))
+                   for value in self.facts.imports.aliases.values())
+
     def _apscheduler(self, scheduled: Scheduled) -> Optional[str]:
         call = scheduled.call
         trigger = scheduled.trigger
         if call is None or trigger is None or _has_splat(call):
+            return None
+        if self._django_process():
             return None
         origin = self.bindings.origin(trigger) if isinstance(trigger, ast.Name) else trigger
         keywords = _keywords(call)
