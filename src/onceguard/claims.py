@@ -292,6 +292,10 @@ class ClaimAnalyzer:
         self._helpers: Dict[int, Optional[str]] = {}
         self._in_progress: Set[int] = set()
         self._bound_claims: Dict[Tuple[int, str], Optional[ClaimHit]] = {}
+        #: Whether a method may be found by its name alone when its receiver's class is unknown: a look
+        #: over the whole project's definitions, asked only for scheduled jobs, where a wrongly missed claim
+        #: is a false alarm.
+        self.by_name = False
 
     @classmethod
     def of_module(cls, facts: ModuleFacts, resolver: Optional[ForeignResolver] = None) -> "ClaimAnalyzer":
@@ -417,18 +421,22 @@ class ClaimAnalyzer:
             found = self.resolver(call, self.facts)
             if found is not None:
                 function, foreign = found
-                return function, ClaimAnalyzer.of_module(foreign, self.resolver)
+                analyzer = ClaimAnalyzer.of_module(foreign, self.resolver)
+                analyzer.by_name = analyzer.by_name or self.by_name
+                return function, analyzer
         if isinstance(func, ast.Attribute):
             # ``lock_manager.acquire_lock(...)`` on a parameter, an attribute or a closure variable: the
             # project's method, from the receiver's class or (one candidate only) from its name.
             from .summaries import resolve
 
-            candidates = resolve(call, self.facts, self.facts.enclosing_function(call))
+            candidates = resolve(call, self.facts, self.facts.enclosing_function(call), by_name=self.by_name)
             if len(candidates) == 1:
                 function, foreign = candidates[0]
                 if foreign is self.facts:
                     return function, self
-                return function, ClaimAnalyzer.of_module(foreign, self.resolver)
+                analyzer = ClaimAnalyzer.of_module(foreign, self.resolver)
+                analyzer.by_name = analyzer.by_name or self.by_name
+                return function, analyzer
         return None
 
     def _helper_kind(self, call: ast.Call, depth: int) -> Optional[str]:

@@ -904,6 +904,7 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
             if function is None or target.facts is None or key in reported:
                 continue
             analyzer = ClaimAnalyzer.of_module(target.facts, resolver)
+            analyzer.by_name = bool(resolver)
             lead = analyzer.lead(function, skip=scheduled.skip)
             if lead.claimed and lead.kind in _RELEASABLE_CLAIMS and not scheduled.wall_clock \
                     and _released_after_work(function):
