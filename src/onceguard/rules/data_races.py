@@ -17,6 +17,7 @@ from pglast import ast as pg
 from .. import project
 from ..executed_sql import ExecutedSql, bound_value, executed_sql
 from ..facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
+from ..fix_plans import orm_update_fix
 from ..handles import Handles
 from ..knowledge import orm
 from ..knowledge import redis_clients as redis_known
@@ -458,6 +459,151 @@ def _model_method(model: str, method: str, facts: ModuleFacts) -> Optional[Tuple
     return project.find_function(f"{target}.{method}", facts.config, roots)
 
 
+_GETTER, _SETTER = "get_", "set_"
+
+
+def _accessor_write(read: ast.Call, receiver: str, name: str, function: FunctionNode,
+                    facts: ModuleFacts) -> Optional[ast.Call]:
+    for node in function_nodes(function, facts):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and later(node, read)
+                and plain_name(node.func.value) == receiver):
+            continue
+        if node.func.attr == _SETTER + name and node.args:
+            return node
+        if any(isinstance(a, ast.Dict) and any(isinstance(k, ast.Constant) and k.value == name for k in a.keys)
+               for a in node.args):
+            return node
+    return None
+
+
+def _keyed(value: ast.AST, name: str) -> ast.AST:
+    """The value a dict argument gives ``name`` (``{"count": n + 1}``), or the argument itself."""
+    if isinstance(value, ast.Dict):
+        for key, item in zip(value.keys, value.values):
+            if isinstance(key, ast.Constant) and key.value == name:
+                return item
+    return value
+
+
+def _first_arithmetic(flow: "Flow", read: ast.AST, write: ast.AST, function: FunctionNode,
+                      facts: ModuleFacts) -> ast.AST:
+    """Where the value read is first changed: ``n += 1`` / ``n = n + 1`` after the read, else the write."""
+    for node in function_nodes(function, facts):
+        if not isinstance(node, ast.stmt) or not later(node, read) or not later(write, node):
+            continue
+        if (isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id in flow.tainted
+                and isinstance(node.op, _ARITHMETIC)):
+            return node
+        if isinstance(node, ast.Assign) and flow.arithmetic(node.value):
+            return node
+    return write
+
+
+#: Hash commands that show a class's ``__setitem__`` writes a Redis hash field.
+_HASH_WRITES = frozenset({"hset", "hsetnx", "hmset"})
+
+
+def _remote_dict_names(facts: ModuleFacts) -> Set[str]:
+    """Module-level names bound (in some branch) to an instance of a project class whose ``__setitem__``
+    writes a Redis hash: item assignment there is a network write other replicas see."""
+    def build(_facts: ModuleFacts) -> Set[str]:
+        names: Set[str] = set()
+        for statement in facts.assigns:
+            if not isinstance(statement, ast.Assign) or facts.enclosing_function(statement) is not None:
+                continue
+            value = statement.value
+            if not isinstance(value, ast.Call):
+                continue
+            qualified = facts.callee(value)
+            if not qualified or not _setitem_writes_hash(qualified, facts):
+                continue
+            names.update(t.id for t in statement.targets if isinstance(t, ast.Name))
+        return names
+
+    return facts.cached("remote_dict_names", build)
+
+
+def _setitem_writes_hash(qualified: str, facts: ModuleFacts) -> bool:
+    if "." not in qualified:
+        method = None
+        for cls in facts.classes:
+            if cls.name == qualified:
+                method = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__setitem__"),
+                              None)
+        found = (method, facts) if method is not None else None
+    else:
+        found = project.find_function(f"{qualified}.__setitem__", facts.config, project.roots_for(facts))
+    if found is None:
+        return False
+    method, where = found
+    for node in ast.walk(method):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _HASH_WRITES or (
+                    node.func.attr in redis_known.WRITES and redis_call(node, where) is not None):
+                return True
+    return False
+
+
+def _remote_read_back(assign: ast.Assign, name: str, key: ast.AST, function: FunctionNode,
+                      facts: ModuleFacts) -> Optional[ast.AST]:
+    """The read of ``name[key]`` the assigned value was built from: ``{**name.get(key), ...}`` in the value
+    itself, or a local taken from ``name.get(key)`` / ``name[key]`` / ``for key, local in name.items()`` and
+    changed in place before being put back."""
+    key_text = ast.unparse(key)
+
+    def reads_entry(node: ast.AST) -> Optional[ast.AST]:
+        for n in ast.walk(node):
+            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
+                    and isinstance(n.func.value, ast.Name) and n.func.value.id == name and n.args
+                    and ast.unparse(n.args[0]) == key_text):
+                return n
+            if (isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name)
+                    and n.value.id == name and ast.unparse(n.slice) == key_text):
+                return n
+        return None
+
+    value = assign.value
+    direct = reads_entry(value)
+    if direct is not None and not isinstance(unwrap(value), (ast.Call, ast.Subscript)):
+        return direct
+    if not isinstance(value, ast.Name):
+        return None
+    local = value.id
+    origin: Optional[ast.AST] = None
+    changed = False
+    for node in function_nodes(function, facts):
+        if not isinstance(node, ast.stmt) or not later(assign, node):
+            continue
+        if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Tuple) and len(
+                node.target.elts) == 2 and isinstance(node.target.elts[1], ast.Name) and node.target.elts[1].id == local:
+            iterated = node.iter.args[0] if isinstance(node.iter, ast.Call) and node.iter.args else node.iter
+            if (isinstance(iterated, ast.Call) and isinstance(iterated.func, ast.Attribute)
+                    and iterated.func.attr == "items" and isinstance(iterated.func.value, ast.Name)
+                    and iterated.func.value.id == name and ast.unparse(node.target.elts[0]) == key_text):
+                origin, changed = node, False
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == local for t in node.targets):
+            read = reads_entry(node.value)
+            origin, changed = (read, False) if read is not None else (None, False)
+        elif origin is not None and _changes_local(node, local):
+            changed = True
+    return origin if changed else None
+
+
+def _changes_local(statement: ast.stmt, local: str) -> bool:
+    if isinstance(statement, ast.Delete):
+        return any(isinstance(t, ast.Subscript) and isinstance(_subscript_root(t), ast.Name)
+                   and _subscript_root(t).id == local for t in statement.targets)
+    if isinstance(statement, (ast.Assign, ast.AugAssign)):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        return any(isinstance(t, ast.Subscript) and isinstance(_subscript_root(t), ast.Name)
+                   and _subscript_root(t).id == local for t in targets)
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        func = statement.value.func
+        return (isinstance(func, ast.Attribute) and func.attr in _IN_PLACE
+                and isinstance(_subscript_root(func.value), ast.Name) and _subscript_root(func.value).id == local)
+    return False
+
+
 def _session_get(expr: ast.AST, facts: ModuleFacts) -> Optional[Loaded]:
     """``await session.get(User, user_id)`` on a session whose origin is a project helper
     (``async with get_db() as session``): in a module that imports SQLAlchemy, a mapped class and a key
@@ -853,6 +999,8 @@ class ReadModifyWrite(Rule):
         yield from self._raw_sql(facts)
         yield from self._core_updates(facts)
         yield from self._model_methods(facts)
+        yield from self._accessors(facts)
+        yield from self._remote_dicts(facts)
         yield from self._redis(facts)
 
     # ORM instances --------------------------------------------------------------------------------------
@@ -932,7 +1080,10 @@ class ReadModifyWrite(Rule):
                           f"{obj}.id).values({field}={model}.{field} {op} {amount}))` and check `rowcount` (put a "
                           f"limit in the `where`); or load the row with `.with_for_update()` and keep it in that "
                           f"transaction.")
-        return self.finding(change.statement, hazard, suggestion)
+        fix = None
+        if change.kind == "arithmetic" and loaded is not None:
+            fix = orm_update_fix(change.statement, obj, field, loaded.framework, loaded.model, loaded.session, write)
+        return self.finding(change.statement, hazard, suggestion, fix=fix)
 
     # changes made by a callee: a model method on ``self``, a helper on its parameter ----------------------------
     def _model_methods(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
@@ -998,6 +1149,72 @@ class ReadModifyWrite(Rule):
                     if argument_name and change.kind == "arithmetic" and not _written_back(change, helper, facts, {}):
                         yield (Change(node, argument_name, change.field, "arithmetic", node, change.op, change.amount),
                                change.statement)
+
+    # accessor pairs: ``n = obj.get_count(); obj.set_count(n + 1)`` ------------------------------------------
+    def _accessors(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        """A value read through ``get_<name>()`` and written back through ``set_<name>(...)`` (or a write
+        whose dict names ``"<name>"``) on the same object, in a module that saves or commits: the accessors
+        front a stored value, and the read and the write are two round trips."""
+        if not any(facts.calls_named(*orm.DJANGO_SAVE, *orm.SA_FLUSH)):
+            return
+        getters: Dict[int, List[Tuple[ast.Call, str, str]]] = {}
+        for call in facts.calls:
+            if not (isinstance(call.func, ast.Attribute) and call.func.attr.startswith(_GETTER)):
+                continue
+            receiver = plain_name(call.func.value)
+            function = facts.enclosing_function(call)
+            if receiver is None or function is None:
+                continue
+            getters.setdefault(id(function), []).append((call, receiver, call.func.attr[len(_GETTER):]))
+        for calls in getters.values():
+            function = facts.enclosing_function(calls[0][0])
+            for read, receiver, name in calls:
+                write = _accessor_write(read, receiver, name, function, facts)
+                if write is None:
+                    continue
+                flow = Flow(function, facts, lambda n, r=read: n is r)
+                values = [a for a in write.args] + [k.value for k in write.keywords]
+                if not any(flow.arithmetic(_keyed(v, name)) for v in values):
+                    continue
+                at = _first_arithmetic(flow, read, write, function, facts)
+                yield self.finding(
+                    at,
+                    f"`{receiver}.{_GETTER}{name}()` is read, changed in Python and stored again by "
+                    f"`{short(write, 50)}` on line {write.lineno}: two replicas (or requests) doing this at once "
+                    f"read the same value and one of the updates is lost.",
+                    "Change the stored value in one statement (an UPDATE with the arithmetic in SQL and the limit "
+                    "in its WHERE, checking the rows affected), or read it under a row lock in the same "
+                    "transaction.",
+                )
+                break
+
+    # dict-like classes over a Redis hash: ``POOL[k] = {**POOL.get(k), ...}`` -----------------------------------
+    def _remote_dicts(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        remote = _remote_dict_names(facts)
+        if not remote:
+            return
+        for assign in facts.assigns:
+            if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1
+                    and isinstance(assign.targets[0], ast.Subscript)):
+                continue
+            target = assign.targets[0]
+            if not (isinstance(target.value, ast.Name) and target.value.id in remote):
+                continue
+            function = facts.enclosing_function(assign)
+            if function is None:
+                continue
+            read = _remote_read_back(assign, target.value.id, target.slice, function, facts)
+            if read is not None:
+                name = target.value.id
+                yield self.finding(
+                    assign,
+                    f"`{name}[{short(target.slice, 30)}]` is written back whole from the value read on line "
+                    f"{read.lineno}: `{name}` keeps its entries in Redis, so another replica's change to the same "
+                    f"entry between the read and this write is lost.",
+                    "Keep one Redis key (or hash field) per inner item so each change is a single command "
+                    "(`HSET`/`HDEL` on `name:key`, a set with `SADD`/`SREM`), or do the change in a Lua script or "
+                    "a `WATCH`/`MULTI` transaction.",
+                )
 
     # SQLAlchemy Core: select(M.col) read, update(M).values(col=<computed from it>) ----------------------------
     def _core_updates(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
