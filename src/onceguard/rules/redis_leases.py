@@ -179,10 +179,10 @@ def command_of(call: ast.Call, handle: Handle) -> Optional[str]:
 
 
 # -- clients the project makes ------------------------------------------------------------------------
-# (kind, library, how) of a factory or class, looked up once per definition; a definition being looked up
-# counts as no client, so a factory that returns itself ends the walk.
+# (kind, library, how) of a factory or class, looked up once per definition and kept with the facts of the
+# module that defines it (a changed file gets new facts, so nothing stale survives); a definition being looked
+# up counts as no client, so a factory that returns itself ends the walk.
 _Made = Tuple[str, str, str]
-_made_cache: Dict[Tuple[str, str], Optional[_Made]] = {}
 
 
 def _definition_facts(qualified: str, facts: ModuleFacts) -> Optional[Tuple[ModuleFacts, str]]:
@@ -218,12 +218,13 @@ def _top_level(facts: ModuleFacts, name: str) -> Optional[ast.AST]:
     return found
 
 
-def _remembered(key: Tuple[str, str], build) -> Optional[_Made]:
-    if key in _made_cache:
-        return _made_cache[key]
-    _made_cache[key] = None
+def _remembered(facts: ModuleFacts, key: str, build) -> Optional[_Made]:
+    made: Dict[str, Optional[_Made]] = facts.cached("redis_made_clients", lambda _facts: {})
+    if key in made:
+        return made[key]
+    made[key] = None
     result = build()
-    _made_cache[key] = result
+    made[key] = result
     return result
 
 
@@ -234,7 +235,7 @@ def _made_by_project(call: ast.Call, callee: Optional[str], facts: ModuleFacts, 
         method = _method(cls_node, func.attr) if cls_node is not None else None
         if method is None:
             return None
-        return _remembered((_path_of(facts), f"{cls_node.name}.{func.attr}@{method.lineno}"),
+        return _remembered(facts, f"{cls_node.name}.{func.attr}@{method.lineno}",
                            lambda: _returned_client(method, facts, depth))
     if not callee:
         return None
@@ -247,11 +248,7 @@ def _made_by_project(call: ast.Call, callee: Optional[str], facts: ModuleFacts, 
         return None
     if isinstance(definition, ast.ClassDef):
         return _class_client(definition, where, depth, call, facts)
-    return _remembered((_path_of(where), name), lambda: _returned_client(definition, where, depth))
-
-
-def _path_of(facts: ModuleFacts) -> str:
-    return facts.context.path or f"<module {id(facts)}>"
+    return _remembered(where, name, lambda: _returned_client(definition, where, depth))
 
 
 def _method(cls_node: ast.ClassDef, name: str) -> Optional[ast.AST]:
@@ -296,7 +293,7 @@ def _class_client(cls_node: ast.ClassDef, facts: ModuleFacts, depth: int, call: 
                   caller: ModuleFacts) -> Optional[_Made]:
     """A class of the project is a client when it subclasses one, or when it has get/set/delete methods and
     holds a client (an attribute built from one, or one handed to its constructor)."""
-    made = _remembered((_path_of(facts), f"class {cls_node.name}@{cls_node.lineno}"),
+    made = _remembered(facts, f"class {cls_node.name}@{cls_node.lineno}",
                        lambda: _class_client_by_definition(cls_node, facts, depth))
     if made is not None or call is None or not _has_verb_methods(cls_node):
         return made
