@@ -101,6 +101,8 @@ READ_MODIFY_WRITE_TRIGGERS = (
     # ``bump_votes(poll)`` then ``poll.save()``).
     *((writer, loader) for writer in (b"save(", b"commit(", b"flush(")
       for loader in (b"objects", b"select(", b".query(", b".get(")),
+    # An entry of a dict-like class over a Redis hash assigned back from a read of it.
+    (b"] = ", b".items()"), (b"] = {", b".get("), (b"__setitem__", b"hset"),
     # A mapped model's method changing ``self`` from its own value: the caller's commit writes it.
     *((model, b"self.", op) for model in (b"__tablename__", b"mapped_column", b"Column(", b"Field(")
       for op in _ARITHMETIC_WORDS),

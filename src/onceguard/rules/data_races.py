@@ -262,7 +262,7 @@ class Flow:
             if isinstance(n, ast.Name) and n.id in self.computed:
                 return True
             if isinstance(n, ast.BinOp) and isinstance(n.op, _ARITHMETIC) and (
-                    self.reads(n.left) or self.reads(n.right)):
+                    self.reads(n.left) or self.reads(n.right)) and not _set_algebra(n):
                 return True
         return False
 
@@ -515,7 +515,9 @@ def _remote_dict_names(facts: ModuleFacts) -> Set[str]:
             if not isinstance(value, ast.Call):
                 continue
             qualified = facts.callee(value)
-            if not qualified or not _setitem_writes_hash(qualified, facts):
+            if not qualified or not qualified.rsplit(".", 1)[-1][:1].isupper():
+                continue  # only a class makes an instance with ``__setitem__``
+            if not _setitem_writes_hash(qualified, facts):
                 continue
             names.update(t.id for t in statement.targets if isinstance(t, ast.Name))
         return names
@@ -728,9 +730,17 @@ def _reads_name(node: ast.AST, name: str) -> bool:
 def _arithmetic_on(node: ast.AST, reads: Callable[[ast.AST], bool]) -> Optional[ast.BinOp]:
     for n in ast.walk(node):
         if (isinstance(n, ast.BinOp) and isinstance(n.op, _ARITHMETIC) and (reads(n.left) or reads(n.right))
-                and not _text(n.left) and not _text(n.right)):
+                and not _text(n.left) and not _text(n.right) and not _set_algebra(n)):
             return n
     return None
+
+
+def _set_algebra(node: ast.BinOp) -> bool:
+    """``set(a) - set(b)``: comparing two collections, not counting."""
+    def is_set(n: ast.AST) -> bool:
+        return isinstance(n, (ast.Set, ast.SetComp)) or (
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("set", "frozenset"))
+    return is_set(node.left) or is_set(node.right)
 
 
 def _text(node: ast.AST) -> bool:
@@ -1149,6 +1159,7 @@ class ReadModifyWrite(Rule):
                     if argument_name and change.kind == "arithmetic" and not _written_back(change, helper, facts, {}):
                         yield (Change(node, argument_name, change.field, "arithmetic", node, change.op, change.amount),
                                change.statement)
+                        break  # the helper's first change is where it is reported
 
     # accessor pairs: ``n = obj.get_count(); obj.set_count(n + 1)`` ------------------------------------------
     def _accessors(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
