@@ -64,12 +64,12 @@ ANNOTATIONS: Dict[str, Tuple[str, str]] = {
     "redis.asyncio.client.Redis": (REDIS, "redis.asyncio"),
     "aioredis.Redis": (REDIS, "aioredis"),
     "django.core.cache.backends.base.BaseCache": (DJANGO_CACHE, "django"),
-    "flask_caching.Cache": (CACHE, "flask-caching"),
 }
 
 #: Classes a project subclasses to get a client of its own (``class AppCache(Cache)``).
 CLIENT_BASES: Dict[str, Tuple[str, str]] = {
     **ANNOTATIONS,
+    "flask_caching.Cache": (CACHE, "flask-caching"),
     "redis.client.StrictRedis": (REDIS, "redis-py"),
     "redis.asyncio.StrictRedis": (REDIS, "redis.asyncio"),
     "cachelib.BaseCache": (CACHE, "cachelib"),
