@@ -291,6 +291,8 @@ class ClaimAnalyzer:
         self._own_modules = own_module_names(facts)
         self._helpers: Dict[int, Optional[str]] = {}
         self._in_progress: Set[int] = set()
+        self._in_progress_guard: Set[int] = set()
+        self._guarded: Dict[int, bool] = {}
         self._bound_claims: Dict[Tuple[int, str], Optional[ClaimHit]] = {}
         #: Whether a method may be found by its name alone when its receiver's class is unknown: a look
         #: over the whole project's definitions, asked only for scheduled jobs, where a wrongly missed claim
@@ -472,15 +474,24 @@ class ClaimAnalyzer:
         ``return False`` otherwise): a helper that takes a claim and returns whether it got it."""
         claimed: Set[str] = set()
         found = False
+        kinds = (SET_NX, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE, HELPER_RESULT)
+        if depth >= self.MAX_HELPER_DEPTH:
+            return False
         for node in walk_no_nested_functions(function):
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                hit = self.claim_in(node.value, depth)
-                if hit is not None and hit.kind in (SET_NX, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE):
+                hit = self.claim_in(node.value, depth + 1)
+                if hit is not None and hit.kind in kinds:
                     found = True
                     claimed.update(_target_names(node))
             elif isinstance(node, ast.Return) and node.value is not None:
-                hit = self.claim_in(node.value, depth)
-                if hit is not None and hit.kind in (SET_NX, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE):
+                hit = self.claim_in(node.value, depth + 1)
+                if hit is not None and hit.kind in kinds:
+                    return True
+            elif isinstance(node, ast.If):
+                # ``if await locks.acquire(...): return Lease.LEADER``: the answer depends on the claim.
+                hit = self.claim_in(node.test, depth + 1)
+                if hit is not None and hit.kind in kinds and any(
+                        isinstance(s, ast.Return) and s.value is not None for s in node.body):
                     return True
         if not found:
             return False
@@ -545,6 +556,65 @@ class ClaimAnalyzer:
             # (``UPDATE ... WHERE ...`` with no row count check).
             return Lead(False, None, scan.untested)
         return Lead(False, None, node if outcome == _FAIL else None)
+
+    # -- a claim further in --------------------------------------------------------------------
+    def guarded_later(self, function: FunctionNode, depth: int = 0) -> Optional[ast.AST]:
+        """The ``if`` that leaves when a claim was not obtained, found in ``function``'s own flow (not
+        only first) or in a helper it calls there: ``lease = await self._acquire_lease(); if lease is
+        FOLLOWER: return``, ``if not await locks.acquire(...): return`` after reading config and metrics.
+        What runs before it runs on every replica; a scheduled job's work after it runs once."""
+        return self._guard_in(function.body, depth, {})
+
+    def guarded_helper(self, helper: FunctionNode, depth: int) -> bool:
+        key = id(helper)
+        if key in self._guarded:
+            return self._guarded[key]
+        if key in self._in_progress_guard:
+            return False  # recursion: no guard found along this path
+        self._in_progress_guard.add(key)
+        try:
+            found = self._guard_in(helper.body, depth, {}) is not None
+        finally:
+            self._in_progress_guard.discard(key)
+        self._guarded[key] = found
+        return found
+
+    def _guard_in(self, body: List[ast.stmt], depth: int, pending: Dict[str, ClaimHit]) -> Optional[ast.AST]:
+        for statement in body:
+            if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+                hit = self.claim_in(statement.value, depth)
+                if hit is not None and (hit.needs_test or hit.kind == HELPER_GUARD):
+                    for name in _target_names(statement):
+                        pending[name] = hit
+            if isinstance(statement, ast.If):
+                tested = any(isinstance(n, ast.Name) and n.id in pending for n in ast.walk(statement.test))
+                if not tested:
+                    hit = self.claim_in(statement.test, depth)
+                    tested = hit is not None
+                # In the job itself the claim must lead (``lead``); in a helper it may follow config reads.
+                if depth > 0 and tested and (_leaves(statement.body) or _leaves(statement.orelse)):
+                    return statement
+                found = self._guard_in(statement.body, depth, pending)
+                if found is not None:
+                    return found
+                continue
+            if isinstance(statement, (ast.With, ast.AsyncWith, ast.Try) + _TRY_STAR):
+                found = self._guard_in(statement.body, depth, pending)
+                if found is not None:
+                    return found
+                continue
+            if depth < self.MAX_HELPER_DEPTH and isinstance(statement, (ast.Expr, ast.Assign, ast.AnnAssign,
+                                                                        ast.Return)):
+                value = statement.value
+                if isinstance(value, ast.Await):
+                    value = value.value
+                if isinstance(value, ast.Call):
+                    found_helper = self._helper_target(value)
+                    if found_helper is not None:
+                        helper, analyzer = found_helper
+                        if analyzer.guarded_helper(helper, depth + 1):
+                            return statement
+        return None
 
     # -- OG203: the branch taken when a claim fails --------------------------------------------
     def bound_claim(self, scope: ast.AST, name: str) -> Optional[ClaimHit]:
@@ -727,6 +797,16 @@ def _bails(body: List[ast.stmt]) -> bool:
     if isinstance(last, ast.Return) and last.value is not None and _has_call(last.value):
         return False
     return all(_is_preamble(s) for s in head)
+
+
+def _leaves(body: List[ast.stmt]) -> bool:
+    """A branch that ends by leaving (what it records on the way out, a metric or a log, is its own)."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, ast.Return):
+        return last.value is None or not _has_call(last.value)
+    return isinstance(last, (ast.Raise, ast.Continue, ast.Break))
 
 
 def _has_call(node: ast.AST) -> bool:

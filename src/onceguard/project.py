@@ -82,20 +82,44 @@ def roots_for(facts: ModuleFacts) -> str:
     if facts.config.root:
         roots.append(facts.config.root)
     if facts.context.path:
-        own = package_root(facts.context.path)
-        if own not in roots:
-            roots.append(own)
+        for own in (package_root(facts.context.path), search_root(facts)):
+            if own not in roots:
+                roots.append(own)
     return os.pathsep.join(roots)
 
 
+def source_root(facts: ModuleFacts) -> str:
+    """The directory the file's own absolute imports start from, as its imports show it: a file under
+    ``backend/app/jobs/`` that imports ``app.db`` has its root at ``backend/``, with or without
+    ``__init__.py`` files on the way (namespace packages).  Falls back to the ``__init__.py`` chain."""
+    if not facts.context.path:
+        return facts.config.root
+    directory = os.path.dirname(os.path.abspath(facts.context.path))
+    ancestors = []
+    current = directory
+    while True:
+        ancestors.append(current)
+        above = os.path.dirname(current)
+        if above == current:
+            break
+        current = above
+    names = {os.path.basename(a): a for a in reversed(ancestors)}  # the nearest ancestor of each name
+    best = ""
+    for value in facts.imports.aliases.values():
+        top = value.split(".", 1)[0]
+        holder = names.get(top)
+        if holder is not None:
+            root = os.path.dirname(holder)
+            if len(root) > len(best):
+                best = root
+    return best or package_root(facts.context.path)
+
+
 def search_root(facts: ModuleFacts) -> str:
-    """Where project-wide lookups by name look: the tree holding the checked file's top package (a
-    monorepo's other services and the repository's tests and tooling are not this program)."""
-    if facts.context.path:
-        own = package_root(facts.context.path)
-        if os.path.isdir(own):
-            return own
-    return facts.config.root
+    """Where project-wide lookups by name look: the source tree holding the checked file (a monorepo's
+    other services and the repository's tests and tooling are not this program)."""
+    root = facts.cached("project:source-root", source_root)
+    return root if root and os.path.isdir(root) else facts.config.root
 
 
 def module_path(module: str, root: str) -> Optional[str]:

@@ -32,7 +32,7 @@ MAX_DEPTH = 6
 #: Resolving a method by its name alone (the receiver's class unknown) only this close to the job.
 BY_NAME_DEPTH = 4
 #: Calls resolved per checked module: the summary is a bounded look, not a whole-program analysis.
-CALL_BUDGET = 1500
+CALL_BUDGET = 600
 
 #: Calls with no effect outside the process (pure builtins, clocks, sleeps, serialisation, copying).
 _PURE_CALLS = frozenset({
@@ -151,7 +151,7 @@ def _parameter_annotation(function: Optional[FunctionNode], name: str) -> Option
 
 def _self_attribute_class(cls: ast.ClassDef, facts: ModuleFacts, attr: str) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
     """The class of ``self.attr`` from the class body: ``self.attr = Class(...)`` or ``self.attr: Class``."""
-    for node in ast.walk(cls):
+    for node in _attribute_writes(cls).get(attr, ()):
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute) and node.target.attr == attr:
             found = _class_of(_annotation_class(node.annotation) or node.annotation, facts)
             if found is not None:
@@ -181,6 +181,34 @@ def _value_class(value: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ast.Class
     return _class_of(value.func, facts)
 
 
+def _name_bindings(scope: ast.AST) -> Dict[str, ast.AST]:
+    """name -> the first ``name = ...`` / ``name: T = ...`` of a function (or a module's top level), read
+    once per scope."""
+    cached = getattr(scope, "_og_bindings", None)
+    if cached is not None:
+        return cached
+    table: Dict[str, ast.AST] = {}
+    nodes = iter(scope.body) if isinstance(scope, ast.Module) else walk_no_nested_functions(scope)
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    table.setdefault(target.id, node)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            table.setdefault(node.target.id, node)
+    scope._og_bindings = table
+    return table
+
+
+def _bound_class(value: ast.AST, facts: ModuleFacts, function: Optional[FunctionNode],
+                 depth: int) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
+    """The class of what a name is bound to: a constructor call, ``cast(C, x)``, or another name or
+    attribute whose class is known (``manager = self.lock_manager``)."""
+    if isinstance(value, (ast.Name, ast.Attribute)):
+        return _receiver_class(value, facts, function, depth + 1)
+    return _value_class(value, facts)
+
+
 def resolve_reference(expr: ast.Attribute, facts: ModuleFacts) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
     """The method a bound-method reference names (``exporter.run`` handed to a scheduler), from the class of
     its receiver."""
@@ -189,6 +217,26 @@ def resolve_reference(expr: ast.Attribute, facts: ModuleFacts) -> Optional[Tuple
     if owner is None:
         return None
     return _method_of(owner[0], owner[1], expr.attr)
+
+
+def _attribute_writes(cls: ast.ClassDef) -> Dict[str, List[ast.AST]]:
+    """attribute name -> the statements of the class that bind it (``self.x = ...``, ``x: T``), once per class."""
+    cached = getattr(cls, "_og_attribute_writes", None)
+    if cached is not None:
+        return cached
+    table: Dict[str, List[ast.AST]] = {}
+    for node in ast.walk(cls):
+        if isinstance(node, ast.AnnAssign):
+            target = node.target
+            name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+            if name:
+                table.setdefault(name, []).append(node)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute):
+                    table.setdefault(target.attr, []).append(node)
+    cls._og_attribute_writes = table
+    return table
 
 
 def _receiver_class(expr: ast.AST, facts: ModuleFacts, function: Optional[FunctionNode],
@@ -202,18 +250,18 @@ def _receiver_class(expr: ast.AST, facts: ModuleFacts, function: Optional[Functi
         annotation = _annotation_class(_parameter_annotation(function, expr.id))
         if annotation is not None:
             return _class_of(annotation, facts)
-        scopes = [function] if function is not None else []
-        scopes.append(facts.tree)
-        for scope in scopes:
-            nodes = walk_no_nested_functions(scope) if scope is function else iter(facts.tree.body)
-            for node in nodes:
-                if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == expr.id
-                                                        for t in node.targets):
-                    return _value_class(node.value, facts)
-                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == expr.id:
-                    declared = _annotation_class(node.annotation)
-                    found = _class_of(declared, facts) if declared is not None else None
-                    return found or (_value_class(node.value, facts) if node.value is not None else None)
+        for scope in ([function] if function is not None else []) + [facts.tree]:
+            node = _name_bindings(scope).get(expr.id)
+            if node is None:
+                continue
+            inner = function if scope is function else None
+            if isinstance(node, ast.Assign):
+                return _bound_class(node.value, facts, inner, depth)
+            declared = _annotation_class(node.annotation)
+            found = _class_of(declared, facts) if declared is not None else None
+            if found is None and node.value is not None:
+                found = _bound_class(node.value, facts, inner, depth)
+            return found
         return None
     if isinstance(expr, ast.Attribute):
         owner = _receiver_class(expr.value, facts, function, depth + 1)
@@ -281,11 +329,23 @@ _SCOPE_METHODS = frozenset({
 })
 
 
+#: Methods that read rows and change nothing (ORM and driver read APIs: Prisma Client Python, SQLAlchemy,
+#: Django, asyncpg, DB-API).
+_READ_METHODS = frozenset({
+    "find_many", "find_first", "find_unique", "find_first_or_raise", "find_unique_or_raise", "count",
+    "group_by", "fetch", "fetchrow", "fetchval", "fetchall", "fetchone", "fetchmany", "scalars", "scalar",
+    "scalar_one", "scalar_one_or_none", "all", "first", "one", "one_or_none", "exists", "aggregate",
+    "values_list", "iterator", "in_bulk", "latest", "earliest",
+})
+
 #: Building a query sends nothing: what the query then does (delete, update, iterate) is the effect.
 _QUERY_BUILDERS = frozenset({
     "filter", "filter_by", "where", "exclude", "order_by", "select_related", "prefetch_related", "only",
     "defer", "limit", "offset", "distinct", "annotate", "join", "outerjoin", "options", "group_by",
 })
+
+
+_NEUTRAL_METHODS = _SCOPE_METHODS | _QUERY_BUILDERS | _READ_METHODS
 
 
 def _opens_scope(call: ast.Call) -> bool:
@@ -299,7 +359,7 @@ def _opens_scope(call: ast.Call) -> bool:
         if isinstance(grand, ast.withitem):
             return True
     func = call.func
-    return isinstance(func, ast.Attribute) and func.attr in _SCOPE_METHODS | _QUERY_BUILDERS
+    return isinstance(func, ast.Attribute) and func.attr in _NEUTRAL_METHODS
 
 
 def _empty_container(node: ast.AST, facts: ModuleFacts) -> bool:
@@ -410,6 +470,8 @@ class Summaries:
         cached = self._effects.get(key)
         if cached is not None:
             return cached
+        if depth == 0:
+            self._budget = CALL_BUDGET  # each job gets the same bounded look
         self._effects[key] = Effects()  # a recursive call sees no effects of its own
         result = Effects(drain=drain_in(function, facts))
         entries = self._entries(facts)
@@ -476,21 +538,15 @@ def _local_receiver(receiver: ast.AST, function: FunctionNode, facts: ModuleFact
         cls = facts.enclosing_class(function)
         if cls is None:
             return False
-        for node in ast.walk(cls):
-            if isinstance(node, (ast.Assign, ast.AnnAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if any(isinstance(t, ast.Attribute) and t.attr == receiver.attr for t in targets):
-                    return _is_literal(node.value, facts)
-        return False
+        writes = [n for n in _attribute_writes(cls).get(receiver.attr, ()) if isinstance(n, ast.Assign)
+                  or isinstance(getattr(n, "target", None), ast.Attribute)]
+        return bool(writes) and _is_literal(writes[0].value, facts)
     if not isinstance(receiver, ast.Name):
         return False
     for scope in (function, facts.tree):
-        nodes = walk_no_nested_functions(scope) if scope is function else iter(facts.tree.body)
-        for node in nodes:
-            if isinstance(node, (ast.Assign, ast.AnnAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if any(isinstance(t, ast.Name) and t.id == receiver.id for t in targets):
-                    return _is_literal(node.value, facts)
+        node = _name_bindings(scope).get(receiver.id)
+        if node is not None:
+            return _is_literal(node.value, facts)
     return False
 
 

@@ -913,6 +913,8 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
                 lead = Lead(False, None, function)
             if lead.claimed or lead.first_work is None:
                 continue
+            if lead.first_work is not function and analyzer.guarded_later(function) is not None:
+                continue  # the claim comes after reading config or metrics, or in a helper called first
             effects = summaries.effects(function, target.facts, skip=_skipped_calls(function, scheduled))
             reported.add(key)
             if effects.drain is not None:
