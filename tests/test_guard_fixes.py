@@ -273,3 +273,50 @@ def test_lock_without_timeout_gets_one_and_keeps_its_layout(tmp_path):
     assert [d.code for d in found] == ["OG501"]
     assert found[0].fix.applicability == "unsafe"
     assert '        blocking_timeout=0,\n        timeout=60,\n    ):' in fixed
+
+
+# ---------------------------------------------------------------------------------------------------------
+# OG301: the database does the arithmetic
+
+_DJANGO_VOTE = '''from .models import Answer
+
+
+def upvote(answer_id: int, voter) -> int:
+    answer = Answer.objects.get(pk=answer_id)
+    answer.score += 1
+{between}    answer.save()
+    return {returned}
+'''
+
+
+def test_django_save_becomes_refresh_when_the_field_is_read_after(tmp_path):
+    (tmp_path / "qa").mkdir()
+    source = _DJANGO_VOTE.format(between="", returned="answer.score")
+    found, fixed = _fix(source, tmp_path, "qa/views.py")
+    assert [d.code for d in found] == ["OG301"]
+    assert fixed == ('from django.db.models import F\nfrom .models import Answer\n\n\n'
+                     'def upvote(answer_id: int, voter) -> int:\n    answer = Answer.objects.get(pk=answer_id)\n'
+                     '    Answer.objects.filter(pk=answer.pk).update(score=F("score") + 1)\n'
+                     '    answer.refresh_from_db(fields=["score"])\n    return answer.score\n')
+
+
+def test_django_no_fix_when_the_save_also_writes_another_change(tmp_path):
+    (tmp_path / "qa").mkdir()
+    source = _DJANGO_VOTE.format(between="    answer.last_voter = voter\n", returned="0")
+    found, fixed = _fix(source, tmp_path, "qa/views.py")
+    assert [d.code for d in found] == ["OG301"]
+    assert found[0].fix is None and fixed == source
+
+
+def test_sqlalchemy_async_session_update_is_awaited(tmp_path):
+    source = ('from sqlalchemy.ext.asyncio import AsyncSession\n\nfrom .models import Wallet\n\n\n'
+              'async def top_up(session: AsyncSession, wallet_id: int, cents: int) -> None:\n'
+              '    wallet = await session.get(Wallet, wallet_id)\n    wallet.cents += cents\n'
+              '    await session.commit()\n')
+    found, fixed = _fix(source, tmp_path)
+    assert [d.code for d in found] == ["OG301"]
+    assert ('    await session.execute(update(Wallet).where(Wallet.id == wallet.id)'
+            '.values(cents=Wallet.cents + cents))\n    await session.commit()\n') in fixed
+    assert fixed.startswith("from sqlalchemy import update\n")
+    again, unchanged = _fix(fixed, tmp_path)
+    assert [d.code for d in again] == [] and unchanged == fixed
