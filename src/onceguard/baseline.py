@@ -32,9 +32,10 @@ class _Lines:
     def text(self, path: str, line: int) -> str:
         if path not in self.files:
             from .engine import decode, read_source
+            from .noqa import source_lines
 
             try:
-                self.files[path] = decode(read_source(path)).splitlines()
+                self.files[path] = [line.rstrip("\r\n") for line in source_lines(decode(read_source(path)))]
             except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
                 self.files[path] = []
         lines = self.files[path]

@@ -285,7 +285,8 @@ def unresolved_claim_functions(config: Config, search_path: Iterable[str] = ()) 
             unresolved[entry] = "not a dotted name; write the module too, e.g. app.leases.claim_period"
             continue
         if not _defines(roots, parts):
-            unresolved[entry] = f"no module {'.'.join(parts[:-1])} defines {parts[-1]}"
+            unresolved[entry] = (f"no module {'.'.join(parts[:-1])} defines {parts[-1]}, in the project or in "
+                                 "the environment onceguard runs in")
     return unresolved
 
 
