@@ -171,3 +171,25 @@ def test_rules_that_skip_tests_and_migrations_are_not_run_there():
     assert {"OG201", "OG101", "OG103"} <= codes("app/jobs.py")
     assert "OG201" not in codes("tests/test_jobs.py") and "OG101" in codes("tests/test_jobs.py")
     assert "OG103" not in codes("migrations/run.py") and "OG101" in codes("migrations/run.py")
+
+
+def test_add_noqa_extends_skips_and_keeps_newlines():
+    from onceguard.noqa import add_noqa
+
+    text = 'key = hash("a")\r\nsql = """SELECT\r\n  1"""\r\ny = 1 + \\\r\n  2\r\nz = run()  # noqa: OG103\r\n'
+    new, added, skipped = add_noqa(text, [(1, "OG104"), (1, "OG104"), (2, "OG101"), (4, "OG101"), (6, "OG101"),
+                                         (6, "OG103")])
+    assert added == 2
+    assert skipped == [(2, "OG101"), (4, "OG101")]  # the line ends inside a string / with a backslash
+    assert new.split("\r\n") == ['key = hash("a")  # noqa: OG104', 'sql = """SELECT', '  1"""', "y = 1 + \\", "  2",
+                                 "z = run()  # noqa: OG103, OG101", ""]
+
+
+def test_file_level_noqa_forms():
+    from onceguard.noqa import ALL, file_codes
+
+    assert file_codes(["# flake8: noqa"]) is ALL
+    assert file_codes(["import os", "#flake8:NOQA"]) is ALL
+    assert file_codes(["# flake8: noqa: OG101, OG2"]) == {"OG101", "OG2"}
+    assert file_codes(["# onceguard: noqa: OG104"]) == {"OG104"}
+    assert file_codes(["x = 1  # flake8: noqa"]) is None  # only a line of its own, as flake8 reads it
