@@ -334,7 +334,10 @@ class OnceguardLanguageServer(LanguageServer):
         disabled_lines: Set[Tuple[str, int]] = set()
         disabled_files: Set[str] = set()
         documented: Set[str] = set()
-        for finding in self.findings_for(uri, params):
+        only = params.context.only
+        quick_fixes = not only or any(k == types.CodeActionKind.QuickFix or k == "" for k in only)
+        # A "fix all" request (on save, say) needs no per-finding actions: do not compute them.
+        for finding in (self.findings_for(uri, params) if quick_fixes else ()):
             fix_action = self.fix_action(uri, text, lines, finding)
             if fix_action is not None:
                 actions.append(fix_action)
@@ -364,7 +367,6 @@ class OnceguardLanguageServer(LanguageServer):
                 commands.append(types.Command(
                     title=f"Show documentation for {finding.code}", command=SHOW_DOCUMENTATION,
                     arguments=[finding.code]))
-        only = params.context.only
         if not only or any(FIX_ALL == k or FIX_ALL.startswith(f"{k}.") for k in only):
             fix_all = self.fix_all_action(uri, text)
             if fix_all is not None:
