@@ -97,6 +97,9 @@ def test_period_from_an_apscheduler_trigger(registration, period):
     ('schedule.every().day.at("10:30").do(job)', 86400),
     ("schedule.every().monday.do(job)", 604800),
     ("schedule.every(5).to(10).minutes.do(job)", None),
+    ("schedule.repeat(schedule.every(17).minutes)", 1020),
+    ("schedule.repeat(schedule.every(22).to(25).hours)", None),
+    ("settings.minutes", None),
     ('crontab(minute="*/5")', 300),
     ('crontab(minute=0, hour=4)', 86400),
     ('crontab(hour=4)', 60),  # crontab: the minutes left out mean every minute of that hour

@@ -76,14 +76,18 @@ def _period_of(node: ast.AST, apscheduler: bool) -> Optional[int]:
         return _whole(number)
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return _text_period(node.value)
+    if isinstance(node, ast.Attribute):  # schedule.every(17).minutes, as @schedule.repeat takes it
+        return _schedule_chain(node)
     if not isinstance(node, ast.Call):
         return None
     name = _callee_name(node)
+    if name == "repeat" and node.args:  # @schedule.repeat(schedule.every(...).unit)
+        return _period_of(node.args[0], apscheduler)
     if name == "from_crontab" and node.args and isinstance(node.args[0], ast.Constant):
         text = node.args[0].value
         return _crontab_text(text) if isinstance(text, str) else None
-    if name == "do":  # schedule.every(n).minutes.do(job)
-        return _schedule_chain(node)
+    if name == "do" and isinstance(node.func, ast.Attribute):  # schedule.every(n).minutes.do(job)
+        return _schedule_chain(node.func.value)
     keywords = {k.arg: k.value for k in node.keywords if k.arg}
     if any(k is None for k in (k.arg for k in node.keywords)):
         return None  # **options: the schedule is not all visible
@@ -183,10 +187,11 @@ def _cron_period(specs: Sequence[Optional[str]]) -> Optional[int]:
     return _LEVEL_SECONDS[_DAY]
 
 
-def _schedule_chain(do_call: ast.Call) -> Optional[int]:
+def _schedule_chain(node: Optional[ast.AST]) -> Optional[int]:
+    """``every(n).<unit>[.at(...)]``, read from its last link back to ``every``."""
     unit = None
     count = 1.0
-    node = do_call.func.value if isinstance(do_call.func, ast.Attribute) else None
+    found_every = False
     while node is not None:
         if isinstance(node, ast.Attribute):
             if node.attr in _SCHEDULE_UNITS and unit is None:
@@ -196,6 +201,7 @@ def _schedule_chain(do_call: ast.Call) -> Optional[int]:
             node = node.value
         elif isinstance(node, ast.Call):
             if _callee_name(node) == "every":
+                found_every = True
                 if node.args:
                     amount = _number(node.args[0])
                     if amount is None:
@@ -205,7 +211,7 @@ def _schedule_chain(do_call: ast.Call) -> Optional[int]:
             node = node.func
         else:
             break
-    return _whole(count * unit) if unit else None
+    return _whole(count * unit) if unit and found_every else None
 
 
 # ---------------------------------------------------------------------------------------------------------
