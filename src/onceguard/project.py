@@ -12,6 +12,7 @@ import ast
 import contextlib
 import os
 import re
+import stat as _stat
 import threading
 import warnings
 from typing import Dict, Iterator, List, Optional, Set, Tuple
@@ -103,7 +104,14 @@ def source_root(facts: ModuleFacts) -> str:
         if above == current:
             break
         current = above
-    names = {os.path.basename(a): a for a in reversed(ancestors)}  # the nearest ancestor of each name
+    fallback = package_root(facts.context.path)
+    # Never above the project (the configuration's root) or above the top of the ``__init__.py`` chain's
+    # own tree: an import whose first name matches a directory far up (``/root``, ``src``) says nothing.
+    ceiling = os.path.abspath(facts.config.root) if facts.config.root else fallback
+    if not (directory + os.sep).startswith(ceiling.rstrip(os.sep) + os.sep):
+        ceiling = fallback
+    names = {os.path.basename(a): a for a in reversed(ancestors)
+             if (a + os.sep).startswith(ceiling.rstrip(os.sep) + os.sep) and a != ceiling}
     best = ""
     for value in facts.imports.aliases.values():
         top = value.split(".", 1)[0]
@@ -112,7 +120,7 @@ def source_root(facts: ModuleFacts) -> str:
             root = os.path.dirname(holder)
             if len(root) > len(best):
                 best = root
-    return best or package_root(facts.context.path)
+    return best or fallback
 
 
 def search_root(facts: ModuleFacts) -> str:
@@ -144,6 +152,8 @@ def module_facts(path: str, config: Config) -> Optional[ModuleFacts]:
     try:
         stat = os.stat(path)
     except OSError:
+        return None
+    if not _stat.S_ISREG(stat.st_mode):
         return None
     key = os.path.abspath(path)
     _record(key)
@@ -241,6 +251,7 @@ def clear_cache() -> None:
         _file_lists.clear()
         _file_bytes.clear()
         _def_indexes.clear()
+        _mentions.clear()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -284,6 +295,8 @@ def _read_bytes(path: str) -> bytes:
         stat = os.stat(path)
     except OSError:
         return b""
+    if not _stat.S_ISREG(stat.st_mode):
+        return b""  # a FIFO or a device named *.py would block or never end
     with _lock:
         cached = _file_bytes.get(path)
     if cached is not None and cached[0] == stat.st_mtime and cached[1] == stat.st_size:
@@ -300,10 +313,21 @@ def _read_bytes(path: str) -> bytes:
     return data
 
 
+_mentions: Dict[Tuple[str, str], List[str]] = {}
+
+
 def files_mentioning(word: str, root: str) -> List[str]:
-    """Files of the project whose text contains ``word``."""
+    """Files of the project whose text contains ``word`` (one search per word and root in a run)."""
+    key = (word, root)
+    with _lock:
+        cached = _mentions.get(key)
+    if cached is not None:
+        return cached
     needle = word.encode("utf-8", "replace")
-    return [path for path in project_files(root) if needle in _read_bytes(path)]
+    found = [path for path in project_files(root) if needle in _read_bytes(path)]
+    with _lock:
+        _mentions[key] = found
+    return found
 
 
 _DEF = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(", re.MULTILINE)
