@@ -268,3 +268,20 @@ def test_a_function_called_by_module_level_code_runs_at_import(tmp_path):
             run_migrations()
     """)
     assert (8, "OG401") in check(path, tmp_path)
+
+
+# -- source roots --------------------------------------------------------------------------------------
+def test_source_root_follows_the_files_own_imports_through_folders_without_init(tmp_path):
+    write(tmp_path, "backend/app/db.py", "engine = None\n")
+    job = write(tmp_path, "backend/app/jobs/tasks.py", "from app.db import engine\n")
+    assert project.source_root(facts_of(job, tmp_path)) == str(tmp_path / "backend")
+
+
+def test_source_root_never_climbs_above_the_project(tmp_path):
+    # The first name of an import equals a directory far above the project: not evidence of a root.
+    outer = tmp_path.name
+    project_dir = tmp_path / "svc"
+    job = write(project_dir, "pkg/jobs.py", f"import {outer}.settings\n")
+    write(project_dir, "pkg/__init__.py", "")
+    root = project.source_root(facts_of(job, project_dir))
+    assert root.startswith(str(project_dir))
