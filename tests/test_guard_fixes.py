@@ -323,3 +323,13 @@ def test_sqlalchemy_async_session_update_is_awaited(tmp_path):
     assert fixed.startswith("from sqlalchemy import update\n")
     again, unchanged = _fix(fixed, tmp_path)
     assert [d.code for d in again] == [] and unchanged == fixed
+
+
+def test_django_instance_from_a_parameter_updates_through_its_own_class(tmp_path):
+    source = ('def on_message_read(sender, user, **kwargs):\n    if user.unread_messages:\n'
+              '        user.unread_messages -= 1\n        user.save(update_fields=["unread_messages"])\n')
+    found, fixed = _fix(source, tmp_path, "signals.py")
+    assert [d.code for d in found] == ["OG301"]
+    assert fixed == ('from django.db.models import F\n\ndef on_message_read(sender, user, **kwargs):\n'
+                     '    if user.unread_messages:\n        type(user).objects.filter(pk=user.pk).update('
+                     'unread_messages=F("unread_messages") - 1)\n')

@@ -428,7 +428,9 @@ def orm_update_fix(statement: ast.AST, instance: str, field: str, framework: Opt
     found = _arithmetic(statement, instance, field)
     function = next((a for a in ancestors(statement) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))),
                     None)
-    if found is None or not model or function is None or not isinstance(statement, ast.stmt):
+    if found is None or function is None or not isinstance(statement, ast.stmt):
+        return None
+    if not model and framework != "django":
         return None
     op, amount = found
     if _mentions(amount, instance):
@@ -436,7 +438,8 @@ def orm_update_fix(statement: ast.AST, instance: str, field: str, framework: Opt
     amount_code = ast.unparse(amount)
     if isinstance(amount, (ast.BinOp, ast.BoolOp, ast.IfExp, ast.Lambda, ast.NamedExpr)):
         amount_code = f"({amount_code})"
-    model_name = model.rsplit(".", 1)[-1]
+    # A Django instance whose loader is not visible (a parameter, a signal's instance): its own class.
+    model_name = model.rsplit(".", 1)[-1] if model else f"type({instance})"
     read_after = _read_after(function, instance, field, getattr(write, "lineno", statement.lineno))
     if framework == "django":
         save_statement = _statement_of(write)

@@ -1091,8 +1091,10 @@ class ReadModifyWrite(Rule):
                           f"limit in the `where`); or load the row with `.with_for_update()` and keep it in that "
                           f"transaction.")
         fix = None
-        if change.kind == "arithmetic" and loaded is not None:
-            fix = orm_update_fix(change.statement, obj, field, loaded.framework, loaded.model, loaded.session, write)
+        if change.kind == "arithmetic":
+            fix = orm_update_fix(change.statement, obj, field, "django" if django else "sqlalchemy",
+                                 loaded.model if loaded is not None else None,
+                                 loaded.session if loaded is not None else None, write)
         return self.finding(change.statement, hazard, suggestion, fix=fix)
 
     # changes made by a callee: a model method on ``self``, a helper on its parameter ----------------------------
