@@ -547,6 +547,8 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str]]:
         reach = Reach.of_module(facts)
         reported = []
         for write in writes:
+            if _under_lock_helper(write.call):
+                continue  # serialized by the project's own lock: the later replicas find the schema there
             reason = reach.reason(write.call)
             if reason is None and write.registers_hook:
                 reason = "registered as a start-up hook of the app"
@@ -560,6 +562,17 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str]]:
 
 
 _MAX_CALLER_DEPTH = 4
+
+
+def _under_lock_helper(node: ast.AST) -> bool:
+    """Inside ``with migration_lock(...):`` (a helper whose name says it locks, as OG403 trusts it)."""
+    for above in ancestors(node):
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return False
+        if isinstance(above, (ast.With, ast.AsyncWith)) and any(
+                _is_lock_helper(item.context_expr) for item in above.items):
+            return True
+    return False
 
 
 def _caller_reason(function: Optional[FunctionNode], facts: ModuleFacts, depth: int, seen: Set[int]) -> Optional[str]:
