@@ -333,3 +333,21 @@ def test_django_instance_from_a_parameter_updates_through_its_own_class(tmp_path
     assert fixed == ('from django.db.models import F\n\ndef on_message_read(sender, user, **kwargs):\n'
                      '    if user.unread_messages:\n        type(user).objects.filter(pk=user.pk).update('
                      'unread_messages=F("unread_messages") - 1)\n')
+
+
+def test_og201_job_defined_in_another_file_gets_a_display_only_claim(tmp_path, onceguard):
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (tmp_path / "app" / "tasks.py").write_text('def send_digest():\n    mailer.send("all@example.com", "digest")\n')
+    scheduler = ('from apscheduler.schedulers.background import BackgroundScheduler\n\nfrom .tasks import send_digest\n\n'
+                 'scheduler = BackgroundScheduler(timezone="UTC")\nscheduler.add_job(send_digest, "interval", hours=1)\n')
+    (tmp_path / "app" / "scheduler.py").write_text(scheduler)
+    result = onceguard("check", ".", "--no-cache", "--output-format", "json", cwd=tmp_path)
+    import json
+
+    (finding,) = [d for d in json.loads(result.stdout) if d["code"] == "OG201"]
+    assert finding["fix"]["applicability"] == "display-only"
+    assert 'claim_period("app.tasks.send_digest", 3600)' in finding["fix"]["description"]
+    fixed = onceguard("check", ".", "--no-cache", "--fix", "--unsafe-fixes", cwd=tmp_path)
+    assert "Traceback" not in fixed.stderr
+    assert (tmp_path / "app" / "scheduler.py").read_text() == scheduler

@@ -254,17 +254,22 @@ def offer_claim(diagnostic: Diagnostic, verdict: object, facts: object) -> Diagn
     scheduled = getattr(verdict, "scheduled", None)
     function = getattr(verdict, "function", None)
     target = getattr(scheduled, "target", None)
-    if (scheduled is None or target is None or getattr(target, "foreign", True)
+    if (scheduled is None or target is None
             or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
-            or scheduled.family in (known.ASYNCIO_TICKER, known.THREAD_TICKER, known.TIMER)
-            or diagnostic.line != function.lineno):
+            or scheduled.family in (known.ASYNCIO_TICKER, known.THREAD_TICKER, known.TIMER)):
+        return diagnostic
+    foreign = getattr(target, "foreign", True)
+    if not foreign and diagnostic.line != function.lineno:
         return diagnostic
     apscheduler = scheduled.family in (known.APS3, known.APS4, known.FLASK_APS)
     period = trigger_period(scheduled.trigger, scheduled.call, apscheduler)
-    module = own_module_name(facts)  # type: ignore[arg-type]
-    name = getattr(verdict, "name", "") or function.name
+    module = own_module_name(getattr(target, "facts", None) or facts)  # type: ignore[arg-type]
+    name = (function.name if foreign else getattr(verdict, "name", "")) or function.name
     key = f"{module}.{name}" if module else name
-    return replace(diagnostic, fix=claim_period_fix(key, period, isinstance(function, ast.AsyncFunctionDef)))
+    fix = claim_period_fix(key, period, isinstance(function, ast.AsyncFunctionDef))
+    if foreign:  # the def is in another file: this finding is at the registration, so show the claim only
+        fix = Fix(fix.kind, fix.description.replace(" (from ", f" in `{function.name}` (from ", 1), "display-only")
+    return replace(diagnostic, fix=fix)
 
 
 # ---------------------------------------------------------------------------------------------------------
