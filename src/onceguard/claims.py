@@ -592,8 +592,9 @@ class ClaimAnalyzer:
                     hit = self.claim_in(statement.test, depth)
                     tested = hit is not None
                 # In the job itself the claim must lead (``lead``); in a helper it may follow config reads.
-                if depth > 0 and tested and (_leaves(statement.body) or _leaves(statement.orelse)):
-                    return statement
+                if depth > 0 and tested and _leaves(statement.body if _negative_test(statement.test)
+                                                    else statement.orelse):
+                    return statement  # the branch taken when the claim failed leaves
                 found = self._guard_in(statement.body, depth, pending)
                 if found is not None:
                     return found
@@ -799,6 +800,28 @@ def _bails(body: List[ast.stmt]) -> bool:
     return all(_is_preamble(s) for s in head)
 
 
+def _negative_test(test: ast.AST) -> bool:
+    """``not got``, ``got is False``, ``lease is Lease.FOLLOWER``, ``got == 0``: true when the claim failed."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return True
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(op, (ast.Is, ast.Eq)):
+            return (isinstance(right, ast.Constant) and right.value in (None, False, 0)) or isinstance(
+                right, ast.Attribute)
+    return False
+
+
+def _presence_test(test: ast.AST) -> bool:
+    """``x``, ``self.x and self.x.client``, ``x is not None``: a test that something is configured."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return all(_presence_test(value) for value in test.values)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
+        right = test.comparators[0]
+        return isinstance(right, ast.Constant) and right.value is None and _presence_test(test.left)
+    return isinstance(test, (ast.Name, ast.Attribute))
+
+
 def _leaves(body: List[ast.stmt]) -> bool:
     """A branch that ends by leaving (what it records on the way out, a metric or a log, is its own)."""
     if not body:
@@ -868,6 +891,12 @@ class _Scan:
                 return fail
             if _bails(statement.body) and not statement.orelse:
                 return _CONTINUE, None, None  # a config guard: ``if not settings.ENABLED: return``
+            if _presence_test(statement.test) and statement.body:
+                # ``if lock_manager and lock_manager.redis: <claim first> ...``: where the shared backend is
+                # configured the job claims first; without one there is no other replica to share with.
+                inner = self.analyzer.lead_body(statement.body, self.skip, self.depth)
+                if inner.claimed:
+                    return _CLAIM, None, inner.kind
             if self._absent_claimer(statement, rest):
                 # ``if lock_manager is None: return run()`` before ``if not lock_manager.acquire(...)``:
                 # a deployment with nothing to claim with (no shared store) is a single-instance one.
