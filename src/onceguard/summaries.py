@@ -161,10 +161,18 @@ def _self_attribute_class(cls: ast.ClassDef, facts: ModuleFacts, attr: str) -> O
             found = _class_of(_annotation_class(node.annotation) or node.annotation, facts)
             if found is not None:
                 return found
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and any(
+        if isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
                 and t.value.id == "self" for t in node.targets):
-            found = _class_of(node.value.func, facts)
+            if isinstance(node.value, ast.Call):
+                found = _class_of(node.value.func, facts)
+            elif isinstance(node.value, ast.Name):
+                # ``self.locks = locks`` in ``__init__(self, locks: LockManager | None)``
+                method = facts.enclosing_function(node)
+                annotation = _annotation_class(_parameter_annotation(method, node.value.id))
+                found = _class_of(annotation, facts) if annotation is not None else None
+            else:
+                found = None
             if found is not None:
                 return found
     return None
