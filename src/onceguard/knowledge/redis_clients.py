@@ -82,11 +82,14 @@ CLIENT_BASES: Dict[str, Tuple[str, str]] = {
 #: A wrapper's method is a command by the words of its name: ``async_delete_cache`` deletes.
 VERBS: Dict[str, FrozenSet[str]] = {
     "get": frozenset({"get"}),
-    "exists": frozenset({"exists", "has"}),
+    "exists": frozenset({"exists"}),
     "set": frozenset({"set"}),
     "add": frozenset({"add"}),
-    "delete": frozenset({"delete", "del", "unlink", "remove"}),
+    "delete": frozenset({"delete", "del", "unlink"}),
 }
+#: The other words a wrapper's command may carry (``async_set_cache``, ``delete_key``); a method with any
+#: other word (``add_error``, ``get_absolute_url``) is something else.
+VERB_COMPANIONS: FrozenSet[str] = frozenset({"async", "cache", "cached", "key", "value", "item", "entry"})
 #: The exact command names of the known clients, by what they do.
 COMMANDS: Dict[str, str] = {
     "get": "get", "aget": "get", "exists": "exists", "has_key": "exists", "ahas_key": "exists",

@@ -173,9 +173,8 @@ def command_of(call: ast.Call, handle: Handle) -> Optional[str]:
     name = call.func.attr
     if handle.kind != known.WRAPPER:
         return known.COMMANDS.get(name)
-    words = set(_words(name))
-    matching = [command for command, verbs in known.VERBS.items() if words & verbs]
-    return matching[0] if len(matching) == 1 else None
+    named = _command_name(name)
+    return named[0] if named is not None else None
 
 
 # -- clients the project makes ------------------------------------------------------------------------
@@ -336,8 +335,9 @@ def _has_verb_methods(cls_node: ast.ClassDef) -> bool:
     verbs = set()
     for statement in cls_node.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            words = set(_words(statement.name))
-            verbs.update(command for command, names in known.VERBS.items() if words & names)
+            named = _command_name(statement.name)
+            if named is not None:
+                verbs.add(named[0])
     return "get" in verbs and "delete" in verbs and bool(verbs & {"set", "add"})
 
 
@@ -739,7 +739,9 @@ def _command_name(name: str) -> Optional[Tuple[str, bool]]:
         return known.COMMANDS[name], True
     words = set(_words(name))
     matching = [command for command, verbs in known.VERBS.items() if words & verbs]
-    return (matching[0], False) if len(matching) == 1 else None
+    if len(matching) != 1 or not words <= known.VERBS[matching[0]] | known.VERB_COMPANIONS:
+        return None
+    return matching[0], False
 
 
 def _shape_fits(call: ast.Call, command: str) -> bool:
