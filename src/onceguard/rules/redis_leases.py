@@ -3,10 +3,12 @@ else's lock (OG502).  reference/frameworks.md §5.
 
 Only receivers whose origin is visible count: a client built by ``redis.Redis(...)``,
 ``redis.from_url``, ``redis.asyncio``, ``django_redis.get_redis_connection``, Django's ``cache`` /
-``caches[...]``, or a parameter annotated with one of those types.  A key is a lock when its use says
-so: the same key is deleted as a release, a two-step acquire's result guards the work, or the key is
-named as one (``lock:report``, ``report_lock``).  Cache writes with an expiry and plain cache
-invalidation are neither.
+``caches[...]``, Flask-Caching, a parameter annotated with one of those types, or a client the project
+makes (a factory's return, a class that subclasses or wraps a client, an untyped parameter every caller
+fills with one).  A key is a lease when its use says so: set only if absent (or checked for absence
+first) to decide whether to do work and dropped again after it, a two-step acquire whose result guards
+the work, or an NX key whose own text calls it a lock.  Read-through caches, cooldowns, counters and their
+invalidation are not leases, and a key in a per-process Django cache excludes nobody on another replica.
 """
 from __future__ import annotations
 
