@@ -90,7 +90,10 @@ class RedisClients(Handles):
             made = _project_class(qualified, self.facts, depth, None)
             if made is not None:
                 return Handle(made[0], made[1], made[2], origin)
-        if isinstance(origin, ast.arg) and (qualified is None or qualified in _UNTYPED):
+        if isinstance(origin, ast.arg) and (qualified is None or qualified in _UNTYPED
+                                            or qualified in known.CLIENT_BASES):
+            # Untyped, or typed with a client class whose backend the type does not tell (Flask-Caching's
+            # `Cache` may be a per-process SimpleCache): what the callers pass decides.
             return self._from_callers(origin, depth)
         return None
 
