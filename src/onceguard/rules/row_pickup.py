@@ -2,7 +2,9 @@
 
 Two replicas running the same pickup both see the row in its old state and both act on it, unless the
 selection claims it (``FOR UPDATE SKIP LOCKED``, ``select_for_update(skip_locked=True)``) or the write is
-conditional on the old state and its row count is read.
+conditional on the old state and its row count is read.  The same for one row: a state tested in Python,
+then written unconditionally around the work it guards (check-then-act), and a single-use entry deleted
+without reading the row count before success is returned.
 """
 from __future__ import annotations
 
