@@ -458,7 +458,7 @@ def _returns_row_count(function: FunctionNode) -> bool:
 #: persisted (``save(``, a commit, a store method ``.update_x(``/``.save_x(``, a flag set to True).
 _STATE_TRIGGER_WORDS = (b"status", b"state", b"sent", b"notified", b"alerted", b"mailed", b"reminded", b"processed",
                         b"published", b"delivered", b"redeemed", b"consumed", b"used")
-_STATE_WRITE_WORDS = (b"save(", b"commit(", b".update", b".save_", b".put_", b".store_", b"= True")
+_STATE_WRITE_WORDS = (b"save(", b"commit(", b".update_", b".save_", b".put_", b".store_", b"= True")
 CHECK_THEN_ACT_TRIGGERS = tuple((b"if ", word, write) for word in _STATE_TRIGGER_WORDS for write in _STATE_WRITE_WORDS)
 #: Prefilter: an equality test, a return, and the consuming call as it is usually spelled.
 CONSUME_TRIGGERS = tuple((b"==", b"return", word) for word in (b".delete(", b"remove", b"consume", b"invalidate"))
@@ -867,9 +867,11 @@ def _region(guard: ast.If, function: FunctionNode, facts: ModuleFacts) -> List[a
     if _bails(guard.body) and not guard.orelse:
         end = _end(guard)
         loop = _enclosing_loop(guard, function)
+        inside = None
+        if loop is not None and isinstance(guard.body[-1], (ast.Continue, ast.Break)):
+            inside = {id(n) for n in ast.walk(loop)}  # ``continue`` skips to the next row, not past the loop
         return [n for n in function_nodes(function, facts)
-                if hasattr(n, "lineno") and (n.lineno, n.col_offset) > end
-                and (loop is None or not isinstance(guard.body[-1], (ast.Continue, ast.Break)) or _contains(loop, n))]
+                if hasattr(n, "lineno") and (n.lineno, n.col_offset) > end and (inside is None or id(n) in inside)]
     if _bails(guard.body):
         return []
     return [n for statement in guard.body for n in [statement, *walk_no_nested_functions(statement)]]
