@@ -48,6 +48,8 @@ _PURE_CALLS = frozenset({
     "django.utils.timezone.now", "django.utils.timezone.timedelta", "datetime.datetime.now.date",
     "datetime.datetime.fromtimestamp", "datetime.datetime.utcnow.date", "datetime.datetime.now.isoformat",
     "os.getenv", "os.environ.get", "datetime.timedelta.total_seconds", "time.time_ns", "logging.getLogger",
+    # Building a statement runs nothing: its execution is judged by the SQL it carries.
+    "sqlalchemy.text", "sqlalchemy.sql.text", "sqlalchemy.sql.expression.text",
 })
 #: Methods of the process's own containers and synchronisation objects.
 _CONTAINER_METHODS = frozenset({
@@ -494,9 +496,14 @@ class Summaries:
 
     @staticmethod
     def _calls(function: FunctionNode) -> Iterator[ast.Call]:
-        for node in walk_no_nested_functions(function):
-            if isinstance(node, ast.Call):
-                yield node
+        # The body only: the decorators (``@scheduler.scheduled_job(...)``) and defaults run once, at
+        # definition, not each time the function does.
+        for statement in function.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue  # defining a nested function runs nothing of its body
+            for node in walk_no_nested_functions(statement):
+                if isinstance(node, ast.Call):
+                    yield node
 
     def _call_effect(self, call: ast.Call, facts: ModuleFacts, function: FunctionNode, entries: dict,
                      depth: int) -> Effects:
