@@ -1,0 +1,414 @@
+"""OG603 unguarded start-up seeding: start-up code that every replica runs reads whether seed rows exist
+and inserts the missing ones with nothing that makes the insert safe to race.
+
+Replicas that boot together both read "no admin user" / "these config keys are missing", both insert;
+the loser's start-up dies on the unique constraint (or retries forever), or, where no constraint applies,
+the rows are duplicated.
+
+What counts as evidence:
+
+- the check: an ``if`` whose test reads rows of a model, directly (``Model.objects.filter(...).exists()``)
+  or through names bound in the same function (``existing = {r[0] for r in (await db.execute(select(Model.key))).all()}``);
+- the insert: a write that creates a row of the *same* model, in the ``if`` or in the functions of the
+  project it calls there (``Model.objects.create``/``create_superuser``/``bulk_create``, ``session.add(Model(...))``,
+  ``session.add_all([...])``, ``Model(...).save()``, ``insert(Model)``);
+- start-up: the code runs at every replica's start-up as the project's own start-up reach says (framework
+  hooks, lifespan, ``AppConfig.ready``, a server's ``__main__`` block, and callers in other modules).
+
+Silent: an insert whose IntegrityError is handled, ``ON CONFLICT``/``ignore_conflicts``/``get_or_create``
+(no plain insert at all), work under an advisory lock or a row claim, seeding in migrations, management
+commands and scripts, and check-then-insert in request or job code (per-request data, not start-up).
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
+
+from ..facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
+from ..model import Diagnostic
+from ..registry import register
+from ..summaries import callers
+from .base import Rule
+from .schema import Reach, enclosing_function
+
+#: Manager methods that insert a row (Django).
+_MANAGER_CREATES = frozenset({
+    "create", "acreate", "bulk_create", "abulk_create", "create_user", "create_superuser",
+    "acreate_user", "acreate_superuser",
+})
+#: Reads through a manager or a session whose rows the ``if`` then tests.
+_QUERY_BUILDERS = frozenset({"select", "query"})
+_SESSION_ADDS = frozenset({"add", "add_all"})
+#: What handling the loser's duplicate looks like.
+_DUPLICATE_ERRORS = frozenset({"IntegrityError", "UniqueViolation", "UniqueViolationError", "UniqueConstraintError"})
+#: Row claims: the read locks what the insert depends on.
+_CLAIM_METHODS = frozenset({"select_for_update", "with_for_update"})
+_ADVISORY_TEXT = "advisory"
+_CONFLICT_WORDS = ("on_conflict", "ON CONFLICT", "on conflict", "INSERT IGNORE", "OR IGNORE", "prefix_with")
+_DEPTH = 2
+_MAX_CALLER_DEPTH = 4
+
+_FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+# -- models read and written -------------------------------------------------------------------------
+def _model_name(node: ast.AST) -> Optional[str]:
+    """``Model`` or ``Model.column`` / ``models.Model`` naming a class (an upper-case first letter)."""
+    while isinstance(node, ast.Attribute) and not node.attr[:1].isupper():
+        node = node.value
+    name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+    if isinstance(name, str) and name[:1].isupper():
+        return name
+    return None
+
+
+def _manager_model(node: ast.AST) -> Optional[str]:
+    """The model of a Django manager chain (``Model.objects.filter(...).exclude(...)``), or None."""
+    while True:
+        if isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Attribute):
+            if node.attr == "objects":
+                return _model_name(node.value)
+            node = node.value
+        elif isinstance(node, ast.Await):
+            node = node.value
+        else:
+            return None
+
+
+def _bindings(function: Optional[ast.AST]) -> Dict[str, List[ast.AST]]:
+    """Values bound to each local name in ``function`` (assignments, for-loop targets, with-as)."""
+    found: Dict[str, List[ast.AST]] = {}
+    if function is None:
+        return found
+
+    def bind(target: ast.AST, value: ast.AST) -> None:
+        if isinstance(target, ast.Name):
+            found.setdefault(target.id, []).append(value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                bind(element, value)
+
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                bind(target, node.value)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            bind(node.target, node.value)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            bind(node.target, node.iter)
+        elif isinstance(node, ast.NamedExpr):
+            bind(node.target, node.value)
+    return found
+
+
+def _models_read(expr: ast.AST, bindings: Dict[str, List[ast.AST]], depth: int = 0, seen: Optional[Set[str]] = None) -> Set[str]:
+    """Models whose rows ``expr`` reads: a manager chain, ``select(Model...)``/``query(Model...)``,
+    ``session.get(Model, key)``, or a local name bound to one of these."""
+    seen = set() if seen is None else seen
+    models: Set[str] = set()
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Attribute) and node.attr == "objects":
+            name = _model_name(node.value)
+            if name:
+                models.add(name)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if last in _QUERY_BUILDERS:
+                for argument in node.args:
+                    name = _model_name(argument)
+                    if name:
+                        models.add(name)
+            elif last in ("get", "aget") and isinstance(func, ast.Attribute) and node.args:
+                name = _model_name(node.args[0]) if isinstance(node.args[0], (ast.Name, ast.Attribute)) else None
+                if name:
+                    models.add(name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and depth < 4 and node.id not in seen:
+            seen.add(node.id)
+            for value in bindings.get(node.id, ()):
+                models |= _models_read(value, bindings, depth + 1, seen)
+    return models
+
+
+def _constructed_model(node: ast.AST, bindings: Dict[str, List[ast.AST]]) -> Optional[str]:
+    """``Model(...)``, or a local name bound to it."""
+    if isinstance(node, ast.Name):
+        for value in bindings.get(node.id, ()):
+            if isinstance(value, ast.Call):
+                found = _constructed_model(value, {})
+                if found:
+                    return found
+        return None
+    if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+        return _model_name(node.func) if _last_is_class(node.func) else None
+    return None
+
+
+def _last_is_class(func: ast.AST) -> bool:
+    last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return last[:1].isupper()
+
+
+def _inserted_model(call: ast.Call, bindings: Dict[str, List[ast.AST]], facts: ModuleFacts) -> Optional[str]:
+    """The model a plain insert creates a row of, or None (not an insert, or one that tolerates the duplicate)."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        if isinstance(func, ast.Name) and func.id == "insert" and call.args and \
+                (facts.qualify(func) or "").startswith("sqlalchemy"):
+            return _model_name(call.args[0])
+        return None
+    if func.attr in _MANAGER_CREATES:
+        if any(k.arg == "ignore_conflicts" for k in call.keywords):
+            return None
+        return _manager_model(func.value)
+    if func.attr in _SESSION_ADDS and call.args:
+        argument = call.args[0]
+        if func.attr == "add":
+            return _constructed_model(argument, bindings)
+        elements: List[ast.AST] = []
+        if isinstance(argument, (ast.List, ast.Tuple, ast.Set)):
+            elements = list(argument.elts)
+        elif isinstance(argument, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            elements = [argument.elt]
+        for element in elements:
+            found = _constructed_model(element, bindings)
+            if found:
+                return found
+        return None
+    if func.attr in ("save", "asave") and not call.args:
+        return _constructed_model(func.value, bindings)
+    return None
+
+
+# -- what the if runs ----------------------------------------------------------------------------------
+def _local_callee(call: ast.Call, scope: Optional[FunctionNode], facts: ModuleFacts) -> Optional[FunctionNode]:
+    """The def of this module a call runs: a nested def of an enclosing function, a module function, or a
+    method of the caller's class called on ``self``/``cls``."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        outer = scope
+        while outer is not None:
+            for statement in outer.body:
+                if isinstance(statement, _FUNCTION_TYPES) and statement.name == func.id:
+                    return statement
+            outer = facts.enclosing_function(outer)
+        for statement in facts.tree.body:
+            if isinstance(statement, _FUNCTION_TYPES) and statement.name == func.id:
+                return statement
+        return None
+    if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")
+            and scope is not None):
+        cls_node = facts.enclosing_class(scope)
+        if cls_node is not None:
+            for statement in cls_node.body:
+                if isinstance(statement, _FUNCTION_TYPES) and statement.name == func.attr:
+                    return statement
+    return None
+
+
+def _handles_duplicate(node: ast.AST, stop: Optional[ast.AST]) -> bool:
+    """``node`` sits in a ``try`` that catches the duplicate-key error (below ``stop``)."""
+    for above in ancestors(node):
+        if above is stop:
+            return False
+        if isinstance(above, ast.Try):
+            for handler in above.handlers:
+                types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+                for kind in types:
+                    name = kind.attr if isinstance(kind, ast.Attribute) else getattr(kind, "id", "")
+                    if name in _DUPLICATE_ERRORS:
+                        return True
+    return False
+
+
+def _tolerates_conflicts(function: Optional[ast.AST]) -> bool:
+    """The function writes with ``ON CONFLICT`` (or a dialect's ignore), takes an advisory lock, or claims
+    rows with ``FOR UPDATE``: the seeding is already made safe to race."""
+    if function is None:
+        return False
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if _ADVISORY_TEXT in node.value.lower() or any(w in node.value for w in _CONFLICT_WORDS):
+                return True
+        elif isinstance(node, ast.Attribute):
+            if node.attr in _CLAIM_METHODS or node.attr.startswith("on_conflict") or _ADVISORY_TEXT in node.attr.lower():
+                return True
+        elif isinstance(node, ast.Name) and _ADVISORY_TEXT in node.id.lower():
+            return True
+    return False
+
+
+def _under_lock(node: ast.AST) -> bool:
+    """Inside ``with <something that locks>:`` in its function (a lock helper the project wrote)."""
+    for above in ancestors(node):
+        if isinstance(above, _FUNCTION_TYPES + (ast.ClassDef,)):
+            return False
+        if isinstance(above, (ast.With, ast.AsyncWith)):
+            for item in above.items:
+                expr = item.context_expr
+                target = expr.func if isinstance(expr, ast.Call) else expr
+                last = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+                if "lock" in last.lower() or _ADVISORY_TEXT in last.lower():
+                    return True
+    return False
+
+
+def _inserts(statements: Iterable[ast.AST], scope: Optional[FunctionNode], facts: ModuleFacts, stop: ast.AST,
+             depth: int, seen: Set[int]) -> Iterator[Tuple[str, ast.Call]]:
+    """(model, insert call) for each plain insert the statements run, following this module's functions."""
+    bindings = _bindings(scope)
+    for statement in statements:
+        for node in walk_no_nested_functions(statement):
+            if not isinstance(node, ast.Call):
+                continue
+            if _handles_duplicate(node, stop):
+                continue
+            model = _inserted_model(node, bindings, facts)
+            if model:
+                yield model, node
+                continue
+            if depth >= _DEPTH:
+                continue
+            callee = _local_callee(node, scope, facts)
+            if callee is None or id(callee) in seen or _tolerates_conflicts(callee):
+                continue
+            seen.add(id(callee))
+            for model, call in _inserts(callee.body, callee, facts, callee, depth + 1, seen):
+                yield model, node
+
+
+# -- start-up reach -------------------------------------------------------------------------------------
+def _startup_reason(node: ast.AST, facts: ModuleFacts, depth: int = 0, seen: Optional[Set[int]] = None) -> Optional[str]:
+    """Why the code at ``node`` runs at every replica's start-up, or None.  Unlike ``Reach.reason`` this
+    says None for request and job code (seeding per request is not start-up), and follows callers in other
+    modules until it meets start-up code, a command, a request/job, a test or a migration."""
+    seen = set() if seen is None else seen
+    context = facts.context
+    if context.is_test or context.is_migration or depth > _MAX_CALLER_DEPTH:
+        return None
+    reach = Reach.of_module(facts)
+    function = enclosing_function(node)
+    if function is None:
+        if reach.module_is_one_off:
+            return None
+        return reach.reason(node)
+    if id(function) in seen:
+        return None
+    seen.add(id(function))
+    startup = reach.startup.reason(function)
+    if startup is not None:
+        return reach.reason(node)
+    if id(function) in getattr(reach, "_startup_extra", ()):
+        # Reach keeps which of its extra functions a server's __main__ block runs; read-only here.
+        return reach.reason(node)
+    if reach.is_command(function) or id(function) in reach.extra:
+        return None  # an operator's command, or request/job code
+    outer = enclosing_function(function)
+    if outer is not None:
+        if _runs_nested(function.name, outer):
+            return _startup_reason(function, facts, depth, seen)
+        return None
+    if reach.module_is_one_off or not context.cross_file:
+        return None
+    for call, other in callers(function, facts):
+        if other.context.is_migration or other.context.is_test:
+            continue
+        found = _startup_reason(call, other, depth + 1, seen)
+        if found is not None:
+            where = f"{other.context.rel_path or other.context.path}:{call.lineno}"
+            return f"{found}, via {where}"
+    # A caller in this module (``self.seed()`` from a method that start-up code reaches).
+    return None
+
+
+def _runs_nested(name: str, outer: FunctionNode) -> bool:
+    """A def nested in ``outer`` runs with it when ``outer`` calls it or hands it to a call
+    (``conn.run_sync(_seed)``); a nested def that is only returned (a loader factory) runs later, elsewhere."""
+    for node in walk_no_nested_functions(outer):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id == name:
+                return True
+            if any(isinstance(a, ast.Name) and a.id == name for a in node.args):
+                return True
+            if any(isinstance(k.value, ast.Name) and k.value.id == name for k in node.keywords):
+                return True
+    return False
+
+
+def _startup_reason_of_function(function: FunctionNode, facts: ModuleFacts, memo: Dict[int, Optional[str]]) -> Optional[str]:
+    key = id(function)
+    if key not in memo:
+        memo[key] = None
+        first = function.body[0] if function.body else function
+        memo[key] = _startup_reason(first, facts)
+    return memo[key]
+
+
+def _innermost(found: List[Tuple[ast.If, str, str]]) -> List[Tuple[ast.If, str, str]]:
+    ids = {id(item[0]) for item in found}
+    inner = []
+    for item in found:
+        contains_other = any(
+            isinstance(node, ast.If) and node is not item[0] and id(node) in ids for node in ast.walk(item[0])
+        )
+        if not contains_other:
+            inner.append(item)
+    return inner
+
+
+@register
+class UnguardedStartupSeeding(Rule):
+    code = "OG603"
+    name = "unguarded-startup-seeding"
+    summary = "start-up code reads whether seed rows exist and inserts the missing ones: replicas booting together both insert"
+    triggers = (
+        (b".objects", b"create"),
+        (b".add(", b"select("),
+        (b".add(", b"query("),
+        (b".add_all(",),
+        (b".save(", b".objects"),
+        (b"insert(", b"select("),
+    )
+    skips_tests = True
+    skips_migration_code = True
+
+    def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        if facts.context.is_test or facts.context.is_migration:
+            return
+        memo: Dict[int, Optional[str]] = {}
+        for function in facts.functions:
+            if _tolerates_conflicts(function):
+                continue
+            found: List[Tuple[ast.If, str, str]] = []
+            bindings: Optional[Dict[str, List[ast.AST]]] = None
+            for node in walk_no_nested_functions(function):
+                if not isinstance(node, ast.If) or _under_lock(node):
+                    continue
+                if bindings is None:
+                    bindings = _bindings(function)
+                read = _models_read(node.test, bindings)
+                if not read:
+                    continue
+                for model, _call in _inserts(node.body + node.orelse, function, facts, node, 0, {id(function)}):
+                    if model in read:
+                        found.append((node, model, ""))
+                        break
+            if not found:
+                continue
+            reason = _startup_reason_of_function(function, facts, memo)
+            if reason is None:
+                continue
+            for node, model, _ in _innermost(found):
+                yield self.finding(
+                    node,
+                    f"start-up seeding checks whether `{model}` rows exist and inserts the missing ones, and this "
+                    f"runs in every replica ({reason}): replicas booting together both see nothing and both "
+                    "insert, so one start-up fails on the unique constraint (or retries forever) or the row is duplicated.",
+                    "Make the insert safe to race: `INSERT ... ON CONFLICT DO NOTHING` (or get_or_create backed by a "
+                    "unique constraint, handling IntegrityError); or seed once before the servers start (a data "
+                    "migration or a release step); or hold a transaction-scoped advisory lock "
+                    "(`pg_advisory_xact_lock`) around the check and the insert.",
+                    end_node=node.test,
+                )
