@@ -254,17 +254,20 @@ class Flow:
                 if node.target.id in self.tainted and isinstance(node.op, _ARITHMETIC):
                     self.computed.add(node.target.id)
 
+    def reads_here(self, node: ast.AST) -> bool:
+        """This one node is a read (a tainted name or the source), without looking below it."""
+        return (isinstance(node, ast.Name) and node.id in self.tainted) or self.is_source(node)
+
     def reads(self, node: ast.AST) -> bool:
         return any((isinstance(n, ast.Name) and n.id in self.tainted) or self.is_source(n) for n in ast.walk(node))
 
     def arithmetic(self, node: ast.AST) -> bool:
-        for n in ast.walk(node):
-            if isinstance(n, ast.Name) and n.id in self.computed:
-                return True
-            if isinstance(n, ast.BinOp) and isinstance(n.op, _ARITHMETIC) and (
-                    self.reads(n.left) or self.reads(n.right)) and not _set_algebra(n):
-                return True
-        return False
+        if any(isinstance(n, ast.Name) and n.id in self.computed for n in ast.walk(node)):
+            return True
+        marked = _containing(node, self.reads_here)
+        return bool(marked) and any(
+            isinstance(n, ast.BinOp) and isinstance(n.op, _ARITHMETIC) and (
+                id(n.left) in marked or id(n.right) in marked) and not _set_algebra(n) for n in ast.walk(node))
 
 
 # -- OG301 ---------------------------------------------------------------------------------------------------
@@ -718,6 +721,14 @@ def _subscript_root(node: ast.AST) -> ast.AST:
     return node
 
 
+def _is_field(node: ast.AST, instance: str, field: str) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == field and plain_name(node.value) == instance
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
 def _reads(node: ast.AST, instance: str, field: str) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr == field and plain_name(n.value) == instance
                for n in ast.walk(node))
@@ -727,9 +738,31 @@ def _reads_name(node: ast.AST, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
 
 
-def _arithmetic_on(node: ast.AST, reads: Callable[[ast.AST], bool]) -> Optional[ast.BinOp]:
+def _containing(root: ast.AST, is_read: Callable[[ast.AST], bool]) -> Set[int]:
+    """ids of the nodes under ``root`` (itself included) whose subtree holds a node ``is_read`` accepts.
+    One walk and one climb per read, so deep expressions (a 2,500-term concatenation) stay linear."""
+    marked: Set[int] = set()
+    for n in ast.walk(root):
+        if not is_read(n):
+            continue
+        current: Optional[ast.AST] = n
+        while current is not None and id(current) not in marked:
+            marked.add(id(current))
+            if current is root:
+                break
+            current = parent(current)
+    return marked
+
+
+def _arithmetic_on(node: ast.AST, is_read: Callable[[ast.AST], bool]) -> Optional[ast.BinOp]:
+    """The first ``+ - * / ...`` in ``node`` with an operand that reads the value (``is_read`` judges one
+    node, not a subtree)."""
+    marked = _containing(node, is_read)
+    if not marked:
+        return None
     for n in ast.walk(node):
-        if (isinstance(n, ast.BinOp) and isinstance(n.op, _ARITHMETIC) and (reads(n.left) or reads(n.right))
+        if (isinstance(n, ast.BinOp) and isinstance(n.op, _ARITHMETIC)
+                and (id(n.left) in marked or id(n.right) in marked)
                 and not _text(n.left) and not _text(n.right) and not _set_algebra(n)):
             return n
     return None
@@ -748,12 +781,15 @@ def _text(node: ast.AST) -> bool:
     return isinstance(node, ast.JoinedStr) or isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
-def _merged(node: ast.AST, reads: Callable[[ast.AST], bool]) -> bool:
-    """``{**old, k: v}`` or ``old | new``: a dict built from the value read."""
+def _merged(node: ast.AST, is_read: Callable[[ast.AST], bool]) -> bool:
+    """``{**old, k: v}`` or ``old | new``: a dict built from the value read (``is_read`` judges one node)."""
+    marked = _containing(node, is_read)
+    if not marked:
+        return False
     for n in ast.walk(node):
-        if isinstance(n, ast.Dict) and any(k is None and reads(v) for k, v in zip(n.keys, n.values)):
+        if isinstance(n, ast.Dict) and any(k is None and id(v) in marked for k, v in zip(n.keys, n.values)):
             return True
-        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.BitOr) and (reads(n.left) or reads(n.right)):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.BitOr) and (id(n.left) in marked or id(n.right) in marked):
             return True
     return False
 
@@ -815,7 +851,7 @@ def _instance_changes(function: FunctionNode, facts: ModuleFacts) -> List[Change
             if isinstance(node, ast.AugAssign) and isinstance(node.op, _ARITHMETIC):
                 copy.first_arithmetic = (node, _OPERATOR[type(node.op)], short(node.value, 30))
             elif value is not None:
-                binop = _arithmetic_on(value, lambda n: _reads_name(n, name) or isinstance(n, (ast.Name, ast.Call, ast.Subscript)) and _reads_name(n, name))
+                binop = _arithmetic_on(value, lambda n: _is_name(n, name))
                 if binop is not None:
                     copy.first_arithmetic = (node, _OPERATOR[type(binop.op)], short(binop.right, 30))
 
@@ -843,7 +879,7 @@ def _instance_changes(function: FunctionNode, facts: ModuleFacts) -> List[Change
                     if copied is not None:
                         copies[name] = _Copy(*copied)
                     elif name in copies:
-                        reads_local = lambda n, local=name: _reads_name(n, local)  # noqa: E731
+                        reads_local = lambda n, local=name: _is_name(n, local)  # noqa: E731
                         if (_arithmetic_on(value, reads_local) is not None or _merged(value, reads_local)
                                 or isinstance(unwrap(value), (ast.ListComp, ast.DictComp, ast.SetComp))
                                 and _reads_name(value, name)):
@@ -855,7 +891,7 @@ def _instance_changes(function: FunctionNode, facts: ModuleFacts) -> List[Change
                     if isinstance(root, ast.Name):
                         local_changed(root.id, node, value)
                     elif (field_of := _field_of(root)) is not None and (
-                            binop := _arithmetic_on(value, lambda n, f=field_of: _reads(n, *f))) is not None:
+                            binop := _arithmetic_on(value, lambda n, f=field_of: _is_field(n, *f))) is not None:
                         # ``obj.counts[k] = obj.counts.get(k, 0) + 1``: a counter kept in a JSON column.  A plain
                         # ``obj.meta[k] = v`` is not reported: it sets a key, it does not compute from one.
                         add(node, *field_of, "arithmetic", node, _OPERATOR[type(binop.op)], short(binop.right, 30))
@@ -864,20 +900,21 @@ def _instance_changes(function: FunctionNode, facts: ModuleFacts) -> List[Change
                     unwrapped = unwrap(value)
                     copy = copies.get(unwrapped.id) if isinstance(unwrapped, ast.Name) else None
                     reads_field = lambda n, i=instance, f=field: _reads(n, i, f)  # noqa: E731
+                    is_field = lambda n, i=instance, f=field: _is_field(n, i, f)  # noqa: E731
                     if copy is not None and (copy.instance, copy.field) == field_of and copy.first_change is not None:
                         if copy.first_arithmetic is not None:
                             at, op, amount = copy.first_arithmetic
                             add(at, instance, field, "arithmetic", node, op, amount)
                         else:
                             add(node, instance, field, "merge", node)
-                    elif (binop := _arithmetic_on(value, reads_field)) is not None:
+                    elif (binop := _arithmetic_on(value, is_field)) is not None:
                         other = binop.right if reads_field(binop.left) else binop.left
                         add(node, instance, field, "arithmetic", node, _OPERATOR[type(binop.op)], short(other, 30))
-                    elif _merged(value, reads_field):
+                    elif _merged(value, is_field):
                         add(node, instance, field, "merge", node)
                     elif isinstance(unwrapped, ast.Name):
                         bound = _local_value_before(unwrapped, node, function, facts)
-                        binop = _arithmetic_on(bound, reads_field) if bound is not None else None
+                        binop = _arithmetic_on(bound, is_field) if bound is not None else None
                         if binop is not None:
                             other = binop.right if reads_field(binop.left) else binop.left
                             add(node, instance, field, "arithmetic", node, _OPERATOR[type(binop.op)],
@@ -1248,7 +1285,7 @@ class ReadModifyWrite(Rule):
                 column = keyword.arg
                 if column is None or column in guarded or not any(c in (None, column) for c in reads.values()):
                     continue
-                if flow.arithmetic(keyword.value) or _merged(keyword.value, flow.reads):
+                if flow.arithmetic(keyword.value) or _merged(keyword.value, flow.reads_here):
                     yield self.finding(
                         call,
                         f"`{column}` of `{model}` is read by a SELECT earlier in this function, "
