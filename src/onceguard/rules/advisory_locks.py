@@ -268,6 +268,29 @@ XACT_SUGGESTION = (
 )
 
 
+def _guard_key(use: LockUse, facts: ModuleFacts) -> str:
+    """The guard's key as the OG201 fix writes it: ``module.function`` of the locked work."""
+    from ..claims import own_module_name
+
+    name = getattr(use.scope, "name", None) or "job"
+    module = own_module_name(facts)
+    return f"{module}.{name}" if module else name
+
+
+def _lease_first(use: LockUse, facts: ModuleFacts, rest: str) -> str:
+    """``rest`` behind the onceguard lease, for a try-lock (its holder runs the work, the others skip, as
+    with ``run_exclusive``): a lease expires with a dead holder and is released by compare-and-delete, so
+    neither the pool nor an exception path can leak it.  A blocking lock keeps ``rest`` alone: replacing
+    it with a lease would turn waiting into skipping."""
+    if not use.function.try_lock:
+        return rest
+    asynchronous = isinstance(use.scope, ast.AsyncFunctionDef)
+    guard = "arun_exclusive" if asynchronous else "run_exclusive"
+    call = f"{'await ' if asynchronous else ''}{guard}(\"{_guard_key(use, facts)}\", ttl, work)"
+    return (f"Use a lease instead of the advisory lock: `{call}` (`from onceguard.guards import {guard}`), "
+            f"which expires if its holder dies; or {rest[:1].lower()}{rest[1:]}")
+
+
 def _node_line(origin: Optional[ast.AST], fallback: ast.AST) -> int:
     """The line where a handle was bound; a ``with`` item carries no position of its own."""
     if isinstance(origin, ast.withitem):
@@ -310,7 +333,7 @@ class SessionLockOnPool(Rule):
             if handle.pooled:
                 message = self._pooled_message(use, uses, facts)
                 if message:
-                    yield self.finding(use.call, message, _pinned_suggestion(handle))
+                    yield self.finding(use.call, message, _lease_first(use, facts, _pinned_suggestion(handle)))
             elif handle.pinned and use.function.unlock:
                 other = self._lock_on_other_checkout(use, uses)
                 if other is not None:
@@ -322,8 +345,10 @@ class SessionLockOnPool(Rule):
                         "server "
                         "connection, so the "
                         "unlock releases nothing and the lock stays held by an idle pooled connection.",
-                        "Keep lock, work and unlock on one checkout: a single `with ... as conn:` block with the "
-                        "unlock in `finally:`, or `pg_try_advisory_xact_lock` inside one transaction",
+                        _lease_first(other, facts,
+                                     "Keep lock, work and unlock on one checkout: a single `with ... as conn:` block "
+                                     "with the unlock in `finally:`, or `pg_try_advisory_xact_lock` inside one "
+                                     "transaction"),
                     )
 
     def _pooled_message(self, use: LockUse, uses: List[LockUse], facts: ModuleFacts) -> Optional[str]:
@@ -450,9 +475,10 @@ class SessionLockThroughPooler(Rule):
                 f"`{use.function.name}` is session-level, but {why}: consecutive transactions of one client "
                 "connection run on different server connections, so the unlock misses the lock (it leaks) or "
                 "another replica gets the same server connection and \"holds\" the lock too.",
-                "Use `pg_try_advisory_xact_lock` inside one transaction, or a lease (Redis "
-                "`SET key token NX PX ttl` released by compare-and-delete); migrations should connect directly "
-                "to PostgreSQL, bypassing the pooler",
+                _lease_first(use, facts,
+                             f"Use `pg_{'' if use.function.blocking else 'try_'}advisory_xact_lock` "
+                             "inside one transaction; migrations should connect directly to PostgreSQL, bypassing "
+                             "the pooler"),
             )
 
 
@@ -650,8 +676,10 @@ class BlockingLockInJob(Rule):
                 use.call,
                 f"`{function.name}` waits until the lock is free: with two replicas the second one queues behind "
                 "the first and, once the lock is released, runs the same job again.",
-                f"Use `{instead}` and skip the run when it returns false (`if not acquired: return`); blocking "
-                "locks belong in migration runners, where pods should wait for each other",
+                f"Skip instead of waiting: for a periodic job, `if not claim_period(\"{_guard_key(use, facts)}\", "
+                "period): return` (`from onceguard.guards import claim_period`) also stops a replica that arrives "
+                f"after the run has finished; or use `{instead}` and return when it is false. Blocking locks "
+                "belong in migration runners, where pods should wait for each other",
                 fix=try_lock_fix(use.call, use.scope, use.handle.library if use.handle else None, use.receiver_text,
                                  blocking=True),
             )
@@ -704,8 +732,10 @@ class UnlockNotGuaranteed(Rule):
                         f"`{function.name}` is taken through a pool and never released, and nothing reads its "
                         "result: the pooled connection that ran it goes back to the pool still holding the lock, "
                         "so any replica that tests this key later finds it taken until that connection dies.",
-                        "Take `pg_try_advisory_xact_lock` inside a transaction, test it, and let COMMIT/ROLLBACK "
-                        "release it; or hold one pinned connection and unlock in `finally:`",
+                        _lease_first(use, facts,
+                                     "Take `pg_try_advisory_xact_lock` inside a transaction, test it, and let "
+                                     "COMMIT/ROLLBACK release it; or hold one pinned connection and unlock in "
+                                     "`finally:`"),
                     )
                 continue  # otherwise OG101 says what is wrong with a lock taken through a pool
             unlocks = [u for u in uses if u.function.unlock and u.scope is use.scope
@@ -720,8 +750,10 @@ class UnlockNotGuaranteed(Rule):
                     f"`{first.function.name}` is not in a `finally:` block: an exception in the work after "
                     f"`{function.name}` (line {use.call.lineno}) skips it and the connection keeps the lock, so "
                     "the job stops running on every replica until that connection dies.",
-                    "Put the unlock in `try: ... finally:` on the same connection, or use "
-                    "`pg_try_advisory_xact_lock` inside a transaction, which is released at COMMIT/ROLLBACK",
+                    _lease_first(use, facts,
+                                 "Put the unlock in `try: ... finally:` on the same connection, or use "
+                                 "`pg_try_advisory_xact_lock` inside a transaction, which is released at "
+                                 "COMMIT/ROLLBACK"),
                 )
                 continue
             handle = use.handle
@@ -741,8 +773,9 @@ class UnlockNotGuaranteed(Rule):
                 f"`{function.name}` is never released in `{getattr(use.scope, 'name', 'this function')}`: the "
                 "lock stays held by the connection (and by the pool that keeps it) after the work, so the next "
                 "run on any replica finds it taken.",
-                "Release it with `pg_advisory_unlock` in `finally:` on the same connection, or use "
-                "`pg_try_advisory_xact_lock` inside a transaction",
+                _lease_first(use, facts,
+                             "Release it with `pg_advisory_unlock` in `finally:` on the same connection, or use "
+                             "`pg_try_advisory_xact_lock` inside a transaction"),
             )
 
 
@@ -824,7 +857,8 @@ class TryLockResultIgnored(Rule):
                     use.call,
                     f"the result of `{use.function.name}` is never read: the work below runs whether or not this "
                     "replica got the lock, so every replica runs it.",
-                    "Test it and skip the run when it is false: `if not acquired: return`",
+                    _lease_first(use, facts, "Test the lock's result and skip the run when it is false: "
+                                                  "`if not acquired: return`"),
                     fix=try_lock_fix(use.call, use.scope, use.handle.library if use.handle else None,
                                      use.receiver_text),
                 )

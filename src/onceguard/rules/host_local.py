@@ -320,7 +320,19 @@ class HostLocalLock(Rule):
                 f"`{region.kind}` on a file in this host's temp directory only excludes processes on the same "
                 f"host, but the work it guards writes to the shared database ({why}): every replica has its own "
                 "temp directory and its own copy of the lock, so the replicas run that work at the same time.",
-                "Serialize it where the replicas meet: `pg_try_advisory_xact_lock` in the transaction that does "
-                "the work (skip when false), a Redis lease (`SET key token NX PX ttl`), or make the work safe to "
-                "repeat (a unique constraint with `INSERT ... ON CONFLICT DO NOTHING`)",
+                _shared_lock_suggestion(scope, facts),
             )
+
+
+def _shared_lock_suggestion(scope: object, facts: ModuleFacts) -> str:
+    """A lease every replica sees first (the others skip, as a file lock with ``timeout=0`` makes them), then
+    the transaction-scoped lock and work that is safe to repeat."""
+    from ..claims import own_module_name
+
+    module, name = own_module_name(facts), getattr(scope, "name", None) or "job"
+    asynchronous = isinstance(scope, ast.AsyncFunctionDef)
+    guard = "arun_exclusive" if asynchronous else "run_exclusive"
+    call = f"{'await ' if asynchronous else ''}{guard}(\"{f'{module}.{name}' if module else name}\", ttl, work)"
+    return (f"Serialize it where the replicas meet: a lease, `{call}` (`from onceguard.guards import {guard}`); "
+            "`pg_try_advisory_xact_lock` in the transaction that does the work (skip when false); or make the "
+            "work safe to repeat (a unique constraint with `INSERT ... ON CONFLICT DO NOTHING`)")

@@ -15,10 +15,10 @@ from .. import project
 from ..claims import (
     CLAIM_FUNCTION, CACHE_ADD, HELPER_GUARD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, Bindings, ClaimAnalyzer,
     Lead,
-    failed_lock_handlers, is_log_call, own_module_names,
+    failed_lock_handlers, is_log_call, own_module_name, own_module_names,
 )
 from ..facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
-from ..fix_plans import offer_claim
+from ..fix_plans import offer_claim, trigger_period
 from ..knowledge import claims as claim_data
 from ..knowledge import schedulers as known
 from ..model import Diagnostic, Fix
@@ -787,31 +787,56 @@ def _iterates_rows(loop: ast.AST, facts: ModuleFacts) -> bool:
                for n in ast.walk(source))
 
 
-def _suggestion(scheduled: Scheduled, name: str) -> str:
+def _guard_call(guard: str, scheduled: Scheduled, name: str, facts: Optional[ModuleFacts], when: str) -> str:
+    """``claim_period("app.jobs.digest", 3600)`` as the fix would write it: the module-qualified key, the
+    period the trigger shows (seconds) or a placeholder, and the asyncio twin for a coroutine job."""
+    target = scheduled.target
+    function = target.function
+    where = target.facts or facts
+    module = own_module_name(where) if where is not None else ""
+    short = function.name if function is not None else name.rsplit(".", 1)[-1]
+    key = f"{module}.{short}" if module else short
+    apscheduler = scheduled.family in (known.APS3, known.APS4, known.FLASK_APS)
+    period = trigger_period(scheduled.trigger, scheduled.call, apscheduler) if when == "period" else None
+    argument = str(period) if period else when
+    if isinstance(function, ast.AsyncFunctionDef):
+        guard = "await a" + guard
+    return f"{guard}(\"{key}\", {argument}"
+
+
+def _suggestion(scheduled: Scheduled, name: str, facts: Optional[ModuleFacts] = None) -> str:
     situation = _situation(scheduled)
-    key = f"{name.rsplit('.', 1)[-1]}"
     job = f"the {scheduled.family} job `{name}`"
     if scheduled.family in (known.ASYNCIO_TICKER, known.THREAD_TICKER):
         job = f"each iteration of the {scheduled.family} `{name}`"
     elif scheduled.family == known.TIMER:
         job = f"each run of the {known.TIMER} loop `{name}`"
+    asynchronous = isinstance(scheduled.target.function, ast.AsyncFunctionDef)
+    claim = _guard_call("claim_period", scheduled, name, facts, "period") + ")"
+    imported = f"`from onceguard.guards import {'aclaim_period' if asynchronous else 'claim_period'}`"
+    begin = f"Begin {job} with `if not {claim}: return`"
+    if scheduled.family in (known.ASYNCIO_TICKER, known.THREAD_TICKER):
+        begin = f"Begin {job} with `if not {claim}: continue`"  # a return would end the ticker's loop
+    elif scheduled.family == known.TIMER:
+        begin = f"Guard the work of {job} (not its re-arming) with `if {claim}:`"
     if situation == "rows":
-        text = (f"Make {job} claim its rows atomically: `SELECT ... FOR UPDATE SKIP LOCKED` "
-                "(`select_for_update(skip_locked=True)` / `with_for_update(skip_locked=True)`) or "
-                "`UPDATE ... WHERE id = :id AND status = 'pending'`, and act only on the rows you changed.")
+        text = (f"{begin} ({imported}), and claim its rows atomically: "
+                "`select_for_update(skip_locked=True)` / `with_for_update(skip_locked=True)` or "
+                "`UPDATE ... WHERE id = :id AND status = 'pending'`, acting only on the rows you changed.")
     elif situation == "long":
-        text = (f"Run {job} under an exclusive lease, e.g. `run_exclusive(\"{key}\", ttl, work)`: a Redis "
-                "owner-token lease renewed every ttl/3 that cancels the job when the lease is lost.")
+        exclusive = _guard_call("run_exclusive", scheduled, name, facts, "ttl") + ", work)"
+        text = (f"Run {job} under an exclusive lease: `{exclusive}` "
+                f"(`from onceguard.guards import {'arun_exclusive' if asynchronous else 'run_exclusive'}`): "
+                "`work(lease)` runs while an owner-token lease is renewed every ttl/3 and is stopped when it "
+                "is lost.")
     elif situation == "period":
-        text = (f"Begin {job} with a run-once key built from the period, e.g. "
-                f"`if not claim_once(f\"{key}:{{date.today():%Y-%m-%d}}\", ttl): return` "
-                "(Redis `SET key token NX EX ttl`, kept after success) so a late or restarted replica "
-                "cannot repeat the period.")
+        once = _guard_call("run_once", scheduled, name, facts, "period") + ", work)"
+        text = (f"{begin} ({imported}): the claim holds for the whole period, so "
+                f"a late or restarted replica cannot repeat it; to let a failed run be retried, use "
+                f"`{once}` instead.")
     else:
-        text = (f"Begin {job} with a claim for the current period, e.g. "
-                f"`if not claim_period(\"{key}\", period): return` (Redis `SET key token NX EX period`, or "
-                "`pg_try_advisory_xact_lock` in a transaction): the first replica to ask in a period runs it, "
-                "every other one skips.")
+        text = (f"{begin} ({imported}): the first replica to ask in a "
+                "period runs it, every other one skips.")
     return text + _FAMILY_ALTERNATIVES.get(scheduled.family, "")
 
 
@@ -965,7 +990,7 @@ class UnguardedScheduledJob(Rule):
             if verdict.kind != "job":
                 continue
             yield offer_claim(_report(self, verdict, _message(verdict.scheduled, verdict.name),
-                                      _suggestion(verdict.scheduled, verdict.name)), verdict, facts)
+                                      _suggestion(verdict.scheduled, verdict.name, facts)), verdict, facts)
 
 
 #: OG204 is off unless selected by its full code: duplicate sweeps cost load, not correctness.
@@ -995,8 +1020,10 @@ class UnguardedIdempotentSweep(Rule):
                        f"and runs only idempotent set-based statements{statement} with no claim: every replica "
                        "repeats the same sweep on every tick, which costs duplicate work and lock contention but "
                        "gives the same result.")
-            suggestion = (f"If the duplicate load matters, begin `{verdict.name}` with "
-                          f"`if not claim_period(\"{verdict.name.rsplit('.', 1)[-1]}\", period): return`, "
+            claim = _guard_call("claim_period", verdict.scheduled, verdict.name, facts, "period") + ")"
+            asynchronous = isinstance(verdict.scheduled.target.function, ast.AsyncFunctionDef)
+            suggestion = (f"If the duplicate load matters, begin `{verdict.name}` with `if not {claim}: return` "
+                          f"(`from onceguard.guards import {'aclaim_period' if asynchronous else 'claim_period'}`), "
                           "or keep it per-replica and leave this rule off.")
             yield _report(self, verdict, message, suggestion)
 
@@ -1271,7 +1298,9 @@ class LoudSkipLog(Rule):
                 call,
                 f"The skip taken when another replica holds the claim is logged at {level}: it is the "
                 "normal case on every replica but one, so each run raises a false alarm.",
-                "Log the skip at debug (`log.debug(...)`); keep warning and error for failures of the job itself.",
+                "Log the skip at debug (`log.debug(...)`), or claim with `onceguard.guards` (`claim_period`, "
+                "`run_exclusive`), which logs a lost claim at debug itself; keep warning and error for failures "
+                "of the job itself.",
                 fix,
             )
 
