@@ -8,6 +8,7 @@ calls named ``execute`` instead of walking the whole tree again.
 from __future__ import annotations
 
 import ast
+import typing
 from collections import defaultdict
 from typing import Dict, Iterator, List, Optional, Tuple, Union
 
@@ -44,6 +45,55 @@ def call_name(call: ast.Call) -> Optional[str]:
     return None
 
 
+#: Operators and load/store contexts: one shared instance per kind for every tree, never a rule's subject.
+_SHARED_NODES = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+#: node kind -> its fields that can hold child nodes, last first: (name, True for a list / False for one
+#: node / None when the field's type is not declared and each value is checked).
+_CHILD_FIELDS: Dict[type, Tuple[Tuple[str, Optional[bool]], ...]] = {}
+
+
+def _node_classes(annotation) -> Optional[List[type]]:
+    """The node classes a ``_field_types`` annotation admits (``list[expr]``, ``expr | None``), None for a list."""
+    origin = typing.get_origin(annotation)
+    if origin is list:
+        return None
+    if origin is not None:
+        found: List[type] = []
+        for argument in typing.get_args(annotation):
+            inner = _node_classes(argument)
+            if inner is None:
+                return None
+            found.extend(inner)
+        return found
+    return [annotation] if isinstance(annotation, type) else []
+
+
+def _holds_nodes(classes: List[type]) -> bool:
+    return any(issubclass(c, ast.AST) and not issubclass(c, _SHARED_NODES) for c in classes)
+
+
+def _child_fields(kind: type) -> Tuple[Tuple[str, Optional[bool]], ...]:
+    declared = getattr(kind, "_field_types", None)
+    fields: List[Tuple[str, Optional[bool]]] = []
+    for field in getattr(kind, "_fields", ()):
+        annotation = declared.get(field) if declared else None
+        if annotation is None:
+            fields.append((field, None))
+            continue
+        origin = typing.get_origin(annotation)
+        if origin is list:
+            items = _node_classes(typing.get_args(annotation)[0]) if typing.get_args(annotation) else None
+            if items is None or _holds_nodes(items):
+                fields.append((field, True if items is not None else None))
+        else:
+            classes = _node_classes(annotation)
+            if classes is None:
+                fields.append((field, None))
+            elif _holds_nodes(classes):
+                fields.append((field, False))
+    return tuple(reversed(fields))
+
+
 class ModuleFacts:
     def __init__(self, tree: ast.Module, context: FileContext, lines: Optional[List[str]] = None) -> None:
         self.tree = tree
@@ -65,9 +115,8 @@ class ModuleFacts:
         self._cache: Dict[str, object] = {}
 
     def _walk(self, tree: ast.AST, imports: List[ast.AST]) -> None:
-        # The hottest loop of a run: fields are read directly instead of through ast.iter_child_nodes,
-        # and node kinds are compared by identity.
-        AST = ast.AST
+        # The hottest loop of a run: only the fields that can hold child nodes are read (a ``Name`` has
+        # none), per node kind, computed once; node kinds are compared by identity.
         Attribute, Name, Call = ast.Attribute, ast.Name, ast.Call
         kinds = {
             ast.FunctionDef: self._add_function, ast.AsyncFunctionDef: self._add_function,
@@ -78,12 +127,14 @@ class ModuleFacts:
         }
         calls_append = self.calls.append
         by_name = self.calls_by_name
+        child_fields = _CHILD_FIELDS
         linked = self._linked = []  # every node given a parent link, so release() can unlink them
         link = linked.append
         stack = [tree]
         pop, push = stack.pop, stack.append
         while stack:
             node = pop()
+            link(node)
             kind = type(node)
             if kind is Call:
                 calls_append(node)
@@ -96,21 +147,30 @@ class ModuleFacts:
                 add = kinds.get(kind)
                 if add is not None:
                     add(node)
-            children = []
-            for field in node._fields:
+            fields = child_fields.get(kind)
+            if fields is None:
+                fields = child_fields[kind] = _child_fields(kind)
+            # Last field first, each list backwards: children pop in source order, so every list is in pre-order.
+            for field, many in fields:
                 value = getattr(node, field, None)
-                if type(value) is list:
-                    for item in value:
-                        if isinstance(item, AST):
+                if value is None:
+                    continue
+                if many is True:
+                    for item in reversed(value):
+                        if item is not None:
                             item._og_parent = node
-                            children.append(item)
-                elif isinstance(value, AST):
+                            push(item)
+                elif many is False:
                     value._og_parent = node
-                    children.append(value)
-            link(node)
-            # Pushed last-first so they pop in source order: every list is in pre-order.
-            for child in reversed(children):
-                push(child)
+                    push(value)
+                elif type(value) is list:  # a field of unknown type (an older Python): check each value
+                    for item in reversed(value):
+                        if isinstance(item, ast.AST) and not isinstance(item, _SHARED_NODES):
+                            item._og_parent = node
+                            push(item)
+                elif isinstance(value, ast.AST) and not isinstance(value, _SHARED_NODES):
+                    value._og_parent = node
+                    push(value)
 
     def release(self) -> None:
         """Unlink parents and drop cached facts once the rules are done.
