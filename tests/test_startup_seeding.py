@@ -246,3 +246,26 @@ def test_tests_are_not_checked(tmp_path):
     """
     assert og603(tmp_path, "tests/test_apps.py", source) == []
     assert len(og603(tmp_path, "billing/apps.py", source)) == 1
+
+
+def test_a_row_keyed_by_the_replica_itself_is_not_shared_seeding(tmp_path):
+    source = """
+        import socket
+
+        from django.apps import AppConfig
+
+
+        class NodesConfig(AppConfig):
+            name = "nodes"
+
+            def ready(self):
+                from .models import Node
+
+                host = socket.gethostname()
+                if not Node.objects.filter(hostname=host).exists():
+                    Node.objects.create(hostname=host)
+                if not Node.objects.filter(hostname="primary").exists():
+                    Node.objects.create(hostname="primary")
+    """
+    found = og603(tmp_path, "nodes/apps.py", source)
+    assert [d.line for d in found] == [16]

@@ -45,6 +45,9 @@ _DUPLICATE_ERRORS = frozenset({"IntegrityError", "UniqueViolation", "UniqueViola
 _CLAIM_METHODS = frozenset({"select_for_update", "with_for_update"})
 _ADVISORY_TEXT = "advisory"
 _CONFLICT_WORDS = ("on_conflict", "ON CONFLICT", "on conflict", "INSERT IGNORE", "OR IGNORE", "prefix_with")
+#: Values that differ per replica: a row keyed by one of these is that replica's own (a worker's
+#: heartbeat row), so two replicas never insert the same one.
+_PER_REPLICA_VALUES = frozenset({"gethostname", "getfqdn", "getpid", "uuid1", "uuid4", "node"})
 _DEPTH = 2
 _MAX_CALLER_DEPTH = 4
 
@@ -346,6 +349,21 @@ def _startup_reason_of_function(function: FunctionNode, facts: ModuleFacts, memo
     return memo[key]
 
 
+def _per_replica_key(expr: ast.AST, bindings: Dict[str, List[ast.AST]], depth: int = 0) -> bool:
+    """``expr`` (or a local name it uses) takes a value that differs per replica: the host name, the pid,
+    a fresh uuid."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call):
+            func = node.func
+            last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if last in _PER_REPLICA_VALUES:
+                return True
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and depth < 2:
+            if any(_per_replica_key(value, bindings, depth + 1) for value in bindings.get(node.id, ())):
+                return True
+    return False
+
+
 def _innermost(found: List[Tuple[ast.If, str, str]]) -> List[Tuple[ast.If, str, str]]:
     ids = {id(item[0]) for item in found}
     inner = []
@@ -389,10 +407,10 @@ class UnguardedStartupSeeding(Rule):
                 if bindings is None:
                     bindings = _bindings(function)
                 read = _models_read(node.test, bindings)
-                if not read:
+                if not read or _per_replica_key(node.test, bindings):
                     continue
-                for model, _call in _inserts(node.body + node.orelse, function, facts, node, 0, {id(function)}):
-                    if model in read:
+                for model, call in _inserts(node.body + node.orelse, function, facts, node, 0, {id(function)}):
+                    if model in read and not _per_replica_key(call, bindings):
                         found.append((node, model, ""))
                         break
             if not found:
