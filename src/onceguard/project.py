@@ -313,6 +313,9 @@ def _read_bytes(path: str) -> bytes:
     return data
 
 
+#: A project file's bytes, read once per content: what text checks before a parse look at.
+read_bytes = _read_bytes
+
 _mentions: Dict[Tuple[str, str], List[str]] = {}
 
 

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from . import project
+from .context import FileContext
 from .executed_sql import executed_sql
 from .facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
 
@@ -588,11 +590,17 @@ def callers(function: FunctionNode, facts: ModuleFacts, limit: int = 40) -> List
     else:
         name = function.name
         suffixes = [f"{cls.name}.{name}"] if cls is not None else [name]
-    qualified = {f"{module}.{suffix}" for module in own_module_names(facts) for suffix in suffixes}
+    modules = own_module_names(facts)
+    qualified = {f"{module}.{suffix}" for module in modules for suffix in suffixes}
     found: List[Tuple[ast.Call, ModuleFacts]] = []
+    may_call = _caller_text_check(facts, modules, cls.name if cls is not None else None)
     for path in project.files_mentioning(name, project.search_root(facts)):
-        other = facts if path == facts.context.path or os.path.abspath(path) == os.path.abspath(facts.context.path) \
-            else project.module_facts(path, facts.config)
+        if path == facts.context.path or os.path.abspath(path) == os.path.abspath(facts.context.path):
+            other = facts
+        elif FileContext(path, facts.config, cross_file=True).is_test or not may_call(path):
+            continue  # skipped below anyway, or cannot spell a call to it: no parse
+        else:
+            other = project.module_facts(path, facts.config)
         if other is None or other.context.is_test:
             continue
         for call in other.calls_by_name.get(name, ()):
@@ -604,6 +612,30 @@ def callers(function: FunctionNode, facts: ModuleFacts, limit: int = 40) -> List
                 if len(found) >= limit:
                     return found
     return found
+
+
+_EMPTY_RELATIVE_IMPORT = re.compile(rb"from[\s\\]*\.+[\s\\]*import")
+
+
+def _caller_text_check(facts: ModuleFacts, modules: Set[str], class_name: Optional[str]):
+    """What another file's bytes must hold to contain a call that qualifies to a def of ``modules``.
+
+    Such a call is spelled ``mod.f(...)``, ``Class.f(...)`` or ``f(...)`` after ``from pkg.mod import f``
+    / ``from .mod import f``: the module's last name is written in the file, except after ``from . import f``
+    (the module is then the file's own package); a method's class is named in the call itself.  Checked on
+    the bytes already read, so a common function name does not parse every file that says it."""
+    module_words = {module.rsplit(".", 1)[-1].encode("utf-8", "replace") for module in modules}
+    path = facts.context.path or ""
+    package_module = os.path.basename(path) == "__init__.py" or (path.endswith(".py") and os.path.isdir(path[:-3]))
+    class_word = class_name.encode("utf-8", "replace") if class_name is not None else b""
+
+    def may_call(other_path: str) -> bool:
+        source = project.read_bytes(other_path)
+        if class_word in source and any(word in source for word in module_words):
+            return True
+        return package_module and _EMPTY_RELATIVE_IMPORT.search(source) is not None
+
+    return may_call
 
 
 def dotted_name(node: ast.AST) -> str:
