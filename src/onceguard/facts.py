@@ -50,6 +50,8 @@ _SHARED_NODES = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cm
 #: node kind -> its fields that can hold child nodes, last first: (name, True for a list / False for one
 #: node / None when the field's type is not declared and each value is checked).
 _CHILD_FIELDS: Dict[type, Tuple[Tuple[str, Optional[bool]], ...]] = {}
+#: The same with the shared nodes' fields, for walks that hand every node to a rule.
+_WALK_FIELDS: Dict[type, Tuple[Tuple[str, Optional[bool]], ...]] = {}
 
 
 def _node_classes(annotation) -> Optional[List[type]]:
@@ -68,11 +70,11 @@ def _node_classes(annotation) -> Optional[List[type]]:
     return [annotation] if isinstance(annotation, type) else []
 
 
-def _holds_nodes(classes: List[type]) -> bool:
-    return any(issubclass(c, ast.AST) and not issubclass(c, _SHARED_NODES) for c in classes)
+def _holds_nodes(classes: List[type], with_shared: bool = False) -> bool:
+    return any(issubclass(c, ast.AST) and (with_shared or not issubclass(c, _SHARED_NODES)) for c in classes)
 
 
-def _child_fields(kind: type) -> Tuple[Tuple[str, Optional[bool]], ...]:
+def _child_fields(kind: type, with_shared: bool = False) -> Tuple[Tuple[str, Optional[bool]], ...]:
     declared = getattr(kind, "_field_types", None)
     fields: List[Tuple[str, Optional[bool]]] = []
     for field in getattr(kind, "_fields", ()):
@@ -83,13 +85,13 @@ def _child_fields(kind: type) -> Tuple[Tuple[str, Optional[bool]], ...]:
         origin = typing.get_origin(annotation)
         if origin is list:
             items = _node_classes(typing.get_args(annotation)[0]) if typing.get_args(annotation) else None
-            if items is None or _holds_nodes(items):
+            if items is None or _holds_nodes(items, with_shared):
                 fields.append((field, True if items is not None else None))
         else:
             classes = _node_classes(annotation)
             if classes is None:
                 fields.append((field, None))
-            elif _holds_nodes(classes):
+            elif _holds_nodes(classes, with_shared):
                 fields.append((field, False))
     return tuple(reversed(fields))
 
@@ -255,28 +257,41 @@ def walk_no_nested_functions(node: ast.AST) -> Iterator[ast.AST]:
     """Like ``ast.walk`` (but in source order) without entering nested function or class bodies."""
     AST = ast.AST
     nested = _NESTED_SCOPES
+    child_fields = _WALK_FIELDS
     stack = [node]
     pop, push = stack.pop, stack.append
     first = True
     while stack:
         current = pop()
+        kind = type(current)
         if first:
             first = False
         else:
             yield current
-            if isinstance(current, nested):
+            if kind in nested:
                 continue
-        children = []
-        for field in current._fields:
+        fields = child_fields.get(kind)
+        if fields is None:
+            if isinstance(current, nested) and current is not node:
+                continue  # a subclass of a scope node
+            fields = child_fields[kind] = _child_fields(kind, with_shared=True)
+        # Last field first, each list backwards: children pop in source order.
+        for field, many in fields:
             value = getattr(current, field, None)
-            if type(value) is list:
-                for item in value:
+            if value is None:
+                continue
+            if many is True:
+                for item in reversed(value):
+                    if item is not None:
+                        push(item)
+            elif many is False:
+                push(value)
+            elif type(value) is list:
+                for item in reversed(value):
                     if isinstance(item, AST):
-                        children.append(item)
+                        push(item)
             elif isinstance(value, AST):
-                children.append(value)
-        for child in reversed(children):
-            push(child)
+                push(value)
 
 
 __all__ = ["ModuleFacts", "position", "walk_no_nested_functions", "parent", "ancestors", "call_name", "dotted", "FunctionNode"]
