@@ -246,10 +246,12 @@ def find_assignment(qualified: str, config: Config, root: Optional[str] = None) 
 
 
 def clear_cache() -> None:
+    global _file_bytes_total
     with _lock:
         _modules.clear()
         _file_lists.clear()
         _file_bytes.clear()
+        _file_bytes_total = 0
         _def_indexes.clear()
         _mentions.clear()
 
@@ -266,6 +268,11 @@ _SKIPPED_DIRECTORIES = frozenset({
 _MAX_PROJECT_FILES = 20_000
 _file_lists: Dict[str, List[str]] = {}
 _file_bytes: Dict[str, Tuple[float, int, bytes]] = {}
+#: Bytes kept between searches, per process: a project's whole text in every worker costs more memory
+#: than reading it again costs time (the operating system caches the files; a search of a word reads
+#: each file once, and each word is searched once per run).
+_FILE_BYTES_BUDGET = 8 << 20
+_file_bytes_total = 0
 
 
 def project_files(root: str) -> List[str]:
@@ -308,8 +315,14 @@ def _read_bytes(path: str) -> bytes:
             data = handle.read()
     except OSError:
         return b""
+    global _file_bytes_total
     with _lock:
-        _file_bytes[path] = (stat.st_mtime, stat.st_size, data)
+        previous = _file_bytes.pop(path, None)
+        if previous is not None:
+            _file_bytes_total -= len(previous[2])
+        if _file_bytes_total + len(data) <= _FILE_BYTES_BUDGET:
+            _file_bytes[path] = (stat.st_mtime, stat.st_size, data)
+            _file_bytes_total += len(data)
     return data
 
 
