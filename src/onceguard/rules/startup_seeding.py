@@ -52,6 +52,7 @@ _DEPTH = 2
 _MAX_CALLER_DEPTH = 4
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 # -- models read and written -------------------------------------------------------------------------
@@ -104,6 +105,17 @@ def _bindings(function: Optional[ast.AST]) -> Dict[str, List[ast.AST]]:
         elif isinstance(node, ast.NamedExpr):
             bind(node.target, node.value)
     return found
+
+
+def _bindings_of(function: Optional[ast.AST], facts: ModuleFacts) -> Dict[str, List[ast.AST]]:
+    """``_bindings`` once per function and module: every ``if`` of a function asks for the same table."""
+    if function is None:
+        return {}
+    built = facts.cached("og603:bindings", lambda _facts: {})
+    key = id(function)
+    if key not in built:
+        built[key] = _bindings(function)
+    return built[key]
 
 
 def _models_read(expr: ast.AST, bindings: Dict[str, List[ast.AST]], depth: int = 0, seen: Optional[Set[str]] = None) -> Set[str]:
@@ -261,7 +273,7 @@ def _under_lock(node: ast.AST) -> bool:
 def _inserts(statements: Iterable[ast.AST], scope: Optional[FunctionNode], facts: ModuleFacts, stop: ast.AST,
              depth: int, seen: Set[int]) -> Iterator[Tuple[str, ast.Call]]:
     """(model, insert call) for each plain insert the statements run, following this module's functions."""
-    bindings = _bindings(scope)
+    bindings = _bindings_of(scope, facts)
     for statement in statements:
         for node in walk_no_nested_functions(statement):
             if not isinstance(node, ast.Call):
@@ -396,16 +408,22 @@ class UnguardedStartupSeeding(Rule):
         if facts.context.is_test or facts.context.is_migration:
             return
         memo: Dict[int, Optional[str]] = {}
+        # The ``if`` statements of each function's own body (not of a nested def or class), in source
+        # order: a function with none is never walked.
+        ifs_of: Dict[int, List[ast.If]] = {}
+        for statement in facts.ifs:
+            for above in ancestors(statement):
+                if isinstance(above, _SCOPES):
+                    ifs_of.setdefault(id(above), []).append(statement)
+                    break
         for function in facts.functions:
-            if _tolerates_conflicts(function):
-                continue
             found: List[Tuple[ast.If, str, str]] = []
             bindings: Optional[Dict[str, List[ast.AST]]] = None
-            for node in walk_no_nested_functions(function):
-                if not isinstance(node, ast.If) or _under_lock(node):
+            for node in ifs_of.get(id(function), ()):
+                if _under_lock(node):
                     continue
                 if bindings is None:
-                    bindings = _bindings(function)
+                    bindings = _bindings_of(function, facts)
                 read = _models_read(node.test, bindings)
                 if not read or _per_replica_key(node.test, bindings):
                     continue
@@ -413,7 +431,7 @@ class UnguardedStartupSeeding(Rule):
                     if model in read and not _per_replica_key(call, bindings):
                         found.append((node, model, ""))
                         break
-            if not found:
+            if not found or _tolerates_conflicts(function):
                 continue
             reason = _startup_reason_of_function(function, facts, memo)
             if reason is None:
