@@ -126,3 +126,25 @@ def test_test_files_are_never_parsed_for_callers(tmp_path):
     """)
     assert sites("setup", store, tmp_path) == []
     assert "tests/test_store.py" not in parsed(tmp_path)
+
+
+def test_a_call_split_over_lines_is_found_and_a_mere_mention_is_not_parsed(tmp_path):
+    write(tmp_path, "app/__init__.py", "")
+    store = write(tmp_path, "app/store.py", """\
+        def setup():
+            pass
+    """)
+    write(tmp_path, "app/wiring.py", """\
+        from app import store
+
+        (store.setup  # the store's own
+            )(
+        )
+    """)
+    write(tmp_path, "app/registry.py", """\
+        from app import store
+
+        HOOKS = [store.setup, "setup"]
+    """)
+    assert sites("setup", store, tmp_path) == [("app/wiring.py", 3)]
+    assert "app/registry.py" not in parsed(tmp_path)

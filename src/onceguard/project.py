@@ -196,6 +196,9 @@ def find_function(qualified: str, config: Config, root: Optional[str] = None) ->
         path = module_path(module, root)
         if path is None:
             continue
+        if not _may_define(path, attrs[-1]):
+            _record(os.path.abspath(path))  # still a dependency: adding the def there changes the answer
+            return None
         facts = module_facts(path, config)
         if facts is None:
             return None
@@ -204,6 +207,15 @@ def find_function(qualified: str, config: Config, root: Optional[str] = None) ->
             return found, facts
         return None
     return None
+
+
+def _may_define(path: str, name: str) -> bool:
+    """Whether the file's text can hold ``def name``: a file that never spells the name is not parsed
+    (unless it has non-ASCII text, whose identifiers Python normalises)."""
+    if not name.isascii():
+        return True
+    source = _read_bytes(path)
+    return not source or name.encode("ascii") in source or not source.isascii()
 
 
 def _lookup(body: List[ast.stmt], attrs: List[str]) -> Optional[FunctionNode]:

@@ -593,7 +593,7 @@ def callers(function: FunctionNode, facts: ModuleFacts, limit: int = 40) -> List
     modules = own_module_names(facts)
     qualified = {f"{module}.{suffix}" for module in modules for suffix in suffixes}
     found: List[Tuple[ast.Call, ModuleFacts]] = []
-    may_call = _caller_text_check(facts, modules, cls.name if cls is not None else None)
+    may_call = _caller_text_check(facts, modules, cls.name if cls is not None else None, name)
     for path in project.files_mentioning(name, project.search_root(facts)):
         if path == facts.context.path or os.path.abspath(path) == os.path.abspath(facts.context.path):
             other = facts
@@ -617,20 +617,26 @@ def callers(function: FunctionNode, facts: ModuleFacts, limit: int = 40) -> List
 _EMPTY_RELATIVE_IMPORT = re.compile(rb"from[\s\\]*\.+[\s\\]*import")
 
 
-def _caller_text_check(facts: ModuleFacts, modules: Set[str], class_name: Optional[str]):
+def _caller_text_check(facts: ModuleFacts, modules: Set[str], class_name: Optional[str], called: str):
     """What another file's bytes must hold to contain a call that qualifies to a def of ``modules``.
 
     Such a call is spelled ``mod.f(...)``, ``Class.f(...)`` or ``f(...)`` after ``from pkg.mod import f``
     / ``from .mod import f``: the module's last name is written in the file, except after ``from . import f``
     (the module is then the file's own package); a method's class is named in the call itself.  Checked on
-    the bytes already read, so a common function name does not parse every file that says it."""
+    the bytes already read, so a common function name does not parse every file that says it.  And the
+    name must be called somewhere: followed by ``(`` (or by a comment, a line continuation or the ``)`` of
+    ``(obj.name)(...)`` on the way to one)."""
     module_words = {module.rsplit(".", 1)[-1].encode("utf-8", "replace") for module in modules}
     path = facts.context.path or ""
     package_module = os.path.basename(path) == "__init__.py" or (path.endswith(".py") and os.path.isdir(path[:-3]))
     class_word = class_name.encode("utf-8", "replace") if class_name is not None else b""
 
+    call = re.compile(rb"\b" + re.escape(called.encode("utf-8", "replace")) + rb"[\s\\]*[(#)]")
+
     def may_call(other_path: str) -> bool:
         source = project.read_bytes(other_path)
+        if call.search(source) is None:
+            return False
         if class_word in source and any(word in source for word in module_words):
             return True
         return package_module and _EMPTY_RELATIVE_IMPORT.search(source) is not None
