@@ -1,6 +1,7 @@
 """Check many files: cache first, then the rest across a process pool in chunks."""
 from __future__ import annotations
 
+import gc
 import os
 from concurrent.futures import ProcessPoolExecutor
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -13,6 +14,7 @@ from .project import recording
 
 # Below this many files a pool costs more to start than it saves.
 _POOL_THRESHOLD = 48
+_GC_THRESHOLD = 100_000
 
 WorkItem = Tuple[str, Config, Optional[str]]
 # (path, content hash, stat signature, findings or None to reuse the cached ones, other files read)
@@ -43,7 +45,16 @@ def check_one(item: WorkItem) -> WorkResult:
     return path, digest, signature, found, tuple(sorted(others))
 
 
+def _fewer_collections() -> None:
+    """Run the cyclic garbage collector less often while checking: each file allocates a whole syntax
+    tree that is freed at once by reference counting (``ModuleFacts.release`` undoes the parent links),
+    so the default every-2,000-allocations passes find nothing and cost several percent of a run."""
+    if gc.get_threshold()[0] < _GC_THRESHOLD:
+        gc.set_threshold(_GC_THRESHOLD, 20, 20)
+
+
 def _check_chunk(items: List[WorkItem]) -> List[WorkResult]:
+    _fewer_collections()  # in the worker too: a spawned or forkserver worker starts with the defaults
     return [check_one(item) for item in items]
 
 
