@@ -631,15 +631,15 @@ def _caller_text_check(facts: ModuleFacts, modules: Set[str], class_name: Option
     package_module = os.path.basename(path) == "__init__.py" or (path.endswith(".py") and os.path.isdir(path[:-3]))
     class_word = class_name.encode("utf-8", "replace") if class_name is not None else b""
 
-    call = re.compile(rb"\b" + re.escape(called.encode("utf-8", "replace")) + rb"[\s\\]*[(#)]")
+    # Starts with the name itself, so the regular expression engine scans for it as plain text.
+    call = re.compile(re.escape(called.encode("utf-8", "replace")) + rb"[\s\\]*[(#)]")
 
     def may_call(other_path: str) -> bool:
         source = project.read_bytes(other_path)
-        if call.search(source) is None:
+        named = class_word in source and any(word in source for word in module_words)
+        if not named and not (package_module and _EMPTY_RELATIVE_IMPORT.search(source) is not None):
             return False
-        if class_word in source and any(word in source for word in module_words):
-            return True
-        return package_module and _EMPTY_RELATIVE_IMPORT.search(source) is not None
+        return call.search(source) is not None
 
     return may_call
 
