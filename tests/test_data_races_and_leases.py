@@ -523,3 +523,60 @@ def test_account_lockout_flag_is_not_a_lock():
         def unlock(user_id):
             r.delete(f"locked:{user_id}")
     """) == []
+
+
+_WRAPPED_CACHE = """
+    import redis
+
+
+    class TwoLevelCache:
+        def __init__(self) -> None:
+            self.remote = redis.Redis()
+
+        def get_cache(self, key, local_only=False):
+            return self.remote.get(key)
+
+        def set_cache(self, key, value, ttl=None, local_only=False):
+            return self.remote.set(key, value, ex=ttl)
+
+        def delete_cache(self, key):
+            return self.remote.delete(key)
+"""
+
+
+def test_wrapped_cache_entry_counted_in_place_is_a_lost_update():
+    source = _WRAPPED_CACHE + """
+    def record(cache: TwoLevelCache, bucket: str, who: str) -> None:
+        seen = cache.get_cache(key=bucket) or {}
+        seen[who] += 1
+        cache.set_cache(key=bucket, value=seen, ttl=60)
+    """
+    write_line = textwrap.dedent(source).splitlines().index("    cache.set_cache(key=bucket, value=seen, ttl=60)") + 1
+    [finding] = [d for d in found(source) if d.code == "OG301"]
+    assert finding.line == write_line
+    assert "HINCRBY" in finding.suggestion
+
+
+def test_wrapped_cache_lookalikes_stay_clean():
+    # Another key, a local-only copy, an untyped receiver, and a value replaced rather than changed.
+    assert codes(_WRAPPED_CACHE + """
+    def other_key(cache: TwoLevelCache, who: str) -> None:
+        seen = cache.get_cache(key="a") or {}
+        seen[who] = seen.get(who, 0) + 1
+        cache.set_cache(key="b", value=seen)
+
+    def local(cache: TwoLevelCache, who: str) -> None:
+        seen = cache.get_cache(key="a", local_only=True) or {}
+        seen[who] = seen.get(who, 0) + 1
+        cache.set_cache(key="a", value=seen, local_only=True)
+
+    def unknown(cache, who: str) -> None:
+        seen = cache.get_cache(key="a") or {}
+        seen[who] = seen.get(who, 0) + 1
+        cache.set_cache(key="a", value=seen)
+
+    def replaced(cache: TwoLevelCache, who: str) -> None:
+        seen = cache.get_cache(key="a") or {}
+        seen = {who: len(who) + 1}
+        cache.set_cache(key="a", value=seen)
+    """) == []

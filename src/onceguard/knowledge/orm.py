@@ -103,6 +103,8 @@ READ_MODIFY_WRITE_TRIGGERS = (
       for loader in (b"objects", b"select(", b".query(", b".get(")),
     # An entry of a dict-like class over a Redis hash assigned back from a read of it.
     (b"] = ", b".items()"), (b"] = {", b".get("), (b"__setitem__", b"hset"),
+    # A project class over a cache: an entry of the value read changed in Python, then set back.
+    *((b"set_", change, b"get_") for change in (b"] = ", b"] += ", b" + ")),
     # A mapped model's method changing ``self`` from its own value: the caller's commit writes it.
     *((model, b"self.", op) for model in (b"__tablename__", b"mapped_column", b"Column(", b"Field(")
       for op in _ARITHMETIC_WORDS),

@@ -26,7 +26,7 @@ from ..names import dotted
 from ..registry import register
 from ..sql import parse_statements, placeholder_names
 from .base import Rule
-from .redis_leases import argument, has_spread, key_argument, redis_call, short
+from .redis_leases import _client_calls, argument, has_spread, key_argument, redis_call, short
 
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 _OPERATOR = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
@@ -1366,6 +1366,41 @@ class ReadModifyWrite(Rule):
                 flow = Flow(function, facts, lambda n: id(n) in read_ids)
                 if flow.arithmetic(value):
                     yield self._redis_report(call, command, reads[0], handle.kind)
+        yield from self._wrapper_redis(facts)
+
+    def _wrapper_redis(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        """A project class over a cache (``await self.cache.async_get_cache(key=k)``, the dict changed in
+        Python, ``async_set_cache(key=k, value=d)``): the wrapper's methods are known by their verbs, the
+        receiver only by a visible construction or annotation of such a class."""
+        key_arg, _, value_arg = redis_known.WRITES["set"]
+        writes = [item for item in _client_calls(facts, ("set",))
+                  if item[1].kind == redis_known.WRAPPER and item[0].func.attr not in redis_known.WRITES]
+        if not writes:
+            return
+        reads = [item for item in _client_calls(facts, ("get",)) if item[1].kind == redis_known.WRAPPER]
+        for call, handle, _command in writes:
+            function = facts.enclosing_function(call)
+            if function is None or has_spread(call):
+                continue
+            if _in_process_only(call):
+                continue
+            key = key_argument(call, handle, key_arg)
+            value = argument(call, value_arg)
+            if key is None or value is None:
+                continue
+            key_dump = ast.dump(key)
+            matching = [read for read, read_handle, _ in reads
+                        if facts.enclosing_function(read) is function and not later(read, call)
+                        and ast.dump(key_argument(read, read_handle, key_arg) or ast.Pass()) == key_dump]
+            if not matching:
+                continue
+            read_ids = {id(r) for r in matching}
+            flow = Flow(function, facts, lambda n: id(n) in read_ids)
+            if flow.arithmetic(value):
+                yield self._redis_report(call, "set", matching[-1], handle.kind)
+            elif _entry_counted(value, flow, matching[-1], call, function, facts):
+                # A dict of counts: a Redis hash counts each entry atomically.
+                yield self._redis_report(call, "hset", matching[-1], handle.kind)
 
     @staticmethod
     def _reads_of(write: ast.Call, key: ast.AST, field: Optional[ast.AST], function: FunctionNode,
@@ -1401,6 +1436,36 @@ class ReadModifyWrite(Rule):
                           f"a TTL, send EXPIRE with it in a `MULTI` pipeline (or set it only when INCR returned "
                           f"the first value).")
         return self.finding(write, hazard, suggestion)
+
+
+#: Keywords by which a call on a two-level cache wrapper says it stays in this process's memory
+#: (``cache.set_cache(key=k, value=v, local_only=True)``): each replica keeps its own copy on purpose.
+_IN_PROCESS_KEYWORDS = frozenset({"local_only", "in_memory_only", "local"})
+
+
+def _in_process_only(call: ast.Call) -> bool:
+    return any(kw.arg in _IN_PROCESS_KEYWORDS and isinstance(kw.value, ast.Constant) and kw.value.value is True
+               for kw in call.keywords)
+
+
+def _entry_counted(value: ast.AST, flow: Flow, read: ast.Call, write: ast.Call, function: FunctionNode,
+                   facts: ModuleFacts) -> bool:
+    """``d[k] = d.get(k, 0) + n`` (or ``d[k] += n``) between the read of ``d`` and the write of ``d``: the
+    read value changed in place, so the write sends a count computed in Python."""
+    if not (isinstance(value, ast.Name) and value.id in flow.tainted):
+        return False
+    for node in function_nodes(function, facts):
+        if not isinstance(node, (ast.Assign, ast.AugAssign)) or not later(node, read) or later(node, write):
+            continue
+        if isinstance(node, ast.Assign):
+            targets, changed = node.targets, flow.arithmetic(node.value)
+        elif isinstance(node, ast.AugAssign):
+            targets, changed = [node.target], isinstance(node.op, _ARITHMETIC)
+        else:
+            continue
+        if changed and any(isinstance(t, ast.Subscript) and _is_name(_subscript_root(t), value.id) for t in targets):
+            return True
+    return False
 
 
 def _sql_by_function(facts: ModuleFacts) -> List[List[ExecutedSql]]:
