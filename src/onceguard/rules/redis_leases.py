@@ -951,12 +951,20 @@ def _stores_a_marker(acquire: Acquire, facts: ModuleFacts) -> bool:
 # -- messages -----------------------------------------------------------------------------------------
 
 
+#: The onceguard guards first: a lease held around work (renewed, released by compare-and-delete, a fencing
+#: token) or a claim left to expire; asyncio code uses their ``a``-prefixed twins.
+_GUARDS_FIRST = ("Use `run_exclusive(key, ttl, work)` for a lock held around work (renewed, released by "
+                 "compare-and-delete) or `claim_once(key, ttl)` for a key left to expire "
+                 "(`from onceguard.guards import run_exclusive, claim_once`). ")
+
+
 def _acquire_suggestion(handle: Handle) -> str:
     if handle.kind == known.DJANGO_CACHE:
-        return ("Take the lock atomically with an expiry: `cache.add(key, token, timeout=ttl)` on a shared "
+        return (_GUARDS_FIRST + "Or take the lock atomically with an expiry: "
+                "`cache.add(key, token, timeout=ttl)` on a shared "
                 "backend (django-redis, Memcached), or django-redis's `cache.lock(key, timeout=ttl)`; keep the work "
                 "well under the TTL.")
-    return ("Take the lock in one command with a random token and an expiry: "
+    return (_GUARDS_FIRST + "Or take the lock in one command with a random token and an expiry: "
             "`r.set(key, token, nx=True, px=ttl_ms)` (token = `secrets.token_hex(16)`), or redis-py's "
             "`r.lock(key, timeout=ttl, blocking=False)`; keep the work well under the TTL or renew it.")
 
@@ -1033,8 +1041,9 @@ class LeaseWithoutExpiry(Rule):
             call,
             f"`{spelled}` creates a lock without `{keyword}=`: it never expires, so a holder that dies keeps "
             f"it held and every replica waits or skips the work forever.",
-            f"Pass `{keyword}=` (seconds) a little above the longest run, and renew it with `extend()` for long "
-            f"work, or take it with `r.set(key, token, nx=True, px=ttl_ms)`.",
+            f"Use `run_exclusive(key, ttl, work)` (`from onceguard.guards import run_exclusive`), a lease renewed "
+            f"while `work(lease)` runs; or pass `{keyword}=` (seconds) a little above the longest run, and renew it "
+            f"with `extend()` for long work.",
             fix=lock_ttl_fix(keyword),
         )
 
@@ -1081,11 +1090,13 @@ class UnsafeLeaseRelease(Rule):
 def _release_suggestion(handle: Handle) -> str:
     lua = ("a compare-and-delete Lua script (`r.register_script(\"if redis.call('get', KEYS[1]) == ARGV[1] then "
            "return redis.call('del', KEYS[1]) end return 0\")(keys=[key], args=[token])`)")
+    guard = ("Let `run_exclusive(key, ttl, work)` hold the lock (`from onceguard.guards import run_exclusive`): it "
+             "releases by compare-and-delete when `work(lease)` returns and gives `lease.fence` as a fencing token. ")
     if handle.kind == known.DJANGO_CACHE:
-        return (f"Release only your own lock: use django-redis's `cache.lock(key, timeout=ttl)` (its release "
+        return (guard + f"Or release only your own lock: use django-redis's `cache.lock(key, timeout=ttl)` (its release "
                 f"checks the token) or {lua} on `get_redis_connection()`; for work that must never overlap, also "
                 f"pass a fencing token (INCR) with every write.")
-    return (f"Release only your own lock: {lua}, or use redis-py's `r.lock(key, timeout=ttl)` whose release "
+    return (guard + f"Or release only your own lock: {lua}, or use redis-py's `r.lock(key, timeout=ttl)` whose release "
             f"checks the token; for work that must never overlap, also pass a fencing token (INCR) with every "
             f"write and have the store reject older ones.")
 
