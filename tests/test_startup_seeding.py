@@ -1,27 +1,11 @@
 """OG603 unguarded start-up seeding: the shapes the rule doc does not show, and the lookalikes it must leave alone."""
 from __future__ import annotations
 
-import os
-import textwrap
-
-from onceguard.config import from_mapping
-from onceguard.engine import check_source
-
-
-def write(tmp_path, path: str, source: str) -> str:
-    full = os.path.join(str(tmp_path), path)
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    with open(full, "w", encoding="utf-8") as handle:
-        handle.write(textwrap.dedent(source))
-    return full
+from onceguard.testing import findings_in_written_file, write_source as write
 
 
 def og603(tmp_path, path: str, source: str, cross_file: bool = False):
-    full = write(tmp_path, path, source)
-    with open(full, "rb") as handle:
-        data = handle.read()
-    found = check_source(data, full, from_mapping({}, root=str(tmp_path)), cross_file=cross_file)
-    return [d for d in found if d.code == "OG603"]
+    return findings_in_written_file(tmp_path, path, source, "OG603", cross_file)
 
 
 SEEDING_MODULE = """

@@ -26,3 +26,28 @@ def findings_for_example(example: Example, directory: str = "") -> Set[Tuple[int
     finally:
         if own_directory is not None:
             own_directory.cleanup()
+
+
+def write_source(directory, path: str, source: str) -> str:
+    """Write ``source`` (dedented) at ``directory/path``, creating its folders; return the full path."""
+    import os
+    import textwrap
+
+    full = os.path.join(str(directory), path)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, "w", encoding="utf-8") as handle:
+        handle.write(textwrap.dedent(source))
+    return full
+
+
+def findings_in_written_file(directory, path: str, source: str, code: str, cross_file: bool = False):
+    """Write ``source`` at ``directory/path``, check it with the project rooted at ``directory`` and return
+    the findings of ``code``."""
+    from .config import from_mapping
+    from .engine import check_source
+
+    full = write_source(directory, path, source)
+    with open(full, "rb") as handle:
+        data = handle.read()
+    found = check_source(data, full, from_mapping({}, root=str(directory)), cross_file=cross_file)
+    return [d for d in found if d.code == code]
