@@ -26,6 +26,7 @@ from ..registry import register
 from ..sql import parse_statements
 from .base import Rule
 from .data_races import (
+    plain_name,
     _FETCH, _session_matches, _single_process, _sql_by_function, _tables, chain, django_instance_loader,
     django_queryset,
     function_nodes, later, names_in, sa_source, sa_statement, target_names, unwrap,
@@ -796,16 +797,8 @@ def _state_field(name: str) -> bool:
     return bool(name) and not name[0].isupper() and (status_column(name) or bool(_words(name) & _STATE_WORDS))
 
 
-def _path(node: ast.AST) -> Optional[str]:
-    """``a.b.c`` for a chain of names and attributes only (no calls)."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
+#: ``a.b.c`` for a chain of names and attributes only (no calls): the same reading as OG301's.
+_path = plain_name
 
 
 def _root(path: str) -> str:
