@@ -5,7 +5,7 @@ import os
 import textwrap
 
 from onceguard.config import from_mapping
-from onceguard.engine import check_source
+from onceguard.engine.check import check_source
 
 
 def findings(tmp_path, source: str, path: str = "app/jobs.py", prefix: str = "OG1"):

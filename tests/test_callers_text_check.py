@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from onceguard import project
+from onceguard.project import index as project
 from onceguard.config import from_mapping
-from onceguard.context import FileContext
-from onceguard.facts import ModuleFacts
-from onceguard.summaries import callers
+from onceguard.analysis.context import FileContext
+from onceguard.analysis.facts import ModuleFacts
+from onceguard.project.summaries import callers
 
 
 @pytest.fixture(autouse=True)

@@ -63,7 +63,7 @@ def test_json_format_keys(onceguard, tmp_path):
     assert "OG101" in codes
     finding = next(f for f in findings if f["code"] == "OG101")
     assert set(finding) == {"path", "line", "column", "end_line", "end_column", "code", "name", "message",
-                            "suggestion", "fix"}
+                            "suggestion", "fix", "related"}
     assert (finding["path"], finding["line"], finding["column"]) == ("jobs.py", 6, 11)
     assert finding["end_line"] == 6 and finding["end_column"] > finding["column"]
     assert finding["name"] == "session-lock-on-pool"
@@ -492,7 +492,7 @@ def test_diff_prints_only_the_diff_and_exits_1(onceguard, tmp_path):
 
 
 def test_rules_list_engine_codes_and_json(onceguard):
-    from onceguard.registry import all_codes
+    from onceguard.rules.registry import all_codes
 
     listing = onceguard("rules").stdout.splitlines()
     assert listing[0].startswith("OG000  cannot-parse") and listing[1].startswith("OG001  internal-error")
@@ -507,7 +507,7 @@ def test_rule_by_name_and_all(onceguard):
     engine = onceguard("rule", "OG000")
     assert engine.returncode == 0 and engine.stdout.startswith("# OG000 cannot-parse")
     every = onceguard("rule", "--all")
-    from onceguard.registry import all_codes
+    from onceguard.rules.registry import all_codes
 
     headings = [line.split()[1] for line in every.stdout.splitlines() if line.startswith("# OG")]
     assert headings == [*all_codes(), "OG000", "OG001"]

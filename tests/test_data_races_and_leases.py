@@ -5,12 +5,12 @@ import textwrap
 
 import pytest
 
-from onceguard.engine import passes_prefilter
+from onceguard.engine.check import passes_prefilter
 
 from onceguard import docs
 from onceguard.config import Config
-from onceguard.engine import check_source
-from onceguard.registry import rule_classes
+from onceguard.engine.check import check_source
+from onceguard.rules.registry import rule_classes
 
 CODES = ("OG301", "OG302", "OG501", "OG502")
 

@@ -6,13 +6,13 @@ import textwrap
 
 import pytest
 
-from onceguard import sql
+from onceguard.analysis import sql
 from onceguard.config import Config, ConfigError, from_mapping
-from onceguard.context import FileContext
-from onceguard.engine import check_source, enabled_rules, passes_prefilter, trigger_words
-from onceguard.executed_sql import executed_sql
-from onceguard.facts import ModuleFacts
-from onceguard.handles import Handles
+from onceguard.analysis.context import FileContext
+from onceguard.engine.check import check_source, enabled_rules, passes_prefilter, trigger_words
+from onceguard.analysis.executed_sql import executed_sql
+from onceguard.analysis.facts import ModuleFacts
+from onceguard.analysis.handles import Handles
 
 
 def facts_of(source: str, path: str = "app/jobs.py") -> ModuleFacts:
@@ -126,7 +126,7 @@ def test_prefilter_skips_files_without_trigger_words():
     assert not passes_prefilter(plain, words)
     assert check_source(plain, "x.py", Config()) == []
     # ...and lets through a file that has them: a prefilter that skips everything fails here.
-    from onceguard.engine import applicable_rules
+    from onceguard.engine.check import applicable_rules
     from samples import UNSTABLE_KEY
 
     hazard = UNSTABLE_KEY.encode()
@@ -158,7 +158,7 @@ def test_a_failing_rule_becomes_og001_and_the_others_still_run(monkeypatch):
 
 
 def test_rules_that_skip_tests_and_migrations_are_not_run_there():
-    from onceguard.engine import applicable_rules
+    from onceguard.engine.check import applicable_rules
 
     source = (b"from apscheduler.schedulers.background import BackgroundScheduler\n"
               b"s = BackgroundScheduler()\ns.add_job(f, 'interval', minutes=5)\n"

@@ -15,9 +15,9 @@ from typing import Callable, List
 import pytest
 
 from onceguard.config import Config
-from onceguard.fixes import TRANSFORMS, FixResult, apply_fixes, fix_files, fix_source
+from onceguard.engine.fixes import TRANSFORMS, FixResult, apply_fixes, fix_files, fix_source
 from onceguard.model import Diagnostic, Fix
-from onceguard.registry import all_codes
+from onceguard.rules.registry import all_codes
 
 LOUD = Fix("log-level-debug", "log the skip at debug level", "safe")
 HASH = Fix("stable-lock-key", "replace hash() with zlib.crc32() of the encoded value", "unsafe")
@@ -362,14 +362,15 @@ def _breaking_transform():
     """A transform that turns a loud log call into ``lambda(...)``: code that does not parse."""
     import libcst as cst
 
-    from onceguard.fix_transforms import Transform
+    from onceguard.engine.fix_transforms import Transform
 
-    return Transform(cst.Call, lambda node: True, lambda node: __import__("onceguard.fix_transforms").fix_transforms
+    return Transform(cst.Call, lambda node: True, lambda node: __import__("onceguard.engine.fix_transforms").fix_transforms
                      .Rewrite(node.with_changes(func=cst.Name("lambda"))))
 
 
 def test_a_fix_that_would_not_parse_is_dropped_reported_and_the_file_unchanged(tmp_path, monkeypatch, capsys):
-    from onceguard import cli, fix_transforms
+    from onceguard.surfaces import cli
+    from onceguard.engine import fix_transforms
 
     monkeypatch.setitem(fix_transforms.TRANSFORMS, "log-level-debug", _breaking_transform())
     path = tmp_path / "jobs.py"
@@ -392,7 +393,7 @@ def test_a_fix_that_would_not_parse_is_dropped_reported_and_the_file_unchanged(t
 
 
 def test_a_breaking_fix_does_not_hold_back_the_good_ones(tmp_path, monkeypatch):
-    from onceguard import fix_transforms
+    from onceguard.engine import fix_transforms
 
     monkeypatch.setitem(fix_transforms.TRANSFORMS, "stable-lock-key", _breaking_transform())
     source = JOB + "\nKEY = hash('nightly')\n"
@@ -404,7 +405,7 @@ def test_a_breaking_fix_does_not_hold_back_the_good_ones(tmp_path, monkeypatch):
 
 
 def test_a_failed_rename_leaves_the_original_intact(tmp_path, monkeypatch):
-    from onceguard import fixes
+    from onceguard.engine import fixes
 
     path = tmp_path / "jobs.py"
     path.write_bytes(JOB.encode())
@@ -423,7 +424,7 @@ def test_a_failed_rename_leaves_the_original_intact(tmp_path, monkeypatch):
 def test_a_full_disk_leaves_the_original_intact(tmp_path, monkeypatch):
     import errno
 
-    from onceguard import fixes
+    from onceguard.engine import fixes
 
     path = tmp_path / "jobs.py"
     path.write_bytes(JOB.encode())

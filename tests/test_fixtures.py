@@ -56,7 +56,7 @@ def test_flake8_reports_exactly_the_annotated_findings(flake8):
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.relative_to(FIXTURES).as_posix())
 def test_annotations_name_known_codes(path):
-    from onceguard.registry import all_codes
+    from onceguard.rules.registry import all_codes
 
     for match in re.finditer(r"#\s*expect(?:-cli)?:\s*([^\n]+)", path.read_text(encoding="utf-8")):
         for code in re.findall(r"OG\d{3}", match.group(1)):

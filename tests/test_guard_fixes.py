@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from onceguard.config import from_mapping
-from onceguard.engine import check_source
+from onceguard.engine.check import check_source
 
 
 def _codes(source: str, tmp_path, name: str = "jobs.py") -> set:
@@ -85,7 +85,7 @@ def test_a_guard_that_is_not_first_does_not_count(tmp_path):
 def test_period_from_an_apscheduler_trigger(registration, period):
     import ast
 
-    from onceguard.fix_plans import trigger_period
+    from onceguard.rules.fix_plans import trigger_period
 
     call = ast.parse(registration).body[0].value
     assert trigger_period(call.args[1] if len(call.args) > 1 else None, call, apscheduler=True) == period
@@ -114,14 +114,14 @@ def test_period_from_an_apscheduler_trigger(registration, period):
 def test_period_from_other_schedulers(expression, period):
     import ast
 
-    from onceguard.fix_plans import trigger_period
+    from onceguard.rules.fix_plans import trigger_period
 
     node = ast.parse(expression).body[0].value
     assert trigger_period(node, None, apscheduler=False) == period
 
 
 def _fix(source: str, tmp_path, name: str = "jobs.py") -> tuple:
-    from onceguard.fixes import fix_source
+    from onceguard.engine.fixes import fix_source
 
     path = tmp_path / name
     path.write_text(source)
@@ -132,7 +132,7 @@ def _fix(source: str, tmp_path, name: str = "jobs.py") -> tuple:
 
 
 def test_og201_fix_is_unsafe_and_needs_the_flag(tmp_path):
-    from onceguard.fixes import fix_source
+    from onceguard.engine.fixes import fix_source
 
     source = _UNGUARDED.format(imports="", async_="", guard="    pass")
     found, _ = _fix(source, tmp_path)

@@ -448,8 +448,8 @@ def test_postgres_schema_matches_what_the_guards_create():
 
 
 def test_importing_the_linter_never_imports_the_guards():
-    code = ("import sys, onceguard, onceguard.cli, onceguard.engine, onceguard.flake8_plugin, onceguard.lsp\n"
-            "from onceguard.engine import check_source\n"
+    code = ("import sys, onceguard, onceguard.surfaces.cli, onceguard.engine.check, onceguard.surfaces.flake8_plugin, onceguard.surfaces.lsp\n"
+            "from onceguard.engine.check import check_source\n"
             "from onceguard.config import Config\n"
             "bad = [m for m in ('onceguard.guards', 'redis', 'psycopg') if m in sys.modules]\n"
             "print(','.join(bad))\n")

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from onceguard.config import Config
-from onceguard.context import FileContext
-from onceguard.engine import check_source, enabled_rules, trigger_words
+from onceguard.analysis.context import FileContext
+from onceguard.engine.check import check_source, enabled_rules, trigger_words
 
 RULES = enabled_rules(Config(select=("OG",)))
 

@@ -12,9 +12,9 @@ import pytest
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from onceguard import lsp as server_module
+from onceguard.surfaces import lsp as server_module
 from onceguard.config import config_for
-from onceguard.engine import check_source
+from onceguard.engine.check import check_source
 from samples import CLEAN, HAZARD, UNSTABLE_KEY
 
 

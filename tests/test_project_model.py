@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from onceguard import project
+from onceguard.project import index as project
 from onceguard.config import Config, from_mapping
-from onceguard.context import FileContext
-from onceguard.engine import check_source
-from onceguard.facts import ModuleFacts
-from onceguard.summaries import Summaries, callers, drain_in
+from onceguard.analysis.context import FileContext
+from onceguard.engine.check import check_source
+from onceguard.analysis.facts import ModuleFacts
+from onceguard.project.summaries import Summaries, callers, drain_in
 
 
 @pytest.fixture(autouse=True)

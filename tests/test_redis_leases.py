@@ -7,9 +7,9 @@ import textwrap
 from pathlib import Path
 
 from onceguard.config import Config
-from onceguard.context import FileContext
-from onceguard.engine import check_source
-from onceguard.facts import ModuleFacts
+from onceguard.analysis.context import FileContext
+from onceguard.engine.check import check_source
+from onceguard.analysis.facts import ModuleFacts
 from onceguard.knowledge import redis_clients as known
 from onceguard.rules.redis_leases import redis_call
 

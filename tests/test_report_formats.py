@@ -15,10 +15,10 @@ import pytest
 
 from onceguard import docs
 from onceguard.model import Diagnostic, Fix
-from onceguard.registry import ENGINE_CODES, all_codes
-from onceguard.report import ReportOptions, format_names
-from onceguard.report import github as github_format
-from onceguard.report import sarif as sarif_format
+from onceguard.rules.registry import ENGINE_CODES, all_codes
+from onceguard.surfaces.report import ReportOptions, format_names
+from onceguard.surfaces.report import github as github_format
+from onceguard.surfaces.report import sarif as sarif_format
 from samples import CLEAN, HAZARD, UNSTABLE_KEY
 
 SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
@@ -206,7 +206,8 @@ def test_concise_is_one_line_per_finding(project: Path) -> None:
 
 
 def test_json_keys_are_the_documented_ones(project: Path) -> None:
-    keys = {"path", "line", "column", "end_line", "end_column", "code", "name", "message", "suggestion", "fix"}
+    keys = {"path", "line", "column", "end_line", "end_column", "code", "name", "message", "suggestion", "fix",
+            "related"}
     for finding in findings(project):
         assert set(finding) == keys
     fix = next(f["fix"] for f in findings(project) if f["code"] == "OG104")

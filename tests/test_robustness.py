@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from onceguard.config import Config, config_for
-from onceguard.discovery import discover
-from onceguard.engine import check_source, enabled_rules, passes_prefilter, trigger_words
-from onceguard.flake8_plugin import OnceguardChecker
-from onceguard.report import format_names
-from onceguard.runner import check_files
+from onceguard.engine.discovery import discover
+from onceguard.engine.check import check_source, enabled_rules, passes_prefilter, trigger_words
+from onceguard.surfaces.flake8_plugin import OnceguardChecker
+from onceguard.surfaces.report import format_names
+from onceguard.engine.runner import check_files
 
 TIMEOUT = 120
 
@@ -199,8 +199,8 @@ def test_a_file_that_vanishes_after_discovery_is_reported(tmp_path):
 
 
 def test_a_file_that_vanishes_mid_run_with_the_cache(tmp_path, monkeypatch):
-    from onceguard import runner
-    from onceguard.cache import ResultCache
+    from onceguard.engine import runner
+    from onceguard.engine.cache import ResultCache
 
     root = project(tmp_path)
     paths = [write(root, f"mod_{index}.py", HAZARD) for index in range(3)]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from onceguard import project
+from onceguard.project import index as project
 from onceguard.config import Config, from_mapping
-from onceguard.engine import check_source
+from onceguard.engine.check import check_source
 
 
 @pytest.fixture(autouse=True)

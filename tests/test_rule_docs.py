@@ -7,9 +7,9 @@ import pytest
 
 from onceguard import docs
 from onceguard.config import from_mapping
-from onceguard.engine import check_source
-from onceguard.fixes import fix_source
-from onceguard.registry import all_codes
+from onceguard.engine.check import check_source
+from onceguard.engine.fixes import fix_source
+from onceguard.rules.registry import all_codes
 from onceguard.testing import findings_for_example
 
 CODES = all_codes()
@@ -98,3 +98,11 @@ def test_fixed_example(example, tmp_path):
     assert sum(1 for d in after if d.code == example.code_id) == before - len(fixed_lines)
     again = fix_source(fixed.encode("utf-8"), after, unsafe=True)
     assert again.new_source == fixed.encode("utf-8"), "a second --fix changed the file again"
+
+
+def test_the_documented_codes_are_exactly_the_registered_rules():
+    # config validates `select`/`ignore` against the docs, so a rule without a doc (or a doc without a
+    # rule) would be rejected (or accepted) wrongly.
+    from onceguard.docs import documented_codes
+
+    assert documented_codes() == CODES

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from onceguard import project
-from onceguard.claims import ClaimAnalyzer
+from onceguard.project import index as project
+from onceguard.project.claims import ClaimAnalyzer
 from onceguard.config import from_mapping
-from onceguard.context import FileContext
-from onceguard.engine import check_source
-from onceguard.facts import ModuleFacts
+from onceguard.analysis.context import FileContext
+from onceguard.engine.check import check_source
+from onceguard.analysis.facts import ModuleFacts
 from onceguard.rules.scheduled_jobs import ImplicitScheduleTimezone, LoudSkipLog, UnguardedScheduledJob
 
 RULES = (UnguardedScheduledJob(), ImplicitScheduleTimezone(), LoudSkipLog())

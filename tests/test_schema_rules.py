@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from onceguard.config import from_mapping
-from onceguard.engine import check_source
+from onceguard.engine.check import check_source
 from onceguard.rules.schema import _pooler_sign
 
 

@@ -15,7 +15,7 @@ import warnings
 from pathlib import Path
 
 from onceguard.config import config_for
-from onceguard.discovery import discover
+from onceguard.engine.discovery import discover
 from samples import UNSTABLE_KEY
 
 PURELIB = sysconfig.get_paths()["purelib"]

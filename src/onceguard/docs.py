@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
@@ -72,6 +73,15 @@ def docs_directory() -> Optional[Path]:
     if checkout.is_dir():
         return checkout
     return None
+
+
+@lru_cache(maxsize=1)
+def documented_codes() -> Tuple[str, ...]:
+    """The codes that have a rule doc: every rule's, since each rule must have one."""
+    directory = docs_directory()
+    if directory is None:
+        return ()
+    return tuple(sorted(path.stem for path in directory.glob("OG[0-9][0-9][0-9].md")))
 
 
 def doc_path(code: str) -> Optional[Path]:

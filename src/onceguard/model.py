@@ -1,8 +1,8 @@
 """The small frozen values that the engine, the fixer and every surface exchange."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Optional
+from dataclasses import dataclass, field, replace
+from typing import Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -11,7 +11,7 @@ class Fix:
 
     ``applicability`` is ``"safe"`` (keeps behaviour; applied by ``--fix``) or
     ``"unsafe"`` (needs ``--unsafe-fixes``).  ``kind`` names the libcst
-    transform in ``onceguard.fixes`` that performs it; the fixer locates the
+    transform in ``onceguard.engine.fixes`` that performs it; the fixer locates the
     node again by the finding's range, so a fix carries no text offsets that
     could go stale.
     """
@@ -22,6 +22,22 @@ class Fix:
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "description": self.description, "applicability": self.applicability}
+
+
+@dataclass(frozen=True)
+class Related:
+    """Another place a finding depends on: the start-up code that reaches it, the registration of a
+    job defined elsewhere, the helper that takes the lock.  ``path`` is as the finding's path is
+    (relative to where the check ran); ``message`` says what happens there.  The order of a
+    finding's ``related`` is the order of the path from the entry point to the finding."""
+
+    path: str
+    line: int
+    column: int
+    message: str
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "line": self.line, "column": self.column, "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -38,12 +54,11 @@ class Diagnostic:
     suggestion: str = ""
     fix: Optional[Fix] = None
     path: str = field(default="", compare=False)
+    #: other files' (or this file's) places the finding depends on, entry point first
+    related: Tuple[Related, ...] = field(default=(), compare=False)
 
     def with_path(self, path: str) -> "Diagnostic":
-        return Diagnostic(
-            self.code, self.name, self.line, self.column, self.end_line, self.end_column,
-            self.message, self.suggestion, self.fix, path,
-        )
+        return replace(self, path=path)
 
     def to_json(self) -> dict:
         return {
@@ -57,6 +72,7 @@ class Diagnostic:
             "message": self.message,
             "suggestion": self.suggestion,
             "fix": self.fix.to_json() if self.fix else None,
+            "related": [place.to_json() for place in self.related],
         }
 
     @classmethod
@@ -66,4 +82,5 @@ class Diagnostic:
             data["code"], data["name"], data["line"], data["column"], data["end_line"],
             data["end_column"], data["message"], data.get("suggestion", ""),
             Fix(**fix) if fix else None, data.get("path", ""),
+            tuple(Related(**place) for place in data.get("related", ())),
         )

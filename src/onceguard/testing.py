@@ -7,7 +7,7 @@ from typing import Set, Tuple
 
 from .config import from_mapping
 from .docs import Example
-from .engine import check_source
+from .engine.check import check_source
 
 
 def findings_for_example(example: Example, directory: str = "") -> Set[Tuple[int, str]]:
@@ -44,7 +44,7 @@ def findings_in_written_file(directory, path: str, source: str, code: str, cross
     """Write ``source`` at ``directory/path``, check it with the project rooted at ``directory`` and return
     the findings of ``code``."""
     from .config import from_mapping
-    from .engine import check_source
+    from .engine.check import check_source
 
     full = write_source(directory, path, source)
     with open(full, "rb") as handle:

@@ -1,1 +1,1 @@
-"""Rule families, one module each; every module is imported by ``onceguard.registry``."""
+"""Rule families, one module each; every module is imported by ``onceguard.rules.registry``."""

@@ -14,18 +14,18 @@ import ast
 from dataclasses import dataclass
 from typing import Iterable, Iterator, List, Optional, Set
 
-from ..executed_sql import ExecutedSql, bound_value, executed_sql
-from ..facts import ModuleFacts, ancestors, parent, position, walk_no_nested_functions
-from ..fix_plans import try_lock_fix
-from ..handles import Handle, Handles
+from ..analysis.executed_sql import ExecutedSql, bound_value, executed_sql
+from ..analysis.facts import ModuleFacts, ancestors, parent, position, walk_no_nested_functions
+from .fix_plans import try_lock_fix
+from ..analysis.handles import Handle, Handles
 from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
 from ..knowledge import schema as schema_known
 from ..knowledge.advisory_locks import AdvisoryFunction
 from ..model import Diagnostic, Fix
-from ..names import dotted
-from ..registry import register
-from ..sql import tokens
+from ..analysis.names import dotted
+from .registry import register
+from ..analysis.sql import tokens
 from .base import Rule
 
 
@@ -270,7 +270,7 @@ XACT_SUGGESTION = (
 
 def _guard_key(use: LockUse, facts: ModuleFacts) -> str:
     """The guard's key as the OG201 fix writes it: ``module.function`` of the locked work."""
-    from ..claims import own_module_name
+    from ..project.claims import own_module_name
 
     name = getattr(use.scope, "name", None) or "job"
     module = own_module_name(facts)

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import ast
-from typing import ClassVar, Iterable, Optional, Tuple, Union
+from typing import ClassVar, Iterable, Optional, Sequence, Tuple, Union
 
-from ..facts import ModuleFacts, walk_no_nested_functions  # noqa: F401 - re-exported for rules
-from ..model import Diagnostic, Fix
+from ..analysis.facts import ModuleFacts, walk_no_nested_functions
+from ..model import Diagnostic, Fix, Related
 
 
 #: A byte string that must occur in the file, or a tuple of byte strings that must all occur.
@@ -49,17 +49,21 @@ class Rule:
         suggestion: str,
         fix: Optional[Fix] = None,
         end_node: Optional[ast.AST] = None,
+        related: Sequence[Related] = (),
     ) -> Diagnostic:
         end = end_node or node
         line = getattr(node, "lineno", 1)
         column = getattr(node, "col_offset", 0) + 1
         end_line = getattr(end, "end_lineno", None) or line
         end_column = (getattr(end, "end_col_offset", None) or column - 1) + 1
-        return Diagnostic(self.code, self.name, line, column, end_line, end_column, message, suggestion, fix)
+        return Diagnostic(self.code, self.name, line, column, end_line, end_column, message, suggestion, fix,
+                          related=tuple(related))
 
-    def at_def(self, function: ast.AST, message: str, suggestion: str, fix: Optional[Fix] = None) -> Diagnostic:
+    def at_def(self, function: ast.AST, message: str, suggestion: str, fix: Optional[Fix] = None,
+               related: Sequence[Related] = ()) -> Diagnostic:
         """A finding on a ``def`` line, spanning the name only: editors underline the header, not the body."""
         keyword = "async def " if isinstance(function, ast.AsyncFunctionDef) else "def "
         start = function.col_offset + 1
         end = start + len(keyword) + len(getattr(function, "name", ""))
-        return Diagnostic(self.code, self.name, function.lineno, start, function.lineno, end, message, suggestion, fix)
+        return Diagnostic(self.code, self.name, function.lineno, start, function.lineno, end, message, suggestion, fix,
+                          related=tuple(related))

@@ -14,17 +14,17 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from pglast import ast as pg
 
-from .. import project
-from ..executed_sql import ExecutedSql, bound_value, executed_sql
-from ..facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
-from ..fix_plans import orm_update_fix
-from ..handles import Handles
+from ..project import index as project
+from ..analysis.executed_sql import ExecutedSql, bound_value, executed_sql
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
+from .fix_plans import orm_update_fix
+from ..analysis.handles import Handles
 from ..knowledge import orm
 from ..knowledge import redis_clients as redis_known
 from ..model import Diagnostic
-from ..names import dotted
-from ..registry import register
-from ..sql import parse_statements, placeholder_names
+from ..analysis.names import dotted
+from .registry import register
+from ..analysis.sql import parse_statements, placeholder_names
 from .base import Rule
 from .redis_leases import _client_calls, argument, has_spread, key_argument, redis_call, short
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional, Tuple
 
-from .. import project
-from ..executed_sql import bound_value
-from ..facts import ModuleFacts
+from ..project import index as project
+from ..analysis.executed_sql import bound_value
+from ..analysis.facts import ModuleFacts
 from ..knowledge import event_consumers as known
 from ..knowledge.event_consumers import ConsumerKind
 from ..model import Diagnostic
-from ..names import dotted
-from ..registry import register
-from ..startup import StartupMap
+from ..analysis.names import dotted
+from .registry import register
+from ..project.startup import StartupMap
 from .base import Rule
 
 _MODULE_LEVEL = "module level"

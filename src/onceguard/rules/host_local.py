@@ -14,14 +14,14 @@ import ast
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Set, Tuple
 
-from .. import project
-from ..executed_sql import bound_value
-from ..facts import ModuleFacts, ancestors, parent, walk_no_nested_functions
-from ..handles import Handles
+from ..project import index as project
+from ..analysis.executed_sql import bound_value
+from ..analysis.facts import ModuleFacts, ancestors, parent, walk_no_nested_functions
+from ..analysis.handles import Handles
 from ..knowledge import host_local as known
 from ..model import Diagnostic
-from ..names import dotted
-from ..registry import register
+from ..analysis.names import dotted
+from .registry import register
 from .base import Rule
 
 _DEPTH = 2  # how many calls deep the locked work is followed for a database write
@@ -327,7 +327,7 @@ class HostLocalLock(Rule):
 def _shared_lock_suggestion(scope: object, facts: ModuleFacts) -> str:
     """A lease every replica sees first (the others skip, as a file lock with ``timeout=0`` makes them), then
     the transaction-scoped lock and work that is safe to repeat."""
-    from ..claims import own_module_name
+    from ..project.claims import own_module_name
 
     module, name = own_module_name(facts), getattr(scope, "name", None) or "job"
     asynchronous = isinstance(scope, ast.AsyncFunctionDef)

@@ -18,13 +18,13 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from .. import project
-from ..facts import ModuleFacts, ancestors, parent, walk_no_nested_functions
-from ..fix_plans import atomic_set_fix, lock_ttl_fix
-from ..handles import Handle, Handles
+from ..project import index as project
+from ..analysis.facts import ModuleFacts, ancestors, parent, walk_no_nested_functions
+from .fix_plans import atomic_set_fix, lock_ttl_fix
+from ..analysis.handles import Handle, Handles
 from ..knowledge import redis_clients as known
 from ..model import Diagnostic
-from ..registry import register
+from .registry import register
 from .base import Rule
 
 # -- which receivers are Redis ---------------------------------------------------------------------------

@@ -15,22 +15,17 @@ from typing import Iterable, List, Optional, Set
 from pglast import ast as pg
 from pglast.enums import BoolExprType
 
-from .. import project
-from ..claims import ClaimAnalyzer, is_log_call
-from ..executed_sql import ExecutedSql, bound_value
-from ..facts import FunctionNode, ModuleFacts, ancestors, call_name, parent, walk_no_nested_functions
+from ..project import index as project
+from ..project.claims import ClaimAnalyzer, is_log_call
+from ..analysis.executed_sql import ExecutedSql, bound_value
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, parent, walk_no_nested_functions
 from ..knowledge import orm
 from ..model import Diagnostic
-from ..names import dotted
-from ..registry import register
-from ..sql import parse_statements
+from ..analysis.names import dotted
+from .registry import register
+from ..analysis.sql import parse_statements
 from .base import Rule
-from .data_races import (
-    plain_name,
-    _FETCH, _session_matches, _single_process, _sql_by_function, _tables, chain, django_instance_loader,
-    django_queryset,
-    function_nodes, later, names_in, sa_source, sa_statement, target_names, unwrap,
-)
+from .data_races import plain_name, _FETCH, _session_matches, _single_process, _sql_by_function, _tables, chain, django_instance_loader, django_queryset, function_nodes, later, names_in, sa_source, sa_statement, target_names, unwrap
 from .redis_leases import result_tested, short
 
 

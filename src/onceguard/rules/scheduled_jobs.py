@@ -2,7 +2,7 @@
 
 OG201 unguarded-scheduled-job, OG202 implicit-schedule-timezone, OG203 loud-skip-log.
 The scheduler APIs are data in ``knowledge/schedulers.py``; what counts as a
-claim is ``onceguard.claims``.
+claim is ``onceguard.project.claims``.
 """
 from __future__ import annotations
 
@@ -11,22 +11,18 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
-from .. import project
-from ..claims import (
-    CLAIM_FUNCTION, CACHE_ADD, HELPER_GUARD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, Bindings, ClaimAnalyzer,
-    Lead,
-    failed_lock_handlers, is_log_call, own_module_name, own_module_names,
-)
-from ..facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
-from ..fix_plans import offer_claim, trigger_period
+from ..project import index as project
+from ..project.claims import CLAIM_FUNCTION, CACHE_ADD, HELPER_GUARD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, Bindings, ClaimAnalyzer, Lead, failed_lock_handlers, is_log_call, own_module_name, own_module_names
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
+from .fix_plans import offer_claim, trigger_period
 from ..knowledge import claims as claim_data
 from ..knowledge import schedulers as known
 from ..model import Diagnostic, Fix
-from ..names import dotted
-from ..registry import register
+from ..analysis.names import dotted
+from .registry import register
 from ..noqa import ALL, line_codes
-from ..startup import StartupMap
-from ..summaries import _annotation_class, _parameter_annotation, resolve_reference, summaries_for
+from ..project.startup import StartupMap
+from ..project.summaries import _annotation_class, _parameter_annotation, resolve_reference, summaries_for
 from .base import Rule
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)

@@ -13,18 +13,18 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 from urllib.parse import parse_qsl, urlsplit
 
-from ..executed_sql import ExecutedSql, bound_value, executed_sql, sql_text
-from ..facts import FunctionNode, ModuleFacts, ancestors, call_name, position, walk_no_nested_functions
-from ..handles import Handles
+from ..analysis.executed_sql import ExecutedSql, bound_value, executed_sql, sql_text
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, position, walk_no_nested_functions
+from ..analysis.handles import Handles
 from ..knowledge import databases as dbknown
 from ..knowledge import schema as known
 from ..knowledge import startup as startup_known
 from ..model import Diagnostic
-from ..names import dotted
-from ..registry import register
-from ..sql import is_ddl, parse_statements, tokens
-from ..startup import StartupMap, is_main_guard
-from ..summaries import callers
+from ..analysis.names import dotted
+from .registry import register
+from ..analysis.sql import is_ddl, parse_statements, tokens
+from ..project.startup import StartupMap, is_main_guard
+from ..project.summaries import callers
 from .base import Rule
 
 

@@ -24,10 +24,10 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-from ..facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
 from ..model import Diagnostic
-from ..registry import register
-from ..summaries import callers
+from .registry import register
+from ..project.summaries import callers
 from .base import Rule
 from .schema import Reach, enclosing_function
 

@@ -1,0 +1,191 @@
+"""The SQL a module sends to the server: which call sends it, on what receiver, with which parameters.
+
+Shared by every rule family that reads SQL (advisory locks, row pickup,
+read-modify-write, schema).  The text comes from string literals,
+``text("...")`` / ``sql.SQL("...")`` wrappers, implicit and ``+``
+concatenation, ``%``/``.format`` templates, f-strings (holes become
+placeholders) and names bound to any of these in the same function or at
+module level.  SQLAlchemy's ``func.pg_try_advisory_lock(key)`` counts as the
+SQL it compiles to.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from .facts import ModuleFacts, ancestors, parent, walk_no_nested_functions
+from ..knowledge.databases import SQL_METHODS, SQL_WRAPPERS
+from .sql import HOLE, SqlFacts, analyse
+
+
+@dataclass
+class ExecutedSql:
+    call: ast.Call  # the call that sends the SQL (or the ``func.pg_*`` call when nothing sends it visibly)
+    receiver: Optional[ast.AST]  # ``conn`` in ``conn.execute(...)``
+    method: str
+    text: str
+    sql: SqlFacts
+    sql_node: ast.AST  # where the SQL text is written
+    params: List[ast.AST] = field(default_factory=list)  # parameter expressions, keys among them
+    holes: List[ast.AST] = field(default_factory=list)  # expressions formatted into the text
+
+
+def _string_parts(node: ast.AST, facts: ModuleFacts, holes: List[ast.AST], depth: int = 0) -> Optional[str]:
+    """SQL text of an expression, or None when it is not visibly a string."""
+    if depth > 6:
+        return None
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.JoinedStr):
+        pieces = []
+        for value in node.values:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                pieces.append(value.value)
+            elif isinstance(value, ast.FormattedValue):
+                holes.append(value.value)
+                pieces.append(HOLE)
+        return "".join(pieces)
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.Add):
+            left = _string_parts(node.left, facts, holes, depth + 1)
+            right = _string_parts(node.right, facts, holes, depth + 1)
+            if left is None and right is None:
+                return None
+            return (left if left is not None else HOLE) + (right if right is not None else HOLE)
+        if isinstance(node.op, ast.Mod):
+            text = _string_parts(node.left, facts, holes, depth + 1)
+            if text is not None:
+                holes.append(node.right)
+            return text
+        return None
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "format":
+            text = _string_parts(func.value, facts, holes, depth + 1)
+            if text is not None:
+                holes.extend(node.args)
+                holes.extend(k.value for k in node.keywords)
+            return text
+        if facts.callee(node) in SQL_WRAPPERS and node.args:
+            return _string_parts(node.args[0], facts, holes, depth + 1)
+        return None
+    if isinstance(node, ast.Name):
+        value = _bound_value(node, facts)
+        if value is not None:
+            return _string_parts(value, facts, holes, depth + 1)
+    return None
+
+
+def _bound_value(name: ast.Name, facts: ModuleFacts) -> Optional[ast.AST]:
+    """The value a name was last assigned in its function, else at module level (one binding only)."""
+    function = facts.enclosing_function(name)
+    scopes = [function] if function is not None else []
+    scopes.append(facts.tree)
+    for scope in scopes:
+        values = _assignments(scope, facts).get(name.id)
+        if values:
+            return values[-1] if len(values) == 1 or scope is function else None
+    return None
+
+
+def _assignments(scope: ast.AST, facts: ModuleFacts) -> dict:
+    def build(_facts: ModuleFacts) -> dict:
+        table: dict = {}
+        body = walk_no_nested_functions(scope) if scope is not facts.tree else _module_statements(scope)
+        for node in body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                table.setdefault(node.targets[0].id, []).append(node.value)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                table.setdefault(node.target.id, []).append(node.value)
+        return table
+
+    return facts.cached(f"assignments:{id(scope)}", build)
+
+
+def _module_statements(tree: ast.Module):
+    stack = list(reversed(tree.body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.If, ast.Try, ast.With)):
+            for block in ("body", "orelse", "finalbody"):
+                stack.extend(reversed(getattr(node, block, []) or []))
+            for handler in getattr(node, "handlers", []) or []:
+                stack.extend(reversed(handler.body))
+
+
+def bound_value(name: ast.Name, facts: ModuleFacts) -> Optional[ast.AST]:
+    return _bound_value(name, facts)
+
+
+def sql_text(node: ast.AST, facts: ModuleFacts) -> Optional[Tuple[str, List[ast.AST]]]:
+    holes: List[ast.AST] = []
+    text = _string_parts(node, facts, holes)
+    if text is None:
+        return None
+    return text, holes
+
+
+_SQL_FUNC_PREFIXES = ("sqlalchemy.func.", "sqlalchemy.sql.func.", "sqlalchemy.sql.expression.func.", "sqlmodel.func.")
+
+
+def _collect(facts: ModuleFacts) -> List[ExecutedSql]:
+    found: List[ExecutedSql] = []
+    seen_calls = set()
+    for call in facts.calls_named(*SQL_METHODS):
+        if not call.args or not isinstance(call.func, ast.Attribute):
+            continue
+        first = call.args[0]
+        extracted = sql_text(first, facts)
+        if extracted is None:
+            continue
+        text, holes = extracted
+        params = list(call.args[1:]) + [k.value for k in call.keywords]
+        found.append(ExecutedSql(call, call.func.value, call.func.attr, text, analyse(text), first, params, holes))
+        seen_calls.add(id(call))
+    # SQLAlchemy's func.<name>(...): the SQL is the function call itself.
+    for call in facts.calls:
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr.startswith("pg_")):
+            continue
+        qualified = facts.qualify(func) or ""
+        if not qualified.startswith(_SQL_FUNC_PREFIXES):
+            continue
+        placeholders = ", ".join(f"${i + 1}" for i in range(len(call.args)))
+        text = f"SELECT {func.attr}({placeholders})"
+        sender = _sending_call(call)
+        receiver = sender.func.value if sender is not None and isinstance(sender.func, ast.Attribute) else None
+        method = sender.func.attr if sender is not None and isinstance(sender.func, ast.Attribute) else ""
+        found.append(ExecutedSql(sender or call, receiver, method, text, analyse(text), call, list(call.args), []))
+    return found
+
+
+def _sending_call(node: ast.AST) -> Optional[ast.Call]:
+    for above in ancestors(node):
+        if isinstance(above, ast.Call) and isinstance(above.func, ast.Attribute) and above.func.attr in SQL_METHODS:
+            return above
+        if isinstance(above, ast.stmt):
+            return _sender_of_assigned_statement(above)
+    return None
+
+
+def _sender_of_assigned_statement(statement: ast.stmt) -> Optional[ast.Call]:
+    """``stmt = select(func.pg_try_advisory_lock(k))`` then ``conn.execute(stmt)`` two lines later."""
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)):
+        return None
+    name = statement.targets[0].id
+    container = parent(statement)
+    if container is None:
+        return None
+    for node in ast.walk(container):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SQL_METHODS
+                and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == name):
+            return node
+    return None
+
+
+def executed_sql(facts: ModuleFacts) -> List[ExecutedSql]:
+    """Every SQL text the module visibly sends, in source order; built once per module."""
+    return facts.cached("executed_sql", _collect)

@@ -1,0 +1,215 @@
+"""What a SQL string does, read with pglast (the PostgreSQL parser).
+
+Python code carries SQL with driver placeholders (``%s``, ``%(name)s``,
+``:name``, ``?``, ``$1``) and in pieces (f-strings, concatenation).  Whole
+statements are normalised to ``$n`` placeholders and parsed; anything that
+does not parse — a fragment, a template hole — is read with pglast's own
+scanner, token by token.  The raw text is never searched for function names.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import FrozenSet, List, Optional, Tuple
+
+import pglast
+from pglast import ast as pg
+from pglast.enums import LockWaitPolicy
+from pglast.parser import ParseError, scan
+from pglast.visitors import Visitor
+
+from ..knowledge.advisory_locks import ADVISORY_FUNCTIONS, AdvisoryFunction
+
+# A placeholder in driver syntax; group "cast" keeps PostgreSQL's ``::type`` casts and
+# quoted literals out of the rewrite.
+_PLACEHOLDER = re.compile(
+    r"""(?P<quoted>'(?:[^']|'')*')"""
+    r"""|(?P<cast>::)"""
+    r"""|(?P<pyformat>%\((?P<pyname>\w+)\)s)"""
+    r"""|(?P<percent_s>%s)"""
+    r"""|(?P<escaped>%%)"""
+    r"""|(?P<named>(?<![:\w]):[A-Za-z_]\w*)"""
+    r"""|(?P<qmark>\?)"""
+    r"""|(?P<hole>\{\w*\})"""
+)
+# Stands for an f-string hole or an unknown concatenated part.
+HOLE = "$1"
+
+
+def normalise_placeholders(text: str) -> str:
+    counter = [0]
+
+    def replace(match: "re.Match[str]") -> str:
+        if match.group("quoted") or match.group("cast"):
+            return match.group(0)
+        if match.group("escaped"):
+            return "%"
+        counter[0] += 1
+        return f"${counter[0]}"
+
+    return _PLACEHOLDER.sub(replace, text)
+
+
+def placeholder_names(text: str) -> List[Optional[str]]:
+    """For each placeholder that ``normalise_placeholders`` numbers ``$1, $2, ...``: its name
+    (``%(name)s``, ``:name``) or None when it is positional (``%s``, ``?``, ``{}``)."""
+    names: List[Optional[str]] = []
+    for match in _PLACEHOLDER.finditer(text):
+        if match.group("quoted") or match.group("cast") or match.group("escaped"):
+            continue
+        names.append(match.group("pyname") or (match.group("named") or "")[1:] or None)
+    return names
+
+
+@lru_cache(maxsize=4096)
+def parse_statements(text: str) -> Optional[Tuple[pg.Node, ...]]:
+    """pglast statement nodes of a whole SQL text, or None when it is not a complete statement."""
+    try:
+        return tuple(raw.stmt for raw in pglast.parse_sql(normalise_placeholders(text)))
+    except (ParseError, ValueError, IndexError, TypeError):
+        return None
+
+
+@lru_cache(maxsize=4096)
+def tokens(text: str) -> Tuple[Tuple[str, str], ...]:
+    """(token name, source text) pairs from pglast's scanner; empty when even scanning fails."""
+    normalised = normalise_placeholders(text)
+    try:
+        return tuple((t.name, normalised[t.start : t.end + 1]) for t in scan(normalised))
+    except (ParseError, ValueError, IndexError, TypeError):
+        return ()
+
+
+class _FunctionCalls(Visitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list = []
+
+    def visit_FuncCall(self, ancestors, node: pg.FuncCall) -> None:  # noqa: N802 - pglast's naming
+        name = node.funcname[-1].sval.lower()
+        self.calls.append((name, len(node.args or ())))
+
+
+@dataclass(frozen=True)
+class AdvisoryCall:
+    """One advisory-lock function called in a SQL text."""
+
+    function: AdvisoryFunction
+    arg_count: Optional[int]  # None when only the scanner saw it
+
+    @property
+    def name(self) -> str:
+        return self.function.name
+
+
+@dataclass(frozen=True)
+class SqlFacts:
+    text: str
+    parsed: bool
+    statement_types: Tuple[str, ...]  # pglast node class names: SelectStmt, UpdateStmt, CreateStmt, ...
+    functions: Tuple[Tuple[str, Optional[int]], ...]  # (lower-case name, argument count or None)
+    skip_locked: bool
+    for_update: bool
+    returning: bool
+
+    @property
+    def advisory(self) -> Tuple[AdvisoryCall, ...]:
+        return tuple(
+            AdvisoryCall(ADVISORY_FUNCTIONS[name], count) for name, count in self.functions if name in ADVISORY_FUNCTIONS
+        )
+
+    @property
+    def function_names(self) -> FrozenSet[str]:
+        return frozenset(name for name, _ in self.functions)
+
+    def has(self, statement_type: str) -> bool:
+        return statement_type in self.statement_types
+
+
+_DDL_STATEMENTS = frozenset({
+    "CreateStmt", "CreateTableAsStmt", "AlterTableStmt", "DropStmt", "IndexStmt", "CreateSeqStmt",
+    "AlterSeqStmt", "CreateSchemaStmt", "RenameStmt", "CreateEnumStmt", "AlterEnumStmt",
+    "CreateExtensionStmt", "ViewStmt", "CreateFunctionStmt", "CreateTrigStmt", "CompositeTypeStmt",
+    "CreateDomainStmt", "TruncateStmt",
+})
+_DDL_LEAD = {
+    ("CREATE", "TABLE"), ("CREATE", "INDEX"), ("CREATE", "UNIQUE"), ("CREATE", "SCHEMA"),
+    ("CREATE", "SEQUENCE"), ("CREATE", "TYPE_P"), ("CREATE", "EXTENSION"), ("CREATE", "VIEW"),
+    ("ALTER", "TABLE"), ("ALTER", "TYPE_P"), ("ALTER", "SEQUENCE"), ("DROP", "TABLE"), ("DROP", "INDEX"),
+    ("DROP", "SCHEMA"), ("DROP", "TYPE_P"), ("DROP", "VIEW"),
+}
+
+
+def is_ddl_statement(statement_type: str) -> bool:
+    return statement_type in _DDL_STATEMENTS
+
+
+@lru_cache(maxsize=4096)
+def analyse(text: str) -> SqlFacts:
+    statements = parse_statements(text)
+    if statements is not None:
+        visitor = _FunctionCalls()
+        skip_locked = for_update = returning = False
+        for statement in statements:
+            visitor(statement)
+            for clause in getattr(statement, "lockingClause", None) or ():
+                for_update = True
+                if clause.waitPolicy == LockWaitPolicy.LockWaitSkip:
+                    skip_locked = True
+            if getattr(statement, "returningClause", None) or getattr(statement, "returningList", None):
+                returning = True
+        # Locking clauses of sub-selects (UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED)).
+        inner = _LockingClauses()
+        for statement in statements:
+            inner(statement)
+        return SqlFacts(
+            text, True, tuple(type(s).__name__ for s in statements), tuple(visitor.calls),
+            skip_locked or inner.skip_locked, for_update or inner.for_update, returning,
+        )
+    return _analyse_tokens(text)
+
+
+class _LockingClauses(Visitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.skip_locked = False
+        self.for_update = False
+
+    def visit_LockingClause(self, ancestors, node) -> None:  # noqa: N802
+        self.for_update = True
+        if node.waitPolicy == LockWaitPolicy.LockWaitSkip:
+            self.skip_locked = True
+
+
+_LEAD_TYPES = {
+    "SELECT": "SelectStmt", "UPDATE": "UpdateStmt", "INSERT": "InsertStmt", "DELETE_P": "DeleteStmt",
+    "WITH": "SelectStmt",
+}
+
+
+def _analyse_tokens(text: str) -> SqlFacts:
+    toks = tokens(text)
+    names = [name for name, _ in toks]
+    functions = []
+    for index in range(len(toks) - 1):
+        name, source = toks[index]
+        if toks[index + 1][0] == "ASCII_40" and (name == "IDENT" or name.endswith("KEYWORD")):
+            functions.append((source.lower(), None))
+    statement_types = []
+    if names:
+        lead = names[0]
+        pair = tuple(names[:2])
+        if pair in _DDL_LEAD or (lead == "CREATE" and "TABLE" in names[:6]):
+            statement_types.append("DDL")
+        elif lead in _LEAD_TYPES:
+            statement_types.append(_LEAD_TYPES[lead])
+    skip_locked = any(names[i] == "SKIP" and names[i + 1] == "LOCKED" for i in range(len(names) - 1))
+    for_update = any(names[i] == "FOR" and names[i + 1] in ("UPDATE", "NO", "SHARE", "KEY") for i in range(len(names) - 1))
+    return SqlFacts(
+        text, False, tuple(statement_types), tuple(functions), skip_locked, for_update, "RETURNING" in names,
+    )
+
+
+def is_ddl(facts: SqlFacts) -> bool:
+    return any(t == "DDL" or is_ddl_statement(t) for t in facts.statement_types)

@@ -1,0 +1,226 @@
+"""Prefilter, parse once with ``ast``, run every enabled rule in one pass over shared facts."""
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+import traceback
+import warnings
+from typing import List, Optional, Sequence, Tuple
+
+import ahocorasick
+
+from ..config import Config
+from ..analysis.context import FileContext
+from ..analysis.facts import ModuleFacts
+from ..model import Diagnostic
+from ..noqa import filter_suppressed
+from ..rules.registry import ENGINE_CODES, rule_classes
+from ..rules.base import Rule, Trigger
+from .syntax_hints import explain_syntax_error
+
+
+def enabled_rules(config: Config) -> List[Rule]:
+    return [cls() for cls in rule_classes() if config.is_enabled(cls.code)]
+
+
+def trigger_words(rules: Sequence[Rule]) -> Tuple[Trigger, ...]:
+    words = set()
+    for rule in rules:
+        words.update(rule.triggers)
+    return tuple(sorted(words, key=repr))
+
+
+class _TriggerIndex:
+    """The triggers of a set of rules, compiled once: an Aho-Corasick automaton over their first words
+    finds, in one pass over a file, which of them occur; only the triggers starting with those words
+    are looked at, and their remaining words are searched one by one."""
+
+    def __init__(self, rule_triggers: Tuple[Tuple[Trigger, ...], ...]) -> None:
+        self.by_first: dict = {}
+        for index, triggers in enumerate(rule_triggers):
+            for trigger in triggers:
+                words = (trigger,) if type(trigger) is bytes else tuple(trigger)
+                self.by_first.setdefault(words[0], []).append((index, words[1:]))
+        self.automaton = ahocorasick.Automaton()
+        for word in self.by_first:
+            # latin-1 maps each byte to one code point, so the automaton searches the raw bytes.
+            self.automaton.add_word(word.decode("latin-1"), word)
+        if self.by_first:
+            self.automaton.make_automaton()
+
+    def matching(self, source: bytes) -> set:
+        """Indexes of the rules with at least one trigger in ``source``."""
+        if not self.by_first:
+            return set()
+        firsts = {word for _, word in self.automaton.iter(source.decode("latin-1"))}
+        matched: set = set()
+        seen: dict = {}
+        for first in firsts:
+            for index, rest in self.by_first[first]:
+                if index in matched:
+                    continue
+                for word in rest:
+                    found = seen.get(word)
+                    if found is None:
+                        found = seen[word] = word in source
+                    if not found:
+                        break
+                else:
+                    matched.add(index)
+        return matched
+
+
+_indexes: dict = {}
+
+
+def _index_for(rules: Sequence[Rule], extra: Tuple[Tuple[Trigger, ...], ...]) -> _TriggerIndex:
+    key = (tuple(type(rule) for rule in rules), extra)
+    index = _indexes.get(key)
+    if index is None:
+        index = _indexes[key] = _TriggerIndex(
+            tuple(tuple(rule.triggers) + more for rule, more in zip(rules, extra))
+        )
+    return index
+
+
+def passes_prefilter(source: bytes, triggers: Sequence[Trigger]) -> bool:
+    """A file that contains none of the triggers cannot produce a finding: skip its parse.
+
+    A trigger is a byte string, or a tuple of byte strings that must all occur."""
+    return bool(_TriggerIndex((tuple(triggers),)).matching(source))
+
+
+def applicable_rules(source: bytes, rules: Sequence[Rule], context: Optional[FileContext] = None) -> List[Rule]:
+    """The rules whose own triggers occur in the file, whose kind of code it is, and that per-file-ignores
+    do not switch off for its path: only they run."""
+    if context is not None:
+        config = context.config
+        ignored = config.ignored_for_path(context.path) if config.per_file_ignores and context.path else ()
+        rules = [r for r in rules if r.applies_to(context) and not any(r.code.startswith(c) for c in ignored)]
+        extra = tuple(tuple(r.config_triggers(context.config)) for r in rules)
+    else:
+        extra = tuple(() for _ in rules)
+    matched = _index_for(rules, extra).matching(source)
+    return [rule for index, rule in enumerate(rules) if index in matched]
+
+
+def engine_diagnostic(code: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
+    name = ENGINE_CODES[code][0]
+    return Diagnostic(code, name, line, column, line, column, message, "")
+
+
+def decode(source: bytes) -> str:
+    """Decode as Python does (PEP 263 cookie, BOM, UTF-8 default); raises on undecodable bytes."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    text = source.decode(encoding)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def parse(text: str, path: str) -> ast.Module:
+    with warnings.catch_warnings():
+        # Invalid escape sequences in checked code are not ours to report.
+        warnings.simplefilter("ignore")
+        return ast.parse(text, filename=path or "<unknown>")
+
+
+def cannot_parse(error: BaseException, text: Optional[str]) -> Diagnostic:
+    line = 1
+    column = 1
+    if isinstance(error, SyntaxError) and (error.msg or "").startswith("invalid or missing encoding declaration"):
+        line = error.lineno or 1
+        reason = "not valid UTF-8, and no encoding declaration in the first two lines says what it is"
+    elif isinstance(error, SyntaxError):
+        line = error.lineno or 1
+        column = max(error.offset or 1, 1)
+        reason = f"{error.msg} (line {line})"
+        hint = explain_syntax_error(error, text)
+        if hint:
+            reason = f"{reason}; {hint}"
+    elif isinstance(error, UnicodeDecodeError):
+        reason = f"cannot decode as {error.encoding}: byte {error.object[error.start]:#04x} at offset {error.start}"
+    elif isinstance(error, RecursionError):
+        reason = "nesting too deep for the Python parser"
+    elif isinstance(error, MemoryError):
+        reason = "the Python parser ran out of memory (nesting too deep or file too large)"
+    elif isinstance(error, ValueError) and "null bytes" in str(error):
+        reason = "the file contains NUL bytes"
+    else:
+        reason = f"{type(error).__name__}: {error}"
+    return engine_diagnostic("OG000", f"cannot parse: {reason}", line, column)
+
+
+def run_rules(facts: ModuleFacts, rules: Sequence[Rule]) -> List[Diagnostic]:
+    found: List[Diagnostic] = []
+    for rule in rules:
+        try:
+            found.extend(rule.check(facts))
+        except Exception as error:  # noqa: BLE001 - one broken rule must not take the run down
+            where = traceback.extract_tb(error.__traceback__)[-1]
+            found.append(
+                engine_diagnostic(
+                    "OG001",
+                    f"internal error in {rule.code} on this file: {type(error).__name__}: {error} "
+                    f"({where.filename.rsplit('/', 1)[-1]}:{where.lineno}); please report it",
+                )
+            )
+    found.sort(key=lambda d: (d.line, d.column, d.code))
+    return _dedupe(found)
+
+
+def _dedupe(diagnostics: List[Diagnostic]) -> List[Diagnostic]:
+    seen = set()
+    unique = []
+    for diagnostic in diagnostics:
+        key = (diagnostic.code, diagnostic.line, diagnostic.column, diagnostic.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(diagnostic)
+    return unique
+
+
+def check_tree(tree: ast.Module, lines: Sequence[str], context: FileContext,
+               rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
+    """Rules over a parsed tree (flake8 hands over its own). No noqa filtering: the caller does it."""
+    rules = enabled_rules(context.config) if rules is None else rules
+    facts = ModuleFacts(tree, context, list(lines))
+    try:
+        return run_rules(facts, rules)
+    finally:
+        facts.release()
+
+
+def check_source(source: bytes, path: str, config: Config, rules: Optional[Sequence[Rule]] = None,
+                 apply_noqa: bool = True, cross_file: bool = False) -> List[Diagnostic]:
+    """Everything onceguard has to say about one file's bytes."""
+    rules = enabled_rules(config) if rules is None else rules
+    context = FileContext(path, config, cross_file)
+    rules = applicable_rules(source, rules, context)
+    if not rules:
+        return []
+    text: Optional[str] = None
+    try:
+        text = decode(source)
+        tree = parse(text, path)
+    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError) as error:
+        return [cannot_parse(error, text).with_path(path)]
+    lines = text.splitlines()
+    try:
+        found = check_tree(tree, lines, context, rules)
+    except RecursionError:
+        found = [engine_diagnostic("OG000", "cannot parse: nesting too deep to analyse")]
+    if apply_noqa:
+        found = filter_suppressed(found, lines)
+    return [d.with_path(path) for d in found]
+
+
+def read_source(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def cannot_read(path: str, error: OSError) -> Diagnostic:
+    return engine_diagnostic("OG000", f"cannot read: {error.strerror or error}").with_path(path)
+

@@ -1,0 +1,1074 @@
+"""Does a function begin with a claim?  (Reusable by any rule that needs "only one replica goes on".)
+
+The first statement with a side effect must be a claim.  Before it may stand
+a docstring, logging, and assignments that compute keys or read config; the
+claim may sit inside leading ``with`` and ``try`` blocks (a connection, a
+transaction).  A claim is a claim function (tested, or wrapping the job), a
+PostgreSQL try-lock executed and tested, Redis ``SET NX`` with an expiry
+tested, a Redis lock (``acquire(blocking=False)`` tested, or ``with``), a
+row claim (``FOR UPDATE SKIP LOCKED``, a conditional ``UPDATE`` whose row
+count is checked), or a call to a function whose own leading statement is a
+claim.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+
+from ..analysis.executed_sql import ExecutedSql, executed_sql
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, walk_no_nested_functions
+from ..knowledge import claims as known
+from ..analysis.sql import parse_statements
+
+# Kinds of claim.
+CLAIM_FUNCTION = "claim function"
+TRY_LOCK = "pg_try_advisory lock"
+SET_NX = "Redis SET NX"
+LOCK_ACQUIRE = "Redis lock acquire(blocking=False)"
+LOCK_WITH = "Redis lock"
+CACHE_ADD = "cache.add"
+ROW_LOCK = "FOR UPDATE SKIP LOCKED"
+CONDITIONAL_UPDATE = "conditional UPDATE"
+HELPER_GUARD = "claiming helper"
+HELPER_RESULT = "claiming helper result"
+HUEY_LOCK = "huey lock_task"
+
+#: Kinds whose result must be tested before the work.
+NEEDS_TEST = frozenset({CLAIM_FUNCTION, TRY_LOCK, SET_NX, LOCK_ACQUIRE, CACHE_ADD, CONDITIONAL_UPDATE, HELPER_RESULT})
+
+_FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+@dataclass(frozen=True)
+class ClaimHit:
+    kind: str
+    node: ast.AST
+
+    @property
+    def needs_test(self) -> bool:
+        return self.kind in NEEDS_TEST
+
+
+@dataclass
+class Lead:
+    """The outcome of reading a function's leading statements."""
+
+    claimed: bool
+    kind: Optional[str] = None
+    #: The first statement that does work before any claim (None when claimed or when nothing happens).
+    first_work: Optional[ast.AST] = None
+
+
+# ------------------------------------------------------------------------------------------------
+# Name bindings: what a name or ``self.x`` was assigned, within one module.
+# ------------------------------------------------------------------------------------------------
+class Bindings:
+    """Values bound to names by assignment and ``with ... as`` in a function and at module level.
+
+    Only what is visible: parameters and names bound by loops or imports have no value here.
+    """
+
+    def __init__(self, facts: ModuleFacts) -> None:
+        self.facts = facts
+        self._scopes: Dict[int, Dict[str, List[ast.AST]]] = {}
+        self._params: Dict[int, Set[str]] = {}
+        self._classes: Dict[int, Dict[str, List[ast.AST]]] = {}
+        self._def_tables: Dict[int, Dict[str, FunctionNode]] = {}
+
+    @classmethod
+    def of_module(cls, facts: ModuleFacts) -> "Bindings":
+        return facts.cached("scheduled-bindings", cls)
+
+    def _table(self, scope: ast.AST) -> Dict[str, List[ast.AST]]:
+        key = id(scope)
+        table = self._scopes.get(key)
+        if table is not None:
+            return table
+        table = {}
+        nodes = walk_no_nested_functions(scope) if scope is not self.facts.tree else _module_level(scope)
+        for node in nodes:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        table.setdefault(target.id, []).append(node.value)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                table.setdefault(node.target.id, []).append(node.value)
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                for item in node.items:
+                    if isinstance(item.optional_vars, ast.Name):
+                        table.setdefault(item.optional_vars.id, []).append(item.context_expr)
+            elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+                table.setdefault(node.target.id, []).append(node.value)
+            elif isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name):
+                # A loop variable has no single value: mark it bound but unknown.
+                table.setdefault(node.target.id, []).append(node.target)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) and scope is not self.facts.tree:
+                for alias in node.names:
+                    name = (alias.asname or alias.name).split(".", 1)[0]
+                    table.setdefault(name, []).append(node)
+        self._scopes[key] = table
+        return table
+
+    def _parameters(self, function: ast.AST) -> Set[str]:
+        key = id(function)
+        found = self._params.get(key)
+        if found is None:
+            args = function.args
+            found = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+            if args.vararg:
+                found.add(args.vararg.arg)
+            if args.kwarg:
+                found.add(args.kwarg.arg)
+            self._params[key] = found
+        return found
+
+    def scope_of(self, name: ast.Name) -> Tuple[Optional[ast.AST], List[ast.AST]]:
+        """(scope, values) of the innermost scope that binds ``name``; scope None when nothing does."""
+        for above in ancestors(name):
+            if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                if isinstance(above, ast.Lambda):
+                    if name.id in {a.arg for a in above.args.args}:
+                        return above, []
+                    continue
+                if name.id in self._parameters(above):
+                    return above, []
+                values = self._table(above).get(name.id)
+                if values:
+                    return above, values
+        values = self._table(self.facts.tree).get(name.id)
+        if values:
+            return self.facts.tree, values
+        return None, []
+
+    def values(self, expr: ast.AST) -> List[ast.AST]:
+        """What ``expr`` (a Name or ``self.attr``) was bound to; empty when not visible."""
+        if isinstance(expr, ast.Name):
+            return self.scope_of(expr)[1]
+        if (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self"):
+            cls_node = self.facts.enclosing_class(expr)
+            if cls_node is None:
+                return []
+            return self._class_attributes(cls_node).get(expr.attr, [])
+        return []
+
+    def _class_attributes(self, cls_node: ast.ClassDef) -> Dict[str, List[ast.AST]]:
+        key = id(cls_node)
+        table = self._classes.get(key)
+        if table is not None:
+            return table
+        table = {}
+        for node in ast.walk(cls_node):
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            else:
+                continue
+            for target in targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                    table.setdefault(target.attr, []).append(value)
+        self._classes[key] = table
+        return table
+
+    def origin(self, expr: ast.AST, depth: int = 0) -> Optional[ast.AST]:
+        """The single expression ``expr`` stands for, following aliases (``a = b``); None if ambiguous."""
+        if depth > 6:
+            return None
+        if isinstance(expr, ast.Await):
+            return self.origin(expr.value, depth + 1)
+        if isinstance(expr, ast.Name) or (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)
+                                          and expr.value.id == "self"):
+            values = self.values(expr)
+            if len(values) != 1:
+                return None
+            value = values[0]
+            if isinstance(value, (ast.Name, ast.Attribute, ast.Await)) and value is not expr:
+                return self.origin(value, depth + 1) or value
+            return value
+        return expr
+
+    def _defs(self, scope: ast.AST) -> Dict[str, FunctionNode]:
+        """name -> the last ``def`` directly inside ``scope`` (a function, or the module's top level)."""
+        key = id(scope)
+        table = self._def_tables.get(key)
+        if table is None:
+            table = {}
+            nodes = scope.body if scope is self.facts.tree else walk_no_nested_functions(scope)
+            for node in nodes:
+                if isinstance(node, _FUNCTION_TYPES):
+                    table[node.name] = node
+            self._def_tables[key] = table
+        return table
+
+    def module_function(self, name: ast.Name) -> Optional[FunctionNode]:
+        """The ``def`` a name refers to: a def of an enclosing function or of the module, not shadowed."""
+        for above in ancestors(name):
+            if isinstance(above, _FUNCTION_TYPES):
+                if name.id in self._parameters(above):
+                    return None
+                found = self._defs(above).get(name.id)
+                if found is not None:
+                    return found
+                if self._table(above).get(name.id):
+                    return None
+        if self._table(self.facts.tree).get(name.id):
+            return None
+        return self._defs(self.facts.tree).get(name.id)
+
+    def method(self, expr: ast.Attribute) -> Optional[FunctionNode]:
+        """``self.name`` -> the method ``name`` of the enclosing class."""
+        if not (isinstance(expr.value, ast.Name) and expr.value.id == "self"):
+            return None
+        cls_node = self.facts.enclosing_class(expr)
+        if cls_node is None:
+            return None
+        for statement in cls_node.body:
+            if isinstance(statement, _FUNCTION_TYPES) and statement.name == expr.attr:
+                return statement
+        return None
+
+
+def _module_level(tree: ast.Module) -> Iterable[ast.AST]:
+    """Statements of the module outside functions and classes (including if/try/with blocks)."""
+    stack = list(reversed(tree.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        yield node
+        children = list(ast.iter_child_nodes(node))
+        children.reverse()
+        stack.extend(c for c in children if not isinstance(c, _SCOPE_TYPES))
+
+
+def own_module_name(facts: ModuleFacts) -> str:
+    """Dotted name of the checked module (``app.jobs``), as far as ``__init__.py`` files show it."""
+    filename = facts.context.filename
+    stem = filename[:-3] if filename.endswith(".py") else filename
+    package = facts.context.package
+    if stem == "__init__":
+        return package
+    return f"{package}.{stem}" if package else stem
+
+
+def own_module_names(facts: ModuleFacts) -> Set[str]:
+    """Every dotted name the checked module may be imported as: by packages, and by its path under the root."""
+    names = {own_module_name(facts)}
+    rel = facts.context.rel_path
+    if rel.endswith(".py") and not rel.startswith("../") and not rel.startswith("/"):
+        dotted_path = rel[:-3].replace("/", ".")
+        if dotted_path.endswith(".__init__"):
+            dotted_path = dotted_path[: -len(".__init__")]
+        names.add(dotted_path)
+        if dotted_path.startswith("src."):
+            names.add(dotted_path[4:])
+    names.discard("")
+    return names
+
+
+# ------------------------------------------------------------------------------------------------
+# Claim expressions
+# ------------------------------------------------------------------------------------------------
+#: Resolves a call to a function defined elsewhere (CLI, cross-file): returns (def, its module facts).
+ForeignResolver = Callable[[ast.Call, ModuleFacts], Optional[Tuple[FunctionNode, ModuleFacts]]]
+
+
+class ClaimAnalyzer:
+    """Claim recognition for one module.  ``of_module`` caches one per module."""
+
+    MAX_HELPER_DEPTH = 4
+
+    def __init__(self, facts: ModuleFacts, resolver: Optional[ForeignResolver] = None) -> None:
+        self.facts = facts
+        self.resolver = resolver
+        self.bindings = Bindings.of_module(facts)
+        self._sql: Dict[int, ExecutedSql] = {}
+        for entry in executed_sql(facts):
+            self._sql.setdefault(id(entry.call), entry)
+        self._claim_functions = frozenset(facts.config.claim_functions)
+        self._own_modules = own_module_names(facts)
+        self._helpers: Dict[int, Optional[str]] = {}
+        self._in_progress: Set[int] = set()
+        self._in_progress_guard: Set[int] = set()
+        self._guarded: Dict[int, bool] = {}
+        self._bound_claims: Dict[Tuple[int, str], Optional[ClaimHit]] = {}
+        #: Whether a method may be found by its name alone when its receiver's class is unknown: a look
+        #: over the whole project's definitions, asked only for scheduled jobs, where a wrongly missed claim
+        #: is a false alarm.
+        self.by_name = False
+
+    @classmethod
+    def of_module(cls, facts: ModuleFacts, resolver: Optional[ForeignResolver] = None) -> "ClaimAnalyzer":
+        analyzer = facts.cached("claims", lambda f: cls(f, resolver))
+        if resolver is not None and analyzer.resolver is None:
+            analyzer.resolver = resolver
+        return analyzer
+
+    # -- single calls ---------------------------------------------------------------------------
+    def is_claim_function(self, call: ast.Call) -> bool:
+        name = call_name(call)
+        if name is None:
+            return False
+        if name in known.CLAIM_FUNCTION_NAMES or name.startswith(known.CLAIM_FUNCTION_PREFIXES):
+            return True
+        if (self.facts.callee(call) or "") in known.GUARD_FUNCTIONS:
+            return True
+        if self._claim_functions:
+            qualified = self.facts.callee(call) or ""
+            if qualified in self._claim_functions:
+                return True
+            if isinstance(call.func, ast.Name) and any(f"{m}.{name}" in self._claim_functions for m in self._own_modules):
+                return True
+        return False
+
+    def _is_lock_call(self, node: ast.AST) -> bool:
+        """``client.lock("name", ...)``, ``redis_lock.Lock(...)``, ``Redlock(...)``, ``huey.lock_task(...)``."""
+        if not isinstance(node, ast.Call):
+            return False
+        qualified = self.facts.callee(node) or ""
+        if qualified in known.IN_PROCESS_LOCKS:
+            return False
+        if qualified in known.LOCK_CLASSES:
+            return True
+        func = node.func
+        return (isinstance(func, ast.Attribute) and func.attr in (known.REDIS_LOCK_METHOD, known.HUEY_LOCK_METHOD)
+                and bool(node.args or node.keywords))
+
+    def _lock_object(self, expr: ast.AST) -> bool:
+        if self._is_lock_call(expr):
+            return True
+        origin = self.bindings.origin(expr)
+        return origin is not None and origin is not expr and self._is_lock_call(origin)
+
+    def call_claim(self, call: ast.Call, depth: int = 0) -> Optional[str]:
+        """The kind of claim this one call makes, or None."""
+        entry = self._sql.get(id(call))
+        if entry is not None:
+            sql = entry.sql
+            if any(name in known.TRY_LOCK_FUNCTIONS for name in sql.function_names):
+                return TRY_LOCK
+            if sql.skip_locked:
+                return ROW_LOCK
+            if "UpdateStmt" in sql.statement_types and _update_has_where(entry.text):
+                return CONDITIONAL_UPDATE
+        if self.is_claim_function(call):
+            return CLAIM_FUNCTION
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            if isinstance(func, ast.Name):
+                return self._helper_kind(call, depth)
+            return None
+        attr = func.attr
+        keywords = {k.arg: k.value for k in call.keywords if k.arg}
+        nx = keywords.get(known.REDIS_NX_KEYWORD)
+        if isinstance(nx, ast.Constant) and nx.value is True:
+            # ``r.set(key, token, nx=True, ex=...)``, and a project's cache wrapper that passes the same
+            # flags on (``cache.async_set_cache(key, token, nx=True, ttl=...)``).
+            expiry = known.REDIS_EXPIRY_KEYWORDS if attr == known.REDIS_SET_METHOD else known.WRAPPER_EXPIRY_KEYWORDS
+            if any(k in keywords for k in expiry):
+                return SET_NX
+        if attr == known.LOCK_ACQUIRE_METHOD and _non_blocking(call) and self._lock_object(func.value):
+            return LOCK_ACQUIRE
+        elif attr == known.CACHE_ADD_METHOD and call.args:
+            receiver = func.value
+            if isinstance(receiver, ast.Subscript):
+                receiver = receiver.value
+            if (self.facts.qualify(receiver) or "") in known.DJANGO_CACHES:
+                return CACHE_ADD
+        elif attr in known.ROW_LOCK_METHODS:
+            for keyword in call.keywords:
+                if (keyword.arg == known.SKIP_LOCKED_KEYWORD and isinstance(keyword.value, ast.Constant)
+                        and keyword.value.value is True):
+                    return ROW_LOCK
+        elif attr == known.ORM_UPDATE_METHOD and isinstance(func.value, ast.Call):
+            inner = func.value.func
+            if isinstance(inner, ast.Attribute) and inner.attr in known.ORM_FILTER_METHODS:
+                return CONDITIONAL_UPDATE
+        if attr in ("values", "where") or attr == known.ORM_UPDATE_METHOD:
+            qualified = self.facts.callee(call) or ""
+            head = qualified.split(".where", 1)[0]
+            if head in known.SQLALCHEMY_UPDATE and ".where" in qualified:
+                return CONDITIONAL_UPDATE
+        # A method of the project (``self.x()``, a typed parameter's, a module-level instance's): its summary.
+        return self._helper_kind(call, depth)
+
+    def claim_in(self, expr: Optional[ast.AST], depth: int = 0) -> Optional[ClaimHit]:
+        """The first claim made anywhere in ``expr`` (not inside lambdas or nested functions)."""
+        if expr is None:
+            return None
+        nodes = [expr] if isinstance(expr, ast.Call) else []
+        nodes.extend(walk_no_nested_functions(expr))
+        seen: Set[int] = set()
+        for node in nodes:
+            if isinstance(node, ast.Call) and id(node) not in seen:
+                seen.add(id(node))
+                kind = self.call_claim(node, depth)
+                if kind is not None:
+                    return ClaimHit(kind, node)
+        return None
+
+    # -- helpers (same module, or the project through the resolver) ---------------------------
+    def _helper_target(self, call: ast.Call) -> Optional[Tuple[FunctionNode, "ClaimAnalyzer"]]:
+        func = call.func
+        target = None
+        if isinstance(func, ast.Name):
+            target = self.bindings.module_function(func)
+        elif isinstance(func, ast.Attribute):
+            target = self.bindings.method(func)
+        if target is not None:
+            return target, self
+        if self.resolver is not None and self.facts.context.cross_file:
+            found = self.resolver(call, self.facts)
+            if found is not None:
+                function, foreign = found
+                analyzer = ClaimAnalyzer.of_module(foreign, self.resolver)
+                analyzer.by_name = analyzer.by_name or self.by_name
+                return function, analyzer
+        if isinstance(func, ast.Attribute):
+            # ``lock_manager.acquire_lock(...)`` on a parameter, an attribute or a closure variable: the
+            # project's method, from the receiver's class or (one candidate only) from its name.
+            from .summaries import resolve
+
+            candidates = resolve(call, self.facts, self.facts.enclosing_function(call), by_name=self.by_name)
+            if len(candidates) == 1:
+                function, foreign = candidates[0]
+                if foreign is self.facts:
+                    return function, self
+                analyzer = ClaimAnalyzer.of_module(foreign, self.resolver)
+                analyzer.by_name = analyzer.by_name or self.by_name
+                return function, analyzer
+        return None
+
+    def _helper_kind(self, call: ast.Call, depth: int) -> Optional[str]:
+        if depth >= self.MAX_HELPER_DEPTH:
+            return None
+        found = self._helper_target(call)
+        if found is None:
+            return None
+        function, analyzer = found
+        return analyzer.helper_kind(function, depth + 1)
+
+    def helper_kind(self, function: FunctionNode, depth: int = 0) -> Optional[str]:
+        """HELPER_GUARD when ``function`` leads with a claim, HELPER_RESULT when it returns one."""
+        key = id(function)
+        if key in self._helpers:
+            return self._helpers[key]
+        if key in self._in_progress:
+            return None
+        self._in_progress.add(key)
+        try:
+            kind = None
+            if self.lead(function, depth=depth).claimed:
+                kind = HELPER_GUARD
+            elif self._returns_claim(function, depth) or self._reports_claim(function, depth):
+                kind = HELPER_RESULT
+        finally:
+            self._in_progress.discard(key)
+        self._helpers[key] = kind
+        return kind
+
+    def _reports_claim(self, function: FunctionNode, depth: int) -> bool:
+        """``acquired = await cache.set(key, me, nx=True, ex=ttl); if acquired: ...; return True`` (and
+        ``return False`` otherwise): a helper that takes a claim and returns whether it got it."""
+        claimed: Set[str] = set()
+        found = False
+        kinds = (SET_NX, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE, HELPER_RESULT)
+        if depth >= self.MAX_HELPER_DEPTH:
+            return False
+        for node in walk_no_nested_functions(function):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                hit = self.claim_in(node.value, depth + 1)
+                if hit is not None and hit.kind in kinds:
+                    found = True
+                    claimed.update(_target_names(node))
+            elif isinstance(node, ast.Return) and node.value is not None:
+                hit = self.claim_in(node.value, depth + 1)
+                if hit is not None and hit.kind in kinds:
+                    return True
+            elif isinstance(node, ast.If):
+                # ``if await locks.acquire(...): return Lease.LEADER``: the answer depends on the claim.
+                hit = self.claim_in(node.test, depth + 1)
+                if hit is not None and hit.kind in kinds and any(
+                        isinstance(s, ast.Return) and s.value is not None for s in node.body):
+                    return True
+        if not found:
+            return False
+        for node in walk_no_nested_functions(function):
+            if isinstance(node, ast.Return) and node.value is not None:
+                value = node.value
+                if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "bool" \
+                        and len(value.args) == 1:
+                    value = value.args[0]
+                if isinstance(value, ast.Name) and value.id in claimed:
+                    return True
+                if isinstance(value, ast.Constant) and value.value is True:
+                    return True
+        return False
+
+    def _returns_claim(self, function: FunctionNode, depth: int) -> bool:
+        bound: Dict[str, ClaimHit] = {}
+        for statement in _real_statements(function.body):
+            if isinstance(statement, ast.Return):
+                if statement.value is None:
+                    return False
+                if isinstance(statement.value, ast.Name) and statement.value.id in bound:
+                    return True
+                hit = self.claim_in(statement.value, depth)
+                return hit is not None
+            if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+                hit = self.claim_in(statement.value, depth)
+                if hit is not None:
+                    for name in _target_names(statement):
+                        bound[name] = hit
+                continue
+            if isinstance(statement, (ast.With, ast.AsyncWith)):
+                inner = _real_statements(statement.body)
+                if inner and isinstance(inner[-1], ast.Return):
+                    hit = self.claim_in(inner[-1].value, depth) if inner[-1].value is not None else None
+                    if hit is not None:
+                        return True
+                continue
+            if _is_preamble(statement):
+                continue
+            return False
+        return False
+
+    # -- leading statements ---------------------------------------------------------------------
+    def lead(self, function: FunctionNode, skip: Optional[Callable[[ast.stmt], bool]] = None,
+             depth: int = 0) -> Lead:
+        """Whether ``function`` begins with a claim (its decorators count: ``@run_exclusive(...)``)."""
+        for decorator in function.decorator_list:
+            call = decorator if isinstance(decorator, ast.Call) else None
+            if call is not None and (self.is_claim_function(call) or _is_huey_lock(call)):
+                return Lead(True, CLAIM_FUNCTION if self.is_claim_function(call) else HUEY_LOCK)
+        return self.lead_body(function.body, skip, depth)
+
+    def lead_body(self, body: List[ast.stmt], skip: Optional[Callable[[ast.stmt], bool]] = None,
+                  depth: int = 0) -> Lead:
+        scan = _Scan(self, skip or (lambda statement: False), depth)
+        outcome, node, kind = scan.block(body)
+        if outcome == _CLAIM:
+            return Lead(True, kind)
+        if outcome != _FAIL and scan.untested is not None:
+            # A claim-shaped statement whose result nobody tested is work like any other
+            # (``UPDATE ... WHERE ...`` with no row count check).
+            return Lead(False, None, scan.untested)
+        return Lead(False, None, node if outcome == _FAIL else None)
+
+    # -- a claim further in --------------------------------------------------------------------
+    def guarded_later(self, function: FunctionNode, depth: int = 0) -> Optional[ast.AST]:
+        """The ``if`` that leaves when a claim was not obtained, found in ``function``'s own flow (not
+        only first) or in a helper it calls there: ``lease = await self._acquire_lease(); if lease is
+        FOLLOWER: return``, ``if not await locks.acquire(...): return`` after reading config and metrics.
+        What runs before it runs on every replica; a scheduled job's work after it runs once."""
+        return self._guard_in(function.body, depth, {})
+
+    def guarded_helper(self, helper: FunctionNode, depth: int) -> bool:
+        key = id(helper)
+        if key in self._guarded:
+            return self._guarded[key]
+        if key in self._in_progress_guard:
+            return False  # recursion: no guard found along this path
+        self._in_progress_guard.add(key)
+        try:
+            found = self._guard_in(helper.body, depth, {}) is not None
+        finally:
+            self._in_progress_guard.discard(key)
+        self._guarded[key] = found
+        return found
+
+    def _guard_in(self, body: List[ast.stmt], depth: int, pending: Dict[str, ClaimHit]) -> Optional[ast.AST]:
+        for statement in body:
+            if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+                hit = self.claim_in(statement.value, depth)
+                if hit is not None and (hit.needs_test or hit.kind == HELPER_GUARD):
+                    for name in _target_names(statement):
+                        pending[name] = hit
+            if isinstance(statement, ast.If):
+                tested = any(isinstance(n, ast.Name) and n.id in pending for n in ast.walk(statement.test))
+                if not tested:
+                    hit = self.claim_in(statement.test, depth)
+                    tested = hit is not None
+                # In the job itself the claim must lead (``lead``); in a helper it may follow config reads.
+                if depth > 0 and tested and _leaves(statement.body if _negative_test(statement.test)
+                                                    else statement.orelse):
+                    return statement  # the branch taken when the claim failed leaves
+                found = self._guard_in(statement.body, depth, pending)
+                if found is not None:
+                    return found
+                continue
+            if isinstance(statement, (ast.With, ast.AsyncWith, ast.Try) + _TRY_STAR):
+                found = self._guard_in(statement.body, depth, pending)
+                if found is not None:
+                    return found
+                continue
+            if depth < self.MAX_HELPER_DEPTH and isinstance(statement, (ast.Expr, ast.Assign, ast.AnnAssign,
+                                                                        ast.Return)):
+                value = statement.value
+                if isinstance(value, ast.Await):
+                    value = value.value
+                if isinstance(value, ast.Call):
+                    found_helper = self._helper_target(value)
+                    if found_helper is not None:
+                        helper, analyzer = found_helper
+                        if analyzer.guarded_helper(helper, depth + 1):
+                            return statement
+        return None
+
+    # -- OG203: the branch taken when a claim fails --------------------------------------------
+    def bound_claim(self, scope: ast.AST, name: str) -> Optional[ClaimHit]:
+        """The claim whose result ``name`` holds in ``scope`` (a function or the module), or None.
+
+        ``acquired = r.set(..., nx=True, ex=...)``; ``(got,) = cur.fetchone()`` after
+        ``cur.execute("SELECT pg_try_advisory_xact_lock(...)")``; ``cur`` itself after that execute.
+        """
+        key = (id(scope), name)
+        if key in self._bound_claims:
+            return self._bound_claims[key]
+        found: Optional[ClaimHit] = None
+        executed: Dict[str, ClaimHit] = {}
+        nodes = walk_no_nested_functions(scope) if scope is not self.facts.tree else _module_level(scope)
+        for node in nodes:
+            if isinstance(node, ast.Expr):
+                value = node.value.value if isinstance(node.value, ast.Await) else node.value
+                if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                        and value.func.attr in _SQL_SENDERS):
+                    receiver = _dotted(value.func.value)
+                    if receiver:
+                        hit = self.claim_in(value)
+                        if hit is not None and hit.kind in (TRY_LOCK, CONDITIONAL_UPDATE):
+                            executed[receiver] = hit
+                            if receiver.split(".", 1)[0] == name:
+                                found = hit
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                if name in _target_names(node):
+                    hit = self.claim_in(node.value)
+                    if hit is None and executed:
+                        hit = _fetch_from(node.value, executed)
+                    if hit is not None and hit.kind in NEEDS_TEST:
+                        found = hit
+            elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name) and node.target.id == name:
+                hit = self.claim_in(node.value)
+                if hit is not None and hit.kind in NEEDS_TEST:
+                    found = hit
+        self._bound_claims[key] = found
+        return found
+
+    def failed_branch(self, node: ast.If) -> Optional[Tuple[List[ast.stmt], ClaimHit]]:
+        """The statements an ``if`` runs when the claim it tests was not obtained, and that claim."""
+        test = node.test
+        negated = False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            negated, test = True, test.operand
+        elif isinstance(test, ast.Compare) and len(test.ops) == 1 and len(test.comparators) == 1:
+            op, right = test.ops[0], test.comparators[0]
+            if isinstance(right, ast.Constant) and (
+                (isinstance(op, (ast.Is, ast.Eq)) and right.value in (None, False, 0))
+                or (isinstance(op, ast.Lt) and right.value == 1)
+            ):
+                negated, test = True, test.left
+            elif isinstance(right, ast.Constant) and isinstance(op, (ast.IsNot, ast.Gt, ast.NotEq)) \
+                    and right.value in (None, False, 0):
+                test = test.left
+            else:
+                return None
+        hit = self._tested_claim(test, node)
+        if hit is None:
+            return None
+        return (node.body if negated else node.orelse), hit
+
+    def _tested_claim(self, test: ast.AST, node: ast.AST) -> Optional[ClaimHit]:
+        if isinstance(test, ast.Await):
+            test = test.value
+        if isinstance(test, ast.NamedExpr):
+            test = test.value
+        root = test
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        if isinstance(root, ast.Name):
+            scope = self.facts.enclosing_function(node) or self.facts.tree
+            hit = self.bound_claim(scope, root.id)
+            if hit is not None:
+                return hit
+        hit = self.claim_in(test)
+        return hit if hit is not None and hit.kind in NEEDS_TEST else None
+
+
+_SQL_SENDERS = frozenset({"execute", "exec_driver_sql", "executemany"})
+
+
+def _update_has_where(text: str) -> bool:
+    statements = parse_statements(text)
+    if not statements:
+        return False
+    return any(type(s).__name__ == "UpdateStmt" and getattr(s, "whereClause", None) is not None for s in statements)
+
+
+def _non_blocking(call: ast.Call) -> bool:
+    for keyword in call.keywords:
+        value = keyword.value
+        if keyword.arg == "blocking" and isinstance(value, ast.Constant) and value.value is False:
+            return True
+        if keyword.arg == "blocking_timeout" and isinstance(value, ast.Constant) and value.value == 0:
+            return True
+    if call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value is False:
+        return True
+    return False
+
+
+def _is_huey_lock(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr == known.HUEY_LOCK_METHOD and bool(call.args)
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _fetch_from(value: ast.AST, executed: Dict[str, ClaimHit]) -> Optional[ClaimHit]:
+    """``cur.fetchone()[0]`` after ``cur.execute(<claim SQL>)``: the fetched value is the claim's result."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in known.FETCH_METHODS:
+            receiver = _dotted(node.func.value)
+            if receiver in executed:
+                return executed[receiver]
+    return None
+
+
+def _target_names(statement: ast.AST) -> List[str]:
+    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    names = []
+    for target in targets:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                names.append(node.id)
+    return names
+
+
+def is_log_call(node: ast.AST) -> bool:
+    """``logger.info(...)``, ``logging.warning(...)``, ``self.log.debug(...)``, ``print(...)``."""
+    if isinstance(node, ast.Await):
+        node = node.value
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id in known.PRINT_FUNCTIONS
+    if isinstance(func, ast.Attribute) and func.attr in known.LOG_METHODS:
+        receiver = func.value
+        while isinstance(receiver, ast.Call):
+            receiver = receiver.func
+        text = _dotted(receiver) or ""
+        return "log" in text.lower()
+    return False
+
+
+def _is_preamble(statement: ast.stmt) -> bool:
+    """Statements allowed before the claim: docstrings, logging, pass, imports, key/config assignments."""
+    if isinstance(statement, (ast.Pass, ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal,
+                              ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return True
+    if isinstance(statement, ast.Expr):
+        value = statement.value
+        return isinstance(value, ast.Constant) or is_log_call(value)
+    if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        return True
+    return False
+
+
+def _real_statements(body: List[ast.stmt]) -> List[ast.stmt]:
+    return [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+
+
+def _bails(body: List[ast.stmt]) -> bool:
+    """A branch that leaves: ``return``/``continue``/``break``/``raise`` after nothing but logging."""
+    if not body:
+        return False
+    *head, last = body
+    if not isinstance(last, (ast.Return, ast.Continue, ast.Break, ast.Raise)):
+        return False
+    if isinstance(last, ast.Return) and last.value is not None and _has_call(last.value):
+        return False
+    return all(_is_preamble(s) for s in head)
+
+
+def _negative_test(test: ast.AST) -> bool:
+    """``not got``, ``got is False``, ``lease is Lease.FOLLOWER``, ``got == 0``: true when the claim failed."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return True
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(op, (ast.Is, ast.Eq)):
+            return (isinstance(right, ast.Constant) and right.value in (None, False, 0)) or isinstance(
+                right, ast.Attribute)
+    return False
+
+
+def _presence_test(test: ast.AST) -> bool:
+    """``x``, ``self.x and self.x.client``, ``x is not None``: a test that something is configured."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return all(_presence_test(value) for value in test.values)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
+        right = test.comparators[0]
+        return isinstance(right, ast.Constant) and right.value is None and _presence_test(test.left)
+    return isinstance(test, (ast.Name, ast.Attribute))
+
+
+def _leaves(body: List[ast.stmt]) -> bool:
+    """A branch that ends by leaving (what it records on the way out, a metric or a log, is its own)."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, ast.Return):
+        return last.value is None or not _has_call(last.value)
+    return isinstance(last, (ast.Raise, ast.Continue, ast.Break))
+
+
+def _has_call(node: ast.AST) -> bool:
+    return any(isinstance(n, (ast.Call, ast.Await)) for n in ast.walk(node))
+
+
+def _trivial_rest(rest: List[ast.stmt], skip: Callable[[ast.stmt], bool]) -> bool:
+    for statement in rest:
+        if skip(statement):
+            continue
+        if isinstance(statement, ast.Return) and (statement.value is None or not _has_call(statement.value)):
+            continue
+        if isinstance(statement, ast.Expr) and (isinstance(statement.value, ast.Constant) or is_log_call(statement.value)):
+            continue
+        if isinstance(statement, ast.Pass):
+            continue
+        return False
+    return True
+
+
+_CLAIM, _FAIL, _CONTINUE, _END = "claim", "fail", "continue", "end"
+
+
+@dataclass
+class _Scan:
+    analyzer: ClaimAnalyzer
+    skip: Callable[[ast.stmt], bool]
+    depth: int
+    pending: Dict[str, ClaimHit] = field(default_factory=dict)
+    executed: Dict[str, ClaimHit] = field(default_factory=dict)
+    untested: Optional[ast.AST] = None  # the first claim-shaped statement whose result is not tested yet
+
+    def block(self, body: List[ast.stmt]) -> Tuple[str, Optional[ast.AST], Optional[str]]:
+        for index, statement in enumerate(body):
+            if self.skip(statement):
+                continue
+            outcome = self.statement(statement, body[index + 1:])
+            if outcome[0] != _CONTINUE:
+                return outcome
+        return _CONTINUE, None, None
+
+    def _claim(self, expr: Optional[ast.AST]) -> Optional[ClaimHit]:
+        return self.analyzer.claim_in(expr, self.depth)
+
+    def _involves(self, test: ast.AST) -> Optional[ClaimHit]:
+        for node in ast.walk(test):
+            if isinstance(node, ast.Name) and node.id in self.pending:
+                return self.pending[node.id]
+        return self._claim(test)
+
+    def statement(self, statement: ast.stmt, rest: List[ast.stmt]) -> Tuple[str, Optional[ast.AST], Optional[str]]:
+        fail = (_FAIL, statement, None)
+        if isinstance(statement, ast.If):
+            hit = self._involves(statement.test)
+            if hit is not None:
+                if (not hit.needs_test or _bails(statement.body) or _bails(statement.orelse)
+                        or _trivial_rest(rest, self.skip)):
+                    return _CLAIM, None, hit.kind
+                return fail
+            if _bails(statement.body) and not statement.orelse:
+                return _CONTINUE, None, None  # a config guard: ``if not settings.ENABLED: return``
+            if _presence_test(statement.test) and statement.body:
+                # ``if lock_manager and lock_manager.redis: <claim first> ...``: where the shared backend is
+                # configured the job claims first; without one there is no other replica to share with.
+                inner = self.analyzer.lead_body(statement.body, self.skip, self.depth)
+                if inner.claimed:
+                    return _CLAIM, None, inner.kind
+            if self._absent_claimer(statement, rest):
+                # ``if lock_manager is None: return run()`` before ``if not lock_manager.acquire(...)``:
+                # a deployment with nothing to claim with (no shared store) is a single-instance one.
+                return _CONTINUE, None, None
+            if all(_is_preamble(s) for s in statement.body + statement.orelse):
+                return _CONTINUE, None, None  # ``if settings.DEBUG: log.debug(...)``
+            return fail
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            for item in statement.items:
+                expr = item.context_expr
+                if self.analyzer._lock_object(expr):
+                    return _CLAIM, None, HUEY_LOCK if _is_huey_lock_expr(expr) else LOCK_WITH
+                if isinstance(expr, ast.Call) and self.analyzer.is_claim_function(expr):
+                    return _CLAIM, None, CLAIM_FUNCTION
+                hit = self._claim(expr)
+                if hit is not None and not hit.needs_test:
+                    return _CLAIM, None, hit.kind
+            return self.block(statement.body)
+        if isinstance(statement, (ast.Try,) + _TRY_STAR):
+            return self.block(statement.body)
+        if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+            header = statement.test if isinstance(statement, ast.While) else statement.iter
+            hit = self._claim(header)
+            if hit is not None and not hit.needs_test:
+                return _CLAIM, None, hit.kind
+            inner = _Scan(self.analyzer, self.skip, self.depth, dict(self.pending), dict(self.executed))
+            outcome = inner.block(statement.body)
+            if outcome[0] == _CLAIM:
+                return outcome
+            if outcome[0] == _FAIL:
+                return _FAIL, outcome[1], None
+            if inner.untested is not None:
+                return _FAIL, inner.untested, None
+            return fail
+        if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            value = statement.value
+            if value is None:
+                return _CONTINUE, None, None
+            hit = self._claim(value)
+            if hit is None and self.executed:
+                hit = _fetch_from(value, self.executed)
+            if hit is not None:
+                if not hit.needs_test or self._wraps_job(hit):
+                    return _CLAIM, None, hit.kind
+                if not isinstance(statement, ast.AugAssign):
+                    for name in _target_names(statement):
+                        self.pending[name] = hit
+                if self.untested is None:
+                    self.untested = statement
+                return _CONTINUE, None, None
+            return _CONTINUE, None, None
+        if isinstance(statement, ast.Expr):
+            value = statement.value
+            if isinstance(value, ast.Constant) or is_log_call(value):
+                return _CONTINUE, None, None
+            hit = self._claim(value)
+            if hit is None:
+                return fail
+            if not hit.needs_test or self._wraps_job(hit):
+                return _CLAIM, None, hit.kind
+            call = value.value if isinstance(value, ast.Await) else value
+            if (hit.kind in (TRY_LOCK, CONDITIONAL_UPDATE) and isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)):
+                # ``cur.execute(<claim>)``: the result is read next (fetchone / rowcount) and tested.
+                receiver = _dotted(call.func.value)
+                if receiver:
+                    self.executed[receiver] = hit
+                    self.pending[receiver.split(".", 1)[0]] = hit
+                    if self.untested is None:
+                        self.untested = statement
+                    return _CONTINUE, None, None
+            return fail
+        if isinstance(statement, ast.Return):
+            if statement.value is None or not _has_call(statement.value):
+                return _END, None, None
+            hit = self._claim(statement.value)
+            if hit is not None and (not hit.needs_test or self._wraps_job(hit)):
+                return _CLAIM, None, hit.kind
+            return fail
+        if isinstance(statement, ast.Raise):
+            return _END, None, None
+        if _is_preamble(statement):
+            return _CONTINUE, None, None
+        return fail
+
+    def _absent_claimer(self, statement: ast.If, rest: List[ast.stmt]) -> bool:
+        names = set()
+        for node in ast.walk(statement.test):
+            if (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Is)
+                    and isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None):
+                root = node.left
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if isinstance(root, ast.Name):
+                    names.add(root.id)
+        if not names or statement.orelse:
+            return False
+        for later in rest[:3]:
+            for node in ast.walk(later):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and isinstance(node.func.value, ast.Name) and node.func.value.id in names
+                        and self.analyzer.call_claim(node, self.depth) is not None):
+                    return True
+        return False
+
+    def _wraps_job(self, hit: ClaimHit) -> bool:
+        """``run_exclusive(key, ttl, fn)``: the job is handed to the claim function, which runs it."""
+        if hit.kind not in (CLAIM_FUNCTION, HELPER_RESULT) or not isinstance(hit.node, ast.Call):
+            return False
+        call = hit.node
+        arguments = list(call.args) + [k.value for k in call.keywords]
+        return any(self._callable_argument(argument) for argument in arguments)
+
+    def _callable_argument(self, node: ast.AST) -> bool:
+        facts = self.analyzer.facts
+        if isinstance(node, ast.Lambda):
+            return True
+        if isinstance(node, ast.Call):
+            return (facts.callee(node) or "") in ("functools.partial", "partial")
+        if isinstance(node, ast.Attribute):
+            return isinstance(node.value, ast.Name) and (node.value.id == "self" or facts.imports.is_imported(node.value.id))
+        if isinstance(node, ast.Name):
+            bindings = self.analyzer.bindings
+            if bindings.module_function(node) is not None:
+                return True
+            if facts.imports.is_imported(node.id) and not bindings.values(node):
+                return True
+            scope, values = bindings.scope_of(node)
+            if scope is None:
+                return True  # bound nowhere visible (a star import, a builtin): do not guess it is a key
+            if not values and isinstance(scope, _FUNCTION_TYPES):
+                return True  # a parameter: the job handed in
+            return any(isinstance(v, (ast.Lambda, ast.Attribute, ast.Name)) or (
+                isinstance(v, ast.Call) and (facts.callee(v) or "") in ("functools.partial", "partial"))
+                for v in values)
+        return False
+
+
+_TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
+
+
+def _is_huey_lock_expr(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and _is_huey_lock(node)
+
+
+def failed_lock_handlers(facts: ModuleFacts, analyzer: ClaimAnalyzer) -> Iterable[ast.ExceptHandler]:
+    """``except LockError:`` handlers of a ``try`` whose body takes a lock with ``with``."""
+    seen: Set[int] = set()
+    for with_node in facts.withs:
+        if not any(analyzer._lock_object(item.context_expr) for item in with_node.items):
+            continue
+        child: ast.AST = with_node
+        for above in ancestors(with_node):
+            if isinstance(above, _SCOPE_TYPES):
+                break
+            if isinstance(above, (ast.Try,) + _TRY_STAR) and any(child is s for s in above.body):
+                if id(above) in seen:
+                    break
+                seen.add(id(above))
+                for handler in above.handlers:
+                    if _catches_lock_failure(handler, facts):
+                        yield handler
+                break
+            child = above
+
+
+def _catches_lock_failure(handler: ast.ExceptHandler, facts: ModuleFacts) -> bool:
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    for node in types:
+        if node is None:
+            continue
+        name = facts.qualify(node) or ""
+        if name in known.LOCK_FAILED_EXCEPTIONS or name.rsplit(".", 1)[-1] in known.LOCK_FAILED_EXCEPTIONS:
+            return True
+    return False

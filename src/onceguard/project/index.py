@@ -1,0 +1,414 @@
+"""Cross-file lookups for the CLI: the function ``app.jobs.send_digest`` is in ``<root>/app/jobs.py``.
+
+Only used when ``facts.context.cross_file`` is True (the CLI); the flake8
+plugin sees one file and never comes here.  Each module file is read and
+parsed with ``ast`` once per content (cached by path and modification
+time) and gets the same ``ModuleFacts`` the engine builds, so a rule can ask
+the same questions of it (does this function begin with a claim?).
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import os
+import re
+import stat as _stat
+import threading
+import warnings
+from typing import Dict, Iterator, List, Optional, Set, Tuple
+
+from ..config import Config
+from ..analysis.context import FileContext
+from ..analysis.facts import FunctionNode, ModuleFacts
+
+_FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+_MAX_FILE_BYTES = 2_000_000
+
+_lock = threading.Lock()
+#: path -> (mtime, size, facts or None when unreadable/unparsable)
+_modules: Dict[str, Tuple[float, int, Optional[ModuleFacts]]] = {}
+
+
+_recording = threading.local()
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Set[str]]:
+    """Collect the other files a check reads: ``with recording() as deps: check(...)``.
+
+    A result cache must treat the findings of the checked file as stale when any of ``deps`` changes
+    (a job registered here and defined there: adding a claim there removes the finding here).
+    """
+    previous = getattr(_recording, "paths", None)
+    paths: Set[str] = set()
+    _recording.paths = paths
+    try:
+        yield paths
+    finally:
+        _recording.paths = previous
+        if previous is not None:
+            previous.update(paths)
+
+
+def _record(path: str) -> None:
+    paths = getattr(_recording, "paths", None)
+    if paths is not None:
+        paths.add(path)
+
+
+def _search_roots(root: str) -> List[str]:
+    roots = []
+    for base in root.split(os.pathsep):
+        if not base:
+            continue
+        roots.append(base)
+        source = os.path.join(base, "src")
+        if os.path.isdir(source):
+            roots.append(source)
+    return roots
+
+
+def package_root(path: str) -> str:
+    """The directory that holds the top package of ``path`` (where ``import pkg.mod`` starts)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        directory = os.path.dirname(directory)
+    return directory
+
+
+def roots_for(facts: ModuleFacts) -> str:
+    """Where the project's modules are looked for: the config root (and its ``src``), then the checked
+    file's own package root (a project without a pyproject.toml, checked from elsewhere)."""
+    roots = []
+    if facts.config.root:
+        roots.append(facts.config.root)
+    if facts.context.path:
+        for own in (package_root(facts.context.path), search_root(facts)):
+            if own not in roots:
+                roots.append(own)
+    return os.pathsep.join(roots)
+
+
+def source_root(facts: ModuleFacts) -> str:
+    """The directory the file's own absolute imports start from, as its imports show it: a file under
+    ``backend/app/jobs/`` that imports ``app.db`` has its root at ``backend/``, with or without
+    ``__init__.py`` files on the way (namespace packages).  Falls back to the ``__init__.py`` chain."""
+    if not facts.context.path:
+        return facts.config.root
+    directory = os.path.dirname(os.path.abspath(facts.context.path))
+    ancestors = []
+    current = directory
+    while True:
+        ancestors.append(current)
+        above = os.path.dirname(current)
+        if above == current:
+            break
+        current = above
+    fallback = package_root(facts.context.path)
+    # Never above the project (the configuration's root) or above the top of the ``__init__.py`` chain's
+    # own tree: an import whose first name matches a directory far up (``/root``, ``src``) says nothing.
+    ceiling = os.path.abspath(facts.config.root) if facts.config.root else fallback
+    if not (directory + os.sep).startswith(ceiling.rstrip(os.sep) + os.sep):
+        ceiling = fallback
+    names = {os.path.basename(a): a for a in reversed(ancestors)
+             if (a + os.sep).startswith(ceiling.rstrip(os.sep) + os.sep) and a != ceiling}
+    best = ""
+    for value in facts.imports.aliases.values():
+        top = value.split(".", 1)[0]
+        holder = names.get(top)
+        if holder is not None:
+            root = os.path.dirname(holder)
+            if len(root) > len(best):
+                best = root
+    return best or fallback
+
+
+def search_root(facts: ModuleFacts) -> str:
+    """Where project-wide lookups by name look: the source tree holding the checked file (a monorepo's
+    other services and the repository's tests and tooling are not this program)."""
+    root = facts.cached("project:source-root", source_root)
+    return root if root and os.path.isdir(root) else facts.config.root
+
+
+def module_path(module: str, root: str) -> Optional[str]:
+    """The file of a dotted module under ``root`` or ``root/src`` (``pkg/mod.py`` or ``pkg/mod/__init__.py``)."""
+    if not module or not root or module.startswith("."):
+        return None
+    parts = module.split(".")
+    if not all(part.isidentifier() for part in parts):
+        return None
+    for base in _search_roots(root):
+        candidate = os.path.join(base, *parts) + ".py"
+        if os.path.isfile(candidate):
+            return candidate
+        candidate = os.path.join(base, *parts, "__init__.py")
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def module_facts(path: str, config: Config) -> Optional[ModuleFacts]:
+    """Facts of another file of the project, parsed once per content."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    if not _stat.S_ISREG(stat.st_mode):
+        return None
+    key = os.path.abspath(path)
+    _record(key)
+    with _lock:
+        cached = _modules.get(key)
+    if cached is not None and cached[0] == stat.st_mtime and cached[1] == stat.st_size:
+        return cached[2]
+    facts: Optional[ModuleFacts] = None
+    if stat.st_size <= _MAX_FILE_BYTES:
+        try:
+            with open(path, "rb") as handle:
+                source = handle.read()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(source, filename=path)
+            text_lines = source.decode("utf-8", "replace").splitlines()
+            facts = ModuleFacts(tree, FileContext(path, config, cross_file=True), text_lines)
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            facts = None
+    with _lock:
+        _modules[key] = (stat.st_mtime, stat.st_size, facts)
+    return facts
+
+
+def _split(qualified: str) -> List[Tuple[str, List[str]]]:
+    """``a.b.c.d`` -> [("a.b.c", ["d"]), ("a.b", ["c", "d"]), ...]: longest module first."""
+    if ":" in qualified:
+        module, _, attr = qualified.partition(":")
+        return [(module, attr.split("."))]
+    parts = qualified.split(".")
+    return [(".".join(parts[:i]), parts[i:]) for i in range(len(parts) - 1, 0, -1)]
+
+
+def find_function(qualified: str, config: Config, root: Optional[str] = None) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
+    """The ``def`` of ``pkg.mod.func`` / ``pkg.mod:func`` / ``pkg.mod.Class.method`` in the project, with its facts."""
+    root = root if root is not None else config.root
+    if not root or not qualified:
+        return None
+    for module, attrs in _split(qualified):
+        path = module_path(module, root)
+        if path is None:
+            continue
+        if not _may_define(path, attrs[-1]):
+            _record(os.path.abspath(path))  # still a dependency: adding the def there changes the answer
+            return None
+        facts = module_facts(path, config)
+        if facts is None:
+            return None
+        found = _lookup(facts.tree.body, attrs)
+        if found is not None:
+            return found, facts
+        return None
+    return None
+
+
+def _may_define(path: str, name: str) -> bool:
+    """Whether the file's text can hold ``def name``: a file that never spells the name is not parsed
+    (unless it has non-ASCII text, whose identifiers Python normalises)."""
+    if not name.isascii():
+        return True
+    source = _read_bytes(path)
+    return not source or name.encode("ascii") in source or not source.isascii()
+
+
+def _lookup(body: List[ast.stmt], attrs: List[str]) -> Optional[FunctionNode]:
+    name, rest = attrs[0], attrs[1:]
+    found = None
+    for statement in body:
+        if isinstance(statement, _FUNCTION_TYPES) and statement.name == name and not rest:
+            found = statement
+        elif isinstance(statement, ast.ClassDef) and statement.name == name and rest:
+            found = _lookup(statement.body, rest)
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and found is not None:
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                found = None  # rebound after the def: not a plain function any more
+    return found
+
+
+def find_assignment(qualified: str, config: Config, root: Optional[str] = None) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+    """The value of a module-level ``name = <expr>`` (``app.extensions.scheduler``), with its facts."""
+    root = root if root is not None else config.root
+    if not root or not qualified or ":" in qualified:
+        return None
+    module, _, name = qualified.rpartition(".")
+    path = module_path(module, root)
+    if path is None:
+        return None
+    facts = module_facts(path, config)
+    if facts is None:
+        return None
+    values = []
+    for statement in facts.tree.body:
+        if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in statement.targets):
+            values.append(statement.value)
+        elif (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+              and statement.target.id == name and statement.value is not None):
+            values.append(statement.value)
+    if len(values) != 1:
+        return None
+    return values[0], facts
+
+
+def clear_cache() -> None:
+    global _file_bytes_total
+    with _lock:
+        _modules.clear()
+        _file_lists.clear()
+        _file_bytes.clear()
+        _file_bytes_total = 0
+        _def_indexes.clear()
+        _mentions.clear()
+
+
+# ------------------------------------------------------------------------------------------------
+# Project-wide lookups by name (the fallback when a receiver's type is not known): which files of the
+# project define or mention a name.  Files are listed once per root and read once per content; only the
+# files whose bytes contain the name are parsed, so a lookup costs a byte search, not a parse of the project.
+# ------------------------------------------------------------------------------------------------
+_SKIPPED_DIRECTORIES = frozenset({
+    ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox", "site-packages",
+    "build", "dist", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+})
+_MAX_PROJECT_FILES = 20_000
+_file_lists: Dict[str, List[str]] = {}
+_file_bytes: Dict[str, Tuple[float, int, bytes]] = {}
+#: Bytes kept between searches, per process: a project's whole text in every worker costs more memory
+#: than reading it again costs time (the operating system caches the files; a search of a word reads
+#: each file once, and each word is searched once per run).
+_FILE_BYTES_BUDGET = 8 << 20
+_file_bytes_total = 0
+
+
+def project_files(root: str) -> List[str]:
+    """Every ``.py`` file under the first root (the project), listed once per run."""
+    base = root.split(os.pathsep)[0] if root else ""
+    if not base:
+        return []
+    with _lock:
+        cached = _file_lists.get(base)
+    if cached is not None:
+        return cached
+    found: List[str] = []
+    for directory, subdirectories, files in os.walk(base):
+        subdirectories[:] = sorted(d for d in subdirectories if d not in _SKIPPED_DIRECTORIES and not d.startswith("."))
+        for name in sorted(files):
+            if name.endswith(".py"):
+                found.append(os.path.join(directory, name))
+        if len(found) > _MAX_PROJECT_FILES:
+            break
+    with _lock:
+        _file_lists[base] = found
+    return found
+
+
+def _read_bytes(path: str) -> bytes:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return b""
+    if not _stat.S_ISREG(stat.st_mode):
+        return b""  # a FIFO or a device named *.py would block or never end
+    with _lock:
+        cached = _file_bytes.get(path)
+    if cached is not None and cached[0] == stat.st_mtime and cached[1] == stat.st_size:
+        return cached[2]
+    if stat.st_size > _MAX_FILE_BYTES:
+        return b""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return b""
+    global _file_bytes_total
+    with _lock:
+        previous = _file_bytes.pop(path, None)
+        if previous is not None:
+            _file_bytes_total -= len(previous[2])
+        if _file_bytes_total + len(data) <= _FILE_BYTES_BUDGET:
+            _file_bytes[path] = (stat.st_mtime, stat.st_size, data)
+            _file_bytes_total += len(data)
+    return data
+
+
+#: A project file's bytes, read once per content: what text checks before a parse look at.
+read_bytes = _read_bytes
+
+_mentions: Dict[Tuple[str, str], List[str]] = {}
+
+
+def files_mentioning(word: str, root: str) -> List[str]:
+    """Files of the project whose text contains ``word`` (one search per word and root in a run)."""
+    key = (word, root)
+    with _lock:
+        cached = _mentions.get(key)
+    if cached is not None:
+        return cached
+    needle = word.encode("utf-8", "replace")
+    found = [path for path in project_files(root) if needle in _read_bytes(path)]
+    with _lock:
+        _mentions[key] = found
+    return found
+
+
+_DEF = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(", re.MULTILINE)
+_def_indexes: Dict[str, Dict[str, List[str]]] = {}
+
+
+def _def_index(root: str) -> Dict[str, List[str]]:
+    """function name -> files that define it, from one regular-expression pass over the project's bytes."""
+    base = root.split(os.pathsep)[0] if root else ""
+    with _lock:
+        cached = _def_indexes.get(base)
+    if cached is not None:
+        return cached
+    index: Dict[str, List[str]] = {}
+    for path in project_files(root):
+        for name in set(_DEF.findall(_read_bytes(path))):
+            index.setdefault(name.decode("ascii"), []).append(path)
+    with _lock:
+        _def_indexes[base] = index
+    return index
+
+
+def functions_named(name: str, config: Config, root: str, limit: int = 6) -> List[Tuple[FunctionNode, ModuleFacts]]:
+    """Every ``def name`` in the project (module functions and methods), none when there are more than
+    ``limit`` (a name that common is no evidence about any one of them)."""
+    paths = _def_index(root).get(name, [])
+    if len(paths) > limit:
+        return []
+    found: List[Tuple[FunctionNode, ModuleFacts]] = []
+    for path in paths:
+        facts = module_facts(path, config)
+        if facts is None or facts.context.is_test:
+            continue
+        for function in facts.functions_by_name.get(name, ()):
+            found.append((function, facts))
+            if len(found) > limit:
+                return []
+    return found
+
+
+def find_class(qualified: str, config: Config, root: Optional[str] = None) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
+    """The ``class`` statement of ``pkg.mod.Class`` in the project, with its facts."""
+    root = root if root is not None else config.root
+    if not root or not qualified:
+        return None
+    module, _, name = qualified.rpartition(".")
+    path = module_path(module, root)
+    if path is None:
+        return None
+    facts = module_facts(path, config)
+    if facts is None:
+        return None
+    for statement in facts.tree.body:
+        if isinstance(statement, ast.ClassDef) and statement.name == name:
+            return statement, facts
+    return None

@@ -1,0 +1,201 @@
+"""Which functions of a module run at every replica's start-up, and why.
+
+A function is start-up code when a framework calls it on boot (FastAPI
+lifespan or startup event, Starlette/aiohttp on_startup, Django
+``AppConfig.ready``, Flask app factories and ``before_first_request``,
+Celery worker signals, gunicorn hooks) or when start-up code of the same
+module calls it.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Optional
+
+from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ..knowledge import startup as known
+
+
+class StartupMap:
+    def __init__(self, facts: ModuleFacts) -> None:
+        self.facts = facts
+        self.reasons: Dict[int, str] = {}
+        self._module_functions = {
+            node.name: node for node in facts.tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        self._find_hooks()
+        self._find_import_time_calls()
+        self._propagate()
+
+    @classmethod
+    def of_module(cls, facts: ModuleFacts) -> "StartupMap":
+        return facts.cached("startup", cls)
+
+    def reason(self, function: Optional[ast.AST]) -> Optional[str]:
+        """Why ``function`` runs at start-up ("FastAPI lifespan", ...), or None."""
+        if function is None:
+            return None
+        return self.reasons.get(id(function))
+
+    def reason_for_node(self, node: ast.AST) -> Optional[str]:
+        """Why the code at ``node`` runs at start-up: its enclosing function's reason, or module level."""
+        function = self.facts.enclosing_function(node)
+        if function is not None:
+            return self.reason(function)
+        if self.facts.context.is_test or self.facts.context.is_migration:
+            return None
+        if self.in_main_block(node):
+            return None
+        if self.facts.enclosing_class(node) is not None:
+            return None
+        return "module level (runs when the module is imported)"
+
+    @staticmethod
+    def in_main_block(node: ast.AST) -> bool:
+        from ..analysis.facts import ancestors
+
+        for above in ancestors(node):
+            if isinstance(above, ast.If) and is_main_guard(above.test):
+                return True
+        return False
+
+    # -- discovery ------------------------------------------------------------
+    def _mark(self, function: Optional[ast.AST], reason: str) -> None:
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(function) not in self.reasons:
+            self.reasons[id(function)] = reason
+
+    def _function_named(self, node: ast.AST) -> Optional[FunctionNode]:
+        if isinstance(node, ast.Name):
+            return self._module_functions.get(node.id)
+        return None
+
+    def _find_hooks(self) -> None:
+        facts = self.facts
+        for function in facts.functions:
+            for decorator in function.decorator_list:
+                call = decorator if isinstance(decorator, ast.Call) else None
+                target = call.func if call else decorator
+                name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+                if name in known.STARTUP_EVENT_DECORATORS and call and call.args and _is_const(call.args[0], known.STARTUP_EVENT_NAMES):
+                    self._mark(function, "startup event handler")
+                elif name in known.BEFORE_FIRST_REQUEST:
+                    self._mark(function, "Flask before_first_request hook")
+                elif name == "connect" and isinstance(target, ast.Attribute):
+                    qualified = facts.qualify(target.value) or ""
+                    if qualified in known.CELERY_STARTUP_SIGNALS:
+                        self._mark(function, f"Celery {qualified.rsplit('.', 1)[-1]} signal")
+            if function.name in known.APP_FACTORY_NAMES and facts.enclosing_class(function) is None:
+                self._mark(function, f"app factory {function.name}()")
+            if function.name == "ready":
+                cls_node = facts.enclosing_class(function)
+                if cls_node is not None and any(
+                    (facts.qualify(base) or "") in known.APPCONFIG_BASES for base in cls_node.bases
+                ):
+                    self._mark(function, "Django AppConfig.ready()")
+            if function.name in known.GUNICORN_HOOKS and "gunicorn" in facts.context.filename:
+                self._mark(function, f"gunicorn {function.name} hook")
+        for call in facts.calls:
+            for keyword in call.keywords:
+                if keyword.arg in known.LIFESPAN_KEYWORDS:
+                    self._mark(self._lifespan_function(keyword.value), "lifespan handler")
+                elif keyword.arg in known.ON_STARTUP_KEYWORDS and isinstance(keyword.value, (ast.List, ast.Tuple)):
+                    for element in keyword.value.elts:
+                        self._mark(self._function_named(element), "on_startup handler")
+            func = call.func
+            if isinstance(func, ast.Attribute):
+                if func.attr == known.ADD_EVENT_HANDLER and len(call.args) >= 2 and _is_const(call.args[0], known.STARTUP_EVENT_NAMES):
+                    self._mark(self._function_named(call.args[1]), "startup event handler")
+                elif (func.attr in ("append", "insert") and isinstance(func.value, ast.Attribute)
+                      and func.value.attr in known.STARTUP_LISTS and call.args):
+                    self._mark(self._function_named(call.args[-1]), f"{func.value.attr} hook")
+
+    def _lifespan_function(self, value: ast.AST, depth: int = 0) -> Optional[FunctionNode]:
+        """The function given as ``lifespan=``: a def by name, or the nested def that a lifespan factory
+        returns (``lifespan=get_lifespan(version=v)``, also through a local name bound to that call)."""
+        if depth > 3:
+            return None
+        if isinstance(value, ast.Name):
+            function = self._function_named(value)
+            if function is not None:
+                return function
+            scope = self.facts.enclosing_function(value)
+            body = scope.body if scope is not None else self.facts.tree.body
+            for statement in body:
+                if (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call)
+                        and any(isinstance(t, ast.Name) and t.id == value.id for t in statement.targets)):
+                    return self._lifespan_function(statement.value, depth + 1)
+            return None
+        if isinstance(value, ast.Call):
+            factory = self._function_named(value.func)
+            if factory is None:
+                return None
+            nested = {s.name: s for s in factory.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            for node in walk_no_nested_functions(factory):
+                if isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id in nested:
+                    return nested[node.value.id]
+        return None
+
+    def _find_import_time_calls(self) -> None:
+        """Functions of this module called by its own module-level code run when the module is imported
+        (``if ENABLE_MIGRATIONS: run_migrations()`` in a config module): at every replica's start-up.
+        A script's module level (a ``__main__`` block, a file under scripts/ or a management command) is
+        not the server's."""
+        facts = self.facts
+        context = facts.context
+        if context.is_test or context.is_migration:
+            return
+        parts = context.parts[:-1]
+        first, second = known.SCRIPT_COMMAND_PARTS
+        if any(parts[i] == first and parts[i + 1] == second for i in range(len(parts) - 1)):
+            return
+        if any(part in known.SCRIPT_DIRECTORIES for part in parts) or context.filename in known.SCRIPT_FILENAMES:
+            return
+        body = facts.tree.body
+        if any(isinstance(statement, ast.If) and is_main_guard(statement.test) for statement in body):
+            return
+        for statement in body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for node in walk_no_nested_functions(statement):
+                if isinstance(node, ast.Call):
+                    self._mark(self._function_named(node.func), "called by module-level code, which runs when the module is imported")
+
+    def _propagate(self) -> None:
+        """Functions of this module, and methods of the same class (``AppConfig.ready`` calling
+        ``self.start_tickers()``), called from start-up code run at start-up too."""
+        pending = [f for f in self.facts.functions if id(f) in self.reasons]
+        while pending:
+            function = pending.pop()
+            for node in walk_no_nested_functions(function):
+                if isinstance(node, ast.Call):
+                    callee = self._function_named(node.func) or self._method_called(node.func, function)
+                    if callee is not None and id(callee) not in self.reasons:
+                        self.reasons[id(callee)] = f"called from start-up code ({function.name})"
+                        pending.append(callee)
+
+    def _method_called(self, func: ast.AST, caller: FunctionNode) -> Optional[FunctionNode]:
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                and func.value.id in ("self", "cls")):
+            return None
+        cls_node = self.facts.enclosing_class(caller)
+        if cls_node is None:
+            return None
+        for statement in cls_node.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == func.attr:
+                return statement
+        return None
+
+
+def _is_const(node: ast.AST, values) -> bool:
+    return isinstance(node, ast.Constant) and node.value in values
+
+
+def is_main_guard(test: ast.AST) -> bool:
+    """``if __name__ == "__main__":``"""
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )

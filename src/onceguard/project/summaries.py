@@ -1,0 +1,656 @@
+"""Function summaries over the project: what a function's work does, through the functions it calls.
+
+The layer between the project lookups (``project``) and the rules: a call is resolved to the ``def``
+it runs (same module, an import, ``self.method()``, a parameter or attribute whose class the code
+shows, and, as a last resort, a project method of that name when the project defines only a few),
+and a function's effects are summarised to a small fixed depth:
+
+- ``drain``: it empties a buffer held in the process's own memory (``batch = self._pending;
+  self._pending = {}``, ``queue.get_nowait()`` in a loop) and writes what it took: per-process work
+  every replica must do, since each one holds its own share;
+- ``idempotent``: set-based statements that give the same result however often they run
+  (``DELETE ... WHERE``, ``UPDATE ... SET flag = <constant>``, ``REFRESH MATERIALIZED VIEW``,
+  ``Model.objects.filter(...).delete()``);
+- ``other``: anything else with an effect outside the process, or a call whose effect is unknown.
+
+A function with neither ``idempotent`` nor ``other`` touches only the process itself.  Flake8 sees one
+file: there only calls into the same module are followed.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Set, Tuple
+
+from . import index as project
+from ..analysis.context import FileContext
+from ..analysis.executed_sql import executed_sql
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
+
+_FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+MAX_DEPTH = 6
+#: Resolving a method by its name alone (the receiver's class unknown) only this close to the job.
+BY_NAME_DEPTH = 4
+#: Calls resolved per checked module: the summary is a bounded look, not a whole-program analysis.
+CALL_BUDGET = 600
+
+#: Calls with no effect outside the process (pure builtins, clocks, sleeps, serialisation, copying).
+_PURE_CALLS = frozenset({
+    "len", "str", "int", "float", "bool", "list", "dict", "set", "tuple", "frozenset", "sorted", "reversed",
+    "min", "max", "sum", "any", "all", "isinstance", "issubclass", "getattr", "hasattr", "setattr", "range",
+    "enumerate", "zip", "map", "filter", "repr", "print", "round", "abs", "iter", "next", "type", "id", "hash",
+    "super", "format", "vars", "callable",
+    "time.time", "time.monotonic", "time.perf_counter", "time.sleep", "asyncio.sleep", "datetime.datetime.now",
+    "datetime.datetime.utcnow", "datetime.date.today", "datetime.timedelta", "json.dumps", "json.loads",
+    "copy.copy", "copy.deepcopy", "random.random", "random.randint", "random.uniform", "uuid.uuid4",
+    "gc.collect", "asyncio.Event", "asyncio.Lock", "threading.Lock", "threading.Event", "collections.deque",
+    "collections.defaultdict", "collections.Counter", "math.ceil", "math.floor",
+    "django.utils.timezone.now", "django.utils.timezone.timedelta", "datetime.datetime.now.date",
+    "datetime.datetime.fromtimestamp", "datetime.datetime.utcnow.date", "datetime.datetime.now.isoformat",
+    "os.getenv", "os.environ.get", "datetime.timedelta.total_seconds", "time.time_ns", "logging.getLogger",
+    # Building a statement runs nothing: its execution is judged by the SQL it carries.
+    "sqlalchemy.text", "sqlalchemy.sql.text", "sqlalchemy.sql.expression.text",
+})
+#: Methods of the process's own containers and synchronisation objects.
+_CONTAINER_METHODS = frozenset({
+    "append", "appendleft", "extend", "pop", "popleft", "popitem", "clear", "get", "items", "keys", "values",
+    "setdefault", "add", "discard", "remove", "copy", "update", "insert", "index", "count", "sort",
+    "get_nowait", "put_nowait", "qsize", "empty", "full", "is_set", "wait", "set", "acquire", "release",
+    "locked", "format", "join", "split", "strip", "lower", "upper", "startswith", "endswith", "replace",
+    "encode", "decode", "isoformat", "timestamp", "total_seconds", "date",
+})
+_LOG_RECEIVER_WORDS = ("log", "logger", "logging")
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log",
+                          "adebug", "ainfo", "awarning", "aerror", "aexception"})
+_EMPTY_FACTORIES = frozenset({"dict", "list", "set", "deque", "collections.deque", "defaultdict",
+                              "collections.defaultdict", "Counter", "collections.Counter", "OrderedDict"})
+_DRAIN_METHODS = frozenset({"get_nowait", "popleft"})
+
+
+@dataclass
+class Effects:
+    drain: Optional[ast.AST] = None
+    idempotent: List[ast.AST] = field(default_factory=list)
+    other: List[ast.AST] = field(default_factory=list)
+
+    def merge(self, more: "Effects") -> None:
+        if self.drain is None:
+            self.drain = more.drain
+        self.idempotent.extend(more.idempotent)
+        self.other.extend(more.other)
+
+    @property
+    def process_only(self) -> bool:
+        return not self.idempotent and not self.other
+
+
+# ------------------------------------------------------------------------------------------------
+# Resolving a call to the defs it may run
+# ------------------------------------------------------------------------------------------------
+def _annotation_class(annotation: Optional[ast.AST]) -> Optional[ast.AST]:
+    """``Pool`` in ``Pool``, ``"Pool"``, ``Optional[Pool]``, ``Pool | None``."""
+    if annotation is None:
+        return None
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        text = annotation.value.split("|")[0].strip()
+        try:
+            annotation = ast.parse(text, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        left = annotation.left
+        if isinstance(left, ast.Constant) and left.value is None:
+            return _annotation_class(annotation.right)
+        return _annotation_class(left)
+    if isinstance(annotation, ast.Subscript):
+        head = annotation.value
+        name = head.attr if isinstance(head, ast.Attribute) else getattr(head, "id", "")
+        if name == "Optional":
+            return _annotation_class(annotation.slice)
+        return None
+    if isinstance(annotation, (ast.Name, ast.Attribute)):
+        return annotation
+    return None
+
+
+def _class_of(expr: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
+    """The project class named by ``expr`` (a name of this module or an import)."""
+    if isinstance(expr, ast.Name):
+        for statement in facts.tree.body:
+            if isinstance(statement, ast.ClassDef) and statement.name == expr.id:
+                return statement, facts
+    if not facts.context.cross_file:
+        return None
+    qualified = facts.qualify(expr) or ""
+    if "." not in qualified:
+        return None
+    return project.find_class(qualified, facts.config, project.roots_for(facts))
+
+
+def _method_of(cls: ast.ClassDef, facts: ModuleFacts, name: str, depth: int = 0) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
+    for statement in cls.body:
+        if isinstance(statement, _FUNCTION_TYPES) and statement.name == name:
+            return statement, facts
+    if depth < 3:
+        for base in cls.bases:
+            found = _class_of(base, facts)
+            if found is not None:
+                method = _method_of(found[0], found[1], name, depth + 1)
+                if method is not None:
+                    return method
+    return None
+
+
+def _parameter_annotation(function: Optional[FunctionNode], name: str) -> Optional[ast.AST]:
+    if function is None:
+        return None
+    arguments = function.args
+    for argument in arguments.posonlyargs + arguments.args + arguments.kwonlyargs:
+        if argument.arg == name:
+            return argument.annotation
+    return None
+
+
+def _self_attribute_class(cls: ast.ClassDef, facts: ModuleFacts, attr: str) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
+    """The class of ``self.attr`` from the class body: ``self.attr = Class(...)`` or ``self.attr: Class``."""
+    for node in _attribute_writes(cls).get(attr, ()):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute) and node.target.attr == attr:
+            found = _class_of(_annotation_class(node.annotation) or node.annotation, facts)
+            if found is not None:
+                return found
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == attr \
+                and any(s is node for s in cls.body):
+            found = _class_of(_annotation_class(node.annotation) or node.annotation, facts)
+            if found is not None:
+                return found
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
+                and t.value.id == "self" for t in node.targets):
+            if isinstance(node.value, ast.Call):
+                found = _class_of(node.value.func, facts)
+            elif isinstance(node.value, ast.Name):
+                # ``self.locks = locks`` in ``__init__(self, locks: LockManager | None)``
+                method = facts.enclosing_function(node)
+                annotation = _annotation_class(_parameter_annotation(method, node.value.id))
+                found = _class_of(annotation, facts) if annotation is not None else None
+            else:
+                found = None
+            if found is not None:
+                return found
+    return None
+
+
+def _value_class(value: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
+    """The class of an instance built by ``Class(...)``, or declared by ``cast(Class, x)``."""
+    if isinstance(value, ast.Await):
+        value = value.value
+    if not isinstance(value, ast.Call):
+        return None
+    if (facts.callee(value) or "") in ("typing.cast", "cast") and value.args:
+        return _class_of(_annotation_class(value.args[0]) or value.args[0], facts)
+    return _class_of(value.func, facts)
+
+
+def _name_bindings(scope: ast.AST) -> Dict[str, ast.AST]:
+    """name -> the first ``name = ...`` / ``name: T = ...`` of a function (or a module's top level), read
+    once per scope."""
+    cached = getattr(scope, "_og_bindings", None)
+    if cached is not None:
+        return cached
+    table: Dict[str, ast.AST] = {}
+    nodes = iter(scope.body) if isinstance(scope, ast.Module) else walk_no_nested_functions(scope)
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    table.setdefault(target.id, node)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            table.setdefault(node.target.id, node)
+    scope._og_bindings = table
+    return table
+
+
+def _bound_class(value: ast.AST, facts: ModuleFacts, function: Optional[FunctionNode],
+                 depth: int) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
+    """The class of what a name is bound to: a constructor call, ``cast(C, x)``, or another name or
+    attribute whose class is known (``manager = self.lock_manager``)."""
+    if isinstance(value, (ast.Name, ast.Attribute)):
+        return _receiver_class(value, facts, function, depth + 1)
+    return _value_class(value, facts)
+
+
+def resolve_reference(expr: ast.Attribute, facts: ModuleFacts) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
+    """The method a bound-method reference names (``exporter.run`` handed to a scheduler), from the class of
+    its receiver."""
+    function = facts.enclosing_function(expr)
+    owner = _receiver_class(expr.value, facts, function)
+    if owner is None:
+        return None
+    return _method_of(owner[0], owner[1], expr.attr)
+
+
+def _attribute_writes(cls: ast.ClassDef) -> Dict[str, List[ast.AST]]:
+    """attribute name -> the statements of the class that bind it (``self.x = ...``, ``x: T``), once per class."""
+    cached = getattr(cls, "_og_attribute_writes", None)
+    if cached is not None:
+        return cached
+    table: Dict[str, List[ast.AST]] = {}
+    for node in ast.walk(cls):
+        if isinstance(node, ast.AnnAssign):
+            target = node.target
+            name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+            if name:
+                table.setdefault(name, []).append(node)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute):
+                    table.setdefault(target.attr, []).append(node)
+    cls._og_attribute_writes = table
+    return table
+
+
+def _receiver_class(expr: ast.AST, facts: ModuleFacts, function: Optional[FunctionNode],
+                    depth: int = 0) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
+    if depth > 3:
+        return None
+    if isinstance(expr, ast.Name):
+        if expr.id in ("self", "cls") and function is not None:
+            cls = facts.enclosing_class(function)
+            return (cls, facts) if cls is not None else None
+        annotation = _annotation_class(_parameter_annotation(function, expr.id))
+        if annotation is not None:
+            return _class_of(annotation, facts)
+        for scope in ([function] if function is not None else []) + [facts.tree]:
+            node = _name_bindings(scope).get(expr.id)
+            if node is None:
+                continue
+            inner = function if scope is function else None
+            if isinstance(node, ast.Assign):
+                return _bound_class(node.value, facts, inner, depth)
+            declared = _annotation_class(node.annotation)
+            found = _class_of(declared, facts) if declared is not None else None
+            if found is None and node.value is not None:
+                found = _bound_class(node.value, facts, inner, depth)
+            return found
+        return None
+    if isinstance(expr, ast.Attribute):
+        owner = _receiver_class(expr.value, facts, function, depth + 1)
+        if owner is not None:
+            return _self_attribute_class(owner[0], owner[1], expr.attr)
+    return None
+
+
+def resolve(call: ast.Call, facts: ModuleFacts, function: Optional[FunctionNode],
+            by_name: bool = True) -> List[Tuple[FunctionNode, ModuleFacts]]:
+    """The defs ``call`` may run (empty when unknown)."""
+    func = call.func
+    cross = bool(facts.context.cross_file)
+    if isinstance(func, ast.Name):
+        scope = function
+        while scope is not None:
+            for statement in scope.body:
+                if isinstance(statement, _FUNCTION_TYPES) and statement.name == func.id:
+                    return [(statement, facts)]
+            scope = facts.enclosing_function(scope)
+        for statement in facts.tree.body:
+            if isinstance(statement, _FUNCTION_TYPES) and statement.name == func.id:
+                return [(statement, facts)]
+        if cross and facts.imports.is_imported(func.id):
+            found = project.find_function(facts.qualify(func) or "", facts.config, project.roots_for(facts))
+            return [found] if found is not None else []
+        return []
+    if not isinstance(func, ast.Attribute):
+        return []
+    owner = _receiver_class(func.value, facts, function)
+    if owner is not None:
+        method = _method_of(owner[0], owner[1], func.attr)
+        if method is not None:
+            return [method]
+    head = func.value
+    while isinstance(head, ast.Attribute):
+        head = head.value
+    if cross and isinstance(head, ast.Name) and facts.imports.is_imported(head.id):
+        found = project.find_function(facts.qualify(func) or "", facts.config, project.roots_for(facts))
+        if found is not None:
+            return [found]
+    if cross and by_name and not func.attr.startswith("__") and func.attr not in _CONTAINER_METHODS:
+        candidates = project.functions_named(func.attr, facts.config, project.search_root(facts), limit=3)
+        return [c for c in candidates if isinstance(c[1].enclosing_class(c[0]), ast.ClassDef)]
+    return []
+
+
+# ------------------------------------------------------------------------------------------------
+# Effects
+# ------------------------------------------------------------------------------------------------
+def _is_log_call(call: ast.Call) -> bool:
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in _LOG_METHODS:
+        return False
+    receiver = func.value
+    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+    return any(word in name.lower() for word in _LOG_RECEIVER_WORDS)
+
+
+#: Methods that open, end or hand out a connection, session or transaction: the effects are in what is sent
+#: through it, not in these calls.
+_SCOPE_METHODS = frozenset({
+    "begin", "connect", "cursor", "commit", "rollback", "close", "flush", "acquire_connection", "connection",
+    "begin_nested", "atomic", "refresh", "expire", "expunge",
+})
+
+
+#: Methods that read rows and change nothing (ORM and driver read APIs: Prisma Client Python, SQLAlchemy,
+#: Django, asyncpg, DB-API).
+_READ_METHODS = frozenset({
+    "find_many", "find_first", "find_unique", "find_first_or_raise", "find_unique_or_raise", "count",
+    "group_by", "fetch", "fetchrow", "fetchval", "fetchall", "fetchone", "fetchmany", "scalars", "scalar",
+    "scalar_one", "scalar_one_or_none", "all", "first", "one", "one_or_none", "exists", "aggregate",
+    "values_list", "iterator", "in_bulk", "latest", "earliest",
+})
+
+#: Building a query sends nothing: what the query then does (delete, update, iterate) is the effect.
+_QUERY_BUILDERS = frozenset({
+    "filter", "filter_by", "where", "exclude", "order_by", "select_related", "prefetch_related", "only",
+    "defer", "limit", "offset", "distinct", "annotate", "join", "outerjoin", "options", "group_by",
+})
+
+
+_NEUTRAL_METHODS = _SCOPE_METHODS | _QUERY_BUILDERS | _READ_METHODS
+
+
+def _opens_scope(call: ast.Call) -> bool:
+    """A call used as a ``with`` item (a connection, session or transaction scope), or a method that begins
+    or ends one."""
+    above = getattr(call, "_og_parent", None)
+    if isinstance(above, ast.withitem) and above.context_expr is call:
+        return True
+    if isinstance(above, ast.Await):
+        grand = getattr(above, "_og_parent", None)
+        if isinstance(grand, ast.withitem):
+            return True
+    func = call.func
+    return isinstance(func, ast.Attribute) and func.attr in _NEUTRAL_METHODS
+
+
+def _empty_container(node: ast.AST, facts: ModuleFacts) -> bool:
+    if isinstance(node, (ast.Dict, ast.List, ast.Set)) and not getattr(node, "keys", None) \
+            and not getattr(node, "elts", None):
+        return True
+    if isinstance(node, ast.Call) and not node.args and not node.keywords:
+        return (facts.callee(node) or "") in _EMPTY_FACTORIES
+    return False
+
+
+def _state_name(target: ast.AST) -> Optional[str]:
+    """``self._pending`` / ``state.telemetry`` / a global: state that outlives the call."""
+    if isinstance(target, ast.Attribute):
+        parts = []
+        node: ast.AST = target
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name):
+            parts.append(node.id)
+            return ".".join(reversed(parts))
+    return None
+
+
+def drain_in(function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:
+    """Where ``function`` empties a buffer of the process: it reads ``self.x`` (or a module's state) and
+    then rebinds it to an empty container, or takes items from an in-memory queue in a loop."""
+    globals_declared = {name for node in walk_no_nested_functions(function) if isinstance(node, ast.Global)
+                        for name in node.names}
+    reads: Dict[str, int] = {}
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):
+            name = _state_name(node) if isinstance(node, ast.Attribute) else (
+                node.id if node.id in globals_declared else None)
+            if name is not None:
+                reads.setdefault(name, node.lineno)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _empty_container(node.value, facts):
+            target = node.targets[0]
+            name = _state_name(target) if isinstance(target, ast.Attribute) else (
+                target.id if isinstance(target, ast.Name) and target.id in globals_declared else None)
+            if name is not None and name in reads and reads[name] <= node.lineno:
+                return node
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _DRAIN_METHODS \
+                and any(isinstance(a, (ast.While, ast.For, ast.AsyncFor)) for a in ancestors(node)):
+            return node
+    return None
+
+
+def _sql_effect(call: ast.Call, entries) -> Optional[str]:
+    entry = entries.get(id(call))
+    if entry is None:
+        return None
+    types = entry.sql.statement_types
+    text = " ".join(entry.text.upper().split())
+    if not types and "REFRESH MATERIALIZED VIEW" in text:
+        return "idempotent"
+    if types and all(t == "SelectStmt" for t in types):
+        return "read"
+    if "REFRESH MATERIALIZED VIEW" in text or set(types) == {"RefreshMatViewStmt"}:
+        return "idempotent"
+    if types and all(t in ("DeleteStmt", "UpdateStmt") for t in types) and " WHERE " in text:
+        if "UpdateStmt" in types and _arithmetic_set(text):
+            return "other"
+        return "idempotent"
+    return "other"
+
+
+def _arithmetic_set(text: str) -> bool:
+    """``SET n = n + 1``: a relative update adds up when repeated."""
+    head = text.split(" SET ", 1)[-1].split(" WHERE ", 1)[0]
+    return any(op in head for op in ("+", "-", "*", "||"))
+
+
+def _orm_idempotent(call: ast.Call) -> bool:
+    """``Model.objects.filter(...).delete()``, ``.filter(...).update(flag=<constant>)``,
+    ``session.query(M).filter(...).delete()``."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in ("delete", "update"):
+        return False
+    inner = func.value
+    if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+            and inner.func.attr in ("filter", "filter_by", "where", "exclude")):
+        return False
+    if func.attr == "delete":
+        return not call.args
+    values = [k.value for k in call.keywords] + [v for a in call.args if isinstance(a, ast.Dict) for v in a.values]
+    return bool(values) and all(isinstance(v, ast.Constant) for v in values)
+
+
+class Summaries:
+    """Effects of functions, cached per def for one run."""
+
+    def __init__(self) -> None:
+        self._effects: Dict[int, Effects] = {}
+        self._sql: Dict[int, dict] = {}
+        self._budget = CALL_BUDGET
+
+    def _entries(self, facts: ModuleFacts) -> dict:
+        key = id(facts)
+        if key not in self._sql:
+            self._sql[key] = {id(e.call): e for e in executed_sql(facts)}
+        return self._sql[key]
+
+    def effects(self, function: FunctionNode, facts: ModuleFacts, depth: int = 0,
+                skip: Optional[set] = None) -> Effects:
+        key = id(function)
+        cached = self._effects.get(key)
+        if cached is not None:
+            return cached
+        if depth == 0:
+            self._budget = CALL_BUDGET  # each job gets the same bounded look
+        self._effects[key] = Effects()  # a recursive call sees no effects of its own
+        result = Effects(drain=drain_in(function, facts))
+        entries = self._entries(facts)
+        for call in self._calls(function):
+            if result.drain is not None:
+                break  # a flush of the process's own buffer: what else it does is that flush's work
+            if skip is not None and id(call) in skip:
+                continue
+            result.merge(self._call_effect(call, facts, function, entries, depth))
+        self._effects[key] = result
+        return result
+
+    @staticmethod
+    def _calls(function: FunctionNode) -> Iterator[ast.Call]:
+        # The body only: the decorators (``@scheduler.scheduled_job(...)``) and defaults run once, at
+        # definition, not each time the function does.
+        for statement in function.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue  # defining a nested function runs nothing of its body
+            for node in walk_no_nested_functions(statement):
+                if isinstance(node, ast.Call):
+                    yield node
+
+    def _call_effect(self, call: ast.Call, facts: ModuleFacts, function: FunctionNode, entries: dict,
+                     depth: int) -> Effects:
+        sql = _sql_effect(call, entries)
+        if sql == "read":
+            return Effects()
+        if sql == "idempotent":
+            return Effects(idempotent=[call])
+        if sql == "other":
+            return Effects(other=[call])
+        if _orm_idempotent(call):
+            return Effects(idempotent=[call])
+        if _is_log_call(call) or _opens_scope(call):
+            return Effects()
+        qualified = facts.callee(call) or ""
+        if qualified in _PURE_CALLS:
+            return Effects()
+        if depth < MAX_DEPTH and self._budget > 0:
+            self._budget -= 1
+            targets = resolve(call, facts, function, by_name=depth < BY_NAME_DEPTH)
+            if targets:
+                merged = Effects()
+                for target, target_facts in targets:
+                    if target_facts.context.is_test:
+                        continue
+                    merged.merge(self.effects(target, target_facts, depth + 1))
+                return merged
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in _CONTAINER_METHODS and _local_receiver(func.value, function, facts):
+            return Effects()
+        return Effects(other=[call])
+
+
+_LITERALS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp, ast.Constant, ast.JoinedStr)
+
+
+def _is_literal(value: Optional[ast.AST], facts: ModuleFacts) -> bool:
+    return isinstance(value, _LITERALS) or (value is not None and _empty_container(value, facts))
+
+
+def _local_receiver(receiver: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """A name bound (in the function, else at module level) to a literal, a comprehension or a container,
+    or ``self.x`` the class binds to one: the process's own memory."""
+    if isinstance(receiver, _LITERALS):
+        return True
+    if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id == "self":
+        cls = facts.enclosing_class(function)
+        if cls is None:
+            return False
+        writes = [n for n in _attribute_writes(cls).get(receiver.attr, ()) if isinstance(n, ast.Assign)
+                  or isinstance(getattr(n, "target", None), ast.Attribute)]
+        return bool(writes) and _is_literal(writes[0].value, facts)
+    if not isinstance(receiver, ast.Name):
+        return False
+    for scope in (function, facts.tree):
+        node = _name_bindings(scope).get(receiver.id)
+        if node is not None:
+            return _is_literal(node.value, facts)
+    return False
+
+
+def summaries_for(facts: ModuleFacts) -> Summaries:
+    """One summary table per checked module (the defs of other modules it reaches are summarised with it)."""
+    return facts.cached("summaries", lambda _facts: Summaries())
+
+
+# ------------------------------------------------------------------------------------------------
+# Callers: who runs a function, found across the project (a constructor through its class name)
+# ------------------------------------------------------------------------------------------------
+def callers(function: FunctionNode, facts: ModuleFacts, limit: int = 40) -> List[Tuple[ast.Call, ModuleFacts]]:
+    """The calls in the project that run ``function`` (``Class(...)`` for an ``__init__``), at most
+    ``limit``.  Only files whose text names it are parsed."""
+    from .claims import own_module_names
+
+    if not facts.context.cross_file:
+        return []
+    cls = facts.enclosing_class(function)
+    if function.name == "__init__":
+        if cls is None:
+            return []
+        name, suffixes = cls.name, [cls.name]
+    else:
+        name = function.name
+        suffixes = [f"{cls.name}.{name}"] if cls is not None else [name]
+    modules = own_module_names(facts)
+    qualified = {f"{module}.{suffix}" for module in modules for suffix in suffixes}
+    found: List[Tuple[ast.Call, ModuleFacts]] = []
+    may_call = _caller_text_check(facts, modules, cls.name if cls is not None else None, name)
+    for path in project.files_mentioning(name, project.search_root(facts)):
+        if path == facts.context.path or os.path.abspath(path) == os.path.abspath(facts.context.path):
+            other = facts
+        elif FileContext(path, facts.config, cross_file=True).is_test or not may_call(path):
+            continue  # skipped below anyway, or cannot spell a call to it: no parse
+        else:
+            other = project.module_facts(path, facts.config)
+        if other is None or other.context.is_test:
+            continue
+        for call in other.calls_by_name.get(name, ()):
+            target = other.qualify(call.func) or ""
+            same_module = other is facts and (dotted_name(call.func) in suffixes
+                                              or (cls is not None and _is_self_call(call, name)))
+            if target in qualified or same_module:
+                found.append((call, other))
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+_EMPTY_RELATIVE_IMPORT = re.compile(rb"from[\s\\]*\.+[\s\\]*import")
+
+
+def _caller_text_check(facts: ModuleFacts, modules: Set[str], class_name: Optional[str], called: str):
+    """What another file's bytes must hold to contain a call that qualifies to a def of ``modules``.
+
+    Such a call is spelled ``mod.f(...)``, ``Class.f(...)`` or ``f(...)`` after ``from pkg.mod import f``
+    / ``from .mod import f``: the module's last name is written in the file, except after ``from . import f``
+    (the module is then the file's own package); a method's class is named in the call itself.  Checked on
+    the bytes already read, so a common function name does not parse every file that says it.  And the
+    name must be called somewhere: followed by ``(`` (or by a comment, a line continuation or the ``)`` of
+    ``(obj.name)(...)`` on the way to one)."""
+    module_words = {module.rsplit(".", 1)[-1].encode("utf-8", "replace") for module in modules}
+    path = facts.context.path or ""
+    package_module = os.path.basename(path) == "__init__.py" or (path.endswith(".py") and os.path.isdir(path[:-3]))
+    class_word = class_name.encode("utf-8", "replace") if class_name is not None else b""
+
+    # Starts with the name itself, so the regular expression engine scans for it as plain text.
+    call = re.compile(re.escape(called.encode("utf-8", "replace")) + rb"[\s\\]*[(#)]")
+
+    def may_call(other_path: str) -> bool:
+        source = project.read_bytes(other_path)
+        named = class_word in source and any(word in source for word in module_words)
+        if not named and not (package_module and _EMPTY_RELATIVE_IMPORT.search(source) is not None):
+            return False
+        return call.search(source) is not None
+
+    return may_call
+
+
+def dotted_name(node: ast.AST) -> str:
+    from ..analysis.names import dotted
+
+    return dotted(node) or ""
+
+
+def _is_self_call(call: ast.Call, name: str) -> bool:
+    func = call.func
+    return (isinstance(func, ast.Attribute) and func.attr == name and isinstance(func.value, ast.Name)
+            and func.value.id in ("self", "cls"))

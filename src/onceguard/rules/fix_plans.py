@@ -1,0 +1,475 @@
+"""What a fix will write, decided on the ``ast`` the rules already have (libcst is loaded only to apply it).
+
+A rule that can offer a guard asks here for the :class:`~onceguard.model.Fix` to attach: the statement to
+insert travels in the fix's description (between backticks), so JSON, SARIF and the language server show
+exactly what ``--fix --unsafe-fixes`` writes, and ``fix_transforms`` parses it back from there.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..model import Diagnostic, Fix
+
+GUARDS_MODULE = "onceguard.guards"
+#: How a display-only suggestion names a period it could not read from the trigger.
+UNKNOWN_PERIOD = "PERIOD_SECONDS"
+
+# ---------------------------------------------------------------------------------------------------------
+# The period of a trigger, in seconds
+
+_INTERVAL_UNITS: Dict[str, int] = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60, "seconds": 1}
+# Cron levels from fine to coarse; every field coarser than an hour counts as "the day".
+_SECOND, _MINUTE, _HOUR, _DAY = range(4)
+_LEVEL_SECONDS = (1, 60, 3600, 86400)
+_CRON_LEVEL = {"second": _SECOND, "minute": _MINUTE, "hour": _HOUR, "day": _DAY, "day_of_week": _DAY,
+               "weekday": _DAY, "day_of_month": _DAY, "month": _DAY, "month_of_year": _DAY, "week": _DAY,
+               "year": _DAY}
+# ``schedule``: every(n).<unit>
+_SCHEDULE_UNITS: Dict[str, int] = {
+    "second": 1, "seconds": 1, "minute": 60, "minutes": 60, "hour": 3600, "hours": 3600, "day": 86400,
+    "days": 86400, "week": 604800, "weeks": 604800, "monday": 604800, "tuesday": 604800,
+    "wednesday": 604800, "thursday": 604800, "friday": 604800, "saturday": 604800, "sunday": 604800,
+}
+_EVERY_TEXT = re.compile(r"^every\s+(\d+)\s+(second|minute|hour|day|week)s?\s*$")
+_NAMED_PERIODS = {"minutely": 60, "hourly": 3600, "daily": 86400, "weekly": 604800}
+_SINGLE = re.compile(r"^\d+$|^[a-z]{3}$")
+_STEP = re.compile(r"^(?:\*|\d+-\d+|0)/(\d+)$")
+
+
+def trigger_period(trigger: Optional[ast.AST], call: Optional[ast.AST], apscheduler: bool) -> Optional[int]:
+    """Seconds between runs as written at the registration; None when the code does not show them.
+
+    For a cron schedule this is the longest epoch-aligned period that holds at most one firing (a daily
+    job → 86400, ``minute="*/5"`` → 300), which is what a per-period claim needs. ``apscheduler``: its cron
+    fields finer than the finest one given default to their minimum, not to ``*`` as in crontab."""
+    for node in (trigger, call):
+        period = _period_of(node, apscheduler) if node is not None else None
+        if period:
+            return period
+    return None
+
+
+def _number(node: ast.AST) -> Optional[float]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    return None
+
+
+def _whole(seconds: float) -> Optional[int]:
+    return int(seconds) if seconds >= 1 and seconds == int(seconds) else None
+
+
+def _callee_name(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return ""
+
+
+def _period_of(node: ast.AST, apscheduler: bool) -> Optional[int]:
+    number = _number(node)
+    if number is not None:  # Celery beat: "schedule": 300.0
+        return _whole(number)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return _text_period(node.value)
+    if isinstance(node, ast.Attribute):  # schedule.every(17).minutes, as @schedule.repeat takes it
+        return _schedule_chain(node)
+    if not isinstance(node, ast.Call):
+        return None
+    name = _callee_name(node)
+    if name == "repeat" and node.args:  # @schedule.repeat(schedule.every(...).unit)
+        return _period_of(node.args[0], apscheduler)
+    if name == "from_crontab" and node.args and isinstance(node.args[0], ast.Constant):
+        text = node.args[0].value
+        return _crontab_text(text) if isinstance(text, str) else None
+    if name == "do" and isinstance(node.func, ast.Attribute):  # schedule.every(n).minutes.do(job)
+        return _schedule_chain(node.func.value)
+    keywords = {k.arg: k.value for k in node.keywords if k.arg}
+    if any(k is None for k in (k.arg for k in node.keywords)):
+        return None  # **options: the schedule is not all visible
+    interval = {k: v for k, v in keywords.items() if k in _INTERVAL_UNITS}
+    if interval:
+        total = 0.0
+        for key, value in interval.items():
+            amount = _number(value)
+            if amount is None:
+                return None
+            total += amount * _INTERVAL_UNITS[key]
+        return _whole(total)
+    if "interval" in keywords and _number(keywords["interval"]) is not None:  # rq-scheduler
+        return _whole(_number(keywords["interval"]))  # type: ignore[arg-type]
+    for argument in node.args:
+        if isinstance(argument, ast.Call) and _callee_name(argument) in ("timedelta", "crontab", "CronTrigger",
+                                                                       "IntervalTrigger"):
+            return _period_of(argument, apscheduler)
+        seconds = _number(argument)
+        if seconds is not None:  # Celery add_periodic_task(300.0, task)
+            return _whole(seconds)
+    fields = {k: v for k, v in keywords.items() if k in _CRON_LEVEL}
+    if fields:
+        return _cron_fields(fields, apscheduler)
+    if name == "crontab" and not node.args:  # huey / Celery crontab(): every minute
+        return 60
+    return None
+
+
+def _text_period(text: str) -> Optional[int]:
+    text = " ".join(text.strip().lower().split())
+    match = _EVERY_TEXT.match(text)
+    if match:
+        return int(match.group(1)) * _SCHEDULE_UNITS[match.group(2)] or None
+    first = text.split(" ", 1)[0] if text else ""
+    if first in _NAMED_PERIODS:
+        return _NAMED_PERIODS[first]
+    if len(text.split()) == 5:
+        return _crontab_text(text)
+    return None
+
+
+def _crontab_text(text: str) -> Optional[int]:
+    parts = text.split()
+    if len(parts) != 5:
+        return None
+    minute, hour, day, month, weekday = parts
+    coarse = None if (day, month, weekday) == ("*", "*", "*") else "set"
+    return _cron_period([None, minute, hour, coarse])
+
+
+def _field_text(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, str)) and not isinstance(node.value, bool):
+        return str(node.value).strip().lower()
+    if isinstance(node, (ast.Set, ast.List, ast.Tuple)):  # arq: minute={0, 30}
+        if node.elts and all(isinstance(e, ast.Constant) for e in node.elts):
+            return ",".join(str(e.value) for e in node.elts)  # type: ignore[attr-defined]
+    return None
+
+
+def _cron_fields(fields: Dict[str, ast.AST], apscheduler: bool) -> Optional[int]:
+    specs: List[Optional[str]] = [None, None, None, None]
+    for key, value in fields.items():
+        text = _field_text(value)
+        if text is None:
+            return None
+        level = _CRON_LEVEL[key]
+        specs[level] = "set" if level == _DAY else text
+    if not apscheduler:
+        # crontab, huey, Celery, arq: a field left out means every value (seconds are not a field there)
+        specs[_MINUTE] = specs[_MINUTE] or "*"
+        specs[_HOUR] = specs[_HOUR] or "*"
+    return _cron_period(specs)
+
+
+def _cron_period(specs: Sequence[Optional[str]]) -> Optional[int]:
+    level = next((i for i, spec in enumerate(specs) if spec is not None), None)
+    if level is None:
+        return None
+    while level < _DAY:
+        spec = specs[level]
+        assert spec is not None
+        if _SINGLE.match(spec):  # once per unit of the next level up
+            level += 1
+            above = specs[level]
+            if level < _DAY and (above is None or above == "*"):
+                return _LEVEL_SECONDS[level]
+            continue
+        step = 1 if spec == "*" else None
+        match = _STEP.match(spec)
+        if match:
+            step = int(match.group(1))
+        span = _LEVEL_SECONDS[level + 1] // _LEVEL_SECONDS[level]
+        if step and span % step == 0:
+            return step * _LEVEL_SECONDS[level]
+        return _LEVEL_SECONDS[level]  # a list or range: at most once per unit
+    return _LEVEL_SECONDS[_DAY]
+
+
+def _schedule_chain(node: Optional[ast.AST]) -> Optional[int]:
+    """``every(n).<unit>[.at(...)]``, read from its last link back to ``every``."""
+    unit = None
+    count = 1.0
+    found_every = False
+    while node is not None:
+        if isinstance(node, ast.Attribute):
+            if node.attr in _SCHEDULE_UNITS and unit is None:
+                unit = _SCHEDULE_UNITS[node.attr]
+            elif node.attr == "to":
+                return None  # a random interval
+            node = node.value
+        elif isinstance(node, ast.Call):
+            if _callee_name(node) == "every":
+                found_every = True
+                if node.args:
+                    amount = _number(node.args[0])
+                    if amount is None:
+                        return None
+                    count = amount
+                break
+            node = node.func
+        else:
+            break
+    return _whole(count * unit) if unit and found_every else None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Fixes
+
+
+def claim_statement(key: str, period: Optional[int], asynchronous: bool) -> str:
+    call = f'{"await a" if asynchronous else ""}claim_period("{key}", {period or UNKNOWN_PERIOD})'
+    return f"if not {call}: return"
+
+
+def claim_period_fix(key: str, period: Optional[int], asynchronous: bool) -> Fix:
+    """OG201: begin the job with a claim for its period; display-only when the period is not visible."""
+    statement = claim_statement(key, period, asynchronous)
+    name = "aclaim_period" if asynchronous else "claim_period"
+    description = f"begin the job with `{statement}` (from {GUARDS_MODULE} import {name})"
+    return Fix("insert-claim-period", description, "unsafe" if period else "display-only")
+
+
+def statement_in(description: str) -> Optional[str]:
+    """The code between the first pair of backticks of a fix's description."""
+    match = re.search(r"`([^`]+)`", description)
+    return match.group(1) if match else None
+
+
+def statements_in(description: str) -> List[str]:
+    """The code between every pair of backticks of a fix's description, in order."""
+    return re.findall(r"`([^`]+)`", description)
+
+
+def offer_claim(diagnostic: Diagnostic, verdict: object, facts: object) -> Diagnostic:
+    """OG201's finding with the claim-period fix attached when the job's def is in this file and is what
+    the scheduler calls on every tick (a ticker's loop function or a re-arming Timer is not: a claim
+    before the loop would stop the ticker)."""
+    from dataclasses import replace
+
+    from ..project.claims import own_module_name
+    from ..knowledge import schedulers as known
+
+    scheduled = getattr(verdict, "scheduled", None)
+    function = getattr(verdict, "function", None)
+    target = getattr(scheduled, "target", None)
+    if (scheduled is None or target is None
+            or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+            or scheduled.family in (known.ASYNCIO_TICKER, known.THREAD_TICKER, known.TIMER)):
+        return diagnostic
+    foreign = getattr(target, "foreign", True)
+    if not foreign and diagnostic.line != function.lineno:
+        return diagnostic
+    apscheduler = scheduled.family in (known.APS3, known.APS4, known.FLASK_APS)
+    period = trigger_period(scheduled.trigger, scheduled.call, apscheduler)
+    module = own_module_name(getattr(target, "facts", None) or facts)  # type: ignore[arg-type]
+    name = (function.name if foreign else getattr(verdict, "name", "")) or function.name
+    key = f"{module}.{name}" if module else name
+    fix = claim_period_fix(key, period, isinstance(function, ast.AsyncFunctionDef))
+    if foreign:  # the def is in another file: this finding is at the registration, so show the claim only
+        fix = Fix(fix.kind, fix.description.replace(" (from ", f" in `{function.name}` (from ", 1), "display-only")
+    return replace(diagnostic, fix=fix)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# OG501: the expiry in the same command as the claim; a lock object with a TTL
+
+_EXPIRY_KEYWORD = {"expire": "ex", "pexpire": "px", "expireat": "exat", "pexpireat": "pxat"}
+#: A lock made without a TTL gets this many seconds: long enough for most jobs, short enough that a dead
+#: holder does not stop the work for long. Unsafe: a run longer than this overlaps the next holder.
+DEFAULT_LOCK_SECONDS = 60
+
+
+def atomic_set_fix(claim: ast.Call, expire: ast.Call) -> Optional[Fix]:
+    """``r.setnx(k, v)`` + ``r.expire(k, ttl)`` → ``r.set(k, v, nx=True, ex=ttl)``; the expire is left to delete."""
+    method = claim.func.attr if isinstance(claim.func, ast.Attribute) else ""
+    expiry = _EXPIRY_KEYWORD.get(expire.func.attr if isinstance(expire.func, ast.Attribute) else "")
+    if method not in ("setnx", "set") or expiry is None or len(claim.args) < 2:
+        return None
+    ttl = expire.args[1] if len(expire.args) > 1 else next(
+        (k.value for k in expire.keywords if k.arg in ("time", "when")), None)
+    if ttl is None:
+        return None
+    keywords = f"nx=True, {expiry}={ast.unparse(ttl)}"
+    return Fix("atomic-set-nx",
+               f"claim and expire in one command: `set(…, {keywords})`; the `{expire.func.attr}(…)` on line "
+               f"{expire.lineno} is then redundant and can go", "unsafe")
+
+
+def lock_ttl_fix(keyword: str) -> Fix:
+    return Fix("add-keyword", f"pass `{keyword}={DEFAULT_LOCK_SECONDS}` (seconds; set it a little above the longest "
+                              "run, and extend() the lock for longer work)", "unsafe")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# OG106: read the try-lock's result and return when it is false
+
+#: library → how its ``execute(...)`` result becomes the lock's boolean, as a fix kind suffix
+_TRY_LOCK_READERS = {"asyncpg": "fetchval", "databases": "fetch-val", "sqlalchemy": "scalar", "psycopg": "fetchone"}
+
+
+def _statement_of(node: ast.AST) -> Optional[ast.stmt]:
+    from ..analysis.facts import parent
+
+    while node is not None and not isinstance(node, ast.stmt):
+        node = parent(node)  # type: ignore[assignment]
+    return node
+
+
+_BLOCKING_LOCK = re.compile(r"\bpg_advisory_(?:xact_)?lock(?:_shared)?\b")
+
+
+def _names_blocking_lock(statement: ast.stmt) -> bool:
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _BLOCKING_LOCK.search(node.value):
+            return True
+        if isinstance(node, ast.Attribute) and _BLOCKING_LOCK.fullmatch(node.attr):
+            return True
+    return False
+
+
+def try_lock_fix(call: ast.Call, scope: Optional[ast.AST], library: Optional[str],
+                 receiver: Optional[str], blocking: bool = False) -> Optional[Fix]:
+    """OG106: ``acquired = ...`` → ``if not acquired: return`` after it; a bare ``execute`` → the
+    library's way to read one value, tested in an ``if``; a DB-API cursor → ``fetchone()[0]`` tested after.
+    OG103 (``blocking``): the same once ``pg_advisory_(xact_)lock`` became ``pg_try_advisory_(xact_)lock``."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None  # a return needs a function
+    statement = _statement_of(call)
+    if blocking:
+        fix = try_lock_fix(call, scope, library, receiver) if isinstance(statement, ast.Expr) else None
+        if fix is None or not _names_blocking_lock(statement):  # type: ignore[arg-type]
+            return None  # the SQL is kept elsewhere: this statement has nothing to turn into the try variant
+        return Fix(fix.kind.replace("try-lock-skip-", "lock-to-try-skip-"),
+                   "take the lock with the try variant and " + fix.description, "unsafe")
+    if isinstance(statement, ast.Assign):
+        target = statement.targets[0] if len(statement.targets) == 1 else None
+        if not isinstance(target, ast.Name) or target.id == "_":
+            return None
+        code = f"if not {target.id}: return"
+        return Fix("try-lock-skip-after", f"skip the run unless the lock was taken: `{code}`", "unsafe")
+    if not isinstance(statement, ast.Expr):
+        return None
+    value = statement.value.value if isinstance(statement.value, ast.Await) else statement.value
+    if value is not call or not isinstance(call.func, ast.Attribute) or call.func.attr != "execute":
+        return None
+    reader = _TRY_LOCK_READERS.get(library or "")
+    if reader is not None:
+        shown = {"fetchval": ".fetchval(…)", "fetch-val": ".fetch_val(…)", "scalar": ".execute(…).scalar()",
+                 "fetchone": ".execute(…).fetchone()[0]"}[reader]
+        return Fix(f"try-lock-skip-{reader}",
+                   f"read the lock's result (`{shown}`) and skip the run unless it was taken", "unsafe")
+    if receiver:  # a DB-API cursor: execute returns nothing, the row is fetched after
+        code = f"if not {receiver}.fetchone()[0]: return"
+        return Fix("try-lock-skip-after", f"skip the run unless the lock was taken: `{code}`", "unsafe")
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# OG301: the arithmetic done by the database
+
+_ARITHMETIC = {ast.Add: "+", ast.Sub: "-"}
+
+
+def _sibling_list(statement: ast.stmt) -> Optional[list]:
+    from ..analysis.facts import parent
+
+    above = parent(statement)
+    for name in ("body", "orelse", "finalbody"):
+        statements = getattr(above, name, None)
+        if isinstance(statements, list) and any(s is statement for s in statements):
+            return statements
+    return None
+
+
+def _arithmetic(statement: ast.AST, instance: str, field: str) -> Optional[Tuple[str, ast.AST]]:
+    """(operator, amount) of ``obj.n += k`` / ``obj.n = obj.n + k``."""
+    def is_field(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Attribute) and node.attr == field and isinstance(node.value, ast.Name)
+                and node.value.id == instance)
+
+    if isinstance(statement, ast.AugAssign) and is_field(statement.target) and type(statement.op) in _ARITHMETIC:
+        return _ARITHMETIC[type(statement.op)], statement.value
+    if (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and is_field(statement.targets[0])
+            and isinstance(statement.value, ast.BinOp) and type(statement.value.op) in _ARITHMETIC
+            and is_field(statement.value.left)):
+        return _ARITHMETIC[type(statement.value.op)], statement.value.right
+    return None
+
+
+def _mentions(node: ast.AST, instance: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == instance for n in ast.walk(node))
+
+
+def _read_after(function: ast.AST, instance: str, field: str, line: int) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == field and isinstance(n.value, ast.Name)
+               and n.value.id == instance and isinstance(n.ctx, ast.Load) and n.lineno > line
+               for n in ast.walk(function))
+
+
+def _saves_only(save: ast.Call, field: str) -> bool:
+    """``obj.save()`` or ``obj.save(update_fields=["n"])``: nothing but this field would be lost by dropping it."""
+    if not save.keywords:
+        return True
+    if len(save.keywords) != 1 or save.keywords[0].arg != "update_fields":
+        return False
+    fields = save.keywords[0].value
+    return (isinstance(fields, (ast.List, ast.Tuple)) and len(fields.elts) == 1
+            and isinstance(fields.elts[0], ast.Constant) and fields.elts[0].value == field)
+
+
+def orm_update_fix(statement: ast.AST, instance: str, field: str, framework: Optional[str], model: Optional[str],
+                   session: Optional[str], write: ast.Call) -> Optional[Fix]:
+    """OG301 arithmetic on a loaded instance → one UPDATE that does it in SQL.
+
+    Django: ``obj.n += k`` … ``obj.save()`` → ``Model.objects.filter(pk=obj.pk).update(n=F("n") + k)``, the
+    save dropped (or ``obj.refresh_from_db(fields=["n"])`` in its place when ``obj.n`` is read after), only
+    when the save is a plain ``obj.save()`` in the same block with no other change to ``obj`` in between.
+    SQLAlchemy: the statement becomes ``session.execute(update(Model).where(Model.id == obj.id).values(n=Model.n
+    + k))`` (the commit stays; the model's key is taken to be ``id``)."""
+    from ..analysis.facts import ancestors
+
+    found = _arithmetic(statement, instance, field)
+    function = next((a for a in ancestors(statement) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))),
+                    None)
+    if found is None or function is None or not isinstance(statement, ast.stmt):
+        return None
+    if not model and framework != "django":
+        return None
+    op, amount = found
+    if _mentions(amount, instance):
+        return None  # the amount reads the instance too: not one expression the database can evaluate alone
+    amount_code = ast.unparse(amount)
+    if isinstance(amount, (ast.BinOp, ast.BoolOp, ast.IfExp, ast.Lambda, ast.NamedExpr)):
+        amount_code = f"({amount_code})"
+    # A Django instance whose loader is not visible (a parameter, a signal's instance): its own class.
+    model_name = model.rsplit(".", 1)[-1] if model else f"type({instance})"
+    read_after = _read_after(function, instance, field, getattr(write, "lineno", statement.lineno))
+    if framework == "django":
+        save_statement = _statement_of(write)
+        siblings = _sibling_list(statement)
+        if (siblings is None or not isinstance(save_statement, ast.Expr) or save_statement.value is not write
+                or write.args or not _saves_only(write, field) or not any(s is save_statement for s in siblings)):
+            return None
+        start, end = siblings.index(statement), siblings.index(save_statement)
+        between = siblings[start + 1:end]
+        if end <= start or any(isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
+                               and isinstance(n.value, ast.Name) and n.value.id == instance
+                               for s in between for n in ast.walk(s)):
+            return None  # other fields changed before the save: dropping it would lose them
+        update = f'{model_name}.objects.filter(pk={instance}.pk).update({field}=F("{field}") {op} {amount_code})'
+        then = f'{instance}.refresh_from_db(fields=["{field}"])' if read_after else "nothing"
+        return Fix("orm-update-django",
+                   f"do the arithmetic in SQL: `{update}` in place of `{ast.unparse(statement)}`; "
+                   f"`{ast.unparse(save_statement)}` becomes `{then}`", "unsafe")
+    if framework == "sqlalchemy" and session:
+        from ..analysis.facts import parent
+
+        wait = "await " if isinstance(parent(write), ast.Await) else ""  # an AsyncSession
+        update = (f"{wait}{session}.execute(update({model_name}).where({model_name}.id == {instance}.id)"
+                  f".values({field}={model_name}.{field} {op} {amount_code}))")
+        refresh = f', then `{wait}{session}.refresh({instance}, ["{field}"])`' if read_after else ""
+        return Fix("orm-update-sqlalchemy",
+                   f"do the arithmetic in SQL: `{update}`{refresh} (the model's key is taken to be `id`)", "unsafe")
+    return None

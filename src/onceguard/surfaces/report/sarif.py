@@ -1,0 +1,215 @@
+"""SARIF 2.1.0, for GitHub code scanning and other SARIF viewers.
+
+``tool.driver.rules`` lists every rule (and the engine's OG000/OG001), with the rule doc as help
+text; each result carries its location and, when the finding has a fix that the fixer can compute
+for the file on disk, the fix as a text replacement. Regions are 1-based; columns are counted as
+the engine counts them (the ``ast`` offset + 1, equal to UTF-16 units on ASCII lines).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+from urllib.parse import quote
+
+from ... import __version__
+from ...model import Diagnostic
+from . import ReportOptions, is_error
+
+FORMAT = "sarif"
+
+SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+SRCROOT = "%SRCROOT%"
+
+
+def documentation_url() -> Optional[str]:
+    """The ``Documentation`` URL of ``[project.urls]``, as installed metadata carries it."""
+    try:
+        from importlib.metadata import PackageNotFoundError, metadata
+
+        entries = metadata("onceguard").get_all("Project-URL") or []
+    except (ImportError, PackageNotFoundError):
+        return None
+    for entry in entries:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() == "documentation" and url.strip():
+            return url.strip().rstrip("/")
+    return None
+
+
+def rule_doc_url(code: str) -> Optional[str]:
+    base = documentation_url()
+    return f"{base}/{code}.md" if base else None
+
+
+def _descriptor(code: str, name: str, summary: str, with_doc: bool) -> dict:
+    from ...docs import doc_text, sections
+
+    descriptor: dict = {
+        "id": code,
+        "name": name,
+        "shortDescription": {"text": summary},
+        "defaultConfiguration": {"level": "error" if code in ("OG000", "OG001") else "warning"},
+    }
+    text = doc_text(code) if with_doc else None
+    if text:
+        what = " ".join(sections(text).get("What it flags", "").split())
+        descriptor["fullDescription"] = {"text": what or summary}
+        descriptor["help"] = {"text": text, "markdown": text}
+    else:
+        descriptor["fullDescription"] = {"text": summary}
+    url = rule_doc_url(code) if with_doc else None
+    if url:
+        descriptor["helpUri"] = url
+    return descriptor
+
+
+def rule_descriptors() -> List[dict]:
+    from ...rules.registry import ENGINE_CODES, rule_classes
+
+    descriptors = [_descriptor(code, name, summary, False) for code, (name, summary) in sorted(ENGINE_CODES.items())]
+    descriptors.extend(_descriptor(cls.code, cls.name, cls.summary, True) for cls in rule_classes())
+    return descriptors
+
+
+def artifact_location(path: str) -> dict:
+    """Relative to the current directory (``%SRCROOT%``) when below it, else an absolute file URI."""
+    absolute = os.path.abspath(path)
+    try:
+        relative = os.path.relpath(absolute)
+    except ValueError:  # another drive on Windows
+        relative = ""
+    if relative and not relative.startswith(".."):
+        # File names that are not valid UTF-8 are quoted from their raw bytes.
+        return {"uri": quote(os.fsencode(relative.replace(os.sep, "/"))), "uriBaseId": SRCROOT}
+    return {"uri": Path(absolute).as_uri()}
+
+
+def _region(d: Diagnostic) -> dict:
+    region = {"startLine": max(d.line, 1), "startColumn": max(d.column, 1)}
+    end_line = max(d.end_line, region["startLine"])
+    end_column = max(d.end_column, 1)
+    if end_line == region["startLine"]:
+        end_column = max(end_column, region["startColumn"])
+    region["endLine"] = end_line
+    region["endColumn"] = end_column
+    return region
+
+
+def _line_col(text: str, offset: int) -> Tuple[int, int]:
+    """1-based line and UTF-16 column of a character offset."""
+    line = text.count("\n", 0, offset) + 1
+    start = text.rfind("\n", 0, offset) + 1
+    column = len(text[start:offset].encode("utf-16-le")) // 2 + 1
+    return line, column
+
+
+def _trimmed(old: str, new: str, start: int, stop: int, new_start: int, new_stop: int) -> dict:
+    """One replacement for old[start:stop] -> new[new_start:new_stop], without their common ends."""
+    while start < stop and new_start < new_stop and old[start] == new[new_start]:
+        start, new_start = start + 1, new_start + 1
+    while start < stop and new_start < new_stop and old[stop - 1] == new[new_stop - 1]:
+        stop, new_stop = stop - 1, new_stop - 1
+    start_line, start_column = _line_col(old, start)
+    end_line, end_column = _line_col(old, stop)
+    return {
+        "deletedRegion": {
+            "startLine": start_line, "startColumn": start_column, "endLine": end_line, "endColumn": end_column,
+        },
+        "insertedContent": {"text": new[new_start:new_stop]},
+    }
+
+
+def text_replacements(old: str, new: str) -> List[dict]:
+    """SARIF replacements turning ``old`` into ``new``: one per changed run of lines, in file order."""
+    from difflib import SequenceMatcher
+
+    old_lines = old.splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
+    old_offsets = [0]
+    for line in old_lines:
+        old_offsets.append(old_offsets[-1] + len(line))
+    new_offsets = [0]
+    for line in new_lines:
+        new_offsets.append(new_offsets[-1] + len(line))
+    replacements = []
+    matcher = SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            replacements.append(_trimmed(old, new, old_offsets[i1], old_offsets[i2], new_offsets[j1], new_offsets[j2]))
+    return replacements
+
+
+def _replacements(d: Diagnostic, sources: Dict[str, Optional[bytes]]) -> Optional[List[dict]]:
+    """The fix as SARIF replacements of the file on disk, or None when the fixer cannot make it."""
+    try:
+        from ...engine.check import decode
+        from ...engine.fixes import fix_source
+    except Exception:  # noqa: BLE001
+        return None
+    if d.path not in sources:
+        try:
+            with open(d.path, "rb") as handle:
+                sources[d.path] = handle.read()
+        except OSError:
+            sources[d.path] = None
+    source = sources[d.path]
+    if source is None:
+        return None
+    try:
+        result = fix_source(source, [d], unsafe=d.fix is not None and d.fix.applicability != "safe")
+        if not getattr(result, "applied", None) or result.new_source == source:
+            return None
+        return text_replacements(decode(source), decode(result.new_source)) or None
+    except Exception:  # noqa: BLE001 - a fixer failure must not lose the report
+        return None
+
+
+def _result(d: Diagnostic, options: ReportOptions, index: Dict[str, int], sources: Dict[str, Optional[bytes]]) -> dict:
+    text = d.message if not d.suggestion else f"{d.message} {d.suggestion}"
+    location = artifact_location(d.path)
+    result: dict = {
+        "ruleId": d.code,
+        "level": "error" if is_error(d, options) else "warning",
+        "message": {"text": text},
+        "locations": [{"physicalLocation": {"artifactLocation": location, "region": _region(d)}}],
+    }
+    if d.code in index:
+        result["ruleIndex"] = index[d.code]
+    if d.fix is not None:
+        replacements = _replacements(d, sources)
+        if replacements:
+            result["fixes"] = [{
+                "description": {"text": d.fix.description},
+                "artifactChanges": [{"artifactLocation": location, "replacements": replacements}],
+            }]
+        else:
+            # SARIF requires a fix to carry its replacements; without them, say what the fix would do.
+            result["properties"] = {"fix": d.fix.to_json()}
+    return result
+
+
+def render(diagnostics: List[Diagnostic], options: ReportOptions) -> str:
+    rules = rule_descriptors()
+    index = {rule["id"]: position for position, rule in enumerate(rules)}
+    sources: Dict[str, Optional[bytes]] = {}
+    driver: dict = {
+        "name": "onceguard",
+        "version": __version__,
+        "semanticVersion": __version__,
+        "rules": rules,
+    }
+    base = documentation_url()
+    if base:
+        driver["informationUri"] = base
+    run = {
+        "tool": {"driver": driver},
+        "originalUriBaseIds": {SRCROOT: {"uri": Path(os.getcwd()).as_uri().rstrip("/") + "/"}},
+        "columnKind": "utf16CodeUnits",
+        "results": [_result(d, options, index, sources) for d in diagnostics],
+    }
+    if options.statistics is not None:
+        run["properties"] = {"statistics": options.statistics}
+    log = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+    return json.dumps(log, indent=2) + "\n"
