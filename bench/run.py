@@ -446,7 +446,7 @@ def check_same_files(tree: Tree, tools: Dict[str, str]) -> str:
     ruff_files = sum(1 for line in listed.splitlines() if line.endswith(".py"))
     ours = in_snapshot(tools, tree, """
 from onceguard.config import config_for
-from onceguard.discovery import discover
+from onceguard.engine.discovery import discover
 print(sum(1 for _ in discover(["."], config_for, [])))
 """).strip()
     return f"{len(tree.files)} files in the tree, ruff walks {ruff_files}, onceguard walks {ours}"
@@ -479,8 +479,8 @@ def prefilter_rate(tree: Tree, tools: Dict[str, str]) -> Tuple[int, int, int, in
 PREFILTER_SCRIPT = """
 import json, sys
 from onceguard.config import config_for
-from onceguard.context import FileContext
-from onceguard.engine import applicable_rules, enabled_rules, trigger_words
+from onceguard.analysis.context import FileContext
+from onceguard.engine.check import applicable_rules, enabled_rules, trigger_words
 hits = []
 rules = words = None
 for path in sys.stdin.read().splitlines():
