@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,9 @@ class Fix:
 @dataclass(frozen=True)
 class Related:
     """Another place a finding depends on: the start-up code that reaches it, the registration of a
-    job defined elsewhere, the helper that takes the lock.  ``path`` is as the finding's path is
-    (relative to where the check ran); ``message`` says what happens there.  The order of a
+    job defined elsewhere, the helper that takes the lock.  ``path`` is absolute as the engine returns
+    it and shown as the finding's path is (relative to where the check ran); ``message`` says what
+    happens there, in a few words.  The order of a
     finding's ``related`` is the order of the path from the entry point to the finding."""
 
     path: str
@@ -59,6 +60,17 @@ class Diagnostic:
 
     def with_path(self, path: str) -> "Diagnostic":
         return replace(self, path=path)
+
+    def with_related_paths(self, convert: Callable[[str], str]) -> "Diagnostic":
+        """The finding with each related place's path passed through ``convert`` (made absolute, made
+        relative for display), as its own path is."""
+        if not self.related:
+            return self
+        return replace(self, related=tuple(replace(place, path=convert(place.path)) for place in self.related))
+
+    def with_paths(self, convert: Callable[[str], str]) -> "Diagnostic":
+        """The finding's path and its related places' paths, all passed through ``convert``."""
+        return replace(self.with_related_paths(convert), path=convert(self.path))
 
     def to_json(self) -> dict:
         return {

@@ -1,6 +1,6 @@
 """Results of earlier runs, so an unchanged file is not read, let alone parsed, again.
 
-One file per (onceguard version, config digest) under ``.onceguard_cache/``.
+One file per onceguard version (and entry format) under ``.onceguard_cache/``, keyed by config digest and path.
 An entry is trusted when the file's size and mtime are unchanged; otherwise
 its content hash decides.  Writes are atomic; a corrupt cache is ignored.
 """
@@ -16,6 +16,9 @@ from .. import __version__
 from ..model import Diagnostic
 
 CACHE_DIRECTORY = ".onceguard_cache"
+#: Bumped when what an entry holds changes (2: findings carry their ``related`` places), so that results
+#: written by an earlier build of the same version are not read as complete.
+FORMAT = 2
 
 
 def content_hash(source: bytes) -> str:
@@ -25,7 +28,7 @@ def content_hash(source: bytes) -> str:
 class ResultCache:
     def __init__(self, root: str) -> None:
         self.directory = os.path.join(root, CACHE_DIRECTORY)
-        self.path = os.path.join(self.directory, f"results-v{__version__}.json")
+        self.path = os.path.join(self.directory, f"results-v{__version__}-f{FORMAT}.json")
         self.entries: Dict[str, list] = {}
         self.dirty = False
         try:
@@ -96,6 +99,8 @@ class ResultCache:
 
 
 def decode(found: list, path: str) -> List[Diagnostic]:
+    """Stored findings as the engine returned them: the checked file's path as given this run, related
+    places with the absolute paths they were stored with."""
     return [Diagnostic.from_json(d).with_path(path) for d in found]
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import io
+import os
 import tokenize
 import traceback
 import warnings
@@ -213,7 +214,9 @@ def check_source(source: bytes, path: str, config: Config, rules: Optional[Seque
         found = [engine_diagnostic("OG000", "cannot parse: nesting too deep to analyse")]
     if apply_noqa:
         found = filter_suppressed(found, lines)
-    return [d.with_path(path) for d in found]
+    # Related places come with the path their module was found at: absolute, so that a cached result
+    # means the same file from any directory; the surfaces make them relative as they do the finding's.
+    return [d.with_path(path).with_related_paths(os.path.abspath) for d in found]
 
 
 def read_source(path: str) -> bytes:
