@@ -267,7 +267,7 @@ def run_check(args: argparse.Namespace) -> int:
             return EXIT_FINDINGS if diff_text and not args.exit_zero else EXIT_CLEAN
 
     diagnostics = sorted(
-        (d.with_path(display_path(d.path)) for d in diagnostics), key=lambda d: (d.path, d.line, d.column, d.code)
+        (d.with_paths(display_path) for d in diagnostics), key=lambda d: (d.path, d.line, d.column, d.code)
     )
     error_codes = tuple(sorted({code for _, config in files for code in config.error}))
     stats = None

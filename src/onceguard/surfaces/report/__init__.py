@@ -40,3 +40,9 @@ def format_names() -> List[str]:
 
 def is_error(diagnostic: Diagnostic, options: ReportOptions) -> bool:
     return diagnostic.code in ("OG000", "OG001") or any(diagnostic.code.startswith(c) for c in options.error_codes)
+
+
+def via(diagnostic: Diagnostic) -> str:
+    """The finding's related places on one line, entry point first:
+    ``app/main.py:12 lifespan → app/db/bootstrap.py:22 prepare_database``; empty when it has none."""
+    return " \u2192 ".join(f"{place.path}:{place.line} {place.message}".rstrip() for place in diagnostic.related)

@@ -2,14 +2,15 @@
 
 ``::warning file=app/jobs.py,line=4,col=11,endLine=4,endColumn=53,title=OG101 session-lock-on-pool::message``
 GitHub shows them on the pull request's diff. Codes configured with ``error = [...]`` and the
-engine's own OG000/OG001 become ``::error``.
+engine's own OG000/OG001 become ``::error``. An annotation has one place: the other places a finding
+depends on are appended to its message as ``(via path:line ... → ...)``.
 """
 from __future__ import annotations
 
 from typing import List
 
 from ...model import Diagnostic
-from . import ReportOptions, is_error
+from . import ReportOptions, is_error, via
 
 FORMAT = "github"
 
@@ -36,6 +37,9 @@ def annotation(diagnostic: Diagnostic, options: ReportOptions) -> str:
     )
     header = ",".join(f"{key}={escape_property(value)}" for key, value in properties)
     text = diagnostic.message
+    if diagnostic.related:
+        # An annotation has one place; the others it depends on go into its text.
+        text = f"{text} (via {via(diagnostic)})"
     if diagnostic.suggestion:
         text = f"{text}\n{diagnostic.suggestion}"
     return f"::{command} {header}::{escape_data(text)}"

@@ -4,7 +4,8 @@
       4:11 OG101 `pool.execute(...)` takes `pg_advisory_lock` on a pooled connection ...
       9:5  OG201 [*] ...
 
-``[*]`` marks a finding that ``--fix`` removes.
+``[*]`` marks a finding that ``--fix`` removes; a finding that depends on other files has a
+``via path:line ... → path:line ...`` line under it.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from itertools import groupby
 from typing import List
 
 from ...model import Diagnostic
-from . import ReportOptions
+from . import ReportOptions, via
 
 FORMAT = "grouped"
 
@@ -29,6 +30,8 @@ def render(diagnostics: List[Diagnostic], options: ReportOptions) -> str:
         for d in findings:
             marker = " [*]" if d.fix is not None and d.fix.applicability == "safe" else ""
             out.append(f"  {f'{d.line}:{d.column}':<{width}} {d.code}{marker} {d.message}")
+            if d.related:
+                out.append(f"  {'':<{width}} via {via(d)}")
         out.append("")
     if diagnostics and options.summary:
         count = len(diagnostics)

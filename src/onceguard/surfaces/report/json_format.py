@@ -1,5 +1,6 @@
 """A JSON list of findings; keys: path, line, column, end_line, end_column, code, name, message,
-suggestion, fix (null or {kind, description, applicability}). Lines and columns are 1-based.
+suggestion, fix (null or {kind, description, applicability}), related (the other places the finding
+depends on, entry point first: [{path, line, column, message}]). Lines and columns are 1-based.
 
 With ``--statistics`` the output is one object, ``{"findings": [...], "statistics": [...]}``, so that it
 still parses as JSON."""

@@ -2,7 +2,9 @@
 
 ``tool.driver.rules`` lists every rule (and the engine's OG000/OG001), with the rule doc as help
 text; each result carries its location and, when the finding has a fix that the fixer can compute
-for the file on disk, the fix as a text replacement. Regions are 1-based; columns are counted as
+for the file on disk, the fix as a text replacement.  A finding that depends on other places (the
+start-up code that reaches it, a job's definition in another module) lists them as
+``relatedLocations`` and, with the finding last, as the steps of one ``codeFlows`` thread flow. Regions are 1-based; columns are counted as
 the engine counts them (the ``ast`` offset + 1, equal to UTF-16 units on ASCII lines).
 """
 from __future__ import annotations
@@ -97,6 +99,17 @@ def _region(d: Diagnostic) -> dict:
     return region
 
 
+def _place(path: str, line: int, column: int, message: str, number: Optional[int] = None) -> dict:
+    """A location elsewhere (a related place, a step of a flow): the start of the line's span only."""
+    place: dict = {"physicalLocation": {
+        "artifactLocation": artifact_location(path),
+        "region": {"startLine": max(line, 1), "startColumn": max(column, 1)},
+    }, "message": {"text": message}}
+    if number is not None:
+        place["id"] = number
+    return place
+
+
 def _line_col(text: str, offset: int) -> Tuple[int, int]:
     """1-based line and UTF-16 column of a character offset."""
     line = text.count("\n", 0, offset) + 1
@@ -177,6 +190,17 @@ def _result(d: Diagnostic, options: ReportOptions, index: Dict[str, int], source
     }
     if d.code in index:
         result["ruleIndex"] = index[d.code]
+    if d.related:
+        result["relatedLocations"] = [
+            _place(place.path, place.line, place.column, place.message, number)
+            for number, place in enumerate(d.related, start=1)
+        ]
+        # The path from the entry point to the finding, step by step, as code-scanning viewers show a flow.
+        steps = [_place(place.path, place.line, place.column, place.message) for place in d.related]
+        steps.append({"physicalLocation": result["locations"][0]["physicalLocation"], "message": {"text": d.message}})
+        result["codeFlows"] = [{"threadFlows": [{"locations": [
+            {"location": step, "executionOrder": order} for order, step in enumerate(steps, start=1)
+        ]}]}]
     if d.fix is not None:
         replacements = _replacements(d, sources)
         if replacements:

@@ -1,10 +1,11 @@
-"""``path:line:col: OG101 message`` and, indented under it, the suggestion."""
+"""``path:line:col: OG101 message`` and, indented under it, the places in other files it depends on
+(``via ...``), the suggestion (``help: ...``) and the fix."""
 from __future__ import annotations
 
 from typing import List
 
 from ...model import Diagnostic
-from . import ReportOptions
+from . import ReportOptions, via
 
 FORMAT = "text"
 
@@ -13,6 +14,8 @@ def render(diagnostics: List[Diagnostic], options: ReportOptions) -> str:
     out = []
     for d in diagnostics:
         out.append(f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}")
+        if d.related:
+            out.append(f"  via {via(d)}")
         if d.suggestion:
             out.append(f"  help: {d.suggestion}")
         if d.fix is not None:
