@@ -2,6 +2,10 @@
 
 Diagnostics are published when a document is opened or saved, and 300 ms after the last change.
 Each carries the code, the rule name, a link to the rule's published doc page and the suggestion.
+Documents are checked as ``onceguard check`` checks them, reading the project's other files from disk;
+a finding that depends on other places (a job defined in another module, the start-up code that reaches
+it) lists them as ``relatedInformation`` when the client says it supports that.  Saving a document
+checks the other open documents again.
 Code actions: apply the finding's fix (when the fixer is installed and the finding has one), disable
 the code for the line (``# noqa: OG101``) or for the file (``# onceguard: noqa: OG101`` at the top),
 show the rule's documentation, and ``source.fixAll.onceguard``: every safe fix at once. Fixes are
@@ -18,13 +22,14 @@ import logging
 import os
 import re
 import tokenize
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
-from pygls.uris import to_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 
 from .. import __version__
 from ..config import Config, ConfigError, config_for
@@ -247,13 +252,50 @@ class OnceguardLanguageServer(LanguageServer):
         if _excluded(config, path):
             return []
         source, encoding = encode_for_engine(text)
-        found = check_source(source, path, config)
+        # As ``onceguard check`` reads the project: a job registered here and defined in another file
+        # is judged by its definition, and the finding names the other places it depends on.
+        found = check_source(source, path, config, cross_file=True)
         lines = text.splitlines()
         options = ReportOptions(error_codes=config.error)
         pairs = []
         for finding in found:
-            pairs.append((self.to_lsp(finding, lines, encoding, is_error(finding, options)), finding))
+            lsp = self.to_lsp(finding, lines, encoding, is_error(finding, options))
+            if finding.related and self.supports_related_information():
+                lsp.related_information = self.related_information(finding)
+            pairs.append((lsp, finding))
         return pairs
+
+    def supports_related_information(self) -> bool:
+        """The client said it shows ``relatedInformation`` (``textDocument.publishDiagnostics``)."""
+        capabilities = self.client_capabilities
+        document = capabilities.text_document if capabilities else None
+        publish = document.publish_diagnostics if document else None
+        return bool(publish and publish.related_information)
+
+    def related_information(self, d: Diagnostic) -> List[types.DiagnosticRelatedInformation]:
+        """The finding's related places as protocol locations: absolute file URIs, positions in the client's
+        units (the other file's line read from its open document, else from disk)."""
+        found = []
+        for place in d.related:
+            path = os.path.abspath(place.path)
+            uri = from_fs_path(path) or Path(path).as_uri()
+            lines = self.lines_of(uri, path)
+            position = self.position(lines, place.line - 1, place.column - 1, "utf-8") if lines else \
+                types.Position(line=max(place.line - 1, 0), character=max(place.column - 1, 0))
+            found.append(types.DiagnosticRelatedInformation(
+                location=types.Location(uri=uri, range=types.Range(start=position, end=position)),
+                message=place.message))
+        return found
+
+    def lines_of(self, uri: str, path: str) -> List[str]:
+        document = self.workspace.text_documents.get(uri)
+        if document is not None:
+            return document.source.splitlines()
+        try:
+            with open(path, "rb") as handle:
+                return handle.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            return []
 
     def to_lsp(self, d: Diagnostic, lines: Sequence[str], encoding: str, error: bool) -> types.Diagnostic:
         start = self.position(lines, d.line - 1, d.column - 1, encoding)
@@ -447,7 +489,8 @@ class OnceguardLanguageServer(LanguageServer):
         from ..engine.check import check_source
 
         source, _ = encode_for_engine(text)
-        found = [d for d in check_source(source, path, config) if d.fix is not None and d.fix.applicability == "safe"]
+        found = [d for d in check_source(source, path, config, cross_file=True)
+                 if d.fix is not None and d.fix.applicability == "safe"]
         if not found:
             return None
         new_text = self.fixed_text(text, found, unsafe=False)
@@ -487,7 +530,16 @@ def build_server() -> OnceguardLanguageServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: OnceguardLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, 0)
+        # What the other files hold on disk changed: forget what was read of the project, and check the
+        # other open documents again (a claim saved in the job's module clears the finding at its registration).
+        from ..project.index import clear_cache
+
+        clear_cache()
+        saved = params.text_document.uri
+        ls.schedule(saved, 0)
+        for uri in list(ls.results):
+            if uri != saved:
+                ls.schedule(uri, DEBOUNCE_SECONDS)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: OnceguardLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
