@@ -16,7 +16,7 @@ from ..analysis.executed_sql import bound_value
 from ..analysis.facts import ModuleFacts
 from ..knowledge import event_consumers as known
 from ..knowledge.event_consumers import ConsumerKind
-from ..model import Diagnostic
+from ..model import Diagnostic, Related
 from ..analysis.names import dotted
 from .registry import register
 from ..project.startup import StartupMap
@@ -59,14 +59,20 @@ def _local_subclass(func: ast.AST, facts: ModuleFacts) -> Optional[ConsumerKind]
 
 def consumer_of(receiver: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ConsumerKind, str]]:
     """The consumer a receiver holds and where it was made (a local binding or a project module's name)."""
+    found = _consumer(receiver, facts)
+    return (found[0], found[1]) if found else None
+
+
+def _consumer(receiver: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ConsumerKind, str, Optional[Related]]]:
+    """``consumer_of``, and the place in another module where the client is made when it is made there."""
     if isinstance(receiver, ast.Call):
         kind = _constructed(receiver, facts)
-        return (kind, "here") if kind else None
+        return (kind, "here", None) if kind else None
     if isinstance(receiver, ast.Name):
         value = bound_value(receiver, facts)
         if value is not None:
             kind = _constructed(value, facts)
-            return (kind, f"line {getattr(value, 'lineno', '?')}") if kind else None
+            return (kind, f"line {getattr(value, 'lineno', '?')}", None) if kind else None
     if not isinstance(receiver, (ast.Name, ast.Attribute)) or not facts.context.cross_file:
         return None
     head = (dotted(receiver) or "").split(".")[0]
@@ -78,7 +84,11 @@ def consumer_of(receiver: ast.AST, facts: ModuleFacts) -> Optional[Tuple[Consume
         return None
     value, foreign = found
     kind = _constructed(value, foreign)
-    return (kind, f"`{qualified}`") if kind else None
+    if not kind:
+        return None
+    made = Related(foreign.context.path, getattr(value, "lineno", 1), getattr(value, "col_offset", 0) + 1,
+                   f"`{qualified.rsplit('.', 1)[-1]}` is made here ({kind.service} client)")
+    return kind, f"`{qualified}`", made
 
 
 @register
@@ -94,10 +104,10 @@ class EventConsumerPerReplica(Rule):
             return
         startup: Optional[StartupMap] = None
         for start in _start_references(facts):
-            found = consumer_of(start.value, facts)
+            found = _consumer(start.value, facts)
             if found is None:
                 continue
-            kind, made = found
+            kind, made, elsewhere = found
             if start.attr not in kind.start_methods:
                 continue
             startup = startup or StartupMap.of_module(facts)
@@ -109,6 +119,7 @@ class EventConsumerPerReplica(Rule):
                 f"`{dotted(start) or start.attr}()` starts a {kind.service} client (made at {made}) in "
                 f"start-up code ({reason}), so every replica runs one: {kind.why}.",
                 kind.instead,
+                related=[elsewhere] if elsewhere is not None else (),
             )
 
 

@@ -19,7 +19,7 @@ from ..analysis.executed_sql import bound_value
 from ..analysis.facts import ModuleFacts, ancestors, parent, walk_no_nested_functions
 from ..analysis.handles import Handles
 from ..knowledge import host_local as known
-from ..model import Diagnostic
+from ..model import Diagnostic, Related
 from ..analysis.names import dotted
 from .registry import register
 from .base import Rule
@@ -201,6 +201,11 @@ def in_host_temp_dir(path: ast.AST, facts: ModuleFacts, depth: int = 3) -> bool:
     return False
 
 
+#: What writes to the database, and the places in other modules on the way to the write (the functions
+#: called there and the write itself), in call order.
+Write = Tuple[str, Tuple[Related, ...]]
+
+
 class _Writes:
     """Whether statements write to a database, following project functions they call."""
 
@@ -209,15 +214,25 @@ class _Writes:
         self._memo: dict = {}
 
     def in_statements(self, statements: List[ast.stmt], facts: ModuleFacts, depth: int,
-                      scope: Optional[ast.AST]) -> Optional[str]:
+                      scope: Optional[ast.AST]) -> Optional[Write]:
         for statement in statements:
             for node in _walk_calls(statement):
                 why = self._call_writes(node, facts, depth, scope)
                 if why:
+                    if facts is not self.facts and not why[1]:
+                        # The write itself, in another module.
+                        why = why[0], (Related(facts.context.path, node.lineno, node.col_offset + 1,
+                                               f"{why[0]} writes to the database"),)
                     return why
         return None
 
-    def _call_writes(self, call: ast.Call, facts: ModuleFacts, depth: int, scope: Optional[ast.AST]) -> Optional[str]:
+    def _call_writes(self, call: ast.Call, facts: ModuleFacts, depth: int, scope: Optional[ast.AST]) -> Optional[Write]:
+        direct = self._direct_write(call, facts, scope)
+        if direct is not None:
+            return direct, ()
+        return self._callee_writes(call, facts, depth)
+
+    def _direct_write(self, call: ast.Call, facts: ModuleFacts, scope: Optional[ast.AST]) -> Optional[str]:
         func = call.func
         if isinstance(func, ast.Attribute):
             method = func.attr
@@ -233,6 +248,9 @@ class _Writes:
             if (method in known.ROW_WRITE_METHODS and text and scope is not None
                     and _session_methods_on(text, scope)):
                 return f"`{text}.{method}()` on a session"
+        return None
+
+    def _callee_writes(self, call: ast.Call, facts: ModuleFacts, depth: int) -> Optional[Write]:
         if depth <= 0:
             return None
         target = self._resolve(call, facts)
@@ -244,7 +262,14 @@ class _Writes:
             self._memo[key] = None  # recursion guard
             inner = self.in_statements(list(function.body), where, depth - 1, function)
             name = getattr(function, "name", "a callee")
-            self._memo[key] = f"`{name}()` → {inner}" if inner else None
+            if inner is None:
+                self._memo[key] = None
+            else:
+                places = inner[1]
+                if where is not self.facts:
+                    places = (Related(where.context.path, function.lineno, function.col_offset + 1,
+                                      f"`{name}()` is defined here"),) + places
+                self._memo[key] = (f"`{name}()` → {inner[0]}", places)
         return self._memo[key]
 
     def _resolve(self, call: ast.Call, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
@@ -312,15 +337,20 @@ class HostLocalLock(Rule):
             if not in_host_temp_dir(region.path, facts):
                 continue
             scope = facts.enclosing_function(region.lock)
-            why = writes.in_statements(region.statements, facts, _DEPTH, scope)
-            if why is None:
+            found = writes.in_statements(region.statements, facts, _DEPTH, scope)
+            if found is None:
                 continue  # host-local work (files, process caches): a host lock is the right tool
+            why, places = found
+            # Short: where each other module is entered, and the write; the message names every call on the way.
+            places = tuple(place for number, place in enumerate(places)
+                           if number + 1 == len(places) or number == 0 or places[number - 1].path != place.path)
             yield self.finding(
                 region.lock,
                 f"`{region.kind}` on a file in this host's temp directory only excludes processes on the same "
                 f"host, but the work it guards writes to the shared database ({why}): every replica has its own "
                 "temp directory and its own copy of the lock, so the replicas run that work at the same time.",
                 _shared_lock_suggestion(scope, facts),
+                related=places,
             )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..project import index as project
@@ -17,7 +17,7 @@ from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent, walk_
 from .fix_plans import offer_claim, trigger_period
 from ..knowledge import claims as claim_data
 from ..knowledge import schedulers as known
-from ..model import Diagnostic, Fix
+from ..model import Diagnostic, Fix, Related
 from ..analysis.names import dotted
 from .registry import register
 from ..noqa import ALL, line_codes
@@ -59,6 +59,8 @@ class Scheduled:
     detail: str = ""  # e.g. the start-up hook that starts a ticker
     gated: bool = False  # registered only on the one instance the deployment picks
     skip: Optional[Callable[[ast.stmt], bool]] = None
+    #: places in other files the registration depends on (the scheduler made in another module)
+    related: List[Related] = field(default_factory=list)
 
 
 def _keywords(call: Optional[ast.Call]) -> Dict[str, ast.AST]:
@@ -121,6 +123,8 @@ class _Collector:
         self.analyzer = ClaimAnalyzer.of_module(facts, _resolver if self.cross_file else None)
         self.found: List[Scheduled] = []
         self.single = facts.config.single_scheduler
+        #: id(receiver) -> where the scheduler it names is made, when that is another module
+        self.made_elsewhere: Dict[int, Related] = {}
         self._decorators()
         self._method_calls()
         self._module_functions()
@@ -156,6 +160,9 @@ class _Collector:
                 if isinstance(value, ast.Call):
                     family = known.CONSTRUCTORS.get(foreign.callee(value) or "")
                     if family:
+                        self.made_elsewhere[id(receiver)] = Related(
+                            foreign.context.path, value.lineno, value.col_offset + 1,
+                            f"`{receiver.id}` is made here ({family})")
                         return family, None  # the constructor lives in another file: its options are not ours
         return None, None
 
@@ -280,6 +287,8 @@ class _Collector:
                     registration.family, "@" + (dotted(decorator.func) or registration.method), decorator,
                     self._local(function), decorator, ctor, trigger,
                 )
+                if isinstance(decorator.func, ast.Attribute) and id(decorator.func.value) in self.made_elsewhere:
+                    scheduled.related.append(self.made_elsewhere[id(decorator.func.value)])
                 self._classify_trigger(scheduled)
                 self.add(scheduled)
 
@@ -353,6 +362,8 @@ class _Collector:
                 trigger = _argument(call, registration.trigger_position, registration.trigger_keyword)
                 scheduled = Scheduled(family, dotted(func) or name, call, target, call, ctor, trigger)
                 scheduled.registration = call
+                if id(func.value) in self.made_elsewhere:
+                    scheduled.related.append(self.made_elsewhere[id(func.value)])
                 if family in (known.APS3, known.FLASK_APS):
                     alias = _const(trigger)
                     if (trigger is None and not _has_splat(call)) or alias in known.APS3_ONE_OFF_TRIGGERS:
@@ -961,8 +972,11 @@ def _report(rule: Rule, verdict: _Verdict, message: str, suggestion: str) -> Dia
     if target.foreign:
         where = target.facts.context.rel_path or target.facts.context.path
         message = message.replace(f"`{verdict.name}` is", f"`{verdict.name}` (defined in {where}:{function.lineno}) is", 1)
-        return rule.finding(scheduled.registration, message, suggestion)
-    return rule.at_def(function, message, suggestion)
+        # Reported at the registration; the verdict is the definition's, in the other file.
+        defined = Related(target.facts.context.path, function.lineno, function.col_offset + 1,
+                          f"`{function.name}` is defined here, without a claim")
+        return rule.finding(scheduled.registration, message, suggestion, related=[*scheduled.related, defined])
+    return rule.at_def(function, message, suggestion, related=scheduled.related)
 
 
 @register

@@ -25,7 +25,7 @@ import ast
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
-from ..model import Diagnostic
+from ..model import Diagnostic, Related
 from .registry import register
 from ..project.summaries import callers
 from .base import Rule
@@ -295,7 +295,12 @@ def _inserts(statements: Iterable[ast.AST], scope: Optional[FunctionNode], facts
 
 
 # -- start-up reach -------------------------------------------------------------------------------------
-def _startup_reason(node: ast.AST, facts: ModuleFacts, depth: int = 0, seen: Optional[Set[int]] = None) -> Optional[str]:
+#: Why code runs at every replica's start-up, and the calls in other modules that lead there from the
+#: start-up code (entry point first).
+Reason = Tuple[str, Tuple[Related, ...]]
+
+
+def _startup_reason(node: ast.AST, facts: ModuleFacts, depth: int = 0, seen: Optional[Set[int]] = None) -> Optional[Reason]:
     """Why the code at ``node`` runs at every replica's start-up, or None.  Unlike ``Reach.reason`` this
     says None for request and job code (seeding per request is not start-up), and follows callers in other
     modules until it meets start-up code, a command, a request/job, a test or a migration."""
@@ -308,16 +313,16 @@ def _startup_reason(node: ast.AST, facts: ModuleFacts, depth: int = 0, seen: Opt
     if function is None:
         if reach.module_is_one_off:
             return None
-        return reach.reason(node)
+        return _here(reach.reason(node))
     if id(function) in seen:
         return None
     seen.add(id(function))
     startup = reach.startup.reason(function)
     if startup is not None:
-        return reach.reason(node)
+        return _here(reach.reason(node))
     if id(function) in getattr(reach, "_startup_extra", ()):
         # Reach keeps which of its extra functions a server's __main__ block runs; read-only here.
-        return reach.reason(node)
+        return _here(reach.reason(node))
     if reach.is_command(function) or id(function) in reach.extra:
         return None  # an operator's command, or request/job code
     outer = enclosing_function(function)
@@ -332,10 +337,19 @@ def _startup_reason(node: ast.AST, facts: ModuleFacts, depth: int = 0, seen: Opt
             continue
         found = _startup_reason(call, other, depth + 1, seen)
         if found is not None:
+            reason, path = found
             where = f"{other.context.rel_path or other.context.path}:{call.lineno}"
-            return f"{found}, via {where}"
+            caller = enclosing_function(call)
+            runs = f"`{caller.name}` calls `{function.name}()`" if caller is not None else f"module-level code calls `{function.name}()`"
+            step = Related(other.context.path, call.lineno, call.col_offset + 1, runs)
+            # The message names the start-up code's call; the whole way from there is in ``related``.
+            return (reason if path else f"{reason}, via {where}"), path + (step,)
     # A caller in this module (``self.seed()`` from a method that start-up code reaches).
     return None
+
+
+def _here(reason: Optional[str]) -> Optional[Reason]:
+    return (reason, ()) if reason is not None else None
 
 
 def _runs_nested(name: str, outer: FunctionNode) -> bool:
@@ -352,7 +366,7 @@ def _runs_nested(name: str, outer: FunctionNode) -> bool:
     return False
 
 
-def _startup_reason_of_function(function: FunctionNode, facts: ModuleFacts, memo: Dict[int, Optional[str]]) -> Optional[str]:
+def _startup_reason_of_function(function: FunctionNode, facts: ModuleFacts, memo: Dict[int, Optional[Reason]]) -> Optional[Reason]:
     key = id(function)
     if key not in memo:
         memo[key] = None
@@ -407,7 +421,7 @@ class UnguardedStartupSeeding(Rule):
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         if facts.context.is_test or facts.context.is_migration:
             return
-        memo: Dict[int, Optional[str]] = {}
+        memo: Dict[int, Optional[Reason]] = {}
         # The ``if`` statements of each function's own body (not of a nested def or class), in source
         # order: a function with none is never walked.
         ifs_of: Dict[int, List[ast.If]] = {}
@@ -433,9 +447,10 @@ class UnguardedStartupSeeding(Rule):
                         break
             if not found or _tolerates_conflicts(function):
                 continue
-            reason = _startup_reason_of_function(function, facts, memo)
-            if reason is None:
+            found_reason = _startup_reason_of_function(function, facts, memo)
+            if found_reason is None:
                 continue
+            reason, path = found_reason
             for node, model, _ in _innermost(found):
                 yield self.finding(
                     node,
@@ -447,4 +462,5 @@ class UnguardedStartupSeeding(Rule):
                     "migration or a release step); or hold a transaction-scoped advisory lock "
                     "(`pg_advisory_xact_lock`) around the check and the insert.",
                     end_node=node.test,
+                    related=path,
                 )
