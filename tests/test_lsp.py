@@ -96,7 +96,8 @@ def apply_edits(text: str, edits: Sequence[types.TextEdit]) -> str:
     return text
 
 
-def run(coroutine_function, workspace: Path) -> None:
+def run(coroutine_function, workspace: Path,
+        text_document: Optional[types.TextDocumentClientCapabilities] = None) -> None:
     async def main() -> None:
         session = Session()
         command = server_command()
@@ -108,6 +109,7 @@ def run(coroutine_function, workspace: Path) -> None:
                 capabilities=types.ClientCapabilities(
                     window=types.WindowClientCapabilities(
                         show_document=types.ShowDocumentClientCapabilities(support=True)),
+                    text_document=text_document,
                 ),
             )), TIMEOUT)
             session.client.initialized(types.InitializedParams())
@@ -204,6 +206,79 @@ def test_diagnostics_code_actions_and_clean_exit(workspace: Path) -> None:
         assert session.shown and session.shown[0].uri.endswith("/OG101.md") and session.shown[0].external
 
     run(scenario, workspace)
+
+
+def related_capable(supported: bool) -> types.TextDocumentClientCapabilities:
+    return types.TextDocumentClientCapabilities(
+        publish_diagnostics=types.PublishDiagnosticsClientCapabilities(related_information=supported))
+
+
+def test_related_information_points_into_the_other_files(tmp_path: Path) -> None:
+    from test_related_outputs import SEEDING_PATH, write_project
+
+    project = write_project(tmp_path / "svc")
+    seed = project / "app" / "db" / "seed.py"
+    uri = seed.as_uri()
+    text = seed.read_text(encoding="utf-8")
+
+    async def scenario(session: Session) -> None:
+        session.open(uri, text)
+        diagnostics = await session.diagnostics(uri, 1)
+        (finding,) = [d for d in diagnostics if d.code == "OG603"]
+        assert finding.range.start.line == 15
+        assert [(info.location.uri, info.location.range.start.line, info.location.range.start.character,
+                 info.message) for info in finding.related_information] == [
+            ((project / place["path"]).as_uri(), place["line"] - 1, place["column"] - 1, place["message"])
+            for place in SEEDING_PATH
+        ]
+        # The job registered in jobs.py is judged by its definition in tasks.py, as on the command line.
+        jobs = project / "app" / "jobs.py"
+        session.open(jobs.as_uri(), jobs.read_text(encoding="utf-8"))
+        (job,) = [d for d in await session.diagnostics(jobs.as_uri(), 1) if d.code == "OG201"]
+        assert [info.location.uri for info in job.related_information] == [
+            (project / "app" / "scheduling.py").as_uri(), (project / "app" / "tasks.py").as_uri()]
+
+    run(scenario, project, related_capable(True))
+
+
+def test_no_related_information_for_a_client_that_does_not_support_it(tmp_path: Path) -> None:
+    from test_related_outputs import write_project
+
+    project = write_project(tmp_path / "svc")
+    seed = project / "app" / "db" / "seed.py"
+
+    async def scenario(session: Session) -> None:
+        session.open(seed.as_uri(), seed.read_text(encoding="utf-8"))
+        (finding,) = [d for d in await session.diagnostics(seed.as_uri(), 1) if d.code == "OG603"]
+        assert finding.related_information is None
+        # The finding itself is still there, and its data keeps the related places for code actions.
+        assert [place["line"] for place in finding.data["related"]] == [10, 5]
+
+    run(scenario, project, related_capable(False))
+
+
+def test_saving_another_file_checks_the_open_documents_again(tmp_path: Path) -> None:
+    from test_related_outputs import write_project
+
+    project = write_project(tmp_path / "svc")
+    jobs = project / "app" / "jobs.py"
+    tasks = project / "app" / "tasks.py"
+
+    async def scenario(session: Session) -> None:
+        session.open(jobs.as_uri(), jobs.read_text(encoding="utf-8"))
+        assert [d.code for d in await session.diagnostics(jobs.as_uri(), 1)] == ["OG201"]
+        # The job gets its claim in tasks.py, saved: the registration in jobs.py is clean again.
+        claimed = tasks.read_text(encoding="utf-8").replace(
+            "def send_digest() -> None:\n",
+            "def send_digest() -> None:\n    if not claim_period(\"app.tasks.send_digest\", 300):\n        return\n")
+        claimed = "from onceguard.guards import claim_period\n" + claimed
+        tasks.write_text(claimed, encoding="utf-8")
+        session.open(tasks.as_uri(), claimed)
+        session.client.text_document_did_save(types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=tasks.as_uri())))
+        assert await session.diagnostics(jobs.as_uri(), 1) == []
+
+    run(scenario, project, related_capable(True))
 
 
 def test_unparsable_text_save_close_and_untitled(workspace: Path) -> None:
