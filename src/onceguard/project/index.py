@@ -257,6 +257,15 @@ def find_assignment(qualified: str, config: Config, root: Optional[str] = None) 
     return values[0], facts
 
 
+_clear_hooks: List = []
+
+
+def on_clear(hook) -> None:
+    """Run ``hook()`` whenever the project caches are cleared (caches built on top of this module's)."""
+    if hook not in _clear_hooks:
+        _clear_hooks.append(hook)
+
+
 def clear_cache() -> None:
     global _file_bytes_total
     with _lock:
@@ -266,6 +275,9 @@ def clear_cache() -> None:
         _file_bytes_total = 0
         _def_indexes.clear()
         _mentions.clear()
+        _named_files.clear()
+    for hook in list(_clear_hooks):
+        hook()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -412,3 +424,51 @@ def find_class(qualified: str, config: Config, root: Optional[str] = None) -> Op
         if isinstance(statement, ast.ClassDef) and statement.name == name:
             return statement, facts
     return None
+
+
+# ------------------------------------------------------------------------------------------------
+# Files other than Python modules, found by name (deployment files, Alembic .ini files).
+# ------------------------------------------------------------------------------------------------
+#: Directories whose files describe no deployment of the project (test set-ups, documentation).
+_NOT_DEPLOYMENT_DIRECTORIES = frozenset({"tests", "test", "testing", "docs", "doc"})
+_named_files: Dict[Tuple[str, str], List[str]] = {}
+
+
+def record_dependency(path: str) -> None:
+    """A file other than a module that a check read (a Dockerfile, an ``alembic.ini``): a cached result
+    must be thrown away when it changes."""
+    _record(os.path.abspath(path))
+
+
+def files_named(base: str, wanted, config: Optional[Config] = None, key: str = "") -> List[str]:
+    """Files under ``base`` whose name ``wanted(name)`` accepts, listed once per run and ``key``: tests,
+    documentation, virtual environments and the configuration's excluded directories are skipped."""
+    if not base or not os.path.isdir(base):
+        return []
+    cache_key = (os.path.abspath(base), key)
+    with _lock:
+        cached = _named_files.get(cache_key)
+    if cached is not None:
+        return cached
+    found: List[str] = []
+    root = os.path.abspath(config.root) if config is not None and config.root else ""
+    for directory, subdirectories, files in os.walk(base):
+        kept = []
+        for name in sorted(subdirectories):
+            if name in _SKIPPED_DIRECTORIES or name.startswith(".") or name in _NOT_DEPLOYMENT_DIRECTORIES:
+                continue
+            full = os.path.join(directory, name)
+            if root and (full + os.sep).startswith(root + os.sep) and config is not None:
+                relative = os.path.relpath(full, root).replace(os.sep, "/")
+                if config.is_excluded(full, relative):
+                    continue
+            kept.append(name)
+        subdirectories[:] = kept
+        for name in sorted(files):
+            if wanted(name):
+                found.append(os.path.join(directory, name))
+        if len(found) > _MAX_PROJECT_FILES:
+            break
+    with _lock:
+        _named_files[cache_key] = found
+    return found
