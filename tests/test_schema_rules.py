@@ -334,8 +334,47 @@ ENV_HEAD = """
 """
 
 
+STARTUP_RUNNER = """
+    from contextlib import asynccontextmanager
+
+    from alembic import command
+    from alembic.config import Config
+    from fastapi import FastAPI
+
+
+    @asynccontextmanager
+    async def lifespan(app):
+        command.upgrade(Config("alembic.ini"), "head")
+        yield
+
+
+    app = FastAPI(lifespan=lifespan)
+"""
+
+
+def project_findings(tmp_path, files: dict, path: str, codes: str = "OG4"):
+    """Write a project (``files``: relative path -> text) and check ``path`` the way the CLI does."""
+    for name, text in files.items():
+        full = os.path.join(str(tmp_path), name)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w", encoding="utf-8") as handle:
+            handle.write(textwrap.dedent(text))
+    full = os.path.join(str(tmp_path), path)
+    with open(full, "rb") as handle:
+        source = handle.read()
+    found = check_source(source, full, from_mapping({}, root=str(tmp_path)), cross_file=True)
+    return [d for d in found if d.code.startswith(codes)]
+
+
 def env_findings(tmp_path, body: str):
-    return findings(tmp_path, textwrap.dedent(ENV_HEAD) + textwrap.dedent(body), "alembic/env.py")
+    """env.py checked in a project whose start-up code runs it (so only the lock decides)."""
+    files = {
+        "alembic/env.py": textwrap.dedent(ENV_HEAD) + textwrap.dedent(body),
+        "alembic.ini": "[alembic]\nscript_location = %(here)s/alembic\n",
+        "app/main.py": STARTUP_RUNNER,
+    }
+    found = project_findings(tmp_path, files, "alembic/env.py")
+    return sorted((d.line, d.code) for d in found)
 
 
 def test_lock_after_the_run_or_unlocked_before_it(tmp_path):

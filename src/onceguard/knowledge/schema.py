@@ -20,6 +20,8 @@ DJANGO = "django"
 ALEMBIC = "alembic"
 FLASK_MIGRATE = "flask-migrate"
 RAW_SQL = "raw-sql"
+#: a schema tool run as a command line (``prisma db push``, ``aerich upgrade``)
+SCHEMA_TOOL = "schema-tool"
 
 #: framework -> the single locked migration entrypoint to use instead (OG401's suggestion).
 ENTRYPOINT_ADVICE: Dict[str, str] = {
@@ -74,6 +76,12 @@ ENTRYPOINT_ADVICE: Dict[str, str] = {
     FLASK_MIGRATE: (
         "Run `flask db upgrade` from the dedicated migrate entrypoint before the server starts, with an "
         "env.py that holds `pg_advisory_lock(<service key>)` for the whole run, not from the app."
+    ),
+    SCHEMA_TOOL: (
+        "Run the schema tool from one migrate entrypoint before the server (init container, release phase or "
+        "a Job), not from the app's start-up: with a blocking `pg_advisory_lock(<service key>)` held around "
+        "it on a direct connection, or a tool that takes such a lock itself (`prisma migrate deploy`, never "
+        "`prisma db push` in every pod)."
     ),
     RAW_SQL: (
         "Put this DDL in a migration applied by one migrate entrypoint run before the server, which "
@@ -185,6 +193,7 @@ SERVER_RUNNERS: FrozenSet[str] = frozenset({
     "gevent.pywsgi.WSGIServer.serve_forever", "werkzeug.serving.run_simple", "granian.Granian",
     "granian.Granian.serve", "daphne.server.Server.run", "cheroot.wsgi.Server.start",
     "tornado.ioloop.IOLoop.current.start", "tornado.ioloop.IOLoop.instance.start",
+    "twisted.internet.reactor.run",
 })
 #: ... and ``app.run(...)`` / ``socketio.run(app)`` on an object built by one of these (or by the
 #: module's app factory), or on a receiver conventionally named for the app.
@@ -283,6 +292,10 @@ DB_URL_ENV_SUFFIXES: Tuple[str, ...] = ("_URL", "_URI", "_DSN")
 ALEMBIC_APPLY: FrozenSet[str] = frozenset({
     "alembic.command.upgrade", "alembic.command.downgrade", "flask_migrate.upgrade", "flask_migrate.downgrade",
 })
+#: ``cfg.set_main_option("script_location", ...)``: where the env.py that ``command.upgrade`` runs lives.
+SCRIPT_LOCATION_OPTION = "script_location"
+#: Flask-Migrate's ``upgrade()`` runs ``migrations/`` (of the directory the app runs in) unless told.
+FLASK_MIGRATE_DIRECTORY = "migrations"
 #: ``context.run_migrations()`` in env.py.
 ALEMBIC_CONTEXT: FrozenSet[str] = frozenset({"alembic.context"})
 RUN_MIGRATIONS = "run_migrations"
@@ -306,6 +319,9 @@ LOCK_HELPER_WORD = "lock"
 OG401_TRIGGERS: Tuple[Union[bytes, Tuple[bytes, ...]], ...] = (
     b"create_all", b"drop_all", b"create_table", b"generate_schemas", b"generate_mapping", b"create_db_tables",
     b"migrate", b"createcachetable", b"alembic", b"generate_schema_for_client",  # alembic: command.upgrade/stamp
+    # schema tools run as command lines (``prisma db push``, ``flask db upgrade``, ``aerich upgrade``)
+    b"prisma", b"aerich", b"yoyo", b"dbmate", b"goose", b"flyway", b"liquibase", (b"db", b"upgrade"),
+    (b"piccolo", b"forwards"),
     # DDL in executed SQL: a verb and an object must both occur.
     *((verb, noun) for verb in (b"CREATE", b"ALTER", b"DROP")
       for noun in (b"TABLE", b"INDEX", b"SCHEMA", b"TYPE", b"EXTENSION", b"SEQUENCE", b"VIEW", b"FUNCTION",

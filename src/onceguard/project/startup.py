@@ -9,10 +9,28 @@ module calls it.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
 from ..knowledge import startup as known
+from . import deployment
+from . import index as project
+
+
+def per_replica_programs(facts: ModuleFacts) -> List[deployment.Step]:
+    """The deployment steps that run this module as a program in every replica (``python -m app.migrate``
+    in a container's entrypoint, a Procfile ``web:`` process, a Deployment's init container).  The CLI
+    only: flake8 sees no deployment files."""
+
+    def build(_facts: ModuleFacts) -> List[deployment.Step]:
+        context = facts.context
+        if not context.cross_file or not context.path or context.is_test:
+            return []
+        top = deployment.project_directory(context.path, facts.config, project.search_root(facts))
+        steps = deployment.run_by(context.path, facts.config, top)
+        return [step for step in steps if step.launch.per_replica]
+
+    return facts.cached("startup:programs", build)
 
 
 class StartupMap:
@@ -141,7 +159,12 @@ class StartupMap:
         not the server's."""
         facts = self.facts
         context = facts.context
-        if context.is_test or context.is_migration:
+        if context.is_test:
+            return
+        if per_replica_programs(facts):
+            self._mark_module_level_calls("called by module-level code of a program every replica runs")
+            return
+        if context.is_migration:
             return
         parts = context.parts[:-1]
         first, second = known.SCRIPT_COMMAND_PARTS
@@ -152,12 +175,15 @@ class StartupMap:
         body = facts.tree.body
         if any(isinstance(statement, ast.If) and is_main_guard(statement.test) for statement in body):
             return
-        for statement in body:
+        self._mark_module_level_calls("called by module-level code, which runs when the module is imported")
+
+    def _mark_module_level_calls(self, reason: str) -> None:
+        for statement in self.facts.tree.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
             for node in walk_no_nested_functions(statement):
                 if isinstance(node, ast.Call):
-                    self._mark(self._function_named(node.func), "called by module-level code, which runs when the module is imported")
+                    self._mark(self._function_named(node.func), reason)
 
     def _propagate(self) -> None:
         """Functions of this module, and methods of the same class (``AppConfig.ready`` calling

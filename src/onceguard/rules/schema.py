@@ -8,6 +8,7 @@ and no second path that writes schema.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
@@ -23,7 +24,10 @@ from ..model import Diagnostic
 from ..analysis.names import dotted
 from .registry import register
 from ..analysis.sql import is_ddl, parse_statements, tokens
-from ..project.startup import StartupMap, is_main_guard
+from ..model import Related
+from ..project import deployment
+from ..project import index as project_index
+from ..project.startup import StartupMap, is_main_guard, per_replica_programs
 from ..project.summaries import callers
 from .base import Rule
 
@@ -90,10 +94,15 @@ class Reach:
             node.name: node for node in facts.tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
         self._main_blocks = [node for node in facts.tree.body if isinstance(node, ast.If) and is_main_guard(node.test)]
-        self._server_mains = {id(block) for block in self._main_blocks if self._starts_server(block)}
+        #: deployment steps that run this module as a program in every replica (``python -m app.migrate``
+        #: in the container's entrypoint): its module level and ``__main__`` block are start-up code.
+        self.programs: List[deployment.Step] = per_replica_programs(facts)
+        self._server_mains = {id(block) for block in self._main_blocks
+                              if self.programs or self._starts_server(block)}
         self.extra: Dict[int, str] = {}
         self._startup_extra: Set[int] = set()  # ids in ``extra`` that run at start-up (not request/job)
         self._find_server_main_callees()
+        self._find_server_commands()
         self._find_request_and_job_code()
 
     @classmethod
@@ -106,6 +115,8 @@ class Reach:
         """A script a person runs: a management command, a file under scripts/ or bin/, ``manage.py``,
         or a module whose ``__main__`` block does not start a server (its module level is the script's)."""
         context = self.facts.context
+        if self.programs:
+            return False
         parts = context.parts[:-1]
         first, second = known.MANAGEMENT_COMMAND_PARTS
         if any(parts[i] == first and parts[i + 1] == second for i in range(len(parts) - 1)):
@@ -178,6 +189,27 @@ class Reach:
                     pending.append(callee)
         self._propagate(pending, _STARTUP_CODE)
 
+    def _find_server_commands(self) -> None:
+        """A click/typer command that starts the server (``litellm --port``, ``app serve``: its body, or a
+        function of this module it calls, runs ``uvicorn.run`` / ``app.run`` / ``reactor.run``) is how every
+        replica starts, not a one-off a person runs: what it calls runs at start-up."""
+        pending: List[FunctionNode] = []
+        for function in self.facts.functions:
+            if id(function) in self.extra or not self._is_decorated_command(function):
+                continue
+            if self._starts_server(function):
+                self.extra[id(function)] = f"in the command {function.name}(), which starts the server"
+                self._startup_extra.add(id(function))
+                pending.append(function)
+        self._propagate(pending, _STARTUP_CODE)
+
+    def _is_decorated_command(self, function: FunctionNode) -> bool:
+        return any(
+            qualified in known.COMMAND_DECORATOR_QUALIFIED or qualified.startswith(known.COMMAND_DECORATOR_PREFIXES)
+            or last in known.COMMAND_DECORATORS
+            for _, last, qualified in _decorator_names(self.facts, function)
+        )
+
     # -- request and job code ----------------------------------------------------------------------------
     def _find_request_and_job_code(self) -> None:
         facts = self.facts
@@ -248,17 +280,21 @@ class Reach:
     def reason(self, node: ast.AST) -> Optional[str]:
         """Why the code at ``node`` runs on every replica (start-up, request or job), or None."""
         context = self.facts.context
-        if context.is_test or context.is_migration:
+        if context.is_test or (context.is_migration and not self.programs):
             return None
         function = enclosing_function(node)
         if function is None:
             if _in_class_body(node):
                 return None
             block = _main_block(node)
+            if block is not None and self.programs:
+                return f"from the __main__ block, run as a program in every replica by {self.programs[0].launch.where}"
             if block is not None:
                 return "from the server's __main__ block" if id(block) in self._server_mains else None
             if self.module_is_one_off:
                 return None
+            if self.programs:
+                return f"at module level, run as a program in every replica by {self.programs[0].launch.where}"
             return "at module level, when the module is imported"
         return self._function_reason(function, 0)
 
@@ -300,6 +336,7 @@ class SchemaWrite:
     framework: str
     registers_hook: bool = False  # register_tortoise(generate_schemas=True): start-up wherever it is called
     applies_migrations: bool = False  # alembic upgrade / Django migrate: OG403 checks these too
+    quoted: bool = False  # ``what`` already marks its code (a command line run by a call)
 
 
 def _describe_call(call: ast.Call) -> str:
@@ -486,6 +523,7 @@ def _collect_schema_writes(facts: ModuleFacts) -> List[SchemaWrite]:
                     what = f'execute_from_command_line([..., "{commands[0]}"])'
                     applies = commands[0] == "migrate"
                     found.append(SchemaWrite(call, call, what, known.DJANGO, applies_migrations=applies))
+    found.extend(_schema_commands_run(facts))
     items = executed_sql(facts)
     temporary = _temporary_tables(items)
     for item in items:
@@ -502,6 +540,46 @@ def _collect_schema_writes(facts: ModuleFacts) -> List[SchemaWrite]:
             seen.add(id(write.call))
             unique.append(write)
     return unique
+
+
+_TOOL_FRAMEWORKS = {
+    deployment.ALEMBIC_UPGRADE: known.ALEMBIC, deployment.FLASK_DB_UPGRADE: known.FLASK_MIGRATE,
+    deployment.DJANGO_MIGRATE: known.DJANGO,
+}
+
+
+def _schema_commands_run(facts: ModuleFacts) -> List[SchemaWrite]:
+    """``subprocess.run(["alembic", "upgrade", "head"])``, a wrapper's ``run_prisma(["prisma", "db",
+    "push"])``: a command line that writes schema, run from Python."""
+    from ..knowledge import deployment as deployment_known
+
+    found = []
+    for call in facts.calls:
+        if not call.args:
+            continue
+        first = call.args[0]
+        words: List[str] = []
+        if isinstance(first, (ast.List, ast.Tuple)):
+            for element in first.elts:
+                if not (isinstance(element, ast.Constant) and isinstance(element.value, str)):
+                    break
+                words.append(element.value)
+        elif isinstance(first, ast.Constant) and isinstance(first.value, str) and " " in first.value:
+            words = first.value.split()
+        if len(words) < 2:
+            continue
+        callee = facts.callee(call) or ""
+        name = (call_name(call) or "").lower()
+        if callee not in deployment_known.SUBPROCESS_CALLS and not any(
+                word in name for word in deployment_known.SUBPROCESS_NAME_WORDS):
+            continue
+        command = deployment.schema_command(words)
+        if command is None:
+            continue
+        tool, said = command
+        framework = _TOOL_FRAMEWORKS.get(tool, known.SCHEMA_TOOL)
+        found.append(SchemaWrite(call, call, f"`{said}` run by `{_describe_call(call)}`", framework, quoted=True))
+    return found
 
 
 def _targets_local_database(write: SchemaWrite, facts: ModuleFacts) -> bool:
@@ -614,7 +692,7 @@ class InAppSchemaCreation(Rule):
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         for write, reason in reported_schema_writes(facts):
-            what = write.what if write.framework == known.RAW_SQL else f"`{write.what}`"
+            what = write.what if write.framework == known.RAW_SQL or write.quoted else f"`{write.what}`"
             message = (
                 f"{what} writes schema in every replica ({reason}): replicas that boot together race "
                 "the same DDL and fail on duplicate objects or a half-applied schema."
@@ -1183,16 +1261,31 @@ class UnlockedMigrationRunner(Rule):
         for apply in applications:
             if finder.held(apply):
                 continue
+            related: List[Related] = []
+            if apply.framework == known.ALEMBIC and apply.what.startswith("context."):
+                # env.py is a hazard when every replica runs it.  One file (flake8), or a project that shows
+                # no runner, or only an operator's (a command, a script, a Job, a release phase): silent.
+                if not facts.context.cross_file:
+                    continue
+                evidence = _env_evidence(facts)
+                if evidence is None:
+                    continue
+                related = evidence
             if apply.per_migration_transactions:
                 detail = ("with transaction_per_migration=True an xact lock ends with the first migration's "
                           "transaction, ")
             else:
                 detail = ""
+            runner = ""
+            if related:
+                entry = related[0]
+                where = facts.config.relative(entry.path) if facts.config.root else entry.path
+                runner = f" (every replica runs it, from {where or entry.path}:{entry.line})"
             message = (
                 f"{apply.what if apply.framework == known.RAW_SQL else '`' + apply.what + '`'} applies migrations without a blocking advisory lock held on its connection for "
-                f"the whole run: {detail}pods starting together run the same migrations at the same time."
+                f"the whole run{runner}: {detail}pods starting together run the same migrations at the same time."
             )
-            yield self.finding(apply.call, message, self._suggestion(apply))
+            yield self.finding(apply.call, message, self._suggestion(apply), related=related)
 
     @staticmethod
     def _suggestion(apply: _Apply) -> str:
@@ -1209,3 +1302,253 @@ class UnlockedMigrationRunner(Rule):
                     "(or `pg_advisory_xact_lock` as the first statement inside `context.begin_transaction()`).")
         return ("Take `SELECT pg_advisory_lock(<service key>)` on this connection before the first migration "
                 "and release it in `finally` after the last.")
+
+
+# =====================================================================================================
+# OG403 on env.py: who runs it
+# =====================================================================================================
+_MAX_RUNNER_DEPTH = 4
+_MAX_RUNNER_FILES = 200
+
+
+def _where(facts: ModuleFacts) -> str:
+    return facts.context.rel_path or facts.context.path
+
+
+def _place(facts: ModuleFacts, node: ast.AST, message: str) -> Related:
+    return Related(facts.context.path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1, message)
+
+
+def _apply_location(call: ast.Call, facts: ModuleFacts) -> deployment.MigrationsLocation:
+    """The migrations directory (the env.py's) that ``command.upgrade(cfg, ...)`` / Flask-Migrate
+    ``upgrade()`` runs, as far as the code fixes it."""
+    callee = facts.callee(call) or ""
+    near = _directory_of(facts)
+    if callee.startswith("flask_migrate."):
+        directory = _keyword(call, "directory")
+        expr = directory.value if directory is not None else (call.args[0] if call.args else None)
+        if expr is None:
+            return deployment.MigrationsLocation(known.FLASK_MIGRATE_DIRECTORY, True, "Flask-Migrate's default")
+        return _location_of_text(deployment.static_path(expr, facts), near, "upgrade(directory=...)")
+    config_keyword = _keyword(call, "config")
+    cfg = call.args[0] if call.args else (config_keyword.value if config_keyword is not None else None)
+    if cfg is None:
+        return deployment.MigrationsLocation(None)
+    ini_directory = ""
+    constructor = cfg if isinstance(cfg, ast.Call) else (bound_value(cfg, facts) if isinstance(cfg, ast.Name) else None)
+    ini_files: List[str] = []
+    if isinstance(constructor, ast.Call) and (call_name(constructor) or "").endswith("Config"):
+        file_keyword = _keyword(constructor, "file_")
+        ini_expr = constructor.args[0] if constructor.args else (file_keyword.value if file_keyword else None)
+        ini_text = deployment.static_path(ini_expr, facts) if ini_expr is not None else None
+        if ini_text:
+            ini_files = [ini_text] if os.path.isabs(ini_text) and os.path.isfile(ini_text) else \
+                deployment.ini_files_for(ini_text, near)
+            if ini_files:
+                ini_directory = os.path.dirname(ini_files[0])
+    # ``cfg.set_main_option("script_location", ...)`` on the same config wins over the .ini.
+    receiver = dotted(cfg) if isinstance(cfg, (ast.Name, ast.Attribute)) else None
+    if receiver:
+        function = enclosing_function(call)
+        for option in facts.calls_named(known.SET_MAIN_OPTION):
+            if (enclosing_function(option) is function and isinstance(option.func, ast.Attribute)
+                    and dotted(option.func.value) == receiver and len(option.args) >= 2
+                    and isinstance(option.args[0], ast.Constant)
+                    and option.args[0].value == known.SCRIPT_LOCATION_OPTION
+                    and position(option) < position(call)):
+                text = deployment.static_path(option.args[1], facts)
+                if text is not None and ini_directory:
+                    text = text.replace("%(here)s", ini_directory)
+                return _location_of_text(text, near, "set_main_option(\"script_location\", ...)", facts)
+    for ini in ini_files:
+        project_index.record_dependency(ini)
+        location = deployment.script_location_of_ini(ini, facts.config)
+        if location.path is not None:
+            return location
+    return deployment.MigrationsLocation(None)
+
+
+def _directory_of(facts: ModuleFacts) -> str:
+    return os.path.dirname(os.path.abspath(facts.context.path)) if facts.context.path else ""
+
+
+def _location_of_text(text: Optional[str], near: str, how: str,
+                      facts: Optional[ModuleFacts] = None) -> deployment.MigrationsLocation:
+    if text is None:
+        return deployment.MigrationsLocation(None)
+    if ":" in text and not os.path.isabs(text) and facts is not None:
+        return deployment.location_from_text(text, near, facts.config, how)
+    return deployment.MigrationsLocation(text, not os.path.isabs(text), how)
+
+
+def _runner_root(facts: ModuleFacts) -> str:
+    """Where the runners of an env.py are looked for: the project (or service) directory above it."""
+    return facts.cached("schema:runner-root", lambda f: deployment.project_directory(
+        f.context.path, f.config, project_index.search_root(f)))
+
+
+def _alembic_envs(facts: ModuleFacts) -> List[str]:
+    """Directories of the project's Alembic environments (files that call ``context.run_migrations``)."""
+    root = _runner_root(facts)
+    found = []
+    for path in project_index.files_mentioning("run_migrations", root):
+        source = project_index.read_bytes(path)
+        if b"alembic" in source and b"context" in source and b"configure" in source:
+            directory = os.path.dirname(os.path.abspath(path))
+            if directory not in found:
+                found.append(directory)
+    return found
+
+
+def _runs_this_env(location: deployment.MigrationsLocation, env_directory: str, near: str,
+                   only_env: bool) -> bool:
+    if location.path is None:
+        return only_env  # the code does not fix it, and the project has one Alembic environment: this one
+    return location.matches(env_directory, near)
+
+
+def _runner_calls(facts: ModuleFacts) -> Iterator[Tuple[SchemaWrite, ModuleFacts]]:
+    """Every ``command.upgrade`` / Flask-Migrate ``upgrade()`` in the project (tests left out)."""
+    root = _runner_root(facts)
+    paths: List[str] = []
+    for word in ("alembic", "flask_migrate"):
+        for path in project_index.files_mentioning(word, root):
+            if path not in paths:
+                paths.append(path)
+    looked = 0
+    for path in paths:
+        source = project_index.read_bytes(path)
+        if b"upgrade" not in source and b"downgrade" not in source:
+            continue
+        if b"command" not in source and b"flask_migrate" not in source:
+            continue
+        looked += 1
+        if looked > _MAX_RUNNER_FILES:
+            return
+        other = facts if os.path.abspath(path) == os.path.abspath(facts.context.path) else \
+            project_index.module_facts(path, facts.config)
+        if other is None or other.context.is_test:
+            continue
+        for write in schema_writes(other):
+            if write.applies_migrations and write.framework in (known.ALEMBIC, known.FLASK_MIGRATE):
+                yield write, other
+
+
+def _env_evidence(facts: ModuleFacts) -> Optional[List[Related]]:
+    """Why every replica runs this env.py, as the places on the way (entry point first), or None: start-up
+    code reaches a ``command.upgrade`` of this directory, or a deployment file runs the upgrade in every
+    replica.  Operator paths (commands, scripts, a Job, a release phase) are no evidence."""
+
+    def build(_facts: ModuleFacts) -> Optional[List[Related]]:
+        env_directory = _directory_of(facts)
+        envs = _alembic_envs(facts)
+        only_env = len(envs) <= 1
+        for write, other in _runner_calls(facts):
+            location = _apply_location(write.call, other)
+            if not _runs_this_env(location, env_directory, _directory_of(other), only_env):
+                continue
+            chain = _replica_chain(write.call, other, 0, set())
+            if chain is not None:
+                return chain + [_place(other, write.call, f"`{write.what}` runs the migrations in "
+                                                          f"{_relative_directory(facts, env_directory)}")]
+        for step in deployment.steps(facts.config, _runner_root(facts)):
+            if not step.launch.per_replica:
+                continue
+            if step.kind == deployment.ALEMBIC_UPGRADE:
+                locations = [deployment.script_location_of_ini(ini, facts.config) for ini in step.files]
+                if not any(loc.path for loc in locations):
+                    locations = [deployment.MigrationsLocation(None)]
+                near = step.launch.directory
+            elif step.kind == deployment.FLASK_DB_UPGRADE:
+                locations = [deployment.MigrationsLocation(step.target, not os.path.isabs(step.target))]
+                near = step.launch.directory
+            else:
+                continue
+            if any(_runs_this_env(loc, env_directory, near, only_env) for loc in locations):
+                return [Related(step.launch.path, step.launch.line, 1, step.describe())]
+        return None
+
+    return facts.cached("schema:env-evidence", build)
+
+
+def _relative_directory(facts: ModuleFacts, directory: str) -> str:
+    relative = facts.config.relative(directory) if facts.config.root else directory
+    return (relative or directory).rstrip("/") + "/"
+
+
+def _replica_chain(call: ast.AST, facts: ModuleFacts, depth: int, seen: Set[int]) -> Optional[List[Related]]:
+    """The places from an entry point every replica runs (start-up code, a request handler or job, a
+    program a deployment file runs in every replica) to ``call``, ``call`` itself left out; None when only
+    operator paths (commands, scripts, tests, migration code) or nothing reach it."""
+    if facts.context.is_test or depth > _MAX_RUNNER_DEPTH:
+        return None
+    reach = Reach.of_module(facts)
+    reason = reach.reason(call)
+    if reason is not None:
+        return _local_chain(call, facts, reach, reason)
+    function = enclosing_function(call)
+    if function is None or id(function) in seen or reach.is_command(function):
+        return None
+    seen.add(id(function))
+    for site, other in callers(function, facts):
+        if other.context.is_test:
+            continue
+        chain = _replica_chain(site, other, depth + 1, seen)
+        if chain is not None:
+            return chain + [_place(other, site, f"calls {function.name}()")]
+    return None
+
+
+def _local_chain(call: ast.AST, facts: ModuleFacts, reach: "Reach", reason: str) -> List[Related]:
+    """Entry point first, within the module: the deployment file that runs it, the module-level call or the
+    hook, then the calls on the way to ``call``'s function."""
+    places: List[Related] = []
+    for step in reach.programs[:1]:
+        places.append(Related(step.launch.path, step.launch.line, 1, step.describe()))
+    function = enclosing_function(call)
+    path = _path_to(function, facts, reach) if function is not None else []
+    for index, (node, name) in enumerate(path):
+        if index == 0 and not places:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                why = reach._function_reason(node, 0) or reason
+                places.append(_place(facts, node, f"every replica runs {node.name}() ({why})"))
+            else:
+                places.append(_place(facts, node, f"every replica runs this call ({reach.reason(node) or reason})"))
+        else:
+            places.append(_place(facts, node, f"calls {name}()"))
+    if not places:
+        places.append(_place(facts, call, f"every replica runs this ({reason})"))
+    return places
+
+
+def _path_to(function: FunctionNode, facts: ModuleFacts, reach: "Reach") -> List[Tuple[ast.AST, str]]:
+    """(node, callee name) from the entry of this module to ``function``: a module-level or ``__main__``
+    call, or a hook's ``def`` line; breadth first over the module's own calls."""
+    queue: List[Tuple[FunctionNode, List[Tuple[ast.AST, str]]]] = [(function, [])]
+    seen = {id(function)}
+    while queue:
+        current, tail = queue.pop(0)
+        startup = reach.startup.reason(current)
+        extra = reach.extra.get(id(current))
+        direct = (startup is not None and not startup.startswith("called ")) or (
+            extra is not None and not extra.startswith("called from"))
+        sites = [c for c in facts.calls_named(current.name)
+                 if isinstance(c.func, ast.Name) or _is_self_method_call(c, current)]
+        for site in sites:
+            outer = enclosing_function(site)
+            if outer is None:
+                return [(site, current.name)] + tail
+        if direct:
+            return [(current, current.name)] + tail
+        for site in sites:
+            outer = enclosing_function(site)
+            if outer is not None and id(outer) not in seen and len(seen) < 50:
+                seen.add(id(outer))
+                queue.append((outer, [(site, current.name)] + tail))
+    return []
+
+
+def _is_self_method_call(call: ast.Call, function: FunctionNode) -> bool:
+    func = call.func
+    return (isinstance(func, ast.Attribute) and func.attr == function.name and isinstance(func.value, ast.Name)
+            and func.value.id in ("self", "cls"))
