@@ -362,10 +362,9 @@ def _breaking_transform():
     """A transform that turns a loud log call into ``lambda(...)``: code that does not parse."""
     import libcst as cst
 
-    from onceguard.engine.fix_transforms import Transform
+    from onceguard.engine.fix_transforms import Rewrite, Transform
 
-    return Transform(cst.Call, lambda node: True, lambda node: __import__("onceguard.engine.fix_transforms").fix_transforms
-                     .Rewrite(node.with_changes(func=cst.Name("lambda"))))
+    return Transform(cst.Call, lambda node: True, lambda node: Rewrite(node.with_changes(func=cst.Name("lambda"))))
 
 
 def test_a_fix_that_would_not_parse_is_dropped_reported_and_the_file_unchanged(tmp_path, monkeypatch, capsys):

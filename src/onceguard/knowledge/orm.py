@@ -119,6 +119,25 @@ READ_MODIFY_WRITE_TRIGGERS = (
       for op in _ARITHMETIC_WORDS),
 )
 
+# -- next-number allocation (OG301): the highest value read, one added in Python, stored in a row -------
+#: Django's MAX aggregate, as ``aggregate(Max("n"))`` spells it.
+DJANGO_MAX = frozenset({"django.db.models.Max", "django.db.models.aggregates.Max"})
+#: SQLAlchemy's ``func.max`` as qualified through the module's imports.
+SQLALCHEMY_MAX = frozenset({"sqlalchemy.func.max", "sqlalchemy.sql.func.max", "sqlalchemy.sql.expression.func.max"})
+#: Calls that read one value of a one-column result.
+SCALAR_READS = frozenset({"scalar", "scalar_one", "scalar_one_or_none", "scalar_subquery"})
+#: Calls that take the first row of an ordered query.
+FIRST_ROW = frozenset({"first", "one", "one_or_none"})
+#: Row locks taken before reading: the allocation is serialised.
+ROW_LOCKS = frozenset({"select_for_update", "with_for_update"})
+#: Exceptions a unique constraint raises: an allocation inside ``try/except`` of one is retried.
+UNIQUE_VIOLATION_ERRORS = frozenset({"IntegrityError", "UniqueViolation", "UniqueViolationError"})
+NEXT_NUMBER_TRIGGERS = tuple(
+    (read, step) for read in (b"Max(", b"func.max", b".desc()", b"desc(", b"order_by(\"-", b"order_by('-",
+                              b".latest(")
+    for step in (b"+ 1", b"+1")
+)
+
 #: A query by status: the column name followed by how filters and WHERE clauses compare it.
 _STATUS_COLUMN_WORDS = (
     b"status", b"state", b"processed", b"published", b"sent", b"done", b"handled", b"delivered", b"claimed",

@@ -25,6 +25,7 @@ from ..model import Diagnostic
 from ..analysis.names import dotted
 from .registry import register
 from ..analysis.sql import parse_statements, placeholder_names
+from . import next_numbers
 from .base import Rule
 from .redis_leases import _client_calls, argument, has_spread, key_argument, redis_call, short
 
@@ -1035,7 +1036,7 @@ class ReadModifyWrite(Rule):
     code = "OG301"
     name = "read-modify-write"
     summary = "a value read, changed in Python and written back, so concurrent updates are lost"
-    triggers = orm.READ_MODIFY_WRITE_TRIGGERS
+    triggers = orm.READ_MODIFY_WRITE_TRIGGERS + orm.NEXT_NUMBER_TRIGGERS
     skips_tests = True
     skips_migration_code = True
 
@@ -1049,6 +1050,21 @@ class ReadModifyWrite(Rule):
         yield from self._accessors(facts)
         yield from self._remote_dicts(facts)
         yield from self._redis(facts)
+        yield from self._next_numbers(facts)
+
+    # next-number allocation: the highest value read, one added in Python, stored in a row ---------------
+    def _next_numbers(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for allocation in next_numbers.allocations(facts):
+            column = f"`{allocation.column}`" if allocation.column else "value"
+            hazard = (f"The next number is the highest {column} read by `{short(allocation.read, 50)}` plus one, "
+                      f"computed in Python and stored: two replicas (or requests) reading at the same time "
+                      f"allocate the same number, so two rows share it or one insert fails on a unique "
+                      f"constraint.")
+            suggestion = ("Let the database allocate it (a sequence or identity column); or keep a unique "
+                          "constraint on the number and retry the insert on `IntegrityError`; or lock the parent "
+                          "row first (`select_for_update()` / `.with_for_update()`) so allocations for it run one "
+                          "at a time.")
+            yield self.finding(allocation.statement, hazard, suggestion)
 
     # ORM instances --------------------------------------------------------------------------------------
     def _orm(self, facts: ModuleFacts) -> Iterable[Diagnostic]:

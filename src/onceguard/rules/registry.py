@@ -14,7 +14,7 @@ ENGINE_CODES = {
 }
 
 #: modules of the rules package that hold no rule family
-_NOT_FAMILIES = {"base", "registry", "fix_plans"}
+_NOT_FAMILIES = {"base", "registry", "fix_plans", "next_numbers"}
 
 _RULES: Dict[str, Type[Rule]] = {}
 _loaded = False

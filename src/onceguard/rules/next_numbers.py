@@ -1,0 +1,263 @@
+"""Next-number allocation, an OG301 shape: the highest value of a column is read, one is added in
+Python, and the result is stored in a row.  Two replicas (or requests) that read at the same time
+compute the same number: two rows share a position, an invoice number or a local id, or one insert
+fails on a unique constraint.
+
+What counts as reading the highest value: a ``MAX`` aggregate (Django ``aggregate(Max(...))[...]``,
+SQLAlchemy ``func.max(...)`` read with ``scalar()``), or the column of the first row in descending
+order of it (``order_by(M.n.desc()).first().n``, ``order_by("-n").first().n``, ``latest("n").n``).
+What counts as storing: the number (or a name holding it) assigned to an attribute or an item, or
+passed as a keyword argument (a constructor, ``create``, ``values``).  A ``return`` is not followed.
+
+Silent when the function (or, for a private helper, every caller of it in the module, before the
+call) takes a row or advisory lock before reading (``select_for_update``,
+``with_for_update``, a call whose name says it locks), when the allocation sits in a ``try`` that
+catches the unique-violation error (the insert is retried with a fresh number), or in a branch taken
+only on SQLite (one file on one host).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional
+
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, position, walk_no_nested_functions
+from ..knowledge import orm
+
+
+@dataclass(frozen=True)
+class Allocation:
+    statement: ast.stmt  # where the number is computed (``n = last.n + 1``)
+    read: ast.AST  # the expression reading the highest value
+    column: str  # the column, when known ("" otherwise)
+    stored: ast.AST  # where the number goes into a row
+
+
+def allocations(facts: ModuleFacts) -> Iterator[Allocation]:
+    for function in facts.functions:
+        yield from _in_function(function, facts)
+
+
+def _in_function(function: FunctionNode, facts: ModuleFacts) -> Iterator[Allocation]:
+    nodes = list(walk_no_nested_functions(function))
+    bound: Dict[str, List[ast.Assign]] = {}
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            bound.setdefault(node.targets[0].id, []).append(node)
+    locks = [node for node in nodes if isinstance(node, ast.Call) and _locks(node)]
+    if _every_caller_locks_first(function, facts):
+        return
+    for node in nodes:
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and _is_small_step(node.right)):
+            continue
+        read = _highest_read(node.left, bound, facts)
+        if read is None:
+            continue
+        highest, column = read
+        if any(position(lock) < position(node) for lock in locks) or _retried_on_conflict(node):
+            continue
+        if _only_on_sqlite(node):
+            continue
+        stored = _stored(node, bound)
+        if stored is None:
+            continue
+        yield Allocation(facts.statement_of(node), highest, column, stored)
+
+
+def _every_caller_locks_first(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """A private helper (``self._apply()``, ``_apply()``) whose every call in the module comes after its
+    caller took a lock: the allocation runs under that lock.  Only private names: a public function or a
+    framework hook (``save``) is called from other modules too."""
+    if not function.name.startswith("_") or function.name.startswith("__"):
+        return False
+    calls = [call for call in facts.calls_named(function.name)
+             if isinstance(call.func, ast.Name) or (isinstance(call.func, ast.Attribute)
+                                                     and isinstance(call.func.value, ast.Name)
+                                                     and call.func.value.id in ("self", "cls"))]
+    if not calls:
+        return False
+    for call in calls:
+        caller = facts.enclosing_function(call)
+        if caller is None or caller is function:
+            return False
+        if not any(isinstance(node, ast.Call) and _locks(node) and position(node) < position(call)
+                   for node in walk_no_nested_functions(caller)):
+            return False
+    return True
+
+
+def _is_small_step(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int and 0 < node.value <= 10
+
+
+def _highest_read(node: ast.AST, bound: Dict[str, List[ast.Assign]], facts: ModuleFacts,
+                  depth: int = 0) -> Optional[tuple]:
+    """(the reading expression, its column) when ``node`` is the highest value of a column."""
+    if depth > 3:
+        return None
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):  # ``(highest or 0)``
+        return _highest_read(node.values[0], bound, facts, depth + 1)
+    if isinstance(node, ast.Name):
+        for assign in bound.get(node.id, ())[-1:]:
+            if position(assign) < position(node):
+                return _highest_read(assign.value, bound, facts, depth + 1)
+        return None
+    if isinstance(node, ast.Subscript) and _aggregate_max(node.value, facts):
+        return node, _max_column(node, facts.qualify, orm.DJANGO_MAX)
+    if isinstance(node, ast.Call) and call_name(node) in orm.SCALAR_READS and _contains_max(node, facts):
+        return node, _max_column(node, facts.qualify, orm.SQLALCHEMY_MAX)
+    if isinstance(node, ast.Attribute):
+        row = node.value
+        if isinstance(row, ast.Name):
+            assigns = [a for a in bound.get(row.id, ()) if position(a) < position(node)]
+            row = assigns[-1].value if assigns else row
+        if isinstance(row, ast.Await):
+            row = row.value
+        if _first_in_descending_order(row, node.attr):
+            return node, node.attr
+    return None
+
+
+def _max_column(read: ast.AST, qualify, names) -> str:
+    for node in ast.walk(read):
+        if isinstance(node, ast.Call) and (qualify(node.func) or "") in names and node.args:
+            column = node.args[0]
+            if isinstance(column, ast.Constant) and isinstance(column.value, str):
+                return column.value
+            if isinstance(column, ast.Attribute):
+                return column.attr
+    return ""
+
+
+def _aggregate_max(node: ast.AST, facts: ModuleFacts) -> bool:
+    if not (isinstance(node, ast.Call) and call_name(node) == "aggregate"):
+        return False
+    values = list(node.args) + [keyword.value for keyword in node.keywords]
+    return any(isinstance(v, ast.Call) and (facts.qualify(v.func) or "") in orm.DJANGO_MAX for v in values)
+
+
+def _contains_max(node: ast.AST, facts: ModuleFacts) -> bool:
+    return any(isinstance(n, ast.Call) and (facts.qualify(n.func) or "") in orm.SQLALCHEMY_MAX
+               for n in ast.walk(node))
+
+
+def _first_in_descending_order(row: ast.AST, column: str) -> bool:
+    """``<query>.order_by(<column> descending).first()`` (or ``[0]``), or ``<query>.latest("<column>")``."""
+    if isinstance(row, ast.Subscript) and isinstance(row.slice, ast.Constant) and row.slice.value == 0:
+        query = row.value
+    elif isinstance(row, ast.Call) and call_name(row) in orm.FIRST_ROW and not row.args:
+        query = row.func.value if isinstance(row.func, ast.Attribute) else None
+    elif isinstance(row, ast.Call) and call_name(row) == "latest":
+        return not row.args or any(isinstance(a, ast.Constant) and a.value == column for a in row.args)
+    else:
+        return False
+    for node in ast.walk(query) if query is not None else ():
+        if isinstance(node, ast.Call) and call_name(node) == "order_by" and node.args:
+            return _descending(node.args[0], column)
+    return False
+
+
+def _descending(order: ast.AST, column: str) -> bool:
+    if isinstance(order, ast.Constant) and isinstance(order.value, str):
+        return order.value == "-" + column
+    if isinstance(order, ast.Call) and isinstance(order.func, ast.Attribute):
+        if order.func.attr == "desc":
+            target = order.func.value
+            return isinstance(target, ast.Attribute) and target.attr == column
+        if order.func.attr in ("nullslast", "nulls_last"):
+            return _descending(order.func.value, column)
+    if isinstance(order, ast.Call) and call_name(order) == "desc" and order.args:  # ``desc(M.n)``
+        target = order.args[0]
+        return isinstance(target, ast.Attribute) and target.attr == column
+    return False
+
+
+def _stored(number: ast.AST, bound: Dict[str, List[ast.Assign]]) -> Optional[ast.AST]:
+    """Where the number is put into a row: an attribute or item assignment, or a keyword argument,
+    directly or through one local name."""
+    above = _parent_skipping_or(number)
+    if _is_store(above, number):
+        return above
+    if isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name):
+        name = above.targets[0].id
+        function = next((a for a in ancestors(above) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))),
+                        None)
+        for node in walk_no_nested_functions(function) if function is not None else ():
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) \
+                    and position(node) > position(above):
+                use = _parent_skipping_or(node)
+                if _is_store(use, node):
+                    return use
+    return None
+
+
+def _parent_skipping_or(node: ast.AST) -> Optional[ast.AST]:
+    """The node the value flows into, through ``x or 0`` and ``a if c else b``."""
+    for above in ancestors(node):
+        if not isinstance(above, (ast.BoolOp, ast.IfExp)):
+            return above
+    return None
+
+
+def _is_store(above: Optional[ast.AST], value: ast.AST) -> bool:
+    if isinstance(above, ast.keyword):
+        return above.arg is not None
+    if isinstance(above, ast.Assign):
+        return any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in above.targets)
+    if isinstance(above, ast.Dict):
+        return any(v is value for v in above.values)
+    return False
+
+
+def _locks(call: ast.Call) -> bool:
+    name = (call_name(call) or "").lower()
+    if name in orm.ROW_LOCKS:
+        return True
+    if "lock" in name and "unlock" not in name:
+        return True
+    return any(isinstance(a, ast.Constant) and isinstance(a.value, str) and _locking_sql(a.value) for a in call.args)
+
+
+def _locking_sql(text: str) -> bool:
+    lowered = text.lower()
+    return "advisory_xact_lock" in lowered or "advisory_lock" in lowered or "lock table" in lowered
+
+
+def _only_on_sqlite(node: ast.AST) -> bool:
+    """Inside ``if <the database is SQLite>:``: one file on one host, one writer at a time."""
+    child = node
+    for above in ancestors(node):
+        if isinstance(above, ast.If) and any(child is statement for statement in above.body):
+            if any("sqlite" in _word(n).lower() for n in ast.walk(above.test)):
+                return True
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        child = above
+    return False
+
+
+def _word(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return ""
+
+
+def _retried_on_conflict(node: ast.AST) -> bool:
+    for above in ancestors(node):
+        if isinstance(above, ast.Try):
+            for handler in above.handlers:
+                caught = [handler.type] if not isinstance(handler.type, ast.Tuple) else handler.type.elts
+                if any(_names_conflict(t) for t in caught if t is not None):
+                    return True
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+    return False
+
+
+def _names_conflict(node: ast.AST) -> bool:
+    name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+    return name in orm.UNIQUE_VIOLATION_ERRORS
