@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import ClassVar, Iterable, Optional, Sequence, Tuple, Union
 
-from ..analysis.facts import ModuleFacts, walk_no_nested_functions
+from ..analysis.facts import ModuleFacts
 from ..model import Diagnostic, Fix, Related
 
 
