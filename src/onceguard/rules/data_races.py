@@ -689,10 +689,12 @@ def _field_of(node: ast.AST) -> Optional[Tuple[str, str]]:
 
 def _copied_field(value: ast.AST) -> Optional[Tuple[str, str]]:
     """The field a local starts as a copy of: ``obj.meta``, ``obj.meta or {}``, ``dict(obj.meta or {})``,
-    ``obj.meta.copy()``, ``{**obj.meta}``."""
+    ``obj.meta.copy()``, ``{**obj.meta}``, either branch of ``{} if reset else dict(obj.meta)``."""
     value = unwrap(value)
     if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and value.values:
         return _copied_field(value.values[0])
+    if isinstance(value, ast.IfExp):  # ``{} if reset else dict(obj.meta)``: a copy on one branch
+        return _copied_field(value.body) or _copied_field(value.orelse)
     if isinstance(value, ast.Call):
         func = value.func
         name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
@@ -1051,6 +1053,45 @@ class ReadModifyWrite(Rule):
         yield from self._remote_dicts(facts)
         yield from self._redis(facts)
         yield from self._next_numbers(facts)
+        yield from self._discarded_locks(facts)
+
+    # a row lock whose result is thrown away, then a model method on an instance loaded before it ------------
+    def _discarded_locks(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        """``Summary.objects.select_for_update().filter(pk=s.pk).first()`` as a statement: the row is locked,
+        but the code goes on with the instance it loaded before the lock.  A method of that model which
+        changes ``self`` from its own values then computes from a stale read, and its save writes it over
+        whatever the previous lock holder wrote."""
+        for function in facts.functions:
+            nodes = function_nodes(function, facts)
+            locks = [(node, loaded) for node in nodes if isinstance(node, ast.Expr)
+                     for loaded in [django_instance_loader(node.value, facts) or sa_source(node.value, facts, False)]
+                     if loaded is not None and loaded.locked]
+            for lock, loaded in locks:
+                for node in nodes:
+                    if not (isinstance(node, ast.Expr) and later(node, lock)):
+                        continue
+                    call = unwrap(node.value)
+                    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+                        continue
+                    found = _model_method(loaded.model, call.func.attr, facts)
+                    if found is None:
+                        continue
+                    method, method_facts = found
+                    change = next((c for c in instance_changes(method, method_facts) if c.instance == "self"), None)
+                    if change is None:
+                        continue
+                    model = loaded.model.rsplit(".", 1)[-1]
+                    yield self.finding(
+                        node,
+                        f"The `{model}` row is locked on line {lock.lineno} but the locked row is thrown away: "
+                        f"`{short(call, 50)}` works on an instance loaded before the lock, and "
+                        f"`{model}.{method.name}()` changes `self.{change.field}` from that stale value and writes "
+                        f"it back, so each request overwrites what the previous lock holder wrote.",
+                        f"Use the row the lock returns: `locked = {model}.objects.select_for_update().get(pk=...)` "
+                        f"then `locked.{method.name}(...)` (or `refresh_from_db()` after taking the lock); better, "
+                        f"change the counters in SQL (`F()` expressions, `jsonb_set`).",
+                    )
+                    break
 
     # next-number allocation: the highest value read, one added in Python, stored in a row ---------------
     def _next_numbers(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
