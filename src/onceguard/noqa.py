@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from typing import FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .model import Diagnostic
 
@@ -60,7 +60,17 @@ def _suppressed(code: str, codes: Optional[FrozenSet[str]]) -> bool:
     return codes is ALL or "*" in codes or any(code.startswith(c) for c in codes)
 
 
-def filter_suppressed(diagnostics: Iterable[Diagnostic], lines: Sequence[str]) -> List[Diagnostic]:
+def _line_suppresses(code: str, lines: Optional[Sequence[str]], number: int) -> bool:
+    if not lines or not 0 < number <= len(lines):
+        return False
+    return _suppressed(code, line_codes(lines[number - 1]))
+
+
+def filter_suppressed(diagnostics: Iterable[Diagnostic], lines: Sequence[str],
+                      lines_of: Optional[Callable[[str], Optional[Sequence[str]]]] = None) -> List[Diagnostic]:
+    """The findings no ``noqa`` answers: a file-wide one in this file, one on the finding's own line, or
+    (with ``lines_of``, which gives a related place's file's lines, this file's own for a place here) one
+    on the line of any of its related places: a finding that spans two places is answered at either."""
     whole_file = file_codes(lines)
     kept = []
     for diagnostic in diagnostics:
@@ -69,8 +79,10 @@ def filter_suppressed(diagnostics: Iterable[Diagnostic], lines: Sequence[str]) -
             continue
         if _suppressed(diagnostic.code, whole_file):
             continue
-        line = lines[diagnostic.line - 1] if 0 < diagnostic.line <= len(lines) else ""
-        if _suppressed(diagnostic.code, line_codes(line)):
+        if _line_suppresses(diagnostic.code, lines, diagnostic.line):
+            continue
+        if lines_of is not None and any(_line_suppresses(diagnostic.code, lines_of(place.path), place.line)
+                                        for place in diagnostic.related):
             continue
         kept.append(diagnostic)
     return kept

@@ -7,7 +7,7 @@ import os
 import tokenize
 import traceback
 import warnings
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import ahocorasick
 
@@ -16,6 +16,7 @@ from ..analysis.context import FileContext
 from ..analysis.facts import ModuleFacts
 from ..model import Diagnostic
 from ..noqa import filter_suppressed
+from ..project.index import module_facts, read_bytes, record_dependency
 from ..rules.registry import ENGINE_CODES, rule_classes
 from ..rules.base import Rule, Trigger
 from .syntax_hints import explain_syntax_error
@@ -213,10 +214,45 @@ def check_source(source: bytes, path: str, config: Config, rules: Optional[Seque
     except RecursionError:
         found = [engine_diagnostic("OG000", "cannot parse: nesting too deep to analyse")]
     if apply_noqa:
-        found = filter_suppressed(found, lines)
+        found = filter_suppressed(found, lines, related_lines(path, lines, config))
     # Related places come with the path their module was found at: absolute, so that a cached result
     # means the same file from any directory; the surfaces make them relative as they do the finding's.
     return [d.with_path(path).with_related_paths(os.path.abspath) for d in found]
+
+
+def related_lines(path: str, lines: Sequence[str], config: Config) -> Callable[[str], Optional[Sequence[str]]]:
+    """The lines of a related place's file, for its ``noqa``: this file's own (as checked, an editor's
+    unsaved text included) for a place here, another file's as the project index holds them (its cached
+    parse, else its cached bytes), each file looked up once per check.  Every other file read is a
+    dependency of the result: a ``noqa`` added or removed there changes which findings remain."""
+    own = os.path.abspath(path) if path else None
+    found: Dict[str, Optional[Sequence[str]]] = {}
+
+    def lines_of(other: str) -> Optional[Sequence[str]]:
+        if not other or other == path:
+            return lines
+        key = os.path.abspath(other)
+        if key == own:
+            return lines
+        if key not in found:
+            found[key] = _project_lines(key, config)
+        return found[key]
+
+    return lines_of
+
+
+def _project_lines(path: str, config: Config) -> Optional[Sequence[str]]:
+    record_dependency(path)
+    facts = module_facts(path, config) if path.endswith(".py") else None
+    if facts is not None:
+        return facts.lines
+    source = read_bytes(path)
+    if not source:
+        return None
+    try:
+        return decode(source).splitlines()
+    except (SyntaxError, UnicodeDecodeError, LookupError, ValueError):
+        return source.decode("utf-8", "replace").splitlines()
 
 
 def read_source(path: str) -> bytes:
