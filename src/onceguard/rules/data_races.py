@@ -1061,7 +1061,9 @@ class ReadModifyWrite(Rule):
         but the code goes on with the instance it loaded before the lock.  A method of that model which
         changes ``self`` from its own values then computes from a stale read, and its save writes it over
         whatever the previous lock holder wrote."""
-        for function in facts.functions:
+        lockers = {id(function): function for call in facts.calls_named(*orm.ROW_LOCKS)
+                   for function in [facts.enclosing_function(call)] if function is not None}
+        for function in lockers.values():
             nodes = function_nodes(function, facts)
             locks = [(node, loaded) for node in nodes if isinstance(node, ast.Expr)
                      for loaded in [django_instance_loader(node.value, facts) or sa_source(node.value, facts, False)]

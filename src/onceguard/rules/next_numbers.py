@@ -33,8 +33,15 @@ class Allocation:
     stored: ast.AST  # where the number goes into a row
 
 
+#: calls one of which a function must make to read a highest value
+_READ_CALLS = ("aggregate", "latest", "order_by", "max")
+
+
 def allocations(facts: ModuleFacts) -> Iterator[Allocation]:
-    for function in facts.functions:
+    # Only functions that call something reading a highest value are walked: most modules have none.
+    candidates = {id(function): function for call in facts.calls_named(*_READ_CALLS)
+                  for function in [facts.enclosing_function(call)] if function is not None}
+    for function in candidates.values():
         yield from _in_function(function, facts)
 
 
