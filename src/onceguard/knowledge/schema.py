@@ -1,4 +1,4 @@
-"""Calls that write schema, code that is a one-off command, and DSNs that go through a pooler
+"""Calls that write schema and DSNs that go through a pooler (where code runs: ``knowledge.startup``)
 (reference/frameworks.md §1.17, §2.10, §4; seed 000 "Migrations").
 
 Adding a framework means adding rows here; the rules in ``rules/schema.py`` only read these tables.
@@ -184,55 +184,6 @@ NOT_SCHEMA_STATEMENTS: FrozenSet[str] = frozenset({"TruncateStmt"})
 TEMPORARY_PERSISTENCE = "t"
 #: Scanner tokens that make a CREATE temporary, when the text does not parse as a whole.
 TEMPORARY_TOKENS: FrozenSet[str] = frozenset({"TEMP", "TEMPORARY"})
-
-# -- where code runs ---------------------------------------------------------------------------------
-#: ``if __name__ == "__main__":`` blocks that start a server are start-up code: qualified names ...
-SERVER_RUNNERS: FrozenSet[str] = frozenset({
-    "uvicorn.run", "uvicorn.Server.run", "uvicorn.Server.serve", "hypercorn.asyncio.serve",
-    "hypercorn.trio.serve", "aiohttp.web.run_app", "waitress.serve", "bjoern.run", "gevent.pywsgi.WSGIServer",
-    "gevent.pywsgi.WSGIServer.serve_forever", "werkzeug.serving.run_simple", "granian.Granian",
-    "granian.Granian.serve", "daphne.server.Server.run", "cheroot.wsgi.Server.start",
-    "tornado.ioloop.IOLoop.current.start", "tornado.ioloop.IOLoop.instance.start",
-    "twisted.internet.reactor.run",
-})
-#: ... and ``app.run(...)`` / ``socketio.run(app)`` on an object built by one of these (or by the
-#: module's app factory), or on a receiver conventionally named for the app.
-SERVER_RUN_METHODS: FrozenSet[str] = frozenset({"run", "run_server", "serve", "serve_forever"})
-WEB_APP_CONSTRUCTORS: FrozenSet[str] = frozenset({
-    "flask.Flask", "quart.Quart", "sanic.Sanic", "fastapi.FastAPI", "starlette.applications.Starlette",
-    "flask_socketio.SocketIO", "dash.Dash", "connexion.App", "connexion.FlaskApp", "aiohttp.web.Application",
-})
-SERVER_RECEIVER_NAMES: FrozenSet[str] = frozenset({"app", "application", "socketio", "server"})
-
-#: Task decorators of task runners a person invokes (``invoke``/``fabric`` ``@task``) are commands too.
-COMMAND_DECORATOR_PREFIXES: Tuple[str, ...] = ("invoke.", "fabric.", "click.", "typer.")
-#: Decorators (last attribute or name) that make a function a one-off command a person runs:
-#: click/typer ``@cli.command()``, Flask ``@app.cli.command("init-db")``, Flask-Script ``@manager.command``.
-COMMAND_DECORATORS: FrozenSet[str] = frozenset({"command", "group", "with_appcontext"})
-COMMAND_DECORATOR_QUALIFIED: FrozenSet[str] = frozenset({
-    "click.command", "click.group", "typer.Typer.command", "flask.cli.with_appcontext",
-    "flask.cli.AppGroup.command",
-})
-#: Django management commands: ``class Command(BaseCommand)`` and the files that hold them.
-MANAGEMENT_COMMAND_BASES: FrozenSet[str] = frozenset({
-    "django.core.management.base.BaseCommand", "django.core.management.BaseCommand", "BaseCommand",
-})
-MANAGEMENT_COMMAND_PARTS: Tuple[str, str] = ("management", "commands")
-#: Directories whose modules are scripts a person runs, not modules the server imports.
-SCRIPT_DIRECTORIES: FrozenSet[str] = frozenset({"scripts", "bin", "tools"})
-
-#: Request handlers: ``@app.get("/path")``, ``@router.post("/path")``, ``@bp.route("/path")``.
-ROUTE_DECORATORS: FrozenSet[str] = frozenset({
-    "get", "post", "put", "patch", "delete", "head", "options", "route", "api_route", "websocket",
-})
-#: Job code: Celery/huey/dramatiq tasks and scheduled jobs (decorator last name or qualified name).
-JOB_DECORATORS: FrozenSet[str] = frozenset({
-    "task", "shared_task", "actor", "periodic_task", "db_periodic_task", "db_task", "scheduled_job",
-})
-#: ``scheduler.add_job(fn, ...)`` and ``schedule.every(5).minutes.do(fn)`` make ``fn`` job code.
-JOB_REGISTRATION_METHODS: FrozenSet[str] = frozenset({"add_job", "add_schedule", "do"})
-#: Django function views: first parameter named ``request`` in a module that imports Django.
-REQUEST_PARAMETER = "request"
 
 # -- OG402: DSNs that go through a pooler ------------------------------------------------------------
 PGBOUNCER_PORTS: FrozenSet[int] = frozenset({6432})

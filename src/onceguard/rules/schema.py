@@ -19,7 +19,6 @@ from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, po
 from ..analysis.handles import Handles
 from ..knowledge import databases as dbknown
 from ..knowledge import schema as known
-from ..knowledge import startup as startup_known
 from ..model import Diagnostic
 from ..analysis.names import dotted
 from .registry import register
@@ -27,304 +26,19 @@ from ..analysis.sql import is_ddl, parse_statements, tokens
 from ..model import Related
 from ..project import deployment
 from ..project import index as project_index
-from ..project.startup import StartupMap, is_main_guard, per_replica_programs
-from ..project.summaries import callers
+from ..project.reach import Reach, enclosing_function, place, runs
 from .base import Rule
 
 
 # =====================================================================================================
 # Shared facts
 # =====================================================================================================
-def enclosing_function(node: ast.AST) -> Optional[FunctionNode]:
-    """The function whose body runs ``node``; a lambda runs with the function that passes it."""
-    for above in ancestors(node):
-        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return above
-        if isinstance(above, ast.ClassDef):
-            return None
-    return None
-
-
-def _in_class_body(node: ast.AST) -> bool:
-    for above in ancestors(node):
-        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return False
-        if isinstance(above, ast.ClassDef):
-            return True
-    return False
-
-
-def _main_block(node: ast.AST) -> Optional[ast.If]:
-    for above in ancestors(node):
-        if isinstance(above, ast.If) and is_main_guard(above.test):
-            return above
-    return None
-
-
 def _imports_module(facts: ModuleFacts, prefixes: Iterable[str]) -> bool:
     targets = tuple(prefixes)
     return any(
         value == prefix or value.startswith(prefix + ".")
         for value in facts.imports.aliases.values() for prefix in targets
     )
-
-
-def _decorator_names(facts: ModuleFacts, function: FunctionNode) -> Iterator[Tuple[ast.AST, str, str]]:
-    """(decorator, last name, qualified name) of each decorator, calls unwrapped."""
-    for decorator in function.decorator_list:
-        target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        last = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-        yield decorator, last, facts.qualify(target) or ""
-
-
-_STARTUP_CODE = "which runs at start-up"
-_CALLED_FROM = re.compile(r"called from start-up code \((\w+)\)")
-
-
-class Reach:
-    """Why code runs on every replica: start-up (from StartupMap, plus a server's ``__main__`` block)
-    or request/job code; and what is a one-off command a person runs."""
-
-    _MAX_DEPTH = 50
-
-    def __init__(self, facts: ModuleFacts) -> None:
-        self.facts = facts
-        self.startup = StartupMap.of_module(facts)
-        self._module_functions: Dict[str, FunctionNode] = {
-            node.name: node for node in facts.tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        }
-        self._main_blocks = [node for node in facts.tree.body if isinstance(node, ast.If) and is_main_guard(node.test)]
-        #: deployment steps that run this module as a program in every replica (``python -m app.migrate``
-        #: in the container's entrypoint): its module level and ``__main__`` block are start-up code.
-        self.programs: List[deployment.Step] = per_replica_programs(facts)
-        self._server_mains = {id(block) for block in self._main_blocks
-                              if self.programs or self._starts_server(block)}
-        self.extra: Dict[int, str] = {}
-        self._startup_extra: Set[int] = set()  # ids in ``extra`` that run at start-up (not request/job)
-        self._find_server_main_callees()
-        self._find_server_commands()
-        self._find_request_and_job_code()
-
-    @classmethod
-    def of_module(cls, facts: ModuleFacts) -> "Reach":
-        return facts.cached("schema:reach", cls)
-
-    # -- one-off code ----------------------------------------------------------------------------------
-    @property
-    def module_is_one_off(self) -> bool:
-        """A script a person runs: a management command, a file under scripts/ or bin/, ``manage.py``,
-        or a module whose ``__main__`` block does not start a server (its module level is the script's)."""
-        context = self.facts.context
-        if self.programs:
-            return False
-        parts = context.parts[:-1]
-        first, second = known.MANAGEMENT_COMMAND_PARTS
-        if any(parts[i] == first and parts[i + 1] == second for i in range(len(parts) - 1)):
-            return True
-        if any(part in known.SCRIPT_DIRECTORIES for part in parts) or context.filename == "manage.py":
-            return True
-        return bool(self._main_blocks) and not self._server_mains
-
-    def is_command(self, function: FunctionNode) -> bool:
-        for _, last, qualified in _decorator_names(self.facts, function):
-            if qualified in known.COMMAND_DECORATOR_QUALIFIED or qualified.startswith(known.COMMAND_DECORATOR_PREFIXES):
-                return True
-            if last in known.COMMAND_DECORATORS:
-                return True
-        cls_node = self.facts.enclosing_class(function)
-        if cls_node is not None and function.name == "handle":
-            return any((self.facts.qualify(base) or "") in known.MANAGEMENT_COMMAND_BASES for base in cls_node.bases)
-        return False
-
-    # -- start-up --------------------------------------------------------------------------------------
-    def _starts_server(self, block: ast.If) -> bool:
-        """The block, or a function of this module it calls (``main()`` running ``uvicorn.run``), starts a server."""
-        scopes: List[ast.AST] = [block]
-        seen: Set[int] = set()
-        while scopes:
-            scope = scopes.pop()
-            for node in walk_no_nested_functions(scope):
-                if not isinstance(node, ast.Call):
-                    continue
-                callee_function = self._function_named(node.func)
-                if callee_function is not None and id(callee_function) not in seen and len(seen) < self._MAX_DEPTH:
-                    seen.add(id(callee_function))
-                    scopes.append(callee_function)
-                if self._runs_server(node):
-                    return True
-        return False
-
-    def _runs_server(self, node: ast.Call) -> bool:
-        facts = self.facts
-        if (facts.callee(node) or "") in known.SERVER_RUNNERS:
-            return True
-        func = node.func
-        return (isinstance(func, ast.Attribute) and func.attr in known.SERVER_RUN_METHODS
-                and self._is_web_app(func.value))
-
-    def _is_web_app(self, receiver: ast.AST) -> bool:
-        facts = self.facts
-        if isinstance(receiver, ast.Call):
-            callee = facts.callee(receiver) or ""
-            return callee in known.WEB_APP_CONSTRUCTORS or call_name(receiver) in startup_known.APP_FACTORY_NAMES
-        if isinstance(receiver, ast.Name):
-            if (facts.qualify(receiver) or "") in known.WEB_APP_CONSTRUCTORS:
-                return False  # ``Flask.run`` on the class itself is not a server start
-            value = bound_value(receiver, facts)
-            if isinstance(value, ast.Call):
-                return self._is_web_app(value)
-            return receiver.id in known.SERVER_RECEIVER_NAMES
-        return False
-
-    def _find_server_main_callees(self) -> None:
-        pending: List[FunctionNode] = []
-        for block in self._main_blocks:
-            if id(block) not in self._server_mains:
-                continue
-            for node in walk_no_nested_functions(block):
-                callee = self._called_function(node)
-                if callee is not None and id(callee) not in self.extra:
-                    self.extra[id(callee)] = "called from the server's __main__ block"
-                    self._startup_extra.add(id(callee))
-                    pending.append(callee)
-        self._propagate(pending, _STARTUP_CODE)
-
-    def _find_server_commands(self) -> None:
-        """A click/typer command that starts the server (``litellm --port``, ``app serve``: its body, or a
-        function of this module it calls, runs ``uvicorn.run`` / ``app.run`` / ``reactor.run``) is how every
-        replica starts, not a one-off a person runs: what it calls runs at start-up."""
-        pending: List[FunctionNode] = []
-        for function in self.facts.functions:
-            if id(function) in self.extra or not self._is_decorated_command(function):
-                continue
-            if self._starts_server(function):
-                self.extra[id(function)] = f"in the command {function.name}(), which starts the server"
-                self._startup_extra.add(id(function))
-                pending.append(function)
-        self._propagate(pending, _STARTUP_CODE)
-
-    def _is_decorated_command(self, function: FunctionNode) -> bool:
-        return any(
-            qualified in known.COMMAND_DECORATOR_QUALIFIED or qualified.startswith(known.COMMAND_DECORATOR_PREFIXES)
-            or last in known.COMMAND_DECORATORS
-            for _, last, qualified in _decorator_names(self.facts, function)
-        )
-
-    # -- request and job code ----------------------------------------------------------------------------
-    def _find_request_and_job_code(self) -> None:
-        facts = self.facts
-        pending: List[FunctionNode] = []
-        imports_django = _imports_module(facts, ("django", "rest_framework"))
-
-        def mark(function: Optional[FunctionNode], reason: str) -> None:
-            if function is not None and id(function) not in self.extra and self.startup.reason(function) is None:
-                self.extra[id(function)] = reason
-                pending.append(function)
-
-        for function in facts.functions:
-            for decorator, last, qualified in _decorator_names(facts, function):
-                if qualified.startswith(known.COMMAND_DECORATOR_PREFIXES):
-                    continue
-                if (last in known.ROUTE_DECORATORS and isinstance(decorator, ast.Call) and decorator.args
-                        and isinstance(decorator.args[0], ast.Constant) and isinstance(decorator.args[0].value, str)
-                        and decorator.args[0].value.startswith("/")):
-                    mark(function, f"in the request handler {function.name}()")
-                elif last in known.JOB_DECORATORS:
-                    mark(function, f"in the job {function.name}()")
-            if imports_django and self._first_parameter(function) == known.REQUEST_PARAMETER:
-                mark(function, f"in the request handler {function.name}()")
-        for call in facts.calls_named(*known.JOB_REGISTRATION_METHODS):
-            if call.args:
-                mark(self._function_named(call.args[0]), "in a scheduled job")
-        self._propagate(pending, "which is request/job code")
-
-    @staticmethod
-    def _first_parameter(function: FunctionNode) -> str:
-        names = [a.arg for a in function.args.posonlyargs + function.args.args]
-        if names and names[0] in ("self", "cls"):
-            names = names[1:]
-        return names[0] if names else ""
-
-    # -- propagation -----------------------------------------------------------------------------------------
-    def _function_named(self, node: ast.AST) -> Optional[FunctionNode]:
-        if isinstance(node, ast.Name):
-            return self._module_functions.get(node.id)
-        return None
-
-    def _called_function(self, node: ast.AST, caller: Optional[FunctionNode] = None) -> Optional[FunctionNode]:
-        if not isinstance(node, ast.Call):
-            return None
-        func = node.func
-        if (caller is not None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                and func.value.id in ("self", "cls")):
-            cls_node = self.facts.enclosing_class(caller)
-            if cls_node is not None:
-                for statement in cls_node.body:
-                    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == func.attr:
-                        return statement
-            return None
-        return self._function_named(func)
-
-    def _propagate(self, pending: List[FunctionNode], what: str) -> None:
-        while pending:
-            function = pending.pop()
-            for node in walk_no_nested_functions(function):
-                callee = self._called_function(node, function)
-                if callee is not None and id(callee) not in self.extra and self.startup.reason(callee) is None:
-                    self.extra[id(callee)] = f"called from {function.name}(), {what}"
-                    if what == _STARTUP_CODE:
-                        self._startup_extra.add(id(callee))
-                    pending.append(callee)
-
-    # -- the answer ------------------------------------------------------------------------------------------
-    def reason(self, node: ast.AST) -> Optional[str]:
-        """Why the code at ``node`` runs on every replica (start-up, request or job), or None."""
-        context = self.facts.context
-        if context.is_test or (context.is_migration and not self.programs):
-            return None
-        function = enclosing_function(node)
-        if function is None:
-            if _in_class_body(node):
-                return None
-            block = _main_block(node)
-            if block is not None and self.programs:
-                return f"from the __main__ block, run as a program in every replica by {self.programs[0].launch.where}"
-            if block is not None:
-                return "from the server's __main__ block" if id(block) in self._server_mains else None
-            if self.module_is_one_off:
-                return None
-            if self.programs:
-                return f"at module level, run as a program in every replica by {self.programs[0].launch.where}"
-            return "at module level, when the module is imported"
-        return self._function_reason(function, 0)
-
-    def _function_reason(self, function: FunctionNode, depth: int) -> Optional[str]:
-        startup = self.startup.reason(function)
-        if startup is not None:
-            called = _CALLED_FROM.fullmatch(startup)
-            if called:
-                return f"called from {called.group(1)}(), {_STARTUP_CODE}"
-            return startup if startup.startswith("called ") else f"from the {startup}"
-        extra = self.extra.get(id(function))
-        if id(function) in self._startup_extra:
-            return extra  # a command that start-up code calls runs at start-up
-        if self.is_command(function):
-            return None
-        if extra is not None:
-            return extra
-        # A helper defined inside a start-up function and called or passed there
-        # (``await conn.run_sync(_create)``) runs when its outer function runs.
-        outer = enclosing_function(function)
-        if outer is not None and depth < self._MAX_DEPTH and self._used_in(function.name, outer):
-            return self._function_reason(outer, depth + 1)
-        return None
-
-    @staticmethod
-    def _used_in(name: str, outer: FunctionNode) -> bool:
-        return any(
-            isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
-            for node in walk_no_nested_functions(outer)
-        )
 
 
 # -- schema writes ---------------------------------------------------------------------------------------
@@ -614,10 +328,11 @@ def _is_local_database(node: ast.AST, facts: ModuleFacts, depth: int) -> bool:
     return False
 
 
-def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str]]:
-    """The schema writes OG401 reports, with the reason they run on every replica."""
+def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str, Tuple[Related, ...]]]:
+    """The schema writes OG401 reports, with the reason they run on every replica and, when that is shown
+    by another module, the way from there (entry point first)."""
 
-    def build(_facts: ModuleFacts) -> List[Tuple[SchemaWrite, str]]:
+    def build(_facts: ModuleFacts) -> List[Tuple[SchemaWrite, str, Tuple[Related, ...]]]:
         context = facts.context
         writes = schema_writes(facts)
         if context.is_test or context.is_migration or not writes:
@@ -628,18 +343,24 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str]]:
             if _under_lock_helper(write.call):
                 continue  # serialized by the project's own lock: the later replicas find the schema there
             reason = reach.reason(write.call)
+            related: Tuple[Related, ...] = ()
             if reason is None and write.registers_hook:
                 reason = "registered as a start-up hook of the app"
             if reason is None and context.cross_file:
-                reason = _caller_reason(enclosing_function(write.call), facts, 0, set())
+                # Migration code is where schema writes belong: a way through it is the migrate entrypoint's.
+                answer = runs(write.call, facts, through_migration_code=False, max_hops=_MAX_CALLER_HOPS)
+                if answer.every_replica and answer.calls:
+                    reason = f"reached from another module: {answer.reason}"
+                    related = answer.via
             if reason is not None:
-                reported.append((write, reason))
+                reported.append((write, reason, related))
         return reported
 
     return facts.cached("schema:reported", build)
 
 
-_MAX_CALLER_DEPTH = 4
+#: How many calls away (through other modules) OG401 looks for code every replica runs.
+_MAX_CALLER_HOPS = 5
 
 
 def _under_lock_helper(node: ast.AST) -> bool:
@@ -651,31 +372,6 @@ def _under_lock_helper(node: ast.AST) -> bool:
                 _is_lock_helper(item.context_expr) for item in above.items):
             return True
     return False
-
-
-def _caller_reason(function: Optional[FunctionNode], facts: ModuleFacts, depth: int, seen: Set[int]) -> Optional[str]:
-    """Why a function that its own module does not show running on every replica does: a caller elsewhere
-    in the project that does (a client whose ``__init__`` creates tables, built by a factory that module
-    code calls at import).  Commands, tests and migration code end the search."""
-    if function is None or depth > _MAX_CALLER_DEPTH or id(function) in seen:
-        return None
-    seen.add(id(function))
-    if Reach.of_module(facts).is_command(function):
-        return None
-    for call, other in callers(function, facts):
-        if other.context.is_migration or other.context.is_test:
-            continue
-        reach = Reach.of_module(other)
-        where = f"{other.context.rel_path or other.context.path}:{call.lineno}"
-        reason = reach.reason(call)
-        if reason is not None:
-            return f"{reason}, via {where}"
-        outer = enclosing_function(call)
-        if outer is not None and not reach.is_command(outer):
-            found = _caller_reason(outer, other, depth + 1, seen)
-            if found is not None:
-                return f"{found} → {where}"
-    return None
 
 
 # =====================================================================================================
@@ -691,13 +387,13 @@ class InAppSchemaCreation(Rule):
     skips_migration_code = True
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
-        for write, reason in reported_schema_writes(facts):
+        for write, reason, related in reported_schema_writes(facts):
             what = write.what if write.framework == known.RAW_SQL or write.quoted else f"`{write.what}`"
             message = (
                 f"{what} writes schema in every replica ({reason}): replicas that boot together race "
                 "the same DDL and fail on duplicate objects or a half-applied schema."
             )
-            yield self.finding(write.node, message, known.ENTRYPOINT_ADVICE[write.framework])
+            yield self.finding(write.node, message, known.ENTRYPOINT_ADVICE[write.framework], related=related)
 
 
 # =====================================================================================================
@@ -1139,7 +835,7 @@ def _is_lock_helper(node: ast.AST) -> bool:
 
 def _migration_applications(facts: ModuleFacts) -> List[_Apply]:
     found: List[_Apply] = []
-    reported = {id(write.call) for write, _ in reported_schema_writes(facts)}
+    reported = {id(write.call) for write, _, _ in reported_schema_writes(facts)}
     # Alembic: command.upgrade with the runner's connection shared through config.attributes.
     shared = _shared_alembic_connections(facts)
     for write in schema_writes(facts):
@@ -1315,10 +1011,6 @@ def _where(facts: ModuleFacts) -> str:
     return facts.context.rel_path or facts.context.path
 
 
-def _place(facts: ModuleFacts, node: ast.AST, message: str) -> Related:
-    return Related(facts.context.path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1, message)
-
-
 def _apply_location(call: ast.Call, facts: ModuleFacts) -> deployment.MigrationsLocation:
     """The migrations directory (the env.py's) that ``command.upgrade(cfg, ...)`` / Flask-Migrate
     ``upgrade()`` runs, as far as the code fixes it."""
@@ -1447,9 +1139,9 @@ def _env_evidence(facts: ModuleFacts) -> Optional[List[Related]]:
             location = _apply_location(write.call, other)
             if not _runs_this_env(location, env_directory, _directory_of(other), only_env):
                 continue
-            chain = _replica_chain(write.call, other, 0, set())
+            chain = _replica_chain(write.call, other)
             if chain is not None:
-                return chain + [_place(other, write.call, f"`{write.what}` runs the migrations in "
+                return chain + [place(other, write.call, f"`{write.what}` runs the migrations in "
                                                           f"{_relative_directory(facts, env_directory)}")]
         for step in deployment.steps(facts.config, _runner_root(facts)):
             if not step.launch.per_replica:
@@ -1476,79 +1168,9 @@ def _relative_directory(facts: ModuleFacts, directory: str) -> str:
     return (relative or directory).rstrip("/") + "/"
 
 
-def _replica_chain(call: ast.AST, facts: ModuleFacts, depth: int, seen: Set[int]) -> Optional[List[Related]]:
+def _replica_chain(call: ast.AST, facts: ModuleFacts) -> Optional[List[Related]]:
     """The places from an entry point every replica runs (start-up code, a request handler or job, a
     program a deployment file runs in every replica) to ``call``, ``call`` itself left out; None when only
-    operator paths (commands, scripts, tests, migration code) or nothing reach it."""
-    if facts.context.is_test or depth > _MAX_RUNNER_DEPTH:
-        return None
-    reach = Reach.of_module(facts)
-    reason = reach.reason(call)
-    if reason is not None:
-        return _local_chain(call, facts, reach, reason)
-    function = enclosing_function(call)
-    if function is None or id(function) in seen or reach.is_command(function):
-        return None
-    seen.add(id(function))
-    for site, other in callers(function, facts):
-        if other.context.is_test:
-            continue
-        chain = _replica_chain(site, other, depth + 1, seen)
-        if chain is not None:
-            return chain + [_place(other, site, f"calls {function.name}()")]
-    return None
-
-
-def _local_chain(call: ast.AST, facts: ModuleFacts, reach: "Reach", reason: str) -> List[Related]:
-    """Entry point first, within the module: the deployment file that runs it, the module-level call or the
-    hook, then the calls on the way to ``call``'s function."""
-    places: List[Related] = []
-    for step in reach.programs[:1]:
-        places.append(Related(step.launch.path, step.launch.line, 1, step.describe()))
-    function = enclosing_function(call)
-    path = _path_to(function, facts, reach) if function is not None else []
-    for index, (node, name) in enumerate(path):
-        if index == 0 and not places:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                why = reach._function_reason(node, 0) or reason
-                places.append(_place(facts, node, f"every replica runs {node.name}() ({why})"))
-            else:
-                places.append(_place(facts, node, f"every replica runs this call ({reach.reason(node) or reason})"))
-        else:
-            places.append(_place(facts, node, f"calls {name}()"))
-    if not places:
-        places.append(_place(facts, call, f"every replica runs this ({reason})"))
-    return places
-
-
-def _path_to(function: FunctionNode, facts: ModuleFacts, reach: "Reach") -> List[Tuple[ast.AST, str]]:
-    """(node, callee name) from the entry of this module to ``function``: a module-level or ``__main__``
-    call, or a hook's ``def`` line; breadth first over the module's own calls."""
-    queue: List[Tuple[FunctionNode, List[Tuple[ast.AST, str]]]] = [(function, [])]
-    seen = {id(function)}
-    while queue:
-        current, tail = queue.pop(0)
-        startup = reach.startup.reason(current)
-        extra = reach.extra.get(id(current))
-        direct = (startup is not None and not startup.startswith("called ")) or (
-            extra is not None and not extra.startswith("called from"))
-        sites = [c for c in facts.calls_named(current.name)
-                 if isinstance(c.func, ast.Name) or _is_self_method_call(c, current)]
-        for site in sites:
-            outer = enclosing_function(site)
-            if outer is None:
-                return [(site, current.name)] + tail
-        if direct:
-            return [(current, current.name)] + tail
-        for site in sites:
-            outer = enclosing_function(site)
-            if outer is not None and id(outer) not in seen and len(seen) < 50:
-                seen.add(id(outer))
-                queue.append((outer, [(site, current.name)] + tail))
-    return []
-
-
-def _is_self_method_call(call: ast.Call, function: FunctionNode) -> bool:
-    func = call.func
-    return (isinstance(func, ast.Attribute) and func.attr == function.name and isinstance(func.value, ast.Name)
-            and func.value.id in ("self", "cls"))
+    operator paths (commands, scripts, tests) or nothing reach it."""
+    answer = runs(call, facts, max_hops=_MAX_RUNNER_DEPTH)
+    return list(answer.via) if answer.every_replica else None

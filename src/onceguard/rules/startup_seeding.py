@@ -27,9 +27,8 @@ from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
 from ..model import Diagnostic, Related
 from .registry import register
-from ..project.summaries import callers
+from ..project.reach import runs_function
 from .base import Rule
-from .schema import Reach, enclosing_function
 
 #: Manager methods that insert a row (Django).
 _MANAGER_CREATES = frozenset({
@@ -49,7 +48,6 @@ _CONFLICT_WORDS = ("on_conflict", "ON CONFLICT", "on conflict", "INSERT IGNORE",
 #: heartbeat row), so two replicas never insert the same one.
 _PER_REPLICA_VALUES = frozenset({"gethostname", "getfqdn", "getpid", "uuid1", "uuid4", "node"})
 _DEPTH = 2
-_MAX_CALLER_DEPTH = 4
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -300,78 +298,21 @@ def _inserts(statements: Iterable[ast.AST], scope: Optional[FunctionNode], facts
 Reason = Tuple[str, Tuple[Related, ...]]
 
 
-def _startup_reason(node: ast.AST, facts: ModuleFacts, depth: int = 0, seen: Optional[Set[int]] = None) -> Optional[Reason]:
-    """Why the code at ``node`` runs at every replica's start-up, or None.  Unlike ``Reach.reason`` this
-    says None for request and job code (seeding per request is not start-up), and follows callers in other
-    modules until it meets start-up code, a command, a request/job, a test or a migration."""
-    seen = set() if seen is None else seen
-    context = facts.context
-    if context.is_test or context.is_migration or depth > _MAX_CALLER_DEPTH:
-        return None
-    reach = Reach.of_module(facts)
-    function = enclosing_function(node)
-    if function is None:
-        if reach.module_is_one_off:
-            return None
-        return _here(reach.reason(node))
-    if id(function) in seen:
-        return None
-    seen.add(id(function))
-    startup = reach.startup.reason(function)
-    if startup is not None:
-        return _here(reach.reason(node))
-    if id(function) in getattr(reach, "_startup_extra", ()):
-        # Reach keeps which of its extra functions a server's __main__ block runs; read-only here.
-        return _here(reach.reason(node))
-    if reach.is_command(function) or id(function) in reach.extra:
-        return None  # an operator's command, or request/job code
-    outer = enclosing_function(function)
-    if outer is not None:
-        if _runs_nested(function.name, outer):
-            return _startup_reason(function, facts, depth, seen)
-        return None
-    if reach.module_is_one_off or not context.cross_file:
-        return None
-    for call, other in callers(function, facts):
-        if other.context.is_migration or other.context.is_test:
-            continue
-        found = _startup_reason(call, other, depth + 1, seen)
-        if found is not None:
-            reason, path = found
-            where = f"{other.context.rel_path or other.context.path}:{call.lineno}"
-            caller = enclosing_function(call)
-            runs = f"`{caller.name}` calls `{function.name}()`" if caller is not None else f"module-level code calls `{function.name}()`"
-            step = Related(other.context.path, call.lineno, call.col_offset + 1, runs)
-            # The message names the start-up code's call; the whole way from there is in ``related``.
-            return (reason if path else f"{reason}, via {where}"), path + (step,)
-    # A caller in this module (``self.seed()`` from a method that start-up code reaches).
-    return None
-
-
-def _here(reason: Optional[str]) -> Optional[Reason]:
-    return (reason, ()) if reason is not None else None
-
-
-def _runs_nested(name: str, outer: FunctionNode) -> bool:
-    """A def nested in ``outer`` runs with it when ``outer`` calls it or hands it to a call
-    (``conn.run_sync(_seed)``); a nested def that is only returned (a loader factory) runs later, elsewhere."""
-    for node in walk_no_nested_functions(outer):
-        if isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Name) and node.func.id == name:
-                return True
-            if any(isinstance(a, ast.Name) and a.id == name for a in node.args):
-                return True
-            if any(isinstance(k.value, ast.Name) and k.value.id == name for k in node.keywords):
-                return True
-    return False
-
-
 def _startup_reason_of_function(function: FunctionNode, facts: ModuleFacts, memo: Dict[int, Optional[Reason]]) -> Optional[Reason]:
+    """Why ``function`` runs at every replica's start-up, as the project model answers (request and job code
+    is not start-up: seeding per request is per-request data), or None."""
     key = id(function)
     if key not in memo:
         memo[key] = None
-        first = function.body[0] if function.body else function
-        memo[key] = _startup_reason(first, facts)
+        answer = runs_function(function, facts, startup_only=True, through_migration_code=False)
+        if answer.every_replica:
+            reason = answer.reason
+            if answer.calls:
+                # The message names the start-up code's call; the whole way from there is in ``related``.
+                first = answer.calls[0]
+                where = (facts.config.relative(first.path) if first.path else "") or first.path
+                reason = f"{reason}, via {where}:{first.line}"
+            memo[key] = (reason, answer.calls)
     return memo[key]
 
 

@@ -1,0 +1,597 @@
+"""Where code runs: on every replica (and why), only when an operator runs it (and why), or unknown.
+
+One answer for a function or a call site, asked by every rule that cares (OG401/OG403 schema writes and
+migration runners, OG603 start-up seeding):
+
+- within a module (``Reach``): start-up code as ``StartupMap`` knows it (framework hooks, lifespan,
+  ``AppConfig.ready``, import-time calls, programs a deployment file runs in every replica), plus a server's
+  ``__main__`` block and a click/typer command that starts the server; request handlers and jobs; and
+  operator code: management commands, files under scripts/ or bin/, ``manage.py``, click/typer/invoke
+  commands, a ``__main__`` block that starts no server;
+- across modules (``runs``), only when ``facts.context.cross_file``: the callers of a function in the project
+  (``summaries.callers``), hop by hop, until one runs on every replica or only for an operator.
+
+The answer carries the way there as ``Related`` places, entry point first, for a rule to attach to its finding.
+Under flake8 there is no project: the same question answers from the one file.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
+
+from ..analysis.executed_sql import bound_value
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, walk_no_nested_functions
+from ..knowledge import startup as known
+from ..model import Related
+from . import deployment
+from .startup import StartupMap, is_main_guard, per_replica_programs
+from .summaries import callers
+
+
+def enclosing_function(node: ast.AST) -> Optional[FunctionNode]:
+    """The function whose body runs ``node``; a lambda runs with the function that passes it."""
+    for above in ancestors(node):
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return above
+        if isinstance(above, ast.ClassDef):
+            return None
+    return None
+
+
+def _in_class_body(node: ast.AST) -> bool:
+    for above in ancestors(node):
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        if isinstance(above, ast.ClassDef):
+            return True
+    return False
+
+
+def _main_block(node: ast.AST) -> Optional[ast.If]:
+    for above in ancestors(node):
+        if isinstance(above, ast.If) and is_main_guard(above.test):
+            return above
+    return None
+
+
+def _imports_module(facts: ModuleFacts, prefixes: Iterable[str]) -> bool:
+    targets = tuple(prefixes)
+    return any(
+        value == prefix or value.startswith(prefix + ".")
+        for value in facts.imports.aliases.values() for prefix in targets
+    )
+
+
+def _decorator_names(facts: ModuleFacts, function: FunctionNode) -> Iterator[Tuple[ast.AST, str, str]]:
+    """(decorator, last name, qualified name) of each decorator, calls unwrapped."""
+    for decorator in function.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        last = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        yield decorator, last, facts.qualify(target) or ""
+
+
+_STARTUP_CODE = "which runs at start-up"
+_CALLED_FROM = re.compile(r"called from start-up code \((\w+)\)")
+
+
+class Reach:
+    """Within one module: why code runs on every replica (start-up from ``StartupMap``, plus a server's
+    ``__main__`` block and a server-starting command; request or job code), and what is a one-off command
+    a person runs."""
+
+    _MAX_DEPTH = 50
+
+    def __init__(self, facts: ModuleFacts) -> None:
+        self.facts = facts
+        self.startup = StartupMap.of_module(facts)
+        self._module_functions: Dict[str, FunctionNode] = {
+            node.name: node for node in facts.tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        self._main_blocks = [node for node in facts.tree.body if isinstance(node, ast.If) and is_main_guard(node.test)]
+        #: deployment steps that run this module as a program in every replica (``python -m app.migrate``
+        #: in the container's entrypoint): its module level and ``__main__`` block are start-up code.
+        self.programs: List[deployment.Step] = per_replica_programs(facts)
+        self._server_mains = {id(block) for block in self._main_blocks
+                              if self.programs or self._starts_server(block)}
+        self.extra: Dict[int, str] = {}
+        self._startup_extra: Set[int] = set()  # ids in ``extra`` that run at start-up (not request/job)
+        self._find_server_main_callees()
+        self._find_server_commands()
+        self._find_request_and_job_code()
+
+    @classmethod
+    def of_module(cls, facts: ModuleFacts) -> "Reach":
+        return facts.cached("reach", cls)
+
+    # -- one-off code ----------------------------------------------------------------------------------
+    @property
+    def module_is_one_off(self) -> bool:
+        """A script a person runs: a management command, a file under scripts/ or bin/, ``manage.py``,
+        or a module whose ``__main__`` block does not start a server (its module level is the script's)."""
+        context = self.facts.context
+        if self.programs:
+            return False
+        parts = context.parts[:-1]
+        first, second = known.SCRIPT_COMMAND_PARTS
+        if any(parts[i] == first and parts[i + 1] == second for i in range(len(parts) - 1)):
+            return True
+        if any(part in known.SCRIPT_DIRECTORIES for part in parts) or context.filename == "manage.py":
+            return True
+        return bool(self._main_blocks) and not self._server_mains
+
+    def is_command(self, function: FunctionNode) -> bool:
+        for _, last, qualified in _decorator_names(self.facts, function):
+            if qualified in known.COMMAND_DECORATOR_QUALIFIED or qualified.startswith(known.COMMAND_DECORATOR_PREFIXES):
+                return True
+            if last in known.COMMAND_DECORATORS:
+                return True
+        cls_node = self.facts.enclosing_class(function)
+        if cls_node is not None and function.name == "handle":
+            return any((self.facts.qualify(base) or "") in known.MANAGEMENT_COMMAND_BASES for base in cls_node.bases)
+        return False
+
+    # -- start-up --------------------------------------------------------------------------------------
+    def _starts_server(self, block: ast.If) -> bool:
+        """The block, or a function of this module it calls (``main()`` running ``uvicorn.run``), starts a server."""
+        scopes: List[ast.AST] = [block]
+        seen: Set[int] = set()
+        while scopes:
+            scope = scopes.pop()
+            for node in walk_no_nested_functions(scope):
+                if not isinstance(node, ast.Call):
+                    continue
+                callee_function = self._function_named(node.func)
+                if callee_function is not None and id(callee_function) not in seen and len(seen) < self._MAX_DEPTH:
+                    seen.add(id(callee_function))
+                    scopes.append(callee_function)
+                if self._runs_server(node):
+                    return True
+        return False
+
+    def _runs_server(self, node: ast.Call) -> bool:
+        facts = self.facts
+        if (facts.callee(node) or "") in known.SERVER_RUNNERS:
+            return True
+        func = node.func
+        return (isinstance(func, ast.Attribute) and func.attr in known.SERVER_RUN_METHODS
+                and self._is_web_app(func.value))
+
+    def _is_web_app(self, receiver: ast.AST) -> bool:
+        facts = self.facts
+        if isinstance(receiver, ast.Call):
+            callee = facts.callee(receiver) or ""
+            return callee in known.WEB_APP_CONSTRUCTORS or call_name(receiver) in known.APP_FACTORY_NAMES
+        if isinstance(receiver, ast.Name):
+            if (facts.qualify(receiver) or "") in known.WEB_APP_CONSTRUCTORS:
+                return False  # ``Flask.run`` on the class itself is not a server start
+            value = bound_value(receiver, facts)
+            if isinstance(value, ast.Call):
+                return self._is_web_app(value)
+            return receiver.id in known.SERVER_RECEIVER_NAMES
+        return False
+
+    def _find_server_main_callees(self) -> None:
+        pending: List[FunctionNode] = []
+        for block in self._main_blocks:
+            if id(block) not in self._server_mains:
+                continue
+            for node in walk_no_nested_functions(block):
+                callee = self._called_function(node)
+                if callee is not None and id(callee) not in self.extra:
+                    self.extra[id(callee)] = "called from the server's __main__ block"
+                    self._startup_extra.add(id(callee))
+                    pending.append(callee)
+        self._propagate(pending, _STARTUP_CODE)
+
+    def _find_server_commands(self) -> None:
+        """A click/typer command that starts the server (``litellm --port``, ``app serve``: its body, or a
+        function of this module it calls, runs ``uvicorn.run`` / ``app.run`` / ``reactor.run``) is how every
+        replica starts, not a one-off a person runs: what it calls runs at start-up."""
+        pending: List[FunctionNode] = []
+        for function in self.facts.functions:
+            if id(function) in self.extra or not self._is_decorated_command(function):
+                continue
+            if self._starts_server(function):
+                self.extra[id(function)] = f"in the command {function.name}(), which starts the server"
+                self._startup_extra.add(id(function))
+                pending.append(function)
+        self._propagate(pending, _STARTUP_CODE)
+
+    def _is_decorated_command(self, function: FunctionNode) -> bool:
+        return any(
+            qualified in known.COMMAND_DECORATOR_QUALIFIED or qualified.startswith(known.COMMAND_DECORATOR_PREFIXES)
+            or last in known.COMMAND_DECORATORS
+            for _, last, qualified in _decorator_names(self.facts, function)
+        )
+
+    # -- request and job code ----------------------------------------------------------------------------
+    def _find_request_and_job_code(self) -> None:
+        facts = self.facts
+        pending: List[FunctionNode] = []
+        imports_django = _imports_module(facts, ("django", "rest_framework"))
+
+        def mark(function: Optional[FunctionNode], reason: str) -> None:
+            if function is not None and id(function) not in self.extra and self.startup.reason(function) is None:
+                self.extra[id(function)] = reason
+                pending.append(function)
+
+        for function in facts.functions:
+            for decorator, last, qualified in _decorator_names(facts, function):
+                if qualified.startswith(known.COMMAND_DECORATOR_PREFIXES):
+                    continue
+                if (last in known.ROUTE_DECORATORS and isinstance(decorator, ast.Call) and decorator.args
+                        and isinstance(decorator.args[0], ast.Constant) and isinstance(decorator.args[0].value, str)
+                        and decorator.args[0].value.startswith("/")):
+                    mark(function, f"in the request handler {function.name}()")
+                elif last in known.JOB_DECORATORS:
+                    mark(function, f"in the job {function.name}()")
+            if imports_django and self._first_parameter(function) == known.REQUEST_PARAMETER:
+                mark(function, f"in the request handler {function.name}()")
+        for call in facts.calls_named(*known.JOB_REGISTRATION_METHODS):
+            if call.args:
+                mark(self._function_named(call.args[0]), "in a scheduled job")
+        self._propagate(pending, "which is request/job code")
+
+    @staticmethod
+    def _first_parameter(function: FunctionNode) -> str:
+        names = [a.arg for a in function.args.posonlyargs + function.args.args]
+        if names and names[0] in ("self", "cls"):
+            names = names[1:]
+        return names[0] if names else ""
+
+    # -- propagation -----------------------------------------------------------------------------------------
+    def _function_named(self, node: ast.AST) -> Optional[FunctionNode]:
+        if isinstance(node, ast.Name):
+            return self._module_functions.get(node.id)
+        return None
+
+    def _called_function(self, node: ast.AST, caller: Optional[FunctionNode] = None) -> Optional[FunctionNode]:
+        if not isinstance(node, ast.Call):
+            return None
+        func = node.func
+        if (caller is not None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                and func.value.id in ("self", "cls")):
+            cls_node = self.facts.enclosing_class(caller)
+            if cls_node is not None:
+                for statement in cls_node.body:
+                    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == func.attr:
+                        return statement
+            return None
+        return self._function_named(func)
+
+    def _propagate(self, pending: List[FunctionNode], what: str) -> None:
+        while pending:
+            function = pending.pop()
+            for node in walk_no_nested_functions(function):
+                callee = self._called_function(node, function)
+                if callee is not None and id(callee) not in self.extra and self.startup.reason(callee) is None:
+                    self.extra[id(callee)] = f"called from {function.name}(), {what}"
+                    if what == _STARTUP_CODE:
+                        self._startup_extra.add(id(callee))
+                    pending.append(callee)
+
+    # -- the answer ------------------------------------------------------------------------------------------
+    def reason(self, node: ast.AST) -> Optional[str]:
+        """Why the code at ``node`` runs on every replica (start-up, request or job), or None."""
+        context = self.facts.context
+        if context.is_test or (context.is_migration and not self.programs):
+            return None
+        function = enclosing_function(node)
+        if function is None:
+            if _in_class_body(node):
+                return None
+            block = _main_block(node)
+            if block is not None and self.programs:
+                return f"from the __main__ block, run as a program in every replica by {self.programs[0].launch.where}"
+            if block is not None:
+                return "from the server's __main__ block" if id(block) in self._server_mains else None
+            if self.module_is_one_off:
+                return None
+            if self.programs:
+                return f"at module level, run as a program in every replica by {self.programs[0].launch.where}"
+            return "at module level, when the module is imported"
+        return self._function_reason(function, 0)
+
+    def function_reason(self, function: FunctionNode) -> Optional[str]:
+        """Why ``function`` runs on every replica (start-up, request or job), or None."""
+        return self._function_reason(function, 0)
+
+    def runs_at_startup(self, function: FunctionNode) -> bool:
+        """Start-up code of this module: a framework hook or what it calls, or what a server's ``__main__``
+        block or a server-starting command calls (not request or job code)."""
+        return self.startup.reason(function) is not None or id(function) in self._startup_extra
+
+    def is_request_or_job(self, function: FunctionNode) -> bool:
+        """Request handler or job code of this module, or what it calls here."""
+        return id(function) in self.extra and id(function) not in self._startup_extra
+
+    def _function_reason(self, function: FunctionNode, depth: int) -> Optional[str]:
+        startup = self.startup.reason(function)
+        if startup is not None:
+            called = _CALLED_FROM.fullmatch(startup)
+            if called:
+                return f"called from {called.group(1)}(), {_STARTUP_CODE}"
+            return startup if startup.startswith("called ") else f"from the {startup}"
+        extra = self.extra.get(id(function))
+        if id(function) in self._startup_extra:
+            return extra  # a command that start-up code calls runs at start-up
+        if self.is_command(function):
+            return None
+        if extra is not None:
+            return extra
+        # A helper defined inside a start-up function and called or passed there
+        # (``await conn.run_sync(_create)``) runs when its outer function runs.
+        outer = enclosing_function(function)
+        if outer is not None and depth < self._MAX_DEPTH and self._used_in(function.name, outer):
+            return self._function_reason(outer, depth + 1)
+        return None
+
+    @staticmethod
+    def _used_in(name: str, outer: FunctionNode) -> bool:
+        return any(
+            isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+            for node in walk_no_nested_functions(outer)
+        )
+
+
+    # -- operator code ---------------------------------------------------------------------------------------
+    def operator_reason(self, node: ast.AST) -> Optional[str]:
+        """Why the code at ``node`` runs only when an operator runs it (a command, a script), or None."""
+        function = enclosing_function(node)
+        while function is not None:
+            if self.is_command(function):
+                return f"in the command {function.name}()"
+            function = enclosing_function(function)
+        if self.programs:
+            return None
+        context = self.facts.context
+        parts = context.parts[:-1]
+        first, second = known.SCRIPT_COMMAND_PARTS
+        if any(parts[i] == first and parts[i + 1] == second for i in range(len(parts) - 1)):
+            return "in a management command's module"
+        if any(part in known.SCRIPT_DIRECTORIES for part in parts):
+            return "in a script a person runs"
+        if context.filename == "manage.py":
+            return "in manage.py"
+        block = _main_block(node)
+        if block is not None and id(block) not in self._server_mains:
+            return "in the __main__ block of a script"
+        if self.module_is_one_off and enclosing_function(node) is None:
+            return "at module level of a script (its __main__ block starts no server)"
+        return None
+
+
+# =====================================================================================================
+# The answer, across modules
+# =====================================================================================================
+EVERY_REPLICA = "every replica"
+OPERATOR = "operator"
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Where the code at a node runs, and why.
+
+    ``reason`` is said as the module where the answer was found says it ("from the lifespan handler",
+    "in the command migrate()").  For code every replica runs, ``entry`` holds the places in that module
+    (the deployment file that runs it, the hook or module-level call, the calls on the way) and ``calls``
+    the calls from there to the asked code, one per module crossed; both entry point first."""
+
+    where: str = UNKNOWN
+    reason: str = ""
+    entry: Tuple[Related, ...] = ()
+    calls: Tuple[Related, ...] = ()
+
+    @property
+    def every_replica(self) -> bool:
+        return self.where == EVERY_REPLICA
+
+    @property
+    def operator(self) -> bool:
+        return self.where == OPERATOR
+
+    @property
+    def via(self) -> Tuple[Related, ...]:
+        """The whole way from the entry point to the asked code's caller, entry point first."""
+        return self.entry + self.calls
+
+
+_UNKNOWN = Runs()
+
+
+@dataclass(frozen=True)
+class _Ask:
+    startup_only: bool
+    through_migration_code: bool
+    max_hops: int
+
+
+def runs(node: ast.AST, facts: ModuleFacts, *, startup_only: bool = False, through_migration_code: bool = True,
+         max_hops: int = 4) -> Runs:
+    """Where the code at ``node`` runs: on every replica (start-up, a request or a job; with
+    ``startup_only``, start-up only: request and job code answer unknown), only for an operator, or unknown.
+
+    Crosses modules through the callers of the enclosing function when ``facts.context.cross_file`` (at
+    most ``max_hops`` calls away; with ``through_migration_code`` false a caller in migration code is no
+    way there); otherwise says only what this file shows.  Tests are no way there."""
+    return _runs(node, facts, _Ask(startup_only, through_migration_code, max_hops), 0, set())
+
+
+def runs_function(function: FunctionNode, facts: ModuleFacts, **ask) -> Runs:
+    """``runs`` for the body of ``function`` (its first statement)."""
+    first = function.body[0] if function.body else function
+    return runs(first, facts, **ask)
+
+
+def _runs(node: ast.AST, facts: ModuleFacts, ask: _Ask, hops: int, seen: Set[int]) -> Runs:
+    context = facts.context
+    if context.is_test or hops > ask.max_hops or (context.is_migration and not ask.through_migration_code):
+        return _UNKNOWN
+    reach = Reach.of_module(facts)
+    function = enclosing_function(node)
+    here = _startup_here(node, function, reach, seen) if ask.startup_only else _here(node, function, reach, seen)
+    if here is not None:
+        return here
+    assert function is not None
+    outer = enclosing_function(function) if ask.startup_only else None
+    if outer is not None:
+        # A def nested in a function runs when that function calls it or hands it on.
+        return _runs(function, facts, ask, hops, seen) if _runs_nested(function.name, outer) else _UNKNOWN
+    if ask.startup_only and reach.module_is_one_off:
+        return Runs(OPERATOR, reach.operator_reason(node) or "in a script a person runs")
+    if ask.startup_only and not context.cross_file:
+        return _UNKNOWN
+    any_caller, operator_only = False, True
+    for call, other in callers(function, facts):
+        if other.context.is_test or (other.context.is_migration and not ask.through_migration_code):
+            continue
+        found = _runs(call, other, ask, hops + 1, seen)
+        if found.every_replica:
+            step = _call_place(other, call, function)
+            entry = found.entry
+            if not found.calls and entry and (entry[-1].path, entry[-1].line, entry[-1].column) == (
+                    step.path, step.line, step.column):
+                entry = entry[:-1]  # the module-level call itself: the step says what happens there
+            return Runs(found.where, found.reason, entry, found.calls + (step,))
+        any_caller, operator_only = True, operator_only and found.operator
+    if any_caller and operator_only:
+        return Runs(OPERATOR, "called only from operator code")
+    return _UNKNOWN
+
+
+def _here(node: ast.AST, function: Optional[FunctionNode], reach: Reach, seen: Set[int]) -> Optional[Runs]:
+    """The answer this module gives for ``node`` (start-up, request or job code), or None to ask the callers
+    of ``function``."""
+    reason = reach.reason(node)
+    if reason is not None:
+        return Runs(EVERY_REPLICA, reason, tuple(_local_chain(node, reach.facts, reach, reason)))
+    if function is None:
+        return _operator_or_unknown(reach, node)
+    if id(function) in seen:
+        return _UNKNOWN
+    if reach.is_command(function):
+        return _operator_or_unknown(reach, node)
+    seen.add(id(function))
+    return None
+
+
+def _startup_here(node: ast.AST, function: Optional[FunctionNode], reach: Reach, seen: Set[int]) -> Optional[Runs]:
+    """The answer this module gives for ``node`` when only start-up counts, or None to ask further (an
+    enclosing function, or the callers)."""
+    if function is None:
+        if reach.module_is_one_off:
+            return _operator_or_unknown(reach, node)
+        reason = reach.reason(node)
+        if reason is None:
+            return _operator_or_unknown(reach, node)
+        return Runs(EVERY_REPLICA, reason, tuple(_local_chain(node, reach.facts, reach, reason)))
+    if id(function) in seen:
+        return _UNKNOWN
+    seen.add(id(function))
+    if reach.runs_at_startup(function):
+        reason = reach.reason(node)
+        if reason is not None:
+            return Runs(EVERY_REPLICA, reason, tuple(_local_chain(node, reach.facts, reach, reason)))
+        return _UNKNOWN
+    if reach.is_command(function):
+        return _operator_or_unknown(reach, node)
+    if reach.is_request_or_job(function):
+        return Runs(UNKNOWN, "request or job code, not start-up")
+    return None
+
+
+def _operator_or_unknown(reach: Reach, node: ast.AST) -> Runs:
+    reason = reach.operator_reason(node)
+    return Runs(OPERATOR, reason) if reason is not None else _UNKNOWN
+
+
+def _runs_nested(name: str, outer: FunctionNode) -> bool:
+    """A def nested in ``outer`` runs with it when ``outer`` calls it or hands it to a call
+    (``conn.run_sync(_seed)``); a nested def that is only returned (a loader factory) runs later, elsewhere."""
+    for node in walk_no_nested_functions(outer):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id == name:
+                return True
+            if any(isinstance(a, ast.Name) and a.id == name for a in node.args):
+                return True
+            if any(isinstance(k.value, ast.Name) and k.value.id == name for k in node.keywords):
+                return True
+    return False
+
+
+# -- the places on the way ------------------------------------------------------------------------------------
+def place(facts: ModuleFacts, node: ast.AST, message: str) -> Related:
+    """``node`` of ``facts``'s module as a related place."""
+    return Related(facts.context.path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1, message)
+
+
+def _call_place(facts: ModuleFacts, call: ast.AST, callee: FunctionNode) -> Related:
+    """The call in ``facts``'s module that runs ``callee`` (a constructor's class call for an ``__init__``)."""
+    name = callee.name
+    if name == "__init__" and isinstance(call, ast.Call):
+        name = call_name(call) or name
+    return place(facts, call, _calls(enclosing_function(call), name))
+
+
+def _calls(caller: Optional[FunctionNode], name: str) -> str:
+    if caller is not None:
+        return f"`{caller.name}` calls `{name}()`"
+    return f"module-level code calls `{name}()`"
+
+
+def _local_chain(call: ast.AST, facts: ModuleFacts, reach: Reach, reason: str) -> List[Related]:
+    """Entry point first, within the module: the deployment file that runs it, the module-level call or the
+    hook, then the calls on the way to ``call``'s function."""
+    places: List[Related] = []
+    for step in reach.programs[:1]:
+        places.append(Related(step.launch.path, step.launch.line, 1, step.describe()))
+    function = enclosing_function(call)
+    path = _path_to(function, facts, reach) if function is not None else []
+    for index, (node, name) in enumerate(path):
+        if index == 0 and not places:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                why = reach._function_reason(node, 0) or reason
+                places.append(place(facts, node, f"every replica runs {node.name}() ({why})"))
+            else:
+                places.append(place(facts, node, f"every replica runs this call ({reach.reason(node) or reason})"))
+        else:
+            places.append(place(facts, node, _calls(enclosing_function(node), name)))
+    if not places:
+        places.append(place(facts, call, f"every replica runs this ({reason})"))
+    return places
+
+
+def _path_to(function: FunctionNode, facts: ModuleFacts, reach: Reach) -> List[Tuple[ast.AST, str]]:
+    """(node, callee name) from the entry of this module to ``function``: a module-level or ``__main__``
+    call, or a hook's ``def`` line; breadth first over the module's own calls."""
+    queue: List[Tuple[FunctionNode, List[Tuple[ast.AST, str]]]] = [(function, [])]
+    seen = {id(function)}
+    while queue:
+        current, tail = queue.pop(0)
+        startup = reach.startup.reason(current)
+        extra = reach.extra.get(id(current))
+        direct = (startup is not None and not startup.startswith("called ")) or (
+            extra is not None and not extra.startswith("called from"))
+        sites = [c for c in facts.calls_named(current.name)
+                 if isinstance(c.func, ast.Name) or _is_self_method_call(c, current)]
+        for site in sites:
+            outer = enclosing_function(site)
+            if outer is None:
+                return [(site, current.name)] + tail
+        if direct:
+            return [(current, current.name)] + tail
+        for site in sites:
+            outer = enclosing_function(site)
+            if outer is not None and id(outer) not in seen and len(seen) < 50:
+                seen.add(id(outer))
+                queue.append((outer, [(site, current.name)] + tail))
+    return []
+
+
+def _is_self_method_call(call: ast.Call, function: FunctionNode) -> bool:
+    func = call.func
+    return (isinstance(func, ast.Attribute) and func.attr == function.name and isinstance(func.value, ast.Name)
+            and func.value.id in ("self", "cls"))
