@@ -285,3 +285,137 @@ def test_source_root_never_climbs_above_the_project(tmp_path):
     write(project_dir, "pkg/__init__.py", "")
     root = project.source_root(facts_of(job, project_dir))
     assert root.startswith(str(project_dir))
+
+
+# -- where code runs: one answer for a function or a call site (project.reach) ---------------------------
+from onceguard.project.reach import EVERY_REPLICA, OPERATOR, UNKNOWN, runs, runs_function  # noqa: E402
+
+_REACH_STORE = """
+    from app.db import engine, metadata
+
+
+    def prepare():
+        metadata.create_all(engine)
+"""
+
+
+def _function(facts: ModuleFacts, name: str):
+    return next(f for f in facts.functions if f.name == name)
+
+
+def test_code_a_lifespan_in_another_module_reaches_runs_on_every_replica_with_the_way_there(tmp_path):
+    write(tmp_path, "app/__init__.py", "")
+    write(tmp_path, "app/store.py", _REACH_STORE)
+    write(tmp_path, "app/main.py", """
+        from contextlib import asynccontextmanager
+
+        from fastapi import FastAPI
+
+        from app.store import prepare
+
+
+        async def boot():
+            prepare()
+
+
+        @asynccontextmanager
+        async def lifespan(app):
+            await boot()
+            yield
+
+
+        app = FastAPI(lifespan=lifespan)
+    """)
+    facts = facts_of(tmp_path / "app" / "store.py", tmp_path)
+    answer = runs_function(_function(facts, "prepare"), facts)
+    assert answer.where == EVERY_REPLICA and answer.every_replica
+    assert answer.reason == "called from lifespan(), which runs at start-up"
+    main = str(tmp_path / "app" / "main.py")
+    # Entry point first: the hook, the call on the way in its module, then the call into store.py.
+    assert [(p.path, p.line, p.message) for p in answer.via] == [
+        (main, 14, "every replica runs lifespan() (from the lifespan handler)"),
+        (main, 15, "`lifespan` calls `boot()`"),
+        (main, 10, "`boot` calls `prepare()`"),
+    ]
+    assert [p.line for p in answer.calls] == [10]
+    # Under flake8 the same question is answered from the one file: nothing there shows who runs it.
+    alone = facts_of(tmp_path / "app" / "store.py", tmp_path, cross_file=False)
+    assert runs_function(_function(alone, "prepare"), alone).where == UNKNOWN
+
+
+def test_start_up_only_leaves_request_code_out(tmp_path):
+    write(tmp_path, "app/__init__.py", "")
+    write(tmp_path, "app/store.py", _REACH_STORE)
+    write(tmp_path, "app/views.py", """
+        from fastapi import APIRouter
+
+        from app.store import prepare
+
+        router = APIRouter()
+
+
+        @router.post("/reset")
+        def reset():
+            prepare()
+    """)
+    facts = facts_of(tmp_path / "app" / "store.py", tmp_path)
+    function = _function(facts, "prepare")
+    answer = runs_function(function, facts)
+    assert answer.every_replica and answer.reason == "in the request handler reset()"
+    assert runs_function(function, facts, startup_only=True).where == UNKNOWN
+
+
+def test_code_only_commands_reach_runs_only_for_an_operator(tmp_path):
+    write(tmp_path, "app/__init__.py", "")
+    write(tmp_path, "app/store.py", _REACH_STORE)
+    write(tmp_path, "app/cli.py", """
+        import click
+
+        from app.store import prepare
+
+
+        @click.command()
+        def init_db():
+            prepare()
+    """)
+    write(tmp_path, "app/management/commands/seed.py", """
+        from django.core.management.base import BaseCommand
+
+        from app.store import prepare
+
+
+        class Command(BaseCommand):
+            def handle(self, *args, **options):
+                prepare()
+    """)
+    facts = facts_of(tmp_path / "app" / "store.py", tmp_path)
+    answer = runs_function(_function(facts, "prepare"), facts)
+    assert answer.where == OPERATOR and answer.via == ()
+    command = facts_of(tmp_path / "app" / "cli.py", tmp_path)
+    here = runs_function(_function(command, "init_db"), command)
+    assert (here.where, here.reason) == (OPERATOR, "in the command init_db()")
+
+
+def test_a_server_main_block_is_every_replica_and_a_script_main_block_is_an_operator(tmp_path):
+    write(tmp_path, "app/__init__.py", "")
+    server = write(tmp_path, "app/serve.py", """
+        import uvicorn
+
+        from app.store import prepare
+
+        if __name__ == "__main__":
+            prepare()
+            uvicorn.run("app.main:app")
+    """)
+    script = write(tmp_path, "app/backfill.py", """
+        from app.store import prepare
+
+        if __name__ == "__main__":
+            prepare()
+    """)
+    for path, where, reason in ((server, EVERY_REPLICA, "from the server's __main__ block"),
+                                (script, OPERATOR, "in the __main__ block of a script")):
+        facts = facts_of(path, tmp_path)
+        call = next(c for c in facts.calls if getattr(c.func, "id", "") == "prepare")
+        answer = runs(call, facts)
+        assert (answer.where, answer.reason) == (where, reason)

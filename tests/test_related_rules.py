@@ -150,6 +150,70 @@ def test_og201_a_job_defined_here_on_a_scheduler_made_elsewhere(tmp_path: Path) 
     assert places(finding, tmp_path) == [("app/scheduling.py", 4, 13, "`scheduler` is made here (APScheduler 3)")]
 
 
+def test_og401_the_way_from_start_up_code_in_another_module_to_the_schema_write(tmp_path: Path) -> None:
+    write(tmp_path, "app/__init__.py", "")
+    write(tmp_path, "app/registry.py", """
+        import os
+
+        from app.vector import VectorStore
+
+
+        def make_store() -> VectorStore:
+            return VectorStore(os.environ["VECTOR_DB_URL"])
+
+
+        STORE = make_store()
+    """)
+    vector = """
+        from sqlalchemy import Column, Integer, MetaData, Table, create_engine
+
+        metadata = MetaData()
+        chunks = Table("chunks", metadata, Column("id", Integer, primary_key=True))
+
+
+        class VectorStore:
+            def __init__(self, url: str) -> None:
+                self.engine = create_engine(url)
+                metadata.create_all(self.engine)
+    """
+    (finding,) = findings_in_written_file(tmp_path, "app/vector.py", vector, "OG401", cross_file=True)
+    assert finding.line == 11
+    assert places(finding, tmp_path) == [
+        ("app/registry.py", 11, 9, "every replica runs this call (at module level, when the module is imported)"),
+        ("app/registry.py", 8, 12, "`make_store` calls `VectorStore()`"),
+    ]
+    # The way is in ``related``; the message names the reason, not the places.
+    assert "reached from another module: called by module-level code" in finding.message
+    assert "registry.py" not in finding.message
+    # Under flake8 (one file) nothing in the file runs it: no finding.
+    assert findings_in_written_file(tmp_path, "app/vector.py", vector, "OG401") == []
+
+    # Built by module-level code itself: that call is the entry point, named once.
+    write(tmp_path, "app/registry.py", """
+        from app.vector import VectorStore
+
+        STORE = VectorStore("postgresql://db/vectors")
+    """)
+    (finding,) = findings_in_written_file(tmp_path, "app/vector.py", vector, "OG401", cross_file=True)
+    assert places(finding, tmp_path) == [("app/registry.py", 4, 9, "module-level code calls `VectorStore()`")]
+
+
+def test_og401_a_schema_write_start_up_code_runs_in_its_own_file_names_no_other_place(tmp_path: Path) -> None:
+    (finding,) = findings_in_written_file(tmp_path, "app/main.py", """
+        from fastapi import FastAPI
+
+        from app.db import Base, engine
+
+        app = FastAPI()
+
+
+        @app.on_event("startup")
+        def create_tables() -> None:
+            Base.metadata.create_all(bind=engine)
+    """, "OG401", cross_file=True)
+    assert finding.related == ()
+
+
 class _RelativeRelated(Rule):
     code = "OG201"
     name = "unguarded-scheduled-job"
