@@ -455,12 +455,13 @@ def _returns_row_count(function: FunctionNode) -> bool:
 _STATE_TRIGGER_WORDS = (b"status", b"state", b"sent", b"notified", b"alerted", b"mailed", b"reminded", b"processed",
                         b"published", b"delivered", b"redeemed", b"consumed", b"used")
 _STATE_WRITE_WORDS = (b"save(", b"commit(", b".update_", b".save_", b".put_", b".store_", b"= True")
-# A state field is an attribute named by the word, alone or joined with ``_`` (``.used``, ``.is_used``,
-# ``.used_at``): the word after a dot or an underscore, not in prose or in ``unused``.
+# A state field is an attribute or a key named by the word, alone or joined with ``_`` (``.used``,
+# ``.is_used``, ``.used_at``, ``"notified_at"``): the word after a dot, an underscore or a quote, not in
+# prose or in ``unused``.
 CHECK_THEN_ACT_TRIGGERS = tuple((b"if ", joiner + word, write) for word in _STATE_TRIGGER_WORDS
-                                for joiner in (b".", b"_") for write in _STATE_WRITE_WORDS)
+                                for joiner in (b".", b"_", b'"', b"'") for write in _STATE_WRITE_WORDS)
 #: Prefilter: an equality test, a return, and the consuming call as it is usually spelled.
-CONSUME_TRIGGERS = tuple((b"==", b"return", word) for word in (b".delete(", b"remove", b"consume", b"invalidate"))
+CONSUME_TRIGGERS = tuple((b"==", b"return", word) for word in (b"delete(", b"remove", b"consume", b"invalidate"))
 
 
 @register
