@@ -288,7 +288,10 @@ OG402_TRIGGERS: Tuple[bytes, ...] = (
     b"environ", b"getenv",
 )
 OG403_TRIGGERS: Tuple[bytes, ...] = (
-    (b"alembic", b"upgrade"), b"run_migrations", (b"call_command", b"migrate"), (b"read_text", b"execute"),
+    # command.upgrade is OG403's only when the runner hands env.py its connection (config.attributes);
+    # every Alembic revision file says "alembic" and "upgrade" and has nothing for this rule.
+    (b"alembic", b"upgrade", b"attributes"), b"run_migrations", (b"call_command", b"migrate"),
+    (b"read_text", b"execute"),
     (b".read()", b"execute"),
 )
 
