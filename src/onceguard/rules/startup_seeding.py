@@ -38,6 +38,12 @@ _MANAGER_CREATES = frozenset({
 #: Reads through a manager or a session whose rows the ``if`` then tests.
 _QUERY_BUILDERS = frozenset({"select", "query"})
 _SESSION_ADDS = frozenset({"add", "add_all"})
+#: Calls one of which a read of rows makes: a query builder, ``session.get``, the end of a manager chain.
+_ROW_READ_CALLS = tuple(_QUERY_BUILDERS | {
+    "get", "aget", "filter", "exclude", "filter_by", "exists", "aexists", "first", "afirst", "last", "alast",
+    "count", "acount", "all", "values", "values_list", "in_bulk", "aggregate", "scalar", "scalars", "execute",
+    "one", "one_or_none", "fetch", "fetchrow", "fetchval", "get_or_none",
+})
 #: What handling the loser's duplicate looks like.
 _DUPLICATE_ERRORS = frozenset({"IntegrityError", "UniqueViolation", "UniqueViolationError", "UniqueConstraintError"})
 #: Row claims: the read locks what the insert depends on.
@@ -371,7 +377,13 @@ class UnguardedStartupSeeding(Rule):
                 if isinstance(above, _SCOPES):
                     ifs_of.setdefault(id(above), []).append(statement)
                     break
+        # Only a function that calls something reading rows can test whether seed rows exist: the others
+        # are not walked for their bindings.
+        readers = {id(function) for call in facts.calls_named(*_ROW_READ_CALLS)
+                   for function in [facts.enclosing_function(call)] if function is not None}
         for function in facts.functions:
+            if id(function) not in readers or id(function) not in ifs_of:
+                continue
             found: List[Tuple[ast.If, str, str]] = []
             bindings: Optional[Dict[str, List[ast.AST]]] = None
             for node in ifs_of.get(id(function), ()):
