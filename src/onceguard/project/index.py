@@ -233,18 +233,25 @@ def _lookup(body: List[ast.stmt], attrs: List[str]) -> Optional[FunctionNode]:
     return found
 
 
-def find_assignment(qualified: str, config: Config, root: Optional[str] = None) -> Optional[Tuple[ast.AST, ModuleFacts]]:
-    """The value of a module-level ``name = <expr>`` (``app.extensions.scheduler``), with its facts."""
+def _module_and_name(qualified: str, config: Config, root: Optional[str]) -> Optional[Tuple[ModuleFacts, str]]:
+    """(facts of ``pkg.mod``, ``name``) for ``pkg.mod.name`` when the module is in the project."""
     root = root if root is not None else config.root
-    if not root or not qualified or ":" in qualified:
+    if not root or not qualified:
         return None
     module, _, name = qualified.rpartition(".")
     path = module_path(module, root)
-    if path is None:
+    facts = module_facts(path, config) if path is not None else None
+    return (facts, name) if facts is not None else None
+
+
+def find_assignment(qualified: str, config: Config, root: Optional[str] = None) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+    """The value of a module-level ``name = <expr>`` (``app.extensions.scheduler``), with its facts."""
+    if ":" in qualified:
         return None
-    facts = module_facts(path, config)
-    if facts is None:
+    found = _module_and_name(qualified, config, root)
+    if found is None:
         return None
+    facts, name = found
     values = []
     for statement in facts.tree.body:
         if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in statement.targets):
@@ -410,16 +417,10 @@ def functions_named(name: str, config: Config, root: str, limit: int = 6) -> Lis
 
 def find_class(qualified: str, config: Config, root: Optional[str] = None) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
     """The ``class`` statement of ``pkg.mod.Class`` in the project, with its facts."""
-    root = root if root is not None else config.root
-    if not root or not qualified:
+    found = _module_and_name(qualified, config, root)
+    if found is None:
         return None
-    module, _, name = qualified.rpartition(".")
-    path = module_path(module, root)
-    if path is None:
-        return None
-    facts = module_facts(path, config)
-    if facts is None:
-        return None
+    facts, name = found
     for statement in facts.tree.body:
         if isinstance(statement, ast.ClassDef) and statement.name == name:
             return statement, facts
