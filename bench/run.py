@@ -402,6 +402,9 @@ def bench_tree(tree: Tree, tools: Dict[str, str], rounds: int, slow_rounds: int)
         "ruff": ("ruff --select ALL", [ruff, "check", "--select", "ALL", "--no-cache", "--silent", "--isolated",
                                        "--no-respect-gitignore", "--exit-zero", "."], False, rounds),
         "cold": ("onceguard cold", [og, "check", "--no-cache", "--exit-zero", "."], True, rounds),
+        # The same run with each file judged alone: the difference is the project model's share.
+        "alone": ("onceguard cold, files alone", [og, "check", "--no-cache", "--no-project", "--exit-zero", "."],
+                  False, rounds),
         "warm": ("onceguard warm", [og, "check", "--exit-zero", "."], True, rounds),
         "flake8": ("flake8", [tools["flake8"], "--isolated", "--exit-zero", "."], False, slow_rounds),
         "flake8+og": ("flake8 + onceguard", [tools["flake8+onceguard"], "--isolated", "--exit-zero", "."], False,
@@ -549,8 +552,9 @@ def report(trees: List[Tree], results: Dict[str, Dict[str, Measurement]], fixit_
     out.append(f"- Load average (1 min) when the run ended: {load:.2f}.")
     out.append("")
     out.append("| tree | files | lines | ruff `--select ALL --silent` | onceguard cold | cold / ruff | "
-               "onceguard warm | warm / cold | flake8 | flake8 + onceguard | ratio | peak RSS cold (tree) |")
-    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+               "project model's share of cold | onceguard warm | warm / cold | flake8 | flake8 + onceguard | ratio | "
+               "peak RSS cold (tree) |")
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 
     def cell(m: Measurement) -> str:
         return f"{m.median:.2f} s ({m.cpu_median:.2f} s CPU)"
@@ -558,11 +562,18 @@ def report(trees: List[Tree], results: Dict[str, Dict[str, Measurement]], fixit_
     def ratio(a: Measurement, b: Measurement, digits: int = 2) -> str:
         return f"{a.median / b.median:.{digits}f}× ({a.cpu_median / max(b.cpu_median, 1e-9):.{digits}f}× CPU)"
 
+    def share(whole: Measurement, alone: Measurement) -> str:
+        """What reading across files adds: the cold run less the same run with each file alone."""
+        wall = max(whole.median - alone.median, 0.0) / whole.median
+        cpu = max(whole.cpu_median - alone.cpu_median, 0.0) / max(whole.cpu_median, 1e-9)
+        return f"{100 * wall:.0f}% ({100 * cpu:.0f}% CPU)"
+
     for tree in trees:
         r = results[tree.name]
         out.append(
             f"| {tree.name} | {len(tree.files):,} | {tree.lines:,} | {cell(r['ruff'])} | {cell(r['cold'])} | "
-            f"{ratio(r['cold'], r['ruff'])} | {cell(r['warm'])} | {ratio(r['warm'], r['cold'])} | "
+            f"{ratio(r['cold'], r['ruff'])} | {share(r['cold'], r['alone'])} | {cell(r['warm'])} | "
+            f"{ratio(r['warm'], r['cold'])} | "
             f"{cell(r['flake8'])} | {cell(r['flake8+og'])} | {ratio(r['flake8+og'], r['flake8'], 3)} | "
             f"{mib(r['cold'].peak_tree_rss)} |"
         )

@@ -61,3 +61,28 @@ def test_annotations_name_known_codes(path):
     for match in re.finditer(r"#\s*expect(?:-cli)?:\s*([^\n]+)", path.read_text(encoding="utf-8")):
         for code in re.findall(r"OG\d{3}", match.group(1)):
             assert code in all_codes(), f"{path}: unknown code {code}"
+
+
+def test_no_project_reports_exactly_what_one_file_proves(onceguard):
+    # each file judged alone, as flake8 judges it: the `# expect:` lines and none of the `# expect-cli:` ones
+    result = onceguard("check", "fixtures", "--format", "json", "--no-cache", "--no-project")
+    assert result.returncode == 1, result.stderr
+    found = {(d["path"], d["line"], d["code"]) for d in json.loads(result.stdout)}
+    assert found == annotated(cross_file=False)
+
+
+def test_the_cache_keeps_whole_project_and_single_file_results_apart(onceguard, tmp_path):
+    import shutil
+
+    project = tmp_path / "service"
+    shutil.copytree(FIXTURES / "layered_service", project)
+
+    def codes(*extra):
+        result = onceguard("check", ".", "--format", "json", *extra, cwd=project)
+        return sorted((d["path"], d["line"], d["code"]) for d in json.loads(result.stdout))
+
+    whole = codes()
+    assert whole, "the layered service has cross-file findings"
+    assert codes("--no-project") == []
+    assert codes() == whole  # read back from the cache, not the single-file answer
+    assert (project / ".onceguard_cache").is_dir()

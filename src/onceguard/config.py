@@ -39,6 +39,9 @@ class Config:
     single_scheduler: bool = True
     migrate_url_env: str = ""
     error: Tuple[str, ...] = ()
+    #: False: each file is judged alone, as under flake8 (the command line's ``--no-project``); not a
+    #: pyproject key, since what a project shows is never wrong to read.
+    whole_project: bool = True
     root: str = field(default="", compare=False)
 
     def digest(self) -> str:

@@ -381,7 +381,7 @@ def _fix_file(path: str, found: List[Diagnostic], config: Config, unsafe: bool, 
             first_applied = result.applied
         fixed.extend(d.with_path(path) for d in result.applied)
         current = result.new_source
-        remaining = check_source(current, path, config, cross_file=True)
+        remaining = check_source(current, path, config, cross_file=config.whole_project)
     if current == original:
         return FixOutcome(found, rejected=rejected)
     if not write:

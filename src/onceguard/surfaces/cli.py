@@ -88,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print the findings and nothing else (no counts, hints or 'All checks passed.')")
     check.add_argument("--jobs", "-j", type=_jobs, default=0, help="worker processes (default: one per core)")
     check.add_argument("--no-cache", action="store_true", help="neither read nor write .onceguard_cache/")
+    check.add_argument("--no-project", action="store_true",
+                       help="judge each file alone, as the flake8 plugin does: faster, without the findings "
+                            "that need other files of the project")
 
     rule = commands.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", nargs="?", metavar="CODE_OR_NAME", help="OG101 or session-lock-on-pool")
@@ -134,6 +137,8 @@ def _overrides(args: argparse.Namespace) -> Callable[[Config], Config]:
             changes["extend_exclude"] = tuple(changes.get("extend_exclude", base.extend_exclude)) + extend_exclude
         if args.transaction_pooler:
             changes["transaction_pooler"] = True
+        if getattr(args, "no_project", False):
+            changes["whole_project"] = False
         return replace(base, **changes) if changes else base
 
     return apply
