@@ -3,7 +3,6 @@ over stdio, gets exactly the findings its ``# expect:`` and ``# expect-cli:`` co
 the project's other files as ``onceguard check`` does), as tests/test_fixtures.py asserts for the CLI."""
 from __future__ import annotations
 
-import asyncio
 import shutil
 from pathlib import Path
 from typing import Dict, List, Set, Tuple
