@@ -35,38 +35,31 @@ MAX_DEPTH = 6
 BY_NAME_DEPTH = 4
 #: Calls resolved per checked module: the summary is a bounded look, not a whole-program analysis.
 CALL_BUDGET = 600
+#: From this depth on (the job's own body is 0, its direct callees' bodies 1) an unknown call counts as an
+#: effect only when its name or module says it acts outside the process: far from the job, unknown calls are
+#: mostly validation, parsing and accessors of the libraries the helpers wrap.
+UNKNOWN_DEPTH = 2
 
-#: Calls with no effect outside the process (pure builtins, clocks, sleeps, serialisation, copying).
-_PURE_CALLS = frozenset({
-    "len", "str", "int", "float", "bool", "list", "dict", "set", "tuple", "frozenset", "sorted", "reversed",
-    "min", "max", "sum", "any", "all", "isinstance", "issubclass", "getattr", "hasattr", "setattr", "range",
-    "enumerate", "zip", "map", "filter", "repr", "print", "round", "abs", "iter", "next", "type", "id", "hash",
-    "super", "format", "vars", "callable",
-    "time.time", "time.monotonic", "time.perf_counter", "time.sleep", "asyncio.sleep", "datetime.datetime.now",
-    "datetime.datetime.utcnow", "datetime.date.today", "datetime.timedelta", "json.dumps", "json.loads",
-    "copy.copy", "copy.deepcopy", "random.random", "random.randint", "random.uniform", "uuid.uuid4",
-    "gc.collect", "asyncio.Event", "asyncio.Lock", "threading.Lock", "threading.Event", "collections.deque",
-    "collections.defaultdict", "collections.Counter", "math.ceil", "math.floor",
-    "django.utils.timezone.now", "django.utils.timezone.timedelta", "datetime.datetime.now.date",
-    "datetime.datetime.fromtimestamp", "datetime.datetime.utcnow.date", "datetime.datetime.now.isoformat",
-    "os.getenv", "os.environ.get", "datetime.timedelta.total_seconds", "time.time_ns", "logging.getLogger",
-    # Building a statement runs nothing: its execution is judged by the SQL it carries.
-    "sqlalchemy.text", "sqlalchemy.sql.text", "sqlalchemy.sql.expression.text",
-})
-#: Methods of the process's own containers and synchronisation objects.
-_CONTAINER_METHODS = frozenset({
-    "append", "appendleft", "extend", "pop", "popleft", "popitem", "clear", "get", "items", "keys", "values",
-    "setdefault", "add", "discard", "remove", "copy", "update", "insert", "index", "count", "sort",
-    "get_nowait", "put_nowait", "qsize", "empty", "full", "is_set", "wait", "set", "acquire", "release",
-    "locked", "format", "join", "split", "strip", "lower", "upper", "startswith", "endswith", "replace",
-    "encode", "decode", "isoformat", "timestamp", "total_seconds", "date",
-})
-_LOG_RECEIVER_WORDS = ("log", "logger", "logging")
-_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log",
-                          "adebug", "ainfo", "awarning", "aerror", "aexception"})
-_EMPTY_FACTORIES = frozenset({"dict", "list", "set", "deque", "collections.deque", "defaultdict",
-                              "collections.defaultdict", "Counter", "collections.Counter", "OrderedDict"})
-_DRAIN_METHODS = frozenset({"get_nowait", "popleft"})
+from ..knowledge.effects import (CONTAINER_METHODS as _CONTAINER_METHODS, DRAIN_METHODS as _DRAIN_METHODS,
+                                 EMPTY_FACTORIES as _EMPTY_FACTORIES, LOG_METHODS as _LOG_METHODS,
+                                 LOG_RECEIVER_WORDS as _LOG_RECEIVER_WORDS, PURE_CALLS as _PURE_CALLS,
+                                 QUERY_BUILDERS as _QUERY_BUILDERS, READ_METHODS as _READ_METHODS,
+                                 SCOPE_METHODS as _SCOPE_METHODS, PROCESS_LOCAL_METHODS as _PROCESS_LOCAL_METHODS,
+                                 READ_ANYWHERE_METHODS as _READ_ANYWHERE_METHODS, PURE_MODULES as _PURE_MODULES,
+                                 ACCESSOR_PREFIXES as _ACCESSOR_PREFIXES, ACCESSOR_EXCEPTIONS as _ACCESSOR_EXCEPTIONS,
+                                 ACTION_WORDS as _ACTION_WORDS, EFFECT_MODULES as _EFFECT_MODULES,
+                                 STORAGE_VERBS as _STORAGE_VERBS, STORAGE_VERB_FORMS as _STORAGE_VERB_FORMS)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    call: ast.AST
+    path: str  # as the project shows it (relative to the root where known)
+    plain: bool  # the call's SQL, name or module says it acts outside the process
+    depth: int  # calls between the job and it: the nearest plain effect is the one a reader recognises
+
+    def better_than(self, other: Optional["Evidence"]) -> bool:
+        return other is None or (self.plain, -self.depth) > (other.plain, -other.depth)
 
 
 @dataclass
@@ -74,10 +67,15 @@ class Effects:
     drain: Optional[ast.AST] = None
     idempotent: List[ast.AST] = field(default_factory=list)
     other: List[ast.AST] = field(default_factory=list)
+    #: The effect a report shows as the reason a claim is needed: the first that plainly acts outside the
+    #: process (an SQL write, a call named ``send_…`` or ``publish``), else the first unknown call.
+    first_other: Optional["Evidence"] = None
 
     def merge(self, more: "Effects") -> None:
         if self.drain is None:
             self.drain = more.drain
+        if more.first_other is not None and more.first_other.better_than(self.first_other):
+            self.first_other = more.first_other
         self.idempotent.extend(more.idempotent)
         self.other.extend(more.other)
 
@@ -333,28 +331,9 @@ def _is_log_call(call: ast.Call) -> bool:
     return any(word in name.lower() for word in _LOG_RECEIVER_WORDS)
 
 
-#: Methods that open, end or hand out a connection, session or transaction: the effects are in what is sent
-#: through it, not in these calls.
-_SCOPE_METHODS = frozenset({
-    "begin", "connect", "cursor", "commit", "rollback", "close", "flush", "acquire_connection", "connection",
-    "begin_nested", "atomic", "refresh", "expire", "expunge",
-})
 
 
-#: Methods that read rows and change nothing (ORM and driver read APIs: Prisma Client Python, SQLAlchemy,
-#: Django, asyncpg, DB-API).
-_READ_METHODS = frozenset({
-    "find_many", "find_first", "find_unique", "find_first_or_raise", "find_unique_or_raise", "count",
-    "group_by", "fetch", "fetchrow", "fetchval", "fetchall", "fetchone", "fetchmany", "scalars", "scalar",
-    "scalar_one", "scalar_one_or_none", "all", "first", "one", "one_or_none", "exists", "aggregate",
-    "values_list", "iterator", "in_bulk", "latest", "earliest",
-})
 
-#: Building a query sends nothing: what the query then does (delete, update, iterate) is the effect.
-_QUERY_BUILDERS = frozenset({
-    "filter", "filter_by", "where", "exclude", "order_by", "select_related", "prefetch_related", "only",
-    "defer", "limit", "offset", "distinct", "annotate", "join", "outerjoin", "options", "group_by",
-})
 
 
 _NEUTRAL_METHODS = _SCOPE_METHODS | _QUERY_BUILDERS | _READ_METHODS
@@ -515,13 +494,13 @@ class Summaries:
         if sql == "idempotent":
             return Effects(idempotent=[call])
         if sql == "other":
-            return Effects(other=[call])
+            return _outside(call, facts, True, depth)
         if _orm_idempotent(call):
             return Effects(idempotent=[call])
         if _is_log_call(call) or _opens_scope(call):
             return Effects()
         qualified = facts.callee(call) or ""
-        if qualified in _PURE_CALLS:
+        if qualified in _PURE_CALLS or qualified.startswith(_PURE_MODULES):
             return Effects()
         if depth < MAX_DEPTH and self._budget > 0:
             self._budget -= 1
@@ -536,7 +515,69 @@ class Summaries:
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr in _CONTAINER_METHODS and _local_receiver(func.value, function, facts):
             return Effects()
-        return Effects(other=[call])
+        if isinstance(func, ast.Attribute) and (func.attr in _INERT_METHODS or _sets_a_metric(func)):
+            return Effects()
+        if _builds_an_object(func) or _is_accessor(func):
+            return Effects()
+        plain = _names_a_write(call, qualified)
+        if depth >= UNKNOWN_DEPTH and not plain:
+            return Effects()
+        return _outside(call, facts, plain, depth)
+
+
+#: Methods that change nothing another replica sees, on any receiver: reads, and the process's own metrics.
+_INERT_METHODS = _READ_ANYWHERE_METHODS | _PROCESS_LOCAL_METHODS
+
+
+def _builds_an_object(func: ast.AST) -> bool:
+    """``Console(...)``, ``errors.NotFound(...)``: a class outside the project, instantiated.  Building an
+    object changes nothing outside the process; what is then done with it (``.send()``) is judged as its own
+    call.  (A project class is resolved to its ``__init__`` before this is asked.)"""
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return bool(name) and name[0].isupper() and not name.isupper()
+
+
+def _sets_a_metric(func: ast.Attribute) -> bool:
+    """``gauge.labels(...).set(value)``: a labelled metric of this process."""
+    inner = func.value
+    return func.attr == "set" and isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) \
+        and inner.func.attr == "labels"
+
+
+def _is_accessor(func: ast.AST) -> bool:
+    """An unresolved ``get_x()`` / ``is_x()``: named as a read, and nothing in the project says otherwise."""
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name.startswith(_ACCESSOR_PREFIXES) and not any(word in name for word in _ACCESSOR_EXCEPTIONS)
+
+
+_WORD_SPLIT = re.compile(r"[_\W]+|(?<=[a-z])(?=[A-Z])")
+
+
+def _names_a_write(call: ast.Call, qualified: str) -> bool:
+    """``client.send_invoice``, ``publishEvent``, ``subprocess.run``: the call's own name (or module) says it
+    changes something outside the process."""
+    if qualified.startswith(_EFFECT_MODULES):
+        return True
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if name in _STORAGE_NAMES:
+        return not (name == "update" and _is_dict_update(call))
+    return any(word.lower() in _ACTION_WORDS for word in _WORD_SPLIT.split(name) if word)
+
+
+_STORAGE_NAMES = frozenset(form.format(verb) for verb in _STORAGE_VERBS for form in _STORAGE_VERB_FORMS)
+
+
+def _is_dict_update(call: ast.Call) -> bool:
+    """``settings.update(other)``: one mapping merged into a named object reads as ``dict.update``; a row or
+    query update names its columns (``.update(status=...)``, ``update(where=..., data=...)``)."""
+    receiver = getattr(call.func, "value", None)
+    return isinstance(receiver, (ast.Name, ast.Attribute)) and len(call.args) == 1 and not call.keywords
+
+
+def _outside(call: ast.Call, facts: ModuleFacts, plain: bool, depth: int) -> Effects:
+    where = facts.context.rel_path or facts.context.path
+    return Effects(other=[call], first_other=Evidence(call, where, plain, depth))
 
 
 _LITERALS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp, ast.Constant, ast.JoinedStr)

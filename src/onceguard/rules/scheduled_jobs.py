@@ -22,7 +22,7 @@ from ..analysis.names import dotted
 from .registry import register
 from ..noqa import ALL, line_codes
 from ..project.startup import StartupMap
-from ..project.summaries import _annotation_class, _parameter_annotation, resolve_reference, summaries_for
+from ..project.summaries import Evidence, _annotation_class, _parameter_annotation, resolve_reference, summaries_for
 from .base import Rule
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -869,6 +869,22 @@ class _Verdict:
     kind: str  # "job" (OG201), "sweep" (OG204)
     name: str
     evidence: Optional[ast.AST] = None  # the idempotent statement a sweep runs
+    #: The call that acts outside the process (the reason a claim is needed), and its file.
+    effect: Optional[Evidence] = None
+
+
+def _effect_note(verdict: _Verdict, facts: ModuleFacts) -> str:
+    """Which call makes the job more than per-process work, so a reader can judge the finding."""
+    if verdict.effect is None:
+        return ""
+    call, where = verdict.effect.call, verdict.effect.path
+    shown = dotted(call.func) if isinstance(call, ast.Call) else ""
+    shown = f"`{shown}(...)`" if shown else "a call"
+    here = facts.context  # the file the finding is reported in
+    place = f"line {call.lineno}" if where in (here.rel_path, here.path) else f"{where}:{call.lineno}"
+    if verdict.effect.plain:
+        return f" It acts outside the process: {shown} at {place}."
+    return f" Its work is not known to stay inside the process: {shown} at {place}."
 
 
 def _noqa_at_def(function: FunctionNode, facts: ModuleFacts, code: str) -> bool:
@@ -960,7 +976,8 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
             if target.foreign and _noqa_at_def(function, target.facts, "OG201" if kind == "job" else "OG204"):
                 continue
             name = target.label or function.name
-            found.append(_Verdict(scheduled, function, kind, name, effects.idempotent[0] if effects.idempotent else None))
+            found.append(_Verdict(scheduled, function, kind, name, effects.idempotent[0] if effects.idempotent else None,
+                                  effects.first_other))
         return found
 
     return facts.cached("scheduled-jobs:verdicts", build)
@@ -999,8 +1016,9 @@ class UnguardedScheduledJob(Rule):
         for verdict in _verdicts(facts):
             if verdict.kind != "job":
                 continue
-            yield offer_claim(_report(self, verdict, _message(verdict.scheduled, verdict.name),
-                                      _suggestion(verdict.scheduled, verdict.name, facts)), verdict, facts)
+            message = _message(verdict.scheduled, verdict.name) + _effect_note(verdict, facts)
+            yield offer_claim(_report(self, verdict, message, _suggestion(verdict.scheduled, verdict.name, facts)),
+                              verdict, facts)
 
 
 #: OG204 is off unless selected by its full code: duplicate sweeps cost load, not correctness.

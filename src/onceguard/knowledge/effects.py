@@ -1,0 +1,137 @@
+"""What calls do to the world outside the process, as data for the effect summaries.
+
+A scheduled job needs a claim when a repeat by another replica changes something twice; these tables say
+which calls change nothing outside the process (pure helpers, reads, the process's own containers and
+metrics), so that what remains is the job's real work.  A call known to none of them counts as an effect:
+unknown work stays reported.
+"""
+from __future__ import annotations
+
+from typing import FrozenSet, Tuple
+
+#: Calls with no effect outside the process (pure builtins, clocks, sleeps, serialisation, copying).
+PURE_CALLS: FrozenSet[str] = frozenset({
+    "len", "str", "int", "float", "bool", "list", "dict", "set", "tuple", "frozenset", "sorted", "reversed",
+    "min", "max", "sum", "any", "all", "isinstance", "issubclass", "getattr", "hasattr", "setattr", "range",
+    "enumerate", "zip", "map", "filter", "repr", "print", "round", "abs", "iter", "next", "type", "id", "hash",
+    "super", "format", "vars", "callable",
+    "time.time", "time.monotonic", "time.perf_counter", "time.sleep", "asyncio.sleep", "datetime.datetime.now",
+    "datetime.datetime.utcnow", "datetime.date.today", "datetime.timedelta", "json.dumps", "json.loads",
+    "copy.copy", "copy.deepcopy", "random.random", "random.randint", "random.uniform", "uuid.uuid4",
+    "gc.collect", "asyncio.Event", "asyncio.Lock", "threading.Lock", "threading.Event", "collections.deque",
+    "collections.defaultdict", "collections.Counter", "math.ceil", "math.floor",
+    "django.utils.timezone.now", "django.utils.timezone.timedelta", "datetime.datetime.now.date",
+    "datetime.datetime.fromtimestamp", "datetime.datetime.utcnow.date", "datetime.datetime.now.isoformat",
+    "os.getenv", "os.environ.get", "datetime.timedelta.total_seconds", "time.time_ns", "logging.getLogger",
+    # Building a statement runs nothing: its execution is judged by the SQL it carries.
+    "sqlalchemy.text", "sqlalchemy.sql.text", "sqlalchemy.sql.expression.text",
+    # Typing, introspection and import machinery.
+    "cast", "typing.cast", "importlib.import_module", "inspect.iscoroutinefunction", "inspect.isawaitable",
+    "inspect.signature", "threading.active_count", "threading.current_thread", "threading.get_ident",
+    "os.getpid", "os.cpu_count", "socket.gethostname", "platform.node", "sys.getsizeof", "ast.literal_eval",
+    "os.path.join", "os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.basename",
+    "os.path.dirname", "os.path.abspath", "os.path.getmtime", "os.path.getsize", "os.environ.copy",
+    "hashlib.sha256", "hashlib.md5", "hashlib.sha1", "base64.b64encode", "base64.b64decode",
+    "re.compile", "re.match", "re.search", "re.sub", "re.findall", "re.fullmatch", "fnmatch.fnmatch",
+    "functools.partial", "itertools.chain", "itertools.islice", "urllib.parse.urlparse",
+    "urllib.parse.urlencode", "urllib.parse.quote", "decimal.Decimal", "pathlib.Path",
+    # Scheduling a coroutine runs nothing by itself: the coroutine's own call is judged where it is built.
+    "asyncio.create_task", "asyncio.ensure_future", "asyncio.gather", "asyncio.wait_for", "asyncio.wait",
+    "asyncio.shield", "asyncio.get_event_loop", "asyncio.get_running_loop", "asyncio.Queue",
+    "asyncio.Semaphore", "asyncio.current_task", "asyncio.iscoroutinefunction", "asyncio.to_thread",
+})
+#: Methods of the process's own containers and synchronisation objects.
+CONTAINER_METHODS: FrozenSet[str] = frozenset({
+    "append", "appendleft", "extend", "pop", "popleft", "popitem", "clear", "get", "items", "keys", "values",
+    "setdefault", "add", "discard", "remove", "copy", "update", "insert", "index", "count", "sort",
+    "get_nowait", "put_nowait", "qsize", "empty", "full", "is_set", "wait", "set", "acquire", "release",
+    "locked", "format", "join", "split", "strip", "lower", "upper", "startswith", "endswith", "replace",
+    "encode", "decode", "isoformat", "timestamp", "total_seconds", "date",
+})
+LOG_RECEIVER_WORDS: Tuple[str, ...] = ("log", "logger", "logging")
+LOG_METHODS: FrozenSet[str] = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log",
+                          "adebug", "ainfo", "awarning", "aerror", "aexception"})
+EMPTY_FACTORIES: FrozenSet[str] = frozenset({"dict", "list", "set", "deque", "collections.deque", "defaultdict",
+                              "collections.defaultdict", "Counter", "collections.Counter", "OrderedDict"})
+DRAIN_METHODS: FrozenSet[str] = frozenset({"get_nowait", "popleft"})
+
+#: Methods that open, end or hand out a connection, session or transaction: the effects are in what is sent
+#: through it, not in these calls.
+SCOPE_METHODS: FrozenSet[str] = frozenset({
+    "begin", "connect", "cursor", "commit", "rollback", "close", "flush", "acquire_connection", "connection",
+    "begin_nested", "atomic", "refresh", "expire", "expunge",
+})
+
+#: Methods that read rows and change nothing (ORM and driver read APIs: Prisma Client Python, SQLAlchemy,
+#: Django, asyncpg, DB-API).
+READ_METHODS: FrozenSet[str] = frozenset({
+    "find_many", "find_first", "find_unique", "find_first_or_raise", "find_unique_or_raise", "count",
+    "group_by", "fetch", "fetchrow", "fetchval", "fetchall", "fetchone", "fetchmany", "scalars", "scalar",
+    "scalar_one", "scalar_one_or_none", "all", "first", "one", "one_or_none", "exists", "aggregate",
+    "values_list", "iterator", "in_bulk", "latest", "earliest",
+})
+
+#: Building a query sends nothing: what the query then does (delete, update, iterate) is the effect.
+QUERY_BUILDERS: FrozenSet[str] = frozenset({
+    "filter", "filter_by", "where", "exclude", "order_by", "select_related", "prefetch_related", "only",
+    "defer", "limit", "offset", "distinct", "annotate", "join", "outerjoin", "options", "group_by",
+})
+
+#: Methods that only read or reshape a value, whatever the receiver: a dict, a cache, a response, a string,
+#: an HTTP client's GET.  (``set``, ``delete``, ``post`` and the like are not here: on a shared client they
+#: change what other replicas see.)
+READ_ANYWHERE_METHODS: FrozenSet[str] = frozenset({
+    "get", "items", "keys", "values", "decode", "encode", "isoformat", "strftime", "timestamp", "format",
+    "split", "rsplit", "strip", "lstrip", "rstrip", "lower", "upper", "title", "startswith", "endswith",
+    "replace", "join", "isalnum", "isdigit", "isalpha", "model_dump", "model_dump_json", "dict", "json",
+    "to_dict", "copy", "total_seconds", "date", "astimezone", "hexdigest", "digest", "group", "groups",
+    "match", "search", "findall", "is_set", "done", "cancelled", "result", "qsize", "empty",
+    # pydantic validation and parsing
+    "validate_python", "validate_json", "validate_strings", "model_validate", "model_validate_json",
+    "parse_obj", "parse_raw", "model_copy",
+})
+
+#: Metrics a process keeps in its own memory (Prometheus client, OpenTelemetry instruments): exported by
+#: each replica on its own, so updating them is per-process work.
+PROCESS_LOCAL_METHODS: FrozenSet[str] = frozenset({
+    "labels", "inc", "dec", "observe", "add_row", "add_column",
+})
+
+#: Standard-library (and typing) modules whose functions compute and change nothing outside the process.
+PURE_MODULES: Tuple[str, ...] = (
+    "inspect.", "typing.", "re.", "os.path.", "math.", "json.", "hashlib.", "hmac.", "base64.", "string.",
+    "itertools.", "functools.", "operator.", "copy.", "datetime.", "uuid.", "random.", "decimal.",
+    "fractions.", "statistics.", "textwrap.", "urllib.parse.", "collections.", "dataclasses.", "enum.",
+    "ipaddress.", "secrets.", "traceback.", "warnings.", "contextlib.", "types.", "weakref.",
+)
+
+#: Name prefixes of accessors and predicates: ``get_settings()``, ``is_enabled()``.  A name that also says
+#: it creates (``get_or_create``) is not one.
+ACCESSOR_PREFIXES: Tuple[str, ...] = ("get_", "is_", "has_", "should_", "_get_", "_is_", "_has_", "_should_")
+ACCESSOR_EXCEPTIONS: Tuple[str, ...] = ("create", "or_", "lock", "claim", "acquire")
+
+#: Words that, anywhere in a function or method name, say it reaches someone outside the process: sent,
+#: published, charged.  Deep in a job's callees an unknown call counts as an effect only when its name says
+#: so; near the job any unknown call does (see ``summaries.UNKNOWN_DEPTH``).
+ACTION_WORDS: FrozenSet[str] = frozenset({
+    "send", "sendmail", "mail", "email", "post", "publish", "enqueue", "delay", "charge", "refund", "pay",
+    "invoice", "notify", "webhook", "urlopen", "upload", "export", "submit", "dispatch", "broadcast", "emit",
+    "incr", "incrby", "decr", "hset", "hincrby", "lpush", "rpush", "xadd", "sadd", "zadd", "setex", "setnx",
+    "executemany", "executescript", "popen", "rmtree", "unlink",
+})
+
+#: Storage verbs, which also name in-memory helpers (``create_parser``, ``remove_callback``): they count only
+#: as a method's whole name, as storage APIs spell them (``create``, ``adelete``, ``update_many``,
+#: ``bulk_create``).
+STORAGE_VERBS: FrozenSet[str] = frozenset({
+    "create", "delete", "update", "insert", "upsert", "save", "put", "patch", "write", "remove", "rename",
+    "execute", "apply_async", "store", "persist", "push", "request", "trigger", "purge", "kill", "terminate",
+})
+STORAGE_VERB_FORMS: Tuple[str, ...] = ("{}", "a{}", "{}_many", "bulk_{}", "{}_all", "{}_one")
+
+#: Modules whose every call acts outside the process (a child process, mail, the file system, the network).
+EFFECT_MODULES: Tuple[str, ...] = (
+    "subprocess.", "smtplib.", "shutil.", "os.remove", "os.unlink", "os.rename", "os.replace", "os.system",
+    "os.makedirs", "os.mkdir", "os.rmdir", "requests.", "httpx.", "urllib.request.", "aiohttp.",
+    "django.core.mail.", "boto3.", "stripe.",
+)
