@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import textwrap
 
 import pytest
@@ -133,6 +134,32 @@ def test_prefilter_skips_files_without_trigger_words():
     assert passes_prefilter(hazard, words)
     assert "OG104" in {r.code for r in applicable_rules(hazard, enabled_rules(Config()))}
     assert "OG104" in {d.code for d in check_source(hazard, "x.py", Config())}
+
+
+def test_prefilter_finds_trigger_words_that_overlap_or_nest():
+    from onceguard.engine.check import _TriggerIndex
+
+    # One rule's anchor ends where the other's begins ("set_" / "_state"), a third sits inside a longer one.
+    index = _TriggerIndex(((b"set_",), (b"_state",), ((b"objects", b"save("),), (b".objects",)))
+    assert index.matching(b"obj.set_state(1)") == {0, 1}
+    assert index.matching(b"Model.objects.get(); m.save()") == {2, 3}
+    assert index.matching(b"Model.objects.get()") == {3}
+    assert index.matching(b"nothing here") == set()
+    assert _TriggerIndex(()).matching(b"anything") == set()
+
+
+def test_project_file_bytes_are_read_whole_and_only_from_regular_files(tmp_path):
+    from onceguard.project.index import read_bytes
+
+    big = tmp_path / "big.py"
+    big.write_bytes(b"x = 1\n" * 50_000)
+    assert read_bytes(str(big)) == b"x = 1\n" * 50_000
+    fifo = tmp_path / "fifo.py"
+    os.mkfifo(fifo)  # nobody writes to it: a blocking read would never return
+    assert read_bytes(str(fifo)) == b""
+    os.symlink("/dev/zero", tmp_path / "zero.py")
+    assert read_bytes(str(tmp_path / "zero.py")) == b""
+    assert read_bytes(str(tmp_path / "missing.py")) == b""
 
 
 def test_config_validation():

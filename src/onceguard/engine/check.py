@@ -9,7 +9,7 @@ import traceback
 import warnings
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-import ahocorasick
+import ahocorasick_rs
 
 from ..config import Config
 from ..analysis.context import FileContext
@@ -35,11 +35,11 @@ def trigger_words(rules: Sequence[Rule]) -> Tuple[Trigger, ...]:
 
 class _TriggerIndex:
     """The triggers of a set of rules, compiled once: an Aho-Corasick automaton over one word of each
-    (its longest) finds, in one pass over a file, which of them occur; only the triggers anchored by
-    those words are looked at, and their remaining words are searched one by one."""
+    (its longest) finds, in one pass over a file's bytes, which of them occur; only the triggers anchored
+    by those words are looked at, and their remaining words are searched one by one."""
 
     def __init__(self, rule_triggers: Tuple[Tuple[Trigger, ...], ...]) -> None:
-        self.by_first: dict = {}
+        by_anchor: Dict[bytes, List[Tuple[int, Tuple[bytes, ...]]]] = {}
         for index, triggers in enumerate(rule_triggers):
             for trigger in triggers:
                 words = (trigger,) if type(trigger) is bytes else tuple(trigger)
@@ -47,30 +47,28 @@ class _TriggerIndex:
                 # an anchor costs a step in Python (``if `` or ``==`` would be met thousands of times).
                 anchor = max(words, key=len)
                 rest = tuple(word for word in words if word is not anchor)
-                self.by_first.setdefault(anchor, []).append((index, rest))
-        self.automaton = ahocorasick.Automaton()
-        for word in self.by_first:
-            # latin-1 maps each byte to one code point, so the automaton searches the raw bytes.
-            self.automaton.add_word(word.decode("latin-1"), word)
-        if self.by_first:
-            self.automaton.make_automaton()
+                by_anchor.setdefault(anchor, []).append((index, rest))
+        self.anchors: Tuple[bytes, ...] = tuple(by_anchor)
+        self.by_anchor = [by_anchor[anchor] for anchor in self.anchors]
+        # Overlapping matches: an anchor inside or across another one's occurrence still counts.
+        self.automaton = ahocorasick_rs.BytesAhoCorasick(self.anchors) if self.anchors else None
 
     def matching(self, source: bytes) -> set:
         """Indexes of the rules with at least one trigger in ``source``."""
-        if not self.by_first:
+        if self.automaton is None:
             return set()
-        firsts = {word for _, word in self.automaton.iter(source.decode("latin-1"))}
+        found = {anchor for anchor, _, _ in self.automaton.find_matches_as_indexes(source, overlapping=True)}
         matched: set = set()
         seen: dict = {}
-        for first in firsts:
-            for index, rest in self.by_first[first]:
+        for anchor in found:
+            for index, rest in self.by_anchor[anchor]:
                 if index in matched:
                     continue
                 for word in rest:
-                    found = seen.get(word)
-                    if found is None:
-                        found = seen[word] = word in source
-                    if not found:
+                    present = seen.get(word)
+                    if present is None:
+                        present = seen[word] = word in source
+                    if not present:
                         break
                 else:
                     matched.add(index)

@@ -11,9 +11,10 @@ from ..config import Config
 from .check import cannot_read, check_source, enabled_rules, read_source
 from ..model import Diagnostic
 from ..project.index import recording
+from ..rules.registry import rule_classes
 
 # Below this many files a pool costs more to start than it saves.
-_POOL_THRESHOLD = 48
+POOL_THRESHOLD = 48
 _GC_THRESHOLD = 100_000
 
 WorkItem = Tuple[str, Config, Optional[str]]
@@ -61,7 +62,34 @@ def _check_chunk(items: List[WorkItem]) -> List[WorkResult]:
     return [check_one(item) for item in items]
 
 
-def check_files(files: Sequence[Tuple[str, Config]], jobs: int, cache: Optional[ResultCache]) -> List[Diagnostic]:
+def _warm_up() -> None:
+    """A worker's start: the rule modules imported (and the rule catalogue read) before the first chunk."""
+    _fewer_collections()
+    rule_classes()
+
+
+def _ready() -> None:
+    return None
+
+
+class WorkerPool:
+    """Worker processes for a run. Started with ``warm_up`` before the files are all known, they import the
+    rules while the caller still walks the tree: work each worker of a cold run would otherwise do first."""
+
+    def __init__(self, jobs: int, warm_up: bool = True) -> None:
+        self.executor = ProcessPoolExecutor(max_workers=jobs, initializer=_warm_up if warm_up else None)
+        if warm_up:
+            for _ in range(jobs):  # a task per worker makes every process start now
+                self.executor.submit(_ready)
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def check_files(files: Sequence[Tuple[str, Config]], jobs: int, cache: Optional[ResultCache],
+                pool: Optional[WorkerPool] = None) -> List[Diagnostic]:
+    """Findings of every file, from the cache where it still holds; ``pool``, when given, does the work
+    (and is closed here) instead of one started for it."""
     results: List[Diagnostic] = []
     work: List[WorkItem] = []
     for path, config in files:
@@ -77,15 +105,20 @@ def check_files(files: Sequence[Tuple[str, Config]], jobs: int, cache: Optional[
         else:
             work.append((path, config, None))
 
-    if jobs > 1 and len(work) >= _POOL_THRESHOLD:
-        # Many small chunks keep every core busy to the end (file costs vary a hundredfold) while
-        # still amortising the cost of sending work between processes.
-        chunk_size = max(4, len(work) // (jobs * 48))
-        chunks = [work[i : i + chunk_size] for i in range(0, len(work), chunk_size)]
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            outcomes = [r for chunk in pool.map(_check_chunk, chunks) for r in chunk]
-    else:
-        outcomes = _check_chunk(work)
+    try:
+        if jobs > 1 and len(work) >= POOL_THRESHOLD:
+            if pool is None:
+                pool = WorkerPool(jobs, warm_up=False)
+            # Many small chunks keep every core busy to the end (file costs vary a hundredfold) while
+            # still amortising the cost of sending work between processes.
+            chunk_size = max(4, len(work) // (jobs * 48))
+            chunks = [work[i : i + chunk_size] for i in range(0, len(work), chunk_size)]
+            outcomes = [r for chunk in pool.executor.map(_check_chunk, chunks) for r in chunk]
+        else:
+            outcomes = _check_chunk(work)
+    finally:
+        if pool is not None:
+            pool.close()
 
     configs = {path: config for path, config in files}
     for path, digest, signature, found, others in outcomes:

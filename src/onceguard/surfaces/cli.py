@@ -210,25 +210,38 @@ def run_check(args: argparse.Namespace) -> int:
     from ..engine.discovery import discover
     from ..engine.check import engine_diagnostic
     from .report import ReportOptions, renderers
-    from ..engine.runner import check_files, default_jobs
+    from ..engine.runner import POOL_THRESHOLD, WorkerPool, check_files, default_jobs
 
     if args.write_baseline and not args.baseline:
         raise ConfigError("--write-baseline needs --baseline FILE: the file to write")
     if args.add_noqa and (args.fix or args.diff or args.write_baseline):
         raise ConfigError("--add-noqa cannot be combined with --fix, --diff or --write-baseline")
     config_of = _config_resolver(args)
-    problems: list = []
-    files = [(path, config_of(path)) for path in discover(args.paths, config_of, problems)]
-    if args.force_exclude:
-        files = [(path, config) for path, config in files if not config.is_excluded_with_parents(path)]
-    _warn_unresolved_claims(list({config.digest(): config for _, config in files}.values()))
     cache = None
     if not args.no_cache and not (args.fix or args.diff):
         from ..engine.cache import ResultCache
 
         cache = ResultCache(config_of(args.paths[0] if args.paths else ".").root or os.getcwd())
     jobs = args.jobs if args.jobs and args.jobs > 0 else default_jobs()
-    diagnostics = check_files(files, jobs, cache)
+    # With nothing cached, enough files mean a pool will be used: start it now, so that the workers get
+    # ready while the tree is still being walked (with results cached, most runs check a few files).
+    start_early = jobs > 1 and (cache is None or not cache.entries)
+    pool: Optional[WorkerPool] = None
+    problems: list = []
+    files = []
+    try:
+        for path in discover(args.paths, config_of, problems):
+            files.append((path, config_of(path)))
+            if start_early and pool is None and len(files) >= POOL_THRESHOLD:
+                pool = WorkerPool(jobs)
+        if args.force_exclude:
+            files = [(path, config) for path, config in files if not config.is_excluded_with_parents(path)]
+        _warn_unresolved_claims(list({config.digest(): config for _, config in files}.values()))
+    except BaseException:
+        if pool is not None:
+            pool.close()
+        raise
+    diagnostics = check_files(files, jobs, cache, pool)
     if cache is not None:
         cache.save()
 
