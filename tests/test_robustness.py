@@ -206,11 +206,13 @@ def test_a_pool_started_before_the_files_are_known_gives_the_same_findings(tmp_p
         write(root, f"pkg/mod_{index:02}.py", HAZARD if index % 2 else "x = 1\n")
     files = [(path, config_for(path)) for path in discover([str(root / "pkg")], config_for, [])]
     alone = check_files(files, 1, None)
-    pooled = check_files(files, 2, None, WorkerPool(2))
+    with WorkerPool(2) as pool:
+        pooled = check_files(files, 2, None, pool)
     assert sorted(map(repr, (d.to_json() for d in pooled))) == sorted(map(repr, (d.to_json() for d in alone)))
     assert sum(d.code == "OG101" for d in pooled) == (POOL_THRESHOLD + 2) // 2
-    # Fewer files than make a pool worth it: the pool started early is closed unused, the work done here.
-    few = check_files(files[:3], 2, None, WorkerPool(2))
+    # Fewer files than make a pool worth it: the pool started early stays unused, the work is done here.
+    with WorkerPool(2) as pool:
+        few = check_files(files[:3], 2, None, pool)
     assert [d.path for d in few] == [d.path for d in check_files(files[:3], 1, None)]
 
 

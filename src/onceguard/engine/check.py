@@ -48,10 +48,11 @@ class _TriggerIndex:
                 anchor = max(words, key=len)
                 rest = tuple(word for word in words if word is not anchor)
                 by_anchor.setdefault(anchor, []).append((index, rest))
-        self.anchors: Tuple[bytes, ...] = tuple(by_anchor)
-        self.by_anchor = [by_anchor[anchor] for anchor in self.anchors]
+        anchors = tuple(by_anchor)
+        # The automaton reports an anchor by its position in ``anchors``: the same position here.
+        self.by_anchor = [by_anchor[anchor] for anchor in anchors]
         # Overlapping matches: an anchor inside or across another one's occurrence still counts.
-        self.automaton = ahocorasick_rs.BytesAhoCorasick(self.anchors) if self.anchors else None
+        self.automaton = ahocorasick_rs.BytesAhoCorasick(anchors) if anchors else None
 
     def matching(self, source: bytes) -> set:
         """Indexes of the rules with at least one trigger in ``source``."""

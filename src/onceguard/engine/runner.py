@@ -73,23 +73,31 @@ def _ready() -> None:
 
 
 class WorkerPool:
-    """Worker processes for a run. Started with ``warm_up`` before the files are all known, they import the
-    rules while the caller still walks the tree: work each worker of a cold run would otherwise do first."""
+    """Worker processes for a run, each importing the rules as it starts. Started by the caller before the
+    files are all known (a cold run of the CLI), they get ready while the tree is still being walked."""
 
-    def __init__(self, jobs: int, warm_up: bool = True) -> None:
-        self.executor = ProcessPoolExecutor(max_workers=jobs, initializer=_warm_up if warm_up else None)
-        if warm_up:
-            for _ in range(jobs):  # a task per worker makes every process start now
-                self.executor.submit(_ready)
+    def __init__(self, jobs: int) -> None:
+        self.executor = ProcessPoolExecutor(max_workers=jobs, initializer=_warm_up)
+        for _ in range(jobs):  # a task per worker makes every process start now
+            self.executor.submit(_ready)
+
+    def check(self, chunks: List[List[WorkItem]]) -> List[WorkResult]:
+        return [r for chunk in self.executor.map(_check_chunk, chunks) for r in chunk]
 
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
 
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
 
 def check_files(files: Sequence[Tuple[str, Config]], jobs: int, cache: Optional[ResultCache],
                 pool: Optional[WorkerPool] = None) -> List[Diagnostic]:
-    """Findings of every file, from the cache where it still holds; ``pool``, when given, does the work
-    (and is closed here) instead of one started for it."""
+    """Findings of every file, from the cache where it still holds. ``pool``, when given, does the work if
+    there is enough of it for a pool; it stays the caller's to close."""
     results: List[Diagnostic] = []
     work: List[WorkItem] = []
     for path, config in files:
@@ -105,20 +113,18 @@ def check_files(files: Sequence[Tuple[str, Config]], jobs: int, cache: Optional[
         else:
             work.append((path, config, None))
 
-    try:
-        if jobs > 1 and len(work) >= POOL_THRESHOLD:
-            if pool is None:
-                pool = WorkerPool(jobs, warm_up=False)
-            # Many small chunks keep every core busy to the end (file costs vary a hundredfold) while
-            # still amortising the cost of sending work between processes.
-            chunk_size = max(4, len(work) // (jobs * 48))
-            chunks = [work[i : i + chunk_size] for i in range(0, len(work), chunk_size)]
-            outcomes = [r for chunk in pool.executor.map(_check_chunk, chunks) for r in chunk]
-        else:
-            outcomes = _check_chunk(work)
-    finally:
+    if jobs > 1 and len(work) >= POOL_THRESHOLD:
+        # Many small chunks keep every core busy to the end (file costs vary a hundredfold) while
+        # still amortising the cost of sending work between processes.
+        chunk_size = max(4, len(work) // (jobs * 48))
+        chunks = [work[i : i + chunk_size] for i in range(0, len(work), chunk_size)]
         if pool is not None:
-            pool.close()
+            outcomes = pool.check(chunks)
+        else:
+            with WorkerPool(jobs) as own:
+                outcomes = own.check(chunks)
+    else:
+        outcomes = _check_chunk(work)
 
     configs = {path: config for path, config in files}
     for path, digest, signature, found, others in outcomes:

@@ -368,13 +368,13 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 def _read_all(descriptor: int, size: int) -> bytes:
     """The whole file: one read when it is the size ``fstat`` gave (a short read of a regular file is its
     end), more while it grows."""
+    wanted = max(size, 1 << 16) + 1
     chunks = []
     while True:
-        wanted = max(size, 1 << 16) + 1
         chunk = os.read(descriptor, wanted)
         chunks.append(chunk)
         if len(chunk) < wanted:
-            return b"".join(chunks) if len(chunks) > 1 else chunk
+            return b"".join(chunks)
 
 
 #: A project file's bytes, read once per content: what text checks before a parse look at.

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from dataclasses import replace
@@ -229,19 +230,15 @@ def run_check(args: argparse.Namespace) -> int:
     pool: Optional[WorkerPool] = None
     problems: list = []
     files = []
-    try:
+    with contextlib.ExitStack() as pool_scope:
         for path in discover(args.paths, config_of, problems):
             files.append((path, config_of(path)))
             if start_early and pool is None and len(files) >= POOL_THRESHOLD:
-                pool = WorkerPool(jobs)
+                pool = pool_scope.enter_context(WorkerPool(jobs))
         if args.force_exclude:
             files = [(path, config) for path, config in files if not config.is_excluded_with_parents(path)]
         _warn_unresolved_claims(list({config.digest(): config for _, config in files}.values()))
-    except BaseException:
-        if pool is not None:
-            pool.close()
-        raise
-    diagnostics = check_files(files, jobs, cache, pool)
+        diagnostics = check_files(files, jobs, cache, pool)
     if cache is not None:
         cache.save()
 
