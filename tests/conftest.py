@@ -47,3 +47,26 @@ def flake8():
         return run(script("flake8") + list(args), cwd=cwd, timeout=timeout)
 
     return invoke
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Real servers for the guards' tests: from the environment, else started here when installed.
+
+
+def pytest_configure(config):
+    from servers import start_missing_servers
+
+    if not hasattr(config, "workerinput"):
+        start_missing_servers()
+
+
+def pytest_unconfigure(config):
+    from servers import stop_servers
+
+    stop_servers()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    from servers import summary_line
+
+    terminalreporter.write_line(summary_line())

@@ -411,7 +411,10 @@ def test_period_key_refuses_a_naive_datetime_and_bad_periods():
     with pytest.raises(ValueError):
         guards.claim_period("b", 0)
     with pytest.raises(TypeError):
-        guards.claim_period("b", "5m")
+        guards.claim_period("b", ["5m"])
+    with pytest.raises(ValueError):
+        guards.claim_period("b", "5 fortnights")
+    assert guards.period_key("b", "5m", now=aware) == guards.period_key("b", 300, now=aware)
 
 
 def test_configure_takes_one_backend():

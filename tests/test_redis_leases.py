@@ -476,3 +476,136 @@ def test_named_alias_behind_a_factory_stays_shared_without_caches_setting(tmp_pa
         """,
     })
     assert check_file(tmp_path / "fsm" / "state.py") == [(26, "OG502")]
+
+
+# -- a release the holder's own deadline guards; keys that hold data; locks built only to look -----------
+
+
+DEADLINE_RELEASE = """
+    import time
+    from django.core.cache import cache
+
+    def run_once(job_id, owner, work):
+        deadline = time.monotonic() + 600 - 3
+        acquired = cache.add(f"job-lock:{job_id}", owner, 600)
+        try:
+            if acquired:
+                work()
+        finally:
+            if {test}:
+                cache.delete(f"job-lock:{job_id}")
+"""
+
+
+def test_release_only_before_the_holders_own_deadline_is_silent():
+    assert codes(DEADLINE_RELEASE.replace("{test}", "time.monotonic() < deadline and acquired")) == []
+    assert codes(DEADLINE_RELEASE.replace("{test}", "deadline > time.monotonic()")) == []
+
+
+def test_release_after_the_deadline_or_on_another_condition_is_reported():
+    assert codes(DEADLINE_RELEASE.replace("{test}", "time.monotonic() > deadline")) == [(13, "OG502")]
+    assert codes(DEADLINE_RELEASE.replace("{test}", "acquired")) == [(13, "OG502")]
+
+
+def test_key_that_accumulates_what_it_read_is_not_a_lease():
+    assert codes("""
+        from django.core.cache import cache
+
+        def collect(team, page, fetch, later):
+            key = f"seen:{team}"
+            seen = cache.get(key, set())
+            if page and not seen:
+                return later()
+            batch, page, limited = fetch(page)
+            seen.update(batch)
+            if limited:
+                cache.set(key, seen, timeout=3600)
+                return later(page)
+            cache.delete(key)
+    """) == []
+
+
+def test_marker_written_after_an_absence_check_is_still_a_lease():
+    assert codes("""
+        from django.core.cache import cache
+
+        def collect(team, work):
+            key = f"seen:{team}"
+            if cache.get(key):
+                return
+            cache.set(key, "busy", timeout=3600)
+            work()
+            cache.delete(key)
+    """) == [(8, "OG501"), (10, "OG502")]
+
+
+def test_lock_object_built_only_to_ask_locked_has_no_lifetime():
+    assert codes("""
+        from redis.asyncio import Redis
+        from redis.asyncio.lock import Lock
+
+        class Guard:
+            def __init__(self, r: Redis):
+                self.r = r
+
+            async def busy(self, name):
+                probe = Lock(self.r, name)
+                return await probe.locked()
+
+            async def also_busy(self, name):
+                return await Lock(self.r, name).locked()
+
+            async def hold(self, name):
+                lock = Lock(self.r, name)
+                await lock.acquire()
+                return lock
+    """) == [(17, "OG501")]
+
+
+def test_key_prefix_from_a_constant_in_an_fstring_names_a_lock():
+    assert codes("""
+        import redis
+
+        HOLD = "cart:lock:"
+        r = redis.Redis()
+
+        def give_back(cart_id):
+            r.delete(f"{HOLD}{cart_id}")
+    """) == [(8, "OG502")]
+
+
+def test_release_through_the_classs_own_delete_helper_is_judged_where_the_helper_is_called():
+    assert codes("""
+        import redis
+
+        class NightlyLease:
+            def __init__(self, client: redis.Redis) -> None:
+                self.client = client
+                self.key = "lock:nightly"
+
+            def _drop(self):
+                self.client.delete(self.key)
+
+            def release(self):
+                self._drop()
+
+            def abandon(self):
+                self._drop()
+    """) == [(13, "OG502"), (16, "OG502")]
+
+
+def test_delete_helper_of_a_cache_key_stays_silent_at_its_callers():
+    assert codes("""
+        import redis
+
+        class Totals:
+            def __init__(self, client: redis.Redis) -> None:
+                self.client = client
+                self.key = "totals:today"
+
+            def _drop(self):
+                self.client.delete(self.key)
+
+            def reset(self):
+                self._drop()
+    """) == []

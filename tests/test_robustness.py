@@ -265,17 +265,10 @@ BROKEN = {
     "tab_error.py": (PAST_PREFILTER + "if True:\n\tx = 1\n        y = 2\n", "tabs and spaces"),
     "unterminated.py": (PAST_PREFILTER + "query = '''SELECT 1\n", "unterminated"),
 }
-if sys.version_info < (3, 12):
-    BROKEN["type_alias.py"] = (PAST_PREFILTER + "type UserId = int\n", "needs Python 3.12")
-    BROKEN["generic_def.py"] = (PAST_PREFILTER + "def first[T](items: list[T]) -> T:\n    return items[0]\n",
-                                "needs Python 3.12")
 if sys.version_info < (3, 14):
-    # Python 3.14 parses both (as "except (A, B)"); a lower-case second name is a Python 2 binding.
+    # Python 3.14 parses it (as "except (A, B)"); a lower-case second name is a Python 2 binding.
     BROKEN["python2_except.py"] = (
         PAST_PREFILTER + "try:\n    run()\nexcept ValueError, error:\n    pass\n", "Python 2"
-    )
-    BROKEN["except_no_brackets.py"] = (
-        PAST_PREFILTER + "try:\n    run()\nexcept ValueError, TypeError:\n    pass\n", "needs Python 3.14"
     )
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from onceguard.config import from_mapping
 from onceguard.engine.check import check_source
-from onceguard.rules.schema import _pooler_sign
+from onceguard.rules.schema_pooler import _pooler_sign
 
 
 def findings(tmp_path, source: str, path: str = "app/main.py", config: dict | None = None):
@@ -367,14 +367,20 @@ def project_findings(tmp_path, files: dict, path: str, codes: str = "OG4"):
 
 
 def env_findings(tmp_path, body: str):
-    """env.py checked in a project whose start-up code runs it (so only the lock decides)."""
+    """The places in env.py that the project's findings name, when its start-up code runs it (so only the
+    lock decides): OG403 at env.py itself, or OG401 at the start-up upgrade naming env.py's unlocked run
+    among its related places (one root cause, one finding)."""
     files = {
         "alembic/env.py": textwrap.dedent(ENV_HEAD) + textwrap.dedent(body),
         "alembic.ini": "[alembic]\nscript_location = %(here)s/alembic\n",
         "app/main.py": STARTUP_RUNNER,
     }
-    found = project_findings(tmp_path, files, "alembic/env.py")
-    return sorted((d.line, d.code) for d in found)
+    at_env = project_findings(tmp_path, files, "alembic/env.py")
+    at_runner = project_findings(tmp_path, files, "app/main.py")
+    env_path = os.path.join(str(tmp_path), "alembic", "env.py")
+    named = [(d.line, d.code) for d in at_env]
+    named += [(r.line, d.code) for d in at_runner for r in d.related if r.path == env_path]
+    return sorted(named)
 
 
 def test_lock_after_the_run_or_unlocked_before_it(tmp_path):
@@ -387,7 +393,7 @@ def test_lock_after_the_run_or_unlocked_before_it(tmp_path):
                     context.run_migrations()
                 connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": KEY})
     """
-    assert env_findings(tmp_path, after) == [(14, "OG403")]
+    assert env_findings(tmp_path, after) == [(14, "OG401")]
     released = """
         def run_migrations_online():
             engine = engine_from_config(config.get_section(config.config_ini_section, {}), poolclass=pool.NullPool)
@@ -398,7 +404,7 @@ def test_lock_after_the_run_or_unlocked_before_it(tmp_path):
                 with context.begin_transaction():
                     context.run_migrations()
     """
-    assert env_findings(tmp_path, released) == [(16, "OG403")]
+    assert env_findings(tmp_path, released) == [(16, "OG401")]
 
 
 def test_lock_on_another_connection_or_try_lock(tmp_path):
@@ -411,7 +417,7 @@ def test_lock_on_another_connection_or_try_lock(tmp_path):
                 with context.begin_transaction():
                     context.run_migrations()
     """
-    assert env_findings(tmp_path, other) == [(15, "OG403")]
+    assert env_findings(tmp_path, other) == [(15, "OG401")]
 
 
 def test_xact_lock_outside_the_migration_transaction(tmp_path):
@@ -424,7 +430,7 @@ def test_xact_lock_outside_the_migration_transaction(tmp_path):
                 with context.begin_transaction():
                     context.run_migrations()
     """
-    assert env_findings(tmp_path, body) == [(15, "OG403")]
+    assert env_findings(tmp_path, body) == [(15, "OG401")]
 
 
 def test_lock_helper_and_connection_from_elsewhere_are_trusted(tmp_path):
@@ -588,3 +594,83 @@ def test_revisions_executing_sql_files_are_not_runners(tmp_path):
             conn.exec_driver_sql(Path(__file__).with_suffix(".sql").read_text())
     """
     assert findings(tmp_path, alembic_revision, "alembic/versions/0007_search.py") == []
+
+
+LOCKED_ENV = """
+    def run_migrations_online():
+        engine = engine_from_config(config.get_section(config.config_ini_section, {}), poolclass=pool.NullPool)
+        with engine.connect() as connection:
+            connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": KEY})
+            connection.commit()
+            try:
+                context.configure(connection=connection)
+                with context.begin_transaction():
+                    context.run_migrations()
+            finally:
+                connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": KEY})
+"""
+
+UNLOCKED_ENV = """
+    def run_migrations_online():
+        engine = engine_from_config(config.get_section(config.config_ini_section, {}), poolclass=pool.NullPool)
+        with engine.connect() as connection:
+            context.configure(connection=connection)
+            with context.begin_transaction():
+                context.run_migrations()
+"""
+
+
+def _startup_upgrade_project(body: str) -> dict:
+    return {
+        "alembic/env.py": textwrap.dedent(ENV_HEAD) + textwrap.dedent(body),
+        "alembic.ini": "[alembic]\nscript_location = %(here)s/alembic\n",
+        "app/main.py": STARTUP_RUNNER,
+    }
+
+
+def test_a_start_up_upgrade_is_one_finding_naming_the_unlocked_env(tmp_path):
+    files = _startup_upgrade_project(UNLOCKED_ENV)
+    at_runner = project_findings(tmp_path, files, "app/main.py")
+    at_env = project_findings(tmp_path, files, "alembic/env.py")
+    assert [(d.code, d.line) for d in at_runner] == [("OG401", 11)]
+    assert at_env == [], "the env.py is a related place of the runner's finding, not a second finding"
+    env_path = os.path.join(str(tmp_path), "alembic", "env.py")
+    assert [(r.path, r.line) for r in at_runner[0].related] == [(env_path, 14)]
+
+
+def test_a_start_up_upgrade_whose_env_holds_the_lock_is_a_locked_runner(tmp_path):
+    files = _startup_upgrade_project(LOCKED_ENV)
+    assert project_findings(tmp_path, files, "app/main.py") == []
+    assert project_findings(tmp_path, files, "alembic/env.py") == []
+
+
+def test_a_start_up_upgrade_under_a_lock_on_the_connection_it_hands_to_env(tmp_path):
+    runner = """
+        from contextlib import asynccontextmanager
+
+        from alembic import command
+        from alembic.config import Config
+        from fastapi import FastAPI
+        from sqlalchemy import create_engine, text
+
+        engine = create_engine("postgresql+psycopg://app@db/app")
+
+
+        @asynccontextmanager
+        async def lifespan(app):
+            with engine.connect() as connection:
+                connection.execute(text("SELECT pg_advisory_lock(7)"))
+                cfg = Config("alembic.ini")
+                cfg.attributes["connection"] = connection
+                command.upgrade(cfg, "head")
+            yield
+
+
+        app = FastAPI(lifespan=lifespan)
+    """
+    files = _startup_upgrade_project(UNLOCKED_ENV)
+    files["app/main.py"] = runner
+    assert project_findings(tmp_path, files, "app/main.py") == []
+    unlocked = runner.replace('connection.execute(text("SELECT pg_advisory_lock(7)"))', "pass")
+    files["app/main.py"] = unlocked
+    assert [d.code for d in project_findings(tmp_path, files, "app/main.py")] == ["OG401"]

@@ -39,6 +39,9 @@ class Config:
     single_scheduler: bool = True
     migrate_url_env: str = ""
     error: Tuple[str, ...] = ()
+    #: Test code (``tests/``, ``test_*.py``, ``*_test.py``, ``conftest.py``) is not deployed: its
+    #: findings are off unless a project asks for them.
+    check_tests: bool = False
     #: False: each file is judged alone, as under flake8 (the command line's ``--no-project``); not a
     #: pyproject key, since what a project shows is never wrong to read.
     whole_project: bool = True
@@ -132,7 +135,7 @@ _LIST_KEYS = {
     "select", "ignore", "extend-select", "exclude", "extend-exclude", "claim-functions",
     "migration-paths", "error",
 }
-_BOOL_KEYS = {"transaction-pooler", "single-scheduler"}
+_BOOL_KEYS = {"transaction-pooler", "single-scheduler", "check-tests"}
 _STR_KEYS = {"migrate-url-env"}
 _CODE_KEYS = {"select", "ignore", "extend-select", "error"}
 KNOWN_KEYS = _LIST_KEYS | _BOOL_KEYS | _STR_KEYS | {"per-file-ignores"}

@@ -189,3 +189,47 @@ def _sender_of_assigned_statement(statement: ast.stmt) -> Optional[ast.Call]:
 def executed_sql(facts: ModuleFacts) -> List[ExecutedSql]:
     """Every SQL text the module visibly sends, in source order; built once per module."""
     return facts.cached("executed_sql", _collect)
+
+
+@dataclass
+class OrmSetStatement:
+    """``Model.objects.filter(...).delete()`` / ``session.query(M).filter(...).update({...})``: one DELETE or
+    UPDATE ... WHERE over the rows the chain matches, as set-based as the SQL it compiles to."""
+
+    call: ast.Call  # the run (``.delete()`` / ``.update(...)``)
+    kind: str  # "delete" | "update"
+    values: List[ast.AST]  # the values an update writes
+    chain: List[ast.Call]  # the calls that build the query (not effects of their own)
+
+
+def orm_set_statement(call: ast.Call) -> Optional[OrmSetStatement]:
+    from ..knowledge import orm
+
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in orm.SET_STATEMENT_RUNS:
+        return None
+    kind = "delete" if "delete" in func.attr else "update"
+    if kind == "delete" and call.args:
+        return None  # ``session.delete(obj)``: one instance, not a statement
+    chain: List[ast.Call] = []
+    filtered = False
+    node = func.value
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Await)):
+        if isinstance(node, ast.Await):
+            node = node.value
+            continue
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Attribute) or node.func.attr not in orm.SET_STATEMENT_SHAPERS:
+                return None
+            filtered = filtered or node.func.attr in orm.SET_STATEMENT_FILTERS
+            chain.append(node)
+            node = node.func.value
+        else:
+            node = node.value
+    if not filtered:
+        return None
+    values = [k.value for k in call.keywords if k.arg != "synchronize_session"] + [
+        v for a in call.args if isinstance(a, ast.Dict) for v in a.values]
+    if kind == "update" and not values:
+        return None
+    return OrmSetStatement(call, kind, values, chain)

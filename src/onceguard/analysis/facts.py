@@ -8,6 +8,7 @@ calls named ``execute`` instead of walking the whole tree again.
 from __future__ import annotations
 
 import ast
+import os
 import typing
 from collections import defaultdict
 from typing import Dict, Iterator, List, Optional, Tuple, Union
@@ -35,13 +36,18 @@ def position(node: ast.AST) -> Tuple[int, int]:
     return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
 
 
+IMPORTED_NAME = "_og_imported_name"
+
+
 def call_name(call: ast.Call) -> Optional[str]:
-    """The last name of what is called: ``execute`` for ``conn.execute(...)``, ``text`` for ``text(...)``."""
+    """The last name of what is called: ``execute`` for ``conn.execute(...)``, ``text`` for ``text(...)``, and
+    for a name bound by an import the name it was imported by (``text`` after ``from sqlalchemy import text
+    as sql_text``): an alias is a spelling, not another function."""
     func = call.func
     if isinstance(func, ast.Attribute):
         return func.attr
     if isinstance(func, ast.Name):
-        return func.id
+        return getattr(call, IMPORTED_NAME, None) or func.id
     return None
 
 
@@ -113,8 +119,28 @@ class ModuleFacts:
         self.ifs: List[ast.If] = []
         imports: List[ast.AST] = []
         self._walk(tree, imports)
-        self.imports = ImportTable(imports, context.package)
+        self.imports = ImportTable(imports, context.package or _namespace_package(context, imports))
+        self._file_imported_calls_by_name()
         self._cache: Dict[str, object] = {}
+
+    def _file_imported_calls_by_name(self) -> None:
+        """A call through an import alias is also filed under the name it was imported by:
+        ``call_command`` finds ``run_command(...)`` after ``from django.core.management import
+        call_command as run_command``, as it finds the call under its own spelling."""
+        by_name = self.calls_by_name
+        self._renamed_calls: List[ast.Call] = []
+        for local, target in self.imports.aliases.items():
+            imported = target.rpartition(".")[2]
+            if imported == local or not imported or local not in by_name:
+                continue
+            filed = by_name[imported]
+            known = {id(call) for call in filed}
+            for call in by_name[local]:
+                if type(call.func) is ast.Name and id(call) not in known:
+                    filed.append(call)
+                    setattr(call, IMPORTED_NAME, imported)
+                    self._renamed_calls.append(call)
+            filed.sort(key=position)
 
     def _walk(self, tree: ast.AST, imports: List[ast.AST]) -> None:
         # The hottest loop of a run: only the fields that can hold child nodes are read (a ``Name`` has
@@ -187,6 +213,12 @@ class ModuleFacts:
             except AttributeError:
                 pass
         self._linked = []
+        for call in self._renamed_calls:
+            try:
+                delattr(call, IMPORTED_NAME)
+            except AttributeError:
+                pass
+        self._renamed_calls = []
         self._cache.clear()
 
     def _add_function(self, node: FunctionNode) -> None:
@@ -239,6 +271,21 @@ class ModuleFacts:
             child = above
         return False
 
+    def module_method(self, expr: ast.AST) -> Optional[FunctionNode]:
+        """The method ``expr`` names when it is ``instance.method`` on a module-level instance of a class this
+        module defines (``service = Service()`` ... ``service.run``), or ``Class.method``: the same code as
+        a module function, reached through an object."""
+        if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)):
+            return None
+        table = self.cached("module-instances", _module_instances)
+        cls = table.get(expr.value.id)
+        if cls is None:
+            return None
+        for statement in cls.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == expr.attr:
+                return statement
+        return None
+
     def calls_named(self, *names: str) -> Iterator[ast.Call]:
         for name in names:
             yield from self.calls_by_name.get(name, ())
@@ -248,6 +295,46 @@ class ModuleFacts:
         if key not in self._cache:
             self._cache[key] = build(self)
         return self._cache[key]
+
+
+def _module_instances(facts: "ModuleFacts") -> Dict[str, ast.ClassDef]:
+    """name -> class, for this module's classes and for the names its top level binds once to an instance
+    of one (``service = Service()``); a name bound twice is left out (which object it holds depends)."""
+    classes = {node.name: node for node in facts.tree.body if isinstance(node, ast.ClassDef)}
+    table: Dict[str, ast.ClassDef] = dict(classes)
+    counts: Dict[str, int] = defaultdict(int)
+    for statement in facts.tree.body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else (
+            [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        for target in targets:
+            if isinstance(target, ast.Name):
+                counts[target.id] += 1
+                value = statement.value
+                if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in classes
+                        and target.id not in classes):
+                    table[target.id] = classes[value.func.id]
+    for name, count in counts.items():
+        if count > 1 and name in table and name not in classes:
+            del table[name]
+    return table
+
+
+def _namespace_package(context: FileContext, imports: List[ast.AST]) -> str:
+    """The package of a file in a directory without ``__init__.py`` (a namespace package, which Python 3
+    imports as well), for its relative imports: its folder below the project root, dotted. Only asked when
+    the file has a relative import, so that ``from .db import engine`` names ``app.db`` in ``app/``."""
+    if not any(isinstance(node, ast.ImportFrom) and node.level for node in imports):
+        return ""
+    if not context.path or not context.config.root:
+        return ""
+    directory = os.path.dirname(os.path.abspath(context.path))
+    root = os.path.abspath(context.config.root)
+    if not (directory + os.sep).startswith(root.rstrip(os.sep) + os.sep):
+        return ""
+    parts = os.path.relpath(directory, root).replace(os.sep, "/").split("/")
+    if not all(part.isidentifier() for part in parts):
+        return ""
+    return ".".join(parts)
 
 
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)

@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
-from .facts import ModuleFacts, ancestors, walk_no_nested_functions
+from .facts import ModuleFacts, ancestors, position, walk_no_nested_functions
 from ..knowledge import databases as db
 
 
@@ -32,6 +32,49 @@ class Handle:
     @property
     def pinned(self) -> bool:
         return self.kind == db.PINNED
+
+
+@dataclass(frozen=True)
+class ConnectionScope:
+    """Where one checkout is in force: from its ``with`` item to the end of that block.  When the block ends
+    the connection goes back to its pool (or is closed, ``handle.closes_on_release``), taking with it every
+    session-level state set on it: advisory locks, ``SET`` parameters, temporary tables."""
+
+    item: ast.withitem
+    block: ast.AST  # ast.With / ast.AsyncWith
+    handle: Handle
+
+    @property
+    def line(self) -> int:
+        return self.item.context_expr.lineno
+
+    @property
+    def end_line(self) -> int:
+        return getattr(self.block, "end_lineno", None) or self.line
+
+    def contains(self, node: ast.AST) -> bool:
+        return any(above is self.block for above in ancestors(node))
+
+    def after(self, node: ast.AST) -> bool:
+        """``node`` runs once the block has ended (later in the source, outside the block)."""
+        end = (getattr(self.block, "end_lineno", 0), getattr(self.block, "end_col_offset", 0))
+        return position(node) > end and not self.contains(node)
+
+    def result_leaves(self, call: ast.Call, function: Optional[ast.AST]) -> bool:
+        """The call's result is used once the block has ended: returned from inside it (the helper's caller
+        holds it after the block closed), or kept in a name read after the block."""
+        for above in ancestors(call):
+            if above is self.block:
+                break
+            if isinstance(above, ast.Return):
+                return True
+        statement = ModuleFacts.statement_of(call)
+        if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or function is None:
+            return False
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        names = {t.id for t in targets if isinstance(t, ast.Name)}
+        return any(isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load)
+                   and self.after(node) for node in walk_no_nested_functions(function))
 
 
 def _annotation_target(node: Optional[ast.AST]) -> Optional[ast.AST]:
@@ -148,8 +191,15 @@ class Handles:
         if isinstance(expr, ast.Call):
             return self._of_call(expr, depth)
         if isinstance(expr, ast.Name):
+            if qualified and qualified != expr.id and not self._bound_locally(expr):
+                return self._of_imported(qualified, depth)  # ``from .db import engine``
             return self._of_name(expr, depth)
         if isinstance(expr, ast.Attribute):
+            if (qualified and isinstance(expr.value, ast.Name) and self.facts.imports.is_imported(expr.value.id)
+                    and not self._bound_locally(expr.value)):
+                found = self._of_imported(qualified, depth)  # ``from app import db`` then ``db.engine``
+                if found is not None:
+                    return found
             if isinstance(expr.value, ast.Name) and expr.value.id == "self":
                 cls_node = self.facts.enclosing_class(expr)
                 if cls_node is None:
@@ -166,6 +216,9 @@ class Handles:
             kind, library = self.CONSTRUCTORS[callee]
             return Handle(kind, library, callee.rsplit(".", 1)[-1], call, self._null_pool(call))
         func = call.func
+        made = self._made_by_factory(call, callee, depth)
+        if made is not None:
+            return made
         if isinstance(func, ast.Attribute):
             receiver = self.of(func.value, depth)
             if receiver is None:
@@ -187,6 +240,88 @@ class Handles:
             return Handle(db.POOLED, receiver.library, "session", call)
         if receiver is not None and receiver.kind == db.POOLED and receiver.how == "scoped_session":
             return Handle(db.POOLED, receiver.library, "session", call)
+        return None
+
+    # -- factories and imports ----------------------------------------------------------------------------
+    def _bound_locally(self, name: ast.Name) -> bool:
+        """A binding of this module (or of an enclosing function) hides an import of the same name."""
+        return any(name.id in self._bindings(scope) for scope in self._scopes_of(name))
+
+    def _made_by_factory(self, call: ast.Call, callee: Optional[str], depth: int) -> Optional[Handle]:
+        """``get_session()`` where a function of this module returns a handle (``return SessionLocal()``);
+        an imported factory is :meth:`_returned_by_imported`'s question, also through its module
+        (``db.SessionLocal()``, ``db.open_session()``)."""
+        func = call.func
+        head = func.value if isinstance(func, ast.Attribute) else None
+        while isinstance(head, ast.Attribute):
+            head = head.value  # ``svc.db.open_session()`` after ``import svc.db``
+        if (isinstance(head, ast.Name) and callee and self.facts.imports.is_imported(head.id)
+                and not self._bound_locally(head)):
+            held = self._of_imported(callee, depth)
+            if held is not None and held.kind == db.SESSION_FACTORY:
+                return Handle(db.POOLED, held.library, "session", call)
+            found = self._returned_by_imported(callee, depth) if held is None else None
+            return replace(found, origin=call) if found is not None else None
+        if not isinstance(func, ast.Name):
+            return None
+        if callee and callee != func.id:
+            found = self._returned_by_imported(callee, depth)
+        else:
+            definitions = [f for f in self.facts.functions_by_name.get(func.id, ())
+                           if ModuleFacts.enclosing_function(f) is None and self.facts.enclosing_class(f) is None]
+            found = self.returned_by(definitions[0], depth) if len(definitions) == 1 else None
+        return replace(found, origin=call) if found is not None else None
+
+    def returned_by(self, function: ast.AST, depth: int = 0) -> Optional[Handle]:
+        """The handle a function hands back, when every ``return`` that gives one agrees on its kind.
+
+        A generator (a FastAPI dependency that yields its Session) is not a factory: its caller gets the
+        generator, not the handle."""
+        if depth > self._MAX_DEPTH or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        found: Optional[Handle] = None
+        for node in walk_no_nested_functions(function):
+            if isinstance(node, (ast.Yield, ast.YieldFrom)):
+                return None
+            if isinstance(node, ast.Return) and node.value is not None:
+                if isinstance(node.value, ast.Constant) and node.value.value is None:
+                    continue
+                handle = self.of(node.value, depth + 1)
+                if handle is None:
+                    return None
+                if found is not None and found.kind != handle.kind:
+                    return None
+                found = found or handle
+        return found
+
+    def _of_imported(self, qualified: str, depth: int) -> Optional[Handle]:
+        """What a name imported from another module of the project holds; this module alone cannot tell."""
+        return None
+
+    def _returned_by_imported(self, qualified: str, depth: int) -> Optional[Handle]:
+        """What a factory imported from another module of the project returns; this module alone cannot tell."""
+        return None
+
+    # -- connection scopes -------------------------------------------------------------------------------
+    def scope_of(self, call: ast.Call, receiver: Optional[ast.AST]) -> Optional["ConnectionScope"]:
+        """The ``with`` block whose checkout (a pinned connection or a Session) runs ``call``: the innermost
+        enclosing ``with ... as name`` that binds the receiver's root name to a connection."""
+        root = receiver
+        while isinstance(root, (ast.Attribute, ast.Call)):
+            root = root.value if isinstance(root, ast.Attribute) else root.func
+        if not isinstance(root, ast.Name):
+            return None
+        for above in ancestors(call):
+            if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                return None
+            if isinstance(above, (ast.With, ast.AsyncWith)):
+                for item in above.items:
+                    if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == root.id:
+                        handle = self.of(item.context_expr)
+                        if handle is None or not (handle.pinned or handle.how in db.SESSION_HOWS
+                                                  or handle.how == "session"):
+                            return None
+                        return ConnectionScope(item, above, replace(handle, origin=item))
         return None
 
     def _null_pool(self, call: ast.Call) -> bool:
@@ -212,6 +347,8 @@ class Handles:
         """The handle all bindings of a name agree on; a name bound to different kinds is unknown."""
         found: Optional[Handle] = None
         for origin, value, is_annotation in bindings:
+            if not is_annotation and isinstance(value, ast.Constant) and value.value is None:
+                continue  # ``conn = None`` before ``conn = pool.getconn()``: a placeholder, not another handle
             if is_annotation:
                 target = _annotation_target(value)
                 qualified = self.facts.qualify(target) if target is not None else None

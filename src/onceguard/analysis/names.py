@@ -10,7 +10,7 @@ was not imported keeps its local spelling (``s.add_job``).
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, Optional
+from typing import Dict, Iterable, Optional, Set
 
 
 def dotted(node: ast.AST) -> Optional[str]:
@@ -35,19 +35,23 @@ def dotted(node: ast.AST) -> Optional[str]:
 class ImportTable:
     """Local names bound by import statements anywhere in a module."""
 
-    __slots__ = ("aliases", "package")
+    __slots__ = ("aliases", "package", "modules")
 
     def __init__(self, imports: Iterable[ast.AST], package: str = "") -> None:
         self.package = package
         self.aliases: Dict[str, str] = {}
+        #: local names an ``import`` statement binds to a module (``sa`` after ``import sqlalchemy as sa``)
+        self.modules: Set[str] = set()
         for node in imports:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
                         self.aliases[alias.asname] = alias.name
+                        self.modules.add(alias.asname)
                     else:
                         head = alias.name.split(".", 1)[0]
                         self.aliases.setdefault(head, head)
+                        self.modules.add(head)
             elif isinstance(node, ast.ImportFrom):
                 module = node.module or ""
                 if node.level:
@@ -56,6 +60,7 @@ class ImportTable:
                     if alias.name == "*":
                         continue
                     local = alias.asname or alias.name
+                    self.modules.discard(local)
                     self.aliases[local] = f"{module}.{alias.name}" if module else alias.name
 
     def _relative(self, module: str, level: int) -> str:
@@ -83,3 +88,8 @@ class ImportTable:
 
     def is_imported(self, local: str) -> bool:
         return local in self.aliases
+
+    def is_module(self, local: str) -> bool:
+        """Whether an ``import`` statement binds ``local`` to a module (so ``local.f(...)`` calls a module's
+        function, not a method of an object)."""
+        return local in self.modules and not self.aliases.get(local, local).startswith(".")

@@ -2,11 +2,8 @@
 from __future__ import annotations
 
 import ast
-import io
 import os
-import tokenize
 import traceback
-import warnings
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import ahocorasick_rs
@@ -19,6 +16,7 @@ from ..noqa import filter_suppressed
 from ..project.index import module_facts, read_bytes, record_dependency
 from ..rules.registry import ENGINE_CODES, rule_classes
 from ..rules.base import Rule, Trigger
+from .newer_syntax import decode_source, parse_newer
 from .syntax_hints import explain_syntax_error
 
 
@@ -110,25 +108,25 @@ def applicable_rules(source: bytes, rules: Sequence[Rule], context: Optional[Fil
     return [rule for index, rule in enumerate(rules) if index in matched]
 
 
+def is_reported(context: FileContext) -> bool:
+    """Whether findings in this file are reported at all: test code only when the project asks."""
+    return context.config.check_tests or not context.is_test
+
+
 def engine_diagnostic(code: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
     name = ENGINE_CODES[code][0]
     return Diagnostic(code, name, line, column, line, column, message, "")
 
 
-def decode(source: bytes) -> str:
-    """Decode as Python does (PEP 263 cookie, BOM, UTF-8 default); raises on undecodable bytes."""
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
-    text = source.decode(encoding)
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return text
+#: Decode as Python does (PEP 263 cookie, BOM, UTF-8 default); raises on undecodable bytes.
+decode = decode_source
 
 
 def parse(text: str, path: str) -> ast.Module:
-    with warnings.catch_warnings():
-        # Invalid escape sequences in checked code are not ours to report.
-        warnings.simplefilter("ignore")
-        return ast.parse(text, filename=path or "<unknown>")
+    """The tree of a file, one written for a newer Python than the running one included (its newer
+    constructs are read at their own lines; see ``newer_syntax``). Warnings about invalid escape
+    sequences in checked code are not ours to report (``parse_newer`` silences them)."""
+    return parse_newer(text, path or "<unknown>")
 
 
 def cannot_parse(error: BaseException, text: Optional[str]) -> Diagnostic:
@@ -202,6 +200,8 @@ def check_source(source: bytes, path: str, config: Config, rules: Optional[Seque
     """Everything onceguard has to say about one file's bytes."""
     rules = enabled_rules(config) if rules is None else rules
     context = FileContext(path, config, cross_file)
+    if not is_reported(context):
+        return []
     rules = applicable_rules(source, rules, context)
     if not rules:
         return []

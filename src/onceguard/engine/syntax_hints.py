@@ -36,6 +36,9 @@ def explain_syntax_error(error: SyntaxError, text: Optional[str]) -> Optional[st
         if running < version and pattern.search(line):
             return (f"{what} needs Python {version[0]}.{version[1]} or newer "
                     f"(running {running[0]}.{running[1]})")
+    if running < (3, 12) and (error.msg or "").startswith("f-string"):
+        return (f"an f-string that needs Python 3.12 or newer (running {running[0]}.{running[1]}) "
+                "or one that no version reads")
     if "Missing parentheses in call to" in (error.msg or "") or any(p.search(line) for p in _PYTHON2):
         return "this looks like Python 2 code"
     return None

@@ -77,6 +77,11 @@ LOUD_LOG_METHODS: FrozenSet[str] = frozenset({"warning", "warn", "error", "excep
 FIXABLE_LOG_METHODS: FrozenSet[str] = frozenset({"warning", "warn", "error", "critical", "fatal"})
 LOUD_LEVEL_NAMES: FrozenSet[str] = frozenset({"WARNING", "WARN", "ERROR", "CRITICAL", "FATAL"})
 PRINT_FUNCTIONS: FrozenSet[str] = frozenset({"print"})
+#: Calls that return a logger (``logging.getLogger``, ``LoggerAdapter``, structlog's ``get_logger``, Celery's
+#: ``get_task_logger``, ``logger.getChild``): a name bound to one is a logger whatever it is called.
+LOGGER_FACTORY_NAMES: FrozenSet[str] = frozenset({
+    "getLogger", "LoggerAdapter", "get_logger", "get_task_logger", "getChild",
+})
 
 # -- prefilter -------------------------------------------------------------------------------
 #: Words a claim's code contains; each tuple below must occur whole (cheapest rejection first).

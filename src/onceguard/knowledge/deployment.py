@@ -105,3 +105,9 @@ PROJECT_MARKERS: Tuple[str, ...] = (
     "docker-compose.yml", "docker-compose.yaml", "compose.yml", "compose.yaml", "requirements.txt", "manage.py",
     ".git",
 )
+
+#: Celery: a worker started with one of these options runs the beat scheduler inside it (``celery -A app
+#: worker -B``), so every replica of that worker fires every beat entry.
+CELERY_PROGRAM = "celery"
+CELERY_WORKER_SUBCOMMAND = "worker"
+CELERY_EMBEDDED_BEAT_OPTIONS: FrozenSet[str] = frozenset({"-B", "--beat"})

@@ -25,6 +25,9 @@ PURE_CALLS: FrozenSet[str] = frozenset({
     "os.getenv", "os.environ.get", "datetime.timedelta.total_seconds", "time.time_ns", "logging.getLogger",
     # Building a statement runs nothing: its execution is judged by the SQL it carries.
     "sqlalchemy.text", "sqlalchemy.sql.text", "sqlalchemy.sql.expression.text",
+    # Query expressions (Django ``F``/``Q``): parts of a statement, judged with the statement.
+    "django.db.models.F", "django.db.models.Q", "django.db.models.expressions.F", "django.db.models.Value",
+    "django.db.models.query_utils.Q",
     # Typing, introspection and import machinery.
     "cast", "typing.cast", "importlib.import_module", "inspect.iscoroutinefunction", "inspect.isawaitable",
     "inspect.signature", "threading.active_count", "threading.current_thread", "threading.get_ident",
@@ -75,6 +78,11 @@ READ_METHODS: FrozenSet[str] = frozenset({
 QUERY_BUILDERS: FrozenSet[str] = frozenset({
     "filter", "filter_by", "where", "exclude", "order_by", "select_related", "prefetch_related", "only",
     "defer", "limit", "offset", "distinct", "annotate", "join", "outerjoin", "options", "group_by",
+    # Locking the selected rows changes none of them: what is then done with the rows is the effect.
+    "select_for_update", "with_for_update",
+    # Column expressions (SQLAlchemy): parts of a statement, judged with the statement.
+    "in_", "not_in", "notin_", "is_", "is_not", "isnot", "like", "ilike", "desc", "asc", "label",
+    "between", "contains", "startswith", "endswith",
 })
 
 #: Methods that only read or reshape a value, whatever the receiver: a dict, a cache, a response, a string,
@@ -135,3 +143,47 @@ EFFECT_MODULES: Tuple[str, ...] = (
     "os.makedirs", "os.mkdir", "os.rmdir", "requests.", "httpx.", "urllib.request.", "aiohttp.",
     "django.core.mail.", "boto3.", "stripe.",
 )
+
+#: Calls that run a callable they are handed, in this process or a pool of it: their effects are the
+#: callable's (the qualified function and the callable's position, or its keyword).
+CALLABLE_RUNNER_FUNCTIONS = {
+    "asyncio.to_thread": (0, None), "threading.Thread": (None, "target"), "threading.Timer": (1, "function"),
+    "anyio.to_thread.run_sync": (0, None), "starlette.concurrency.run_in_threadpool": (0, None),
+}
+#: Methods that do the same on their receiver (an executor, an event loop, a task group).
+CALLABLE_RUNNER_METHODS = {
+    "submit": (0, None), "run_in_executor": (1, None), "start_soon": (0, None), "call_soon": (0, None),
+    "call_later": (1, None), "add_done_callback": (0, None),
+}
+
+#: Calls that act on the calling process only: a signal it sends itself, its own exit.
+OWN_PROCESS_CALLS: FrozenSet[str] = frozenset({"signal.raise_signal", "os._exit", "sys.exit", "os.abort"})
+#: Calls that signal a process by id; aimed at ``os.getpid()`` they act on this process only.
+SIGNAL_CALLS: FrozenSet[str] = frozenset({"os.kill"})
+OWN_PID_CALLS: FrozenSet[str] = frozenset({"os.getpid"})
+
+#: Reads that also reset what they read (a counter pulled with ``reset=True``, Redis ``GETDEL``): each
+#: caller takes a share nobody else gets, so replicas split the amounts instead of counting them twice.
+TAKE_KEYWORDS: FrozenSet[str] = frozenset({"reset"})
+TAKE_METHODS: FrozenSet[str] = frozenset({"getdel"})
+
+#: Methods that enqueue a task object for a worker (Celery, and the queues that copy its API): the effect
+#: is the task's own, run once per enqueue.
+ENQUEUE_METHODS: FrozenSet[str] = frozenset({"delay", "apply_async", "send_with_options", "kiq"})
+
+#: SQLAlchemy Core statement constructors, by what the statement does.
+CORE_STATEMENTS = {
+    "sqlalchemy.delete": "delete", "sqlalchemy.update": "update", "sqlalchemy.insert": "insert",
+    "sqlalchemy.select": "select", "sqlalchemy.sql.delete": "delete", "sqlalchemy.sql.update": "update",
+    "sqlalchemy.sql.insert": "insert", "sqlalchemy.sql.select": "select",
+    "sqlalchemy.sql.expression.delete": "delete", "sqlalchemy.sql.expression.update": "update",
+    "sqlalchemy.sql.expression.insert": "insert", "sqlalchemy.sql.expression.select": "select",
+    "sqlalchemy.dialects.postgresql.insert": "insert", "sqlalchemy.dialects.sqlite.insert": "insert",
+    "sqlmodel.select": "select", "sqlmodel.delete": "delete", "sqlmodel.update": "update",
+}
+#: Calls that send a statement to the database (a session's or a connection's).
+STATEMENT_SENDERS: FrozenSet[str] = frozenset({
+    "execute", "scalars", "scalar", "exec", "stream", "stream_scalars", "scalar_one", "scalar_one_or_none",
+})
+#: ``insert(...).on_conflict_do_nothing()``: a repeat of the insert adds nothing.
+INSERT_IGNORING_CONFLICTS: FrozenSet[str] = frozenset({"on_conflict_do_nothing", "prefix_with"})

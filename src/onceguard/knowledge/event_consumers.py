@@ -60,5 +60,45 @@ CONSUMER_CONSTRUCTORS: Dict[str, ConsumerKind] = {
     "nio.AsyncClient": _MATRIX,
 }
 
-#: Byte strings that let the prefilter keep a file that may start such a client.
-TRIGGERS = (b"discord", b"telegram", b"aiogram", b"telebot", b"hikari", b"sync_forever")
+
+# -- pollers and consumers that must be single ------------------------------------------------------------
+#: IMAP clients: a function that makes one and acts on the mailbox is a mail poller.
+IMAP_CONSTRUCTORS: FrozenSet[str] = frozenset({
+    "imaplib.IMAP4", "imaplib.IMAP4_SSL", "imaplib.IMAP4_stream", "imapclient.IMAPClient",
+    "aioimaplib.IMAP4", "aioimaplib.IMAP4_SSL", "aioimaplib.aioimaplib.IMAP4_SSL", "imap_tools.MailBox",
+    "imap_tools.MailBoxUnencrypted", "imap_tools.MailBoxTls",
+})
+#: What a poller does to the mailbox (reading it, or moving/marking what it read).
+IMAP_MAILBOX_METHODS: FrozenSet[str] = frozenset({
+    "search", "fetch", "uid", "store", "move", "copy", "expunge", "idle", "idle_start", "add_flags", "delete",
+})
+IMAP_POLLER = ConsumerKind(
+    "IMAP mailbox poller",
+    frozenset(),
+    "each replica polls the same mailbox: both fetch the same unseen messages before either marks or moves them, "
+    "so every mail is processed (tickets opened, replies sent) once per replica",
+    "Poll from one dedicated process (a single-replica worker, or a scheduled job that claims each run), or mark "
+    "each message as taken with an atomic `UID MOVE` to a processing folder and act only on the ones moved",
+)
+#: Consumers the broker lets only one connection hold: ``exclusive=True`` on the consume call.
+EXCLUSIVE_CONSUME_METHODS: FrozenSet[str] = frozenset({"basic_consume", "consume"})
+EXCLUSIVE_KEYWORD = "exclusive"
+EXCLUSIVE_CONSUMER = ConsumerKind(
+    "exclusive queue consumer",
+    frozenset(),
+    "the broker admits one exclusive consumer per queue: the first replica holds it and every other replica's "
+    "consume is refused (ACCESS_REFUSED), so their start-up fails or their consumer never runs",
+    "Run the consumer in one dedicated process, or drop `exclusive=True` and let the broker spread messages over "
+    "the replicas (RabbitMQ `x-single-active-consumer` keeps one active consumer with fail-over)",
+)
+#: Calls that run a function elsewhere (a thread, a task, a pool): its first argument or ``target=``.
+START_ELSEWHERE: FrozenSet[str] = frozenset({
+    "threading.Thread", "Thread", "asyncio.create_task", "asyncio.ensure_future", "create_task", "ensure_future",
+    "run_in_executor", "start_new_thread", "_thread.start_new_thread", "submit", "add_job", "spawn",
+})
+
+#: Byte strings that let the prefilter keep a file that may start such a client: the clients' own names, and
+#: the start-up hooks that may start a poller defined in another module (the command line follows it there).
+TRIGGERS = (b"discord", b"telegram", b"aiogram", b"telebot", b"hikari", b"sync_forever", b"IMAP", b"imap",
+            b"MailBox", b"exclusive", b"lifespan", b"on_event", b"on_startup", b"add_event_handler", b"def ready",
+            b"def create_app", b"before_first_request")

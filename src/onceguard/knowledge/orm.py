@@ -105,6 +105,10 @@ READ_MODIFY_WRITE_TRIGGERS = (
     (b"] = ", b".items()"), (b"] = {", b".get("), (b"__setitem__", b"hset"),
     # A project class over a cache: an entry of the value read changed in Python, then set back.
     *((b"set_", change, b"get_") for change in (b"] = ", b"] += ", b" + ")),
+    # A project's keyed store: a record read by key, merged or changed, stored again under that key.
+    *((read, change, write) for read in (b".get_", b".load_", b".fetch_", b".read_", b".find_")
+      for change in (b"{**", b" + ", b"] = ", b"] += ", b".append(", b".update(", b" | ", b"+=", b"-=")
+      for write in (b".set_", b".put_", b".upsert_", b".save_", b".store_", b".update_", b".write_", b".replace_")),
     # A mapped model's method changing ``self`` from its own value: the caller's commit writes it.
     *((model, b"self.", op) for model in (b"__tablename__", b"mapped_column", b"Column(", b"Field(")
       for op in _ARITHMETIC_WORDS),
@@ -152,3 +156,47 @@ ROW_PICKUP_TRIGGERS = (
       for query in _QUERY_WORDS for write in _WRITE_WORDS),
     *((pending, query, write) for pending in _PENDING_WORDS for query in _QUERY_WORDS for write in _WRITE_WORDS),
 )
+
+# -- who writes a row (OG301) -----------------------------------------------------------------------------
+#: Top-level packages whose objects may be database rows (ORMs and ODMs): a value they make is never taken
+#: for a plain library object.
+ORM_MODULES: FrozenSet[str] = frozenset({
+    "django", "sqlalchemy", "sqlmodel", "flask_sqlalchemy", "tortoise", "peewee", "pony", "mongoengine",
+    "beanie", "odmantic", "ormar", "piccolo", "databases", "gino", "edgy", "saffier", "redis_om", "pynamodb",
+})
+#: Base classes that make a class a mapped model even when its columns are declared elsewhere (a mixin).
+MODEL_BASES: FrozenSet[str] = frozenset({"Model", "Base", "DeclarativeBase", "SQLModel", "Document"})
+#: Model methods the framework itself calls (a save, a form's clean, admin display): never dead code.
+MODEL_HOOKS: FrozenSet[str] = frozenset({
+    "save", "asave", "delete", "adelete", "clean", "clean_fields", "full_clean", "validate_unique",
+    "validate_constraints", "refresh_from_db", "get_absolute_url", "natural_key", "get_deferred_fields",
+    "from_db", "check", "before_save", "after_save", "pre_save", "post_save",
+})
+#: Column types by what arithmetic means on them: ``F("n") + 1`` fits a number; text and JSON need a
+#: conditional UPDATE, a row lock, or SQL that changes one part (``jsonb_set``, ``||``, ``array_append``).
+#: Django field classes, SQLAlchemy types, and the Python types of ``Mapped[...]`` annotations.
+NUMBER_COLUMN_TYPES: FrozenSet[str] = frozenset({
+    "IntegerField", "BigIntegerField", "SmallIntegerField", "PositiveIntegerField", "PositiveBigIntegerField",
+    "PositiveSmallIntegerField", "FloatField", "DecimalField", "DurationField",
+    "Integer", "BigInteger", "SmallInteger", "Float", "Numeric", "DECIMAL", "REAL", "Interval",
+    "int", "float", "Decimal",
+})
+TEXT_COLUMN_TYPES: FrozenSet[str] = frozenset({
+    "CharField", "TextField", "SlugField", "EmailField", "URLField", "FilePathField",
+    "String", "Text", "Unicode", "UnicodeText", "VARCHAR", "CHAR", "TEXT", "str",
+})
+JSON_COLUMN_TYPES: FrozenSet[str] = frozenset({
+    "JSONField", "ArrayField", "HStoreField", "JSON", "JSONB", "ARRAY", "PickleType", "MutableDict", "MutableList",
+    "dict", "list", "Dict", "List",
+})
+
+# -- set-based ORM statements (one DELETE/UPDATE ... WHERE) ------------------------------------------------
+#: Terminal methods of a queryset or a legacy Query that run one DELETE or UPDATE over the rows it matches.
+SET_STATEMENT_RUNS: FrozenSet[str] = frozenset({"delete", "adelete", "update", "aupdate"})
+#: Methods that narrow the matched rows.  A set-based statement has at least one.
+SET_STATEMENT_FILTERS: FrozenSet[str] = frozenset({"filter", "filter_by", "where", "exclude"})
+#: Methods between the manager and the run that shape the query without running it.
+SET_STATEMENT_SHAPERS: FrozenSet[str] = frozenset({
+    *SET_STATEMENT_FILTERS, "all", "only", "defer", "select_related", "prefetch_related", "order_by", "using",
+    "distinct", "annotate", "alias", "join", "outerjoin", "options", "execution_options", "query",
+})

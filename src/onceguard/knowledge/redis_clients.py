@@ -151,6 +151,9 @@ LOCK_CLASSES: Dict[str, Arg] = {
     "redis.asyncio.lock.Lock": Arg("timeout", 2),
 }
 
+#: Methods of those lock objects that only look at the key (EXISTS, GET): a lock built for them is never held.
+LOCK_INSPECTORS: FrozenSet[str] = frozenset({"locked", "owned"})
+
 # -- releasing -------------------------------------------------------------------------------------
 #: Commands that drop a key whatever its value.
 DELETE_COMMANDS: FrozenSet[str] = frozenset({"delete", "unlink", "adelete"})
@@ -160,6 +163,13 @@ RAW_DELETE: FrozenSet[str] = frozenset({"DEL", "UNLINK"})
 #: Words in a key (split on ``:``, ``_``, ``-``, ``.``, ``/`` and camelCase) that make it a lock by its own
 #: name.  Not "locked": ``locked:{user_id}`` is an account lockout flag, not a mutex.
 LOCK_KEY_WORDS: FrozenSet[str] = frozenset({"lock", "locks", "mutex", "lease", "leader"})
+
+#: Clock readings: a release under ``if time.monotonic() < deadline:`` runs only while the lease it took is
+#: still its own (the deadline is the TTL from the acquire, less a margin).
+CLOCK_CALLS: FrozenSet[str] = frozenset({
+    "time.monotonic", "time.time", "time.perf_counter", "time.monotonic_ns", "time.time_ns",
+    "datetime.datetime.now", "datetime.datetime.utcnow", "django.utils.timezone.now",
+})
 
 # -- read-modify-write ---------------------------------------------------------------------------------
 #: reading command -> (key argument, field argument or None)
@@ -187,6 +197,34 @@ ATOMIC_COUNTER: Dict[str, str] = {
     "hset": "HINCRBY (`r.hincrby(name, field, amount)`)",
 }
 
+
+# -- read-then-clear (OG609) ------------------------------------------------------------------------------
+#: Commands that read a whole collection key: list, set, hash, sorted set (and their scans).
+READ_ALL_COMMANDS: FrozenSet[str] = frozenset({
+    "lrange", "smembers", "sscan_iter", "hgetall", "hkeys", "hvals", "hscan_iter",
+    "zrange", "zrevrange", "zrangebyscore", "zrevrangebyscore", "zscan_iter",
+})
+#: Commands that clear a key whatever was added to it since it was read.
+CLEAR_COMMANDS: FrozenSet[str] = frozenset({"delete", "unlink"})
+#: ``ltrim(key, start, end)``: empties the list when ``start > end`` (``ltrim(key, 1, 0)``).
+TRIM_COMMAND = "ltrim"
+#: Commands that move a key to another name in one step: reading the new name is reading a private copy.
+RENAME_COMMANDS: FrozenSet[str] = frozenset({"rename", "renamenx"})
+#: What to use instead, by the kind of collection read.
+ATOMIC_DRAIN: Dict[str, str] = {
+    "list": "pop what you process: `items = r.lpop(key, count)` in a loop until it returns nothing",
+    "set": "pop what you process: `members = r.spop(key, count)` in a loop until it returns nothing",
+    "hash": "`RENAME` the key to a private name first (`r.rename(key, f\"{key}:{token}\")`), then read and delete that",
+    "zset": "pop what you process: `r.zpopmin(key, count)` in a loop until it returns nothing",
+}
+READ_KIND: Dict[str, str] = {
+    "lrange": "list", "smembers": "set", "sscan_iter": "set", "hgetall": "hash", "hkeys": "hash", "hvals": "hash",
+    "hscan_iter": "hash", "zrange": "zset", "zrevrange": "zset", "zrangebyscore": "zset",
+    "zrevrangebyscore": "zset", "zscan_iter": "zset",
+}
+READ_THEN_CLEAR_TRIGGERS = tuple(
+    (read.encode() + b"(", clear) for read in sorted(READ_ALL_COMMANDS) for clear in (b"delete(", b"unlink(", b"ltrim(")
+)
 
 # -- prefilter ------------------------------------------------------------------------------------------
 # A Redis client (or the Django cache) must be visible for these rules to speak, so its import is in the

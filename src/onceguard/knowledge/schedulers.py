@@ -3,7 +3,7 @@
 Each entry says which constructor makes a scheduler object, which method or
 decorator registers a function on it, where the function and the trigger
 sit among the arguments, and where a timezone may be given.  Adding a
-scheduler is adding rows here; the rule code in ``rules/scheduled_jobs.py``
+scheduler is adding rows here; the rule code in ``rules/scheduled_jobs/``
 only reads these tables.
 """
 from __future__ import annotations
@@ -31,6 +31,8 @@ DJANGO_CELERY_BEAT = "django-celery-beat"
 #: Families that run ONE scheduler by design (Celery beat, rq-scheduler's daemon lock,
 #: django-celery-beat's beat): reported only with ``single-scheduler = false``.
 SINGLE_SCHEDULER_FAMILIES: FrozenSet[str] = frozenset({CELERY_BEAT, RQ_SCHEDULER, DJANGO_CELERY_BEAT})
+#: Schedulers a Celery worker runs inside itself when started with ``-B``/``--beat``.
+BEAT_FAMILIES: FrozenSet[str] = frozenset({CELERY_BEAT, DJANGO_CELERY_BEAT})
 
 
 @dataclass(frozen=True)
@@ -226,3 +228,11 @@ DJANGO_CELERY_BEAT_MODELS: FrozenSet[str] = frozenset({
     "django_celery_beat.models.PeriodicTask",
 })
 DJANGO_ROW_METHODS: FrozenSet[str] = frozenset({"create", "get_or_create", "update_or_create"})
+
+# -- daemon objects: a class that runs one of its methods again and again --------------------------
+#: Calls that start a daemon object (``monitor.start()``, ``await monitor.start()``, ``thread.start()``).
+DAEMON_START_METHODS: FrozenSet[str] = frozenset({"start", "start_background", "run_forever_in_background"})
+#: Calls that enter an object as a context manager whose entry starts it (``AsyncExitStack``).
+CONTEXT_ENTERS: FrozenSet[str] = frozenset({"enter_async_context", "enter_context"})
+#: The method a ``threading.Thread`` subclass runs once started.
+THREAD_RUN_METHOD = "run"

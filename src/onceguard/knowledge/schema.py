@@ -1,7 +1,7 @@
 """Calls that write schema and DSNs that go through a pooler (where code runs: ``knowledge.startup``)
 (reference/frameworks.md §1.17, §2.10, §4; seed 000 "Migrations").
 
-Adding a framework means adding rows here; the rules in ``rules/schema.py`` only read these tables.
+Adding a framework means adding rows here; the rules in ``rules/schema*.py`` only read these tables.
 """
 from __future__ import annotations
 
@@ -307,3 +307,17 @@ ENGINE_FACTORIES: FrozenSet[str] = frozenset({
     "sqlmodel.create_engine",
 })
 LOCAL_DATABASE_URL_PREFIXES: Tuple[str, ...] = ("sqlite", "duckdb")
+#: Connection classes of databases that live in one process's file or memory: a parameter annotated with one
+#: (``conn: sqlite3.Connection``) is a per-host store, not the shared schema.
+LOCAL_DATABASE_CONNECTION_TYPES: FrozenSet[str] = frozenset({
+    "sqlite3.Connection", "sqlite3.Cursor", "sqlite3.dbapi2.Connection", "aiosqlite.Connection",
+    "aiosqlite.core.Connection", "duckdb.DuckDBPyConnection",
+})
+#: Words by which a condition tests that the configured database is a local file (``settings.is_sqlite()``,
+#: ``engine.dialect.name == "sqlite"``, ``url.startswith("sqlite")``): code only that branch runs writes the
+#: schema of a database no other replica shares.
+LOCAL_DIALECT_WORDS: Tuple[str, ...] = ("sqlite", "duckdb")
+#: Calls that run a callable they are handed, and where it sits: ``asyncio.to_thread(command.upgrade, cfg,
+#: "head")``, ``loop.run_in_executor(None, command.upgrade, cfg, "head")``, ``pool.submit(command.upgrade, ...)``.
+#: The callable runs where the call runs.
+CALLABLE_RUNNERS: Dict[str, int] = {"to_thread": 0, "run_in_executor": 1, "submit": 0}

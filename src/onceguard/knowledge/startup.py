@@ -78,3 +78,48 @@ JOB_DECORATORS: FrozenSet[str] = frozenset({
 JOB_REGISTRATION_METHODS: FrozenSet[str] = frozenset({"add_job", "add_schedule", "do"})
 #: Django function views: first parameter named ``request`` in a module that imports Django.
 REQUEST_PARAMETER = "request"
+
+# -- OG610: start-up writes to rows every replica shares ---------------------------------------------------
+#: Where a query chain names its model: ``Model.objects`` (Django), ``Model.query`` (Flask-SQLAlchemy).
+MODEL_MANAGERS: FrozenSet[str] = frozenset({"objects", "query"})
+#: Calls whose first argument is the model a statement reads or writes (``session.query(Model)``,
+#: ``select(Model)``, ``update(Model)``, ``delete(Model)``).
+MODEL_QUERY_BUILDERS: FrozenSet[str] = frozenset({"query", "select", "update", "delete"})
+#: Calls that narrow the rows of a query chain.
+ROW_FILTERS: FrozenSet[str] = frozenset({"filter", "filter_by", "where", "exclude"})
+#: Calls that fetch the rows a chain selects.
+ROWS_FETCHES: FrozenSet[str] = frozenset({
+    "all", "scalars", "execute", "fetchall", "iterator", "aiterator", "yield_per", "unique",
+})
+#: Calls of a chain that change neither which rows it selects nor what it does to them.
+QUERY_MODIFIERS: FrozenSet[str] = frozenset({"order_by", "options", "select_related", "only", "defer",
+                                             "execution_options", "returning", "values", "synchronize_session"})
+#: Set-based writes at the end of a chain (``.update(...)``, ``.delete()``, ``update(Model)...values(...)``).
+SET_WRITES: FrozenSet[str] = frozenset({"update", "aupdate", "delete", "adelete", "values"})
+SET_DELETES: FrozenSet[str] = frozenset({"delete", "adelete"})
+#: Calls of a write chain whose arguments are the values written.
+WRITE_VALUES: FrozenSet[str] = frozenset({"update", "aupdate", "values"})
+#: ``.values(...)`` writes only after an ``update(Model)`` statement (a Django ``.values()`` reads).
+STATEMENT_ONLY_WRITES: FrozenSet[str] = frozenset({"values"})
+#: SQLAlchemy statements whose first argument is the model they write.
+STATEMENT_BUILDERS: FrozenSet[str] = frozenset({"update", "delete"})
+#: Column methods that compare with their arguments (``Model.col.is_(None)``).
+COLUMN_TESTS: FrozenSet[str] = frozenset({"is_", "isnot", "is_not", "in_", "not_in", "notin_", "isnull"})
+#: ``and_(...)``, ``or_(...)``, ``not_(...)``
+BOOLEAN_COMBINATORS: FrozenSet[str] = frozenset({"and_", "or_", "not_"})
+#: Calls that persist changed ORM rows.
+PERSIST_CALLS: FrozenSet[str] = frozenset({"commit", "flush", "save", "bulk_update", "abulk_update", "asave"})
+#: Names in a filter that make it an age or heartbeat threshold (a lease that expired, not a reset).
+TIME_WORDS: FrozenSet[str] = frozenset({
+    "now", "utcnow", "today", "timedelta", "time", "monotonic", "timezone", "datetime", "func",
+})
+#: Words of SQL text that make an UPDATE/DELETE depend on run time (an age threshold) or on this process.
+SQL_RUNTIME_WORDS: Tuple[str, ...] = ("now()", "interval", "current_timestamp", "clock_timestamp", "pg_backend_pid",
+                                      "inet_client_addr", "datetime(", "julianday(")
+#: Prefilter: a file with a set-based write, or a loop that persists what it changes.
+OG610_TRIGGERS: Tuple[Tuple[bytes, ...], ...] = (
+    (b"update(",), (b"delete(",), (b"UPDATE",), (b"DELETE",), (b"update ",), (b"delete from",),
+    (b"for ", b"commit("), (b"for ", b"save("), (b"for ", b"flush("),
+    # a loop that hands every row a project function returns to another that writes it: any loop over a call
+    (b"for ", b" in "),
+)

@@ -643,6 +643,15 @@ class ClaimAnalyzer:
                             if receiver.split(".", 1)[0] == name:
                                 found = hit
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                value = node.value.value if isinstance(node.value, ast.Await) else node.value
+                if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                        and value.func.attr in _SQL_SENDERS):
+                    # ``result = await session.execute(text("SELECT pg_try_advisory_lock(...)"))``: what is
+                    # later fetched from ``result`` is the claim's answer.
+                    hit = self.claim_in(value)
+                    if hit is not None and hit.kind in (TRY_LOCK, CONDITIONAL_UPDATE):
+                        for target in _target_names(node):
+                            executed[target] = hit
                 if name in _target_names(node):
                     hit = self.claim_in(node.value)
                     if hit is None and executed:
@@ -678,6 +687,49 @@ class ClaimAnalyzer:
         if hit is None:
             return None
         return (node.body if negated else node.orelse), hit
+
+    def dominating_claim(self, node: ast.AST) -> Optional[ClaimHit]:
+        """The claim that must have been won for the code at ``node`` to run, or None: ``node`` sits in the
+        branch of an ``if`` taken when a claim succeeded, or after an ``if`` of the same function whose
+        failed branch leaves (``if not acquired: return False``), also one nested in an earlier statement
+        (the lock taken only on the database that has one).  What only the winner reaches -- a job added to
+        a scheduler, a scheduler started -- happens on one replica."""
+        child = node
+        for above in ancestors(node):
+            if isinstance(above, (ast.Lambda, ast.ClassDef)):
+                return None
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(above, name, None)
+                if not isinstance(block, list) or not any(s is child for s in block):
+                    continue
+                if isinstance(above, ast.If):
+                    found = self.failed_branch(above)
+                    if found is not None and found[0] is not block:
+                        return found[1]
+                index = next(i for i, s in enumerate(block) if s is child)
+                for statement in block[:index]:
+                    hit = self._leaving_claim(statement, top=True)
+                    if hit is not None:
+                        return hit
+            if isinstance(above, _FUNCTION_TYPES):
+                return None  # the function's own body was the last block: its callers are not asked
+            child = above
+        return None
+
+    def _leaving_claim(self, statement: ast.stmt, top: bool) -> Optional[ClaimHit]:
+        """The claim of an ``if`` in ``statement`` whose failed branch leaves the function (at the top of
+        the block ``continue``/``break`` leave too: they skip what follows in the loop)."""
+        for node in [statement, *walk_no_nested_functions(statement)]:
+            if not isinstance(node, ast.If):
+                continue
+            found = self.failed_branch(node)
+            if found is None or not _leaves(found[0]):
+                continue
+            if node is statement and top:
+                return found[1]
+            if isinstance(found[0][-1], (ast.Return, ast.Raise)):
+                return found[1]
+        return None
 
     def _tested_claim(self, test: ast.AST, node: ast.AST) -> Optional[ClaimHit]:
         if isinstance(test, ast.Await):
@@ -754,7 +806,8 @@ def _target_names(statement: ast.AST) -> List[str]:
 
 
 def is_log_call(node: ast.AST) -> bool:
-    """``logger.info(...)``, ``logging.warning(...)``, ``self.log.debug(...)``, ``print(...)``."""
+    """``logger.info(...)``, ``logging.warning(...)``, ``self.log.debug(...)``, ``print(...)``, and a call on a
+    name the module binds to a logger whatever it is called (``audit = logging.getLogger(...)``)."""
     if isinstance(node, ast.Await):
         node = node.value
     if not isinstance(node, ast.Call):
@@ -767,7 +820,24 @@ def is_log_call(node: ast.AST) -> bool:
         while isinstance(receiver, ast.Call):
             receiver = receiver.func
         text = _dotted(receiver) or ""
-        return "log" in text.lower()
+        return "log" in text.lower() or is_logger(func.value)
+    return False
+
+
+def is_logger(expr: ast.AST) -> bool:
+    """Whether ``expr`` is a logger by what made it: a logger factory's result (``logging.getLogger(...)``,
+    ``structlog.get_logger()``), or a name bound to one in the enclosing function or at module level."""
+    if isinstance(expr, ast.Call):
+        return (call_name(expr) or "") in known.LOGGER_FACTORY_NAMES
+    if not isinstance(expr, ast.Name):
+        return False
+    scopes = [above for above in ancestors(expr) if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module))]
+    for scope in scopes[:1] + scopes[-1:]:
+        statements = scope.body if isinstance(scope, ast.Module) else walk_no_nested_functions(scope)
+        for statement in statements:
+            if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                    and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == expr.id):
+                return isinstance(statement.value, ast.Call) and (call_name(statement.value) or "") in known.LOGGER_FACTORY_NAMES
     return False
 
 
@@ -1017,7 +1087,8 @@ class _Scan:
         if isinstance(node, ast.Call):
             return (facts.callee(node) or "") in ("functools.partial", "partial")
         if isinstance(node, ast.Attribute):
-            return isinstance(node.value, ast.Name) and (node.value.id == "self" or facts.imports.is_imported(node.value.id))
+            return isinstance(node.value, ast.Name) and (node.value.id == "self" or facts.imports.is_imported(node.value.id)
+                                                         or facts.module_method(node) is not None)
         if isinstance(node, ast.Name):
             bindings = self.analyzer.bindings
             if bindings.module_function(node) is not None:

@@ -861,3 +861,73 @@ def project_directory(path: str, config: Config, fallback: str = "") -> str:
             break
         current = above
     return fallback or root
+
+
+# =====================================================================================================
+# Schedulers the deployment runs in every replica
+# =====================================================================================================
+def _runs_celery(words: Sequence[str]) -> bool:
+    """``celery ...``, ``python -m celery ...``."""
+    if not words:
+        return False
+    if os.path.basename(words[0]) == known.CELERY_PROGRAM:
+        return True
+    return (os.path.basename(words[0]).startswith(known.PYTHON_PREFIX) and len(words) > 2
+            and words[1] == "-m" and words[2] == known.CELERY_PROGRAM)
+
+
+def _beat_option(word: str) -> bool:
+    return word in known.CELERY_EMBEDDED_BEAT_OPTIONS or word.startswith("--beat=")
+
+
+def _script_tokens(path: str) -> Set[str]:
+    """Every word of a shell script, quotes taken off: the options an argument array may gather."""
+    tokens: Set[str] = set()
+    for _, text in _logical_lines(_read(path)):
+        for word in re.split(r"[\s()\[\]=]+", text):
+            word = word.strip("\"'")
+            if word:
+                tokens.add(word)
+    return tokens
+
+
+def embeds_beat(launch: Launch) -> bool:
+    """Whether this command starts a Celery worker with the beat scheduler inside it: ``-B``/``--beat`` on
+    the worker's command line, or (a worker started from a script with its arguments in a variable) a
+    script that names both ``worker`` and ``--beat`` for the celery command it runs."""
+    words = launch.words
+    if not _runs_celery(words):
+        return False
+    if known.CELERY_WORKER_SUBCOMMAND in words:
+        return any(_beat_option(w) for w in words)
+    if launch.path.lower().endswith(known.SHELL_SUFFIXES) and any(w.startswith("$") for w in words):
+        tokens = _script_tokens(launch.path)
+        return known.CELERY_WORKER_SUBCOMMAND in tokens and any(_beat_option(t) for t in tokens)
+    return False
+
+
+def embedded_beat(config: Config, search_root: str = "") -> Optional[Launch]:
+    """The first command run in every replica that starts a Celery worker with beat embedded, or None.
+    With ``search_root`` (one service of a monorepo) only commands in files under it count: another
+    service's worker runs another app's beat."""
+    top = os.path.abspath(search_root) if search_root else ""
+    for launch in launches(config, search_root):
+        if top and not os.path.abspath(launch.path).startswith(top + os.sep):
+            continue
+        if launch.per_replica and embeds_beat(launch):
+            return launch
+    return None
+
+
+def embedded_beat_for(facts) -> Optional[Launch]:
+    """``embedded_beat`` for the project that holds this module (the CLI only: flake8 sees no deployment
+    files)."""
+
+    def build(_facts) -> Optional[Launch]:
+        context = facts.context
+        if not context.cross_file or not context.path or context.is_test:
+            return None
+        top = project_directory(context.path, facts.config, project.search_root(facts))
+        return embedded_beat(facts.config, top)
+
+    return facts.cached("deployment:embedded-beat", build)

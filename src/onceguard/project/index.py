@@ -20,6 +20,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from ..config import Config
 from ..analysis.context import FileContext
 from ..analysis.facts import FunctionNode, ModuleFacts
+from ..engine.newer_syntax import decode_source, parse_newer
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_FILE_BYTES = 2_000_000
@@ -168,10 +169,14 @@ def module_facts(path: str, config: Config) -> Optional[ModuleFacts]:
                 source = handle.read()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                tree = ast.parse(source, filename=path)
+                try:
+                    tree = ast.parse(source, filename=path)
+                except SyntaxError:
+                    # Perhaps written for a newer Python: read as the checked files are.
+                    tree = parse_newer(decode_source(source), path)
             text_lines = source.decode("utf-8", "replace").splitlines()
             facts = ModuleFacts(tree, FileContext(path, config, cross_file=True), text_lines)
-        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        except (OSError, SyntaxError, ValueError, LookupError, RecursionError, MemoryError):
             facts = None
     with _lock:
         _modules[key] = (stat.st_mtime, stat.st_size, facts)
@@ -187,8 +192,15 @@ def _split(qualified: str) -> List[Tuple[str, List[str]]]:
     return [(".".join(parts[:i]), parts[i:]) for i in range(len(parts) - 1, 0, -1)]
 
 
-def find_function(qualified: str, config: Config, root: Optional[str] = None) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
-    """The ``def`` of ``pkg.mod.func`` / ``pkg.mod:func`` / ``pkg.mod.Class.method`` in the project, with its facts."""
+#: How many re-exports (``from .parts import f`` in the module a caller imports ``f`` from) are followed.
+_MAX_REEXPORTS = 4
+
+
+def find_function(qualified: str, config: Config, root: Optional[str] = None,
+                  _hops: int = 0) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
+    """The ``def`` of ``pkg.mod.func`` / ``pkg.mod:func`` / ``pkg.mod.Class.method`` in the project, with its
+    facts; a module that only imports the name (a package's ``__init__``, a module whose function moved
+    out) is followed to where it is defined."""
     root = root if root is not None else config.root
     if not root or not qualified:
         return None
@@ -196,7 +208,7 @@ def find_function(qualified: str, config: Config, root: Optional[str] = None) ->
         path = module_path(module, root)
         if path is None:
             continue
-        if not _may_define(path, attrs[-1]):
+        if not _may_define(path, attrs[-1]) and not (len(attrs) > 1 and _may_define(path, attrs[0])):
             _record(os.path.abspath(path))  # still a dependency: adding the def there changes the answer
             return None
         facts = module_facts(path, config)
@@ -205,8 +217,42 @@ def find_function(qualified: str, config: Config, root: Optional[str] = None) ->
         found = _lookup(facts.tree.body, attrs)
         if found is not None:
             return found, facts
+        target = reexported(facts, attrs[0])
+        if target is not None and _hops < _MAX_REEXPORTS:
+            return find_function(".".join([target, *attrs[1:]]), config, root, _hops + 1)
         return None
     return None
+
+
+def reexported(facts: ModuleFacts, name: str) -> Optional[str]:
+    """The qualified name a module-level import binds ``name`` to in that module (``app.jobs.parts.send``
+    for ``from .parts import send`` in ``app/jobs/__init__.py``), or None when no import at module level
+    binds it (a def, an assignment, or an import inside a function)."""
+    target = facts.imports.aliases.get(name)
+    if target is None or target.startswith("."):
+        return None
+    for statement in _module_level_statements(facts.tree.body):
+        if isinstance(statement, ast.ImportFrom):
+            if any((alias.asname or alias.name) == name for alias in statement.names):
+                return target
+        elif isinstance(statement, ast.Import):
+            if any(alias.asname == name for alias in statement.names):
+                return target
+    return None
+
+
+def _module_level_statements(body: List[ast.stmt]) -> Iterator[ast.stmt]:
+    """The module's statements, with those of top-level ``if`` / ``try`` blocks (a guarded import)."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, ast.If):
+            yield from _module_level_statements(statement.body)
+            yield from _module_level_statements(statement.orelse)
+        elif isinstance(statement, ast.Try):
+            for block in (statement.body, statement.orelse, statement.finalbody):
+                yield from _module_level_statements(block)
+            for handler in statement.handlers:
+                yield from _module_level_statements(handler.body)
 
 
 def _may_define(path: str, name: str) -> bool:
@@ -234,14 +280,22 @@ def _lookup(body: List[ast.stmt], attrs: List[str]) -> Optional[FunctionNode]:
 
 
 def _module_and_name(qualified: str, config: Config, root: Optional[str]) -> Optional[Tuple[ModuleFacts, str]]:
-    """(facts of ``pkg.mod``, ``name``) for ``pkg.mod.name`` when the module is in the project."""
+    """(facts of ``pkg.mod``, ``name``) for ``pkg.mod.name`` when the module is in the project, following a
+    module that only imports ``name`` to the module it comes from."""
     root = root if root is not None else config.root
     if not root or not qualified:
         return None
-    module, _, name = qualified.rpartition(".")
-    path = module_path(module, root)
-    facts = module_facts(path, config) if path is not None else None
-    return (facts, name) if facts is not None else None
+    for _ in range(_MAX_REEXPORTS + 1):
+        module, _, name = qualified.rpartition(".")
+        path = module_path(module, root)
+        facts = module_facts(path, config) if path is not None else None
+        if facts is None:
+            return None
+        target = reexported(facts, name)
+        if target is None or target == qualified:
+            return facts, name
+        qualified = target
+    return None
 
 
 def find_assignment(qualified: str, config: Config, root: Optional[str] = None) -> Optional[Tuple[ast.AST, ModuleFacts]]:

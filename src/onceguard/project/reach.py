@@ -17,6 +17,7 @@ Under flake8 there is no project: the same question answers from the one file.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
@@ -245,7 +246,7 @@ class Reach:
     def _function_named(self, node: ast.AST) -> Optional[FunctionNode]:
         if isinstance(node, ast.Name):
             return self._module_functions.get(node.id)
-        return None
+        return self.facts.module_method(node)
 
     def _called_function(self, node: ast.AST, caller: Optional[FunctionNode] = None) -> Optional[FunctionNode]:
         if not isinstance(node, ast.Call):
@@ -457,9 +458,58 @@ def _runs(node: ast.AST, facts: ModuleFacts, ask: _Ask, hops: int, seen: Set[int
                 entry = entry[:-1]  # the module-level call itself: the step says what happens there
             return Runs(found.where, found.reason, entry, found.calls + (step,))
         any_caller, operator_only = True, operator_only and found.operator
+    if not any_caller:
+        # A method called on an object whose class the caller does not show (``engine = get_engine();
+        # engine.create_database()``): the calls that resolve to it, its name being rare in the project.
+        for call, other in _method_callers_by_name(function, facts):
+            if other.context.is_test or (other.context.is_migration and not ask.through_migration_code):
+                continue
+            found = _runs(call, other, ask, hops + 1, seen)
+            if found.every_replica:
+                return Runs(found.where, found.reason, found.entry, found.calls + (_call_place(other, call, function),))
     if any_caller and operator_only:
         return Runs(OPERATOR, "called only from operator code")
     return _UNKNOWN
+
+
+#: At most this many files are parsed to find the callers of a method by its name.
+_MAX_NAME_CALLER_FILES = 30
+
+
+def _method_callers_by_name(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.Call, ModuleFacts]]:
+    """``receiver.method(...)`` calls in the project that may run ``function`` (a method): the project has
+    few defs of that name (``summaries.resolve`` then names them all) or the receiver's class is this one."""
+    from . import index as project
+    from .summaries import resolve
+
+    cls = facts.enclosing_class(function)
+    name = function.name
+    if cls is None or name.startswith("__") or not facts.context.cross_file:
+        return []
+    key = (os.path.abspath(facts.context.path), function.lineno, name)
+    needle = re.compile(rb"\." + re.escape(name.encode("utf-8", "replace")) + rb"\s*\(")
+    found: List[Tuple[ast.Call, ModuleFacts]] = []
+    parsed = 0
+    # The whole project: the caller may sit in another package than the method (an app calling its library).
+    for path in project.files_mentioning(name, facts.config.root or project.search_root(facts)):
+        if not needle.search(project.read_bytes(path)):
+            continue
+        parsed += 1
+        if parsed > _MAX_NAME_CALLER_FILES:
+            break
+        other = project.module_facts(path, facts.config)
+        if other is None or other.context.is_test:
+            continue
+        for call in other.calls_by_name.get(name, ()):
+            func = call.func
+            if not isinstance(func, ast.Attribute) or (isinstance(func.value, ast.Name)
+                                                       and func.value.id in ("self", "cls")):
+                continue
+            targets = resolve(call, other, other.enclosing_function(call))
+            if any((os.path.abspath(target_facts.context.path or ""), target.lineno, target.name) == key
+                   for target, target_facts in targets):
+                found.append((call, other))
+    return found
 
 
 def _here(node: ast.AST, function: Optional[FunctionNode], reach: Reach, seen: Set[int]) -> Optional[Runs]:

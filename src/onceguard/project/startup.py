@@ -84,7 +84,7 @@ class StartupMap:
     def _function_named(self, node: ast.AST) -> Optional[FunctionNode]:
         if isinstance(node, ast.Name):
             return self._module_functions.get(node.id)
-        return None
+        return self.facts.module_method(node)
 
     def _find_hooks(self) -> None:
         facts = self.facts
@@ -131,6 +131,8 @@ class StartupMap:
         returns (``lifespan=get_lifespan(version=v)``, also through a local name bound to that call)."""
         if depth > 3:
             return None
+        if isinstance(value, ast.Attribute):
+            return self._function_named(value)  # ``lifespan=service.lifespan``
         if isinstance(value, ast.Name):
             function = self._function_named(value)
             if function is not None:

@@ -26,8 +26,10 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from . import index as project
 from ..analysis.context import FileContext
-from ..analysis.executed_sql import executed_sql
+from ..analysis.executed_sql import executed_sql, orm_set_statement
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
+from .core_statements import builds_statement, statement_effect
+from .row_claims import claimed_row_calls
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 MAX_DEPTH = 6
@@ -48,7 +50,12 @@ from ..knowledge.effects import (CONTAINER_METHODS as _CONTAINER_METHODS, DRAIN_
                                  READ_ANYWHERE_METHODS as _READ_ANYWHERE_METHODS, PURE_MODULES as _PURE_MODULES,
                                  ACCESSOR_PREFIXES as _ACCESSOR_PREFIXES, ACCESSOR_EXCEPTIONS as _ACCESSOR_EXCEPTIONS,
                                  ACTION_WORDS as _ACTION_WORDS, EFFECT_MODULES as _EFFECT_MODULES,
-                                 STORAGE_VERBS as _STORAGE_VERBS, STORAGE_VERB_FORMS as _STORAGE_VERB_FORMS)
+                                 STORAGE_VERBS as _STORAGE_VERBS, STORAGE_VERB_FORMS as _STORAGE_VERB_FORMS,
+                                 CALLABLE_RUNNER_FUNCTIONS as _CALLABLE_RUNNER_FUNCTIONS,
+                                 CALLABLE_RUNNER_METHODS as _CALLABLE_RUNNER_METHODS,
+                                 OWN_PROCESS_CALLS as _OWN_PROCESS_CALLS, SIGNAL_CALLS as _SIGNAL_CALLS,
+                                 OWN_PID_CALLS as _OWN_PID_CALLS, TAKE_KEYWORDS as _TAKE_KEYWORDS,
+                                 TAKE_METHODS as _TAKE_METHODS, ENQUEUE_METHODS as _ENQUEUE_METHODS)
 
 
 @dataclass(frozen=True)
@@ -397,7 +404,18 @@ def drain_in(function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _DRAIN_METHODS \
                 and any(isinstance(a, (ast.While, ast.For, ast.AsyncFor)) for a in ancestors(node)):
             return node
+        if isinstance(node, ast.Call) and _takes_what_it_reads(node):
+            return node
     return None
+
+
+def _takes_what_it_reads(call: ast.Call) -> bool:
+    """``api.get_stats(reset=True)``, ``r.getdel(key)``: a read that leaves nothing for the next reader, so
+    each replica that runs it gets its own share (and must pass that share on)."""
+    if isinstance(call.func, ast.Attribute) and call.func.attr in _TAKE_METHODS:
+        return True
+    return any(k.arg in _TAKE_KEYWORDS and isinstance(k.value, ast.Constant) and k.value.value is True
+               for k in call.keywords)
 
 
 def _sql_effect(call: ast.Call, entries) -> Optional[str]:
@@ -427,18 +445,11 @@ def _arithmetic_set(text: str) -> bool:
 
 def _orm_idempotent(call: ast.Call) -> bool:
     """``Model.objects.filter(...).delete()``, ``.filter(...).update(flag=<constant>)``,
-    ``session.query(M).filter(...).delete()``."""
-    func = call.func
-    if not isinstance(func, ast.Attribute) or func.attr not in ("delete", "update"):
+    ``session.query(M).filter(...).delete()``: a set-based statement that repeats to the same result."""
+    statement = orm_set_statement(call)
+    if statement is None:
         return False
-    inner = func.value
-    if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
-            and inner.func.attr in ("filter", "filter_by", "where", "exclude")):
-        return False
-    if func.attr == "delete":
-        return not call.args
-    values = [k.value for k in call.keywords] + [v for a in call.args if isinstance(a, ast.Dict) for v in a.values]
-    return bool(values) and all(isinstance(v, ast.Constant) for v in values)
+    return statement.kind == "delete" or all(isinstance(v, ast.Constant) for v in statement.values)
 
 
 class Summaries:
@@ -466,11 +477,19 @@ class Summaries:
         self._effects[key] = Effects()  # a recursive call sees no effects of its own
         result = Effects(drain=drain_in(function, facts))
         entries = self._entries(facts)
+        built: set = set()  # calls that build an ORM set-based statement: part of it, not effects of their own
+        per_row, claiming = claimed_row_calls(function)
         for call in self._calls(function):
             if result.drain is not None:
                 break  # a flush of the process's own buffer: what else it does is that flush's work
-            if skip is not None and id(call) in skip:
+            if (skip is not None and id(call) in skip) or id(call) in per_row or id(call) in built:
+                continue  # loop machinery, part of a set-based statement, or work done once per row this run claimed
+            if id(call) in claiming:
+                result.merge(Effects(idempotent=[call]))
                 continue
+            statement = orm_set_statement(call)
+            if statement is not None:
+                built.update(id(c) for c in statement.chain)
             result.merge(self._call_effect(call, facts, function, entries, depth))
         self._effects[key] = result
         return result
@@ -488,7 +507,7 @@ class Summaries:
 
     def _call_effect(self, call: ast.Call, facts: ModuleFacts, function: FunctionNode, entries: dict,
                      depth: int) -> Effects:
-        sql = _sql_effect(call, entries)
+        sql = _sql_effect(call, entries) or statement_effect(call, facts, function)
         if sql == "read":
             return Effects()
         if sql == "idempotent":
@@ -497,9 +516,24 @@ class Summaries:
             return _outside(call, facts, True, depth)
         if _orm_idempotent(call):
             return Effects(idempotent=[call])
+        if builds_statement(call, facts):
+            return Effects()
         if _is_log_call(call) or _opens_scope(call):
             return Effects()
         qualified = facts.callee(call) or ""
+        handed = _handed_callable(call, qualified) or _enqueued_task(call)
+        if handed is not None and depth < MAX_DEPTH:
+            # ``executor.submit(poll, api)``, ``asyncio.to_thread(export)``: the work is the callable's.
+            targets = resolve(ast.copy_location(ast.Call(func=handed, args=[], keywords=[]), call), facts,
+                              function, by_name=False)
+            if targets:
+                merged = Effects()
+                for target, target_facts in targets:
+                    if not target_facts.context.is_test:
+                        merged.merge(self.effects(target, target_facts, depth + 1))
+                return merged
+        if _acts_on_own_process(call, qualified):
+            return Effects()
         if qualified in _PURE_CALLS or qualified.startswith(_PURE_MODULES):
             return Effects()
         if depth < MAX_DEPTH and self._budget > 0:
@@ -527,6 +561,45 @@ class Summaries:
 
 #: Methods that change nothing another replica sees, on any receiver: reads, and the process's own metrics.
 _INERT_METHODS = _READ_ANYWHERE_METHODS | _PROCESS_LOCAL_METHODS
+
+
+def _handed_callable(call: ast.Call, qualified: str) -> Optional[ast.AST]:
+    """The function a runner call is handed (``pool.submit(fn, x)`` -> ``fn``), or None."""
+    where = _CALLABLE_RUNNER_FUNCTIONS.get(qualified)
+    if where is None and isinstance(call.func, ast.Attribute):
+        where = _CALLABLE_RUNNER_METHODS.get(call.func.attr)
+    if where is None:
+        return None
+    position, keyword = where
+    for item in call.keywords:
+        if keyword is not None and item.arg == keyword:
+            return item.value if isinstance(item.value, (ast.Name, ast.Attribute)) else None
+    if position is not None and len(call.args) > position and not any(
+            isinstance(a, ast.Starred) for a in call.args[:position + 1]):
+        value = call.args[position]
+        return value if isinstance(value, (ast.Name, ast.Attribute)) else None
+    return None
+
+
+def _enqueued_task(call: ast.Call) -> Optional[ast.AST]:
+    """``send_digest.delay(...)``, ``task.apply_async(...)``: the task the call enqueues.  A worker runs it
+    once per enqueue, so a repeated enqueue repeats the task's effects -- and nothing else."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in _ENQUEUE_METHODS \
+            and isinstance(func.value, (ast.Name, ast.Attribute)):
+        return func.value
+    return None
+
+
+def _acts_on_own_process(call: ast.Call, qualified: str) -> bool:
+    """``os.kill(os.getpid(), SIGTERM)``, ``sys.exit()``: the process ends or signals itself."""
+    if qualified in _OWN_PROCESS_CALLS:
+        return True
+    if qualified in _SIGNAL_CALLS and call.args and isinstance(call.args[0], ast.Call):
+        func = call.args[0].func
+        name = dotted_name(func)
+        return name in _OWN_PID_CALLS or name.rsplit(".", 1)[-1] == "getpid"
+    return False
 
 
 def _builds_an_object(func: ast.AST) -> bool:

@@ -14,18 +14,16 @@ import ast
 from dataclasses import dataclass
 from typing import Iterable, Iterator, List, Optional, Set
 
-from ..analysis.executed_sql import ExecutedSql, bound_value, executed_sql
-from ..analysis.facts import ModuleFacts, ancestors, parent, position, walk_no_nested_functions
-from .fix_plans import try_lock_fix
-from ..analysis.handles import Handle, Handles
+from ..analysis.executed_sql import ExecutedSql, executed_sql
+from ..analysis.facts import ModuleFacts, ancestors, position, walk_no_nested_functions
+from ..analysis.handles import Handle
+from ..project.db_handles import ProjectHandles
 from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
-from ..knowledge import schema as schema_known
 from ..knowledge.advisory_locks import AdvisoryFunction
-from ..model import Diagnostic, Fix
+from ..model import Diagnostic
 from ..analysis.names import dotted
 from .registry import register
-from ..analysis.sql import tokens
 from .base import Rule
 
 
@@ -52,7 +50,7 @@ class LockUse:
 
 def lock_uses(facts: ModuleFacts) -> List[LockUse]:
     def build(_facts: ModuleFacts) -> List[LockUse]:
-        handles = Handles.of_module(facts)
+        handles = ProjectHandles.of_module(facts)
         uses = []
         for executed in executed_sql(facts):
             for advisory in executed.sql.advisory:
@@ -317,6 +315,13 @@ def _pinned_suggestion(handle: Handle) -> str:
     return XACT_SUGGESTION
 
 
+def _scoped_suggestion(handle: Handle) -> str:
+    return ("Keep lock, work and unlock inside the one `with` block that checked the connection out, with the "
+            "unlock in `finally:`; or take `pg_try_advisory_xact_lock` in the transaction that does the work. A "
+            "helper that takes a lock must hand its connection to the caller (or be a context manager that "
+            "yields inside the block), not close it on return")
+
+
 @register
 class SessionLockOnPool(Rule):
     code = "OG101"
@@ -328,6 +333,11 @@ class SessionLockOnPool(Rule):
         uses = [u for u in lock_uses(facts) if u.function.session and u.function.name != "pg_advisory_unlock_all"]
         for use in uses:
             handle = use.handle
+            escaped = self._outlives_its_checkout(use, uses, facts)
+            if escaped is not None:
+                scope, why = escaped
+                yield self.finding(use.call, why, _lease_first(use, facts, _scoped_suggestion(scope.handle)))
+                continue
             if handle is None:
                 continue
             if handle.pooled:
@@ -374,6 +384,15 @@ class SessionLockOnPool(Rule):
             if verdict is not None:
                 return (f"`{shown}` takes the session-level `{use.function.name}` on a Session's connection, and "
                         f"{verdict[1]}.")
+            receiver = session_text(use)
+            enders = [c for c in _calls_on(receiver, SESSION_ENDERS, use.scope) if position(c) > position(use.call)] \
+                if receiver else []
+            if enders:
+                ender = min(enders, key=position)
+                return (f"`{shown}` takes the session-level `{use.function.name}` through a Session, and "
+                        f"`{dotted(ender.func)}()` at line {ender.lineno} hands the Session's connection back to the "
+                        "pool still holding it: the unlock later runs on whatever connection the Session checks out "
+                        "then, and the lock leaks on an idle pooled connection.")
             return (f"`{shown}` takes the session-level `{use.function.name}` through a Session, which returns its "
                     "connection to the pool at commit/rollback/close: the unlock can run on another server "
                     "connection and the lock leaks on an idle pooled connection.")
@@ -389,6 +408,43 @@ class SessionLockOnPool(Rule):
         return (f"`{shown}` takes the session-level `{use.function.name}` through a {noun} ({handle.how}): "
                 "lock and unlock can land on different server connections, so the lock leaks on an idle pooled "
                 "connection or a second replica \"holds\" it too.")
+
+    @staticmethod
+    def _outlives_its_checkout(use: LockUse, uses: List[LockUse], facts: ModuleFacts) -> Optional[tuple]:
+        """A lock taken inside a ``with`` checkout that is meant to be held after the block ends: its result is
+        returned or read after the block, or it is unlocked after the block.  The block's end hands the
+        connection back (or closes it) whatever the pool is, so the lock either stays on an idle pooled
+        connection or dies with the closed one: either way it no longer guards the caller's work."""
+        if not use.function.is_lock or use.scope is None:
+            return None
+        scope = ProjectHandles.of_module(facts).scope_of(use.call, use.executed.receiver)
+        if scope is None:
+            return None
+        root = (use.receiver_text or "").split(".")[0]
+        if any(u.function.unlock and u.scope is use.scope and scope.contains(u.call)
+               and (u.receiver_text or "").split(".")[0] == root and position(u.call) > position(use.call)
+               for u in uses):
+            return None  # unlocked before the block ends, on the same connection
+        if any(u.function.unlock and SessionLockOnPool._lock_on_other_checkout(u, uses) is use for u in uses):
+            return None  # reported at that unlock, which runs on the other checkout
+        later_unlock = next((u for u in uses if u.function.unlock and u.scope is use.scope and scope.after(u.call)),
+                            None)
+        if scope.handle.closes_on_release:
+            later_unlock = None  # the lock ended with the closed connection: a later unlock is a no-op, not a leak
+        if later_unlock is None and not scope.result_leaves(use.call, use.scope):
+            return None  # the work, if any, is inside the block: the lock ends with it
+        if scope.handle.closes_on_release:
+            ending = "closes the connection, and the lock dies with it"
+        elif scope.handle.library in db.RESETTING_POOL_LIBRARIES:
+            ending = "hands the connection back to the pool, which resets it and drops the lock"
+        else:
+            ending = "hands the connection back to the pool still holding the lock"
+        after = (f"the unlock at line {later_unlock.call.lineno} runs on whatever connection is checked out then"
+                 if later_unlock is not None else
+                 "the caller goes on as if it held the lock, and no unlock can reach that connection again")
+        return scope, (f"`{use.function.name}` is taken on the connection checked out at line {scope.line}, "
+                       f"and the `with` block ends at line {scope.end_line}, which {ending}: {after}, so a second "
+                       "replica can take the same lock while this one still works.")
 
     @staticmethod
     def _unlocked_in_same_transaction(use: LockUse, uses: List[LockUse]) -> bool:
@@ -482,383 +538,16 @@ class SessionLockThroughPooler(Rule):
             )
 
 
-# -- lock keys --------------------------------------------------------------------------------------
-
-_UNSTABLE_CALLS = {
-    "hash": "the built-in `hash()` is salted per process (PYTHONHASHSEED), so each replica computes a different key",
-    "id": "`id()` is a memory address, different in every process",
-}
-_UNSTABLE_QUALIFIED_PREFIXES = {
-    "random.": "a random key is different in every replica",
-    "secrets.": "a random key is different in every replica",
-    "uuid.uuid4": "a random UUID is different in every replica",
-    "uuid.uuid1": "a time-and-host UUID is different in every replica",
-    "os.getpid": "a process id is different in every replica",
-}
+# The rules of the same family that judge keys, waiting, unlocking and answers (OG103–OG106) live in
+# ``advisory_lock_discipline``, which imports this module; callers that import them from here get them
+# lazily, so that neither module needs the other half-initialised.
+_MOVED = frozenset({"BlockingLockInJob", "TryLockResultIgnored", "UnlockNotGuaranteed", "UnstableLockKey",
+                    "key_expressions", "try_lock_result_ignored", "unstable_key_call"})
 
 
-def key_expressions(use: LockUse) -> List[ast.AST]:
-    """The Python expressions the lock key is computed from: parameters and f-string holes."""
-    executed = use.executed
-    return list(executed.params) + list(executed.holes)
+def __getattr__(name: str):
+    if name in _MOVED:
+        from . import advisory_lock_discipline
 
-
-def _expand(nodes: Iterable[ast.AST], facts: ModuleFacts, depth: int = 2) -> Iterator[ast.AST]:
-    """Walk key expressions, following names to the value they were bound to (two levels)."""
-    stack = [(n, depth) for n in nodes]
-    seen: Set[int] = set()
-    while stack:
-        node, level = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        for inner in ast.walk(node):
-            yield inner
-            if isinstance(inner, ast.Name) and level > 0:
-                value = bound_value(inner, facts)
-                if value is not None:
-                    stack.append((value, level - 1))
-
-
-def _builtin_unshadowed(name: str, facts: ModuleFacts) -> bool:
-    return not facts.imports.is_imported(name) and name not in facts.functions_by_name
-
-
-def unstable_key_call(call: ast.Call, facts: ModuleFacts) -> Optional[str]:
-    func = call.func
-    if isinstance(func, ast.Name) and func.id in _UNSTABLE_CALLS and _builtin_unshadowed(func.id, facts):
-        return _UNSTABLE_CALLS[func.id]
-    qualified = facts.callee(call) or ""
-    if facts.imports.is_imported((dotted(func) or "").split(".", 1)[0]):
-        for prefix, why in _UNSTABLE_QUALIFIED_PREFIXES.items():
-            if qualified.startswith(prefix):
-                return why
-    return None
-
-
-@register
-class UnstableLockKey(Rule):
-    code = "OG104"
-    name = "unstable-lock-key"
-    summary = "advisory lock key computed with hash(), id(), random or uuid4: every replica locks a different key"
-    triggers = known.TRIGGERS
-
-    def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
-        reported: Set[int] = set()
-        for use in lock_uses(facts):
-            if use.function.name == "pg_advisory_unlock_all":
-                continue
-            for node in _expand(key_expressions(use), facts):
-                if not isinstance(node, ast.Call) or id(node) in reported:
-                    continue
-                why = unstable_key_call(node, facts)
-                if why is None:
-                    continue
-                reported.add(id(node))
-                fix = None
-                if isinstance(node.func, ast.Name) and node.func.id == "hash" and len(node.args) == 1:
-                    fix = Fix("stable-lock-key", "replace hash() with zlib.crc32() of the encoded value", "unsafe")
-                yield self.finding(
-                    node,
-                    f"the key of `{use.function.name}` (line {use.call.lineno}) comes from "
-                    f"`{dotted(node.func) or 'a call'}(...)`: {why}. The replicas never contend for the lock "
-                    "and all run the guarded work.",
-                    "Derive the key with a stable digest: a constant, `zlib.crc32(name.encode())`, or "
-                    "`int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), 'big', signed=True)`",
-                    fix,
-                )
-
-
-# -- blocking locks ---------------------------------------------------------------------------------
-
-_STABLE_DIGESTS = ("zlib.crc32", "binascii.crc32", "hashlib.")
-
-
-def _is_fixed_key(nodes: List[ast.AST], facts: ModuleFacts) -> bool:
-    """True when the key is the same for every call (a job-wide mutex), not a per-row or per-user key."""
-    for node in nodes:
-        if not _fixed(node, facts, 3):
-            return False
-    return True
-
-
-def _fixed(node: ast.AST, facts: ModuleFacts, depth: int) -> bool:
-    if depth < 0:
-        return False
-    if isinstance(node, ast.Constant):
-        return True
-    if isinstance(node, (ast.Tuple, ast.List)):
-        return all(_fixed(e, facts, depth) for e in node.elts)
-    if isinstance(node, ast.Dict):
-        return all(_fixed(v, facts, depth) for v in node.values)
-    if isinstance(node, ast.UnaryOp):
-        return _fixed(node.operand, facts, depth)
-    if isinstance(node, ast.BinOp):
-        return _fixed(node.left, facts, depth) and _fixed(node.right, facts, depth)
-    if isinstance(node, ast.Name):
-        value = bound_value(node, facts)
-        if value is not None:
-            return _fixed(value, facts, depth - 1)
-        # An upper-case name bound elsewhere (``from .locks import NIGHTLY_KEY``) is a constant by convention.
-        return node.id.isupper() and node.id not in _parameter_names(node, facts)
-    if isinstance(node, ast.Attribute):
-        return node.attr.isupper()  # settings.NIGHTLY_LOCK_KEY, LockKeys.NIGHTLY
-    if isinstance(node, ast.Call):
-        callee = facts.callee(node) or ""
-        if callee.startswith(_STABLE_DIGESTS) or callee.endswith((".encode", ".digest", ".hexdigest")) or callee in ("int", "str"):
-            return all(_fixed(a, facts, depth) for a in node.args) and (
-                not isinstance(node.func, ast.Attribute) or callee.startswith(_STABLE_DIGESTS)
-                or _fixed(node.func.value, facts, depth))
-        if isinstance(node.func, ast.Name) and node.func.id == "hash":
-            return all(_fixed(a, facts, depth) for a in node.args)
-    return False
-
-
-def _parameter_names(node: ast.AST, facts: ModuleFacts) -> Set[str]:
-    function = facts.enclosing_function(node)
-    if function is None:
-        return set()
-    args = function.args
-    return {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
-
-
-def _yields_to_caller(scope: Optional[ast.AST]) -> bool:
-    """A generator (a ``@contextmanager`` lock helper) hands the locked section to its caller.
-
-    Such a helper is a mutex around the caller's block, used by request code whose every call must do
-    its work; waiting is what it is for.  A job that must run once takes its guard in its own body."""
-    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
-    return any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in walk_no_nested_functions(scope))
-
-
-def _runs_migrations(scope: Optional[ast.AST], facts: ModuleFacts) -> bool:
-    """The function holding the lock applies migrations itself (``command.upgrade``, ``call_command("migrate")``)."""
-    if scope is None:
-        return False
-    for node in walk_no_nested_functions(scope):
-        if not isinstance(node, ast.Call):
-            continue
-        callee = facts.callee(node) or ""
-        if callee in schema_known.SCHEMA_CALLS or callee in schema_known.ALEMBIC_APPLY:
-            return True
-        if (callee in schema_known.DJANGO_CALL_COMMAND and node.args and isinstance(node.args[0], ast.Constant)
-                and node.args[0].value in schema_known.DJANGO_SCHEMA_COMMANDS):
-            return True
-    return False
-
-
-@register
-class BlockingLockInJob(Rule):
-    code = "OG103"
-    name = "blocking-lock-in-job"
-    summary = "blocking pg_advisory_lock on a job-wide key outside migration code: replicas queue and each runs the job"
-    triggers = known.TRIGGERS
-    skips_tests = True
-    skips_migration_code = True
-
-    def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
-        if facts.context.is_migration or facts.context.is_test:
-            return
-        for use in lock_uses(facts):
-            function = use.function
-            if not (function.blocking and function.is_lock):
-                continue
-            keys = key_expressions(use)
-            if not _is_fixed_key(keys, facts):
-                continue  # a per-row/per-user key serialises requests on purpose
-            if _yields_to_caller(use.scope):
-                continue  # a critical section: every caller's block must run, one at a time
-            if _runs_migrations(use.scope, facts):
-                continue  # a migration runner wherever it lives: pods should wait for each other there
-            instead = "pg_try_advisory_xact_lock" if not function.session else "pg_try_advisory_lock"
-            yield self.finding(
-                use.call,
-                f"`{function.name}` waits until the lock is free: with two replicas the second one queues behind "
-                "the first and, once the lock is released, runs the same job again.",
-                f"Skip instead of waiting: for a periodic job, `if not claim_period(\"{_guard_key(use, facts)}\", "
-                "period): return` (`from onceguard.guards import claim_period`) also stops a replica that arrives "
-                f"after the run has finished; or use `{instead}` and return when it is false. Blocking locks "
-                "belong in migration runners, where pods should wait for each other",
-                fix=try_lock_fix(use.call, use.scope, use.handle.library if use.handle else None, use.receiver_text,
-                                 blocking=True),
-            )
-
-
-# -- unlock discipline ------------------------------------------------------------------------------
-
-
-def _returns_result(use: LockUse) -> bool:
-    """``return conn.fetchval("SELECT pg_try_advisory_lock(...)")``: an acquire helper, released elsewhere."""
-    statement = ModuleFacts.statement_of(use.call)
-    if isinstance(statement, ast.Return):
-        return True
-    if isinstance(statement, ast.Assign) and use.scope is not None:
-        names = {t.id for t in statement.targets if isinstance(t, ast.Name)}
-        for node in walk_no_nested_functions(use.scope):
-            if isinstance(node, ast.Return) and node.value is not None:
-                if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node.value)):
-                    return True
-    return False
-
-
-def _in_closing_block(use: LockUse) -> bool:
-    handle = use.handle
-    if handle is None or handle.origin is None or not isinstance(handle.origin, ast.withitem):
-        return False
-    return handle.closes_on_release or (handle.library, handle.how) in db.CLOSES_SESSION_ON_EXIT
-
-
-@register
-class UnlockNotGuaranteed(Rule):
-    code = "OG105"
-    name = "unlock-not-guaranteed"
-    summary = "session-level advisory lock whose unlock is missing or not in a finally block"
-    triggers = known.TRIGGERS
-
-    def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
-        uses = lock_uses(facts)
-        # Scopes that unlock without locking are release helpers: a lock elsewhere may be released there.
-        release_helpers = ({id(u.scope) for u in uses if u.function.unlock}
-                           - {id(u.scope) for u in uses if u.function.is_lock})
-        for use in uses:
-            function = use.function
-            if not (function.session and function.is_lock) or use.scope is None or _in_closing_block(use):
-                continue  # a block that closes or resets its connection on exit releases the lock on any error
-            if use.handle is not None and use.handle.pooled:
-                if self._ignored_and_kept_by_pool(use, uses, facts, release_helpers):
-                    yield self.finding(
-                        use.call,
-                        f"`{function.name}` is taken through a pool and never released, and nothing reads its "
-                        "result: the pooled connection that ran it goes back to the pool still holding the lock, "
-                        "so any replica that tests this key later finds it taken until that connection dies.",
-                        _lease_first(use, facts,
-                                     "Take `pg_try_advisory_xact_lock` inside a transaction, test it, and let "
-                                     "COMMIT/ROLLBACK release it; or hold one pinned connection and unlock in "
-                                     "`finally:`"),
-                    )
-                continue  # otherwise OG101 says what is wrong with a lock taken through a pool
-            unlocks = [u for u in uses if u.function.unlock and u.scope is use.scope
-                       and (u.receiver_text == use.receiver_text or u.function.name == "pg_advisory_unlock_all")
-                       and position(u.call) > position(use.call)]
-            if unlocks:
-                if any(ModuleFacts.in_finally(u.call, use.scope) for u in unlocks):
-                    continue
-                first = min(unlocks, key=lambda u: position(u.call))
-                yield self.finding(
-                    first.call,
-                    f"`{first.function.name}` is not in a `finally:` block: an exception in the work after "
-                    f"`{function.name}` (line {use.call.lineno}) skips it and the connection keeps the lock, so "
-                    "the job stops running on every replica until that connection dies.",
-                    _lease_first(use, facts,
-                                 "Put the unlock in `try: ... finally:` on the same connection, or use "
-                                 "`pg_try_advisory_xact_lock` inside a transaction, which is released at "
-                                 "COMMIT/ROLLBACK"),
-                )
-                continue
-            handle = use.handle
-            if handle is None or not handle.pinned or _returns_result(use):
-                continue
-            if any(u.scope is use.scope and SessionLockOnPool._lock_on_other_checkout(u, uses) is use for u in uses
-                   if u.function.unlock):
-                continue  # unlocked on a second checkout: OG101 reports that unlock, the real fault
-            if release_helpers - {id(use.scope)}:
-                continue  # a release helper elsewhere in the module
-            receiver = use.receiver_text
-            if receiver and any(ModuleFacts.in_finally(c, use.scope)
-                                for c in _calls_on(receiver.split(".")[0], ("close",), use.scope)):
-                continue
-            yield self.finding(
-                use.call,
-                f"`{function.name}` is never released in `{getattr(use.scope, 'name', 'this function')}`: the "
-                "lock stays held by the connection (and by the pool that keeps it) after the work, so the next "
-                "run on any replica finds it taken.",
-                _lease_first(use, facts,
-                             "Release it with `pg_advisory_unlock` in `finally:` on the same connection, or use "
-                             "`pg_try_advisory_xact_lock` inside a transaction"),
-            )
-
-
-    @staticmethod
-    def _ignored_and_kept_by_pool(use: LockUse, uses: List[LockUse], facts: ModuleFacts,
-                                  release_helpers: Set[int]) -> bool:
-        """A pool that does not reset its connections keeps a lock nobody unlocks (asyncpg's resets)."""
-        handle = use.handle
-        if handle is None or handle.library in db.RESETTING_POOL_LIBRARIES or not use.function.try_lock:
-            return False
-        if release_helpers or any(u.function.unlock and u.scope is use.scope for u in uses):
-            return False  # released somewhere, on whichever connection: OG101 judges that
-        return try_lock_result_ignored(use, facts)
-
-
-# -- try-lock results -------------------------------------------------------------------------------
-
-_READERS = ("fetchone", "fetchall", "fetchmany", "fetchval", "scalar", "scalar_one", "first", "one")
-
-
-def _value_holder(call: ast.Call) -> ast.AST:
-    """Climb from the SQL call through ``await``, ``.scalar()``, ``[0]`` to the expression that uses it."""
-    node: ast.AST = call
-    while True:
-        above = parent(node)
-        if isinstance(above, ast.Await):
-            node = above
-        elif isinstance(above, ast.Attribute) and above.value is node:
-            node = above
-        elif isinstance(above, ast.Call) and above.func is node:
-            node = above
-        elif isinstance(above, ast.Subscript) and above.value is node:
-            node = above
-        else:
-            return node
-
-
-def _name_read_after(name: str, statement: ast.AST, scope: ast.AST) -> bool:
-    after = position(statement)
-    for node in walk_no_nested_functions(scope):
-        if (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
-                and position(node) > after):
-            return True
-        if isinstance(node, ast.Global) and name in node.names:
-            return True
-    return False
-
-
-def try_lock_result_ignored(use: LockUse, facts: ModuleFacts) -> bool:
-    if not use.function.try_lock:
-        return False
-    names = {name for name, _ in tokens(use.executed.text)}
-    if "FROM" in names or "WHERE" in names:
-        return False  # a lock per selected row: the rows returned are the answer
-    holder = _value_holder(use.call)
-    above = parent(holder)
-    scope = use.scope or facts.tree
-    if isinstance(above, ast.Expr):
-        receiver = use.receiver_text
-        return receiver is None or not any(
-            position(c) > position(use.call) for c in _calls_on(receiver, _READERS, scope))
-    if isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name):
-        target = above.targets[0].id
-        return target == "_" or not _name_read_after(target, above, scope)
-    return False
-
-
-@register
-class TryLockResultIgnored(Rule):
-    code = "OG106"
-    name = "try-lock-result-ignored"
-    summary = "result of pg_try_advisory_* never read: the work runs whether or not the lock was acquired"
-    triggers = known.TRIGGERS
-
-    def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
-        for use in lock_uses(facts):
-            if try_lock_result_ignored(use, facts):
-                yield self.finding(
-                    use.call,
-                    f"the result of `{use.function.name}` is never read: the work below runs whether or not this "
-                    "replica got the lock, so every replica runs it.",
-                    _lease_first(use, facts, "Test the lock's result and skip the run when it is false: "
-                                                  "`if not acquired: return`"),
-                    fix=try_lock_fix(use.call, use.scope, use.handle.library if use.handle else None,
-                                     use.receiver_text),
-                )
+        return getattr(advisory_lock_discipline, name)
+    raise AttributeError(name)

@@ -69,7 +69,7 @@ def _consumer(receiver: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ConsumerK
         kind = _constructed(receiver, facts)
         return (kind, "here", None) if kind else None
     if isinstance(receiver, ast.Name):
-        value = bound_value(receiver, facts)
+        value = bound_value(receiver, facts) or _optional_module_binding(receiver.id, facts)
         if value is not None:
             kind = _constructed(value, facts)
             return (kind, f"line {getattr(value, 'lineno', '?')}", None) if kind else None
@@ -89,6 +89,101 @@ def _consumer(receiver: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ConsumerK
     made = Related(foreign.context.path, getattr(value, "lineno", 1), getattr(value, "col_offset", 0) + 1,
                    f"`{qualified.rsplit('.', 1)[-1]}` is made here ({kind.service} client)")
     return kind, f"`{qualified}`", made
+
+
+def _optional_module_binding(name: str, facts: ModuleFacts) -> Optional[ast.AST]:
+    """The client a module-level name holds when it is bound to ``None`` and, under a condition, to one
+    client (``bot = None`` / ``if TOKEN: bot = TeleBot(TOKEN)``): the placeholder is no second value."""
+    values = []
+    for statement in _module_statements(facts.tree):
+        if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in statement.targets):
+            values.append(statement.value)
+        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) \
+                and statement.target.id == name and statement.value is not None:
+            values.append(statement.value)
+    real = [v for v in values if not (isinstance(v, ast.Constant) and v.value is None)]
+    return real[0] if len(real) == 1 and len(values) > 1 else None
+
+
+def _module_statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Module-level statements, including those under ``if``/``try``/``with`` (not in functions or classes)."""
+    stack = list(reversed(tree.body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.If, ast.Try, ast.With)):
+            for block in ("body", "orelse", "finalbody"):
+                stack.extend(reversed(getattr(node, block, []) or []))
+            for handler in getattr(node, "handlers", []) or []:
+                stack.extend(reversed(handler.body))
+
+
+# -- pollers and consumers that must be single: a function that does the work, started from start-up ----------
+def _a(noun: str) -> str:
+    return ("an " if noun[:1].lower() in "aeiou" or noun.startswith("IMAP") else "a ") + noun
+
+
+def _single_consumer(function: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ConsumerKind, ast.AST]]:
+    """What ``function`` consumes that only one process may: an IMAP mailbox it acts on, or a queue it
+    consumes with ``exclusive=True``; with the node that shows it."""
+    opened = None
+    acts = False
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = facts.callee(node) or ""
+        if callee in known.IMAP_CONSTRUCTORS and opened is None:
+            opened = node
+        elif isinstance(node.func, ast.Attribute):
+            if node.func.attr in known.IMAP_MAILBOX_METHODS:
+                acts = True
+            if node.func.attr in known.EXCLUSIVE_CONSUME_METHODS and any(
+                    k.arg == known.EXCLUSIVE_KEYWORD and isinstance(k.value, ast.Constant) and k.value.value is True
+                    for k in node.keywords):
+                return known.EXCLUSIVE_CONSUMER, node
+    if opened is not None and acts:
+        return known.IMAP_POLLER, opened
+    return None
+
+
+def _started_functions(facts: ModuleFacts, startup: StartupMap) -> Iterator[Tuple[ast.AST, ast.AST, ModuleFacts, Optional[Related]]]:
+    """(reference, function, its module, where it is defined when elsewhere) for each function that start-up
+    code of this module calls or hands to a thread, a task or a scheduler."""
+    local = {f.name: f for f in facts.functions}
+    for node in facts.calls:
+        reason = startup.reason_for_node(node)
+        if reason is None or reason.startswith(_MODULE_LEVEL):
+            continue
+        candidates = [node.func] + list(node.args) + [k.value for k in node.keywords]
+        for candidate in candidates:
+            reference = candidate.func if isinstance(candidate, ast.Call) and candidate is not node.func else candidate
+            found = _function_for(reference, facts, local)
+            if found is not None:
+                yield (node, *found)
+
+
+def _function_for(reference: ast.AST, facts: ModuleFacts, local) -> Optional[Tuple[ast.AST, ModuleFacts, Optional[Related]]]:
+    if isinstance(reference, ast.Name) and reference.id in local:
+        return local[reference.id], facts, None
+    if isinstance(reference, ast.Attribute) and isinstance(reference.value, ast.Name) and reference.value.id == "self":
+        cls_node = facts.enclosing_class(reference)
+        if cls_node is not None:
+            for statement in cls_node.body:
+                if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == reference.attr:
+                    return statement, facts, None
+        return None
+    if not facts.context.cross_file or not isinstance(reference, (ast.Name, ast.Attribute)):
+        return None
+    head = (dotted(reference) or "").split(".")[0]
+    qualified = facts.qualify(reference) or ""
+    if "." not in qualified or not facts.imports.is_imported(head):
+        return None
+    found = project.find_function(qualified, facts.config, project.roots_for(facts))
+    if found is None:
+        return None
+    function, foreign = found
+    return function, foreign, Related(foreign.context.path, function.lineno, function.col_offset + 1,
+                                      f"`{function.name}()` is defined here")
 
 
 @register
@@ -118,6 +213,43 @@ class EventConsumerPerReplica(Rule):
                 start,
                 f"`{dotted(start) or start.attr}()` starts a {kind.service} client (made at {made}) in "
                 f"start-up code ({reason}), so every replica runs one: {kind.why}.",
+                kind.instead,
+                related=[elsewhere] if elsewhere is not None else (),
+            )
+        yield from self._single_consumers(facts, startup)
+
+    def _single_consumers(self, facts: ModuleFacts, startup: Optional[StartupMap]) -> Iterator[Diagnostic]:
+        """Mail pollers and exclusive consumers that start-up code runs or starts."""
+        reported = set()
+        for function in facts.functions:
+            found = _single_consumer(function, facts)
+            if found is None:
+                continue
+            startup = startup or StartupMap.of_module(facts)
+            reason = startup.reason(function)
+            if reason is not None and id(function) not in reported:
+                kind, node = found
+                reported.add(id(function))
+                yield self.finding(
+                    node,
+                    f"`{function.name}()` runs {_a(kind.service)} in start-up code ({reason}), so every replica "
+                    f"runs one: {kind.why}.",
+                    kind.instead,
+                )
+        startup = startup or StartupMap.of_module(facts)
+        for reference, function, where, elsewhere in _started_functions(facts, startup):
+            if id(function) in reported:
+                continue
+            found = _single_consumer(function, where)
+            if found is None:
+                continue
+            reason = startup.reason_for_node(reference) or ""
+            kind, _ = found
+            reported.add(id(function))
+            yield self.finding(
+                reference,
+                f"Start-up code ({reason}) starts `{function.name}()`, {_a(kind.service)}, so every replica runs "
+                f"one: {kind.why}.",
                 kind.instead,
                 related=[elsewhere] if elsewhere is not None else (),
             )

@@ -473,3 +473,9 @@ def orm_update_fix(statement: ast.AST, instance: str, field: str, framework: Opt
         return Fix("orm-update-sqlalchemy",
                    f"do the arithmetic in SQL: `{update}`{refresh} (the model's key is taken to be `id`)", "unsafe")
     return None
+
+
+def shared_store_snippet(kind: str, snippet: str, what: str) -> Fix:
+    """OG604/OG605: the keyword or setting that points process-local state at a store every replica shares.
+    Display-only: which store (and its address) is a deployment decision."""
+    return Fix(kind, f"{what}: `{snippet}`", "display-only")

@@ -284,6 +284,9 @@ class _Writes:
                     if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == func.attr:
                         return statement, facts
             return None
+        method = facts.module_method(func)
+        if method is not None:
+            return method, facts  # ``recorder.record(...)`` on a module-level instance of a class defined here
         if not self.facts.context.cross_file:
             return None
         qualified = facts.callee(call)

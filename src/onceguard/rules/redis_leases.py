@@ -13,709 +13,26 @@ invalidation are not leases, and a key in a per-process Django cache excludes no
 from __future__ import annotations
 
 import ast
-import os
-import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from ..project import index as project
 from ..analysis.facts import ModuleFacts, ancestors, parent, walk_no_nested_functions
-from .fix_plans import atomic_set_fix, lock_ttl_fix
-from ..analysis.handles import Handle, Handles
+from ..analysis.handles import Handle
+from ..analysis.redis_arguments import (argument, has_spread, is_false, is_none, key_argument, result_tested,
+                                        short, words)
 from ..knowledge import redis_clients as known
 from ..model import Diagnostic
+from ..project.django_caches import per_process
+from ..project.redis_clients import RedisClients, client_calls, command_of, redis_call
+from ..project.redis_keys import key_identity, key_names_a_lock, key_text
+from .fix_plans import atomic_set_fix, lock_ttl_fix
 from .registry import register
 from .base import Rule
 
-# -- which receivers are Redis ---------------------------------------------------------------------------
-
-
-class RedisClients(Handles):
-    """The bindings machinery of :class:`Handles`, fed with Redis constructors instead of database ones.
-
-    Beyond a visible constructor, a receiver is a client when the project makes it one: a factory of the
-    project whose return (or return annotation) is a client (``get_redis_client()``), a class of the project
-    that subclasses a client or wraps one behind get/set/delete methods (``ScopedCache(cache, scope)``), or
-    a parameter with no useful annotation (``client: Any``) that every caller in the module fills with a
-    client.
-    """
-
-    CACHE_KEY = "redis_clients"
-    CONSTRUCTORS = known.CONSTRUCTORS
-    OBJECTS = known.OBJECTS
-    ANNOTATIONS = known.ANNOTATIONS
-
-    def of(self, expr: Optional[ast.AST], _depth: int = 0) -> Optional[Handle]:
-        if isinstance(expr, ast.Subscript):  # django.core.cache.caches["locks"]
-            if self.facts.qualify(expr.value) in known.CACHE_MAPPINGS:
-                return Handle(known.DJANGO_CACHE, "django", "caches")
-            return None
-        return super().of(expr, _depth)
-
-    def _of_call(self, call: ast.Call, depth: int) -> Optional[Handle]:
-        callee = self.facts.callee(call)
-        if callee in self.CONSTRUCTORS:
-            kind, library = self.CONSTRUCTORS[callee]
-            return Handle(kind, library, callee.rsplit(".", 1)[-1], call)
-        if depth > self._MAX_DEPTH:
-            return None
-        made = _made_by_project(call, callee, self.facts, depth)
-        if made is not None:
-            return Handle(made[0], made[1], made[2], call)
-        return None
-
-    def _agree(self, bindings, depth: int) -> Optional[Handle]:
-        found: Optional[Handle] = None
-        for origin, value, is_annotation in bindings:
-            handle = self._bound(origin, value, is_annotation, depth)
-            if handle is None:
-                return None
-            if found is not None and found.kind != handle.kind:
-                return None
-            found = found or handle
-        return found
-
-    def _bound(self, origin: ast.AST, value: Optional[ast.AST], is_annotation: bool, depth: int) -> Optional[Handle]:
-        if not is_annotation:
-            handle = self.of(value, depth)
-            if handle is not None and isinstance(origin, ast.withitem):
-                handle = Handle(handle.kind, handle.library, handle.how, origin)
-            return handle
-        target = self._annotated_type(value)
-        qualified = self.facts.qualify(target) if target is not None else None
-        entry = self.ANNOTATIONS.get(qualified or "")
-        if entry:
-            return Handle(entry[0], entry[1], qualified.rsplit(".", 1)[-1], origin)
-        if qualified and qualified not in _UNTYPED and depth <= self._MAX_DEPTH:
-            made = _project_class(qualified, self.facts, depth, None)
-            if made is not None:
-                return Handle(made[0], made[1], made[2], origin)
-        if isinstance(origin, ast.arg) and (qualified is None or qualified in _UNTYPED
-                                            or qualified in known.CLIENT_BASES):
-            # Untyped, or typed with a client class whose backend the type does not tell (Flask-Caching's
-            # `Cache` may be a per-process SimpleCache): what the callers pass decides.
-            return self._from_callers(origin, depth)
-        return None
-
-    def _annotated_type(self, node: Optional[ast.AST]) -> Optional[ast.AST]:
-        """``Optional[X]``, ``X | None``, ``"X"`` mean X; ``Redis[Any]`` (a generic client) means Redis."""
-        for _ in range(8):
-            if isinstance(node, ast.Subscript):
-                wrapper = (self.facts.qualify(node.value) or "").rsplit(".", 1)[-1]
-                if wrapper in _TYPE_WRAPPERS:
-                    inner = node.slice
-                    node = inner.elts[0] if isinstance(inner, ast.Tuple) and inner.elts else inner
-                else:
-                    node = node.value
-            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-                node = node.right if isinstance(node.left, ast.Constant) and node.left.value is None else node.left
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                try:
-                    node = ast.parse(node.value, mode="eval").body
-                except SyntaxError:
-                    return None
-            else:
-                return node
-        return None
-
-    def _from_callers(self, arg: ast.arg, depth: int) -> Optional[Handle]:
-        """``def _release(self, client: Any)`` called as ``self._release(get_redis_client())``: what every caller
-        in the module passes."""
-        if depth > self._MAX_DEPTH:
-            return None
-        function = parent(parent(arg))
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return None
-        positional = function.args.posonlyargs + function.args.args
-        cls_node = parent(function) if isinstance(parent(function), ast.ClassDef) else None
-        is_method = cls_node is not None and not any(
-            isinstance(d, ast.Name) and d.id == "staticmethod" for d in function.decorator_list)
-        index = next((i for i, a in enumerate(positional) if a is arg), None)
-        if index is not None and is_method:
-            index -= 1  # self / cls
-        if function.name == "__init__" and cls_node is not None:
-            names, method = (cls_node.name,), False
-        else:
-            names, method = (function.name,), cls_node is not None
-        found: Optional[Handle] = None
-        for call in self.facts.calls_named(*names):
-            func = call.func
-            if method:
-                if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                        and func.value.id in ("self", "cls") and self.facts.enclosing_class(call) is cls_node):
-                    continue
-            elif not isinstance(func, ast.Name):
-                continue
-            if has_spread(call):
-                return None
-            passed = next((k.value for k in call.keywords if k.arg == arg.arg), None)
-            if passed is None and index is not None and 0 <= index < len(call.args):
-                passed = call.args[index]
-            if passed is None:
-                continue
-            handle = self.of(passed, depth + 1)
-            if handle is None or (found is not None and found.kind != handle.kind):
-                return None
-            found = found or handle
-        return found
-
-
-_TYPE_WRAPPERS = frozenset({"Optional", "Annotated", "Union", "Final", "ClassVar", "Awaitable", "Coroutine"})
-_UNTYPED = frozenset({"typing.Any", "Any", "object", "typing_extensions.Any"})
-
-
-def redis_call(call: ast.Call, facts: ModuleFacts) -> Optional[Handle]:
-    """The client a ``<client>.<command>(...)`` call is sent to, when its origin is visible."""
-    if not isinstance(call.func, ast.Attribute):
-        return None
-    return RedisClients.of_module(facts).of(call.func.value)
-
-
-def command_of(call: ast.Call, handle: Handle) -> Optional[str]:
-    """What a call on a client does: get, exists, set, add, setnx or delete (``None``: something else)."""
-    if not isinstance(call.func, ast.Attribute):
-        return None
-    name = call.func.attr
-    if handle.kind != known.WRAPPER:
-        return known.COMMANDS.get(name)
-    named = _command_name(name)
-    return named[0] if named is not None else None
-
-
-# -- clients the project makes ------------------------------------------------------------------------
-# (kind, library, how) of a factory or class, looked up once per definition and kept with the facts of the
-# module that defines it (a changed file gets new facts, so nothing stale survives); a definition being looked
-# up counts as no client, so a factory that returns itself ends the walk.
-_Made = Tuple[str, str, str]
-
-
-def _definition_facts(qualified: str, facts: ModuleFacts) -> Optional[Tuple[ModuleFacts, str]]:
-    """The module facts and local name of a definition: this module for a local name, another module of the
-    project (CLI only) for an imported one, following re-exports (``from .dual import DualCache`` in a
-    package's ``__init__``)."""
-    if "." not in qualified:
-        return facts, qualified
-    for _ in range(4):
-        if not facts.context.cross_file:
-            return None
-        module, _, name = qualified.rpartition(".")
-        path = project.module_path(module, project.roots_for(facts))
-        if path is None:
-            return None
-        other = project.module_facts(path, facts.config)
-        if other is None:
-            return None
-        if _top_level(other, name) is not None or not other.imports.is_imported(name):
-            return other, name
-        forwarded = other.imports.qualify_dotted(name)
-        if forwarded == qualified or "." not in forwarded:
-            return other, name
-        facts, qualified = other, forwarded
-    return None
-
-
-def _top_level(facts: ModuleFacts, name: str) -> Optional[ast.AST]:
-    found = None
-    for statement in facts.tree.body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and statement.name == name:
-            found = statement
-    return found
-
-
-def _remembered(facts: ModuleFacts, key: str, build) -> Optional[_Made]:
-    made: Dict[str, Optional[_Made]] = facts.cached("redis_made_clients", lambda _facts: {})
-    if key in made:
-        return made[key]
-    made[key] = None
-    result = build()
-    made[key] = result
-    return result
-
-
-def _made_by_project(call: ast.Call, callee: Optional[str], facts: ModuleFacts, depth: int) -> Optional[_Made]:
-    func = call.func
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
-        cls_node = facts.enclosing_class(call)
-        method = _method(cls_node, func.attr) if cls_node is not None else None
-        if method is None:
-            return None
-        return _remembered(facts, f"{cls_node.name}.{func.attr}@{method.lineno}",
-                           lambda: _returned_client(method, facts, depth))
-    if not callee:
-        return None
-    located = _definition_facts(callee, facts)
-    if located is None:
-        return None
-    where, name = located
-    definition = _top_level(where, name)
-    if definition is None:
-        return None
-    if isinstance(definition, ast.ClassDef):
-        return _class_client(definition, where, depth, call, facts)
-    return _remembered(where, name, lambda: _returned_client(definition, where, depth))
-
-
-def _method(cls_node: ast.ClassDef, name: str) -> Optional[ast.AST]:
-    for statement in cls_node.body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == name:
-            return statement
-    return None
-
-
-def _returned_client(function, facts: ModuleFacts, depth: int) -> Optional[_Made]:
-    """A factory's client: its return annotation, else what its ``return`` statements give (one is enough,
-    as long as none gives another kind of client)."""
-    clients = RedisClients.of_module(facts)
-    if function.returns is not None:
-        handle = clients._bound(function, function.returns, True, depth + 1)
-        if handle is not None:
-            return handle.kind, handle.library, handle.how
-    found: Optional[Handle] = None
-    for node in walk_no_nested_functions(function):
-        if isinstance(node, ast.Return) and node.value is not None:
-            handle = clients.of(node.value, depth + 1)
-            if handle is None:
-                continue
-            if found is not None and found.kind != handle.kind:
-                return None
-            found = found or handle
-    return (found.kind, found.library, found.how) if found is not None else None
-
-
-def _project_class(qualified: str, facts: ModuleFacts, depth: int, call: Optional[ast.Call]) -> Optional[_Made]:
-    located = _definition_facts(qualified, facts)
-    if located is None:
-        return None
-    where, name = located
-    definition = _top_level(where, name)
-    if not isinstance(definition, ast.ClassDef):
-        return None
-    return _class_client(definition, where, depth, call, facts)
-
-
-def _class_client(cls_node: ast.ClassDef, facts: ModuleFacts, depth: int, call: Optional[ast.Call],
-                  caller: ModuleFacts) -> Optional[_Made]:
-    """A class of the project is a client when it subclasses one, or when it has get/set/delete methods and
-    holds a client (an attribute built from one, or one handed to its constructor)."""
-    made = _remembered(facts, f"class {cls_node.name}@{cls_node.lineno}",
-                       lambda: _class_client_by_definition(cls_node, facts, depth))
-    if made is not None or call is None or not _has_verb_methods(cls_node):
-        return made
-    clients = RedisClients.of_module(caller)
-    for argument_node in list(call.args) + [k.value for k in call.keywords]:
-        if isinstance(argument_node, ast.Starred):
-            continue
-        handle = clients.of(argument_node, depth + 1)
-        if handle is not None:
-            return known.WRAPPER, handle.kind, cls_node.name
-    return None
-
-
-def _class_client_by_definition(cls_node: ast.ClassDef, facts: ModuleFacts, depth: int) -> Optional[_Made]:
-    for base in cls_node.bases:
-        qualified = facts.qualify(base)
-        if not qualified:
-            continue
-        if qualified in known.CLIENT_BASES:
-            kind, library = known.CLIENT_BASES[qualified]
-            return kind, library, cls_node.name
-        if depth <= Handles._MAX_DEPTH:
-            inherited = _project_class(qualified, facts, depth + 1, None)
-            if inherited is not None:
-                return inherited[0], inherited[1], cls_node.name
-    if not _has_verb_methods(cls_node):
-        return None
-    clients = RedisClients.of_module(facts)
-    for name, bindings in clients._self_attributes(cls_node).items():
-        for origin, value, is_annotation in bindings:
-            if is_annotation or value is None:
-                continue
-            handle = clients.of(value, depth + 1)
-            if handle is not None:
-                return known.WRAPPER, handle.kind, cls_node.name
-    return None
-
-
-def _has_verb_methods(cls_node: ast.ClassDef) -> bool:
-    verbs = set()
-    for statement in cls_node.body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            named = _command_name(statement.name)
-            if named is not None:
-                verbs.add(named[0])
-    return "get" in verbs and "delete" in verbs and bool(verbs & {"set", "add"})
-
-
-# -- which Django caches are per process --------------------------------------------------------------
-_settings_cache: Dict[str, Optional[bool]] = {}
-_SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", "site-packages", ".tox"})
-
-
-def per_process(handle: Handle, facts: ModuleFacts) -> bool:
-    """Django's default cache in a project whose settings (visible, CLI only) configure no shared one: it is
-    ``LocMemCache`` (or a file/dummy cache) in every process, so a key there excludes nobody on another replica."""
-    if handle.kind != known.DJANGO_CACHE or handle.how != "cache" or not facts.context.cross_file:
-        return False
-    if not facts.context.path:
-        return False
-    # The checked file's own project (the directory above its top package), not every project under the
-    # configured root: a monorepo's other services have settings of their own.
-    roots = project.package_root(facts.context.path)
-    if roots not in _settings_cache:
-        _settings_cache[roots] = _default_cache_is_local(roots, facts)
-    return bool(_settings_cache[roots])
-
-
-def _default_cache_is_local(roots: str, facts: ModuleFacts) -> Optional[bool]:
-    """True: the settings leave the default cache per process; False: they configure it; None: no settings seen."""
-    seen_settings = False
-    backends: List[Optional[str]] = []
-    for root in roots.split(os.pathsep):
-        if not root or not os.path.isdir(root):
-            continue
-        for directory, dirs, files in os.walk(root):
-            dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")]
-            in_settings_package = os.path.basename(directory) == "settings"
-            for filename in files:
-                if not filename.endswith(".py") or "test" in filename:
-                    continue
-                if not (filename.startswith("settings") or in_settings_package):
-                    continue
-                other = project.module_facts(os.path.join(directory, filename), facts.config)
-                if other is None:
-                    continue
-                names = _module_assigned_names(other.tree)
-                if not names & known.DJANGO_SETTINGS_MARKERS and "CACHES" not in names:
-                    continue
-                seen_settings = True
-                backends.extend(_default_backends(other.tree))
-    if not seen_settings:
-        return None
-    return all(b is not None and b in known.PER_PROCESS_CACHE_BACKENDS for b in backends)
-
-
-def _module_assigned_names(tree: ast.Module) -> set:
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                while isinstance(target, ast.Subscript):
-                    target = target.value
-                if isinstance(target, ast.Name):
-                    names.add(target.id)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == "CACHES":
-            names.add("CACHES")
-    return names
-
-
-def _default_backends(tree: ast.Module) -> List[Optional[str]]:
-    """The backend given to the default cache by each assignment (``None`` where it is not a literal)."""
-    found: List[Optional[str]] = []
-
-    def backend_of(value: ast.AST) -> Optional[str]:
-        if isinstance(value, ast.Dict):
-            for k, v in zip(value.keys, value.values):
-                if isinstance(k, ast.Constant) and k.value == "BACKEND":
-                    return v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else None
-        return None
-
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == "CACHES":
-            found.append(None)  # CACHES.update(...)
-        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
-            continue
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        for target in targets:
-            if isinstance(target, ast.Name) and target.id == "CACHES":
-                if isinstance(node.value, ast.Dict):
-                    for k, v in zip(node.value.keys, node.value.values):
-                        if k is None:
-                            found.append(None)
-                        elif isinstance(k, ast.Constant) and k.value == "default":
-                            found.append(backend_of(v))
-                else:
-                    found.append(None)
-            elif (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
-                  and target.value.id == "CACHES"):
-                key = target.slice
-                if isinstance(key, ast.Constant) and key.value != "default":
-                    continue
-                found.append(backend_of(node.value))
-    return found
-
-
-# -- arguments ----------------------------------------------------------------------------------------
-
-
-def has_spread(call: ast.Call) -> bool:
-    """``*args`` or ``**kwargs``: which arguments are passed is not visible."""
-    return any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
-
-
-def argument(call: ast.Call, arg: known.Arg, keyword: Optional[str] = None) -> Optional[ast.AST]:
-    name = keyword or arg.keyword
-    for kw in call.keywords:
-        if kw.arg == name:
-            return kw.value
-    if arg.position is not None and arg.position < len(call.args):
-        return call.args[arg.position]
-    return None
-
-
-def is_none(node: Optional[ast.AST]) -> bool:
-    return node is None or (isinstance(node, ast.Constant) and node.value is None)
-
-
-def is_false(node: Optional[ast.AST]) -> bool:
-    return node is None or (isinstance(node, ast.Constant) and node.value in (False, None, 0))
-
-
-def key_argument(call: ast.Call, handle: Handle, arg: known.Arg) -> Optional[ast.AST]:
-    keyword = known.CACHE_KEY_KEYWORD if handle.kind in (known.DJANGO_CACHE, known.CACHE, known.WRAPPER) else None
-    return argument(call, arg, keyword)
-
-
-def short(node: ast.AST, limit: int = 60) -> str:
-    text = ast.unparse(node)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-# -- keys ---------------------------------------------------------------------------------------------
-
-_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
-_MAX_TEXT_DEPTH = 6
-
-
-def _words(text: str) -> Iterable[str]:
-    return (w.lower() for w in _WORD.findall(text))
-
-
-def key_names_a_lock(key: Optional[ast.AST], facts: ModuleFacts) -> bool:
-    """``"lock:report"``, ``f"{job}:lock"``, ``self.lock_key`` holding ``"lease:..."``: the key's own text calls it
-    a lock.  The names of the variables that hold or build it do not count (``lock_name``, ``LOCK_KEY``): a
-    name is a guess, the stored key is what every replica sees."""
-    if key is None:
-        return False
-    text = key_text(key, facts)
-    return text is not None and any(word in known.LOCK_KEY_WORDS for word in _words(text))
-
-
-def key_text(node: ast.AST, facts: ModuleFacts, depth: int = 0) -> Optional[str]:
-    """The literal text of a key, its variable parts as ``{}``: through f-strings, concatenation, local and
-    module constants, imported constants (CLI), ``self`` attributes and properties, and methods returning it."""
-    if depth > _MAX_TEXT_DEPTH or node is None:
-        return None
-    depth += 1
-    if isinstance(node, ast.Constant):
-        return node.value if isinstance(node.value, str) else None
-    if isinstance(node, ast.JoinedStr):
-        return "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{}"
-                       for v in node.values)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = key_text(node.left, facts, depth), key_text(node.right, facts, depth)
-        if left is None and right is None:
-            return None
-        return (left or "{}") + (right or "{}")
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-        return key_text(node.left, facts, depth)
-    if isinstance(node, ast.Await):
-        return key_text(node.value, facts, depth)
-    if isinstance(node, ast.Call):
-        func = node.func
-        if isinstance(func, ast.Attribute) and func.attr == "format":
-            return key_text(func.value, facts, depth)
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
-            return _member_text(func.value, func.attr, facts, depth, called=True)
-        return None
-    if isinstance(node, ast.Name):
-        return _name_text(node, facts, depth)
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        if node.value.id in ("self", "cls"):
-            return _member_text(node.value, node.attr, facts, depth, called=False)
-        qualified = facts.qualify(node)
-        if qualified and "." in qualified:
-            return _imported_text(qualified, facts, depth)
-    return None
-
-
-def _single_value(bindings) -> Optional[ast.AST]:
-    values = [value for _, value, is_annotation in bindings if not is_annotation and value is not None]
-    return values[0] if len(values) == 1 and len(bindings) == 1 else None
-
-
-def _name_text(node: ast.Name, facts: ModuleFacts, depth: int) -> Optional[str]:
-    clients = RedisClients.of_module(facts)
-    for scope in clients._scopes_of(node):
-        bindings = clients._bindings(scope).get(node.id)
-        if bindings:
-            value = _single_value(bindings)
-            return key_text(value, facts, depth) if value is not None else None
-    qualified = facts.qualify(node)
-    if qualified and qualified != node.id:
-        return _imported_text(qualified, facts, depth)
-    return None
-
-
-def _imported_text(qualified: str, facts: ModuleFacts, depth: int) -> Optional[str]:
-    located = _definition_facts(qualified, facts)
-    if located is None or located[0] is facts:
-        return None
-    where, name = located
-    values = []
-    for statement in where.tree.body:
-        if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
-                                                     for t in statement.targets):
-            values.append(statement.value)
-        elif (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
-              and statement.target.id == name and statement.value is not None):
-            values.append(statement.value)
-    return key_text(values[0], where, depth) if len(values) == 1 else None
-
-
-def _member_text(receiver: ast.Name, attr: str, facts: ModuleFacts, depth: int, called: bool) -> Optional[str]:
-    """``self.key`` / ``self.key_for()`` / a property: in the class, then in its bases (CLI: in other modules)."""
-    cls_node = facts.enclosing_class(receiver)
-    where = facts
-    for _ in range(4):
-        if cls_node is None:
-            return None
-        text = _text_in_class(cls_node, attr, where, depth, called)
-        if text is not None:
-            return text
-        base = next((b for b in cls_node.bases if isinstance(b, (ast.Name, ast.Attribute))), None)
-        if base is None:
-            return None
-        qualified = where.qualify(base)
-        located = _definition_facts(qualified, where) if qualified else None
-        if located is None:
-            return None
-        where, name = located
-        definition = _top_level(where, name)
-        cls_node = definition if isinstance(definition, ast.ClassDef) else None
-    return None
-
-
-def _text_in_class(cls_node: ast.ClassDef, attr: str, facts: ModuleFacts, depth: int, called: bool) -> Optional[str]:
-    for statement in cls_node.body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == attr:
-            is_property = any(_decorator_name(d) in ("property", "cached_property") for d in statement.decorator_list)
-            if called == is_property:
-                return None
-            returns = [n.value for n in walk_no_nested_functions(statement)
-                       if isinstance(n, ast.Return) and n.value is not None]
-            return key_text(returns[0], facts, depth) if len(returns) == 1 else None
-        if not called and isinstance(statement, (ast.Assign, ast.AnnAssign)):
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            if any(isinstance(t, ast.Name) and t.id == attr for t in targets) and statement.value is not None:
-                return key_text(statement.value, facts, depth)
-    if called:
-        return None
-    values = [value for _, value, is_annotation in RedisClients.of_module(facts)._self_attributes(cls_node).get(attr, [])
-              if not is_annotation and value is not None]
-    texts = {key_text(v, facts, depth) for v in values}
-    return texts.pop() if len(texts) == 1 else None
-
-
-def _decorator_name(node: ast.AST) -> str:
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Name):
-        return node.id
-    return ""
-
-
-def key_scope(key: ast.AST, facts: ModuleFacts) -> Tuple[str, int]:
-    """Where two spellings of the same key mean the same key: a function, a class (``self.key``), the module."""
-    function = facts.enclosing_function(key)
-    head = key.func if isinstance(key, ast.Call) else key
-    if isinstance(head, ast.Attribute) and isinstance(head.value, ast.Name) and head.value.id in ("self", "cls"):
-        cls_node = facts.enclosing_class(key)
-        if cls_node is not None:
-            return ("class", id(cls_node))
-    if isinstance(key, ast.Name) and function is not None and key.id not in _local_names(function, facts):
-        return ("module", 0)
-    if isinstance(key, ast.Constant):
-        return ("module", 0)
-    return ("function", id(function))
-
-
-def _local_names(function: ast.AST, facts: ModuleFacts) -> frozenset:
-    def build(_facts: ModuleFacts) -> frozenset:
-        names = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
-        for node in walk_no_nested_functions(function):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                names.add(node.id)
-        return frozenset(names)
-
-    return facts.cached(f"local_names:{id(function)}", build)
-
-
-def canonical_key(key: ast.AST, facts: ModuleFacts) -> ast.AST:
-    """``lock_key = self.lock_key_for()`` then ``r.delete(lock_key)``: the local stands for what it was bound to
-    once, when that means the same in every method (a constant, ``self.x``, ``self.x()`` with constants)."""
-    if not isinstance(key, ast.Name):
-        return key
-    function = facts.enclosing_function(key)
-    if function is None:
-        return key
-    bindings = RedisClients.of_module(facts)._bindings(function).get(key.id)
-    value = _single_value(bindings) if bindings else None
-    if value is None:
-        return key
-    stable = isinstance(value, ast.Constant) or (
-        isinstance(value, (ast.Attribute, ast.Call))
-        and all(isinstance(n, ast.Constant) or (isinstance(n, ast.Name) and n.id in ("self", "cls"))
-                or isinstance(n, (ast.Attribute, ast.Call, ast.Load, ast.expr_context))
-                for n in ast.walk(value))
-        and any(isinstance(n, ast.Name) and n.id in ("self", "cls") for n in ast.walk(value)))
-    return value if stable else key
-
-
-def key_identity(key: ast.AST, facts: ModuleFacts) -> Tuple[Tuple[str, int], str]:
-    key = canonical_key(key, facts)
-    return key_scope(key, facts), ast.dump(key)
-
-
-# -- how a result is used -----------------------------------------------------------------------------
-
-
-def result_tested(call: ast.Call, facts: ModuleFacts) -> bool:
-    """The call's result decides whether work runs: tested by ``if``/``while``, returned, or kept and tested."""
-    node: ast.AST = call
-    for above in ancestors(call):
-        if isinstance(above, (ast.If, ast.While, ast.IfExp, ast.Assert)):
-            return node is above.test
-        if isinstance(above, ast.Return):
-            return True
-        if isinstance(above, (ast.Assign, ast.AnnAssign)):
-            targets = above.targets if isinstance(above, ast.Assign) else [above.target]
-            return _names_tested({t.id for t in targets if isinstance(t, ast.Name)}, call, facts)
-        if not isinstance(above, ast.expr):
-            return False
-        node = above
-    return False
-
-
-def _names_tested(names: set, call: ast.Call, facts: ModuleFacts) -> bool:
-    if not names:
-        return False
-    function = facts.enclosing_function(call)
-    for node in walk_no_nested_functions(function if function is not None else facts.tree):
-        if isinstance(node, (ast.If, ast.While)):
-            tested = node.test
-        elif isinstance(node, ast.Return) and node.value is not None:
-            tested = node.value
-        else:
-            continue
-        if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(tested)):
-            return True
-    return False
-
-
-# -- lock acquisitions ----------------------------------------------------------------------------------
+#: Other rule modules read Redis calls through these names.
+_client_calls = client_calls
+__all__ = ["RedisClients", "argument", "client_calls", "command_of", "has_spread", "key_argument", "key_text",
+           "redis_call", "result_tested", "short"]
 
 
 @dataclass
@@ -736,51 +53,9 @@ class Release:
     handle: Handle
     key: ast.AST
     identity: tuple
+    #: The body of the class's own delete helper: judged at the calls of the helper instead.
+    judged_at_callers: bool = False
 
-
-def _command_name(name: str) -> Optional[Tuple[str, bool]]:
-    """(command, exact) for a method name: a known client's command, or a verb a wrapper's method may carry."""
-    if name in known.COMMANDS:
-        return known.COMMANDS[name], True
-    words = set(_words(name))
-    matching = [command for command, verbs in known.VERBS.items() if words & verbs]
-    if len(matching) != 1 or not words <= known.VERBS[matching[0]] | known.VERB_COMPANIONS:
-        return None
-    return matching[0], False
-
-
-def _shape_fits(call: ast.Call, command: str) -> bool:
-    """Cheap syntax checks before a receiver is resolved: a write has a key and a value, a delete one key."""
-    count = len(call.args) + len(call.keywords)
-    if command in ("set", "add", "setnx"):
-        return count >= 2
-    if command == "delete":
-        return len(call.args) == 1 and not call.keywords
-    return count >= 1
-
-
-def _client_calls(facts: ModuleFacts, commands: Iterable[str],
-                  calls: Optional[Iterable[ast.Call]] = None) -> List[Tuple[ast.Call, Handle, str]]:
-    """Calls on a client that do one of ``commands``, in source order: the known clients' exact command names
-    and a wrapper's methods named by their verbs.  ``calls``: only among these."""
-    wanted = set(commands)
-    if calls is None:
-        calls = [call for name, named in facts.calls_by_name.items() if _command_name(name) for call in named]
-    found = []
-    for call in calls:
-        if not isinstance(call.func, ast.Attribute):
-            continue
-        named = _command_name(call.func.attr)
-        if named is None or named[0] not in wanted or not _shape_fits(call, named[0]):
-            continue
-        handle = redis_call(call, facts)
-        if handle is None or (not named[1] and handle.kind != known.WRAPPER):
-            continue
-        command = command_of(call, handle)
-        if command in wanted:
-            found.append((call, handle, command))
-    found.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
-    return found
 
 
 def _calls_after_in_function(call: ast.Call, names: Iterable[str], facts: ModuleFacts) -> List[ast.Call]:
@@ -802,7 +77,7 @@ def _expiry_of_cache_write(call: ast.Call, handle: Handle) -> bool:
 
 def _find_acquires(facts: ModuleFacts) -> List[Acquire]:
     found: List[Acquire] = []
-    for call, handle, command in _client_calls(facts, ("set", "add", "setnx")):
+    for call, handle, command in client_calls(facts, ("set", "add", "setnx")):
         if has_spread(call):
             continue
         if handle.kind == known.REDIS:
@@ -844,7 +119,7 @@ def _find_releases(facts: ModuleFacts) -> List[Release]:
     """``r.delete(key)``, ``cache.delete(key)``, ``r.execute_command("DEL", key)``, a wrapper's
     ``delete_cache(key)``: one key dropped whatever its value."""
     found = []
-    for call, handle, _ in _client_calls(facts, ("delete",)):
+    for call, handle, _ in client_calls(facts, ("delete",)):
         if len(call.args) == 1 and not call.keywords and not isinstance(call.args[0], ast.Starred):
             found.append(Release(call, handle, call.args[0], key_identity(call.args[0], facts)))
     for call in facts.calls_named("execute_command"):
@@ -853,7 +128,42 @@ def _find_releases(facts: ModuleFacts) -> List[Release]:
             handle = redis_call(call, facts)
             if handle is not None:
                 found.append(Release(call, handle, call.args[1], key_identity(call.args[1], facts)))
+    found.extend(_releases_through_own_helper(facts, found))
     found.sort(key=lambda item: (item.call.lineno, item.call.col_offset))
+    return found
+
+
+def _fixed_by_instance(key: ast.AST) -> bool:
+    """A key made of constants and ``self`` attributes only: the same key wherever the method is called."""
+    names = [n for n in ast.walk(key) if isinstance(n, ast.Name)]
+    return bool(names) and all(n.id == "self" for n in names) or isinstance(key, ast.Constant)
+
+
+def _releases_through_own_helper(facts: ModuleFacts, deletes: List[Release]) -> List[Release]:
+    """``def unlock(self): self.delete()`` where ``def delete(self): self.client.delete(self.key)``: the call of
+    the class's own delete helper drops that key, and is judged where it is made (its function's name and
+    its checks), as if the delete were written there."""
+    helpers: Dict[Tuple[int, str], Release] = {}
+    for release in deletes:
+        function = facts.enclosing_function(release.call)
+        cls_node = facts.enclosing_class(release.call)
+        if function is None or cls_node is None or function.args.args[1:] or not _fixed_by_instance(release.key):
+            continue
+        body = [st for st in function.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+        if len(body) == 1 and any(n is release.call for n in ast.walk(body[0])):
+            helpers[(id(cls_node), function.name)] = release
+    found = []
+    if not helpers:
+        return found
+    for call in facts.calls_named(*{name for _, name in helpers}):
+        func = call.func
+        if call.args or call.keywords or not (isinstance(func.value, ast.Name) and func.value.id == "self"):
+            continue
+        cls_node = facts.enclosing_class(call)
+        inner = helpers.get((id(cls_node), func.attr)) if cls_node is not None else None
+        if inner is not None and facts.enclosing_function(call) is not facts.enclosing_function(inner.call):
+            found.append(Release(call, inner.handle, inner.key, inner.identity))
+            inner.judged_at_callers = True
     return found
 
 
@@ -914,7 +224,7 @@ def _names_a_release(release: Release, facts: ModuleFacts) -> bool:
     if key_names_a_lock(release.key, facts):
         return True
     function = facts.enclosing_function(release.call)
-    return function is not None and bool(set(_words(function.name)) & known.RELEASE_WORDS)
+    return function is not None and bool(set(words(function.name)) & known.RELEASE_WORDS)
 
 
 def _reads_of_key(later: ast.Call, key: ast.AST, facts: ModuleFacts) -> List[ast.Call]:
@@ -926,7 +236,7 @@ def _reads_of_key(later: ast.Call, key: ast.AST, facts: ModuleFacts) -> List[ast
     candidates = [node for node in walk_no_nested_functions(function)
                   if isinstance(node, ast.Call) and _after(node, later) and node.args
                   and key_identity(node.args[0], facts) == identity]
-    return [call for call, _, _ in _client_calls(facts, ("get", "exists"), candidates)]
+    return [call for call, _, _ in client_calls(facts, ("get", "exists"), candidates)]
 
 
 def _checked_before(acquire: Acquire, facts: ModuleFacts) -> bool:
@@ -934,9 +244,14 @@ def _checked_before(acquire: Acquire, facts: ModuleFacts) -> bool:
     return any(result_tested(call, facts) for call in _reads_of_key(acquire.call, acquire.key, facts))
 
 
+#: Methods that add to a collection in place: a value built up by them is data, not a marker.
+_GROWING_METHODS = frozenset({"append", "extend", "update", "add", "insert", "setdefault", "__setitem__"})
+
+
 def _stores_a_marker(acquire: Acquire, facts: ModuleFacts) -> bool:
     """``set(key, True)`` / ``set(key, token)``, not ``set(key, value)`` where ``value`` is what was read or what
-    the function hands back: that is a read-through cache being filled."""
+    the function hands back (a read-through cache being filled), nor a value read from the same key or grown in
+    place before it is written back (the key accumulates data across runs: deleting it is clean-up)."""
     value = argument(acquire.call, known.SET_VALUE)
     if not isinstance(value, ast.Name):
         return True
@@ -945,7 +260,23 @@ def _stores_a_marker(acquire: Acquire, facts: ModuleFacts) -> bool:
         if isinstance(node, ast.Return) and node.value is not None and any(
                 isinstance(n, ast.Name) and n.id == value.id for n in ast.walk(node.value)):
             return False
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _GROWING_METHODS
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == value.id):
+            return False
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == value.id:
+            return False
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == value.id for t in node.targets)
+                and _reads_same_key(node.value, acquire, facts)):
+            return False
     return True
+
+
+def _reads_same_key(value: ast.AST, acquire: Acquire, facts: ModuleFacts) -> bool:
+    """``collected = cache.get(key, set())``: the value comes from the key it is written back to."""
+    while isinstance(value, ast.Await):
+        value = value.value
+    return (isinstance(value, ast.Call) and bool(value.args) and redis_call(value, facts) is not None
+            and key_identity(value.args[0], facts) == acquire.identity)
 
 
 # -- messages -----------------------------------------------------------------------------------------
@@ -1026,14 +357,14 @@ class LeaseWithoutExpiry(Rule):
             if handle is None or has_spread(call):
                 continue
             timeout = argument(call, known.LOCK_METHODS[call.func.attr])
-            if is_none(timeout):
+            if is_none(timeout) and not _only_inspected(call, facts):
                 yield self._no_ttl(call, f"{short(call.func)}({short(call.args[0], 40) if call.args else ''}, …)",
                                    "timeout")
         for name, arg in known.LOCK_CLASSES.items():
             for call in facts.calls_named(name.rsplit(".", 1)[-1]):
                 if facts.callee(call) != name or has_spread(call):
                     continue
-                if is_none(argument(call, arg)):
+                if is_none(argument(call, arg)) and not _only_inspected(call, facts):
                     yield self._no_ttl(call, f"{short(call.func)}(…)", arg.keyword)
 
     def _no_ttl(self, call: ast.Call, spelled: str, keyword: str) -> Diagnostic:
@@ -1062,10 +393,14 @@ class UnsafeLeaseRelease(Rule):
         leases = Leases.of_module(facts)
         reported: Dict[tuple, ast.Call] = {}
         for release in leases.releases:
+            if release.judged_at_callers:
+                continue
             if release.identity not in leases.lock_keys and not key_names_a_lock(release.key, facts):
                 continue
             if per_process(release.handle, facts):
                 continue
+            if _before_own_deadline(release, facts):
+                continue  # released only while the lease it took cannot have expired: nobody else holds it yet
             checked = _owner_checked_first(release, facts)
             if checked == "sync":
                 # The stored token is compared right before the delete: only a lease that expires within that one
@@ -1146,3 +481,58 @@ def _owner_checked_first(release: Release, facts: ModuleFacts) -> Optional[str]:
         return None
     awaited = isinstance(parent(release.call), ast.Await) or any(isinstance(parent(r), ast.Await) for r in reads)
     return "async" if awaited else "sync"
+
+
+def _reads_clock(node: ast.AST, facts: ModuleFacts) -> bool:
+    return isinstance(node, ast.Call) and (facts.callee(node) or "") in known.CLOCK_CALLS
+
+
+def _clock_before_deadline(test: ast.AST, facts: ModuleFacts, negated: bool = False) -> bool:
+    """``now() < deadline`` / ``deadline > now()`` (``negated``: ``now() >= deadline``, the early-return form)."""
+    before = (ast.Lt, ast.LtE) if not negated else (ast.Gt, ast.GtE)
+    after = (ast.Gt, ast.GtE) if not negated else (ast.Lt, ast.LtE)
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            left, right, op = node.left, node.comparators[0], node.ops[0]
+            if _reads_clock(left, facts) and isinstance(op, before):
+                return True
+            if _reads_clock(right, facts) and isinstance(op, after):
+                return True
+    return False
+
+
+def _before_own_deadline(release: Release, facts: ModuleFacts) -> bool:
+    """The delete runs only while the clock is before a deadline the holder computed: the lease it took has not
+    expired, so the key is still its own (``if time.monotonic() < expires_at: cache.delete(key)``)."""
+    function = facts.enclosing_function(release.call)
+    for above in ancestors(release.call):
+        if above is function:
+            break
+        if isinstance(above, ast.If) and _clock_before_deadline(above.test, facts) and any(
+                release.call in ast.walk(statement) for statement in above.body):
+            return True
+    if function is None:
+        return False
+    for node in walk_no_nested_functions(function):
+        if (isinstance(node, ast.If) and _after(node, release.call) and _clock_before_deadline(node.test, facts, True)
+                and any(isinstance(n, (ast.Return, ast.Raise)) for n in node.body)):
+            return True
+    return False
+
+
+def _only_inspected(call: ast.Call, facts: ModuleFacts) -> bool:
+    """``Lock(r, key).locked()``, or a lock bound to a name that is only asked ``locked()`` / ``owned()``: built to
+    look at the key, never acquired, so it has no lifetime to expire."""
+    above = parent(call)
+    if isinstance(above, ast.Attribute):
+        return above.attr in known.LOCK_INSPECTORS
+    statement = facts.statement_of(call)
+    if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)):
+        return False
+    name = statement.targets[0].id
+    function = facts.enclosing_function(call)
+    uses = [node for node in walk_no_nested_functions(function if function is not None else facts.tree)
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)]
+    return bool(uses) and all(isinstance(parent(use), ast.Attribute) and parent(use).attr in known.LOCK_INSPECTORS
+                              and isinstance(parent(parent(use)), ast.Call) for use in uses)

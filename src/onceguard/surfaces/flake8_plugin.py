@@ -84,9 +84,11 @@ class OnceguardChecker:
         yield from found
 
     def _check(self, config: Config) -> Iterator[Tuple[int, int, str, type]]:
-        from ..engine.check import applicable_rules, check_tree, enabled_rules
+        from ..engine.check import applicable_rules, check_tree, enabled_rules, is_reported
 
         context = FileContext(self.filename, config)
+        if not is_reported(context):
+            return
         # The same prefilter as the CLI: most files of a project cannot produce a finding.
         rules = applicable_rules("".join(self.lines).encode("utf-8", "surrogatepass"), enabled_rules(config), context)
         if not rules:

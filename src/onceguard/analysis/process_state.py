@@ -1,0 +1,587 @@
+"""What state is process-wide, where it is made, and who writes and reads it (OG606-OG608).
+
+A lock, a cache or a container outlives one request when it is bound at module level, in a class body, or
+on an instance that itself lives as long as the process (made at module level, or running its own polling
+loop).  Each replica, and each worker process of one replica, then has its own copy: the rules ask this
+module which copy an expression names (``binding_of``), how long the instance holding it lives
+(``long_lived_instance``), and what the functions using it do with it (``accesses``).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
+
+from ..knowledge import process_state as known
+from .facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
+from .names import dotted
+
+MODULE, CLASS, INSTANCE = "module", "class", "instance"
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Where a process-wide object is made: ``value`` is the expression bound (a constructor call, a literal)."""
+
+    value: ast.AST
+    statement: ast.AST
+    facts: ModuleFacts
+    scope: str  # MODULE, CLASS or INSTANCE
+    name: str  # as the code spells it: ``_lock``, ``self._lock``, ``Registry.seen``
+    owner: Optional[ast.ClassDef] = None
+    attr: str = ""
+
+    @property
+    def line(self) -> int:
+        return getattr(self.statement, "lineno", 1)
+
+
+def constructed(value: Optional[ast.AST], facts: ModuleFacts) -> Optional[str]:
+    """The qualified constructor of what ``value`` builds: ``X()``, ``await X()``, ``X() if c else None``."""
+    while isinstance(value, ast.Await):
+        value = value.value
+    if isinstance(value, ast.IfExp):
+        return constructed(value.body, facts) or constructed(value.orelse, facts)
+    if isinstance(value, ast.Call):
+        return facts.callee(value) or dotted(value.func) or None
+    return None
+
+
+# ------------------------------------------------------------------------------------------------
+# Which binding an expression names
+# ------------------------------------------------------------------------------------------------
+def module_binding(name: str, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ast.stmt]]:
+    """The one module-level ``name = value`` (also under ``if``/``try`` at the top level)."""
+    found: List[Tuple[ast.AST, ast.stmt]] = []
+    for statement in _top_level_statements(facts.tree):
+        if isinstance(statement, ast.Assign):
+            for target in statement.targets:
+                if isinstance(target, ast.Name) and target.id == name:
+                    found.append((statement.value, statement))
+        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) \
+                and statement.target.id == name and statement.value is not None:
+            found.append((statement.value, statement))
+    return found[0] if len(found) == 1 else None
+
+
+def _top_level_statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    stack = list(reversed(tree.body))
+    while stack:
+        statement = stack.pop()
+        yield statement
+        if isinstance(statement, (ast.If, ast.Try)):
+            for block in (statement.body, statement.orelse, getattr(statement, "finalbody", []),
+                          *[h.body for h in getattr(statement, "handlers", [])]):
+                stack.extend(reversed(block))
+
+
+def _assigns_locally(function: Optional[FunctionNode], name: str) -> bool:
+    """``name`` is a local of ``function`` (assigned there without ``global``, or a parameter)."""
+    while function is not None:
+        arguments = function.args
+        if any(a.arg == name for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs):
+            return True
+        declared_global = False
+        for node in walk_no_nested_functions(function):
+            if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+                declared_global = True
+            elif isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+                if not declared_global:
+                    return True
+        function = ModuleFacts.enclosing_function(function)
+    return False
+
+
+def class_attribute_binding(cls: ast.ClassDef, attr: str, facts: ModuleFacts) -> Optional[Binding]:
+    """``attr = value`` in the class body, else the ``self.attr = value`` of its methods (``__init__`` first)."""
+    for statement in cls.body:
+        if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attr for t in statement.targets):
+            return Binding(statement.value, statement, facts, CLASS, f"{cls.name}.{attr}", cls, attr)
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) \
+                and statement.target.id == attr and statement.value is not None:
+            return Binding(statement.value, statement, facts, CLASS, f"{cls.name}.{attr}", cls, attr)
+    writes: List[Tuple[int, ast.AST, ast.stmt]] = []
+    for method in cls.body:
+        if not isinstance(method, _FUNCTIONS):
+            continue
+        for node in walk_no_nested_functions(method):
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            else:
+                continue
+            for target in targets:
+                if _is_self_attribute(target, attr):
+                    writes.append((0 if method.name == "__init__" else 1, value, node))
+    if not writes:
+        return None
+    writes.sort(key=lambda w: w[0])
+    _, value, statement = writes[0]
+    return Binding(value, statement, facts, INSTANCE, f"self.{attr}", cls, attr)
+
+
+def _is_self_attribute(node: ast.AST, attr: Optional[str] = None) -> bool:
+    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+            and (attr is None or node.attr == attr))
+
+
+def binding_of(expr: ast.AST, facts: ModuleFacts) -> Optional[Binding]:
+    """The process-wide binding ``expr`` names: a module-level name (of this module, or imported from another
+    module of the project on the command line), ``self.x``/``cls.x``, or ``Class.x`` of a class of this module."""
+    if isinstance(expr, ast.Name):
+        if _assigns_locally(facts.enclosing_function(expr), expr.id):
+            return None
+        found = module_binding(expr.id, facts)
+        if found is not None:
+            return Binding(found[0], found[1], facts, MODULE, expr.id)
+        if facts.context.cross_file and facts.imports.is_imported(expr.id):
+            from ..project import index as project
+
+            qualified = facts.qualify(expr) or ""
+            if "." in qualified:
+                located = project.find_assignment(qualified, facts.config, project.roots_for(facts))
+                if located is not None:
+                    value, other = located
+                    statement = ModuleFacts.statement_of(value)
+                    return Binding(value, statement, other, MODULE, qualified)
+        return None
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+        if expr.value.id in ("self", "cls"):
+            cls = facts.enclosing_class(expr)
+            return class_attribute_binding(cls, expr.attr, facts) if cls is not None else None
+        for statement in facts.tree.body:
+            if isinstance(statement, ast.ClassDef) and statement.name == expr.value.id:
+                found = class_attribute_binding(statement, expr.attr, facts)
+                return found if found is not None and found.scope == CLASS else None
+    return None
+
+
+# ------------------------------------------------------------------------------------------------
+# How long an instance lives
+# ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Lifetime:
+    """Why the instances of a class live as long as the process, and where that shows."""
+
+    why: str
+    path: str
+    line: int
+    daemon: bool = False
+    #: For a daemon: its loop's method and the methods of the class it calls on ``self``, which are its job.
+    loop_methods: FrozenSet[str] = frozenset()
+
+
+def long_lived_instance(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifetime]:
+    """Instances of ``cls`` outlive a request: one is made at module level (this module, or on the command line
+    any module of the project), a module-level name of this module holds one (``app_state = Registry()`` in
+    the ``__main__`` block), or the class runs its own loop that sleeps between rounds (a daemon)."""
+    loop = _polling_loop(cls)
+    if loop is not None:
+        return Lifetime(f"`{cls.name}` runs its own polling loop, so each process keeps one for its lifetime",
+                        facts.context.path, loop.lineno, daemon=True, loop_methods=_called_on_self(cls, loop))
+    for statement in _top_level_statements(facts.tree):
+        for call in _module_level_calls(statement):
+            if isinstance(call.func, ast.Name) and call.func.id == cls.name:
+                return Lifetime(f"one `{cls.name}` is made at module level, so each process has its own",
+                                facts.context.path, call.lineno)
+    if not facts.context.cross_file:
+        return None
+    init = next((s for s in cls.body if isinstance(s, _FUNCTIONS) and s.name == "__init__"), None)
+    if init is None:
+        return None
+    from ..project.summaries import callers
+
+    for call, other in callers(init, facts, limit=12):
+        if other.enclosing_function(call) is None and other.enclosing_class(call) is None:
+            return Lifetime(f"one `{cls.name}` is made at module level of `{other.context.rel_path}`, so each "
+                            "process has its own", other.context.path, call.lineno)
+    return None
+
+
+def _called_on_self(cls: ast.ClassDef, loop: ast.AST) -> FrozenSet[str]:
+    """The method holding ``loop`` and the methods it reaches through ``self.method(...)`` calls."""
+    methods = {s.name: s for s in cls.body if isinstance(s, _FUNCTIONS)}
+    start = ModuleFacts.enclosing_function(loop)
+    pending = [start] if start is not None else []
+    seen: Set[str] = {start.name} if start is not None else set()
+    while pending:
+        function = pending.pop()
+        for node in walk_no_nested_functions(function):
+            func = node.func if isinstance(node, ast.Call) else None
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+                    and func.attr in methods and func.attr not in seen:
+                seen.add(func.attr)
+                pending.append(methods[func.attr])
+    return frozenset(seen)
+
+
+def _module_level_calls(statement: ast.stmt) -> Iterator[ast.Call]:
+    if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Expr)) and statement.value is not None:
+        for node in ast.walk(statement.value):
+            if isinstance(node, ast.Call):
+                yield node
+
+
+def _polling_loop(cls: ast.ClassDef) -> Optional[ast.AST]:
+    """A ``while`` loop in a method of ``cls`` whose body sleeps (``await asyncio.sleep(n)``, ``time.sleep(n)``)."""
+    for method in cls.body:
+        if not isinstance(method, _FUNCTIONS):
+            continue
+        for node in walk_no_nested_functions(method):
+            if isinstance(node, ast.While):
+                for inner in walk_no_nested_functions(node):
+                    if isinstance(inner, ast.Call) and _call_last_name(inner) == "sleep":
+                        return node
+    return None
+
+
+def _call_last_name(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def module_global_receivers(cls: ast.ClassDef, facts: ModuleFacts) -> Set[str]:
+    """Module-level names of this module that hold an instance of ``cls`` however it was made (a tuple from a
+    factory in the ``__main__`` block): names bound at the top level whose methods called in the module are
+    methods of ``cls``."""
+    methods = {s.name for s in cls.body if isinstance(s, _FUNCTIONS) and not s.name.startswith("__")}
+    top_level: Set[str] = set()
+    for statement in _top_level_statements(facts.tree):
+        targets = statement.targets if isinstance(statement, ast.Assign) else (
+            [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        for target in targets:
+            for node in ast.walk(target):
+                if isinstance(node, ast.Name):
+                    top_level.add(node.id)
+    found: Set[str] = set()
+    for name in methods:
+        for call in facts.calls_named(name):
+            receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+            if isinstance(receiver, ast.Name) and receiver.id in top_level \
+                    and not _assigns_locally(facts.enclosing_function(call), receiver.id):
+                found.add(receiver.id)
+    return found
+
+
+# ------------------------------------------------------------------------------------------------
+# What functions do with a binding
+# ------------------------------------------------------------------------------------------------
+WRITE_COUNTER, WRITE_CLOCK, WRITE_MARK, WRITE_RECORD, WRITE_OBJECT, WRITE_DERIVED = (
+    "counter", "clock", "mark", "record", "object", "derived")
+
+
+@dataclass
+class Access:
+    """One use of the state in a function: a write of some kind, a removal, or a read that decides."""
+
+    node: ast.AST
+    function: Optional[FunctionNode]
+    kind: str  # a WRITE_* kind, "unmark", "decide", "read"
+
+
+@dataclass
+class Accesses:
+    items: List[Access] = field(default_factory=list)
+
+    def of_kind(self, *kinds: str) -> List[Access]:
+        return [a for a in self.items if a.kind in kinds]
+
+    def functions(self, *kinds: str) -> Set[int]:
+        return {id(a.function) for a in self.items if a.kind in kinds and a.function is not None}
+
+
+class StateMatcher:
+    """Which expressions of a function stand for one binding: the binding's own spelling, and local names
+    bound from it (``record = self._records[key]``, ``bucket = self._bucket_for(key)`` when that method
+    returns part of it)."""
+
+    def __init__(self, binding: Binding, facts: ModuleFacts) -> None:
+        self.binding = binding
+        self.facts = facts
+        self._returns_state: Dict[str, bool] = {}
+
+    def is_root(self, node: ast.AST) -> bool:
+        binding = self.binding
+        if binding.scope == MODULE:
+            return isinstance(node, ast.Name) and node.id == binding.name.rsplit(".", 1)[-1] \
+                and not _assigns_locally(self.facts.enclosing_function(node), node.id)
+        if isinstance(node, ast.Attribute) and node.attr == binding.attr and isinstance(node.value, ast.Name):
+            if node.value.id in ("self", "cls"):
+                return self.facts.enclosing_class(node) is binding.owner
+            return binding.scope == CLASS and binding.owner is not None and node.value.id == binding.owner.name
+        return False
+
+    def aliases(self, function: FunctionNode) -> Set[str]:
+        cached = getattr(function, "_og_state_aliases", None)
+        if cached is not None and cached[0] is self.binding.statement:
+            return cached[1]
+        names: Set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for node in walk_no_nested_functions(function):
+                if isinstance(node, ast.Assign):
+                    targets, value = node.targets, node.value
+                elif isinstance(node, (ast.For, ast.AsyncFor)):
+                    targets, value = [node.target], node.iter
+                elif isinstance(node, ast.NamedExpr):
+                    targets, value = [node.target], node.value
+                else:
+                    continue
+                if self.derives(value, names, function):
+                    for target in targets:
+                        for name in ast.walk(target):
+                            if isinstance(name, ast.Name) and name.id not in names:
+                                names.add(name.id)
+                                changed = True
+        function._og_state_aliases = (self.binding.statement, names)
+        return names
+
+    def derives(self, value: ast.AST, names: Set[str], function: Optional[FunctionNode]) -> bool:
+        """``value`` is the state or a part of it (a subscript, an item read with ``get``/``pop``/
+        ``setdefault``, an attribute of an item)."""
+        while True:
+            if self.is_root(value) or (isinstance(value, ast.Name) and value.id in names):
+                return True
+            if isinstance(value, (ast.Subscript, ast.Attribute)):
+                value = value.value
+            elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+                if value.func.attr in ("get", "pop", "setdefault", "values", "items"):
+                    value = value.func.value
+                elif isinstance(value.func.value, ast.Name) and value.func.value.id == "self" \
+                        and self.binding.owner is not None:
+                    return self._method_returns_state(value.func.attr)
+                else:
+                    return False
+            else:
+                return False
+
+    def _method_returns_state(self, name: str) -> bool:
+        if name in self._returns_state:
+            return self._returns_state[name]
+        self._returns_state[name] = False  # recursion guard
+        owner = self.binding.owner
+        method = next((s for s in owner.body if isinstance(s, _FUNCTIONS) and s.name == name), None) \
+            if owner is not None else None
+        result = False
+        if method is not None:
+            names = self.aliases(method)
+            result = any(isinstance(n, ast.Return) and n.value is not None and self.derives(n.value, names, method)
+                         for n in walk_no_nested_functions(method))
+        self._returns_state[name] = result
+        return result
+
+    def touches(self, node: ast.AST, names: Set[str], function: Optional[FunctionNode]) -> bool:
+        return any((isinstance(n, (ast.Name, ast.Attribute, ast.Subscript, ast.Call))
+                    and self.derives(n, names, function)) for n in ast.walk(node))
+
+
+def _source_of(function: FunctionNode, facts: ModuleFacts) -> str:
+    """The text of a function (its lines), to ask cheaply whether it spells a name at all."""
+    cached = getattr(function, "_og_source", None)
+    if cached is None:
+        lines = facts.lines
+        cached = "\n".join(lines[function.lineno - 1:getattr(function, "end_lineno", function.lineno)]) if lines else None
+        function._og_source = cached
+    return cached
+
+
+def _spells(function: FunctionNode, facts: ModuleFacts, word: str) -> bool:
+    text = _source_of(function, facts)
+    if text is None:  # no text kept (a tree handed in without its lines): look at the nodes
+        return any((isinstance(n, ast.Name) and n.id == word) or (isinstance(n, ast.Attribute) and n.attr == word)
+                   for n in walk_no_nested_functions(function))
+    return word in text
+
+
+def scope_functions(binding: Binding, facts: ModuleFacts) -> List[FunctionNode]:
+    """The functions that can use the binding and spell it (or, for instance state, call a method of the
+    class that does): the class's methods for instance state, every function of the module for module and
+    class state (``Class.seen`` is spelled anywhere in the module)."""
+    word = binding.attr or binding.name.rsplit(".", 1)[-1]
+    if binding.scope in (MODULE, CLASS):
+        return [f for f in facts.functions if _spells(f, facts, word)]
+    owner = binding.owner
+    if owner is None:
+        return []
+    methods = [n for n in facts.functions if facts.enclosing_class(n) is owner]
+    direct = {n.name for n in methods if _spells(n, facts, word)}
+    return [n for n in methods if n.name in direct
+            or any(_spells(n, facts, f"self.{name}(") for name in direct)]
+
+
+def accesses(binding: Binding, facts: ModuleFacts, clock_names=None) -> Accesses:
+    """Every write (by kind), removal and deciding read of ``binding`` in the functions of its scope
+    (``__init__`` and the binding's own statement are its making, not its use)."""
+    matcher = StateMatcher(binding, facts)
+    found = Accesses()
+    for function in scope_functions(binding, facts):
+        if function.name == "__init__" and binding.scope == INSTANCE:
+            continue
+        names = matcher.aliases(function)
+        clocks = _clock_names(function, facts)
+        for node in walk_no_nested_functions(function):
+            kind = _write_kind(node, matcher, names, function, facts, clocks)
+            if kind is not None:
+                found.items.append(Access(node, function, kind))
+            elif _decides(node, matcher, names, function):
+                found.items.append(Access(node, function, "decide"))
+            elif isinstance(node, ast.Return) and node.value is not None and matcher.touches(node.value, names, function):
+                found.items.append(Access(node, function, "read"))
+    return found
+
+
+def _clock_names(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
+    cached = getattr(function, "_og_clock_names", None)
+    if cached is not None:
+        return cached
+    names: Set[str] = set()
+    function._og_clock_names = names
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, ast.Assign) and _is_clock(node.value, facts, names):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
+    return names
+
+
+def _is_clock(value: ast.AST, facts: ModuleFacts, names: Set[str]) -> bool:
+    if isinstance(value, ast.Name):
+        return value.id in names
+    if isinstance(value, ast.BinOp):
+        return _is_clock(value.left, facts, names) or _is_clock(value.right, facts, names)
+    if isinstance(value, ast.Call):
+        qualified = facts.callee(value) or ""
+        last = ".".join(qualified.split(".")[-2:])
+        return qualified in known.CLOCK_CALLS or last in known.CLOCK_CALLS
+    return False
+
+
+def field_of(target: ast.AST) -> str:
+    """What a write changes, as a reader of it would name it: ``failures`` of ``record.failures += 1``, ``[]``
+    for an item of the container itself (``counts[key] += 1``)."""
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return "[]"
+
+
+def decrements(node: ast.AST) -> bool:
+    """``x -= 1``, ``x = x - 1``, ``x = max(0, x - 1)``: the counter also goes down."""
+    if isinstance(node, ast.AugAssign):
+        return isinstance(node.op, ast.Sub)
+    value = getattr(node, "value", None)
+    return value is not None and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub) for n in ast.walk(value))
+
+
+def _write_kind(node: ast.AST, matcher: StateMatcher, names: Set[str], function: FunctionNode,
+                facts: ModuleFacts, clocks: Set[str]) -> Optional[str]:
+    if isinstance(node, ast.AugAssign) and matcher.derives(node.target, names, function) and (
+            not isinstance(node.target, ast.Name) or matcher.is_root(node.target)):
+        return WRITE_COUNTER  # (``text += suffix`` on a local copy read from the state changes a local only)
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, (ast.Subscript, ast.Attribute)) and matcher.derives(target, names, function) \
+                    and not (isinstance(target, ast.Attribute) and matcher.is_root(target)):
+                return _value_kind(node.value, matcher, names, function, facts, clocks)
+            if isinstance(target, (ast.Name, ast.Attribute)) and matcher.is_root(target):
+                if isinstance(node.value, ast.BinOp) and matcher.touches(node.value, names, function):
+                    return WRITE_COUNTER  # ``count = count + 1`` on a global
+                if _is_clock(node.value, facts, clocks):
+                    return WRITE_CLOCK
+                return "rebind"
+    if isinstance(node, ast.Delete) and any(matcher.derives(t, names, function) for t in node.targets):
+        return "unmark"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and matcher.derives(node.func.value, names, function):
+        method = node.func.attr
+        if method in known.UNMARK_METHODS or method == "clear":
+            return "unmark"
+        if method in known.MARK_METHODS and node.args:
+            return _value_kind(node.args[0], matcher, names, function, facts, clocks, marking=True)
+        if method in ("update", "setdefault", "extend", "insert", "__setitem__"):
+            return WRITE_RECORD
+    return None
+
+
+def _value_kind(value: ast.AST, matcher: StateMatcher, names: Set[str], function: FunctionNode,
+                facts: ModuleFacts, clocks: Set[str], marking: bool = False) -> str:
+    """What a value written into the state is: a clock reading, an arithmetic update of the state, an object
+    of this process, the result of a computation (derivable again), or a record the code builds."""
+    while isinstance(value, ast.Await):
+        value = value.value
+    if _is_clock(value, facts, clocks):
+        return WRITE_CLOCK
+    if any(isinstance(n, ast.BinOp) for n in ast.walk(value)) and matcher.touches(value, names, function):
+        return WRITE_COUNTER
+    if _is_process_object(value, function, facts):
+        return WRITE_OBJECT
+    if marking:
+        return WRITE_MARK
+    if isinstance(value, ast.Constant) and value.value is True:
+        return WRITE_MARK
+    if isinstance(value, ast.Call):
+        name = _call_last_name(value)
+        if name[:1].isupper():
+            return WRITE_RECORD  # a record built here: a status, a result object
+        return WRITE_DERIVED
+    return WRITE_RECORD
+
+
+def _is_process_object(value: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """An object that only means something in this process: an event, a queue, a task, a socket handed to the
+    handler (a parameter annotated as a WebSocket) or a local bound to one of those."""
+    if isinstance(value, ast.Call):
+        qualified = facts.callee(value) or ""
+        return qualified in known.PROCESS_OBJECT_CONSTRUCTORS or _call_last_name(value) in ("Queue", "Event", "create_task")
+    if isinstance(value, ast.Name):
+        arguments = function.args
+        for argument in arguments.posonlyargs + arguments.args + arguments.kwonlyargs:
+            if argument.arg == value.id:
+                annotation = dotted(argument.annotation) if argument.annotation is not None else ""
+                return bool(annotation) and ("socket" in annotation.lower() or "Queue" in annotation)
+        for node in walk_no_nested_functions(function):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == value.id for t in node.targets):
+                return _is_process_object(node.value, function, facts)
+    return False
+
+
+def _decides(node: ast.AST, matcher: StateMatcher, names: Set[str], function: FunctionNode) -> bool:
+    """An ``if``/``while``/conditional expression or assertion whose test reads the state, and whose outcome
+    changes what happens: it returns, raises, skips, or calls something."""
+    if isinstance(node, (ast.If, ast.While)):
+        if not matcher.touches(node.test, names, function):
+            return False
+        return any(isinstance(n, (ast.Return, ast.Raise, ast.Continue, ast.Break, ast.Call))
+                   for statement in node.body for n in walk_no_nested_functions(statement)) or any(
+            isinstance(s, (ast.Return, ast.Raise, ast.Continue, ast.Break)) for s in node.body)
+    if isinstance(node, (ast.IfExp, ast.Assert)):
+        return matcher.touches(node.test, names, function)
+    return False
+
+
+def read_through(function: FunctionNode, binding: Binding, facts: ModuleFacts) -> bool:
+    """``function`` fills the state itself on a miss (it tests the state, then writes a computed value into it):
+    a memo of derivable data, not shared memory."""
+    matcher = StateMatcher(binding, facts)
+    names = matcher.aliases(function)
+    clocks = _clock_names(function, facts)
+    tests = False
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, (ast.If, ast.IfExp)) and matcher.touches(node.test, names, function):
+            tests = True
+        kind = _write_kind(node, matcher, names, function, facts, clocks)
+        if tests and kind in (WRITE_DERIVED, WRITE_OBJECT):
+            return True
+    return False
+
+
+def enclosing_statement_list(node: ast.AST) -> List[ast.stmt]:
+    above = parent(node)
+    return getattr(above, "body", []) if above is not None else []
+
+
+__all__ = ["Binding", "Lifetime", "Access", "Accesses", "StateMatcher", "binding_of", "constructed",
+           "long_lived_instance", "module_global_receivers", "accesses", "read_through", "ancestors"]

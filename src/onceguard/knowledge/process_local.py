@@ -1,0 +1,132 @@
+"""State each replica keeps to itself: rate-limit counters and connection registries.
+
+``rules.rate_limits`` (OG604) and ``rules.broadcast`` (OG605) read these rows.  Adding a library means
+adding its constructor and the keyword or setting that points it at a shared store.
+"""
+from __future__ import annotations
+
+from typing import FrozenSet, Tuple
+
+# -- rate limiters --------------------------------------------------------------------------------------
+#: Limiter constructors whose counters stay in this process unless a storage URI names a shared store.
+#: Flask-Limiter and slowapi both take ``storage_uri=`` and default to ``memory://``.
+LIMITER_CONSTRUCTORS: FrozenSet[str] = frozenset({
+    "flask_limiter.Limiter", "flask_limiter.extension.Limiter", "slowapi.Limiter", "slowapi.extension.Limiter",
+})
+LIMITER_STORAGE_KEYWORDS: FrozenSet[str] = frozenset({"storage_uri", "storage_url"})
+#: Configuration keys that give those limiters their storage without the keyword: a project that sets one
+#: anywhere (its settings module, a config class, the environment read into it) has chosen a store.
+LIMITER_STORAGE_SETTINGS: Tuple[str, ...] = ("RATELIMIT_STORAGE_URI", "RATELIMIT_STORAGE_URL")
+#: Storage URIs that keep the counters in this process.
+MEMORY_STORAGE_SCHEMES: Tuple[str, ...] = ("memory://",)
+#: ``limits`` storages that keep the counters in this process.
+MEMORY_STORAGE_CONSTRUCTORS: FrozenSet[str] = frozenset({
+    "limits.storage.MemoryStorage", "limits.storage.memory.MemoryStorage", "limits.aio.storage.MemoryStorage",
+    "limits.aio.storage.memory.MemoryStorage",
+})
+STORAGE_FROM_STRING: FrozenSet[str] = frozenset({"limits.storage.storage_from_string", "limits.storage_from_string"})
+
+#: Django settings that rate-limit through the Django cache: DRF's throttle classes and django-ratelimit.
+DJANGO_THROTTLE_SETTINGS: FrozenSet[str] = frozenset({"DEFAULT_THROTTLE_CLASSES", "DEFAULT_THROTTLE_RATES"})
+#: Django cache backends private to one process (LocMem), one host (files) or none at all (dummy).
+PER_PROCESS_CACHE_BACKENDS: FrozenSet[str] = frozenset({
+    "django.core.cache.backends.locmem.LocMemCache", "django.core.cache.backends.filebased.FileBasedCache",
+    "django.core.cache.backends.dummy.DummyCache",
+})
+#: A settings module says it is one: it sets one of these.
+DJANGO_SETTINGS_MARKERS: FrozenSet[str] = frozenset({"INSTALLED_APPS", "MIDDLEWARE", "ROOT_URLCONF"})
+
+#: Constructors of containers that hold per-key state in this process.
+CONTAINER_CONSTRUCTORS: FrozenSet[str] = frozenset({
+    "dict", "list", "set", "collections.defaultdict", "collections.deque", "collections.Counter",
+    "collections.OrderedDict", "defaultdict", "deque", "Counter", "OrderedDict",
+    "cachetools.TTLCache", "cachetools.LRUCache", "cachetools.Cache",
+})
+#: Calls that count in a shared store (Redis and Memcached counters, scripts): a limiter class that makes
+#: them keeps its in-memory containers only as a fallback when the store is missing.
+SHARED_COUNTER_METHODS: FrozenSet[str] = frozenset({
+    "incr", "incrby", "incrbyfloat", "hincrby", "zadd", "zincrby", "eval", "evalsha", "fcall", "incr_multi",
+})
+#: Clocks: a limiter that counts per time window reads one.
+CLOCK_CALLS: FrozenSet[str] = frozenset({
+    "time.time", "time.monotonic", "time.perf_counter", "time.time_ns", "time.monotonic_ns",
+    "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.now", "datetime.utcnow",
+    "django.utils.timezone.now", "timezone.now",
+})
+#: The HTTP status that says "too many requests", and the names frameworks give the refusal.
+TOO_MANY_REQUESTS = 429
+TOO_MANY_REQUESTS_NAMES: FrozenSet[str] = frozenset({
+    "HTTP_429_TOO_MANY_REQUESTS", "TOO_MANY_REQUESTS", "TooManyRequests", "Throttled",
+})
+
+LIMITER_INSTEAD = ("Keep the counters in a store every replica shares: `storage_uri=\"redis://...\"` (Flask-Limiter, "
+                   "slowapi, `limits.storage.RedisStorage`) or `memcached://...`")
+DJANGO_INSTEAD = ("Point the cache the throttles use at a shared backend: `CACHES = {\"default\": {\"BACKEND\": "
+                  "\"django.core.cache.backends.redis.RedisCache\", \"LOCATION\": \"redis://...\"}}` (or a "
+                  "dedicated cache named by `cache = caches[...]` / `RATELIMIT_USE_CACHE`)")
+HANDWRITTEN_INSTEAD = ("Count in a store every replica shares: Redis `INCR` + `EXPIRE` per key and window (or the "
+                       "`limits` library with `RedisStorage`), or a database row per client")
+
+# -- broadcast ------------------------------------------------------------------------------------------
+#: Socket.IO servers: rooms, sids and "everyone" exist only in the process that holds the connections
+#: unless a client manager (message queue) is given.
+SOCKETIO_SERVERS: FrozenSet[str] = frozenset({
+    "flask_socketio.SocketIO", "socketio.Server", "socketio.AsyncServer", "socketio.server.Server",
+    "socketio.async_server.AsyncServer",
+})
+FLASK_SOCKETIO = "flask_socketio.SocketIO"
+#: Keywords (of the constructor or ``init_app``) that make the server share rooms through a queue.
+SOCKETIO_SHARED_KEYWORDS: FrozenSet[str] = frozenset({"message_queue", "client_manager"})
+#: Settings that do the same for Flask-SocketIO.
+SOCKETIO_SHARED_SETTINGS: Tuple[str, ...] = ("SOCKETIO_MESSAGE_QUEUE",)
+#: Server methods that send to rooms, to a sid or to every client.
+SOCKETIO_SEND_METHODS: FrozenSet[str] = frozenset({"emit", "send"})
+#: Flask-SocketIO's context functions: they answer the sender unless told a room or ``broadcast=True``.
+FLASK_SOCKETIO_CONTEXT_SENDS: FrozenSet[str] = frozenset({"flask_socketio.emit", "flask_socketio.send"})
+#: Keywords that address a room or a sid.
+SOCKETIO_TARGET_KEYWORDS: FrozenSet[str] = frozenset({"to", "room"})
+#: The sender's own sid: addressing it answers the connection being served.
+OWN_SID_NAMES: FrozenSet[str] = frozenset({"sid", "request.sid", "flask.request.sid"})
+
+#: Django Channels: a layer that keeps groups in one process.
+IN_MEMORY_CHANNEL_LAYERS: FrozenSet[str] = frozenset({
+    "channels.layers.InMemoryChannelLayer",
+})
+#: Settings modules named for development or tests run one process.
+DEVELOPMENT_SETTINGS_NAMES: FrozenSet[str] = frozenset({
+    "dev", "development", "local", "test", "tests", "testing", "settings_dev", "settings_local", "settings_test",
+    "dev_settings", "local_settings", "test_settings",
+})
+
+#: Methods of a WebSocket connection (Starlette/FastAPI, websockets, aiohttp, Django Channels consumers)
+#: that push to the peer.
+SOCKET_SEND_METHODS: FrozenSet[str] = frozenset({
+    "send_text", "send_json", "send_bytes", "send_str", "send", "send_message",
+})
+#: Annotations that say a value is a WebSocket connection.
+SOCKET_TYPES: FrozenSet[str] = frozenset({
+    "fastapi.WebSocket", "starlette.websockets.WebSocket", "fastapi.websockets.WebSocket",
+    "websockets.WebSocketServerProtocol", "websockets.server.WebSocketServerProtocol",
+    "websockets.ServerConnection", "websockets.asyncio.server.ServerConnection",
+    "aiohttp.web.WebSocketResponse", "WebSocket", "WebSocketServerProtocol", "WebSocketResponse",
+})
+#: Methods that only a WebSocket connection has: a parameter accepted with one is a connection.
+SOCKET_ONLY_METHODS: FrozenSet[str] = frozenset({"accept", "send_text", "send_json", "send_bytes", "receive_text",
+                                                  "receive_json", "iter_text", "iter_json"})
+#: Methods that put a connection into a registry.
+REGISTER_METHODS: FrozenSet[str] = frozenset({"append", "add", "setdefault", "insert"})
+
+SOCKETIO_INSTEAD = ("Give the server a message queue every replica shares: `SocketIO(app, message_queue=\"redis://...\")` "
+                    "(Flask-SocketIO) or `client_manager=socketio.AsyncRedisManager(\"redis://...\")` (python-socketio)")
+CHANNELS_INSTEAD = ("Use a shared channel layer: `\"BACKEND\": \"channels_redis.core.RedisChannelLayer\"` "
+                    "(package `channels_redis`)")
+REGISTRY_INSTEAD = ("Publish through a shared channel and let each replica deliver to its own sockets: Redis "
+                    "pub/sub (`broadcaster.Broadcast(\"redis://...\")`, `redis.asyncio` `publish`/`subscribe`)")
+
+#: Byte strings that let the prefilter keep a file for OG604 / OG605.
+#: A hand-written limiter's module may hold no status code (the refusal is in the function it hands the
+#: limiter to): the words a limiter is described with keep it.
+RATE_LIMIT_TRIGGERS = (b"Limiter", b"MemoryStorage", b"memory://", b"429", b"TOO_MANY_REQUESTS", b"TooManyRequests",
+                       b"THROTTLE", b"limit", b"Limit", b"throttl", b"Throttl")
+BROADCAST_TRIGGERS = (b"SocketIO", b"socketio", b"InMemoryChannelLayer", b"send_text", b"send_json", b"send_bytes",
+                      b"send_str")

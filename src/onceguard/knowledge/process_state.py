@@ -1,0 +1,119 @@
+"""State a process keeps to itself: its locks, its in-memory caches, its containers (OG606-OG608).
+
+Each replica (and each worker process of one replica) has its own copy of everything listed here.  The
+rules ask ``analysis.process_state`` where such state is made and who writes and reads it; these tables say
+what makes it, and which calls on it coordinate (a lock, a counter) rather than remember derivable data.
+"""
+from __future__ import annotations
+
+from typing import FrozenSet, Tuple
+
+# -- OG606: locks that exclude only the threads or coroutines of one process ---------------------------------
+#: Constructors of a lock that lives in this process's memory.  Semaphores are left out on purpose: they cap
+#: how much of a local resource (a GPU, a connection pool) this process uses, which is per-process by design.
+PROCESS_LOCK_CONSTRUCTORS: FrozenSet[str] = frozenset({
+    "threading.Lock", "threading.RLock", "threading.Condition",
+    "asyncio.Lock", "asyncio.Condition", "asyncio.locks.Lock",
+    "multiprocessing.Lock", "multiprocessing.RLock",
+    "anyio.Lock", "trio.Lock", "gevent.lock.RLock",
+})
+
+#: Methods that write through a database session or connection (SQLAlchemy, Django, asyncpg, DB-API).
+DATABASE_WRITE_METHODS: FrozenSet[str] = frozenset({
+    "add", "add_all", "merge", "bulk_save_objects", "bulk_insert_mappings", "bulk_update_mappings",
+    "save", "bulk_create", "bulk_update", "get_or_create", "update_or_create",
+})
+#: ``commit`` proves the receiver is a session: a set has ``add`` too, but nothing to commit.
+SESSION_PROOF_METHODS: FrozenSet[str] = frozenset({"commit", "flush", "execute", "scalars", "scalar", "refresh"})
+#: Methods that send SQL; their SQL text says whether they read or write.
+SQL_METHODS: FrozenSet[str] = frozenset({"execute", "exec", "executemany", "exec_driver_sql", "fetch", "fetchrow",
+                                         "fetchval", "scalar", "scalars"})
+SQL_WRITE_WORDS: Tuple[str, ...] = ("INSERT", "UPDATE", "DELETE", "UPSERT", "MERGE", "REPLACE")
+#: Methods that read rows: the "check" of a check-then-act on the database.
+DATABASE_READ_METHODS: FrozenSet[str] = frozenset({
+    "first", "one", "one_or_none", "scalar_one", "scalar_one_or_none", "exists", "count", "get", "filter_by",
+    "fetchone", "fetchall", "fetchrow", "fetchval", "scalars", "scalar", "all", "find_first", "find_unique",
+    "find_many",
+})
+#: Calls and methods that read a file's content (the "read" of a read-modify-write of a file).
+FILE_READ_CALLS: FrozenSet[str] = frozenset({"json.load", "pickle.load", "yaml.safe_load", "yaml.load",
+                                             "tomllib.load", "csv.reader", "csv.DictReader"})
+FILE_READ_METHODS: FrozenSet[str] = frozenset({"read_text", "read_bytes", "read", "readlines"})
+#: Calls and methods that (re)write a file.
+FILE_WRITE_CALLS: FrozenSet[str] = frozenset({"json.dump", "pickle.dump", "yaml.dump", "yaml.safe_dump",
+                                              "os.replace", "os.rename", "shutil.move", "shutil.copyfile"})
+FILE_WRITE_METHODS: FrozenSet[str] = frozenset({"write_text", "write_bytes", "write", "writelines"})
+#: ``open(path, mode)`` modes that write.
+WRITE_MODES: Tuple[str, ...] = ("w", "a", "x", "+")
+#: Outbound calls that change something elsewhere: mail, HTTP methods that are not reads.
+OUTBOUND_MODULES: Tuple[str, ...] = ("smtplib.", "django.core.mail.")
+OUTBOUND_HTTP_METHODS: FrozenSet[str] = frozenset({"post", "put", "patch", "delete"})
+HTTP_CLIENT_MODULES: Tuple[str, ...] = ("requests.", "httpx.", "aiohttp.")
+
+# -- OG607: caches that live in one process ----------------------------------------------------------------
+#: Constructors of an in-memory cache (the process's own dict with expiry).
+PROCESS_CACHE_CONSTRUCTORS: FrozenSet[str] = frozenset({
+    "cachetools.TTLCache", "cachetools.LRUCache", "cachetools.LFUCache", "cachetools.TLRUCache",
+    "cachetools.FIFOCache", "cachetools.RRCache", "cachetools.MRUCache", "cachetools.Cache",
+    "cachelib.SimpleCache", "cachelib.simple.SimpleCache", "cachelib.NullCache",
+    "flask_caching.backends.SimpleCache", "flask_caching.backends.simplecache.SimpleCache",
+    "flask_caching.backends.NullCache", "flask_caching.backends.nullcache.NullCache",
+    "django.core.cache.backends.locmem.LocMemCache",
+})
+#: Flask-Caching ``CACHE_TYPE`` values whose store is this process's memory (or nothing at all).
+FLASK_PROCESS_CACHE_TYPES: FrozenSet[str] = frozenset({
+    "simple", "SimpleCache", "null", "NullCache", "flask_caching.backends.SimpleCache",
+    "flask_caching.backends.NullCache", "flask_caching.backends.simplecache.SimpleCache",
+})
+FLASK_CACHE_CONSTRUCTORS: FrozenSet[str] = frozenset({"flask_caching.Cache", "flask_cache.Cache"})
+#: Django cache backends that are private to a process (or to a host's disk, or store nothing).
+DJANGO_PROCESS_BACKENDS: FrozenSet[str] = frozenset({
+    "django.core.cache.backends.locmem.LocMemCache", "django.core.cache.backends.filebased.FileBasedCache",
+    "django.core.cache.backends.dummy.DummyCache",
+})
+#: The Django cache objects a module uses.
+DJANGO_CACHE_NAMES: FrozenSet[str] = frozenset({"django.core.cache.cache", "django.core.cache.caches"})
+#: Cache calls that coordinate: an ``add`` whose result is tested is a lock or a once-only marker; an
+#: ``incr``/``decr`` is a counter (a rate limit, a quota).  A ``get``/``set`` pair of derivable data is a
+#: read-through cache and is not among them.
+COORDINATION_METHODS: FrozenSet[str] = frozenset({"add", "incr", "decr", "inc", "dec", "incr_version"})
+#: Names of Django settings modules' cache setting, looked for in the project's text.
+DJANGO_CACHES_SETTING = "CACHES"
+#: What makes a module a Django settings module (where the ``CACHES`` default is decided).
+DJANGO_APPS_SETTING = "INSTALLED_APPS"
+
+# -- OG608: module and instance state used as shared memory ------------------------------------------------
+#: Calls whose result is the time now: stored in state, they are a "last done at" watermark.
+CLOCK_CALLS: FrozenSet[str] = frozenset({
+    "time.time", "time.monotonic", "time.time_ns", "datetime.datetime.now", "datetime.datetime.utcnow",
+    "datetime.now", "datetime.utcnow", "django.utils.timezone.now", "loop.time",
+})
+#: Methods that put a member into a set-like state: a "seen" marker.
+MARK_METHODS: FrozenSet[str] = frozenset({"add", "append"})
+#: Methods that take a member out again: state that tracks work in flight, not what was done.
+UNMARK_METHODS: FrozenSet[str] = frozenset({"discard", "remove", "pop"})
+#: Values that are objects of this process (a queue, an event, a task, a socket): a container of them is a
+#: registry of the process's own things (OG604/OG605 speak about broadcasting through them).
+PROCESS_OBJECT_CONSTRUCTORS: FrozenSet[str] = frozenset({
+    "asyncio.Event", "asyncio.Queue", "asyncio.Future", "asyncio.create_task", "asyncio.ensure_future",
+    "threading.Event", "threading.Thread", "queue.Queue", "queue.SimpleQueue", "asyncio.Lock", "threading.Lock",
+    "asyncio.get_event_loop.create_future", "weakref.ref", "asyncio.Semaphore", "threading.Semaphore",
+    "asyncio.BoundedSemaphore", "threading.BoundedSemaphore", "asyncio.Condition", "threading.Condition",
+})
+#: Empty or literal containers and counters a module or an instance starts with.
+CONTAINER_FACTORIES: FrozenSet[str] = frozenset({
+    "dict", "list", "set", "collections.defaultdict", "collections.OrderedDict", "collections.Counter",
+    "collections.deque", "defaultdict", "OrderedDict", "Counter", "deque",
+})
+
+#: Byte strings that let the prefilter keep a file that may hold such state.
+LOCK_TRIGGERS = (b"Lock(", b"Condition(")
+CACHE_TRIGGERS = (b"TTLCache", b"LRUCache", b"LFUCache", b"TLRUCache", b"FIFOCache", b"RRCache",
+                  b"SimpleCache", b"NullCache", b"LocMemCache", b"CACHE_TYPE",
+                  (b"django.core.cache", b".add("), (b"django.core.cache", b".incr("),
+                  (b"django.core.cache", b".decr("))
+#: OG608 needs both an empty container made somewhere in the file and a write that accumulates into state (a
+#: count, a clock reading, a member added, an item set): every pair is a trigger.
+STATE_CONTAINER_BYTES = (b"= {}", b"set()", b"defaultdict(", b"Counter(", b"{} for ", b"dict()", b"OrderedDict(")
+STATE_WRITE_BYTES = (b"+= ", b"+ 1", b"time()", b"now(", b".add(", b"] = ")
+STATE_TRIGGERS = tuple((container, write) for container in STATE_CONTAINER_BYTES for write in STATE_WRITE_BYTES)

@@ -1,0 +1,80 @@
+"""What an executed SQLAlchemy Core statement does: ``session.execute(delete(Run).where(...))``.
+
+The statement is built by calls (``sqlalchemy.delete``, ``update``, ``insert``, ``select``) and their
+chained methods; the call that sends it (``execute``, ``scalars``, ...) is where it takes effect.  Set-based
+deletes and updates that assign constants give the same result however often they run; inserts and
+relative updates (``values(n=Model.n + 1)``) do not.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ..knowledge import effects as known
+
+
+def _bound_value(name: ast.Name, function: Optional[FunctionNode]) -> Optional[ast.AST]:
+    """The value last assigned to ``name`` in ``function`` before it is used (one simple assignment)."""
+    if function is None:
+        return None
+    found = None
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id == name.id and node.lineno <= name.lineno:
+            found = node.value
+    return found
+
+
+def _chain(expr: ast.AST):
+    """The calls of a method chain, outermost first, and the innermost (the statement's constructor)."""
+    calls = []
+    while isinstance(expr, ast.Call):
+        calls.append(expr)
+        func = expr.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+            expr = func.value
+        else:
+            break
+    return calls
+
+
+def statement_effect(call: ast.Call, facts: ModuleFacts, function: Optional[FunctionNode]) -> Optional[str]:
+    """"read", "idempotent" or "other" for a call that sends a Core statement, else None."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in known.STATEMENT_SENDERS and call.args):
+        return None
+    statement = call.args[0]
+    if isinstance(statement, ast.Name):
+        statement = _bound_value(statement, function)
+    if statement is None:
+        return None
+    calls = _chain(statement)
+    if not calls:
+        return None
+    head = calls[-1]
+    kind = known.CORE_STATEMENTS.get(facts.callee(head) or "")
+    if kind is None:
+        return None
+    methods = {c.func.attr for c in calls[:-1] if isinstance(c.func, ast.Attribute)}
+    if kind == "select":
+        return "read"
+    if kind == "insert":
+        return "idempotent" if methods & known.INSERT_IGNORING_CONFLICTS else "other"
+    if kind == "delete":
+        return "idempotent"
+    # update: constants (or the clock) assigned to the rows it matches
+    for value_call in calls[:-1]:
+        if isinstance(value_call.func, ast.Attribute) and value_call.func.attr == "values":
+            values = [k.value for k in value_call.keywords] + [
+                v for a in value_call.args if isinstance(a, ast.Dict) for v in a.values]
+            if any(isinstance(v, ast.BinOp) for v in values):
+                return "other"
+    return "idempotent" if "where" in methods else "other"
+
+
+def builds_statement(call: ast.Call, facts: ModuleFacts) -> bool:
+    """``delete(Run).where(...).returning(Run.id)``: building a statement sends nothing (its execution is
+    judged where it is sent)."""
+    calls = _chain(call)
+    return bool(calls) and (facts.callee(calls[-1]) or "") in known.CORE_STATEMENTS

@@ -1,0 +1,41 @@
+"""Where a name imported from another module of the project is defined (CLI only: it reads that module)."""
+from __future__ import annotations
+
+import ast
+from typing import Optional, Tuple
+
+from . import index as project
+from ..analysis.facts import ModuleFacts
+
+
+def definition_facts(qualified: str, facts: ModuleFacts) -> Optional[Tuple[ModuleFacts, str]]:
+    """The module facts and local name of a definition: this module for a local name, another module of the
+    project (CLI only) for an imported one, following re-exports (``from .dual import DualCache`` in a
+    package's ``__init__``)."""
+    if "." not in qualified:
+        return facts, qualified
+    for _ in range(4):
+        if not facts.context.cross_file:
+            return None
+        module, _, name = qualified.rpartition(".")
+        path = project.module_path(module, project.roots_for(facts))
+        if path is None:
+            return None
+        other = project.module_facts(path, facts.config)
+        if other is None:
+            return None
+        if top_level(other, name) is not None or not other.imports.is_imported(name):
+            return other, name
+        forwarded = other.imports.qualify_dotted(name)
+        if forwarded == qualified or "." not in forwarded:
+            return other, name
+        facts, qualified = other, forwarded
+    return None
+
+
+def top_level(facts: ModuleFacts, name: str) -> Optional[ast.AST]:
+    found = None
+    for statement in facts.tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and statement.name == name:
+            found = statement
+    return found

@@ -1,0 +1,113 @@
+"""Which Django caches are per process: the default cache of a project whose settings configure no shared one.
+
+A key there is never another replica's lock or counter (Django: LocMemCache is "private to each process").
+"""
+from __future__ import annotations
+
+import ast
+import os
+from typing import Dict, List, Optional
+
+from . import index as project
+from ..analysis.facts import ModuleFacts
+from ..analysis.handles import Handle
+from ..knowledge import redis_clients as known
+
+_settings_cache: Dict[str, Optional[bool]] = {}
+_SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", "site-packages", ".tox"})
+
+
+def per_process(handle: Handle, facts: ModuleFacts) -> bool:
+    """Django's default cache in a project whose settings (visible, CLI only) configure no shared one: it is
+    ``LocMemCache`` (or a file/dummy cache) in every process, so a key there excludes nobody on another replica."""
+    if handle.kind != known.DJANGO_CACHE or handle.how != "cache" or not facts.context.cross_file:
+        return False
+    if not facts.context.path:
+        return False
+    # The checked file's own project (the directory above its top package), not every project under the
+    # configured root: a monorepo's other services have settings of their own.
+    roots = project.package_root(facts.context.path)
+    if roots not in _settings_cache:
+        _settings_cache[roots] = _default_cache_is_local(roots, facts)
+    return bool(_settings_cache[roots])
+
+
+def _default_cache_is_local(roots: str, facts: ModuleFacts) -> Optional[bool]:
+    """True: the settings leave the default cache per process; False: they configure it; None: no settings seen."""
+    seen_settings = False
+    backends: List[Optional[str]] = []
+    for root in roots.split(os.pathsep):
+        if not root or not os.path.isdir(root):
+            continue
+        for directory, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")]
+            in_settings_package = os.path.basename(directory) == "settings"
+            for filename in files:
+                if not filename.endswith(".py") or "test" in filename:
+                    continue
+                if not (filename.startswith("settings") or in_settings_package):
+                    continue
+                other = project.module_facts(os.path.join(directory, filename), facts.config)
+                if other is None:
+                    continue
+                names = _module_assigned_names(other.tree)
+                if not names & known.DJANGO_SETTINGS_MARKERS and "CACHES" not in names:
+                    continue
+                seen_settings = True
+                backends.extend(_default_backends(other.tree))
+    if not seen_settings:
+        return None
+    return all(b is not None and b in known.PER_PROCESS_CACHE_BACKENDS for b in backends)
+
+
+def _module_assigned_names(tree: ast.Module) -> set:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                while isinstance(target, ast.Subscript):
+                    target = target.value
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "CACHES":
+            names.add("CACHES")
+    return names
+
+
+def _default_backends(tree: ast.Module) -> List[Optional[str]]:
+    """The backend given to the default cache by each assignment (``None`` where it is not a literal)."""
+    found: List[Optional[str]] = []
+
+    def backend_of(value: ast.AST) -> Optional[str]:
+        if isinstance(value, ast.Dict):
+            for k, v in zip(value.keys, value.values):
+                if isinstance(k, ast.Constant) and k.value == "BACKEND":
+                    return v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else None
+        return None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "CACHES":
+            found.append(None)  # CACHES.update(...)
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id == "CACHES":
+                if isinstance(node.value, ast.Dict):
+                    for k, v in zip(node.value.keys, node.value.values):
+                        if k is None:
+                            found.append(None)
+                        elif isinstance(k, ast.Constant) and k.value == "default":
+                            found.append(backend_of(v))
+                else:
+                    found.append(None)
+            elif (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                  and target.value.id == "CACHES"):
+                key = target.slice
+                if isinstance(key, ast.Constant) and key.value != "default":
+                    continue
+                found.append(backend_of(node.value))
+    return found

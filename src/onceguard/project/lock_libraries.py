@@ -1,0 +1,191 @@
+"""Where a module takes a lock through a lock library, and whether that waits (knowledge/lock_libraries.py).
+
+A lock object is followed from where it is made (``lock = r.lock("nightly", timeout=60)``,
+``with advisory_lock(KEY, wait=False) as acquired``, ``self.guard = AdvisoryLockGuard(...)``) to where it
+is taken: entering a ``with``, ``acquire()``, ``guard.run(key, fn)``.  Spin-waits are loops that retry a
+Redis claim or a non-waiting acquire and sleep between tries: they wait as surely as a blocking call.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import List, Optional
+
+from ..analysis.facts import ModuleFacts, parent, walk_no_nested_functions
+from ..analysis.redis_arguments import argument, is_false, is_none
+from ..knowledge import lock_libraries as known
+from ..knowledge.lock_libraries import LockApi
+from .redis_clients import redis_call
+
+
+@dataclass
+class LibraryLock:
+    made: ast.Call  # the constructor, or ``client.lock(...)``
+    api: LockApi
+    key: Optional[ast.AST]
+    taken: ast.AST  # where it is taken: the with item's expression, the acquire() or run() call
+    waits: bool
+    #: ``with advisory_lock(k, wait=False) as acquired``: the flag the body must test (None: no ``as``).
+    acquired_name: Optional[str] = None
+    in_with: Optional[ast.AST] = None  # the With statement when taken by one
+    scope: Optional[ast.AST] = None
+
+
+@dataclass
+class SpinWait:
+    loop: ast.While
+    claim: ast.Call  # the Redis claim or acquire retried
+    key: Optional[ast.AST]
+    scope: Optional[ast.AST]
+
+
+def _zero(node: Optional[ast.AST]) -> bool:
+    return isinstance(node, ast.Constant) and node.value in (0, 0.0) and node.value is not False
+
+
+def _says_no_wait(call: ast.Call, flags, bounds) -> Optional[bool]:
+    """True: told not to wait; False: told to wait; None: not said."""
+    for flag in flags:
+        value = argument(call, flag)
+        if value is not None and isinstance(value, ast.Constant):
+            return is_false(value)
+        if value is not None:
+            return None  # a variable: unknown
+    for bound in bounds:
+        value = argument(call, bound)
+        if value is not None and not is_none(value):
+            return True if _zero(value) else False
+    return None
+
+
+def _api_of(call: ast.Call, facts: ModuleFacts) -> Optional[LockApi]:
+    callee = facts.callee(call) or ""
+    if callee in known.CONSTRUCTORS:
+        return known.CONSTRUCTORS[callee]
+    if isinstance(call.func, ast.Attribute) and call.func.attr == known.CLIENT_LOCK_METHOD and call.args:
+        if redis_call(call, facts) is not None:
+            return known.CLIENT_LOCK
+    return None
+
+
+def _waits_when_made(call: ast.Call, api: LockApi) -> bool:
+    said = _says_no_wait(call, api.no_wait, api.wait_bound)
+    return said is not True
+
+
+def library_locks(facts: ModuleFacts) -> List[LibraryLock]:
+    return facts.cached("library_locks", _find_locks)
+
+
+def _find_locks(facts: ModuleFacts) -> List[LibraryLock]:
+    found: List[LibraryLock] = []
+    for node in ast.walk(facts.tree):
+        if not isinstance(node, ast.Call):
+            continue
+        api = _api_of(node, facts)
+        if api is None:
+            continue
+        key = argument(node, api.key)
+        scope = facts.enclosing_function(node)
+        holder = parent(node)
+        if isinstance(holder, ast.withitem) and holder.context_expr is node:
+            name = holder.optional_vars.id if isinstance(holder.optional_vars, ast.Name) else None
+            if api.with_takes_lock:
+                found.append(LibraryLock(node, api, key, node, _waits_when_made(node, api), name, parent(holder), scope))
+            continue
+        statement = facts.statement_of(node)
+        bound = None
+        if isinstance(statement, ast.Assign) and statement.value is node and len(statement.targets) == 1:
+            bound = statement.targets[0]
+        if bound is None:
+            continue
+        found.extend(_taken_through(bound, node, api, key, scope, facts))
+    return found
+
+
+def _same_target(node: ast.AST, bound: ast.AST) -> bool:
+    if isinstance(bound, ast.Name):
+        return isinstance(node, ast.Name) and node.id == bound.id
+    if isinstance(bound, ast.Attribute) and isinstance(bound.value, ast.Name) and bound.value.id == "self":
+        return (isinstance(node, ast.Attribute) and node.attr == bound.attr and isinstance(node.value, ast.Name)
+                and node.value.id == "self")
+    return False
+
+
+def _taken_through(bound: ast.AST, made: ast.Call, api: LockApi, key, scope, facts: ModuleFacts) -> List[LibraryLock]:
+    """``lock = ...`` then ``with lock:`` / ``lock.acquire(...)`` / ``guard.run(k, fn)`` in the same function
+    (or, for ``self.x``, in the same class)."""
+    if isinstance(bound, ast.Attribute):
+        area = facts.enclosing_class(made)
+    else:
+        area = scope if scope is not None else facts.tree
+    if area is None:
+        return []
+    found = []
+    # A module-level or ``self`` lock is taken in the functions that use it; a local one in its own function.
+    walker = ast.walk(area) if isinstance(bound, ast.Attribute) or scope is None else walk_no_nested_functions(area)
+    for node in walker:
+        if isinstance(node, ast.withitem) and _same_target(node.context_expr, bound) and api.with_takes_lock:
+            name = node.optional_vars.id if isinstance(node.optional_vars, ast.Name) else None
+            found.append(LibraryLock(made, api, key, node.context_expr, _waits_when_made(made, api), name,
+                                     parent(node), facts.enclosing_function(node)))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and _same_target(node.func.value, bound)):
+            if node.func.attr == known.ACQUIRE:
+                said = _says_no_wait(node, api.acquire_no_wait, api.acquire_wait_bound)
+                if said is None:
+                    # redis-py's acquire() falls back to what the lock was made with; the others wait.
+                    waits = _waits_when_made(made, api) if api.library == "redis-py" else True
+                else:
+                    waits = not said
+                found.append(LibraryLock(made, api, key, node, waits, scope=facts.enclosing_function(node)))
+            elif api.runs_callable and node.func.attr == api.runs_callable and node.args:
+                found.append(LibraryLock(made, api, node.args[0], node, True, scope=facts.enclosing_function(node)))
+    return found
+
+
+# -- spin-waits ---------------------------------------------------------------------------------------------
+
+_CLAIMS = frozenset({"set", "setnx", "add", "exists", "get"})
+
+
+def _sleeps(loop: ast.While, facts: ModuleFacts) -> bool:
+    return any(isinstance(n, ast.Call) and (facts.callee(n) or "") in known.SLEEP_CALLS
+               for statement in loop.body for n in walk_no_nested_functions(statement))
+
+
+def _claim_in(test: ast.AST, facts: ModuleFacts) -> Optional[ast.Call]:
+    for node in ast.walk(test):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _CLAIMS and node.args and redis_call(node, facts) is not None:
+                return node
+            if node.func.attr == known.ACQUIRE:
+                return node
+    return None
+
+
+def spin_waits(facts: ModuleFacts) -> List[SpinWait]:
+    def build(_facts: ModuleFacts) -> List[SpinWait]:
+        found = []
+        for node in ast.walk(facts.tree):
+            if not isinstance(node, ast.While) or not _sleeps(node, facts):
+                continue
+            claim = _claim_in(node.test, facts)
+            if claim is None:
+                # ``while True: if r.set(k, v, nx=True, ex=30): break; time.sleep(1)``
+                for statement in node.body:
+                    if isinstance(statement, ast.If) and any(isinstance(s, ast.Break) for s in statement.body):
+                        claim = _claim_in(statement.test, facts)
+                        if claim is not None:
+                            break
+            if claim is None:
+                continue
+            key = claim.args[0] if claim.args and claim.func.attr != known.ACQUIRE else _key_of_acquire(claim, facts)
+            found.append(SpinWait(node, claim, key, facts.enclosing_function(node)))
+        return found
+
+    return facts.cached("lock_spin_waits", build)
+
+
+def _key_of_acquire(call: ast.Call, facts: ModuleFacts) -> Optional[ast.AST]:
+    return next((lock.key for lock in library_locks(facts) if lock.taken is call), None)

@@ -1,0 +1,284 @@
+"""Whether a migration run holds a blocking advisory lock on its own connection for the whole run: a lock
+taken before it in the same function (or by every caller in the module), on the same connection, not
+released before it; an xact lock inside the same transaction block; a lock helper around it; or the
+connection handed in by a runner that OG403 checks instead (``config.attributes["connection"]``)."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Set, Tuple
+
+from ..analysis.executed_sql import ExecutedSql, bound_value, executed_sql
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, position, walk_no_nested_functions
+from ..analysis.names import dotted
+from ..knowledge import databases as dbknown
+from ..knowledge import schema as known
+from .reach import Reach, enclosing_function
+from .schema_writes import is_lock_helper, is_true, keyword_of, with_binding
+
+
+DJANGO_CONNECTION = "django"  # the connection of Django's migrate: the thread's ``django.db.connection``
+
+
+@dataclass(frozen=True)
+class Apply:
+    call: ast.Call
+    what: str
+    connection: object  # an expression, or DJANGO_CONNECTION
+    framework: str
+    per_migration_transactions: bool = False
+
+
+def _connection_root(expr: ast.AST, facts: ModuleFacts, depth: int = 0) -> str:
+    """A key for the server connection ``expr`` uses: cursors resolve to their connection."""
+    if depth > 6:
+        return dotted(expr) or ""
+    if isinstance(expr, ast.Await):
+        return _connection_root(expr.value, facts, depth + 1)
+    if isinstance(expr, ast.Subscript):
+        return _connection_root(expr.value, facts, depth + 1)
+    if (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr in dbknown.SAME_HANDLE_METHODS):
+        return _connection_root(expr.func.value, facts, depth + 1)
+    if isinstance(expr, ast.Name):
+        bound = with_binding(expr, facts)
+        if bound is None:
+            value = bound_value(expr, facts)
+            bound = value if isinstance(value, ast.Call) else None
+        if (bound is not None and isinstance(bound, ast.Call) and isinstance(bound.func, ast.Attribute)
+                and bound.func.attr in dbknown.SAME_HANDLE_METHODS):
+            return _connection_root(bound.func.value, facts, depth + 1)
+    return facts.qualify(expr) or dotted(expr) or ""
+
+
+
+def _is_django_connection(root: str) -> bool:
+    return root.startswith("django.db.connection")
+
+
+def _blocking_locks(facts: ModuleFacts) -> List[Tuple[ExecutedSql, bool]]:
+    """(sql, is session lock) for every blocking advisory lock the module sends."""
+    found = []
+    for item in executed_sql(facts):
+        for advisory in item.sql.advisory:
+            function = advisory.function
+            if function.is_lock and function.blocking:
+                found.append((item, function.session))
+                break
+    return found
+
+
+def _unlocks(facts: ModuleFacts) -> List[ExecutedSql]:
+    return [item for item in executed_sql(facts) if any(a.function.unlock for a in item.sql.advisory)]
+
+
+class LockFinder:
+    _MAX_DEPTH = 4
+
+    def __init__(self, facts: ModuleFacts) -> None:
+        self.facts = facts
+        self.locks = _blocking_locks(facts)
+        self.unlocks = _unlocks(facts)
+        self.reach = Reach.of_module(facts)
+
+    def held(self, apply: Apply) -> bool:
+        return self._held_at(apply.call, apply.connection, apply, 0, set())
+
+    def _held_at(self, site: ast.AST, connection: object, apply: Apply, depth: int, visited: Set[int]) -> bool:
+        facts = self.facts
+        function = enclosing_function(site)
+        if self._lock_helper_before(site, function) or handed_in_by_runner(connection, facts):
+            return True
+        for item, session in self.locks:
+            if enclosing_function(item.call) is not function or position(item.call) >= position(site):
+                continue
+            if not self._same_connection(item.receiver, connection, apply):
+                continue
+            if session and not self._unlocked_between(item, site, function):
+                return True
+            if (not session and not apply.per_migration_transactions
+                    and self._same_transaction(item.call, site, function)):
+                return True
+        if function is None or depth >= self._MAX_DEPTH or id(function) in visited:
+            return False
+        visited = visited | {id(function)}
+        callers = list(self._call_sites(function))
+        parameter = self._parameter_index(function, connection)
+        if not callers:
+            # Called from another module: a connection passed in, or Django's thread connection, may be
+            # locked by that caller; we cannot see it, so we say nothing.
+            if parameter is not None:
+                return True
+            return connection is DJANGO_CONNECTION and not self._is_entrypoint(function)
+        for site_call, passed in callers:
+            caller_connection: object
+            if connection is DJANGO_CONNECTION:
+                caller_connection = DJANGO_CONNECTION
+            elif parameter is None:
+                return False  # the function opens its own connection: a caller's lock is on another one
+            elif passed is not None:
+                caller_connection = passed
+            elif parameter < len(site_call.args):
+                caller_connection = site_call.args[parameter]
+            else:
+                return True  # passed by keyword or in a way we do not follow
+            if not self._held_at(site_call, caller_connection, apply, depth + 1, visited):
+                return False
+        return True
+
+    def _is_entrypoint(self, function: FunctionNode) -> bool:
+        return (self.reach.is_command(function) or function.name == "main"
+                or self.reach.startup.reason(function) is not None)
+
+    @staticmethod
+    def _parameter_index(function: FunctionNode, connection: object) -> Optional[int]:
+        if not isinstance(connection, ast.Name):
+            return None
+        names = [a.arg for a in function.args.posonlyargs + function.args.args]
+        return names.index(connection.id) if connection.id in names else None
+
+    def _call_sites(self, function: FunctionNode) -> Iterator[Tuple[ast.Call, Optional[ast.AST]]]:
+        """(call, connection passed) for each call of ``function`` in this module: ``f(conn)``, or
+        ``conn.run_sync(f)`` which calls ``f`` with ``conn``'s connection."""
+        name = function.name
+        for call in self.facts.calls_named(name):
+            if isinstance(call.func, ast.Name):
+                yield call, None
+        for call in self.facts.calls_named(*known.RUN_SYNC_METHODS):
+            if call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == name:
+                yield call, call.func.value if isinstance(call.func, ast.Attribute) else None
+
+    def _same_connection(self, receiver: Optional[ast.AST], connection: object, apply: Apply) -> bool:
+        if receiver is None:
+            return False
+        facts = self.facts
+        root = _connection_root(receiver, facts)
+        if connection is DJANGO_CONNECTION:
+            return _is_django_connection(root)
+        if apply.framework == known.ALEMBIC and root.startswith(tuple(known.ALEMBIC_CONTEXT)):
+            return True  # ``context.execute(...)`` runs on the connection env.py configured
+        return isinstance(connection, ast.AST) and root == _connection_root(connection, facts)
+
+    def _unlocked_between(self, lock: ExecutedSql, site: ast.AST, function: Optional[FunctionNode]) -> bool:
+        root = _connection_root(lock.receiver, self.facts) if lock.receiver is not None else ""
+        for unlock in self.unlocks:
+            if enclosing_function(unlock.call) is not function:
+                continue
+            if position(lock.call) < position(unlock.call) < position(site):
+                unlock_root = _connection_root(unlock.receiver, self.facts) if unlock.receiver is not None else ""
+                if unlock_root == root:
+                    return True
+        return False
+
+    @staticmethod
+    def _same_transaction(lock: ast.AST, site: ast.AST, function: Optional[FunctionNode]) -> bool:
+        """An xact lock holds for the run only inside the transaction block that also runs the migrations."""
+        lock_blocks = {id(a) for a in ancestors(lock) if isinstance(a, (ast.With, ast.AsyncWith))}
+        for above in ancestors(site):
+            if above is function:
+                break
+            if isinstance(above, (ast.With, ast.AsyncWith)) and id(above) in lock_blocks:
+                for item in above.items:
+                    expr = item.context_expr
+                    if isinstance(expr, ast.Call) and call_name(expr) in known.TRANSACTION_METHODS:
+                        return True
+        return False
+
+    def _lock_helper_before(self, site: ast.AST, function: Optional[FunctionNode]) -> bool:
+        """``with migration_lock(conn):`` around the run, or ``acquire_lock(conn)`` before it, in the same
+        function: a lock we cannot see into, trusted."""
+        for above in ancestors(site):
+            if above is function:
+                break
+            if isinstance(above, (ast.With, ast.AsyncWith)):
+                for item in above.items:
+                    if is_lock_helper(item.context_expr):
+                        return True
+        scope = function if function is not None else self.facts.tree
+        for node in walk_no_nested_functions(scope):
+            if isinstance(node, ast.Call) and position(node) < position(site) and is_lock_helper(node):
+                return True
+        return False
+
+
+def handed_in_by_runner(connection: object, facts: ModuleFacts) -> bool:
+    """env.py using ``config.attributes.get("connection")``: the runner that put it there holds (or not)
+    the lock, and OG403 checks that runner."""
+    if not isinstance(connection, ast.AST):
+        return False
+    if isinstance(connection, ast.Name):
+        function = enclosing_function(connection)
+        values = [
+            statement.value for statement in facts.assigns
+            if isinstance(statement, ast.Assign) and enclosing_function(statement) is function
+            and any(isinstance(t, ast.Name) and t.id == connection.id for t in statement.targets)
+        ]
+        return any(_is_shared_connection(value) for value in values)
+    return _is_shared_connection(connection)
+
+
+def _is_shared_connection(node: ast.AST) -> bool:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
+        key, holder = node.args[0], node.func.value
+    elif isinstance(node, ast.Subscript):
+        key, holder = node.slice, node.value
+    else:
+        return False
+    return (isinstance(holder, ast.Attribute) and holder.attr == "attributes" and isinstance(key, ast.Constant)
+            and key.value == known.ALEMBIC_SHARED_CONNECTION_KEY)
+
+
+def _configure_call(run: ast.Call, facts: ModuleFacts) -> Optional[ast.Call]:
+    function = enclosing_function(run)
+    scope = function if function is not None else facts.tree
+    found = None
+    for node in walk_no_nested_functions(scope):
+        if (isinstance(node, ast.Call) and call_name(node) == "configure"
+                and (facts.qualify(node.func) or "").rsplit(".", 1)[0] in known.ALEMBIC_CONTEXT
+                and position(node) < position(run)):
+            found = node
+    return found
+
+
+def env_applications(facts: ModuleFacts) -> List[Apply]:
+    """Alembic env.py: each ``context.run_migrations()`` after ``context.configure(connection=...)``."""
+    found: List[Apply] = []
+    for call in facts.calls_named(known.RUN_MIGRATIONS):
+        if (facts.qualify(call.func) or "").rsplit(".", 1)[0] not in known.ALEMBIC_CONTEXT:
+            continue
+        configure = _configure_call(call, facts)
+        if configure is None:
+            continue
+        connection = keyword_of(configure, "connection")
+        if connection is None:
+            continue  # offline mode: emits SQL, connects nowhere
+        per_migration = keyword_of(configure, "transaction_per_migration")
+        found.append(Apply(call, "context.run_migrations()", connection.value, known.ALEMBIC,
+                           per_migration is not None and is_true(per_migration.value)))
+    return found
+
+
+def env_runs_locked(facts: ModuleFacts) -> Optional[bool]:
+    """Whether this env.py holds a blocking advisory lock for its whole run: True, False, or None when it
+    runs no migrations on a connection of its own (offline mode, or the runner's connection handed in)."""
+    applications = env_applications(facts)
+    if not applications:
+        return None
+    finder = LockFinder(facts)
+    if any(handed_in_by_runner(apply.connection, facts) for apply in applications):
+        return None
+    return all(finder.held(apply) for apply in applications)
+
+
+def shared_alembic_connections(facts: ModuleFacts) -> Dict[int, ast.AST]:
+    """function id -> the connection a runner hands to env.py (``cfg.attributes["connection"] = conn``)."""
+    shared: Dict[int, ast.AST] = {}
+    for statement in facts.assigns:
+        if not isinstance(statement, ast.Assign):
+            continue
+        for target in statement.targets:
+            if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute)
+                    and target.value.attr == "attributes" and isinstance(target.slice, ast.Constant)
+                    and target.slice.value == known.ALEMBIC_SHARED_CONNECTION_KEY):
+                shared[id(enclosing_function(statement))] = statement.value
+    return shared

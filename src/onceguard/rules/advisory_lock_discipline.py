@@ -1,0 +1,483 @@
+"""OG103–OG106: what a lock is keyed on, whether taking it waits, whether it is always released, and
+whether its answer is read.  Lock uses and connection handles come from ``advisory_locks``; lock libraries
+from ``project.lock_libraries``.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Iterable, Iterator, List, Optional, Set
+
+from ..analysis.executed_sql import bound_value
+from ..analysis.facts import ModuleFacts, parent, position, walk_no_nested_functions
+from .fix_plans import try_lock_fix
+from ..knowledge import advisory_locks as known
+from ..knowledge import databases as db
+from ..knowledge import schema as schema_known
+from ..knowledge import lock_libraries as lock_known
+from ..project.lock_libraries import LibraryLock, library_locks, spin_waits
+from ..model import Diagnostic, Fix
+from ..analysis.names import dotted
+from .registry import register
+from ..analysis.sql import tokens
+from .base import Rule
+from .advisory_locks import LockUse, SessionLockOnPool, _calls_on, _guard_key, _lease_first, lock_uses
+
+
+# -- lock keys --------------------------------------------------------------------------------------
+
+_UNSTABLE_CALLS = {
+    "hash": "the built-in `hash()` is salted per process (PYTHONHASHSEED), so each replica computes a different key",
+    "id": "`id()` is a memory address, different in every process",
+}
+_UNSTABLE_QUALIFIED_PREFIXES = {
+    "random.": "a random key is different in every replica",
+    "secrets.": "a random key is different in every replica",
+    "uuid.uuid4": "a random UUID is different in every replica",
+    "uuid.uuid1": "a time-and-host UUID is different in every replica",
+    "os.getpid": "a process id is different in every replica",
+}
+
+
+def key_expressions(use: LockUse) -> List[ast.AST]:
+    """The Python expressions the lock key is computed from: parameters and f-string holes."""
+    executed = use.executed
+    return list(executed.params) + list(executed.holes)
+
+
+def _expand(nodes: Iterable[ast.AST], facts: ModuleFacts, depth: int = 2) -> Iterator[ast.AST]:
+    """Walk key expressions, following names to the value they were bound to (two levels)."""
+    stack = [(n, depth) for n in nodes]
+    seen: Set[int] = set()
+    while stack:
+        node, level = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for inner in ast.walk(node):
+            yield inner
+            if isinstance(inner, ast.Name) and level > 0:
+                value = bound_value(inner, facts)
+                if value is not None:
+                    stack.append((value, level - 1))
+
+
+def _builtin_unshadowed(name: str, facts: ModuleFacts) -> bool:
+    return not facts.imports.is_imported(name) and name not in facts.functions_by_name
+
+
+def unstable_key_call(call: ast.Call, facts: ModuleFacts) -> Optional[str]:
+    func = call.func
+    if isinstance(func, ast.Name) and func.id in _UNSTABLE_CALLS and _builtin_unshadowed(func.id, facts):
+        return _UNSTABLE_CALLS[func.id]
+    qualified = facts.callee(call) or ""
+    if facts.imports.is_imported((dotted(func) or "").split(".", 1)[0]):
+        for prefix, why in _UNSTABLE_QUALIFIED_PREFIXES.items():
+            if qualified.startswith(prefix):
+                return why
+    return None
+
+
+@register
+class UnstableLockKey(Rule):
+    code = "OG104"
+    name = "unstable-lock-key"
+    summary = "advisory lock key computed with hash(), id(), random or uuid4: every replica locks a different key"
+    triggers = known.TRIGGERS
+
+    def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        reported: Set[int] = set()
+        for use in lock_uses(facts):
+            if use.function.name == "pg_advisory_unlock_all":
+                continue
+            for node in _expand(key_expressions(use), facts):
+                if not isinstance(node, ast.Call) or id(node) in reported:
+                    continue
+                why = unstable_key_call(node, facts)
+                if why is None:
+                    continue
+                reported.add(id(node))
+                fix = None
+                if isinstance(node.func, ast.Name) and node.func.id == "hash" and len(node.args) == 1:
+                    fix = Fix("stable-lock-key", "replace hash() with zlib.crc32() of the encoded value", "unsafe")
+                yield self.finding(
+                    node,
+                    f"the key of `{use.function.name}` (line {use.call.lineno}) comes from "
+                    f"`{dotted(node.func) or 'a call'}(...)`: {why}. The replicas never contend for the lock "
+                    "and all run the guarded work.",
+                    "Derive the key with a stable digest: a constant, `zlib.crc32(name.encode())`, or "
+                    "`int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), 'big', signed=True)`",
+                    fix,
+                )
+
+
+# -- blocking locks ---------------------------------------------------------------------------------
+
+_STABLE_DIGESTS = ("zlib.crc32", "binascii.crc32", "hashlib.")
+
+
+def _is_fixed_key(nodes: List[ast.AST], facts: ModuleFacts) -> bool:
+    """True when the key is the same for every call (a job-wide mutex), not a per-row or per-user key."""
+    for node in nodes:
+        if not _fixed(node, facts, 3):
+            return False
+    return True
+
+
+def _fixed(node: ast.AST, facts: ModuleFacts, depth: int) -> bool:
+    if depth < 0:
+        return False
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_fixed(e, facts, depth) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(_fixed(v, facts, depth) for v in node.values)
+    if isinstance(node, ast.UnaryOp):
+        return _fixed(node.operand, facts, depth)
+    if isinstance(node, ast.BinOp):
+        return _fixed(node.left, facts, depth) and _fixed(node.right, facts, depth)
+    if isinstance(node, ast.Name):
+        value = bound_value(node, facts)
+        if value is not None:
+            return _fixed(value, facts, depth - 1)
+        # An upper-case name bound elsewhere (``from .locks import NIGHTLY_KEY``) is a constant by convention.
+        return node.id.isupper() and node.id not in _parameter_names(node, facts)
+    if isinstance(node, ast.Attribute):
+        return node.attr.isupper()  # settings.NIGHTLY_LOCK_KEY, LockKeys.NIGHTLY
+    if isinstance(node, ast.Call):
+        callee = facts.callee(node) or ""
+        if callee.startswith(_STABLE_DIGESTS) or callee.endswith((".encode", ".digest", ".hexdigest")) or callee in ("int", "str"):
+            return all(_fixed(a, facts, depth) for a in node.args) and (
+                not isinstance(node.func, ast.Attribute) or callee.startswith(_STABLE_DIGESTS)
+                or _fixed(node.func.value, facts, depth))
+        if isinstance(node.func, ast.Name) and node.func.id == "hash":
+            return all(_fixed(a, facts, depth) for a in node.args)
+    return False
+
+
+def _parameter_names(node: ast.AST, facts: ModuleFacts) -> Set[str]:
+    function = facts.enclosing_function(node)
+    if function is None:
+        return set()
+    args = function.args
+    return {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+
+
+def _yields_to_caller(scope: Optional[ast.AST]) -> bool:
+    """A generator (a ``@contextmanager`` lock helper) hands the locked section to its caller.
+
+    Such a helper is a mutex around the caller's block, used by request code whose every call must do
+    its work; waiting is what it is for.  A job that must run once takes its guard in its own body."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    return any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in walk_no_nested_functions(scope))
+
+
+def _runs_migrations(scope: Optional[ast.AST], facts: ModuleFacts) -> bool:
+    """The function holding the lock applies migrations itself (``command.upgrade``, ``call_command("migrate")``)."""
+    if scope is None:
+        return False
+    for node in walk_no_nested_functions(scope):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = facts.callee(node) or ""
+        if callee in schema_known.SCHEMA_CALLS or callee in schema_known.ALEMBIC_APPLY:
+            return True
+        if (callee in schema_known.DJANGO_CALL_COMMAND and node.args and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value in schema_known.DJANGO_SCHEMA_COMMANDS):
+            return True
+    return False
+
+
+@register
+class BlockingLockInJob(Rule):
+    code = "OG103"
+    name = "blocking-lock-in-job"
+    summary = "blocking pg_advisory_lock on a job-wide key outside migration code: replicas queue and each runs the job"
+    triggers = known.TRIGGERS + lock_known.TRIGGERS
+    skips_tests = True
+    skips_migration_code = True
+
+    def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        if facts.context.is_migration or facts.context.is_test:
+            return
+        yield from self._library_locks(facts)
+        for use in lock_uses(facts):
+            function = use.function
+            if not (function.blocking and function.is_lock):
+                continue
+            keys = key_expressions(use)
+            if not _is_fixed_key(keys, facts):
+                continue  # a per-row/per-user key serialises requests on purpose
+            if _yields_to_caller(use.scope):
+                continue  # a critical section: every caller's block must run, one at a time
+            if _runs_migrations(use.scope, facts):
+                continue  # a migration runner wherever it lives: pods should wait for each other there
+            instead = "pg_try_advisory_xact_lock" if not function.session else "pg_try_advisory_lock"
+            yield self.finding(
+                use.call,
+                f"`{function.name}` waits until the lock is free: with two replicas the second one queues behind "
+                "the first and, once the lock is released, runs the same job again.",
+                f"Skip instead of waiting: for a periodic job, `if not claim_period(\"{_guard_key(use, facts)}\", "
+                "period): return` (`from onceguard.guards import claim_period`) also stops a replica that arrives "
+                f"after the run has finished; or use `{instead}` and return when it is false. Blocking locks "
+                "belong in migration runners, where pods should wait for each other",
+                fix=try_lock_fix(use.call, use.scope, use.handle.library if use.handle else None, use.receiver_text,
+                                 blocking=True),
+            )
+
+
+    def _library_locks(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        """Lock libraries that wait by default (redis-py, python-redis-lock, pottery, django-pglocks,
+        sqlalchemy-dlock, asyncpg-lock) and loops that retry a claim and sleep: the same queue as
+        ``pg_advisory_lock``."""
+        reported: Set[int] = set()
+        for lock in library_locks(facts):
+            if not lock.waits or lock.key is None or not _is_fixed_key([lock.key], facts):
+                continue
+            if _yields_to_caller(lock.scope) or _runs_migrations(lock.scope, facts) or id(lock.taken) in reported:
+                continue
+            reported.add(id(lock.taken))
+            how = ("`guard.run(...)` waits for the lock and then runs the callable" if lock.api.runs_callable
+                   else f"this {lock.api.library} lock waits until it is free (it blocks by default)")
+            yield self.finding(
+                lock.taken,
+                f"{how}: with two replicas the second one queues behind the first and, once the lock is "
+                "released, runs the same job again.",
+                _library_suggestion(lock),
+            )
+        for spin in spin_waits(facts):
+            if spin.key is None or not _is_fixed_key([spin.key], facts) or id(spin.claim) in reported:
+                continue
+            if _yields_to_caller(spin.scope) or _runs_migrations(spin.scope, facts):
+                continue
+            reported.add(id(spin.claim))
+            yield self.finding(
+                spin.claim,
+                f"the loop at line {spin.loop.lineno} retries `{dotted(spin.claim.func) or 'the claim'}(...)` and "
+                "sleeps until the key is free: a hand-made blocking lock, so a second replica waits for the first "
+                "and then runs the same job again.",
+                "Try once and skip: `if not r.set(key, token, nx=True, ex=ttl): return` (or "
+                "`run_exclusive(key, ttl, work)` from onceguard.guards); for a periodic job, `claim_period(key, "
+                "period)` also stops a replica that arrives after the run has finished",
+            )
+
+
+def _library_suggestion(lock: LibraryLock) -> str:
+    by_library = {
+        "redis-py": "pass `blocking=False` (or `blocking_timeout=0`) and return when `acquire()` is false",
+        "python-redis-lock": "call `acquire(blocking=False)` and return when it is false",
+        "pottery": "call `acquire(blocking=False)` (or `context_manager_blocking=False`) and return when it is false",
+        "django-pglocks": "use `with advisory_lock(key, wait=False) as acquired:` and return when not `acquired`",
+        "sqlalchemy-dlock": "call `acquire(block=False)` and return when it is false",
+        "asyncpg-lock": "take `pg_try_advisory_lock` yourself and return when it is false",
+    }
+    return (f"Skip instead of waiting: {by_library.get(lock.api.library, 'try the lock without waiting')}; for a "
+            "periodic job, `claim_period(key, period)` (`from onceguard.guards import claim_period`) also stops a "
+            "replica that arrives after the run has finished. Blocking locks belong in migration runners")
+
+
+# -- unlock discipline ------------------------------------------------------------------------------
+
+
+def _returns_result(use: LockUse) -> bool:
+    """``return conn.fetchval("SELECT pg_try_advisory_lock(...)")``: an acquire helper, released elsewhere."""
+    statement = ModuleFacts.statement_of(use.call)
+    if isinstance(statement, ast.Return):
+        return True
+    if isinstance(statement, ast.Assign) and use.scope is not None:
+        names = {t.id for t in statement.targets if isinstance(t, ast.Name)}
+        for node in walk_no_nested_functions(use.scope):
+            if isinstance(node, ast.Return) and node.value is not None:
+                if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node.value)):
+                    return True
+    return False
+
+
+def _in_closing_block(use: LockUse) -> bool:
+    handle = use.handle
+    if handle is None or handle.origin is None or not isinstance(handle.origin, ast.withitem):
+        return False
+    return handle.closes_on_release or (handle.library, handle.how) in db.CLOSES_SESSION_ON_EXIT
+
+
+@register
+class UnlockNotGuaranteed(Rule):
+    code = "OG105"
+    name = "unlock-not-guaranteed"
+    summary = "session-level advisory lock whose unlock is missing or not in a finally block"
+    triggers = known.TRIGGERS
+
+    def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        uses = lock_uses(facts)
+        # Scopes that unlock without locking are release helpers: a lock elsewhere may be released there.
+        release_helpers = ({id(u.scope) for u in uses if u.function.unlock}
+                           - {id(u.scope) for u in uses if u.function.is_lock})
+        for use in uses:
+            function = use.function
+            if not (function.session and function.is_lock) or use.scope is None or _in_closing_block(use):
+                continue  # a block that closes or resets its connection on exit releases the lock on any error
+            if use.handle is not None and use.handle.pooled:
+                if self._ignored_and_kept_by_pool(use, uses, facts, release_helpers):
+                    yield self.finding(
+                        use.call,
+                        f"`{function.name}` is taken through a pool and never released, and nothing reads its "
+                        "result: the pooled connection that ran it goes back to the pool still holding the lock, "
+                        "so any replica that tests this key later finds it taken until that connection dies.",
+                        _lease_first(use, facts,
+                                     "Take `pg_try_advisory_xact_lock` inside a transaction, test it, and let "
+                                     "COMMIT/ROLLBACK release it; or hold one pinned connection and unlock in "
+                                     "`finally:`"),
+                    )
+                continue  # otherwise OG101 says what is wrong with a lock taken through a pool
+            unlocks = [u for u in uses if u.function.unlock and u.scope is use.scope
+                       and (u.receiver_text == use.receiver_text or u.function.name == "pg_advisory_unlock_all")
+                       and position(u.call) > position(use.call)]
+            if unlocks:
+                if any(ModuleFacts.in_finally(u.call, use.scope) for u in unlocks):
+                    continue
+                first = min(unlocks, key=lambda u: position(u.call))
+                yield self.finding(
+                    first.call,
+                    f"`{first.function.name}` is not in a `finally:` block: an exception in the work after "
+                    f"`{function.name}` (line {use.call.lineno}) skips it and the connection keeps the lock, so "
+                    "the job stops running on every replica until that connection dies.",
+                    _lease_first(use, facts,
+                                 "Put the unlock in `try: ... finally:` on the same connection, or use "
+                                 "`pg_try_advisory_xact_lock` inside a transaction, which is released at "
+                                 "COMMIT/ROLLBACK"),
+                )
+                continue
+            handle = use.handle
+            if handle is None or not handle.pinned or _returns_result(use):
+                continue
+            if any(u.scope is use.scope and SessionLockOnPool._lock_on_other_checkout(u, uses) is use for u in uses
+                   if u.function.unlock):
+                continue  # unlocked on a second checkout: OG101 reports that unlock, the real fault
+            if release_helpers - {id(use.scope)}:
+                continue  # a release helper elsewhere in the module
+            receiver = use.receiver_text
+            if receiver and any(ModuleFacts.in_finally(c, use.scope)
+                                for c in _calls_on(receiver.split(".")[0], ("close",), use.scope)):
+                continue
+            yield self.finding(
+                use.call,
+                f"`{function.name}` is never released in `{getattr(use.scope, 'name', 'this function')}`: the "
+                "lock stays held by the connection (and by the pool that keeps it) after the work, so the next "
+                "run on any replica finds it taken.",
+                _lease_first(use, facts,
+                             "Release it with `pg_advisory_unlock` in `finally:` on the same connection, or use "
+                             "`pg_try_advisory_xact_lock` inside a transaction"),
+            )
+
+
+    @staticmethod
+    def _ignored_and_kept_by_pool(use: LockUse, uses: List[LockUse], facts: ModuleFacts,
+                                  release_helpers: Set[int]) -> bool:
+        """A pool that does not reset its connections keeps a lock nobody unlocks (asyncpg's resets)."""
+        handle = use.handle
+        if handle is None or handle.library in db.RESETTING_POOL_LIBRARIES or not use.function.try_lock:
+            return False
+        if release_helpers or any(u.function.unlock and u.scope is use.scope for u in uses):
+            return False  # released somewhere, on whichever connection: OG101 judges that
+        return try_lock_result_ignored(use, facts)
+
+
+# -- try-lock results -------------------------------------------------------------------------------
+
+_READERS = ("fetchone", "fetchall", "fetchmany", "fetchval", "scalar", "scalar_one", "first", "one")
+
+
+def _value_holder(call: ast.Call) -> ast.AST:
+    """Climb from the SQL call through ``await``, ``.scalar()``, ``[0]`` to the expression that uses it."""
+    node: ast.AST = call
+    while True:
+        above = parent(node)
+        if isinstance(above, ast.Await):
+            node = above
+        elif isinstance(above, ast.Attribute) and above.value is node:
+            node = above
+        elif isinstance(above, ast.Call) and above.func is node:
+            node = above
+        elif isinstance(above, ast.Subscript) and above.value is node:
+            node = above
+        else:
+            return node
+
+
+def _name_read_after(name: str, statement: ast.AST, scope: ast.AST) -> bool:
+    after = position(statement)
+    for node in walk_no_nested_functions(scope):
+        if (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+                and position(node) > after):
+            return True
+        if isinstance(node, ast.Global) and name in node.names:
+            return True
+    return False
+
+
+def try_lock_result_ignored(use: LockUse, facts: ModuleFacts) -> bool:
+    if not use.function.try_lock:
+        return False
+    names = {name for name, _ in tokens(use.executed.text)}
+    if "FROM" in names or "WHERE" in names:
+        return False  # a lock per selected row: the rows returned are the answer
+    holder = _value_holder(use.call)
+    above = parent(holder)
+    scope = use.scope or facts.tree
+    if isinstance(above, ast.Expr):
+        receiver = use.receiver_text
+        return receiver is None or not any(
+            position(c) > position(use.call) for c in _calls_on(receiver, _READERS, scope))
+    if isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name):
+        target = above.targets[0].id
+        return target == "_" or not _name_read_after(target, above, scope)
+    return False
+
+
+@register
+class TryLockResultIgnored(Rule):
+    code = "OG106"
+    name = "try-lock-result-ignored"
+    summary = "result of pg_try_advisory_* never read: the work runs whether or not the lock was acquired"
+    triggers = known.TRIGGERS + lock_known.TRIGGERS
+
+    def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        for lock in library_locks(facts):
+            if not lock.waits and _acquired_dropped(lock, facts):
+                yield self.finding(
+                    lock.taken,
+                    f"this {lock.api.library} lock does not wait, and nothing reads whether it was acquired: the "
+                    "work below runs whether or not this replica got the lock, so every replica runs it.",
+                    "Keep the answer and skip when it is false: `with advisory_lock(key, wait=False) as acquired: "
+                    "if not acquired: return`, or `if not lock.acquire(blocking=False): return`",
+                )
+        for use in lock_uses(facts):
+            if try_lock_result_ignored(use, facts):
+                yield self.finding(
+                    use.call,
+                    f"the result of `{use.function.name}` is never read: the work below runs whether or not this "
+                    "replica got the lock, so every replica runs it.",
+                    _lease_first(use, facts, "Test the lock's result and skip the run when it is false: "
+                                                  "`if not acquired: return`"),
+                    fix=try_lock_fix(use.call, use.scope, use.handle.library if use.handle else None,
+                                     use.receiver_text),
+                )
+
+
+def _acquired_dropped(lock: LibraryLock, facts: ModuleFacts) -> bool:
+    """``with advisory_lock(k, wait=False):`` (no ``as``, or an ``as`` name never read) and
+    ``lock.acquire(blocking=False)`` as a bare statement."""
+    if lock.in_with is not None:
+        if not lock.api.yields_acquired:
+            return False  # entering raises when not acquired (redis-py, pottery): nothing to drop
+        if lock.acquired_name is None:
+            return True
+        return not _name_read_after(lock.acquired_name, lock.in_with, lock.scope or facts.tree) and not any(
+            isinstance(n, ast.Name) and n.id == lock.acquired_name and isinstance(n.ctx, ast.Load)
+            for statement in lock.in_with.body for n in ast.walk(statement))
+    if isinstance(lock.taken, ast.Call) and isinstance(lock.taken.func, ast.Attribute) \
+            and lock.taken.func.attr == lock_known.ACQUIRE:
+        holder = _value_holder(lock.taken)
+        return isinstance(parent(holder), ast.Expr)
+    return False

@@ -1,0 +1,567 @@
+"""OG605: a message sent to connections that only this process holds.
+
+A WebSocket (or Socket.IO, or Channels) connection lives in the one process that accepted it.  A
+registry of connections kept in that process's memory, a Socket.IO server with no message queue, or an
+in-memory channel layer can reach only the clients connected to the same replica: a broadcast from
+one replica misses the clients of the others, and a socket looked up by user or sid is not there when
+the user is connected elsewhere.  Answering on the connection being served is fine; sending to the
+others is what needs a shared channel.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterator, List, Optional, Set, Tuple
+
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent
+from ..analysis.names import dotted
+from ..knowledge import process_local as known
+from ..model import Diagnostic, Related
+from ..project import index as project
+from ..project.claims import own_module_names
+from ..project.startup import StartupMap
+from .base import Rule
+from .fix_plans import shared_store_snippet
+from .rate_limits import project_mentions
+from .registry import register
+
+_MAX_RELATED = 5
+
+
+def _string(node: Optional[ast.AST]) -> Optional[str]:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _keyword(call: ast.Call, name: str) -> Optional[ast.AST]:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    return None
+
+
+def _place(facts: ModuleFacts, node: ast.AST, message: str) -> Related:
+    return Related(facts.context.path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1, message)
+
+
+# =====================================================================================================
+# Socket.IO servers without a message queue
+# =====================================================================================================
+def _server_bindings(facts: ModuleFacts) -> List[Tuple[str, ast.Call, str]]:
+    """(name, constructor call, qualified constructor) of each Socket.IO server bound at module level."""
+    found = []
+    for statement in facts.tree.body:
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and isinstance(statement.value, ast.Call):
+            qualified = facts.callee(statement.value) or ""
+            if qualified not in known.SOCKETIO_SERVERS:
+                continue
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                name = target.id if isinstance(target, ast.Name) else (
+                    target.attr if isinstance(target, ast.Attribute) else None)
+                if name:
+                    found.append((name, statement.value, qualified))
+    return found
+
+
+def _shared_by_keyword(call: ast.Call) -> bool:
+    return any(k.arg in known.SOCKETIO_SHARED_KEYWORDS or k.arg is None for k in call.keywords)
+
+
+def _init_app_shares(facts: ModuleFacts, name: str) -> bool:
+    """``name.init_app(app, message_queue=...)`` in this file."""
+    for call in facts.calls_named("init_app"):
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if receiver is not None and (dotted(receiver) or "").split(".")[-1] == name and _shared_by_keyword(call):
+            return True
+    return False
+
+
+def _project_shares(facts: ModuleFacts, name: str) -> bool:
+    """Another module of the project gives the server its queue (``init_app``) or names the setting."""
+    if project_mentions(facts, known.SOCKETIO_SHARED_SETTINGS):
+        return True
+    if not facts.context.cross_file:
+        return False
+    root = project.search_root(facts)
+    for word in sorted(known.SOCKETIO_SHARED_KEYWORDS):
+        for path in project.files_mentioning(word, root):
+            other = project.module_facts(path, facts.config)
+            if other is not None and not other.context.is_test and _init_app_shares(other, name):
+                return True
+    return False
+
+
+def _own_sid(node: ast.AST, function: Optional[FunctionNode]) -> bool:
+    """``to=sid`` with the handler's own ``sid`` parameter (also from a helper defined inside the handler),
+    or ``to=request.sid``: the connection served."""
+    text = dotted(node) or ""
+    if text in ("request.sid", "flask.request.sid"):
+        return True
+    if not isinstance(node, ast.Name) or node.id not in known.OWN_SID_NAMES:
+        return False
+    while function is not None:
+        parameters = {a.arg for a in function.args.posonlyargs + function.args.args + function.args.kwonlyargs}
+        if node.id in parameters:
+            return True
+        function = ModuleFacts.enclosing_function(function)
+    return False
+
+
+def _per_replica_by_design(node: ast.AST, facts: ModuleFacts) -> bool:
+    """Code that start-up runs in every replica (a watcher, a ticker) tells its own clients about what every
+    replica sees: each replica's broadcast together reaches every client.  What one replica alone learns (a
+    request, an event from one client, a job) is what must reach the others."""
+    startup = StartupMap.of_module(facts)
+    function = ModuleFacts.enclosing_function(node)
+    while function is not None:
+        if startup.reason(function) is not None:
+            return True
+        function = ModuleFacts.enclosing_function(function)
+    return False
+
+
+def _server_send_reaches_others(call: ast.Call) -> Optional[str]:
+    """How ``server.emit(...)`` addresses clients beyond the connection served, or None when it answers it."""
+    function = ModuleFacts.enclosing_function(call)
+    for name in known.SOCKETIO_TARGET_KEYWORDS:
+        target = _keyword(call, name)
+        if target is not None:
+            return None if _own_sid(target, function) else "a room or a stored sid"
+    if len(call.args) >= 3 and call.func.attr == "emit":  # python-socketio: emit(event, data, to)
+        return None if _own_sid(call.args[2], function) else "a room or a stored sid"
+    return "every client"
+
+
+def _context_send_reaches_others(call: ast.Call) -> Optional[str]:
+    """Flask-SocketIO's ``emit(...)`` in a handler answers the sender unless given a room or ``broadcast``."""
+    function = ModuleFacts.enclosing_function(call)
+    broadcast = _keyword(call, "broadcast")
+    if isinstance(broadcast, ast.Constant) and broadcast.value is True:
+        return "every client"
+    for name in known.SOCKETIO_TARGET_KEYWORDS:
+        target = _keyword(call, name)
+        if target is not None and not _own_sid(target, function):
+            return "a room or a stored sid"
+    return None
+
+
+def _sends_in(facts: ModuleFacts, names: Set[str], flask: bool) -> List[Tuple[ast.Call, str]]:
+    """Sends beyond the served connection in ``facts``: through the server (by any of ``names``, qualified
+    or as the last attribute of a chain) and, for Flask-SocketIO, its context functions."""
+    found = []
+    for call in facts.calls_named(*known.SOCKETIO_SEND_METHODS):
+        if _per_replica_by_design(call, facts):
+            continue
+        func = call.func
+        if flask and (facts.callee(call) or "") in known.FLASK_SOCKETIO_CONTEXT_SENDS:
+            how = _context_send_reaches_others(call)
+            if how:
+                found.append((call, how))
+        elif isinstance(func, ast.Attribute):
+            receiver = dotted(func.value) or ""
+            qualified = facts.qualify(func.value) or ""
+            if qualified in names or receiver in names or receiver.split(".")[-1] in names:
+                how = _server_send_reaches_others(call)
+                if how:
+                    found.append((call, how))
+    return found
+
+
+def _socketio_servers(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
+    bindings = _server_bindings(facts)
+    if not bindings:
+        return
+    for name, construction, qualified in bindings:
+        flask = qualified == known.FLASK_SOCKETIO
+        if _shared_by_keyword(construction) or _init_app_shares(facts, name) or _project_shares(facts, name):
+            continue
+        local = _sends_in(facts, {name}, flask)
+        sends: List[Tuple[ast.Call, str, ModuleFacts]] = [(c, h, facts) for c, h in local]
+        if facts.context.cross_file:
+            sends.extend(_sends_elsewhere(facts, name, flask))
+        if not sends:
+            continue
+        call, how, where = sends[0]
+        library = "Flask-SocketIO" if flask else "python-socketio"
+        shown = "here" if where is facts else f"in {where.context.rel_path}"
+        yield rule.finding(
+            construction,
+            f"This {library} server has no message queue, yet the code sends to {how} (line {call.lineno} {shown}): "
+            "rooms, sids and the client list exist only in the process holding the connections, so clients "
+            "connected to another replica never get the message.",
+            known.SOCKETIO_INSTEAD,
+            fix=shared_store_snippet(
+                "socketio-message-queue",
+                'message_queue="redis://redis:6379/0"' if flask else
+                'client_manager=socketio.AsyncRedisManager("redis://redis:6379/0")',
+                "pass a queue every replica shares"),
+            related=[_place(w, c, f"sends to {h} through the server") for c, h, w in sends[:_MAX_RELATED]],
+        )
+
+
+def _sends_elsewhere(facts: ModuleFacts, name: str, flask: bool) -> List[Tuple[ast.Call, str, ModuleFacts]]:
+    qualified = {f"{module}.{name}" for module in own_module_names(facts)}
+    root = project.search_root(facts)
+    found: List[Tuple[ast.Call, str, ModuleFacts]] = []
+    paths = list(project.files_mentioning(name, root))
+    own = facts.context.path
+    for path in paths:
+        if path == own:
+            continue
+        other = project.module_facts(path, facts.config)
+        if other is None or other.context.is_test:
+            continue
+        imported = {local for local, target in other.imports.aliases.items() if target in qualified}
+        if not imported and not any(target.split(".")[-1] == name for target in other.imports.aliases.values()) \
+                and not any(m in other.imports.aliases.values() for m in own_module_names(facts)):
+            continue
+        names = qualified | imported | {name}
+        found.extend((c, h, other) for c, h in _sends_in(other, names, flask))
+    return found
+
+
+# =====================================================================================================
+# Django Channels: the in-memory layer
+# =====================================================================================================
+def _channel_layers(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
+    stem = facts.context.filename[:-3] if facts.context.filename.endswith(".py") else facts.context.filename
+    if stem in known.DEVELOPMENT_SETTINGS_NAMES:
+        return
+    for statement in facts.tree.body:
+        if not (isinstance(statement, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "CHANNEL_LAYERS" for t in statement.targets)):
+            continue
+        for node in ast.walk(statement.value):
+            if _string(node) in known.IN_MEMORY_CHANNEL_LAYERS:
+                yield rule.finding(
+                    node,
+                    "`InMemoryChannelLayer` keeps groups and channels in this process: `group_send` from one "
+                    "replica reaches only the consumers connected to that replica, and the others never see it.",
+                    known.CHANNELS_INSTEAD,
+                    fix=shared_store_snippet("channels-redis-layer", '"BACKEND": "channels_redis.core.RedisChannelLayer"',
+                                             "use a layer every replica shares"),
+                )
+
+
+# =====================================================================================================
+# Registries of connections kept in memory
+# =====================================================================================================
+def _is_socket_annotation(annotation: Optional[ast.AST], facts: ModuleFacts) -> bool:
+    if annotation is None:
+        return False
+    for node in ast.walk(annotation):
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            if (facts.qualify(node) or "") in known.SOCKET_TYPES or (dotted(node) or "") in known.SOCKET_TYPES:
+                return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in known.SOCKET_TYPES:
+            return True
+    return False
+
+
+def _socket_parameters(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
+    """Parameters of ``function`` that are WebSocket connections (annotated, or accepted/sent on)."""
+    arguments = function.args.posonlyargs + function.args.args + function.args.kwonlyargs
+    found = {a.arg for a in arguments if _is_socket_annotation(a.annotation, facts)}
+    names = {a.arg for a in arguments}
+    for node in ast.walk(function):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in known.SOCKET_ONLY_METHODS and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in names):
+            found.add(node.func.value.id)
+    return found
+
+
+def _registry_key(node: ast.AST) -> Optional[str]:
+    """``connections`` / ``self.active`` / ``manager.active``: the registry a chain names (for matching)."""
+    return dotted(node)
+
+
+def _registries_of_module(facts: ModuleFacts) -> Dict[str, ast.AST]:
+    """Registries of this module: containers at module or class level, or assigned to ``self.<attr>`` in a
+    class, into which a function puts a WebSocket connection.  Key: ``name`` or ``.attr`` (instance)."""
+    def build(_facts: ModuleFacts) -> Dict[str, ast.AST]:
+        containers: Dict[str, ast.AST] = {}
+        for statement in facts.tree.body:
+            _collect_containers(statement, containers, facts, prefix="")
+            if isinstance(statement, ast.ClassDef):
+                for inner in statement.body:
+                    _collect_containers(inner, containers, facts, prefix=".")
+                for node in ast.walk(statement):
+                    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                        for target in targets:
+                            if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                                    and target.value.id == "self" and _is_empty_container(node.value)):
+                                containers.setdefault("." + target.attr, node)
+        registries: Dict[str, ast.AST] = {}
+        for function in facts.functions:
+            sockets = _socket_parameters(function, facts)
+            if not sockets:
+                continue
+            for node in ast.walk(function):
+                key = _registered_into(node, sockets)
+                if key is None:
+                    continue
+                for candidate in (key, "." + key.split(".")[-1]):
+                    if candidate in containers and (candidate.startswith(".") or "." not in key):
+                        registries.setdefault(candidate, containers[candidate])
+        return registries
+
+    return facts.cached("broadcast:registries", build)
+
+
+def _is_empty_container(value: ast.AST) -> bool:
+    if isinstance(value, (ast.Dict, ast.List, ast.Set)):
+        return not getattr(value, "keys", None) and not getattr(value, "elts", None)
+    if isinstance(value, ast.Call) and not value.args:
+        name = dotted(value.func) or ""
+        return name.split(".")[-1] in ("dict", "list", "set", "defaultdict", "deque", "OrderedDict", "WeakSet",
+                                        "WeakValueDictionary")
+    if isinstance(value, ast.Call) and value.args:
+        name = dotted(value.func) or ""
+        return name.split(".")[-1] == "defaultdict"
+    return False
+
+
+def _collect_containers(statement: ast.AST, containers: Dict[str, ast.AST], facts: ModuleFacts, prefix: str) -> None:
+    if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        if _is_empty_container(statement.value):
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    containers.setdefault(prefix + target.id, statement)
+
+
+def _registered_into(node: ast.AST, sockets: Set[str]) -> Optional[str]:
+    """The chain a socket is put into at ``node``: ``reg.append(ws)``, ``reg[k] = ws``, ``reg[k].add(ws)``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in known.REGISTER_METHODS:
+        if any(isinstance(a, ast.Name) and a.id in sockets for a in node.args):
+            return _chain_root(node.func.value)
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in sockets:
+        for target in node.targets:
+            if isinstance(target, ast.Subscript):
+                return _chain_root(target.value)
+    return None
+
+
+def _chain_root(node: ast.AST) -> Optional[str]:
+    # ``registry[key]`` and ``registry.setdefault(key, set())``: the group of the registry under a key
+    while isinstance(node, ast.Subscript) or (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("setdefault", "get")):
+        node = node.value if isinstance(node, ast.Subscript) else node.func.value
+    text = dotted(node)
+    if text and text.startswith("self."):
+        return "." + text[len("self."):]
+    return text
+
+
+def _registry_at(node: ast.AST, registries: Dict[str, ast.AST]) -> Optional[str]:
+    """The registry key ``node`` (a chain, maybe subscripted or ``.values()``) reads, if it is one."""
+    while isinstance(node, (ast.Subscript, ast.Call)):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr in ("values", "items", "copy", "get"):
+                node = node.func.value
+                continue
+            if isinstance(node.func, (ast.Name,)) and node.func.id in ("list", "tuple", "set") and node.args:
+                node = node.args[0]
+                continue
+            return None
+        node = node.value
+    text = dotted(node)
+    if not text:
+        return None
+    if text in registries:
+        return text
+    attr = "." + text.split(".")[-1]
+    if "." in text and attr in registries:
+        return attr
+    return None
+
+
+def _send_target(call: ast.Call) -> Optional[ast.AST]:
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in known.SOCKET_SEND_METHODS:
+        return func.value
+    return None
+
+
+def _registry_sends(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
+    registries = _registries_of_module(facts)
+    if not registries and not facts.context.cross_file:
+        return
+    foreign: Dict[str, Optional[Tuple[str, ModuleFacts]]] = {}
+    reported: Set[int] = set()
+    for function in facts.functions:
+        if _per_replica_by_design(function.body[0] if function.body else function, facts):
+            continue
+        own = _socket_parameters(function, facts)
+        picked = _picked_sockets(function, facts, registries, foreign)
+        for node in ast.walk(function):
+            if not isinstance(node, ast.Call):
+                continue
+            target = _send_target(node)
+            found = None
+            if target is not None and not (isinstance(target, ast.Name) and target.id in own):
+                if isinstance(target, ast.Name) and target.id in picked:
+                    found = picked[target.id]
+                elif not _stores_own_under_same_key(target, function, own):
+                    looked = _lookup(target, facts, registries, foreign)
+                    if looked is not None:
+                        found = ("a socket looked up in", node, looked[0], looked[1])
+            elif target is None:
+                # a socket picked out of the registry and handed on: the callee sends on it
+                handed = [a for a in list(node.args) + [k.value for k in node.keywords]
+                          if isinstance(a, ast.Name) and a.id in picked and picked[a.id][0] != _EVERY]
+                if handed:
+                    found = picked[handed[0].id]
+            if found is None:
+                continue
+            how, pick, registry, where = found
+            if id(pick) in reported:
+                continue
+            reported.add(id(pick))
+            yield rule.finding(
+                pick,
+                f"`{function.name}()` sends to {how} `{_shown(registry)}`, a registry of WebSocket connections "
+                "kept in this process's memory: it holds only the clients connected to this replica, so "
+                "clients of the other replicas never get the message (or their socket is not found).",
+                known.REGISTRY_INSTEAD,
+                related=[_place(where, registries_node(where, registry),
+                                f"`{_shown(registry)}` holds this process's connections")],
+            )
+
+
+_EVERY = "every connection in"
+
+
+def registries_node(facts: ModuleFacts, registry: str) -> ast.AST:
+    return _registries_of_module(facts).get(registry, facts.tree)
+
+
+def _shown(registry: str) -> str:
+    return registry.lstrip(".")
+
+
+def _lookup(target: ast.AST, facts: ModuleFacts, registries, foreign) -> Optional[Tuple[str, ModuleFacts]]:
+    key = _registry_at(target, registries) if isinstance(target, (ast.Subscript, ast.Call)) else None
+    if key is not None:
+        return key, facts
+    if isinstance(target, (ast.Subscript, ast.Call)):
+        return _foreign_registry(target, facts, foreign)
+    return None
+
+
+def _picked_sockets(function: FunctionNode, facts: ModuleFacts, registries, foreign) -> Dict[str, tuple]:
+    """Names bound to a member of a registry in ``function``: loop variables over it (a broadcast) and
+    ``ws = registry[0]`` / ``registry.get(user_id)`` (a socket picked out)."""
+    picked: Dict[str, tuple] = {}
+    own = _socket_parameters(function, facts)
+    for node in ast.walk(function):
+        if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, (ast.Name, ast.Tuple)):
+            if isinstance(node.iter, ast.Name) and node.iter.id in picked and picked[node.iter.id][0] == _EVERY:
+                found = picked[node.iter.id][2], picked[node.iter.id][3]  # the members of a group of the registry
+            else:
+                found = _registry_or_foreign(node.iter, facts, registries, foreign, iterated=True)
+            if found is None:
+                continue
+            names = [node.target] if isinstance(node.target, ast.Name) else [
+                e for e in node.target.elts if isinstance(e, ast.Name)]
+            for name in names:
+                picked[name.id] = (_EVERY, node, found[0], found[1])
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value.body if isinstance(node.value, ast.IfExp) else node.value
+            if isinstance(value, (ast.Subscript, ast.Call)):
+                if _stores_own_under_same_key(value, function, own):
+                    continue
+                found = _registry_or_foreign(value, facts, registries, foreign, iterated=False)
+                if found is not None:
+                    picked[node.targets[0].id] = ("a socket picked out of", node, found[0], found[1])
+    return picked
+
+
+def _stores_own_under_same_key(value: ast.AST, function: FunctionNode, own: Set[str]) -> bool:
+    """``registry[key]`` read back in the handler that stored its own socket under ``key``."""
+    if not own or not isinstance(value, ast.Subscript):
+        return False
+    key = ast.dump(value.slice)
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in own:
+            for target in node.targets:
+                if isinstance(target, ast.Subscript) and ast.dump(target.slice) == key:
+                    return True
+    return False
+
+
+def _registry_or_foreign(node: ast.AST, facts: ModuleFacts, registries, foreign, iterated: bool):
+    if iterated:
+        key = _registry_at(node, registries)
+        if key is not None:
+            return key, facts
+        return _foreign_registry(node, facts, foreign)
+    if isinstance(node, (ast.Subscript, ast.Call)):
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Attribute) and node.func.attr == "get"):
+            return None
+        key = _registry_at(node, registries)
+        if key is not None:
+            return key, facts
+        return _foreign_registry(node, facts, foreign)
+    return None
+
+
+_FOREIGN_REGISTRIES: Dict[Tuple[str, str], Optional[Tuple[str, ModuleFacts]]] = {}
+project.on_clear(_FOREIGN_REGISTRIES.clear)
+#: A module that keeps a registry of WebSocket connections says so in its bytes.
+_SOCKET_WORDS = (b"WebSocket", b"websocket", b".accept(")
+
+
+def _foreign_registry(node: ast.AST, facts: ModuleFacts, foreign) -> Optional[Tuple[str, ModuleFacts]]:
+    """A registry attribute (``manager.active_connections``) of a class in another module of the project:
+    found by the attribute's name among the files that mention it and a WebSocket (command line only; one
+    search per attribute name and project in a run)."""
+    if not facts.context.cross_file:
+        return None
+    while isinstance(node, (ast.Subscript, ast.Call)):
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Attribute):
+                return None
+            node = node.func.value
+            continue
+        node = node.value
+    if not isinstance(node, ast.Attribute) or (dotted(node) or "").startswith("self."):
+        return None
+    attr = "." + node.attr
+    root = project.search_root(facts)
+    key = (root, attr)
+    if key in _FOREIGN_REGISTRIES:
+        return _FOREIGN_REGISTRIES[key]
+    holders = []
+    for path in project.files_mentioning(node.attr, root):
+        text = project.read_bytes(path)
+        if not any(word in text for word in _SOCKET_WORDS):
+            continue
+        other = project.module_facts(path, facts.config)
+        if other is None or other.context.is_test:
+            continue
+        if attr in _registries_of_module(other):
+            holders.append(other)
+            if len(holders) > 1:
+                break
+    found = (attr, holders[0]) if len(holders) == 1 else None
+    _FOREIGN_REGISTRIES[key] = found
+    return found
+
+
+@register
+class InMemoryBroadcast(Rule):
+    code = "OG605"
+    name = "in-memory-broadcast"
+    summary = "a message sent to connections only this process holds: clients of the other replicas never get it"
+    triggers = known.BROADCAST_TRIGGERS
+    skips_tests = True
+    skips_migration_code = True
+
+    def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        if facts.context.is_test or facts.context.is_migration:
+            return
+        yield from _socketio_servers(self, facts)
+        yield from _channel_layers(self, facts)
+        yield from _registry_sends(self, facts)

@@ -1,0 +1,288 @@
+"""Fields of instances changed from their own value in one function, and the call that writes them
+back."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Set, Tuple
+
+from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, parent
+from ...knowledge import orm
+from ...analysis.names import dotted
+from ..redis_leases import short
+from .loads import (
+    Loaded, _ARITHMETIC, _OPERATOR, _loader_before, _session_matches, django_instance_loader, function_nodes, later,
+    target_names, unwrap)
+from .flow import (
+    _IN_PLACE, _LIST_GROWTH, _UPDATE_FIELDS, _arithmetic_on, _copied_field, _database_expression, _field_of,
+    _is_field, _is_name, _local_value_before, _merged, _reads, _reads_name, _subscript_root, _text, _tuple_branches,
+    plain_name)
+
+
+@dataclass
+class Change:
+    statement: ast.AST  # where it is reported: the arithmetic, or the value put back
+    instance: str
+    field: str
+    kind: str  # "arithmetic" | "merge" | "in place"
+    back: ast.AST  # the statement after which the instance holds the new value
+    op: str = "+"
+    amount: str = "k"
+
+
+class _Copy:
+    def __init__(self, instance: str, field: str) -> None:
+        self.instance, self.field = instance, field
+        self.first_change: Optional[ast.AST] = None
+        self.first_arithmetic: Optional[Tuple[ast.AST, str, str]] = None
+
+
+def _dominates(earlier: ast.stmt, later_node: ast.AST) -> bool:
+    """Whether ``earlier`` always runs before ``later_node``: it sits in a statement list that holds
+    ``later_node`` (or a block around it), before it."""
+    body_owner = parent(earlier)
+    if body_owner is None:
+        return False
+    for above in ancestors(later_node):
+        if above is body_owner:
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(above, name, None)
+                if isinstance(block, list) and any(s is earlier for s in block):
+                    child = later_node
+                    while parent(child) is not above:
+                        child = parent(child)
+                    return any(s is child for s in block)
+            return False
+    return False
+
+
+def _a_list(value: ast.AST, at: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """A list display or comprehension, or a local last bound to one."""
+    value = unwrap(value)
+    if isinstance(value, ast.Name):
+        bound = _local_value_before(value, at, function, facts)
+        value = unwrap(bound) if bound is not None else value
+    return isinstance(value, (ast.List, ast.ListComp))
+
+
+#: ``dict.update(other)``: a mapping merged into the one stored in the field.
+_DICT_MERGE = "update"
+
+
+def instance_changes(function: FunctionNode, facts: ModuleFacts) -> List[Change]:
+    """Fields of instances changed from their own value in this function, in source order."""
+    return facts.cached(f"instance_changes:{id(function)}", lambda _f: _instance_changes(function, facts))
+
+
+def _instance_changes(function: FunctionNode, facts: ModuleFacts) -> List[Change]:
+    changes: List[Change] = []
+    copies: Dict[str, _Copy] = {}
+    fresh: Dict[Tuple[str, str], List[ast.stmt]] = {}
+
+    def local_changed(name: str, node: ast.AST, value: Optional[ast.AST]) -> None:
+        copy = copies.get(name)
+        if copy is None:
+            return
+        if copy.first_change is None:
+            copy.first_change = node
+        if copy.first_arithmetic is None:
+            if isinstance(node, ast.AugAssign) and isinstance(node.op, _ARITHMETIC):
+                copy.first_arithmetic = (node, _OPERATOR[type(node.op)], short(node.value, 30))
+            elif value is not None:
+                binop = _arithmetic_on(value, lambda n: _is_name(n, name))
+                if binop is not None:
+                    copy.first_arithmetic = (node, _OPERATOR[type(binop.op)], short(binop.right, 30))
+
+    def add(statement: ast.AST, instance: str, field: str, kind: str, back: ast.AST, op: str = "+",
+            amount: str = "k") -> None:
+        if any(_dominates(s, statement) for s in fresh.get((instance, field), ())):
+            return  # the field was just set from something else (a COUNT, a constant): no stale row value
+        if _database_expression(back, facts):
+            return
+        changes.append(Change(statement, instance, field, kind, back, op, amount))
+
+    for node in function_nodes(function, facts):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            pairs = [(t, value) for t in targets]
+            for target in targets:
+                for branch in _tuple_branches(value):
+                    if isinstance(target, ast.Tuple) and len(branch.elts) == len(target.elts):
+                        pairs.extend(zip(target.elts, branch.elts))
+            for target, value in pairs:
+                if isinstance(target, ast.Name):
+                    name = target.id
+                    copied = _copied_field(value)
+                    if copied is not None:
+                        copies[name] = _Copy(*copied)
+                    elif name in copies:
+                        reads_local = lambda n, local=name: _is_name(n, local)  # noqa: E731
+                        if (_arithmetic_on(value, reads_local) is not None or _merged(value, reads_local)
+                                or isinstance(unwrap(value), (ast.ListComp, ast.DictComp, ast.SetComp))
+                                and _reads_name(value, name)):
+                            local_changed(name, node, value)
+                        elif not _reads_name(value, name):
+                            del copies[name]
+                elif isinstance(target, ast.Subscript):
+                    root = _subscript_root(target)
+                    if isinstance(root, ast.Name):
+                        local_changed(root.id, node, value)
+                    elif (field_of := _field_of(root)) is not None and (
+                            binop := _arithmetic_on(value, lambda n, f=field_of: _is_field(n, *f))) is not None:
+                        # ``obj.counts[k] = obj.counts.get(k, 0) + 1``: a counter kept in a JSON column.  A plain
+                        # ``obj.meta[k] = v`` is not reported: it sets a key, it does not compute from one.
+                        add(node, *field_of, "arithmetic", node, _OPERATOR[type(binop.op)], short(binop.right, 30))
+                elif isinstance(target, ast.Attribute) and (field_of := _field_of(target)) is not None:
+                    instance, field = field_of
+                    unwrapped = unwrap(value)
+                    copy = copies.get(unwrapped.id) if isinstance(unwrapped, ast.Name) else None
+                    reads_field = lambda n, i=instance, f=field: _reads(n, i, f)  # noqa: E731
+                    is_field = lambda n, i=instance, f=field: _is_field(n, i, f)  # noqa: E731
+                    if copy is not None and (copy.instance, copy.field) == field_of and copy.first_change is not None:
+                        if copy.first_arithmetic is not None:
+                            at, op, amount = copy.first_arithmetic
+                            add(at, instance, field, "arithmetic", node, op, amount)
+                        else:
+                            add(node, instance, field, "merge", node)
+                    elif (binop := _arithmetic_on(value, is_field)) is not None:
+                        other = binop.right if reads_field(binop.left) else binop.left
+                        add(node, instance, field, "arithmetic", node, _OPERATOR[type(binop.op)], short(other, 30))
+                    elif _merged(value, is_field):
+                        add(node, instance, field, "merge", node)
+                    elif isinstance(unwrapped, ast.Name):
+                        bound = _local_value_before(unwrapped, node, function, facts)
+                        binop = _arithmetic_on(bound, is_field) if bound is not None else None
+                        if binop is not None:
+                            other = binop.right if reads_field(binop.left) else binop.left
+                            add(node, instance, field, "arithmetic", node, _OPERATOR[type(binop.op)],
+                                short(other, 30))
+                        elif copy is None and isinstance(node, ast.stmt):
+                            fresh.setdefault(field_of, []).append(node)
+                    elif not reads_field(value) and isinstance(node, ast.stmt):
+                        fresh.setdefault(field_of, []).append(node)
+        elif isinstance(node, ast.AugAssign):
+            target = node.target
+            if isinstance(target, ast.Attribute) and (field_of := _field_of(target)) is not None:
+                if isinstance(node.op, ast.Add) and _a_list(node.value, node, function, facts):
+                    # ``obj.tags += [x]``: a list grown, like ``extend`` (on SQLAlchemy a relationship collection
+                    # gaining link rows, which is why "in place" is reported only with a Django save).
+                    add(node, *field_of, "in place", node)
+                elif isinstance(node.op, _ARITHMETIC) and not _text(node.value):
+                    add(node, *field_of, "arithmetic", node, _OPERATOR[type(node.op)], short(node.value, 30))
+            elif isinstance(target, ast.Name):
+                local_changed(target.id, node, None)
+            elif isinstance(target, ast.Subscript):
+                root = _subscript_root(target)
+                if isinstance(root, ast.Name):
+                    local_changed(root.id, node, None)
+                elif (field_of := _field_of(root)) is not None and isinstance(node.op, _ARITHMETIC):
+                    add(node, *field_of, "arithmetic", node, _OPERATOR[type(node.op)], short(node.value, 30))
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                root = _subscript_root(target) if isinstance(target, ast.Subscript) else None
+                if isinstance(root, ast.Name):
+                    local_changed(root.id, node, None)
+        elif (isinstance(node, ast.Expr) and isinstance(unwrap(node.value), ast.Call)
+              and isinstance(unwrap(node.value).func, ast.Attribute) and unwrap(node.value).func.attr in _IN_PLACE):
+            method = unwrap(node.value).func
+            receiver = _subscript_root(method.value)
+            if isinstance(receiver, ast.Name):
+                local_changed(receiver.id, node, None)
+            elif method.attr in _LIST_GROWTH and receiver is method.value and (
+                    field_of := _field_of(receiver)) is not None:
+                add(node, *field_of, "in place", node)
+            elif (method.attr == _DICT_MERGE and receiver is method.value and len(unwrap(node.value).args) == 1
+                  and not unwrap(node.value).keywords and (field_of := _field_of(receiver)) is not None):
+                # ``obj.meta.update(extra)``: a JSON column merged in place.  One positional mapping only: a
+                # related manager's ``obj.items.update(flag=True)`` takes keywords and is one UPDATE.
+                add(node, *field_of, "in place", node)
+    return changes
+
+
+def _update_fields(call: ast.Call) -> Optional[Set[str]]:
+    """The fields ``save(update_fields=[...])`` names; None when it writes every field (or they are not literal)."""
+    for keyword in call.keywords:
+        if keyword.arg == _UPDATE_FIELDS:
+            value = keyword.value
+            if isinstance(value, (ast.List, ast.Tuple, ast.Set)) and all(
+                    isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
+                return {e.value for e in value.elts}
+            return None
+    return None
+
+
+def _written_back(change: Change, function: FunctionNode, facts: ModuleFacts,
+                  bindings: Dict[str, List[Tuple[ast.AST, Loaded]]]) -> Optional[ast.Call]:
+    """The call after ``change`` that stores the instance's new value in the database."""
+    instance, field = change.instance, change.field
+    loaded = _loader_before(bindings.get(instance, []), change.back)
+    nodes = function_nodes(function, facts)
+    added_to: Set[str] = set()
+    for node in nodes:
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        name, receiver = node.func.attr, node.func.value
+        if name in ("add", "merge") and len(node.args) == 1 and plain_name(node.args[0]) == instance:
+            spelled = dotted(receiver)
+            if name == "merge" and later(node, change.back):
+                return node
+            if spelled is not None:
+                added_to.add(spelled)
+            continue
+        if not later(node, change.back):
+            continue
+        if change.kind == "in place" and name not in orm.DJANGO_SAVE:
+            continue
+        if name in orm.DJANGO_SAVE and plain_name(receiver) == instance:
+            fields = _update_fields(node)
+            if fields is None or field in fields:
+                return node
+        elif name in orm.SA_FLUSH and not node.args:
+            spelled = dotted(receiver)
+            if spelled in added_to:
+                return node
+            if loaded is not None and loaded.framework == "sqlalchemy" and _session_matches(loaded.session, receiver):
+                return node
+        elif name in ("update", "aupdate", "values") and any(
+                keyword.arg == field and _reads(keyword.value, instance, field) for keyword in node.keywords):
+            return node
+    return None
+
+
+def _fresh_object(instance: str, change: Change, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """The instance was built in this function (``obj = Model(...)``) and never loaded: no other writer has it."""
+    statements = [node for node in function_nodes(function, facts)
+                  if isinstance(node, ast.stmt) and later(change.statement, node)]
+    if any(isinstance(node, ast.Assign) and len(node.targets) == 1
+           and _field_of(node.targets[0]) in ((instance, "pk"), (instance, "id"))
+           and isinstance(node.value, ast.Constant) and node.value.value is None for node in statements):
+        return True  # ``obj.pk = None``: the save inserts a copy as a new row
+    bindings = []
+    for node in statements:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == instance for t in node.targets):
+            bindings.append(unwrap(node.value))
+        elif isinstance(node, (ast.For, ast.AsyncFor)) and instance in target_names(node.target):
+            return False
+        elif isinstance(node, (ast.With, ast.AsyncWith)) and any(
+                item.optional_vars is not None and instance in target_names(item.optional_vars) for item in node.items):
+            return False
+    return bool(bindings) and all(_constructs(binding, facts) for binding in bindings)
+
+
+def _constructs(value: ast.AST, facts: ModuleFacts) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    last = (dotted(value.func) or "").rsplit(".", 1)[-1]
+    return bool(last) and last[0].isupper() and django_instance_loader(value, facts) is None
+
+
+def _functions_writing_instances(facts: ModuleFacts) -> List[FunctionNode]:
+    """Functions that write an instance back (``save``, ``commit``, ``flush``, ``merge``, ``update``): the only
+    ones OG301's instance check needs to read."""
+    found: Dict[int, FunctionNode] = {}
+    for call in facts.calls_named(*orm.DJANGO_SAVE, *orm.SA_FLUSH, "merge", "update", "aupdate", "values"):
+        function = facts.enclosing_function(call)
+        if function is not None:
+            found.setdefault(id(function), function)
+    return list(found.values())

@@ -1,0 +1,134 @@
+"""Read-modify-write through a project's own keyed store: ``store.get_report(rid)``, the record merged or
+changed in Python, ``store.upsert_report(rid, merged)``.
+
+The read and the write are two calls on one store object for one key; whatever the store keeps (a table, a
+file, a document database, a remote cache), a writer that reads the same key between them loses its change
+to this write.  The pair is recognised by its verbs and its shared noun (``get_``/``load_``/``fetch_`` then
+``set_``/``put_``/``upsert_``/``save_``/...), the same receiver and the same key, and by the value written
+being computed from the value read: the data flow is the evidence, not the names.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Iterable, List, Optional, Tuple
+
+from ...analysis.facts import FunctionNode, ModuleFacts
+from ...model import Diagnostic
+from ..redis_leases import redis_call, short
+from .flow import Flow, _merged, plain_name
+from .loads import function_nodes, later
+from .stores import _changed_in_place, _in_process_only
+
+#: Verbs of a store method that returns a stored record by key, and of one that stores a record by key.
+READ_VERBS = ("get", "load", "fetch", "read", "find")
+WRITE_VERBS = ("set", "put", "upsert", "save", "store", "update", "write", "replace")
+
+
+def _verb_and_noun(method: str, verbs: Tuple[str, ...]) -> Optional[str]:
+    for verb in verbs:
+        if method.startswith(verb + "_") and len(method) > len(verb) + 1:
+            return method[len(verb) + 1:]
+    return None
+
+
+def _key(call: ast.Call) -> Optional[str]:
+    """The key a store call names: its first positional argument, or a keyword that says it is one."""
+    if call.args and not isinstance(call.args[0], ast.Starred):
+        return ast.dump(call.args[0])
+    for keyword in call.keywords:
+        if keyword.arg and (keyword.arg in ("key", "id", "pk", "name") or keyword.arg.endswith("_id")):
+            return ast.dump(keyword.value)
+    return None
+
+
+def _written_values(call: ast.Call) -> List[ast.AST]:
+    return list(call.args[1:]) + [k.value for k in call.keywords if k.arg and not (
+        k.arg in ("key", "id", "pk", "name") or k.arg.endswith("_id"))]
+
+
+def keyed_round_trips(function: FunctionNode, facts: ModuleFacts) -> Iterable[Tuple[ast.Call, ast.Call, ast.AST]]:
+    """(read, write, where the value read is changed) for each store write in ``function`` whose value is
+    computed from a read of the same key through the same receiver earlier in the function."""
+    reads: List[Tuple[ast.Call, str, str, str]] = []
+    for node in function_nodes(function, facts):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        receiver = plain_name(node.func.value)
+        key = _key(node)
+        if receiver is None or key is None or _in_process_only(node) or not _receiver_seen(receiver, function, facts):
+            continue
+        if redis_call(node, facts) is not None:
+            continue  # a Redis client or cache (wrapper): the store checks judge it by its commands
+        noun = _verb_and_noun(node.func.attr, READ_VERBS)
+        if noun is not None:
+            reads.append((node, receiver, noun, key))
+            continue
+        noun = _verb_and_noun(node.func.attr, WRITE_VERBS)
+        if noun is None:
+            continue
+        matching = [read for read, r, n, k in reads if (r, n, k) == (receiver, noun, key) and later(node, read)]
+        if not matching:
+            continue
+        read_ids = {id(read) for read in matching}
+        flow = Flow(function, facts, lambda n, ids=read_ids: id(n) in ids)
+        for value in _written_values(node):
+            if flow.arithmetic(value) or _merged(value, flow.reads_here):
+                yield matching[-1], node, node
+                break
+            if _merged_through_local(value, flow):
+                yield matching[-1], node, _last_assignment(value.id, node, function, facts) or node
+                break
+            changed = _changed_in_place(value, flow, matching[-1], node, function, facts)
+            if changed is not None:
+                yield matching[-1], node, changed
+                break
+
+
+def _last_assignment(name: str, before: ast.AST, function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:
+    found = None
+    for node in function_nodes(function, facts):
+        if isinstance(node, ast.Assign) and later(before, node) and any(
+                isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            found = node
+    return found
+
+
+def _receiver_seen(receiver: str, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """Where the store object comes from is written down: an import, a module-level object, an attribute of
+    ``self``, a local bound in the function, or an annotated parameter.  An unannotated parameter may be any
+    object (a dict wrapper in this process) and proves nothing."""
+    head = receiver.split(".", 1)[0]
+    arguments = function.args
+    for argument in arguments.posonlyargs + arguments.args + arguments.kwonlyargs:
+        if argument.arg == head:
+            return head in ("self", "cls") or argument.annotation is not None
+    return True
+
+
+def _merged_through_local(value: ast.AST, flow: Flow) -> bool:
+    """``updated = {**existing, ...}`` then ``upsert(key, updated)``: the local holds the merge."""
+    return isinstance(value, ast.Name) and value.id in flow.tainted and value.id in flow.merged
+
+
+class KeyedStoreChecks:
+    """OG301 on a project's keyed store (mixed into the rule)."""
+
+    def _keyed_stores(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        functions = {}
+        for call in facts.calls:
+            if isinstance(call.func, ast.Attribute) and _verb_and_noun(call.func.attr, WRITE_VERBS):
+                function = facts.enclosing_function(call)
+                if function is not None:
+                    functions.setdefault(id(function), function)
+        for function in functions.values():
+            for read, write, changed in keyed_round_trips(function, facts):
+                yield self.finding(
+                    changed,
+                    f"The record `{short(read, 40)}` read on line {read.lineno} is changed in Python and stored "
+                    f"again whole by `{short(write, 50)}` on line {write.lineno}: a change another replica (or "
+                    f"request) stores for the same key in between is overwritten.",
+                    "Make the read and the write one step the store serialises: a conditional write that matches a "
+                    "version read with the record (and a retry when it no longer matches), a row lock or "
+                    "transaction around both, or a store method that changes only the fields given "
+                    "(`UPDATE ... SET field = :value`, `jsonb_set`, a document `$set`).",
+                )

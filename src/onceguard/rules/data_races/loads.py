@@ -1,0 +1,430 @@
+"""Where a row comes from: attribute and call chains, Django and SQLAlchemy loaders, the bindings of
+loaded instances in one function, and the model classes and methods a loader names."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+from ...project import index as project
+from ...analysis.executed_sql import bound_value
+from ...analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ...analysis.handles import Handles
+from ...knowledge import orm
+from ...analysis.names import dotted
+
+
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
+_OPERATOR = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+             ast.Pow: "**"}
+
+
+# -- chains --------------------------------------------------------------------------------------------
+
+#: An attribute/call chain from its head outwards: (attribute or method name, the Call/Subscript or None).
+Links = List[Tuple[str, Optional[ast.AST]]]
+
+
+def unwrap(node: ast.AST) -> ast.AST:
+    while isinstance(node, ast.Await):
+        node = node.value
+    return node
+
+
+def chain(expr: ast.AST) -> Tuple[ast.AST, Links]:
+    """``Job.objects.filter(a)[:5].first()`` -> (``Job``, [("objects", None), ("filter", call), ("[]", sub),
+    ("first", call)]).  A call of a plain name (``select(Job)``) is a head."""
+    links: Links = []
+    node = unwrap(expr)
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            links.append((node.func.attr, node))
+            node = node.func.value
+        elif isinstance(node, ast.Attribute):
+            links.append((node.attr, None))
+            node = node.value
+        elif isinstance(node, ast.Subscript):
+            links.append(("[]", node))
+            node = node.value
+        elif isinstance(node, ast.Await):
+            node = node.value
+        else:
+            break
+    links.reverse()
+    return node, links
+
+
+def names_in(node: ast.AST) -> Set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def target_names(target: ast.AST) -> List[str]:
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+
+
+def later(node: ast.AST, than: ast.AST) -> bool:
+    return (node.lineno, node.col_offset) > (than.lineno, than.col_offset)
+
+
+def function_nodes(function: FunctionNode, facts: ModuleFacts) -> List[ast.AST]:
+    return facts.cached(f"function_nodes:{id(function)}", lambda _f: list(walk_no_nested_functions(function)))
+
+
+def module_imports_any(facts: ModuleFacts, modules: Iterable[str]) -> bool:
+    heads = {target.split(".", 1)[0] for target in facts.imports.aliases.values()}
+    return any(module in heads for module in modules)
+
+
+# -- Django ---------------------------------------------------------------------------------------------
+
+
+#: Flask-SQLAlchemy's ``Model.query`` writes through whatever ``<db>.session`` the app commits.
+FLASK_SESSION = "<flask-sqlalchemy session>"
+
+
+@dataclass
+class Loaded:
+    """Where a model instance (or rows) came from."""
+
+    framework: str  # "django" | "sqlalchemy"
+    model: str
+    call: ast.AST  # the loader expression
+    locked: bool
+    session: Optional[str] = None  # SQLAlchemy: the dotted session the write must go through
+
+
+def django_queryset(expr: ast.AST) -> Optional[Tuple[str, Links]]:
+    """(model, links after the manager) when ``expr`` is ``Model.objects....``."""
+    head, links = chain(expr)
+    for index, (name, call) in enumerate(links):
+        if name in orm.DJANGO_MANAGERS and call is None:
+            model = dotted(head) if not links[:index] else ".".join(
+                [dotted(head) or "?"] + [n for n, _ in links[:index]])
+            if model is None:
+                return None
+            return model, links[index + 1:]
+    return None
+
+
+def django_instance_loader(expr: ast.AST, facts: ModuleFacts) -> Optional[Loaded]:
+    expr = unwrap(expr)
+    if isinstance(expr, ast.Call) and facts.callee(expr) in orm.DJANGO_SHORTCUT_LOADERS and expr.args:
+        first = expr.args[0]
+        queryset = django_queryset(first)
+        if queryset is not None:
+            model, links = queryset
+            return Loaded("django", model, expr, any(n == orm.DJANGO_ROW_LOCK for n, _ in links))
+        return Loaded("django", dotted(first) or "Model", expr, False)
+    queryset = django_queryset(expr)
+    if queryset is None:
+        return None
+    model, links = queryset
+    if not links:
+        return None
+    last = links[-1][0]
+    if last in orm.DJANGO_INSTANCE_LOADERS or last in orm.DJANGO_PAIR_LOADERS or (
+            last == "[]" and isinstance(links[-1][1].slice, ast.Constant)):
+        return Loaded("django", model, expr, any(n == orm.DJANGO_ROW_LOCK for n, _ in links))
+    return None
+
+
+# -- SQLAlchemy -------------------------------------------------------------------------------------------
+
+
+def sa_statement(node: ast.AST, facts: ModuleFacts) -> Optional[Tuple[str, Links, ast.Call]]:
+    """(model, links, select call) for ``select(Model).where(...)...``, following one name binding."""
+    node = unwrap(node)
+    if isinstance(node, ast.Name):
+        value = bound_value(node, facts)
+        if value is None:
+            return None
+        node = unwrap(value)
+    head, links = chain(node)
+    if isinstance(head, ast.Call) and facts.callee(head) in orm.SA_SELECT and head.args:
+        return dotted(head.args[0]) or "Model", links, head
+    return None
+
+
+def _is_sa_session(receiver: ast.AST, facts: ModuleFacts) -> bool:
+    handle = Handles.of_module(facts).of(receiver)
+    return handle is not None and handle.library == "sqlalchemy"
+
+
+def sa_source(expr: ast.AST, facts: ModuleFacts, many: bool) -> Optional[Loaded]:
+    """An SQLAlchemy expression that loads one instance (``many=False``) or rows of instances (``many=True``)."""
+    expr = unwrap(expr)
+    head, links = chain(expr)
+    if not links:
+        return None
+    terminals = orm.SA_MANY if many else orm.SA_ONE
+    # session.get(Model, pk)
+    if not many and len(links) == 1 and links[0][0] in orm.SA_SESSION_GET and isinstance(expr, ast.Call):
+        if len(expr.args) >= 2 and _is_sa_session(expr.func.value, facts):
+            locked = any(k.arg == orm.SA_ROW_LOCK_KEYWORD and not _falsy(k.value) for k in expr.keywords)
+            return Loaded("sqlalchemy", dotted(expr.args[0]) or "Model", expr, locked, dotted(expr.func.value))
+        return None
+    for index, (name, call) in enumerate(links):
+        if call is None or not isinstance(call, ast.Call):
+            continue
+        rest = links[index + 1:]
+        session_node = call.func.value
+        if name == orm.SA_QUERY and call.args:
+            if not (_is_sa_session(session_node, facts) or module_imports_any(facts, orm.SA_MODULES)):
+                return None
+            if not _ends_with(rest, terminals, many, orm.SA_QUERY_METHODS):
+                return None
+            locked = any(n == orm.SA_ROW_LOCK for n, _ in rest)
+            return Loaded("sqlalchemy", dotted(call.args[0]) or "Model", expr, locked, dotted(session_node))
+        if name in orm.SA_EXECUTE and call.args:
+            statement = sa_statement(call.args[0], facts)
+            if statement is None:
+                return None
+            model, statement_links, _ = statement
+            # session.scalar(select(M)) returns the instance itself.
+            if not rest and not (name == "scalar" and not many) and not (many and name in ("scalars", "exec")):
+                return None
+            last = terminals | {"scalars"} if many else terminals
+            if rest and not _ends_with(rest, last, many, frozenset({"scalars", "unique"})):
+                return None
+            locked = any(n == orm.SA_ROW_LOCK for n, _ in statement_links)
+            return Loaded("sqlalchemy", model, expr, locked, dotted(session_node))
+    # Flask-SQLAlchemy: Model.query.filter_by(...).first()
+    if (isinstance(head, ast.Name) and links[0] == ("query", None)
+            and module_imports_any(facts, orm.SA_MODULES)
+            and _ends_with(links[1:], terminals, many, orm.SA_QUERY_METHODS)):
+        return Loaded("sqlalchemy", head.id, expr, any(n == orm.SA_ROW_LOCK for n, _ in links), FLASK_SESSION)
+    return None
+
+
+def _ends_with(links, terminals, many: bool, between) -> bool:
+    """The chain after the loader: query methods, then one terminal (rows may also be iterated directly)."""
+    if not links:
+        return many
+    *middle, (last, _) = links
+    return last in terminals and all(name in between for name, _ in middle)
+
+
+def _falsy(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and not node.value
+
+
+def _session_matches(session: Optional[str], receiver: ast.AST) -> bool:
+    """Whether ``receiver`` is the session the rows were loaded through."""
+    spelled = dotted(receiver) or ""
+    if session == FLASK_SESSION:
+        return spelled.endswith("session")
+    return spelled == session
+
+
+#: Module names that hold test helpers (Django's ``tests.py``, a package's ``test.py`` of fixtures).
+_TEST_MODULES = frozenset({"test.py", "tests.py", "testing.py"})
+
+
+def _single_process(facts: ModuleFacts) -> bool:
+    """Tests, data migrations and operator commands (``manage.py …``, scripts) run in one process, once:
+    nothing interleaves with them."""
+    context = facts.context
+    return (context.is_test or context.is_migration or context.is_operator_entrypoint
+            or context.filename in _TEST_MODULES)
+
+
+def _instance_bindings(function: FunctionNode, facts: ModuleFacts) -> Dict[str, List[Tuple[ast.AST, Loaded]]]:
+    """name -> [(assignment, loader)] for names bound to one ORM instance in this function."""
+    table: Dict[str, List[Tuple[ast.AST, Loaded]]] = {}
+    for node in function_nodes(function, facts):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        if isinstance(node, ast.Assign):
+            target = node.targets[0] if len(node.targets) == 1 else None
+        else:
+            target = node.target
+        if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name):
+            name = target.elts[0].id  # obj, created = Model.objects.get_or_create(...)
+        elif isinstance(target, ast.Name):
+            name = target.id
+        else:
+            continue
+        loaded = (django_instance_loader(node.value, facts) or sa_source(node.value, facts, many=False)
+                  or _session_get(node.value, facts))
+        if loaded is not None:
+            table.setdefault(name, []).append((node, loaded))
+    return table
+
+
+def _core_reads(model: str, before: ast.AST, function: FunctionNode, facts: ModuleFacts) -> Dict[int, Optional[str]]:
+    """Calls before ``before`` that run an unlocked ``select(model)`` / ``select(model.col)``: id -> column
+    (None for the whole row)."""
+    found: Dict[int, Optional[str]] = {}
+    for node in function_nodes(function, facts):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in orm.SA_EXECUTE and node.args and later(before, node)):
+            continue
+        statement = sa_statement(node.args[0], facts)
+        if statement is None:
+            continue
+        selected, statement_links, select_call = statement
+        if any(name == orm.SA_ROW_LOCK for name, _ in statement_links):
+            continue
+        for argument_node in select_call.args:
+            spelled = dotted(argument_node) or ""
+            if spelled == model:
+                found[id(node)] = None
+            elif spelled.rpartition(".")[0] == model:
+                found[id(node)] = spelled.rpartition(".")[2]
+    return found
+
+
+def _names_compared(links: Links) -> Set[str]:
+    """Columns the UPDATE's WHERE mentions (``.where(M.version == v)``, ``.filter_by(meta=old)``): a
+    compare-and-set on the value written."""
+    names: Set[str] = set()
+    for name, call in links:
+        if name in orm.PICKUP_FILTER_METHODS and isinstance(call, ast.Call):
+            names.update(k.arg for k in call.keywords if k.arg)
+            names.update(n.attr for a in call.args for n in ast.walk(a) if isinstance(n, ast.Attribute))
+    return names
+
+
+#: Class-body calls that declare a mapped column: SQLAlchemy ``Column``/``mapped_column``, Django ``*Field``.
+_COLUMN_CALLS = frozenset({"Column", "mapped_column", "relationship", "ForeignKey"})
+
+
+def _model_columns(cls: ast.ClassDef, facts: ModuleFacts) -> Set[str]:
+    """The columns a mapped model class declares in its body (SQLAlchemy ``Column``/``mapped_column``,
+    Django ``models.*Field``); empty for any other class (a serializer's fields are not columns)."""
+    def build(_facts: ModuleFacts) -> Set[str]:
+        columns: Set[str] = set()
+        for statement in cls.body:
+            if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.value is None:
+                continue
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            value = unwrap(statement.value)
+            if not isinstance(value, ast.Call):
+                continue
+            spelled = dotted(value.func) or ""
+            qualified = facts.callee(value) or ""
+            if (spelled.rsplit(".", 1)[-1] in _COLUMN_CALLS
+                    or spelled.endswith("Field") and (qualified.startswith("django.") or spelled.startswith("models."))):
+                columns.update(t.id for t in targets if isinstance(t, ast.Name))
+        return columns
+
+    return facts.cached(f"model_columns:{id(cls)}", build)
+
+
+def _model_method(model: str, method: str, facts: ModuleFacts) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
+    """The ``def`` of ``Model.method`` for a model named in a loader: in this module, or where the model's
+    import points (following one re-export through a package ``__init__``)."""
+    head, _, rest = model.partition(".")
+    if not rest:
+        for cls in facts.classes:
+            if cls.name == model and facts.enclosing_class(cls) is None:
+                for statement in cls.body:
+                    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == method:
+                        return statement, facts
+                return None
+    qualified = facts.imports.aliases.get(head)
+    if qualified is None:
+        return None
+    qualified = f"{qualified}.{rest}" if rest else qualified
+    roots = project.roots_for(facts)
+    found = project.find_function(f"{qualified}.{method}", facts.config, roots)
+    if found is not None:
+        return found
+    module, _, name = qualified.rpartition(".")
+    path = project.module_path(module, roots)
+    other = project.module_facts(path, facts.config) if path else None
+    target = other.imports.aliases.get(name) if other is not None else None
+    if target is None or target == qualified:
+        return None
+    return project.find_function(f"{target}.{method}", facts.config, roots)
+
+
+def _session_get(expr: ast.AST, facts: ModuleFacts) -> Optional[Loaded]:
+    """``await session.get(User, user_id)`` on a session whose origin is a project helper
+    (``async with get_db() as session``): in a module that imports SQLAlchemy, a mapped class and a key
+    are enough; the later ``session.commit()`` on the same name is the write."""
+    expr = unwrap(expr)
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr in orm.SA_SESSION_GET and len(expr.args) >= 2):
+        return None
+    model = dotted(expr.args[0]) or ""
+    if not model.rsplit(".", 1)[-1][:1].isupper() or not module_imports_any(facts, orm.SA_MODULES):
+        return None
+    locked = any(k.arg == orm.SA_ROW_LOCK_KEYWORD and not _falsy(k.value) for k in expr.keywords)
+    return Loaded("sqlalchemy", model, expr, locked, dotted(expr.func.value))
+
+
+def _loader_before(bindings: List[Tuple[ast.AST, Loaded]], node: ast.AST) -> Optional[Loaded]:
+    found = None
+    for assignment, loaded in bindings:
+        if later(node, assignment):
+            found = loaded
+    return found
+
+
+def _relocked_before(instance: str, node: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """``ti.refresh_from_db(lock_for_update=True)`` / ``session.refresh(ti, with_for_update=True)`` before
+    the change: the instance was re-read under a row lock."""
+    for call in function_nodes(function, facts):
+        if not (isinstance(call, ast.Call) and later(node, call)):
+            continue
+        if not any(k.arg in orm.ROW_LOCK_KEYWORDS and not _falsy(k.value) for k in call.keywords):
+            continue
+        receiver = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
+        if receiver == instance or any(dotted(a) == instance for a in call.args):
+            return True
+    return False
+
+
+def column_type(model: Optional[str], field: str, facts: ModuleFacts,
+                cls: Optional[ast.ClassDef] = None) -> Optional[str]:
+    """"number", "text" or "json" for a column a model class declares (``models.TextField()``,
+    ``Column(JSONB)``, ``Mapped[dict]``); None when the class or the column is not seen."""
+    where = facts
+    if cls is None and model:
+        found = _model_class(model, facts)
+        if found is None:
+            return None
+        cls, where = found
+    if cls is None:
+        return None
+    for statement in cls.body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else (
+            [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        if not any(isinstance(t, ast.Name) and t.id == field for t in targets):
+            continue
+        names = []
+        if isinstance(statement, ast.AnnAssign):
+            names.extend(_type_names(statement.annotation))
+        if statement.value is not None and isinstance(unwrap(statement.value), ast.Call):
+            call = unwrap(statement.value)
+            names.append((dotted(call.func) or "").rsplit(".", 1)[-1])
+            names.extend(n for a in call.args for n in _type_names(a))
+            names.extend(n for k in call.keywords if k.arg in ("type_", "sa_type") for n in _type_names(k.value))
+        for name in names:
+            if name in orm.JSON_COLUMN_TYPES:
+                return "json"
+            if name in orm.TEXT_COLUMN_TYPES:
+                return "text"
+            if name in orm.NUMBER_COLUMN_TYPES:
+                return "number"
+        return None
+    return None
+
+
+def _type_names(node: ast.AST) -> List[str]:
+    """``Mapped[Optional[dict]]`` -> ["Mapped", "Optional", "dict"]; ``String(50)`` -> ["String"]."""
+    return [(dotted(n) or "").rsplit(".", 1)[-1] for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))]
+
+
+def _model_class(model: str, facts: ModuleFacts):
+    head, _, rest = model.partition(".")
+    if not rest:
+        for cls in facts.classes:
+            if cls.name == model and facts.enclosing_class(cls) is None:
+                return cls, facts
+    qualified = facts.imports.aliases.get(head)
+    if qualified is None or qualified.startswith("."):
+        return None
+    qualified = f"{qualified}.{rest}" if rest else qualified
+    return project.find_class(qualified, facts.config, project.roots_for(facts))

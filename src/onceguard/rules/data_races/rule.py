@@ -1,0 +1,330 @@
+"""OG301: a value read, changed in Python and written back."""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+from ...analysis.facts import FunctionNode, ModuleFacts
+from ..fix_plans import orm_update_fix
+from ...knowledge import orm
+from ...model import Diagnostic
+from ..registry import register
+from .. import next_numbers
+from ..base import Rule
+from ..redis_leases import short
+from .stores import StoreChecks
+from .keyed_stores import KeyedStoreChecks
+from .sql_reads import SqlChecks
+from .loads import (
+    Loaded, _instance_bindings, column_type, _loader_before, _model_columns, _model_method, _relocked_before, _single_process,
+    django_instance_loader, function_nodes, later, module_imports_any, sa_source, unwrap)
+from .flow import Flow, _first_arithmetic, _keyed, plain_name
+from .writers import sole_writer
+from .changes import Change, _fresh_object, _functions_writing_instances, _written_back, instance_changes
+
+
+_GETTER, _SETTER = "get_", "set_"
+
+
+def _accessor_write(read: ast.Call, receiver: str, name: str, function: FunctionNode,
+                    facts: ModuleFacts) -> Optional[ast.Call]:
+    for node in function_nodes(function, facts):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and later(node, read)
+                and plain_name(node.func.value) == receiver):
+            continue
+        if node.func.attr == _SETTER + name and node.args:
+            return node
+        if any(isinstance(a, ast.Dict) and any(isinstance(k, ast.Constant) and k.value == name for k in a.keys)
+               for a in node.args):
+            return node
+    return None
+
+
+@register
+class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
+    code = "OG301"
+    name = "read-modify-write"
+    summary = "a value read, changed in Python and written back, so concurrent updates are lost"
+    triggers = orm.READ_MODIFY_WRITE_TRIGGERS + orm.NEXT_NUMBER_TRIGGERS
+    skips_tests = True
+    skips_migration_code = True
+
+    def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        if _single_process(facts):
+            return
+        seen = set()
+        for finding in self._all(facts):
+            place = (finding.line, finding.column)
+            if place not in seen:  # one statement, one finding (a cache wrapper is also a keyed store)
+                seen.add(place)
+                yield finding
+
+    def _all(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        yield from self._orm(facts)
+        yield from self._raw_sql(facts)
+        yield from self._core_updates(facts)
+        yield from self._model_methods(facts)
+        yield from self._accessors(facts)
+        yield from self._remote_dicts(facts)
+        yield from self._redis(facts)
+        yield from self._keyed_stores(facts)
+        yield from self._next_numbers(facts)
+        yield from self._discarded_locks(facts)
+
+    # a row lock whose result is thrown away, then a model method on an instance loaded before it ------------
+    def _discarded_locks(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        """``Summary.objects.select_for_update().filter(pk=s.pk).first()`` as a statement: the row is locked,
+        but the code goes on with the instance it loaded before the lock.  A method of that model which
+        changes ``self`` from its own values then computes from a stale read, and its save writes it over
+        whatever the previous lock holder wrote."""
+        lockers = {id(function): function for call in facts.calls_named(*orm.ROW_LOCKS)
+                   for function in [facts.enclosing_function(call)] if function is not None}
+        for function in lockers.values():
+            nodes = function_nodes(function, facts)
+            locks = [(node, loaded) for node in nodes if isinstance(node, ast.Expr)
+                     for loaded in [django_instance_loader(node.value, facts) or sa_source(node.value, facts, False)]
+                     if loaded is not None and loaded.locked]
+            for lock, loaded in locks:
+                for node in nodes:
+                    if not (isinstance(node, ast.Expr) and later(node, lock)):
+                        continue
+                    call = unwrap(node.value)
+                    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+                        continue
+                    found = _model_method(loaded.model, call.func.attr, facts)
+                    if found is None:
+                        continue
+                    method, method_facts = found
+                    change = next((c for c in instance_changes(method, method_facts) if c.instance == "self"), None)
+                    if change is None:
+                        continue
+                    model = loaded.model.rsplit(".", 1)[-1]
+                    yield self.finding(
+                        node,
+                        f"The `{model}` row is locked on line {lock.lineno} but the locked row is thrown away: "
+                        f"`{short(call, 50)}` works on an instance loaded before the lock, and "
+                        f"`{model}.{method.name}()` changes `self.{change.field}` from that stale value and writes "
+                        f"it back, so each request overwrites what the previous lock holder wrote.",
+                        f"Use the row the lock returns: `locked = {model}.objects.select_for_update().get(pk=...)` "
+                        f"then `locked.{method.name}(...)` (or `refresh_from_db()` after taking the lock); better, "
+                        f"change the counters in SQL (`F()` expressions, `jsonb_set`).",
+                    )
+                    break
+
+    # next-number allocation: the highest value read, one added in Python, stored in a row ---------------
+    def _next_numbers(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for allocation in next_numbers.allocations(facts):
+            column = f"`{allocation.column}`" if allocation.column else "value"
+            hazard = (f"The next number is the highest {column} read by `{short(allocation.read, 50)}` plus one, "
+                      f"computed in Python and stored: two replicas (or requests) reading at the same time "
+                      f"allocate the same number, so two rows share it or one insert fails on a unique "
+                      f"constraint.")
+            suggestion = ("Let the database allocate it (a sequence or identity column); or keep a unique "
+                          "constraint on the number and retry the insert on `IntegrityError`; or lock the parent "
+                          "row first (`select_for_update()` / `.with_for_update()`) so allocations for it run one "
+                          "at a time.")
+            yield self.finding(allocation.statement, hazard, suggestion)
+
+    # ORM instances --------------------------------------------------------------------------------------
+    def _orm(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for function in _functions_writing_instances(facts):
+            changes = instance_changes(function, facts)
+            bindings = _instance_bindings(function, facts)
+            # One finding per instance and function (its first changed field), and one per place that field
+            # is changed (``likes += 1`` in one branch, ``likes -= 1`` in the other).
+            reported: Dict[str, str] = {}
+            for change in changes:
+                if reported.get(change.instance, change.field) != change.field:
+                    continue
+                if change.kind == "in place" and not module_imports_any(facts, ("django",)):
+                    continue  # list columns grown in place: Django ArrayField/JSONField (see _LIST_GROWTH)
+                loaded = _loader_before(bindings.get(change.instance, []), change.back)
+                if loaded is not None and loaded.locked:
+                    continue
+                if _relocked_before(change.instance, change.statement, function, facts):
+                    continue
+                if _fresh_object(change.instance, change, function, facts):
+                    continue
+                write = _written_back(change, function, facts, bindings)
+                if write is None:
+                    continue
+                if sole_writer(change.instance, change.statement, function, facts) is not None:
+                    continue
+                reported[change.instance] = change.field
+                yield self._report(change, loaded, write, self._column(change, loaded, function, facts))
+            seen: Set[int] = set()
+            for change, at in self._callee_changes(function, facts, bindings):
+                if id(at) in seen or _fresh_object(change.instance, change, function, facts):
+                    continue
+                write = _written_back(change, function, facts, bindings)
+                if write is not None and sole_writer(change.instance, change.back, function, facts) is None:
+                    seen.add(id(at))
+                    loaded = _loader_before(bindings.get(change.instance, []), change.back)
+                    change.statement = at
+                    yield self._report(change, loaded, write, self._column(change, loaded, function, facts))
+
+
+    @staticmethod
+    def _column(change: Change, loaded: Optional[Loaded], function: FunctionNode, facts: ModuleFacts) -> Optional[str]:
+        own = facts.enclosing_class(function) if change.instance == "self" else None
+        return column_type(loaded.model if loaded is not None else None, change.field, facts, own)
+
+    def _report(self, change: Change, loaded: Optional[Loaded], write: ast.Call,
+                column: Optional[str] = None) -> Diagnostic:
+        obj, field, op, amount = change.instance, change.field, change.op, change.amount
+        origin = f"read by `{short(loaded.call, 50)}`" if loaded is not None else "read when the instance was loaded"
+        what = {"arithmetic": "changed in Python", "merge": "merged in Python from the value read",
+                "in place": "changed in place in Python"}[change.kind]
+        hazard = (f"`{obj}.{field}` is {origin}, {what} and written back by `{short(write, 40)}` on line "
+                  f"{write.lineno}: two replicas (or requests) doing this at once start from the same value and one "
+                  f"of the updates is lost.")
+        django = (loaded.framework == "django") if loaded is not None else write.func.attr in orm.DJANGO_SAVE
+        model = loaded.model.rsplit(".", 1)[-1] if loaded is not None else "Model"
+        if change.kind != "arithmetic":
+            lock = ("`select_for_update()` inside `transaction.atomic()`" if django
+                    else "`.with_for_update()` (or `session.get(..., with_for_update=True)`) in the same transaction")
+            suggestion = (f"Re-read the row under a lock before merging ({lock}), change only the keys you own in "
+                          f"SQL (`jsonb_set`, `||`, `array_append`), or compare-and-set on a version column and retry.")
+        elif django:
+            suggestion = (f"Let the database do the arithmetic: `{model}.objects.filter(pk={obj}.pk).update("
+                          f"{field}=F(\"{field}\") {op} {amount})`; for a limit, filter on it "
+                          f"(`.filter(pk={obj}.pk, {field}__lt=limit)`) and check the returned count; or load the row "
+                          f"with `select_for_update()` inside `transaction.atomic()`.")
+        else:
+            suggestion = (f"Let the database do the arithmetic: `session.execute(update({model}).where({model}.id == "
+                          f"{obj}.id).values({field}={model}.{field} {op} {amount}))` and check `rowcount` (put a "
+                          f"limit in the `where`); or load the row with `.with_for_update()` and keep it in that "
+                          f"transaction.")
+        if change.kind == "arithmetic" and column in ("text", "json"):
+            suggestion = _whole_value_suggestion(obj, field, column, django)
+        fix = None
+        if change.kind == "arithmetic" and column not in ("text", "json"):
+            fix = orm_update_fix(change.statement, obj, field, "django" if django else "sqlalchemy",
+                                 loaded.model if loaded is not None else None,
+                                 loaded.session if loaded is not None else None, write)
+        return self.finding(change.statement, hazard, suggestion, fix=fix)
+
+    # changes made by a callee: a model method on ``self``, a helper on its parameter ----------------------------
+    def _model_methods(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        """``def increase(self): self.n = self.n + 1`` in a mapped model class: every caller that commits or
+        saves the instance writes a value computed from a stale read."""
+        for cls in facts.classes:
+            columns = _model_columns(cls, facts)
+            if not columns:
+                continue
+            for statement in cls.body:
+                if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) or statement.name == "__init__":
+                    continue
+                for change in instance_changes(statement, facts):
+                    if (change.instance == "self" and change.kind == "arithmetic" and change.field in columns
+                            and not _written_back(change, statement, facts, {})
+                            and sole_writer("self", change.statement, statement, facts) is None):
+                        column = column_type(None, change.field, facts, cls)
+                        suggestion = (
+                            _whole_value_suggestion("self", change.field, column, module_imports_any(facts, ("django",)))
+                            if column in ("text", "json") else
+                            f"Do the arithmetic in SQL (`{cls.name}.{change.field} {change.op} {change.amount}` in an "
+                            f"UPDATE, or `F(\"{change.field}\") {change.op} {change.amount}` in Django) and refresh; "
+                            f"or have callers load the row with a row lock (`with_for_update()` / "
+                            f"`select_for_update()`).")
+                        yield self.finding(
+                            change.statement,
+                            f"`{cls.name}.{statement.name}()` changes `self.{change.field}` from the value loaded "
+                            f"with the row; the caller's commit or save writes it back, so two replicas (or requests) "
+                            f"calling it at once start from the same value and one of the updates is lost.",
+                            suggestion,
+                        )
+                        break
+
+    def _callee_changes(self, function: FunctionNode, facts: ModuleFacts,
+                        bindings: Dict[str, List[Tuple[ast.AST, Loaded]]]) -> Iterable[Tuple[Change, ast.AST]]:
+        """(change as the caller sees it, where to report) for calls that change an instance the caller
+        writes back: ``counter.increase()`` on a loaded row, ``bump_votes(poll)`` then ``poll.save()``."""
+        for node in function_nodes(function, facts):
+            if not isinstance(node, ast.Expr):
+                continue
+            call = unwrap(node.value)
+            if not isinstance(call, ast.Call):
+                continue
+            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+                instance = call.func.value.id
+                loaded = _loader_before(bindings.get(instance, []), node)
+                if loaded is None or loaded.locked:
+                    continue
+                found = _model_method(loaded.model, call.func.attr, facts)
+                if found is None:
+                    continue
+                method, method_facts = found
+                for change in instance_changes(method, method_facts):
+                    if change.instance == "self" and change.kind == "arithmetic":
+                        yield Change(node, instance, change.field, "arithmetic", node, change.op, change.amount), node
+                        break
+            elif isinstance(call.func, ast.Name):
+                helpers = [f for f in facts.functions_by_name.get(call.func.id, ())
+                           if f is not function and facts.enclosing_function(f) is None
+                           and facts.enclosing_class(f) is None]
+                if len(helpers) != 1:
+                    continue
+                helper = helpers[0]
+                parameters = [a.arg for a in helper.args.posonlyargs + helper.args.args]
+                passed = {parameters[i]: plain_name(a) for i, a in enumerate(call.args) if i < len(parameters)}
+                passed.update({k.arg: plain_name(k.value) for k in call.keywords if k.arg})
+                for change in instance_changes(helper, facts):
+                    argument_name = passed.get(change.instance)
+                    if argument_name and change.kind == "arithmetic" and not _written_back(change, helper, facts, {}):
+                        yield (Change(node, argument_name, change.field, "arithmetic", node, change.op, change.amount),
+                               change.statement)
+                        break  # the helper's first change is where it is reported
+
+    # accessor pairs: ``n = obj.get_count(); obj.set_count(n + 1)`` ------------------------------------------
+    def _accessors(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        """A value read through ``get_<name>()`` and written back through ``set_<name>(...)`` (or a write
+        whose dict names ``"<name>"``) on the same object, in a module that saves or commits: the accessors
+        front a stored value, and the read and the write are two round trips."""
+        if not any(facts.calls_named(*orm.DJANGO_SAVE, *orm.SA_FLUSH)):
+            return
+        getters: Dict[int, List[Tuple[ast.Call, str, str]]] = {}
+        for call in facts.calls:
+            if not (isinstance(call.func, ast.Attribute) and call.func.attr.startswith(_GETTER)):
+                continue
+            receiver = plain_name(call.func.value)
+            function = facts.enclosing_function(call)
+            if receiver is None or function is None:
+                continue
+            getters.setdefault(id(function), []).append((call, receiver, call.func.attr[len(_GETTER):]))
+        for calls in getters.values():
+            function = facts.enclosing_function(calls[0][0])
+            for read, receiver, name in calls:
+                write = _accessor_write(read, receiver, name, function, facts)
+                if write is None:
+                    continue
+                flow = Flow(function, facts, lambda n, r=read: n is r)
+                values = [a for a in write.args] + [k.value for k in write.keywords]
+                if not any(flow.arithmetic(_keyed(v, name)) for v in values):
+                    continue
+                at = _first_arithmetic(flow, read, write, function, facts)
+                yield self.finding(
+                    at,
+                    f"`{receiver}.{_GETTER}{name}()` is read, changed in Python and stored again by "
+                    f"`{short(write, 50)}` on line {write.lineno}: two replicas (or requests) doing this at once "
+                    f"read the same value and one of the updates is lost.",
+                    "Change the stored value in one statement (an UPDATE with the arithmetic in SQL and the limit "
+                    "in its WHERE, checking the rows affected), or read it under a row lock in the same "
+                    "transaction.",
+                )
+                break
+
+
+def _whole_value_suggestion(obj: str, field: str, column: str, django: bool) -> str:
+    """The guard for a text or JSON column: the database cannot add to it, so the write must be conditional,
+    serialised, or change only one part in SQL."""
+    lock = ("`select_for_update()` inside `transaction.atomic()`" if django
+            else "`.with_for_update()` in the same transaction")
+    if column == "json":
+        part = ("change only the key or element in SQL (`jsonb_set`, `||`, `array_append`"
+                + (", Django `Func`/`RawSQL` in an `update()`" if django else "") + ")")
+    else:
+        part = "append in SQL (`Concat(F(...), ...)` / `||`) if that is what the change is"
+    return (f"`{obj}.{field}` is a {column} column, not a number: re-read the row under a lock ({lock}) before "
+            f"changing it, or {part}, or write it with a conditional UPDATE that matches the value read (or a "
+            f"version column) and check the rows affected.")

@@ -1,0 +1,215 @@
+"""Read-modify-write through SQL: a SELECT read, an UPDATE whose parameter is computed from it in
+Python (raw SQL and SQLAlchemy Core)."""
+from __future__ import annotations
+
+import ast
+from typing import Callable, Dict, Iterable, List, Optional, Set
+
+from pglast import ast as pg
+
+from ...analysis.executed_sql import ExecutedSql, bound_value, executed_sql
+from ...analysis.facts import FunctionNode, ModuleFacts
+from ...knowledge import orm
+from ...model import Diagnostic
+from ...analysis.names import dotted
+from ...analysis.sql import parse_statements, placeholder_names
+from .loads import _core_reads, _names_compared, chain, later
+from .flow import Flow, _merged
+
+
+def _sql_by_function(facts: ModuleFacts) -> List[List[ExecutedSql]]:
+    """The parsed SQL each function sends, in source order (shared by OG301 and OG302)."""
+
+    def build(_facts: ModuleFacts) -> List[List[ExecutedSql]]:
+        by_function: Dict[int, List[ExecutedSql]] = {}
+        for executed in executed_sql(facts):
+            function = facts.enclosing_function(executed.call)
+            if function is not None and executed.sql.parsed:
+                by_function.setdefault(id(function), []).append(executed)
+        return list(by_function.values())
+
+    return facts.cached("sql_by_function", build)
+
+
+def _columns(node) -> Set[str]:
+    """Column names a pglast expression mentions."""
+    found: Set[str] = set()
+    if node is None:
+        return found
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, pg.ColumnRef):
+            last = current.fields[-1]
+            if isinstance(last, pg.String):
+                found.add(last.sval)
+            continue
+        if isinstance(current, (tuple, list)):
+            stack.extend(current)
+        elif isinstance(current, pg.Node):
+            for name in current:
+                value = getattr(current, name, None)
+                if isinstance(value, (pg.Node, tuple, list)):
+                    stack.append(value)
+    return found
+
+
+def _tables(statement) -> Set[str]:
+    names: Set[str] = set()
+    stack = [statement]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, pg.RangeVar):
+            names.add(current.relname)
+        elif isinstance(current, (tuple, list)):
+            stack.extend(current)
+        elif isinstance(current, pg.Node):
+            for name in current:
+                value = getattr(current, name, None)
+                if isinstance(value, (pg.Node, tuple, list)):
+                    stack.append(value)
+    return names
+
+
+def _selected_columns(select: ExecutedSql, table: str) -> Set[str]:
+    """Columns a SELECT returns from ``table`` ("*" for all); empty when it reads another table."""
+    statements = parse_statements(select.text)
+    if not statements or table not in _tables(statements[0].fromClause):
+        return set()
+    columns: Set[str] = set()
+    for target in statements[0].targetList or ():
+        if isinstance(target.val, pg.ColumnRef):
+            last = target.val.fields[-1]
+            columns.add("*" if isinstance(last, pg.A_Star) else last.sval)
+    return columns
+
+
+_FETCH = frozenset({"fetchone", "fetchall", "fetchmany", "scalar", "one", "first", "scalar_one",
+                    "scalar_one_or_none", "one_or_none", "all", "mappings"})
+
+
+def _select_result_source(select: ExecutedSql) -> Callable[[ast.AST], bool]:
+    """What carries the SELECT's result: the sending call itself, or a later fetch on the same cursor."""
+    receiver = dotted(select.receiver) if select.receiver is not None else None
+
+    def is_source(node: ast.AST) -> bool:
+        if node is select.call:
+            return True
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _FETCH
+                and receiver is not None and dotted(node.func.value) == receiver and later(node, select.call))
+
+    return is_source
+
+
+def _parameter(executed: ExecutedSql, number: int, facts: ModuleFacts) -> Optional[ast.AST]:
+    """The Python expression sent for ``$number`` of the normalised SQL."""
+    spelled = placeholder_names(executed.text)  # per counted placeholder: its name, or None when positional
+    params = executed.params
+    if not spelled:  # native $n placeholders (asyncpg)
+        values = _sequence(params)
+        return values[number - 1] if values and number <= len(values) else None
+    if number > len(spelled):
+        return None
+    name = spelled[number - 1]
+    if name is None:
+        values = _sequence(params)
+        return values[number - 1] if values and number <= len(values) else None
+    call = executed.call
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    for param in params:
+        mapping = bound_value(param, facts) if isinstance(param, ast.Name) else param
+        if isinstance(mapping, ast.Dict):
+            for key, value in zip(mapping.keys, mapping.values):
+                if isinstance(key, ast.Constant) and key.value == name:
+                    return value
+    return None
+
+
+def _sequence(params: List[ast.AST]) -> List[ast.AST]:
+    if len(params) == 1 and isinstance(params[0], (ast.Tuple, ast.List)):
+        return list(params[0].elts)
+    return [p for p in params if not isinstance(p, ast.keyword)]
+
+
+class SqlChecks:
+    """OG301 on SQL statements (mixed into the rule)."""
+
+    # SQLAlchemy Core: select(M.col) read, update(M).values(col=<computed from it>) ----------------------------
+    def _core_updates(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for call in facts.calls_named("values"):
+            head, links = chain(call)
+            if not (isinstance(head, ast.Call) and facts.callee(head) in orm.SA_UPDATE and head.args):
+                continue
+            model = dotted(head.args[0])
+            function = facts.enclosing_function(call)
+            if model is None or function is None:
+                continue
+            reads = _core_reads(model, call, function, facts)
+            if not reads:
+                continue
+            flow = Flow(function, facts, lambda n: id(n) in reads)
+            guarded = _names_compared(links)
+            for keyword in call.keywords:
+                column = keyword.arg
+                if column is None or column in guarded or not any(c in (None, column) for c in reads.values()):
+                    continue
+                if flow.arithmetic(keyword.value) or _merged(keyword.value, flow.reads_here):
+                    yield self.finding(
+                        call,
+                        f"`{column}` of `{model}` is read by a SELECT earlier in this function, "
+                        f"{'merged' if not flow.arithmetic(keyword.value) else 'changed'} in Python and written "
+                        f"back whole by this UPDATE: two replicas (or requests) doing this at once start from the "
+                        f"same value and one of the changes is lost.",
+                        f"Change the value in the statement (`{model}.{column} + delta`, or a JSON function such "
+                        f"as `func.jsonb_set` / `{model}.{column}.concat(...)` for one key); or read the row "
+                        f"`.with_for_update()` in the same transaction; or add `.where({model}.{column} == old)` "
+                        f"and check `rowcount` (compare-and-set).",
+                    )
+                    break
+
+    # raw SQL ---------------------------------------------------------------------------------------------
+    def _raw_sql(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for executions in _sql_by_function(facts):
+            selects = [e for e in executions if e.sql.statement_types == ("SelectStmt",) and not e.sql.for_update]
+            updates = [e for e in executions if e.sql.statement_types == ("UpdateStmt",)]
+            if not selects or not updates:
+                continue
+            function = facts.enclosing_function(selects[0].call)
+            for update in updates:
+                finding = self._raw_update(update, selects, function, facts)
+                if finding is not None:
+                    yield finding
+
+    def _raw_update(self, update: ExecutedSql, selects: List[ExecutedSql], function: FunctionNode,
+                    facts: ModuleFacts) -> Optional[Diagnostic]:
+        statement = parse_statements(update.text)[0]
+        table = statement.relation.relname
+        where_columns = _columns(statement.whereClause)
+        if where_columns & {target.name for target in statement.targetList or ()}:
+            return None  # compare-and-set: the WHERE checks a column this UPDATE changes (a version, the value)
+        earlier = [s for s in selects if later(update.call, s.call)]
+        for select in earlier:
+            read = _selected_columns(select, table)
+            if not read:
+                continue
+            flow = Flow(function, facts, _select_result_source(select))
+            for target in statement.targetList or ():
+                column = target.name
+                if not isinstance(target.val, pg.ParamRef):
+                    continue  # SET n = n + 1: the database does the arithmetic
+                if column not in read and "*" not in read:
+                    continue
+                value = _parameter(update, target.val.number, facts)
+                if value is not None and flow.arithmetic(value):
+                    return self.finding(
+                        update.call,
+                        f"`{column}` of `{table}` is read by the SELECT on line {select.call.lineno}, changed in "
+                        f"Python and written back as a parameter of this UPDATE: two replicas doing this at once "
+                        f"read the same value and one of the updates is lost.",
+                        f"Do the arithmetic in the statement: `UPDATE {table} SET {column} = {column} + :delta "
+                        f"WHERE … AND {column} + :delta <= :limit` and check the rows affected; or read the row "
+                        f"with `SELECT … FOR UPDATE` in the same transaction.",
+                    )
+        return None

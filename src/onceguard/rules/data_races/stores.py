@@ -1,0 +1,343 @@
+"""Read-modify-write on a shared store outside the database: Redis commands, cache wrappers and
+project classes whose items live in a Redis hash."""
+from __future__ import annotations
+
+import ast
+from typing import Iterable, List, Optional, Set
+
+from ...project import index as project
+from ...analysis.facts import FunctionNode, ModuleFacts
+from ...knowledge import redis_clients as redis_known
+from ...model import Diagnostic
+from ..redis_leases import _client_calls, argument, has_spread, key_argument, per_process, redis_call, short
+from .loads import _ARITHMETIC, function_nodes, later, target_names, unwrap
+from .flow import Flow, _IN_PLACE, _is_name, _subscript_root
+
+
+#: Hash commands that show a class's ``__setitem__`` writes a Redis hash field.
+_HASH_WRITES = frozenset({"hset", "hsetnx", "hmset"})
+
+
+def _remote_dict_names(facts: ModuleFacts) -> Set[str]:
+    """Module-level names bound (in some branch) to an instance of a project class whose ``__setitem__``
+    writes a Redis hash: item assignment there is a network write other replicas see."""
+    def build(_facts: ModuleFacts) -> Set[str]:
+        names: Set[str] = set()
+        for statement in facts.assigns:
+            if not isinstance(statement, ast.Assign) or facts.enclosing_function(statement) is not None:
+                continue
+            value = statement.value
+            if not isinstance(value, ast.Call):
+                continue
+            qualified = facts.callee(value)
+            if not qualified or not qualified.rsplit(".", 1)[-1][:1].isupper():
+                continue  # only a class makes an instance with ``__setitem__``
+            if not _setitem_writes_hash(qualified, facts):
+                continue
+            names.update(t.id for t in statement.targets if isinstance(t, ast.Name))
+        return names
+
+    return facts.cached("remote_dict_names", build)
+
+
+def _setitem_writes_hash(qualified: str, facts: ModuleFacts) -> bool:
+    if "." not in qualified:
+        method = None
+        for cls in facts.classes:
+            if cls.name == qualified:
+                method = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__setitem__"),
+                              None)
+        found = (method, facts) if method is not None else None
+    else:
+        found = project.find_function(f"{qualified}.__setitem__", facts.config, project.roots_for(facts))
+    if found is None:
+        return False
+    method, where = found
+    for node in ast.walk(method):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _HASH_WRITES or (
+                    node.func.attr in redis_known.WRITES and redis_call(node, where) is not None):
+                return True
+    return False
+
+
+def _remote_read_back(assign: ast.Assign, name: str, key: ast.AST, function: FunctionNode,
+                      facts: ModuleFacts) -> Optional[ast.AST]:
+    """The read of ``name[key]`` the assigned value was built from: ``{**name.get(key), ...}`` in the value
+    itself, or a local taken from ``name.get(key)`` / ``name[key]`` / ``for key, local in name.items()`` and
+    changed in place before being put back."""
+    key_text = ast.unparse(key)
+
+    def reads_entry(node: ast.AST) -> Optional[ast.AST]:
+        for n in ast.walk(node):
+            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
+                    and isinstance(n.func.value, ast.Name) and n.func.value.id == name and n.args
+                    and ast.unparse(n.args[0]) == key_text):
+                return n
+            if (isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name)
+                    and n.value.id == name and ast.unparse(n.slice) == key_text):
+                return n
+        return None
+
+    value = assign.value
+    direct = reads_entry(value)
+    if direct is not None and not isinstance(unwrap(value), (ast.Call, ast.Subscript)):
+        return direct
+    if not isinstance(value, ast.Name):
+        return None
+    local = value.id
+    origin: Optional[ast.AST] = None
+    changed = False
+    for node in function_nodes(function, facts):
+        if not isinstance(node, ast.stmt) or not later(assign, node):
+            continue
+        if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Tuple) and len(
+                node.target.elts) == 2 and isinstance(node.target.elts[1], ast.Name) and node.target.elts[1].id == local:
+            iterated = node.iter.args[0] if isinstance(node.iter, ast.Call) and node.iter.args else node.iter
+            if (isinstance(iterated, ast.Call) and isinstance(iterated.func, ast.Attribute)
+                    and iterated.func.attr == "items" and isinstance(iterated.func.value, ast.Name)
+                    and iterated.func.value.id == name and ast.unparse(node.target.elts[0]) == key_text):
+                origin, changed = node, False
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == local for t in node.targets):
+            read = reads_entry(node.value)
+            origin, changed = (read, False) if read is not None else (None, False)
+        elif origin is not None and _changes_local(node, local):
+            changed = True
+    return origin if changed else None
+
+
+def _changes_local(statement: ast.stmt, local: str) -> bool:
+    if isinstance(statement, ast.Delete):
+        return any(isinstance(t, ast.Subscript) and isinstance(_subscript_root(t), ast.Name)
+                   and _subscript_root(t).id == local for t in statement.targets)
+    if isinstance(statement, (ast.Assign, ast.AugAssign)):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        return any(isinstance(t, ast.Subscript) and isinstance(_subscript_root(t), ast.Name)
+                   and _subscript_root(t).id == local for t in targets)
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        func = statement.value.func
+        return (isinstance(func, ast.Attribute) and func.attr in _IN_PLACE
+                and isinstance(_subscript_root(func.value), ast.Name) and _subscript_root(func.value).id == local)
+    return False
+
+
+#: Keywords by which a call on a two-level cache wrapper says it stays in this process's memory
+#: (``cache.set_cache(key=k, value=v, local_only=True)``): each replica keeps its own copy on purpose.
+_IN_PROCESS_KEYWORDS = frozenset({"local_only", "in_memory_only", "local"})
+
+
+def _in_process_only(call: ast.Call) -> bool:
+    return any(kw.arg in _IN_PROCESS_KEYWORDS and isinstance(kw.value, ast.Constant) and kw.value.value is True
+               for kw in call.keywords)
+
+
+def _changed_in_place(value: ast.AST, flow: Flow, read: ast.Call, write: ast.Call, function: FunctionNode,
+                      facts: ModuleFacts) -> Optional[ast.AST]:
+    """The first change, between the read and the write, to the object read or to a part of it reached through
+    a local (``entry = data.get(k)``, ``for k, entry in data.items()``): an item set or counted, a key deleted,
+    a list or dict grown in place.  The write then sends back the whole object, other writers' changes lost."""
+    value = unwrap(value)
+    if isinstance(value, ast.Call) and len(value.args) == 1 and isinstance(value.args[0], ast.Name):
+        value = value.args[0]  # ``json.dumps(data)``: the object serialised on the way back
+    if not (isinstance(value, ast.Name) and value.id in flow.tainted):
+        return None
+    aliases = {value.id}
+    nodes = [n for n in function_nodes(function, facts)
+             if isinstance(n, ast.stmt) and later(n, read) and later(write, n)]
+    for node in function_nodes(function, facts):
+        if not isinstance(node, ast.stmt) or not later(write, node):
+            continue
+        if isinstance(node, ast.Assign) and _rooted_in(node.value, aliases | flow.tainted):
+            aliases.update(target.id for target in node.targets if isinstance(target, ast.Name))
+        elif isinstance(node, (ast.For, ast.AsyncFor)) and _rooted_in(node.iter, aliases):
+            aliases.update(target_names(node.target))
+    for node in nodes:
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            if any(isinstance(t, ast.Subscript) and _rooted_in(t, aliases) for t in targets):
+                return node
+        elif isinstance(node, ast.Expr) and isinstance(unwrap(node.value), ast.Call):
+            func = unwrap(node.value).func
+            if isinstance(func, ast.Attribute) and func.attr in _IN_PLACE and _rooted_in(func.value, aliases):
+                return node
+    return None
+
+
+def _rooted_in(node: ast.AST, names) -> bool:
+    """``names`` holds the object ``node`` reaches through items, attributes, ``.get``/``.setdefault`` and
+    ``.items()``/``.values()``: ``d["services"].setdefault(k, {})`` is part of ``d``."""
+    node = unwrap(node)
+    while True:
+        if isinstance(node, (ast.Subscript, ast.Attribute)):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _VIEWS:
+            node = node.func.value
+        else:
+            break
+    return isinstance(node, ast.Name) and node.id in names
+
+
+#: Methods that return a part of a container, not a copy of it.
+_VIEWS = frozenset({"get", "setdefault", "items", "values", "__getitem__"})
+
+
+def _entry_counted(value: ast.AST, flow: Flow, read: ast.Call, write: ast.Call, function: FunctionNode,
+                   facts: ModuleFacts) -> bool:
+    """``d[k] = d.get(k, 0) + n`` (or ``d[k] += n``) between the read of ``d`` and the write of ``d``: the
+    read value changed in place, so the write sends a count computed in Python."""
+    if not (isinstance(value, ast.Name) and value.id in flow.tainted):
+        return False
+    for node in function_nodes(function, facts):
+        if not isinstance(node, (ast.Assign, ast.AugAssign)) or not later(node, read) or later(node, write):
+            continue
+        if isinstance(node, ast.Assign):
+            targets, changed = node.targets, flow.arithmetic(node.value)
+        elif isinstance(node, ast.AugAssign):
+            targets, changed = [node.target], isinstance(node.op, _ARITHMETIC)
+        else:
+            continue
+        if changed and any(isinstance(t, ast.Subscript) and _is_name(_subscript_root(t), value.id) for t in targets):
+            return True
+    return False
+
+
+class StoreChecks:
+    """OG301 on Redis and caches (mixed into the rule)."""
+
+    # dict-like classes over a Redis hash: ``POOL[k] = {**POOL.get(k), ...}`` -----------------------------------
+    def _remote_dicts(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        remote = _remote_dict_names(facts)
+        if not remote:
+            return
+        for assign in facts.assigns:
+            if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1
+                    and isinstance(assign.targets[0], ast.Subscript)):
+                continue
+            target = assign.targets[0]
+            if not (isinstance(target.value, ast.Name) and target.value.id in remote):
+                continue
+            function = facts.enclosing_function(assign)
+            if function is None:
+                continue
+            read = _remote_read_back(assign, target.value.id, target.slice, function, facts)
+            if read is not None:
+                name = target.value.id
+                yield self.finding(
+                    assign,
+                    f"`{name}[{short(target.slice, 30)}]` is written back whole from the value read on line "
+                    f"{read.lineno}: `{name}` keeps its entries in Redis, so another replica's change to the same "
+                    f"entry between the read and this write is lost.",
+                    "Keep one Redis key (or hash field) per inner item so each change is a single command "
+                    "(`HSET`/`HDEL` on `name:key`, a set with `SADD`/`SREM`), or do the change in a Lua script or "
+                    "a `WATCH`/`MULTI` transaction.",
+                )
+
+    # Redis -----------------------------------------------------------------------------------------------
+    def _redis(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for command, (key_arg, field_arg, value_arg) in redis_known.WRITES.items():
+            for call in facts.calls_named(command):
+                function = facts.enclosing_function(call)
+                if function is None or has_spread(call):
+                    continue
+                handle = redis_call(call, facts)
+                if handle is None:
+                    continue
+                key = key_argument(call, handle, key_arg)
+                field = argument(call, field_arg) if field_arg else None
+                value = argument(call, value_arg)
+                if key is None or value is None or (field_arg and field is None):
+                    continue
+                reads = self._reads_of(call, key, field, function, facts)
+                if not reads:
+                    continue
+                if per_process(handle, facts):
+                    continue  # each process's own cache: no other replica reads or writes the entry
+                read_ids = {id(r) for r in reads}
+                flow = Flow(function, facts, lambda n: id(n) in read_ids)
+                if flow.arithmetic(value):
+                    yield self._redis_report(call, command, reads[0], handle.kind)
+                elif _changed_in_place(value, flow, reads[0], call, function, facts):
+                    yield self._redis_report(call, command, reads[0], handle.kind, whole=True)
+        yield from self._wrapper_redis(facts)
+
+    def _wrapper_redis(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        """A project class over a cache (``await self.cache.async_get_cache(key=k)``, the dict changed in
+        Python, ``async_set_cache(key=k, value=d)``): the wrapper's methods are known by their verbs, the
+        receiver only by a visible construction or annotation of such a class."""
+        key_arg, _, value_arg = redis_known.WRITES["set"]
+        writes = [item for item in _client_calls(facts, ("set",))
+                  if item[1].kind == redis_known.WRAPPER and item[0].func.attr not in redis_known.WRITES]
+        if not writes:
+            return
+        reads = [item for item in _client_calls(facts, ("get",)) if item[1].kind == redis_known.WRAPPER]
+        for call, handle, _command in writes:
+            function = facts.enclosing_function(call)
+            if function is None or has_spread(call):
+                continue
+            if _in_process_only(call):
+                continue
+            key = key_argument(call, handle, key_arg)
+            value = argument(call, value_arg)
+            if key is None or value is None:
+                continue
+            key_dump = ast.dump(key)
+            matching = [read for read, read_handle, _ in reads
+                        if facts.enclosing_function(read) is function and not later(read, call)
+                        and ast.dump(key_argument(read, read_handle, key_arg) or ast.Pass()) == key_dump]
+            if not matching:
+                continue
+            read_ids = {id(r) for r in matching}
+            flow = Flow(function, facts, lambda n: id(n) in read_ids)
+            if flow.arithmetic(value):
+                yield self._redis_report(call, "set", matching[-1], handle.kind)
+            elif _entry_counted(value, flow, matching[-1], call, function, facts):
+                # A dict of counts: a Redis hash counts each entry atomically.
+                yield self._redis_report(call, "hset", matching[-1], handle.kind)
+            elif _changed_in_place(value, flow, matching[-1], call, function, facts):
+                yield self._redis_report(call, "set", matching[-1], handle.kind, whole=True)
+
+    @staticmethod
+    def _reads_of(write: ast.Call, key: ast.AST, field: Optional[ast.AST], function: FunctionNode,
+                  facts: ModuleFacts) -> List[ast.Call]:
+        key_dump = ast.dump(key)
+        field_dump = ast.dump(field) if field is not None else None
+        found = []
+        for command, (key_arg, field_arg) in redis_known.READS.items():
+            if (field_arg is None) != (field is None):
+                continue
+            for call in facts.calls_named(command):
+                if facts.enclosing_function(call) is not function or later(call, write):
+                    continue
+                handle = redis_call(call, facts)
+                if handle is None:
+                    continue
+                read_key = key_argument(call, handle, key_arg)
+                read_field = argument(call, field_arg) if field_arg else None
+                if read_key is not None and ast.dump(read_key) == key_dump and (
+                        field_dump is None or (read_field is not None and ast.dump(read_field) == field_dump)):
+                    found.append(call)
+        return found
+
+    def _redis_report(self, write: ast.Call, command: str, read: ast.Call, kind: str,
+                      whole: bool = False) -> Diagnostic:
+        if whole:
+            hazard = (f"`{short(write, 50)}` writes back whole the value read by `{short(read, 40)}` on line "
+                      f"{read.lineno} after changing it in Python: two replicas (or tasks) doing this at once "
+                      f"start from the same value and one overwrites the other's change.")
+            atomic = ("`cache.incr(entry_key, delta)` per entry (after `cache.add(entry_key, 0)`)"
+                      if kind == redis_known.DJANGO_CACHE else "`HINCRBY`/`HSET` on a hash field per entry")
+            suggestion = (f"Keep each entry under its own key or hash field and change it with one atomic command "
+                          f"({atomic}); or make the read and the write one transaction (`WATCH`/`MULTI`, a Lua "
+                          f"script, or a lock held around both).")
+            return self.finding(write, hazard, suggestion)
+        hazard = (f"`{short(write, 50)}` writes a value computed from `{short(read, 40)}` on line {read.lineno}: "
+                  f"two replicas doing this at once read the same value and one of the updates is lost.")
+        if kind == redis_known.DJANGO_CACHE:
+            suggestion = ("Use the cache's atomic counter: `cache.add(key, 0, timeout)` once, then "
+                          "`cache.incr(key, delta)` (atomic on django-redis and Memcached).")
+        else:
+            atomic = redis_known.ATOMIC_COUNTER.get(command, "INCRBY")
+            suggestion = (f"Use {atomic}, which changes the value inside Redis in one command; when the key needs "
+                          f"a TTL, send EXPIRE with it in a `MULTI` pipeline (or set it only when INCR returned "
+                          f"the first value).")
+        return self.finding(write, hazard, suggestion)

@@ -1,0 +1,313 @@
+"""OG608: module-level or long-lived instance state used as memory the replicas would share.
+
+A dict, set or counter in a module, a class body, or on an object that lives as long as the process (one made
+at module level, or a daemon running its own loop) is private to that process.  The rule reports it when the
+code remembers something about the world in it and decides from it: per-key counters compared with a limit
+(quotas, login lockouts), "last done at" watermarks that skip work done recently, "already handled" markers
+(``if event_id in _seen: return``), and registries one request writes and another request reads.  Behind a
+load balancer each replica, and each worker process of one replica, keeps its own copy, and a restart
+forgets it.
+
+Silent on purpose: memoisation (a function that fills the state on a miss with a computed value), state that
+holds this process's own objects (events, queues, tasks, sockets), markers that are taken out again when the
+work ends (work in flight in this process), scalar counters of the process's own activity, and state only
+updated and never read to decide (metrics).
+"""
+from __future__ import annotations
+
+import ast
+from typing import FrozenSet, Iterator, List, Optional, Set, Tuple
+
+from ..analysis import process_state as state
+from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ..knowledge import process_state as known
+from ..model import Diagnostic, Fix, Related
+from ..project.reach import Reach
+from .base import Rule
+from .registry import register
+
+_SUGGESTION = ("Keep it where every replica reads and writes the same copy: a Redis key per item (`SET key 1 NX EX "
+               "<ttl>` for once-only work, `INCR` then `EXPIRE` for counts and lockouts, a hash with a TTL for a "
+               "registry) or a database row with a unique key; keep in memory only what each process may "
+               "derive again")
+
+#: What to write instead, per use, to copy by hand.
+_SNIPPETS = {
+    "counter": "count in Redis: `n = redis.incr(f\"attempts:{key}\")`, `if n == 1: redis.expire(f\"attempts:{key}\", window)`, "
+               "then compare `n` with the limit",
+    "clock": "claim the period in Redis: `if not redis.set(f\"sent:{key}\", 1, nx=True, ex=period): continue` before "
+             "doing the work",
+    "mark": "mark it once for every replica: `if not redis.set(f\"seen:{key}\", 1, nx=True, ex=ttl): return`",
+    "registry": "keep the entry in a shared store: a row keyed by the id, or `redis.hset(f\"status:{key}\", mapping=...)` "
+                "with `redis.expire(...)`",
+}
+
+
+
+def _is_container(value: Optional[ast.AST], facts: ModuleFacts) -> bool:
+    """An empty container (``{}``, ``set()``, ``defaultdict(int)``, ``[{} for _ in range(n)]``): state that
+    fills up at run time.  A literal with entries is a table the code ships, not memory."""
+    while isinstance(value, ast.IfExp):
+        value = value.body
+    if isinstance(value, ast.ListComp):
+        return _is_container(value.elt, facts)
+    if isinstance(value, (ast.Dict, ast.Set, ast.List)):
+        return not (value.keys if isinstance(value, ast.Dict) else value.elts)
+    if isinstance(value, ast.Call):
+        qualified = facts.callee(value) or ""
+        return qualified in known.CONTAINER_FACTORIES and not (value.args and qualified not in _FACTORY_WITH_DEFAULT)
+    return False
+
+
+#: Factories whose argument is the default of a missing key, not initial content.
+_FACTORY_WITH_DEFAULT = frozenset({"collections.defaultdict", "defaultdict"})
+
+
+def candidate_bindings(facts: ModuleFacts) -> Iterator[state.Binding]:
+    """Containers bound at module level, in a class body, or on ``self`` in a method (``__init__`` first)."""
+    for statement in state._top_level_statements(facts.tree):
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and _is_container(statement.value, facts):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    yield state.Binding(statement.value, statement, facts, state.MODULE, target.id)
+    instance_writes = _first_instance_writes(facts)
+    for cls in facts.classes:
+        seen: Set[str] = set()
+        for statement in cls.body:
+            if isinstance(statement, (ast.Assign, ast.AnnAssign)) and _is_container(statement.value, facts):
+                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                for target in targets:
+                    if isinstance(target, ast.Name) and target.id not in seen:
+                        seen.add(target.id)
+                        yield state.Binding(statement.value, statement, facts, state.CLASS,
+                                            f"{cls.name}.{target.id}", cls, target.id)
+        first = instance_writes.get(id(cls), {})
+        for attr, (_, value, node) in first.items():
+            if attr not in seen and _is_container(value, facts):
+                yield state.Binding(value, node, facts, state.INSTANCE, f"self.{attr}", cls, attr)
+
+
+def _first_instance_writes(facts: ModuleFacts) -> dict:
+    """class id -> attribute -> (rank, value, statement) of its first ``self.attr = value`` (``__init__`` first),
+    from the assignments the one traversal collected."""
+    found: dict = {}
+    for node in facts.assigns:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if not (isinstance(target, ast.Attribute) and state._is_self_attribute(target)):
+            continue
+        method = facts.enclosing_function(node)
+        cls = facts.enclosing_class(method) if method is not None else None
+        if cls is None or facts.enclosing_function(method) is not None:
+            continue
+        rank = 0 if method.name == "__init__" else 1
+        per_class = found.setdefault(id(cls), {})
+        if target.attr not in per_class or rank < per_class[target.attr][0]:
+            per_class[target.attr] = (rank, value, node)
+    return found
+
+
+class _Finding:
+    def __init__(self, kind: str, write: state.Access, decision: Optional[state.Access]) -> None:
+        self.kind = kind
+        self.write = write
+        self.decision = decision
+
+
+def _test_of(access: state.Access) -> Optional[ast.AST]:
+    return getattr(access.node, "test", None) if access.function is not None else None
+
+
+def _membership_test(access: state.Access, matcher: state.StateMatcher) -> bool:
+    test = _test_of(access)
+    if test is None:
+        return False
+    names = matcher.aliases(access.function)
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+            if any(matcher.derives(c, names, access.function) for c in node.comparators):
+                return True
+    return False
+
+
+def _compares_field(access: state.Access, matcher: state.StateMatcher, fields: Set[str]) -> bool:
+    """The test orders (``<``, ``>=``) a value of the state, and that value is one of ``fields`` (``[]``: an item
+    of the container itself)."""
+    test = _test_of(access)
+    if test is None:
+        return False
+    names = matcher.aliases(access.function)
+    for node in ast.walk(test):
+        if not (isinstance(node, ast.Compare) and any(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE))
+                                                      for op in node.ops)):
+            continue
+        for part in ast.walk(node):
+            if isinstance(part, ast.Attribute) and part.attr in fields and matcher.derives(part, names, access.function):
+                return True
+            if "[]" in fields and isinstance(part, (ast.Subscript, ast.Call)) and matcher.derives(part, names, access.function):
+                return True
+    return False
+
+
+class _RequestCode:
+    """Which functions of the module run in request or job code: what ``Reach`` knows, plus methods of a
+    class called on a module-level instance from there (``registry.register(...)`` in a route), plus every
+    method of a daemon (its loop is the job)."""
+
+    def __init__(self, facts: ModuleFacts) -> None:
+        self.facts = facts
+
+    @property
+    def reach(self) -> Reach:
+        return Reach.of_module(self.facts)  # cached per module
+
+    def runs(self, function: FunctionNode, receivers: Set[str], loop_methods: FrozenSet[str] = frozenset()) -> Optional[str]:
+        if function.name in loop_methods and self.facts.enclosing_class(function) is not None:
+            return "in the daemon's loop"
+        if self.reach.is_request_or_job(function):
+            return self.reach.function_reason(function)
+        cls = self.facts.enclosing_class(function)
+        if cls is None or not receivers:
+            return None
+        for call in self.facts.calls_named(function.name):
+            receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+            if isinstance(receiver, ast.Name) and receiver.id in receivers:
+                caller = self.facts.enclosing_function(call)
+                if caller is not None and self.reach.is_request_or_job(caller):
+                    return f"called from {caller.name}(), {self.reach.function_reason(caller) or 'request code'}"
+        return None
+
+
+def _counter_fields(found: state.Accesses) -> Tuple[List[state.Access], Set[str]]:
+    """Counter writes that only go up (a field that also goes down counts work in flight: a gauge)."""
+    counters = found.of_kind(state.WRITE_COUNTER)
+    down = {state.field_of(_target(a.node)) for a in counters if state.decrements(a.node)}
+    up = [a for a in counters if state.field_of(_target(a.node)) not in down]
+    return up, {state.field_of(_target(a.node)) for a in up}
+
+
+def _target(node: ast.AST) -> ast.AST:
+    if isinstance(node, ast.Assign):
+        return node.targets[0]
+    return getattr(node, "target", node)
+
+
+def _judge(binding: state.Binding, facts: ModuleFacts, request: _RequestCode, receivers: Set[str],
+           daemon) -> Optional[_Finding]:
+    found = state.accesses(binding, facts)
+    matcher = state.StateMatcher(binding, facts)
+    decisions = [a for a in found.of_kind("decide") if a.function is not None
+                 and not state.read_through(a.function, binding, facts)]
+    if not decisions and not found.of_kind("read"):
+        return None
+    counters, fields = _counter_fields(found)
+    if counters and decisions:
+        # Counted, compared with a limit (the test may only set a "blocked" mark), and the state decides.
+        limits = [state.Access(node, a.function, "test") for a in found.items if a.function is not None
+                  for node in walk_no_nested_functions(a.function) if isinstance(node, (ast.If, ast.IfExp))]
+        if any(_compares_field(test, matcher, fields) for test in limits):
+            compared = [d for d in decisions if _compares_field(d, matcher, fields)] or decisions
+            return _Finding("counter", counters[0], compared[0])
+    for clock in found.of_kind(state.WRITE_CLOCK):
+        field = {state.field_of(_target(clock.node))}
+        # A watermark: the function that skips while the time is recent is the one that stamps it again.
+        for decision in decisions:
+            if decision.function is clock.function and _compares_field(decision, matcher, field):
+                return _Finding("clock", clock, decision)
+    marks = found.of_kind(state.WRITE_MARK)
+    if marks and not found.of_kind("unmark"):
+        for decision in decisions:
+            if _membership_test(decision, matcher) and request.runs(decision.function, receivers, daemon()):
+                return _Finding("mark", marks[0], decision)
+    records = found.of_kind(state.WRITE_RECORD)
+    if records and not found.of_kind(state.WRITE_OBJECT):
+        for record in records:
+            writer = record.function
+            if writer is None or request.runs(writer, receivers) is None:
+                continue
+            for reader in decisions + found.of_kind("read"):
+                if reader.function is not None and reader.function is not writer \
+                        and request.runs(reader.function, receivers) is not None:
+                    return _Finding("registry", record, reader)
+    return None
+
+
+def _describe(finding: _Finding, binding: state.Binding) -> str:
+    name = f"`{binding.name}`"
+    where = {state.MODULE: "a module-level", state.CLASS: "a class-level", state.INSTANCE: "an instance's"}[binding.scope]
+    decider = getattr(finding.decision.function, "name", "?") if finding.decision else "?"
+    writer = getattr(finding.write.function, "name", "?")
+    if finding.kind == "counter":
+        return (f"{name} ({where} container in this process's memory) counts per key and {decider}() decides from "
+                "the count: each replica, and each worker process, counts only what it served itself, so N copies "
+                "allow N times a limit and a lockout or choice made on one is not seen by the others.")
+    if finding.kind == "clock":
+        return (f"{name} ({where} container in this process's memory) remembers when something was last done, "
+                f"and {decider}() skips it while that is recent: every other replica has its own watermark (and a "
+                "restart forgets it), so each one does the work again.")
+    if finding.kind == "mark":
+        return (f"{name} ({where} container in this process's memory) remembers what was already handled and "
+                f"{decider}() skips it when present: another replica, or this one after a restart, has no such "
+                "entry and handles it again.")
+    return (f"{name} ({where} container in this process's memory) is written by one request ({writer}()) and read "
+            f"by another ({decider}()): behind a load balancer the reading request can land on a replica that "
+            "never saw the write.")
+
+
+@register
+class ModuleStateAsSharedMemory(Rule):
+    code = "OG608"
+    name = "module-state-as-shared-memory"
+    summary = ("module-level or long-lived instance state decides what a request or job does: each replica keeps "
+               "its own copy")
+    triggers = known.STATE_TRIGGERS
+    skips_tests = True
+
+    def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        context = facts.context
+        if context.is_test or context.is_migration:
+            return
+        request = _RequestCode(facts)  # asks Reach only when a finding needs to know who runs the code
+        lifetimes = {}
+        for binding in candidate_bindings(facts):
+            receivers: Set[str] = set()
+            lifetime = None
+            if binding.scope == state.INSTANCE and binding.owner is not None:
+                receivers = state.module_global_receivers(binding.owner, facts)
+            def lifetime_of(owner=binding.owner):
+                if owner is None:
+                    return None
+                if id(owner) not in lifetimes:
+                    lifetimes[id(owner)] = state.long_lived_instance(owner, facts)
+                return lifetimes[id(owner)]
+
+            def daemon(owner=binding.owner) -> FrozenSet[str]:
+                found = lifetime_of(owner)
+                return found.loop_methods if found is not None else frozenset()
+
+            finding = _judge(binding, facts, request, receivers, daemon)
+            if finding is None or request.reach.module_is_one_off:
+                continue  # (a script a person runs is one process)
+            if binding.scope == state.INSTANCE:
+                lifetime = lifetime_of()
+                if lifetime is None and not receivers:
+                    continue  # an instance that may live for one request only
+            related: List[Related] = []
+            if lifetime is not None:
+                related.append(Related(lifetime.path, lifetime.line, 1, lifetime.why))
+            elif receivers:
+                related.append(Related(context.path, binding.line, 1,
+                                       f"a module-level `{sorted(receivers)[0]}` holds the instance"))
+            related.append(Related(context.path, finding.write.node.lineno, finding.write.node.col_offset + 1,
+                                   f"{getattr(finding.write.function, 'name', '?')}() writes it"))
+            if finding.decision is not None:
+                related.append(Related(context.path, finding.decision.node.lineno,
+                                       finding.decision.node.col_offset + 1,
+                                       f"{getattr(finding.decision.function, 'name', '?')}() decides from it"))
+            yield self.finding(binding.statement, _describe(finding, binding), _SUGGESTION,
+                               fix=Fix("shared-state-snippet", _SNIPPETS[finding.kind], "display-only"), related=related)

@@ -1,0 +1,248 @@
+"""OG607: a cache that lives in one process, used to coordinate requests as if every replica shared it.
+
+A ``cachetools`` cache, Flask-Caching's ``SimpleCache``/``NullCache`` and Django's local-memory, file and
+dummy backends (Django's default when the project sets no ``CACHES``) keep their entries in one process.
+As a read-through cache of derivable data that is right: each replica fills its own copy on a miss.  As
+shared state it is not, and the rule reports two such uses:
+
+- a store: one function writes records into the cache that no other process can derive (the status of work
+  this process started, a result), and another function reads them and never fills the cache on a miss — a
+  status endpoint on another replica finds nothing;
+- coordination calls: ``cache.add`` whose result decides (a lock, a once-only marker) and ``incr``/``decr``
+  (a counter, a rate limit) on such a cache — each replica holds its own lock and its own count.
+"""
+from __future__ import annotations
+
+import ast
+import os
+from typing import Iterator, List, Optional, Set
+
+from ..analysis import process_state as state
+from ..analysis.facts import FunctionNode, ModuleFacts, parent
+from ..knowledge import process_state as known
+from ..model import Diagnostic, Fix, Related
+from ..project.reach import Reach
+from .base import Rule
+from .registry import register
+
+_STORE_SUGGESTION = ("Keep work status and results where every replica reads them: a database row keyed by the "
+                     "job id, a Redis hash with a TTL (`HSET` + `EXPIRE`), or the task queue's result backend; "
+                     "a per-process cache may only hold what a miss can compute again")
+_COORDINATION_SUGGESTION = ("Point the cache at a store every replica shares (Django `RedisCache`/`PyMemcacheCache` "
+                            "in `CACHES`, Flask-Caching `CACHE_TYPE = \"RedisCache\"`), so `add` is one lock and "
+                            "`incr` one counter for all of them; or use Redis directly (`SET key token NX EX ttl`, "
+                            "`INCR` + `EXPIRE`)")
+
+
+def _cache_bindings(facts: ModuleFacts) -> Iterator[state.Binding]:
+    """Module-level names and class or instance attributes bound to a per-process cache object."""
+    for statement in state._top_level_statements(facts.tree):
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None \
+                and state.constructed(statement.value, facts) in known.PROCESS_CACHE_CONSTRUCTORS:
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    yield state.Binding(statement.value, statement, facts, state.MODULE, target.id)
+    for cls in facts.classes:
+        seen: Set[str] = set()
+        for node in ast.walk(cls):
+            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
+                node.target if isinstance(node, ast.AnnAssign) else None)
+            value = getattr(node, "value", None)
+            if target is None or value is None or state.constructed(value, facts) not in known.PROCESS_CACHE_CONSTRUCTORS:
+                continue
+            name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+            if name and name not in seen and facts.enclosing_class(node) is cls:
+                seen.add(name)
+                binding = state.class_attribute_binding(cls, name, facts)
+                if binding is not None:
+                    yield binding
+
+
+def _status_record(value: ast.AST) -> bool:
+    """A value that records what happened here: a constant, or a record built with a constant field
+    (``Status(state="running")``, ``{"state": "done"}``)."""
+    while isinstance(value, ast.Await):
+        value = value.value
+    if isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, ast.Dict):
+        return any(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in value.values)
+    if isinstance(value, ast.Call):
+        name = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
+        if not name[:1].isupper():
+            return False
+        arguments = list(value.args) + [k.value for k in value.keywords]
+        return any(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in arguments)
+    return False
+
+
+def _written_value(node: ast.AST) -> Optional[ast.AST]:
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        return node.value
+    if isinstance(node, ast.Call) and len(node.args) >= 2:
+        return node.args[1]  # ``cache.set(key, value)``
+    return None
+
+
+def _store_use(binding: state.Binding, facts: ModuleFacts):
+    """(write, read) when one function writes status records into the cache and another function reads it
+    without ever filling it."""
+    found = state.accesses(binding, facts)
+    writes = [a for a in found.of_kind(state.WRITE_RECORD, state.WRITE_MARK)
+              if a.function is not None and _status_record(_written_value(a.node) or a.node)]
+    if not writes:
+        return None
+    writers = found.functions(state.WRITE_RECORD, state.WRITE_MARK, state.WRITE_DERIVED, state.WRITE_OBJECT,
+                              state.WRITE_COUNTER, state.WRITE_CLOCK)
+    for read in found.of_kind("decide", "read"):
+        if read.function is not None and id(read.function) not in writers:
+            return writes[0], read
+    return None
+
+
+# -- coordination calls on a per-process Django or Flask cache ----------------------------------------------
+def _django_cache_is_per_process(facts: ModuleFacts) -> Optional[str]:
+    """Why the project's Django cache is per process: no ``CACHES`` setting anywhere (the default is local
+    memory), or every backend it names is a local-memory, file or dummy one.  None when unknown (flake8 sees
+    one file) or shared."""
+    if not facts.context.cross_file:
+        return None
+    from ..project import index as project
+
+    root = project.search_root(facts)
+    backends: List[str] = []
+    for path in project.files_mentioning(known.DJANGO_CACHES_SETTING, root):
+        other = project.module_facts(path, facts.config)
+        if other is None or other.context.is_test:
+            continue
+        for statement in state._top_level_statements(other.tree):
+            targets = statement.targets if isinstance(statement, ast.Assign) else []
+            if any(isinstance(t, ast.Name) and t.id == known.DJANGO_CACHES_SETTING for t in targets):
+                values = [value.value for node in ast.walk(statement.value) if isinstance(node, ast.Dict)
+                          for key, value in zip(node.keys, node.values)
+                          if isinstance(key, ast.Constant) and key.value == "BACKEND"
+                          and isinstance(value, ast.Constant) and isinstance(value.value, str)]
+                if any(isinstance(key, ast.Constant) and key.value == "BACKEND" and not isinstance(value, ast.Constant)
+                       for node in ast.walk(statement.value) if isinstance(node, ast.Dict)
+                       for key, value in zip(node.keys, node.values)):
+                    return None  # a backend chosen at run time: unknown
+                if not values:
+                    return None  # built from the environment or elsewhere: unknown, stay silent
+                backends.extend(values)
+    if not backends:
+        # The default applies only where the settings are in view: a fragment of a project says nothing.
+        if not any(_is_settings_module(path, facts) for path in project.files_mentioning(known.DJANGO_APPS_SETTING, root)):
+            return None
+        return "the project's settings set no `CACHES`, so Django uses its per-process local-memory cache"
+    if all(b in known.DJANGO_PROCESS_BACKENDS for b in backends):
+        return f"`CACHES` names only per-process backends ({', '.join(sorted({b.rsplit('.', 1)[-1] for b in backends}))})"
+    return None
+
+
+def _is_settings_module(path: str, facts: ModuleFacts) -> bool:
+    """A Django settings module: it assigns ``INSTALLED_APPS`` at module level."""
+    from ..project import index as project
+
+    other = project.module_facts(path, facts.config)
+    if other is None or other.context.is_test:
+        return False
+    return any(isinstance(t, ast.Name) and t.id == known.DJANGO_APPS_SETTING
+               for statement in state._top_level_statements(other.tree) if isinstance(statement, ast.Assign)
+               for t in statement.targets)
+
+
+def _flask_cache_type(binding_value: ast.AST) -> Optional[str]:
+    if not isinstance(binding_value, ast.Call):
+        return None
+    for keyword in binding_value.keywords:
+        if keyword.arg == "config" and isinstance(keyword.value, ast.Dict):
+            for key, value in zip(keyword.value.keys, keyword.value.values):
+                if isinstance(key, ast.Constant) and key.value == "CACHE_TYPE" and isinstance(value, ast.Constant):
+                    return str(value.value)
+    return None
+
+
+def _result_decides(call: ast.Call) -> bool:
+    """The result of ``cache.add(...)`` is tested or kept: it says whether this caller got the key."""
+    above = parent(call)
+    if isinstance(above, ast.Await):
+        above = parent(above)
+    return not isinstance(above, ast.Expr)
+
+
+@register
+class PerProcessCacheCoordination(Rule):
+    code = "OG607"
+    name = "per-process-cache-coordination"
+    summary = ("a per-process cache (cachetools, SimpleCache, Django local memory) used as shared state: a status "
+               "store, a lock or a counter other replicas never see")
+    triggers = known.CACHE_TRIGGERS
+    skips_tests = True
+
+    def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        context = facts.context
+        if context.is_test or context.is_migration or Reach.of_module(facts).module_is_one_off:
+            return
+        yield from self._stores(facts)
+        yield from self._coordination(facts)
+
+    def _stores(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        for binding in _cache_bindings(facts):
+            use = _store_use(binding, facts)
+            if use is None:
+                continue
+            write, read = use
+            kind = (state.constructed(binding.value, facts) or "cache").rsplit(".", 1)[-1]
+            writer, reader = write.function.name, read.function.name
+            yield self.finding(
+                binding.statement,
+                f"`{binding.name}` is a `{kind}` in this process's memory, used as a store: {writer}() records "
+                f"work in it and {reader}() reads it without filling it on a miss, so a request that a load "
+                f"balancer sends to another replica (or that comes after a restart) finds nothing.",
+                _STORE_SUGGESTION,
+                fix=Fix("shared-store-snippet", f"store it in Redis with a TTL: `await redis.hset(f\"{binding.attr or binding.name}:{{key}}\", "
+                        "mapping=status)` and `await redis.expire(..., ttl)`; read with `hgetall`", "display-only"),
+                related=[Related(facts.context.path, write.node.lineno, write.node.col_offset + 1,
+                                 f"{writer}() writes a record"),
+                         Related(facts.context.path, read.node.lineno, read.node.col_offset + 1,
+                                 f"{reader}() reads it")],
+            )
+
+    def _coordination(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        django_why: Optional[str] = None
+        asked = False
+        for call in facts.calls_named(*known.COORDINATION_METHODS):
+            func = call.func
+            if not isinstance(func, ast.Attribute):
+                continue
+            method = func.attr
+            if method == "add" and not _result_decides(call):
+                continue
+            receiver = func.value
+            qualified = facts.qualify(receiver) or ""
+            if isinstance(receiver, ast.Subscript):
+                qualified = facts.qualify(receiver.value) or ""
+            why = None
+            if qualified in known.DJANGO_CACHE_NAMES:
+                if not asked:
+                    django_why, asked = _django_cache_is_per_process(facts), True
+                why = django_why
+            else:
+                binding = state.binding_of(receiver, facts) if isinstance(receiver, (ast.Name, ast.Attribute)) else None
+                if binding is not None and state.constructed(binding.value, binding.facts) in known.FLASK_CACHE_CONSTRUCTORS:
+                    cache_type = _flask_cache_type(binding.value)
+                    if cache_type in known.FLASK_PROCESS_CACHE_TYPES:
+                        why = f"Flask-Caching is configured with `CACHE_TYPE = {cache_type!r}`, a per-process store"
+            if why is None:
+                continue
+            use = "a lock or once-only marker" if method == "add" else "a counter"
+            yield self.finding(
+                call,
+                f"`cache.{method}()` is used as {use}, but {why}: every replica (and every worker process) has its "
+                f"own entries, so each one takes its own lock or keeps its own count and none sees the others'.",
+                _COORDINATION_SUGGESTION,
+                fix=Fix("shared-cache-snippet", 'configure a shared backend: `CACHES = {"default": {"BACKEND": '
+                        '"django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://cache:6379/0"}}` '
+                        '(Flask-Caching: `CACHE_TYPE = "RedisCache"`)', "display-only"),
+            )

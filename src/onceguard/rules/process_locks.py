@@ -1,0 +1,241 @@
+"""OG606: a lock that lives in one process, held around a read-then-write of state every replica shares.
+
+``threading.Lock``, ``asyncio.Lock`` and ``multiprocessing.Lock`` exclude the threads or coroutines of one
+process (a ``multiprocessing`` lock, the processes forked from one parent).  Made at module level, in a class
+body or on a long-lived instance, they serialise that process's own callers; the other worker processes and
+the other replicas each hold their own copy.  The rule reports a ``with lock:`` block whose work reads shared
+state (rows, a file) and then writes it (rows, a file, mail, an outbound call): a check-then-act or a
+read-modify-write that the lock appears to make atomic and does not, once two processes run it.
+
+Silent on purpose: a lock around in-process state only (lazy construction of a registry, a per-process
+cache refresh, even one that fetches over HTTP), a block that only writes or only reads, and a block whose
+work is one call the analysis cannot see into (it may be guarded by a constraint; when in doubt, silent).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Iterator, List, Optional, Tuple
+
+from ..analysis import process_state as state
+from ..analysis.executed_sql import executed_sql
+from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ..analysis.names import dotted
+from ..knowledge import process_state as known
+from ..model import Diagnostic, Fix, Related
+from ..project.reach import Reach
+from ..project.summaries import resolve
+from .base import Rule
+from .registry import register
+
+_DEPTH = 2  # calls followed from the locked block into project functions
+
+READ, WRITE = "read", "write"
+
+
+@dataclass(frozen=True)
+class SharedStep:
+    kind: str  # READ or WRITE
+    what: str  # "reads the file", "writes rows"
+    call: ast.AST
+    facts: ModuleFacts
+
+
+def _sql_kind(call: ast.Call, facts: ModuleFacts) -> Optional[str]:
+    entries = facts.cached("process_locks.sql", lambda f: {id(e.call): e for e in executed_sql(f)})
+    entry = entries.get(id(call))
+    if entry is None:
+        return None
+    text = " ".join(entry.text.upper().split())
+    return WRITE if text.startswith(known.SQL_WRITE_WORDS) else READ
+
+
+def _open_mode(call: ast.Call) -> Optional[str]:
+    mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    if mode is None:
+        return "r"
+    return mode.value if isinstance(mode, ast.Constant) and isinstance(mode.value, str) else None
+
+
+def _session_receiver(receiver: ast.AST, scope: Optional[FunctionNode]) -> bool:
+    """The receiver also commits or runs statements in this function: a session or connection, not a set."""
+    text = dotted(receiver)
+    if not text or scope is None:
+        return False
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in known.SESSION_PROOF_METHODS
+               and dotted(n.func.value) == text for n in walk_no_nested_functions(scope))
+
+
+def shared_step(call: ast.Call, facts: ModuleFacts, scope: Optional[FunctionNode]) -> Optional[Tuple[str, str]]:
+    """Whether a call reads or writes state outside the process that other replicas share, and how."""
+    sql = _sql_kind(call, facts)
+    if sql is not None:
+        return sql, ("runs an SQL write" if sql == WRITE else "runs an SQL query")
+    qualified = facts.callee(call) or ""
+    func = call.func
+    method = func.attr if isinstance(func, ast.Attribute) else ""
+    if qualified in ("open", "io.open") or method == "open":
+        mode = _open_mode(call)
+        if mode is None:
+            return None
+        return (WRITE, "opens a file for writing") if any(m in mode for m in known.WRITE_MODES) else (READ, "reads a file")
+    if qualified in known.FILE_READ_CALLS or method in ("read_text", "read_bytes"):
+        return READ, "reads a file"
+    if qualified in known.FILE_WRITE_CALLS or method in ("write_text", "write_bytes"):
+        return WRITE, "writes a file"
+    if qualified.startswith(known.OUTBOUND_MODULES):
+        return WRITE, "sends mail"
+    if qualified.startswith(known.HTTP_CLIENT_MODULES) and method in known.OUTBOUND_HTTP_METHODS:
+        return WRITE, f"sends an HTTP {method.upper()}"
+    if not isinstance(func, ast.Attribute):
+        return None
+    receiver = func.value
+    receiver_text = dotted(receiver) or ""
+    if receiver_text.endswith(".objects") or (isinstance(receiver, ast.Call) and _is_manager_chain(receiver)):
+        if method in known.DATABASE_WRITE_METHODS or method in ("update", "delete", "create"):
+            return WRITE, f"writes rows (`.{method}()`)"
+        if method in known.DATABASE_READ_METHODS or method == "get":
+            return READ, f"reads rows (`.{method}()`)"
+    if method == "save" and not call.args:
+        return WRITE, "saves a row (`.save()`)"
+    if method in ("add", "add_all", "merge", "delete", "commit") and _session_receiver(receiver, scope):
+        return WRITE, f"writes rows (`{receiver_text}.{method}()`)"
+    if method in ("first", "one", "one_or_none", "scalar_one", "scalar_one_or_none", "count", "exists", "all") \
+            and isinstance(receiver, ast.Call):
+        return READ, f"reads rows (`.{method}()`)"
+    if method in ("scalar", "scalars", "get") and _session_receiver(receiver, scope):
+        return READ, f"reads rows (`{receiver_text}.{method}()`)"
+    return None
+
+
+def _is_manager_chain(call: ast.Call) -> bool:
+    node: ast.AST = call
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        node = node.func.value
+    return (dotted(node) or "").endswith(".objects")
+
+
+class _Steps:
+    """The shared reads and writes a block does, in order, following project functions it calls."""
+
+    def __init__(self) -> None:
+        self._memo: dict = {}
+
+    def of_statements(self, statements: List[ast.stmt], facts: ModuleFacts, scope: Optional[FunctionNode],
+                      depth: int) -> List[SharedStep]:
+        steps: List[SharedStep] = []
+        for statement in statements:
+            for node in walk_no_nested_functions(statement):
+                if isinstance(node, ast.Call):
+                    steps.extend(self._of_call(node, facts, scope, depth))
+        return steps
+
+    def _of_call(self, call: ast.Call, facts: ModuleFacts, scope: Optional[FunctionNode], depth: int) -> List[SharedStep]:
+        found = shared_step(call, facts, scope)
+        if found is not None:
+            return [SharedStep(found[0], found[1], call, facts)]
+        if depth <= 0:
+            return []
+        targets = resolve(call, facts, scope, by_name=False)
+        if len(targets) != 1:
+            return []
+        function, where = targets[0]
+        if where.context.is_test:
+            return []
+        key = id(function)
+        if key not in self._memo:
+            self._memo[key] = []  # recursion guard
+            self._memo[key] = self.of_statements(list(function.body), where, function, depth - 1)
+        return self._memo[key]
+
+
+def read_then_write(steps: List[SharedStep]) -> Optional[Tuple[SharedStep, SharedStep]]:
+    """The first shared write that follows a shared read."""
+    first_read = next((s for s in steps if s.kind == READ), None)
+    if first_read is None:
+        return None
+    after = steps[steps.index(first_read) + 1:]
+    write = next((s for s in after if s.kind == WRITE), None)
+    return (first_read, write) if write is not None else None
+
+
+def _lock_binding(expr: ast.AST, facts: ModuleFacts) -> Optional[state.Binding]:
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "acquire":
+        expr = expr.func.value
+    if not isinstance(expr, (ast.Name, ast.Attribute)):
+        return None
+    binding = state.binding_of(expr, facts)
+    if binding is None or state.constructed(binding.value, binding.facts) not in known.PROCESS_LOCK_CONSTRUCTORS:
+        return None
+    return binding
+
+
+@register
+class ProcessLocalLock(Rule):
+    code = "OG606"
+    name = "process-local-lock"
+    summary = ("a thread, asyncio or multiprocessing lock held around a read-then-write of shared state: it "
+               "excludes nothing in the other processes and replicas")
+    triggers = known.LOCK_TRIGGERS
+    skips_tests = True
+
+    def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        context = facts.context
+        if context.is_test or context.is_migration:
+            return
+        reach: Optional[Reach] = None
+        steps = _Steps()
+        for block in facts.withs:
+            for item in block.items:
+                binding = _lock_binding(item.context_expr, facts)
+                if binding is None:
+                    continue
+                reach = reach or Reach.of_module(facts)
+                if reach.module_is_one_off or reach.operator_reason(block) is not None:
+                    continue  # a script or a command: one process by construction
+                scope = facts.enclosing_function(block)
+                pair = read_then_write(steps.of_statements(list(block.body), facts, scope, _DEPTH))
+                if pair is None:
+                    continue
+                read, write = pair
+                kind = state.constructed(binding.value, binding.facts) or "Lock"
+                related = [Related(binding.facts.context.path, binding.line, 1,
+                                   f"`{binding.name}` is made here: one `{kind}` per process"),
+                           _place(read, "reads shared state"), _place(write, "then writes it")]
+                yield self.finding(
+                    item.context_expr,
+                    f"`{dotted(item.context_expr) or binding.name}` (`{kind}`) only excludes callers in this "
+                    f"process, but the work it guards {read.what} and then {write.what}: another worker process or "
+                    "replica takes its own copy of the lock and runs the same read-then-write at the same time, so "
+                    "one update overwrites the other.",
+                    _suggestion(write),
+                    fix=Fix("shared-lock-snippet", _snippet(write, scope), "display-only"),
+                    related=related,
+                )
+
+
+def _place(step: SharedStep, message: str) -> Related:
+    return Related(step.facts.context.path, getattr(step.call, "lineno", 1), getattr(step.call, "col_offset", 0) + 1,
+                   message)
+
+
+def _suggestion(write: SharedStep) -> str:
+    if "file" in write.what:
+        return ("Keep the data where the replicas can update it atomically: rows in the database (one row per "
+                "item, `INSERT ... ON CONFLICT`), or a shared store with compare-and-set; if it must stay a file, "
+                "take a lock every process sees (a Redis lease `SET key token NX PX ttl`, or "
+                "`pg_advisory_xact_lock`) around the read and the write")
+    return ("Make the database decide: a unique constraint with `INSERT ... ON CONFLICT DO NOTHING`, a conditional "
+            "`UPDATE ... WHERE` checked by its row count, `SELECT ... FOR UPDATE`, or `pg_try_advisory_xact_lock` in "
+            "the transaction that does the work; for work outside the database, a Redis lease (`SET key token NX "
+            "PX ttl`)")
+
+
+def _snippet(write: SharedStep, scope: Optional[FunctionNode]) -> str:
+    """What to write instead, to copy by hand: a guard every process sees."""
+    name = getattr(scope, "name", None) or "work"
+    if "file" in write.what:
+        return (f"replace the lock with a lease every process sees: `if not redis.set(\"lock:{name}\", token, nx=True, "
+                "px=30_000): return` before the read, compare-and-delete after the write")
+    return ("let the database decide: `INSERT ... ON CONFLICT DO NOTHING RETURNING id` (act only when a row comes "
+            "back), or `SELECT pg_try_advisory_xact_lock(<key>)` first in the transaction")

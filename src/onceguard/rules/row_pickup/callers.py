@@ -1,0 +1,157 @@
+"""Whether a function runs only after a claim or a serialising lock its callers took."""
+
+import ast
+
+from ...project import index as project
+from ...project.claims import ClaimAnalyzer
+from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, walk_no_nested_functions
+from ...knowledge import orm
+from ..data_races import function_nodes, later, target_names, unwrap
+from .selection import _contains
+
+
+# -- runs only after a claim its callers took -----------------------------------------------------------------
+def _resolver(call: ast.Call, facts: ModuleFacts):
+    """A call to a function imported from elsewhere in the project (CLI only)."""
+    head = call.func
+    while isinstance(head, ast.Attribute):
+        head = head.value
+    if not (isinstance(head, ast.Name) and facts.imports.is_imported(head.id)):
+        return None
+    found = project.find_function(facts.qualify(call.func) or "", facts.config, project.roots_for(facts))
+    if found is None or found[1].context.is_test:
+        return None
+    return found
+
+
+def runs_claimed(function: FunctionNode, facts: ModuleFacts, depth: int = 0) -> bool:
+    """``function`` leads with a claim, or every call of it in its module comes after a claim the caller
+    tested (a lease taken and checked: ``if not held: return``), or from callers that themselves run
+    claimed.  A function nobody in its module calls is not claimed here (its callers are unknown)."""
+    key = f"row_pickup:claimed:{id(function)}"
+    cache = facts.cached("row_pickup:claimed", lambda _f: {})
+    if key in cache:
+        return cache[key]
+    cache[key] = False  # recursion guard
+    analyzer = ClaimAnalyzer.of_module(facts, _resolver if facts.context.cross_file else None)
+    result = analyzer.lead(function).claimed
+    if not result and depth < 3:
+        callers = [c for c in facts.calls_named(function.name) if _calls_function(c, function)]
+        result = bool(callers)
+        for call in callers:
+            caller = facts.enclosing_function(call)
+            if caller is None or caller is function or not (
+                    _claim_tested_before(call, caller, facts, analyzer) or _locked_before(call, caller, facts)
+                    or runs_claimed(caller, facts, depth + 1)):
+                result = False
+                break
+    cache[key] = result
+    return result
+
+
+#: SQL that blocks until this session or transaction holds a lock that serialises whole operations (an
+#: advisory lock on the entity, a table lock).  A row lock taken by a helper guards that helper's rows only.
+_BLOCKING_LOCK_SQL = ("PG_ADVISORY_XACT_LOCK(", "PG_ADVISORY_LOCK(", "LOCK TABLE")
+
+
+def _locked_before(call: ast.AST, caller: FunctionNode, facts: ModuleFacts) -> bool:
+    """``caller`` takes a lock before ``call``: directly (``select_for_update``, ``pg_advisory_xact_lock``) or
+    in a helper it calls first (``self._create_locks()`` whose body, or a function it calls, locks)."""
+    analyzer = ClaimAnalyzer.of_module(facts, _resolver if facts.context.cross_file else None)
+    for node in function_nodes(caller, facts):
+        if not (isinstance(node, ast.Expr) and later(call, node) and not _contains(node, call)):
+            continue
+        lock = unwrap(node.value)  # a call made for its effect: ``self._create_locks()``, ``lock_objects(...)``
+        if isinstance(lock, ast.Call) and _still_held_at(lock, call, caller) and _call_locks(lock, analyzer, 1):
+            return True
+    return False
+
+
+def _still_held_at(lock: ast.AST, call: ast.AST, caller: FunctionNode) -> bool:
+    """A lock taken inside a ``with`` block (a transaction, a connection) ends with it: ``call`` must be in
+    the same block."""
+    for above in ancestors(lock):
+        if above is caller:
+            return True
+        if isinstance(above, (ast.With, ast.AsyncWith)) and not _contains(above, call):
+            return False
+    return True
+
+
+def _call_locks(call: ast.Call, analyzer: ClaimAnalyzer, depth: int) -> bool:
+    if call_name(call) in (orm.DJANGO_ROW_LOCK, orm.SA_ROW_LOCK):
+        return True
+    if any(isinstance(a, ast.Constant) and isinstance(a.value, str) and _locking_sql(a.value)
+           for a in ast.walk(call)):
+        return True
+    if depth >= 3:
+        return False
+    found = analyzer._helper_target(call)
+    if found is None:
+        return False
+    target, foreign = found
+    return _function_takes_lock(target, foreign, depth + 1)
+
+
+def _function_takes_lock(function: FunctionNode, analyzer: ClaimAnalyzer, depth: int) -> bool:
+    cache = analyzer.facts.cached("row_pickup:takes_lock", lambda _f: {})
+    if id(function) in cache:
+        return cache[id(function)]
+    cache[id(function)] = False
+    result = any(isinstance(n, ast.Constant) and isinstance(n.value, str) and _locking_sql(n.value)
+                 for n in walk_no_nested_functions(function)) or any(
+        isinstance(n, ast.Call) and _call_locks(n, analyzer, depth) for n in walk_no_nested_functions(function))
+    cache[id(function)] = result
+    return result
+
+
+def _locking_sql(text: str) -> bool:
+    upper = text.upper()
+    return any(marker in upper for marker in _BLOCKING_LOCK_SQL)
+
+
+def _calls_function(call: ast.Call, function: FunctionNode) -> bool:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id == function.name
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")
+
+
+def _claim_tested_before(call: ast.Call, caller: FunctionNode, facts: ModuleFacts, analyzer: ClaimAnalyzer) -> bool:
+    """An ``if`` before ``call`` in ``caller`` that leaves when a claim was not obtained."""
+    for node in function_nodes(caller, facts):
+        if not (isinstance(node, ast.If) and later(call, node)) or _contains(node, call):
+            continue
+        if not node.body or not isinstance(node.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+            continue
+        if analyzer.failed_branch(node) is not None:
+            return True
+        test = node.test.operand if isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not) else None
+        if isinstance(test, ast.Name) and _bound_to_claim(test.id, node, caller, facts, analyzer):
+            return True
+    return False
+
+
+def _bound_to_claim(name: str, before: ast.AST, caller: FunctionNode, facts: ModuleFacts,
+                    analyzer: ClaimAnalyzer) -> bool:
+    """``name = [await] helper(...)`` where the helper returns whether its conditional write won
+    (``return result.rowcount == 1``): a lease taken by row count."""
+    for node in function_nodes(caller, facts):
+        if not (isinstance(node, ast.Assign) and later(before, node) and name in
+                [n for t in node.targets for n in target_names(t)]):
+            continue
+        value = unwrap(node.value)
+        if not isinstance(value, ast.Call):
+            continue
+        target = analyzer._helper_target(value)
+        if target is not None and _returns_row_count(target[0]):
+            return True
+    return False
+
+
+def _returns_row_count(function: FunctionNode) -> bool:
+    for node in ast.walk(function):
+        if isinstance(node, ast.Return) and node.value is not None and any(
+                isinstance(n, ast.Attribute) and n.attr == "rowcount" for n in ast.walk(node.value)):
+            return True
+    return False

@@ -1,0 +1,282 @@
+"""OG302: rows picked by status and updated without claiming them."""
+
+import ast
+from typing import Iterable, List, Optional, Set
+
+from ...analysis.facts import FunctionNode, ModuleFacts
+from ...knowledge import orm
+from ...model import Diagnostic
+from ..registry import register
+from ...analysis.sql import parse_statements
+from ..base import Rule
+from ..data_races import (
+    _session_matches, _single_process, _sql_by_function, _tables, django_queryset, function_nodes, later, names_in,
+    unwrap)
+from ..redis_leases import result_tested, short
+from .selection import (
+    Pickup, _django_status_filter, _loop_rows, _only_writes_rows, _pickups, _reread_locked, _sa_status_condition,
+    _sa_update, _sql_result_checked, _sql_status_column, _writes_table)
+from .callers import _locked_before, runs_claimed
+from .check_then_act import (
+    StateRead, StateWrite, _SENT_WORDS, _effects, _function_locks_rows, _guard_matches_write, _persist_call,
+    _reaches, _region, _root, _rows_source, _source_locks, _state_reads, _state_writes, _words)
+from .consumes import _deleting_call, _matching_guard, _returns_success
+from .store_markers import STORE_MARKER_TRIGGERS, checks_then_sets
+
+
+#: Prefilter words for a state test followed by a write of that state: the field word, then how the write is
+#: persisted (``save(``, a commit, a store method ``.update_x(``/``.save_x(``, a flag set to True).
+_STATE_TRIGGER_WORDS = (b"status", b"state", b"sent", b"notified", b"alerted", b"mailed", b"reminded", b"processed",
+                        b"published", b"delivered", b"redeemed", b"consumed", b"used")
+_STATE_WRITE_WORDS = (b"save(", b"commit(", b".update_", b".save_", b".put_", b".store_", b"= True")
+# A state field is an attribute or a key named by the word, alone or joined with ``_`` (``.used``,
+# ``.is_used``, ``.used_at``, ``"notified_at"``): the word after a dot, an underscore or a quote, not in
+# prose or in ``unused``.
+CHECK_THEN_ACT_TRIGGERS = tuple((b"if ", joiner + word, write) for word in _STATE_TRIGGER_WORDS
+                                for joiner in (b".", b"_", b'"', b"'") for write in _STATE_WRITE_WORDS)
+#: Prefilter: an equality test, a return, and the consuming call as it is usually spelled.
+CONSUME_TRIGGERS = tuple((b"==", b"return", word) for word in (b"delete(", b"remove", b"consume", b"invalidate"))
+
+
+@register
+class UnclaimedRowPickup(Rule):
+    code = "OG302"
+    name = "unclaimed-row-pickup"
+    summary = "a worker selects rows by status and updates them without claiming them first"
+    triggers = orm.ROW_PICKUP_TRIGGERS + CHECK_THEN_ACT_TRIGGERS + CONSUME_TRIGGERS + STORE_MARKER_TRIGGERS
+    skips_tests = True
+    skips_migration_code = True
+
+    def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        if _single_process(facts):
+            return
+        reported: Set[int] = set()
+        for function in facts.functions:
+            for pickup in _pickups(function, facts):
+                write = self._orm_write(pickup, function, facts)
+                if write is None or self._orm_claimed(pickup, function, facts):
+                    continue
+                if pickup.node.lineno in reported or _only_writes_rows(pickup, function, facts) or runs_claimed(
+                        function, facts):
+                    continue  # (``(await session.scalars(...)).all()``: the awaited call and the chain are one pickup)
+                reported.add(pickup.node.lineno)
+                yield self._report(pickup, write)
+        yield from self._raw_sql(facts)
+        for finding in [*self._check_then_act(facts), *self._consumes(facts), *self._store_markers(facts)]:
+            if finding.line not in reported:
+                reported.add(finding.line)
+                yield finding
+
+    # a marker in a shared store tested, then set around the work -------------------------------------------
+    def _store_markers(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for found in checks_then_sets(facts):
+            write, read = found.write.call, found.read.call
+            yield self.finding(
+                write,
+                f"`{short(write, 50)}` sets the marker `{short(read, 40)}` tested on line {read.lineno}, around "
+                f"`{short(found.effect, 40)}`: two replicas (or overlapping runs) both see no marker, both do the "
+                f"work and both set it.",
+                "Claim the marker atomically before the work and act only when the claim succeeded: "
+                "`if cache.add(key, True, timeout):` (Django cache), `if r.set(key, token, nx=True, ex=ttl):` "
+                "(redis-py); on failure of the work, delete the marker so a retry can claim it.",
+            )
+
+    # single-use consume ------------------------------------------------------------------------------------
+    def _consumes(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for guard in facts.ifs:
+            for index, statement in enumerate(guard.body):
+                if not (isinstance(statement, ast.Expr) and isinstance(unwrap(statement.value), ast.Call)):
+                    continue
+                call = unwrap(statement.value)
+                if not _returns_success(guard.body[index + 1:]) or _matching_guard(statement) is not guard:
+                    continue
+                function = facts.enclosing_function(guard)
+                if function is None or not _deleting_call(call, facts):
+                    continue
+                if (_function_locks_rows(function, facts, guard.test) or _locked_before(guard.test, function, facts)
+                        or runs_claimed(function, facts)):
+                    continue
+                yield self.finding(
+                    call,
+                    f"`{short(call, 50)}` consumes the matched single-use entry and success is returned without "
+                    f"reading how many rows it deleted: two requests presenting the same code at once (on two "
+                    f"replicas) both match it, both delete, and both succeed.",
+                    "Make the delete the check: run it as one conditional statement and succeed only when it "
+                    "removed a row (`DELETE ... WHERE id = :id` with `rowcount == 1`, Django "
+                    "`filter(pk=...).delete()[0] == 1`), or lock the row (`SELECT ... FOR UPDATE`) before comparing.",
+                )
+
+    # check-then-act on one row ----------------------------------------------------------------------------
+    def _check_then_act(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        # One finding per row field per function: the write followed by the work it guards, when there is one.
+        best: dict = {}
+        for guard in facts.ifs:
+            reads = _state_reads(guard.test)
+            if not reads:
+                continue
+            function = facts.enclosing_function(guard)
+            if function is None:
+                continue
+            region = _region(guard, function, facts)
+            for read in reads:
+                key = (id(function), read.path, read.field)
+                if key in best and best[key][3]:
+                    continue
+                for write in _state_writes(read, region, function, facts):
+                    if not _guard_matches_write(read, guard, write):
+                        continue
+                    effects = _effects(region, write, read.path, facts)
+                    stored = _persist_call(write, read.path, region) or write.node
+                    after = [e for e in effects if later(e, stored) and _reaches(write.node, e)]
+                    before = [e for e in effects if not later(e, write.node)]
+                    if not after and not (_words(read.field) & _SENT_WORDS or _rows_source(
+                            _root(read.path), guard, function, facts) is not None):
+                        # Work done before a status is written (``if status != EXITED: reap(); status = EXITED``)
+                        # is the job finishing; only a send-once flag or a row from a shared selection makes
+                        # acting first a duplicate.
+                        before = []
+                    if not (after or before):
+                        continue
+                    if key not in best or (after and not best[key][3]):
+                        best[key] = (guard, read, write, after, before, function)
+                    if after:
+                        break
+        for guard, read, write, after, before, function in best.values():
+            if (_function_locks_rows(function, facts, guard.test) or _locked_before(guard.test, function, facts)
+                    or runs_claimed(function, facts)):
+                continue
+            source = _rows_source(_root(read.path), guard, function, facts)
+            if source is not None and _source_locks(source, facts):
+                continue
+            yield self._report_check_then_act(read, write, after or before, bool(after), source)
+
+    def _report_check_then_act(self, read: StateRead, write: StateWrite, effects: List[ast.Call],
+                               acts_after: bool, source: Optional[ast.AST]) -> Diagnostic:
+        effect = effects[0]
+        field = f"{read.path}.{read.field}" if isinstance(read.node, ast.Attribute) else short(read.node, 50)
+        if source is not None:
+            where = source.value if isinstance(source, ast.Assign) else source
+            hazard = (f"The rows selected here are each tested on `{field}` (line {read.node.lineno}), acted on "
+                      f"(`{short(effect, 40)}`, line {effect.lineno}) and marked on line {write.node.lineno}, with no "
+                      f"claim: two replicas running this select the same rows, both pass the test and both act.")
+        elif acts_after:
+            where = write.node
+            hazard = (f"`{field}` is tested on line {read.node.lineno} and this write moves the row on without a "
+                      f"condition, then `{short(effect, 40)}` (line {effect.lineno}) does the work: two replicas (or "
+                      f"a retried job) both read the old state, both write the new one and both do the work.")
+        else:
+            where = read.node
+            hazard = (f"`{field}` is tested here, `{short(effect, 40)}` (line {effect.lineno}) acts, and only then "
+                      f"line {write.node.lineno} records it: two replicas both pass this test before either "
+                      f"records, and both act.")
+        suggestion = (f"Claim the transition before acting: a conditional update that moves `{read.field}` from the "
+                      f"old value to the new one and acts only when it changed one row (Django "
+                      f"`filter(pk=..., {read.field}=<old>).update({read.field}=<new>) == 1`, SQL `UPDATE ... WHERE "
+                      f"id = ... AND {read.field} = <old>` with the row count read), or read the row with "
+                      f"`select_for_update()` inside the transaction and test it there.")
+        return self.finding(where, hazard, suggestion)
+
+    # ORM ----------------------------------------------------------------------------------------------------
+    def _orm_write(self, pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:
+        rows = _loop_rows(pickup, function, facts)
+        if not rows:
+            return None
+        changed = False
+        for node in function_nodes(function, facts):
+            if not (hasattr(node, "lineno") and later(node, pickup.node)):
+                continue
+            if isinstance(node, (ast.Assign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in rows
+                       for t in targets):
+                    changed = True
+                continue
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            method, receiver = node.func.attr, node.func.value
+            if pickup.framework == "django":
+                if method in orm.DJANGO_INSTANCE_WRITES and isinstance(receiver, ast.Name) and receiver.id in rows:
+                    return node
+                if method in orm.DJANGO_QUERYSET_WRITES and names_in(node) & rows and django_queryset(node) is not None:
+                    if not _django_status_filter(django_queryset(node)[1]):
+                        return node
+            else:
+                if not _session_matches(pickup.session, receiver):
+                    continue
+                if method in orm.SA_FLUSH and changed:
+                    return node
+                if method == orm.SA_DELETE and node.args and names_in(node.args[0]) & rows:
+                    return node
+                if method == "execute" and node.args and names_in(node.args[0]) & rows:
+                    statement = _sa_update(node.args[0], facts)
+                    if statement is not None and not _sa_status_condition(statement):
+                        return node
+        return None
+
+    def _orm_claimed(self, pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> bool:
+        """A conditional transition whose result is checked:
+        ``filter(pk=…, status=…).update(…)`` / ``update(M).where(…, M.status == …)``; or each row read again
+        under a row lock before it is written (``o = M.objects.select_for_update().get(pk=o.pk)``)."""
+        if _reread_locked(_loop_rows(pickup, function, facts), pickup.node, function, facts):
+            return True
+        for node in function_nodes(function, facts):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            if pickup.framework == "django" and node.func.attr in ("update", "aupdate"):
+                queryset = django_queryset(node)
+                if queryset is not None and _django_status_filter(queryset[1]) and result_tested(node, facts):
+                    return True
+            if pickup.framework == "sqlalchemy" and node.func.attr == "execute" and node.args:
+                links = _sa_update(node.args[0], facts)
+                if links is not None and _sa_status_condition(links) and result_tested(node, facts):
+                    return True
+        return False
+
+    def _report(self, pickup: Pickup, write: ast.AST) -> Diagnostic:
+        model = pickup.model.rsplit(".", 1)[-1]
+        hazard = (f"`{short(pickup.node, 60)}` picks {model} rows by `{pickup.column}` and `{short(write, 40)}` on "
+                  f"line {write.lineno} updates them without claiming them: two replicas running this select the same "
+                  f"rows and both process them.")
+        field = pickup.column.split("__")[0]
+        if pickup.framework == "django":
+            suggestion = (f"Claim the rows: inside `transaction.atomic()` select them with "
+                          f"`{model}.objects.select_for_update(skip_locked=True).filter(...)`, or move each row with a "
+                          f"conditional update `{model}.objects.filter(pk=row.pk, {field}=<pending>).update({field}="
+                          f"<running>)` and process it only when that returns 1.")
+        else:
+            suggestion = (f"Claim the rows: select them with `.with_for_update(skip_locked=True)` in the transaction "
+                          f"that updates them, or move each row with `session.execute(update({model}).where("
+                          f"{model}.id == row.id, {model}.{field} == <pending>).values({field}=<running>))` and "
+                          f"process it only when `rowcount == 1`.")
+        return self.finding(pickup.node, hazard, suggestion)
+
+    # raw SQL ---------------------------------------------------------------------------------------------
+    def _raw_sql(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for executions in _sql_by_function(facts):
+            for select in executions:
+                if select.sql.statement_types != ("SelectStmt",) or select.sql.for_update:
+                    continue
+                statement = parse_statements(select.text)[0]
+                column = _sql_status_column(statement.whereClause, pickup=True)
+                tables = _tables(statement.fromClause)
+                if column is None or len(tables) != 1:
+                    continue
+                table = next(iter(tables))
+                writes = [e for e in executions if later(e.call, select.call) and _writes_table(e, table)]
+                if not writes:
+                    continue
+                if any(_sql_status_column(parse_statements(w.text)[0].whereClause) and _sql_result_checked(w, facts)
+                       for w in writes):
+                    continue
+                write = writes[0]
+                yield self.finding(
+                    select.call,
+                    f"The SELECT here picks `{table}` rows by `{column}` and the statement on line {write.call.lineno} "
+                    f"updates them without claiming them: two replicas running this select the same rows and both "
+                    f"process them.",
+                    f"Claim the rows: add `FOR UPDATE SKIP LOCKED` to this SELECT and update them in the same "
+                    f"transaction, or claim with one statement (`UPDATE {table} SET {column} = 'running' WHERE id IN "
+                    f"(SELECT id FROM {table} WHERE {column} = 'pending' LIMIT 10 FOR UPDATE SKIP LOCKED) RETURNING "
+                    f"id`), or move each row with `UPDATE {table} SET … WHERE id = :id AND {column} = 'pending'` and "
+                    f"act only when a row changed.",
+                )

@@ -1,0 +1,361 @@
+"""Rows selected by their state: the status filters of Django, SQLAlchemy and SQL, the names that hold
+the rows, and whether the code after the selection only writes those rows."""
+
+import ast
+from dataclasses import dataclass
+from typing import List, Optional, Set
+
+from pglast import ast as pg
+from pglast.enums import BoolExprType
+
+from ...project.claims import is_log_call
+from ...analysis.executed_sql import ExecutedSql, bound_value
+from ...analysis.facts import FunctionNode, ModuleFacts, call_name, parent
+from ...knowledge import orm
+from ...analysis.names import dotted
+from ...analysis.sql import parse_statements
+from ..data_races import (
+    _FETCH, chain, django_instance_loader, django_queryset, function_nodes, later, names_in, sa_source,
+    sa_statement, target_names, unwrap)
+from ..redis_leases import result_tested
+
+
+def status_column(name: str, lookup: str = "") -> bool:
+    if name in orm.STATUS_COLUMNS or name.endswith(orm.STATUS_SUFFIXES):
+        return True
+    return lookup == "isnull" and name.endswith(orm.PENDING_TIMESTAMP_SUFFIXES)
+
+
+def _is_constant(node: ast.AST) -> bool:
+    """A literal or an enum-like ``Job.Status.PENDING`` / ``PENDING``: the same for every caller."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return all(_is_constant(e) for e in node.elts)
+    if isinstance(node, ast.Attribute):
+        return node.attr.isupper()
+    if isinstance(node, ast.Name):
+        return node.id.isupper()
+    return False
+
+
+def _django_status_filter(links, pickup: bool = False) -> Optional[str]:
+    """The status lookup of a queryset (``status="pending"``).  For a ``pickup``, None when the queryset is
+    also pinned to one caller-given entity (``filter(user=request.user, status=...)``): that is not a queue."""
+    found = None
+    for name, call in links:
+        if name not in ("filter", "exclude") or not isinstance(call, ast.Call):
+            continue
+        # Keywords of the call and of Q(...) objects inside it.
+        keywords = list(call.keywords) + [
+            k for arg in call.args for n in ast.walk(arg) if isinstance(n, ast.Call) for k in n.keywords
+        ]
+        for keyword in keywords:
+            if keyword.arg is None:
+                return None
+            field, _, lookup = keyword.arg.partition("__")
+            if status_column(field, lookup) and lookup in orm.DJANGO_STATUS_LOOKUPS:
+                found = found or keyword.arg
+            elif pickup and lookup in ("", "exact") and not _is_constant(keyword.value):
+                return None
+    return found
+
+
+def _sa_status_condition(links, pickup: bool = False) -> Optional[str]:
+    """As :func:`_django_status_filter`, for ``where``/``filter``/``filter_by`` conditions."""
+    found = None
+    for name, call in links:
+        if name not in ("where", "filter", "filter_by") or not isinstance(call, ast.Call):
+            continue
+        for keyword in call.keywords:
+            if status_column(keyword.arg or ""):
+                found = found or keyword.arg
+            elif pickup and not _is_constant(keyword.value):
+                return None
+        for arg in call.args:
+            for condition in _conjuncts(arg):
+                column = _sa_condition_column(condition)
+                if column is None:
+                    continue
+                if status_column(column, "isnull" if _is_null_test(condition) else ""):
+                    found = found or column
+                elif (pickup and isinstance(condition, ast.Compare) and isinstance(condition.ops[0], ast.Eq)
+                      and not _is_constant(condition.comparators[0])):
+                    return None
+    return found
+
+
+def _conjuncts(node: ast.AST) -> List[ast.AST]:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "and_":
+        return [c for arg in node.args for c in _conjuncts(arg)]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def _sa_condition_column(condition: ast.AST) -> Optional[str]:
+    """``Job.status == x``, ``Job.status.in_(...)``, ``Job.sent_at.is_(None)``, ``~Job.processed``."""
+    if isinstance(condition, ast.Compare) and isinstance(condition.left, ast.Attribute):
+        return condition.left.attr
+    if isinstance(condition, ast.Call) and isinstance(condition.func, ast.Attribute) and isinstance(
+            condition.func.value, ast.Attribute):
+        return condition.func.value.attr
+    if isinstance(condition, ast.UnaryOp) and isinstance(condition.operand, ast.Attribute):
+        return condition.operand.attr
+    return None
+
+
+def _is_null_test(condition: ast.AST) -> bool:
+    if isinstance(condition, ast.Compare):
+        return any(isinstance(c, ast.Constant) and c.value is None for c in condition.comparators)
+    if isinstance(condition, ast.Call) and isinstance(condition.func, ast.Attribute):
+        return condition.func.attr in ("is_", "isnot", "is_not") and any(
+            isinstance(a, ast.Constant) and a.value is None for a in condition.args)
+    return False
+
+
+@dataclass
+class Pickup:
+    framework: str  # "django" | "sqlalchemy" | "sql"
+    node: ast.AST  # where the rows are selected
+    model: str
+    column: str
+    rows: Set[str]  # local names holding the rows or one of them (loop targets)
+    session: Optional[str] = None
+
+
+def _rows_names(expr: ast.AST, facts: ModuleFacts) -> Set[str]:
+    """Names that end up holding the rows selected by ``expr``: its assignment target and loop targets."""
+    names: Set[str] = set()
+    statement = facts.statement_of(expr)
+    if isinstance(statement, (ast.For, ast.AsyncFor)) and _contains(statement.iter, expr):
+        names.update(target_names(statement.target))
+    if isinstance(statement, ast.Assign) and _contains(statement.value, expr):
+        for target in statement.targets:
+            names.update(target_names(target))
+    return names
+
+
+def _contains(tree: ast.AST, node: ast.AST) -> bool:
+    return any(n is node for n in ast.walk(tree))
+
+
+def _functions_filtering(facts: ModuleFacts) -> Set[int]:
+    """Functions that call a query filter (``filter``, ``where``, ...): a pickup by status needs one."""
+    def build(_facts: ModuleFacts) -> Set[int]:
+        functions = set()
+        for call in facts.calls_named(*orm.PICKUP_FILTER_METHODS):
+            function = facts.enclosing_function(call)
+            if function is not None:
+                functions.add(id(function))
+        return functions
+
+    return facts.cached("data_races:filtering", build)
+
+
+def _pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]:
+    found: List[Pickup] = []
+    if id(function) not in _functions_filtering(facts):
+        return found
+    for node in function_nodes(function, facts):
+        if not isinstance(node, (ast.Call, ast.Subscript)):
+            continue
+        above = parent(node)
+        if isinstance(above, (ast.Attribute, ast.Subscript)) and above.value is node:
+            continue  # a link inside a longer chain: the chain's outermost expression speaks for it
+        if _is_subquery(node):
+            continue
+        queryset = django_queryset(node)
+        if queryset is not None:
+            model, links = queryset
+            locked = any(n == orm.DJANGO_ROW_LOCK for n, _ in links)
+            if locked or (links and links[-1][0] in orm.DJANGO_QUERYSET_WRITES):
+                continue
+            column = _django_status_filter(links, pickup=True)
+            if column:
+                found.append(Pickup("django", node, model, column, _rows_names(node, facts)))
+            continue
+        loaded = sa_source(node, facts, many=True)
+        if loaded is not None and not loaded.locked:
+            links = _sa_links(node, facts)
+            column = _sa_status_condition(links, pickup=True)
+            if column:
+                found.append(Pickup("sqlalchemy", node, loaded.model, column, _rows_names(node, facts), loaded.session))
+    return found
+
+
+#: Calls that take a queryset or select as part of another query: the rows are never loaded themselves.
+_QUERY_COMPOSERS = frozenset({
+    "Exists", "Subquery", "exists", "filter", "exclude", "annotate", "where", "in_", "not_in", "having",
+    "union", "intersection", "difference", "scalar_subquery", "subquery",
+})
+
+
+def _is_subquery(node: ast.AST) -> bool:
+    """``Exists(M.objects.filter(..., status=...))``, ``filter(id__in=<queryset>)``, a queryset built on
+    ``OuterRef``: part of another query, not rows anyone picks."""
+    if any(isinstance(n, ast.Call) and call_name(n) == "OuterRef" for n in ast.walk(node)):
+        return True
+    child = node
+    for above in _expression_ancestors(node):
+        if isinstance(above, ast.Call) and child is not above.func:
+            return call_name(above) in _QUERY_COMPOSERS
+        child = above
+    return False
+
+
+def _expression_ancestors(node: ast.AST):
+    above = parent(node)
+    while above is not None and not isinstance(above, ast.stmt):
+        if isinstance(above, ast.keyword):
+            above = parent(above)
+            continue
+        yield above
+        above = parent(above)
+
+
+def _sa_links(node: ast.AST, facts: ModuleFacts):
+    head, links = chain(node)
+    result = list(links)
+    for _, call in links:
+        if isinstance(call, ast.Call) and call.args:
+            statement = sa_statement(call.args[0], facts)
+            if statement is not None:
+                result.extend(statement[1])
+    return result
+
+
+def _loop_rows(pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> Set[str]:
+    """Loop targets over a name that holds the rows (``jobs = ...; for job in jobs``)."""
+    rows = set(pickup.rows)
+    for node in function_nodes(function, facts):
+        if isinstance(node, (ast.For, ast.AsyncFor)) and later(node, pickup.node):
+            if names_in(node.iter) & rows:
+                rows.update(target_names(node.target))
+    return rows
+
+
+def _reread_locked(rows: Set[str], after: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """A name holding the rows is bound again to the same row loaded under a row lock."""
+    for node in function_nodes(function, facts):
+        if not (isinstance(node, ast.Assign) and later(node, after)):
+            continue
+        if not any(name in rows for target in node.targets for name in target_names(target)):
+            continue
+        loaded = django_instance_loader(node.value, facts) or sa_source(node.value, facts, many=False)
+        if loaded is not None and loaded.locked:
+            return True
+    return False
+
+
+#: Calls that compute a value and change nothing: they do not make a sweep's work unsafe to repeat.
+_PURE_CALLS = frozenset({
+    "now", "utcnow", "today", "timedelta", "datetime", "time", "monotonic", "len", "str", "int", "float",
+    "bool", "list", "dict", "set", "tuple", "sorted", "min", "max", "sum", "any", "all", "isinstance",
+    "getattr", "hasattr", "range", "enumerate", "zip", "format", "join", "get", "astimezone", "isoformat",
+    "getLogger", "gettext", "_",
+})
+
+
+def _only_writes_rows(pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """The loop over the picked rows does nothing but write them (delete them, set a constant): two
+    replicas repeating that is duplicate work, not a duplicate effect.  Anything else it calls (send,
+    publish, run, allocate a number) makes the pickup a hazard."""
+    rows = _loop_rows(pickup, function, facts)
+    loops = [n for n in function_nodes(function, facts)
+             if isinstance(n, (ast.For, ast.AsyncFor)) and set(target_names(n.target)) & rows]
+    if not loops:
+        return False
+    for loop in loops:
+        skipped: Set[int] = set()
+        for statement in loop.body:
+            for node in ast.walk(statement):
+                if id(node) in skipped or not isinstance(node, ast.Call):
+                    continue
+                if is_log_call(node):
+                    skipped.update(id(n) for n in ast.walk(node))
+                    continue
+                name = call_name(node)
+                if name in _PURE_CALLS:
+                    continue
+                receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+                if (name in orm.DJANGO_INSTANCE_WRITES or name in orm.DJANGO_QUERYSET_WRITES
+                        or name in orm.SA_FLUSH or name in ("add", "merge")) and (
+                        receiver is not None and (names_in(receiver) & rows or names_in(node) & rows
+                                                  or pickup.framework == "sqlalchemy")):
+                    continue
+                if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Call) and \
+                        call_name(node.func.value) == "getLogger":
+                    skipped.update(id(n) for n in ast.walk(node))
+                    continue
+                return False
+    return True
+
+
+def _sa_update(node: ast.AST, facts: ModuleFacts):
+    """Links of ``update(Model).where(...).values(...)`` (through one name binding), else None."""
+    node = unwrap(node)
+    if isinstance(node, ast.Name):
+        value = bound_value(node, facts)
+        if value is None:
+            return None
+        node = unwrap(value)
+    head, links = chain(node)
+    if isinstance(head, ast.Call) and facts.callee(head) in orm.SA_UPDATE:
+        return links
+    return None
+
+
+def _sql_status_column(where, pickup: bool = False) -> Optional[str]:
+    """The status-like column a WHERE clause tests: ``status = …``, ``status IN (…)``, ``sent_at IS NULL``,
+    ``NOT processed``.  For a ``pickup``, None when the WHERE also pins the rows to one caller-given value
+    (``user_id = $1``)."""
+    if where is None:
+        return None
+    is_and = isinstance(where, pg.BoolExpr) and where.boolop == BoolExprType.AND_EXPR
+    conjuncts = list(where.args) if is_and else [where]
+    found = None
+    for condition in conjuncts:
+        if isinstance(condition, pg.NullTest) and isinstance(condition.arg, pg.ColumnRef):
+            name = _column_name(condition.arg)
+            if name and status_column(name, "isnull"):
+                found = found or name
+        elif isinstance(condition, pg.BoolExpr) and condition.boolop == BoolExprType.NOT_EXPR:
+            inner = condition.args[0]
+            if isinstance(inner, pg.ColumnRef) and status_column(_column_name(inner) or ""):
+                found = found or _column_name(inner)
+        elif isinstance(condition, pg.A_Expr) and isinstance(condition.lexpr, pg.ColumnRef):
+            name = _column_name(condition.lexpr) or ""
+            if status_column(name):
+                found = found or name
+            elif (pickup and condition.name and condition.name[0].sval == "="
+                  and isinstance(condition.rexpr, pg.ParamRef)):
+                return None
+    return found
+
+
+def _column_name(ref) -> Optional[str]:
+    last = ref.fields[-1]
+    return last.sval if isinstance(last, pg.String) else None
+
+
+def _writes_table(executed: ExecutedSql, table: str) -> bool:
+    if executed.sql.statement_types not in (("UpdateStmt",), ("DeleteStmt",)):
+        return False
+    statement = parse_statements(executed.text)[0]
+    return statement.relation.relname == table
+
+
+def _sql_result_checked(executed: ExecutedSql, facts: ModuleFacts) -> bool:
+    """The conditional UPDATE's outcome is read: its result tested, or ``cur.rowcount`` / a fetch afterwards."""
+    if result_tested(executed.call, facts):
+        return True
+    receiver = dotted(executed.receiver) if executed.receiver is not None else None
+    function = facts.enclosing_function(executed.call)
+    if receiver is None or function is None:
+        return False
+    for node in function_nodes(function, facts):
+        if isinstance(node, ast.Attribute) and dotted(node.value) == receiver and later(node, executed.call) and (
+                node.attr == "rowcount" or node.attr in _FETCH):
+            return True
+    return False

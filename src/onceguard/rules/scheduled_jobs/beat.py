@@ -1,0 +1,86 @@
+"""Celery beat entries and django-celery-beat rows (judged only where beat runs per replica)."""
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ...project.claims import own_module_names
+from ...knowledge import schedulers as known
+from ...analysis.names import dotted
+from .jobs import Scheduled, Target, _const, _keywords
+
+
+class BeatRegistrations:
+    """Mixin of the collector: Celery beat schedules and django-celery-beat rows."""
+
+    # -- Celery beat and django-celery-beat (single-scheduler = false) -----------------------------
+    def _celery_beat(self) -> None:
+        facts = self.facts
+        for assign in facts.assigns:
+            if isinstance(assign, ast.AugAssign) or assign.value is None:
+                continue
+            targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+            if any((dotted(t) or "").rsplit(".", 1)[-1] in known.CELERY_BEAT_SCHEDULE_NAMES for t in targets):
+                self._beat_dict(assign.value, dotted(targets[0]) or "beat_schedule")
+        for call in facts.calls_by_name.get("update", ()):
+            for keyword in call.keywords:
+                if keyword.arg in known.CELERY_BEAT_SCHEDULE_NAMES:
+                    self._beat_dict(keyword.value, keyword.arg)
+
+    def _beat_dict(self, value: ast.AST, how: str) -> None:
+        if not isinstance(value, ast.Dict):
+            return
+        for entry in value.values:
+            if not isinstance(entry, ast.Dict):
+                continue
+            fields = {(_const(k) if k is not None else None): v for k, v in zip(entry.keys, entry.values)}
+            task = fields.get("task")
+            if not isinstance(_const(task), str):
+                continue
+            target = self._celery_task(task.value, task)
+            if target is None:
+                continue
+            scheduled = Scheduled(known.CELERY_BEAT, how, task, target, None, None, fields.get("schedule"))
+            self._classify_trigger(scheduled)
+            self.add(scheduled)
+
+    def _celery_task(self, name: str, node: ast.AST) -> Optional[Target]:
+        """A Celery task by its registered name: ``@app.task(name=...)`` here, else ``module.function``."""
+        facts = self.facts
+        own = own_module_names(facts)
+        for function in facts.functions:
+            for decorator in function.decorator_list:
+                call = decorator if isinstance(decorator, ast.Call) else None
+                func = call.func if call else decorator
+                last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if last not in known.CELERY_TASK_DECORATORS:
+                    continue
+                explicit = _const(_keywords(call).get("name")) if call else None
+                if explicit == name or (explicit is None and (name == function.name or any(
+                        name == f"{m}.{function.name}" for m in own))):
+                    return self._local(function)
+        return self.resolve_string(name, node)
+
+    def _django_celery_beat(self) -> None:
+        facts = self.facts
+        for method in known.DJANGO_ROW_METHODS:
+            for call in facts.calls_by_name.get(method, ()):
+                func = call.func
+                if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute)
+                        and func.value.attr == "objects"):
+                    continue
+                if (facts.qualify(func.value.value) or "") not in known.DJANGO_CELERY_BEAT_MODELS:
+                    continue
+                keywords = _keywords(call)
+                task = keywords.get("task")
+                defaults = keywords.get("defaults")
+                if task is None and isinstance(defaults, ast.Dict):
+                    task = next((v for k, v in zip(defaults.keys, defaults.values) if _const(k) == "task"), None)
+                if not isinstance(_const(task), str):
+                    continue
+                target = self._celery_task(task.value, task)
+                if target is None:
+                    continue
+                self.add(Scheduled(known.DJANGO_CELERY_BEAT, f"PeriodicTask.objects.{method}", call, target, call))
+
+    # -- triggers -----------------------------------------------------------------------------------

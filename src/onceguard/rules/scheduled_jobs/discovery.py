@@ -1,0 +1,443 @@
+"""Finds every scheduled function of a module once; OG201, OG202 and OG204 read the result."""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Tuple
+
+from ...project import deployment, index as project
+from ...project.claims import Bindings, ClaimAnalyzer, own_module_names
+from ...analysis.facts import FunctionNode, ModuleFacts, parent
+from ...knowledge import schedulers as known
+from ...model import Related
+from ...analysis.names import dotted
+from ...project.summaries import _annotation_class, _parameter_annotation, resolve_reference
+from .beat import BeatRegistrations
+from .daemons import DaemonRegistrations
+from .jobs import (Scheduled, Target, _FUNCTION_TYPES, _HH_MM, _argument, _const, _cron_wall_clock, _fields_wall_clock,
+                   _has_splat, _is_true_constant, _keywords)
+from .loops import LoopRegistrations
+
+
+#: Not yet looked up (None means looked up and absent).
+_UNASKED = object()
+
+
+class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
+    """Finds every scheduled function of a module once; OG201 and OG202 read the result."""
+
+    def __init__(self, facts: ModuleFacts) -> None:
+        self.facts = facts
+        self.bindings = Bindings.of_module(facts)
+        self.cross_file = bool(facts.context.cross_file)
+        self.analyzer = ClaimAnalyzer.of_module(facts, _resolver if self.cross_file else None)
+        self.found: List[Scheduled] = []
+        self.single = facts.config.single_scheduler
+        #: id(receiver) -> where the scheduler it names is made, when that is another module
+        self.made_elsewhere: Dict[int, Related] = {}
+        self._beat_launch: Optional[object] = _UNASKED
+        self._decorators()
+        self._method_calls()
+        self._module_functions()
+        self._schedule_library()
+        self._tickers()
+        self._timers()
+        self._daemons()
+        if not self.single or self._embedded_beat() is not None:
+            self._celery_beat()
+            self._django_celery_beat()
+
+    # -- scheduler objects ------------------------------------------------------------------------
+    def scheduler_of(self, receiver: ast.AST) -> Tuple[Optional[str], Optional[ast.Call]]:
+        """(family, constructor call) of a receiver bound to a scheduler constructor, else (None, None)."""
+        facts = self.facts
+        expr = self.bindings.origin(receiver) if not isinstance(receiver, ast.Call) else receiver
+        if isinstance(expr, ast.Await):
+            expr = expr.value
+        if isinstance(expr, ast.Call):
+            family = known.CONSTRUCTORS.get(facts.callee(expr) or "")
+            if family:
+                return family, expr
+            return None, None
+        if expr is None and isinstance(receiver, ast.Name):
+            family = self._annotated_scheduler(receiver)
+            if family is not None:
+                return family, None  # a scheduler handed in: its options are the caller's
+        if (expr is None and isinstance(receiver, ast.Name) and self.cross_file
+                and facts.imports.is_imported(receiver.id) and self.bindings.scope_of(receiver)[0] is None):
+            qualified = facts.qualify(receiver) or ""
+            found = project.find_assignment(qualified, facts.config, project.roots_for(facts))
+            if found is not None:
+                value, foreign = found
+                if isinstance(value, ast.Call):
+                    family = known.CONSTRUCTORS.get(foreign.callee(value) or "")
+                    if family:
+                        self.made_elsewhere[id(receiver)] = Related(
+                            foreign.context.path, value.lineno, value.col_offset + 1,
+                            f"`{receiver.id}` is made here ({family})")
+                        return family, None  # the constructor lives in another file: its options are not ours
+        return None, None
+
+    def _annotated_scheduler(self, receiver: ast.Name) -> Optional[str]:
+        """``def register(scheduler: AsyncIOScheduler)``: a parameter whose type is a scheduler class."""
+        function = self.facts.enclosing_function(receiver)
+        annotation = _annotation_class(_parameter_annotation(function, receiver.id))
+        if annotation is None:
+            return None
+        return known.CONSTRUCTORS.get(self.facts.qualify(annotation) or "")
+
+    def _allowed(self, family: str) -> bool:
+        if self.single is False or family not in known.SINGLE_SCHEDULER_FAMILIES:
+            return True
+        return family in known.BEAT_FAMILIES and self._embedded_beat() is not None
+
+    def _embedded_beat(self):
+        """The deployment command that runs beat inside every Celery worker (``worker -B``), or None: then beat
+        is no single scheduler, whatever the configuration assumes."""
+        if self._beat_launch is _UNASKED:
+            self._beat_launch = deployment.embedded_beat_for(self.facts) if self.cross_file else None
+        return self._beat_launch
+
+    # -- targets ---------------------------------------------------------------------------------
+    def resolve(self, expr: Optional[ast.AST], depth: int = 0) -> Optional[Target]:
+        if expr is None or depth > 4:
+            return None
+        facts = self.facts
+        if isinstance(expr, ast.Lambda):
+            body = expr.body
+            if isinstance(body, ast.Await):
+                body = body.value
+            if isinstance(body, ast.Call):
+                if self.analyzer.is_claim_function(body):
+                    return Target(claimed=True)
+                return self.resolve(body.func, depth + 1)
+            return None
+        if isinstance(expr, ast.Call):
+            callee = facts.callee(expr) or ""
+            if callee in ("functools.partial", "partial") and expr.args:
+                return self.resolve(expr.args[0], depth + 1)
+            if (isinstance(expr.func, ast.Attribute) and expr.func.attr in known.CELERY_SIGNATURE_METHODS
+                    and isinstance(expr.func.value, (ast.Name, ast.Attribute))):
+                return self.resolve(expr.func.value, depth + 1)
+            return None
+        if isinstance(expr, ast.Name):
+            function = self.bindings.module_function(expr)
+            if function is not None:
+                return self._local(function)
+            if facts.imports.is_imported(expr.id) and self.bindings.scope_of(expr)[0] is None:
+                return self._foreign(facts.qualify(expr) or "", expr)
+            return None
+        if isinstance(expr, ast.Attribute):
+            method = self.bindings.method(expr)
+            if method is not None:
+                return self._local(method)
+            head = expr
+            while isinstance(head, ast.Attribute):
+                head = head.value
+            if (isinstance(head, ast.Name) and facts.imports.is_imported(head.id)
+                    and self.bindings.scope_of(head)[0] is None):
+                return self._foreign(facts.qualify(expr) or "", expr)
+            found = resolve_reference(expr, facts)
+            if found is not None:
+                function, owner = found
+                if owner is facts:
+                    return self._local(function)
+                if owner.context.is_test:
+                    return None
+                return Target(function, owner, True, False, f"{dotted(expr) or function.name}")
+            return None
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            return self.resolve_string(expr.value, expr)
+        return None
+
+    def resolve_string(self, reference: str, node: ast.AST) -> Optional[Target]:
+        """``"app.jobs:send_digest"`` or ``"app.jobs.send_digest"``."""
+        reference = reference.strip()
+        if ":" in reference:
+            module, _, name = reference.partition(":")
+        else:
+            module, _, name = reference.rpartition(".")
+        if not name.isidentifier():
+            return None
+        if module in own_module_names(self.facts) or (not module and ":" not in reference):
+            for statement in self.facts.tree.body:
+                if isinstance(statement, _FUNCTION_TYPES) and statement.name == name:
+                    return self._local(statement)
+            return None
+        return self._foreign(reference, node)
+
+    def _local(self, function: FunctionNode) -> Target:
+        return Target(function, self.facts, False, False, function.name)
+
+    def _foreign(self, qualified: str, node: ast.AST) -> Optional[Target]:
+        if not self.cross_file or not qualified:
+            return None
+        found = project.find_function(qualified, self.facts.config, project.roots_for(self.facts))
+        if found is None:
+            return None
+        function, foreign = found
+        if foreign.context.is_test:
+            return None
+        return Target(function, foreign, True, False, qualified.replace(":", "."))
+
+    def add(self, scheduled: Scheduled) -> None:
+        if self.facts.enclosing_function(scheduled.registration) is not None \
+                and self.analyzer.dominating_claim(scheduled.registration) is not None:
+            scheduled.gated = True  # added only by the replica that won a claim: a leader's scheduler
+        if self.single and scheduled.family in known.BEAT_FAMILIES:
+            launch = self._embedded_beat()
+            if launch is not None:
+                scheduled.detail = f"{launch.where} runs `{' '.join(launch.words)}`"
+                scheduled.related.append(Related(launch.path, launch.line, 1,
+                                                 "beat runs inside this worker, in every replica"))
+        self.found.append(scheduled)
+
+    # -- decorators --------------------------------------------------------------------------
+    def _decorators(self) -> None:
+        facts = self.facts
+        for function in facts.functions:
+            for decorator in function.decorator_list:
+                if not isinstance(decorator, ast.Call):
+                    continue
+                if self._schedule_repeat(function, decorator):
+                    continue
+                qualified = facts.callee(decorator) or ""
+                registration = known.DECORATORS.get(qualified)
+                ctor = None
+                if registration is None and isinstance(decorator.func, ast.Attribute):
+                    family, ctor = self.scheduler_of(decorator.func.value)
+                    if family is None:
+                        continue
+                    registration = next((r for r in known.METHODS.get(family, ())
+                                         if r.decorator and r.method == decorator.func.attr), None)
+                if registration is None or not self._allowed(registration.family):
+                    continue
+                trigger = _argument(decorator, registration.trigger_position, registration.trigger_keyword)
+                scheduled = Scheduled(
+                    registration.family, "@" + (dotted(decorator.func) or registration.method), decorator,
+                    self._local(function), decorator, ctor, trigger,
+                )
+                if isinstance(decorator.func, ast.Attribute) and id(decorator.func.value) in self.made_elsewhere:
+                    scheduled.related.append(self.made_elsewhere[id(decorator.func.value)])
+                self._classify_trigger(scheduled)
+                self.add(scheduled)
+
+    def _schedule_repeat(self, function: FunctionNode, decorator: ast.Call) -> bool:
+        """``@schedule.repeat(schedule.every(10).minutes)``: the schedule library's decorator form."""
+        func = decorator.func
+        if not (isinstance(func, ast.Attribute) and func.attr == known.SCHEDULE_REPEAT) or not decorator.args:
+            if not (isinstance(func, ast.Name) and self.facts.qualify(func) == f"{known.SCHEDULE_MODULE}.{known.SCHEDULE_REPEAT}"):
+                return False
+        elif not self._schedule_module_or_scheduler(func.value):
+            return False
+        every, at = self._every_chain(decorator.args[0]) if decorator.args else (None, None)
+        if every is None or not self._schedule_receiver(every):
+            return False
+        scheduled = Scheduled(known.SCHEDULE, "@schedule.repeat(schedule.every(...)" + ("" if at is None else ".at(...)") + ")",
+                              decorator, self._local(function), decorator, None, at)
+        if at is not None and at.args and isinstance(_const(at.args[0]), str) and _HH_MM.match(at.args[0].value):
+            scheduled.wall_clock = True
+        self.add(scheduled)
+        return True
+
+    def _schedule_module_or_scheduler(self, receiver: ast.AST) -> bool:
+        if isinstance(receiver, ast.Name) and self.bindings.scope_of(receiver)[0] is None \
+                and self.facts.imports.aliases.get(receiver.id) == known.SCHEDULE_MODULE:
+            return True
+        family, _ = self.scheduler_of(receiver)
+        return family == known.SCHEDULE
+
+    @staticmethod
+    def _every_chain(node: ast.AST) -> Tuple[Optional[ast.Call], Optional[ast.Call]]:
+        """The ``every(...)`` call and the ``.at(...)`` call of ``every(1).day.at("18:00")``."""
+        every = at = None
+        while isinstance(node, (ast.Attribute, ast.Call)):
+            if isinstance(node, ast.Call):
+                inner = node.func
+                if isinstance(inner, ast.Attribute) and inner.attr == known.SCHEDULE_AT and at is None:
+                    at = node
+                if (isinstance(inner, ast.Attribute) and inner.attr == known.SCHEDULE_ENTRY) or (
+                        isinstance(inner, ast.Name) and inner.id == known.SCHEDULE_ENTRY):
+                    every = node
+                    break
+                node = inner
+            else:
+                node = node.value
+        return every, at
+
+    # -- scheduler.method(func, trigger) ----------------------------------------------------------
+    def _method_calls(self) -> None:
+        facts = self.facts
+        names = {r.method for regs in known.METHODS.values() for r in regs if not r.decorator}
+        for name in sorted(names):
+            for call in facts.calls_by_name.get(name, ()):
+                func = call.func
+                if not isinstance(func, ast.Attribute):
+                    continue
+                family, ctor = self.scheduler_of(func.value)
+                if family is None and name == "add_periodic_task" and self._celery_sender(func.value):
+                    family = known.CELERY_BEAT
+                if family is None or not self._allowed(family):
+                    continue
+                registration = next((r for r in known.METHODS.get(family, ())
+                                     if not r.decorator and r.method == name), None)
+                if registration is None:
+                    continue
+                if registration.requires_keyword and registration.requires_keyword not in _keywords(call):
+                    continue
+                target_expr = _argument(call, registration.func_position, registration.func_keyword)
+                if target_expr is None:
+                    continue
+                target = self.resolve(target_expr) or Target(label=dotted(target_expr) or "")
+                trigger = _argument(call, registration.trigger_position, registration.trigger_keyword)
+                scheduled = Scheduled(family, dotted(func) or name, call, target, call, ctor, trigger)
+                scheduled.registration = call
+                if id(func.value) in self.made_elsewhere:
+                    scheduled.related.append(self.made_elsewhere[id(func.value)])
+                if family in (known.APS3, known.FLASK_APS):
+                    alias = _const(trigger)
+                    if (trigger is None and not _has_splat(call)) or alias in known.APS3_ONE_OFF_TRIGGERS:
+                        scheduled.periodic = False  # (a ``**trigger_kwargs`` splat may hold a periodic trigger)
+                if family == known.APS4 and ctor is not None and self._aps4_shared_store(ctor):
+                    scheduled.coordinated = True
+                self._classify_trigger(scheduled)
+                self.add(scheduled)
+
+    def _celery_sender(self, receiver: ast.AST) -> bool:
+        """``def setup(sender, **kw)`` connected to ``app.on_after_configure`` / ``on_after_finalize``."""
+        if not isinstance(receiver, ast.Name):
+            return False
+        function = self.facts.enclosing_function(receiver)
+        if function is None:
+            return False
+        args = function.args
+        if not any(a.arg == receiver.id for a in args.posonlyargs + args.args):
+            return False
+        for decorator in function.decorator_list:
+            name = dotted(decorator.func if isinstance(decorator, ast.Call) else decorator) or ""
+            if name.endswith(("on_after_configure.connect", "on_after_finalize.connect")):
+                return True
+        return False
+
+    def _aps4_shared_store(self, ctor: ast.Call) -> bool:
+        store = _argument(ctor, known.APS4_DATA_STORE_POSITION, known.APS4_DATA_STORE_KEYWORD)
+        if store is None or _is_true_constant(store, None):
+            return False
+        origin = self.bindings.origin(store) if not isinstance(store, ast.Call) else store
+        if isinstance(origin, ast.Call) and (self.facts.callee(origin) or "") in known.APS4_MEMORY_STORES:
+            return False
+        return True
+
+    # -- module functions: arq cron(...), aiocron.crontab(spec, func) ----------------------------
+    def _module_functions(self) -> None:
+        facts = self.facts
+        for name in ("cron", "crontab"):
+            for call in facts.calls_by_name.get(name, ()):
+                registration = known.FUNCTIONS.get(facts.callee(call) or "")
+                if registration is None:
+                    continue
+                above = parent(call)
+                if isinstance(above, _FUNCTION_TYPES) and call in above.decorator_list:
+                    continue  # the decorator form was handled with the decorators
+                target_expr = _argument(call, registration.func_position, registration.func_keyword)
+                if target_expr is None:
+                    continue
+                target = self.resolve(target_expr) or Target(label=dotted(target_expr) or _const(target_expr) or "")
+                trigger = _argument(call, registration.trigger_position, registration.trigger_keyword)
+                scheduled = Scheduled(registration.family, dotted(call.func) or name, call, target, call, None, trigger)
+                if registration.family == known.ARQ:
+                    unique = _keywords(call).get(known.ARQ_UNIQUE_KEYWORD)
+                    scheduled.coordinated = not _is_true_constant(unique, False)
+                self._classify_trigger(scheduled)
+                self.add(scheduled)
+
+    # -- schedule.every(...)....do(job) -----------------------------------------------------------
+    def _schedule_library(self) -> None:
+        facts = self.facts
+        for call in facts.calls_by_name.get(known.SCHEDULE_DO, ()):
+            func = call.func
+            if not isinstance(func, ast.Attribute) or not call.args:
+                continue
+            every = at = None
+            node: ast.AST = func.value
+            while isinstance(node, (ast.Attribute, ast.Call)):
+                if isinstance(node, ast.Call):
+                    inner = node.func
+                    if isinstance(inner, ast.Attribute) and inner.attr == known.SCHEDULE_AT and at is None:
+                        at = node
+                    if (isinstance(inner, ast.Attribute) and inner.attr == known.SCHEDULE_ENTRY) or (
+                            isinstance(inner, ast.Name) and inner.id == known.SCHEDULE_ENTRY):
+                        every = node
+                        break
+                    node = inner
+                else:
+                    node = node.value
+            if every is None or not self._schedule_receiver(every):
+                continue
+            target = self.resolve(call.args[0]) or Target(label=dotted(call.args[0]) or "")
+            scheduled = Scheduled(known.SCHEDULE, "schedule.every(...)" + ("" if at is None else ".at(...)") + ".do",
+                                  call, target, call, None, at)
+            if at is not None and at.args and isinstance(_const(at.args[0]), str) and _HH_MM.match(at.args[0].value):
+                scheduled.wall_clock = True
+            self.add(scheduled)
+
+    def _schedule_receiver(self, every: ast.Call) -> bool:
+        facts = self.facts
+        func = every.func
+        if isinstance(func, ast.Name):
+            return (facts.qualify(func) == f"{known.SCHEDULE_MODULE}.{known.SCHEDULE_ENTRY}"
+                    and self.bindings.scope_of(func)[0] is None)
+        receiver = func.value
+        if isinstance(receiver, ast.Name) and self.bindings.scope_of(receiver)[0] is None:
+            return facts.imports.aliases.get(receiver.id) == known.SCHEDULE_MODULE
+        family, _ = self.scheduler_of(receiver)
+        return family == known.SCHEDULE
+
+    # -- triggers -----------------------------------------------------------------------------------
+    def _classify_trigger(self, scheduled: Scheduled) -> None:
+        call = scheduled.call
+        keywords = _keywords(call)
+        if any(k in keywords for k in known.LONG_RUNNING_HINTS):
+            scheduled.long_hint = True
+        trigger = scheduled.trigger
+        origin = self.bindings.origin(trigger) if isinstance(trigger, ast.Name) else trigger
+        family = scheduled.family
+        if family in (known.APS3, known.FLASK_APS):
+            alias = _const(origin)
+            if alias == "cron":
+                scheduled.wall_clock = _fields_wall_clock(call)
+            elif alias in ("calendarinterval",):
+                scheduled.wall_clock = True
+        if isinstance(origin, ast.Call):
+            name = self.facts.callee(origin) or ""
+            if name in known.APS_CRON_FACTORIES and origin.args and isinstance(_const(origin.args[0]), str):
+                scheduled.wall_clock = _cron_wall_clock(origin.args[0].value)
+            elif name in known.APS_CRON_CLASSES:
+                scheduled.wall_clock = name not in known.APS_DATE_CLASSES and (
+                    "CalendarInterval" in name or _fields_wall_clock(origin, positional_counts=True))
+            elif name.rsplit(".", 1)[-1] == "crontab":  # huey.crontab, celery.schedules.crontab
+                scheduled.wall_clock = _fields_wall_clock(origin) or any(
+                    k in _keywords(origin) for k in ("day_of_month", "month_of_year"))
+        if family == known.AIOCRON and isinstance(_const(trigger), str):
+            scheduled.wall_clock = _cron_wall_clock(trigger.value)
+        if family == known.ARQ:
+            scheduled.wall_clock = _fields_wall_clock(call)
+
+
+def scheduled_in(facts: ModuleFacts) -> List[Scheduled]:
+    """Every scheduled function registered in this module (cached: OG201 and OG202 share it)."""
+    return facts.cached("scheduled-jobs", lambda f: _Collector(f).found)
+
+
+def _resolver(call: ast.Call, facts: ModuleFacts):
+    """A call to a function imported from elsewhere in the project (CLI only)."""
+    func = call.func
+    head = func
+    while isinstance(head, ast.Attribute):
+        head = head.value
+    if not (isinstance(head, ast.Name) and facts.imports.is_imported(head.id)):
+        return None
+    qualified = facts.qualify(func) or ""
+    found = project.find_function(qualified, facts.config, project.roots_for(facts))
+    if found is None or found[1].context.is_test:
+        return None
+    return found

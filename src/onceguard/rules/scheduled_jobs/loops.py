@@ -1,0 +1,164 @@
+"""Registrations that are loops: asyncio and thread tickers started at start-up, a ``threading.Timer``
+that re-arms itself."""
+from __future__ import annotations
+
+import ast
+from typing import Optional, Tuple
+
+from ...analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ...knowledge import schedulers as known
+from ...analysis.names import dotted
+from ...project.startup import StartupMap
+from .jobs import Scheduled, _argument
+
+
+class LoopRegistrations:
+    """Mixin of the collector: loops that call their work again and again."""
+
+    # -- asyncio / thread tickers started at start-up ---------------------------------------------
+    def _tickers(self) -> None:
+        facts = self.facts
+        startup = None
+        for name in ("create_task", "ensure_future", "start_soon", "Thread"):
+            for call in facts.calls_by_name.get(name, ()):
+                family, target_expr = self._ticker_start(call, name)
+                if target_expr is None:
+                    continue
+                if startup is None:
+                    startup = StartupMap.of_module(facts)
+                reason = startup.reason_for_node(call)
+                if reason is None:
+                    continue
+                function = None
+                if isinstance(target_expr, ast.Name):
+                    function = self.bindings.module_function(target_expr)
+                elif isinstance(target_expr, ast.Attribute):
+                    function = self.bindings.method(target_expr)
+                target = self._local(function) if function is not None else None
+                if function is None and self.cross_file:
+                    # A loop imported from another module of the project, started here at start-up.
+                    target = self.resolve(target_expr)
+                    if target is None or target.function is None or not target.foreign:
+                        continue
+                    function = target.function
+                if function is None or target is None:
+                    continue
+                target_facts = target.facts or facts
+                loop = self._ticker_loop(function, target_facts)
+                if loop is None:
+                    continue
+                scheduled = Scheduled(family, dotted(call.func) or name, call, target, call)
+                scheduled.detail = reason
+                scheduled.skip = lambda statement, _facts=target_facts: self._is_sleep_statement(statement, _facts)
+                self.add(scheduled)
+
+    def _ticker_start(self, call: ast.Call, name: str) -> Tuple[str, Optional[ast.AST]]:
+        facts = self.facts
+        if name == "Thread":
+            if (facts.callee(call) or "") not in known.THREAD_CLASSES:
+                return known.THREAD_TICKER, None
+            return known.THREAD_TICKER, _argument(call, 1, "target")
+        if not call.args:
+            return known.ASYNCIO_TICKER, None
+        started = False
+        qualified = facts.callee(call) or ""
+        if qualified in known.TASK_STARTERS and name != "start_soon":
+            started = True
+        elif isinstance(call.func, ast.Attribute):
+            origin = self.bindings.origin(call.func.value)
+            if isinstance(origin, ast.Call):
+                origin_name = facts.callee(origin) or ""
+                if name == known.LOOP_CREATE_TASK and origin_name in known.LOOP_FACTORIES:
+                    started = True
+                elif name in known.TASK_GROUP_METHODS and origin_name in known.TASK_GROUPS:
+                    started = True
+        if not started:
+            return known.ASYNCIO_TICKER, None
+        argument = call.args[0]
+        if name == "start_soon":
+            return known.ASYNCIO_TICKER, argument
+        if isinstance(argument, ast.Call) and not argument.args and not argument.keywords:
+            return known.ASYNCIO_TICKER, argument.func
+        if isinstance(argument, ast.Call):
+            return known.ASYNCIO_TICKER, argument.func
+        return known.ASYNCIO_TICKER, None
+
+    def _sleep_call(self, node: ast.AST, facts: Optional[ModuleFacts] = None) -> bool:
+        if isinstance(node, ast.Await):
+            node = node.value
+        if not isinstance(node, ast.Call):
+            return False
+        if ((facts or self.facts).callee(node) or "") in known.SLEEPS:
+            return True
+        func = node.func
+        # ``stop.wait(60)``: an Event used as an interruptible sleep.
+        return isinstance(func, ast.Attribute) and func.attr == "wait" and (
+            len(node.args) == 1 or any(k.arg == "timeout" for k in node.keywords))
+
+    def _is_sleep_statement(self, statement: ast.stmt, facts: Optional[ModuleFacts] = None) -> bool:
+        return isinstance(statement, ast.Expr) and self._sleep_call(statement.value, facts)
+
+    def _ticker_loop(self, function: FunctionNode, facts: Optional[ModuleFacts] = None) -> Optional[ast.While]:
+        for node in walk_no_nested_functions(function):
+            if not isinstance(node, ast.While):
+                continue
+            nodes = list(walk_no_nested_functions(node))
+            if not any(self._sleep_call(n, facts) for n in nodes + [node.test]):
+                continue
+            if any(self._consumes(n) for n in nodes):
+                return None
+            return node
+        return None
+
+    @staticmethod
+    def _consumes(node: ast.AST) -> bool:
+        """A queue, stream or notification consumer is a worker, not a ticker."""
+        if isinstance(node, ast.AsyncFor):
+            return True
+        if isinstance(node, ast.Await) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            return isinstance(func, ast.Attribute) and func.attr in known.CONSUMER_METHODS
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            attr = node.func.attr
+            if attr in known.CONSUMER_METHODS and attr not in ("get", "get_nowait"):
+                return True
+            if attr == "get" and any(k.arg in ("block", "timeout") for k in node.keywords):
+                return True
+        return False
+
+    # -- threading.Timer that re-arms itself --------------------------------------------------------
+    def _timers(self) -> None:
+        facts = self.facts
+        for call in facts.calls_by_name.get("Timer", ()):
+            if (facts.callee(call) or "") not in known.TIMER_CLASSES:
+                continue
+            function = facts.enclosing_function(call)
+            target_expr = _argument(call, 1, "function")
+            if function is None or target_expr is None:
+                continue
+            same = (isinstance(target_expr, ast.Name) and target_expr.id == function.name
+                    and self.bindings.module_function(target_expr) is function) or (
+                isinstance(target_expr, ast.Attribute) and self.bindings.method(target_expr) is function)
+            if not same:
+                continue
+            scheduled = Scheduled(known.TIMER, dotted(call.func) or "Timer", call, self._local(function), call)
+            scheduled.skip = self._is_timer_statement
+            self.add(scheduled)
+
+    def _is_timer_call(self, node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and (self.facts.callee(node) or "") in known.TIMER_CLASSES
+
+    def _is_timer_statement(self, statement: ast.stmt) -> bool:
+        if not isinstance(statement, (ast.Expr, ast.Assign, ast.AnnAssign)):
+            return False
+        if any(self._is_timer_call(n) for n in ast.walk(statement)):
+            return True
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            func = statement.value.func
+            if isinstance(func, ast.Attribute) and func.attr in ("start", "cancel", "setDaemon"):
+                return self._is_timer_call(self.bindings.origin(func.value))
+        if isinstance(statement, ast.Assign) and all(
+                isinstance(t, ast.Attribute) and self._is_timer_call(self.bindings.origin(t.value))
+                for t in statement.targets):
+            return True
+        return False

@@ -1,0 +1,117 @@
+"""OG203 loud-skip-log: "another replica has it" is normal, not a warning."""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterable, List, Optional
+
+from ...project.claims import CLAIM_FUNCTION, CACHE_ADD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, ClaimAnalyzer, failed_lock_handlers, is_log_call
+from ...analysis.facts import ModuleFacts, ancestors
+from ...knowledge import claims as claim_data
+from ...model import Diagnostic, Fix
+from ..registry import register
+from ..base import Rule
+from .discovery import _resolver
+from .jobs import _const
+
+
+# ------------------------------------------------------------------------------------------------
+# OG203
+# ------------------------------------------------------------------------------------------------
+_LOUD_CLAIM_KINDS = frozenset({CLAIM_FUNCTION, TRY_LOCK, SET_NX, LOCK_ACQUIRE, CACHE_ADD, HELPER_RESULT})
+
+
+def _loud_level(call: ast.Call, facts: ModuleFacts) -> Optional[str]:
+    """The loud level a log call uses (``warning``...), or None."""
+    if not is_log_call(call) or not isinstance(call.func, ast.Attribute):
+        return None
+    method = call.func.attr
+    if method in claim_data.LOUD_LOG_METHODS:
+        return method
+    if method == "log" and call.args:
+        level = call.args[0]
+        name = (facts.qualify(level) or "") if isinstance(level, (ast.Name, ast.Attribute)) else ""
+        if name.rsplit(".", 1)[-1] in claim_data.LOUD_LEVEL_NAMES:
+            return name.rsplit(".", 1)[-1].lower()
+        if isinstance(_const(level), int) and level.value >= 30:
+            return "warning"
+    return None
+
+
+@register
+class LoudSkipLog(Rule):
+    code = "OG203"
+    name = "loud-skip-log"
+    summary = "\"another replica has it\" logged at warning or above"
+    # Every finding is a loud log call written as a method call.
+    triggers = claim_data.LOUD_SKIP_TRIGGERS
+    skips_tests = True
+
+    @staticmethod
+    def config_triggers(config) -> tuple:
+        """Claim functions named in the config may be called anything."""
+        names = {name.rsplit(".", 1)[-1].encode() for name in config.claim_functions}
+        return tuple((name, log) for name in sorted(names) for log in claim_data.LOUD_LOG_CALL_WORDS)
+
+    def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        if facts.context.is_test:
+            return
+        loud = []
+        for method in claim_data.LOUD_LOG_METHODS | {"log"}:
+            for call in facts.calls_by_name.get(method, ()):
+                level = _loud_level(call, facts)
+                if level is not None:
+                    loud.append((call, level))
+        if not loud:
+            return
+        analyzer = ClaimAnalyzer.of_module(facts, _resolver if facts.context.cross_file else None)
+        branch_cache: Dict[int, Optional[List[ast.stmt]]] = {}
+        lock_handlers: Optional[set] = None
+        loud.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
+        for call, level in loud:
+            if not self._in_failed_branch(call, facts, analyzer, branch_cache):
+                if lock_handlers is None:
+                    lock_handlers = {id(h) for h in failed_lock_handlers(facts, analyzer)}
+                if not lock_handlers or not self._in_handler(call, lock_handlers):
+                    continue
+            fix = None
+            if isinstance(call.func, ast.Attribute) and call.func.attr in claim_data.FIXABLE_LOG_METHODS:
+                fix = Fix(kind="log-level-debug", description="log the skip at debug", applicability="safe")
+            yield self.finding(
+                call,
+                f"The skip taken when another replica holds the claim is logged at {level}: it is the "
+                "normal case on every replica but one, so each run raises a false alarm.",
+                "Log the skip at debug (`log.debug(...)`), or claim with `onceguard.guards` (`claim_period`, "
+                "`run_exclusive`), which logs a lost claim at debug itself; keep warning and error for failures "
+                "of the job itself.",
+                fix,
+            )
+
+    @staticmethod
+    def _in_failed_branch(call: ast.Call, facts: ModuleFacts, analyzer: ClaimAnalyzer,
+                          cache: Dict[int, Optional[List[ast.stmt]]]) -> bool:
+        child: ast.AST = call
+        for above in ancestors(call):
+            if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                return False
+            if isinstance(above, ast.If) and child is not above.test:
+                key = id(above)
+                if key not in cache:
+                    found = analyzer.failed_branch(above)
+                    branch = None
+                    if found is not None and found[1].kind in _LOUD_CLAIM_KINDS:
+                        branch = found[0]
+                    cache[key] = branch
+                branch = cache[key]
+                if branch and any(child is statement for statement in branch):
+                    return True
+            child = above
+        return False
+
+    @staticmethod
+    def _in_handler(call: ast.Call, handlers: set) -> bool:
+        for above in ancestors(call):
+            if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                return False
+            if id(above) in handlers:
+                return True
+        return False

@@ -1,0 +1,351 @@
+"""OG201 unguarded-scheduled-job and OG204 unguarded-idempotent-sweep: a job that needs a claim and has none."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional
+
+from ...project.claims import HELPER_GUARD, HELPER_RESULT, SET_NX, Bindings, ClaimAnalyzer, Lead, own_module_name
+from ...analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ..fix_plans import offer_claim, trigger_period
+from ...knowledge import schedulers as known
+from ...model import Diagnostic, Related
+from ...analysis.names import dotted
+from ..registry import register
+from ...noqa import ALL, line_codes
+from ...project.summaries import Evidence, summaries_for
+from ..base import Rule
+from .discovery import Scheduled, _resolver, scheduled_in
+
+
+# ------------------------------------------------------------------------------------------------
+# OG201
+# ------------------------------------------------------------------------------------------------
+_FAMILY_NOTES = {
+    known.HUEY: "every huey consumer started without -n runs the periodic scheduler",
+    known.APS3: "APScheduler 3 has no coordination between processes",
+    known.APS4: "without a shared data store each APScheduler 4 scheduler keeps its own schedules",
+    known.FLASK_APS: "Flask-APScheduler starts a scheduler in every process that calls start()",
+    known.SCHEDULE: "the schedule library runs in-process",
+    known.ARQ: "cron(..., unique=False) lets every arq worker enqueue its own run",
+    known.REPEAT_EVERY: "repeat_every starts one loop per process",
+    known.AIOCRON: "aiocron runs on each process's event loop",
+    known.ROCKETRY: "Rocketry runs in-process",
+    known.TIMER: "the timer re-arms itself in each process",
+    known.CELERY_BEAT: "beat is run per replica here (single-scheduler = false)",
+    known.RQ_SCHEDULER: "rq-scheduler is run per replica here (single-scheduler = false)",
+    known.DJANGO_CELERY_BEAT: "beat is run per replica here (single-scheduler = false)",
+}
+
+_FAMILY_ALTERNATIVES = {
+    known.HUEY: " Or run exactly one consumer with periodic tasks (start the others with -n).",
+    known.APS4: " Or give the scheduler a shared data store (SQLAlchemyDataStore) so replicas share schedules.",
+    known.ARQ: " Or drop unique=False: arq's default unique=True enqueues each run once.",
+    known.CELERY_BEAT: " Or run exactly one beat process.",
+    known.DJANGO_CELERY_BEAT: " Or run exactly one beat process.",
+    known.RQ_SCHEDULER: " Or run exactly one rqscheduler daemon.",
+}
+
+_ROW_SOURCES = frozenset({"filter", "all", "fetch", "fetchall", "scalars", "execute", "iterator", "exclude",
+                          "query", "select", "where", "fetchmany"})
+_ROW_WRITES = frozenset({"save", "update", "execute", "commit", "bulk_update", "executemany"})
+_LONG_CALLS = frozenset({"subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
+                         "subprocess.Popen", "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell"})
+
+
+def _situation(scheduled: Scheduled) -> str:
+    target = scheduled.target
+    function, facts = target.function, target.facts
+    if function is not None and facts is not None:
+        for node in walk_no_nested_functions(function):
+            if isinstance(node, (ast.For, ast.AsyncFor)) and _iterates_rows(node, facts) and any(
+                    isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _ROW_WRITES
+                    for b in node.body for n in ast.walk(b)):
+                return "rows"
+            if isinstance(node, ast.Call) and (facts.callee(node) or "") in _LONG_CALLS:
+                return "long"
+    if scheduled.long_hint:
+        return "long"
+    if scheduled.wall_clock:
+        return "period"
+    return "sweep"
+
+
+def _iterates_rows(loop: ast.AST, facts: ModuleFacts) -> bool:
+    source = loop.iter
+    if isinstance(source, ast.Name):
+        origin = Bindings.of_module(facts).origin(source)
+        source = origin if origin is not None else source
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _ROW_SOURCES
+               for n in ast.walk(source))
+
+
+def _guard_call(guard: str, scheduled: Scheduled, name: str, facts: Optional[ModuleFacts], when: str) -> str:
+    """``claim_period("app.jobs.digest", 3600)`` as the fix would write it: the module-qualified key, the
+    period the trigger shows (seconds) or a placeholder, and the asyncio twin for a coroutine job."""
+    target = scheduled.target
+    function = target.function
+    where = target.facts or facts
+    module = own_module_name(where) if where is not None else ""
+    short = function.name if function is not None else name.rsplit(".", 1)[-1]
+    key = f"{module}.{short}" if module else short
+    apscheduler = scheduled.family in (known.APS3, known.APS4, known.FLASK_APS)
+    period = trigger_period(scheduled.trigger, scheduled.call, apscheduler) if when == "period" else None
+    argument = str(period) if period else when
+    if isinstance(function, ast.AsyncFunctionDef):
+        guard = "await a" + guard
+    return f"{guard}(\"{key}\", {argument}"
+
+
+def _suggestion(scheduled: Scheduled, name: str, facts: Optional[ModuleFacts] = None) -> str:
+    situation = _situation(scheduled)
+    job = f"the {scheduled.family} job `{name}`"
+    if scheduled.family in (known.ASYNCIO_TICKER, known.THREAD_TICKER):
+        job = f"each iteration of the {scheduled.family} `{name}`"
+    elif scheduled.family == known.TIMER:
+        job = f"each run of the {known.TIMER} loop `{name}`"
+    asynchronous = isinstance(scheduled.target.function, ast.AsyncFunctionDef)
+    claim = _guard_call("claim_period", scheduled, name, facts, "period") + ")"
+    imported = f"`from onceguard.guards import {'aclaim_period' if asynchronous else 'claim_period'}`"
+    begin = f"Begin {job} with `if not {claim}: return`"
+    if scheduled.family in (known.ASYNCIO_TICKER, known.THREAD_TICKER):
+        begin = f"Begin {job} with `if not {claim}: continue`"  # a return would end the ticker's loop
+    elif scheduled.family == known.TIMER:
+        begin = f"Guard the work of {job} (not its re-arming) with `if {claim}:`"
+    if situation == "rows":
+        text = (f"{begin} ({imported}), and claim its rows atomically: "
+                "`select_for_update(skip_locked=True)` / `with_for_update(skip_locked=True)` or "
+                "`UPDATE ... WHERE id = :id AND status = 'pending'`, acting only on the rows you changed.")
+    elif situation == "long":
+        exclusive = _guard_call("run_exclusive", scheduled, name, facts, "ttl") + ", work)"
+        text = (f"Run {job} under an exclusive lease: `{exclusive}` "
+                f"(`from onceguard.guards import {'arun_exclusive' if asynchronous else 'run_exclusive'}`): "
+                "`work(lease)` runs while an owner-token lease is renewed every ttl/3 and is stopped when it "
+                "is lost.")
+    elif situation == "period":
+        once = _guard_call("run_once", scheduled, name, facts, "period") + ", work)"
+        text = (f"{begin} ({imported}): the claim holds for the whole period, so "
+                f"a late or restarted replica cannot repeat it; to let a failed run be retried, use "
+                f"`{once}` instead.")
+    else:
+        text = (f"{begin} ({imported}): the first replica to ask in a "
+                "period runs it, every other one skips.")
+    if scheduled.family in known.BEAT_FAMILIES and scheduled.detail:
+        return text + " Or start the workers without -B/--beat and run exactly one beat process."
+    return text + _FAMILY_ALTERNATIVES.get(scheduled.family, "")
+
+
+def _message(scheduled: Scheduled, name: str) -> str:
+    family = scheduled.family
+    if family in (known.ASYNCIO_TICKER, known.THREAD_TICKER):
+        where = f"`{scheduled.how}` (start-up: {scheduled.detail})" if scheduled.detail else f"`{scheduled.how}`"
+        kind = "an asyncio ticker" if family == known.ASYNCIO_TICKER else "a thread ticker"
+        return (f"`{name}` is {kind} started with {where} and its loop does not begin with a claim: "
+                "every replica runs each iteration's work, and again after each restart.")
+    if family == known.TIMER:
+        return (f"`{name}` re-arms itself with `{scheduled.how}` and does not begin with a claim: every process "
+                "that starts it runs it at every interval, and again after each restart.")
+    note = _FAMILY_NOTES.get(family, "")
+    if family in known.BEAT_FAMILIES and scheduled.detail:
+        note = f"beat runs inside every Celery worker ({scheduled.detail})"
+    return (f"`{name}` is scheduled with {family} (`{scheduled.how}`) and does not begin with a claim: "
+            f"{note + ', so ' if note else ''}every replica runs it on every tick, and again after each restart.")
+
+
+@dataclass
+class _Verdict:
+    scheduled: Scheduled
+    function: FunctionNode
+    kind: str  # "job" (OG201), "sweep" (OG204)
+    name: str
+    evidence: Optional[ast.AST] = None  # the idempotent statement a sweep runs
+    #: The call that acts outside the process (the reason a claim is needed), and its file.
+    effect: Optional[Evidence] = None
+
+
+def _effect_note(verdict: _Verdict, facts: ModuleFacts) -> str:
+    """Which call makes the job more than per-process work, so a reader can judge the finding."""
+    if verdict.effect is None:
+        return ""
+    call, where = verdict.effect.call, verdict.effect.path
+    shown = dotted(call.func) if isinstance(call, ast.Call) else ""
+    shown = f"`{shown}(...)`" if shown else "a call"
+    here = facts.context  # the file the finding is reported in
+    place = f"line {call.lineno}" if where in (here.rel_path, here.path) else f"{where}:{call.lineno}"
+    if verdict.effect.plain:
+        return f" It acts outside the process: {shown} at {place}."
+    return f" Its work is not known to stay inside the process: {shown} at {place}."
+
+
+def _noqa_at_def(function: FunctionNode, facts: ModuleFacts, code: str) -> bool:
+    """``# noqa: OG201`` on the job's ``def`` or decorator lines in its own file suppresses a finding reported
+    at a registration elsewhere: the def is where the claim goes, so it is where the author answers."""
+    lines = [function.lineno] + [d.lineno for d in function.decorator_list]
+    for number in lines:
+        if 0 < number <= len(facts.lines):
+            codes = line_codes(facts.lines[number - 1])
+            if codes is not None and (codes is ALL or "*" in codes or any(code.startswith(c) for c in codes)):
+                return True
+    return False
+
+
+def _skipped_calls(function: FunctionNode, scheduled: Scheduled) -> set:
+    """The calls of the loop machinery itself (a ticker's sleep, a timer re-arming): not the job's work."""
+    if scheduled.skip is None:
+        return set()
+    skipped = set()
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, ast.stmt) and scheduled.skip(node):
+            skipped.update(id(n) for n in ast.walk(node) if isinstance(n, ast.Call))
+    return skipped
+
+
+#: Claims that a ``finally:`` can hand back (a lock manager's acquire/release, a Redis key deleted after).
+_RELEASABLE_CLAIMS = frozenset({HELPER_RESULT, HELPER_GUARD, SET_NX})
+
+
+def _released_after_work(function: FunctionNode) -> bool:
+    """A ``finally:`` that calls a method of an object the function called another method of before it:
+    ``lock.acquire_lock(...)`` ... ``finally: lock.release_lock(...)``."""
+    earlier: Dict[str, set] = {}
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, ast.Try) and node.finalbody:
+            for statement in node.finalbody:
+                for call in ast.walk(statement):
+                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+                        receiver = dotted(call.func.value)
+                        methods = earlier.get(receiver or "", set())
+                        if receiver and methods - {call.func.attr}:
+                            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            receiver = dotted(node.func.value)
+            if receiver:
+                earlier.setdefault(receiver, set()).add(node.func.attr)
+    return False
+
+
+def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
+    def build(_facts: ModuleFacts) -> List[_Verdict]:
+        found: List[_Verdict] = []
+        if facts.context.is_test:
+            return found
+        reported = set()
+        resolver = _resolver if facts.context.cross_file else None
+        summaries = summaries_for(facts)
+        for scheduled in scheduled_in(facts):
+            target = scheduled.target
+            if not scheduled.periodic or scheduled.coordinated or target.claimed or scheduled.gated:
+                continue
+            function = target.function
+            # A def here is reported once at the def; a def elsewhere at each registration.
+            key = id(scheduled.registration) if target.foreign else id(function)
+            if function is None or target.facts is None or key in reported:
+                continue
+            analyzer = ClaimAnalyzer.of_module(target.facts, resolver)
+            analyzer.by_name = bool(resolver)
+            lead = analyzer.lead(function, skip=scheduled.skip)
+            if lead.claimed and lead.kind in _RELEASABLE_CLAIMS and not scheduled.wall_clock \
+                    and _released_after_work(function):
+                # Taken and given back around the work: it stops two runs overlapping, but a replica whose
+                # interval fires after the release runs the same period again.
+                lead = Lead(False, None, function)
+            if lead.claimed or lead.first_work is None:
+                continue
+            if lead.first_work is not function and analyzer.guarded_later(function) is not None:
+                continue  # the claim comes after reading config or metrics, or in a helper called first
+            effects = summaries.effects(function, target.facts, skip=_skipped_calls(function, scheduled))
+            reported.add(key)
+            if effects.drain is not None:
+                continue  # flushes what this process buffered: every replica must run it
+            if effects.other:
+                kind = "job"
+            elif effects.idempotent:
+                kind = "sweep"
+            else:
+                continue  # touches only the process itself: per-replica by design
+            if target.foreign and _noqa_at_def(function, target.facts, "OG201" if kind == "job" else "OG204"):
+                continue
+            name = target.label or function.name
+            found.append(_Verdict(scheduled, function, kind, name, effects.idempotent[0] if effects.idempotent else None,
+                                  effects.first_other))
+        return found
+
+    return facts.cached("scheduled-jobs:verdicts", build)
+
+
+def _report(rule: Rule, verdict: _Verdict, message: str, suggestion: str) -> Diagnostic:
+    scheduled, function = verdict.scheduled, verdict.function
+    target = scheduled.target
+    if target.foreign:
+        where = target.facts.context.rel_path or target.facts.context.path
+        message = message.replace(f"`{verdict.name}` is", f"`{verdict.name}` (defined in {where}:{function.lineno}) is", 1)
+        # Reported at the registration; the verdict is the definition's, in the other file.
+        defined = Related(target.facts.context.path, function.lineno, function.col_offset + 1,
+                          f"`{function.name}` is defined here, without a claim")
+        return rule.finding(scheduled.registration, message, suggestion, related=[*scheduled.related, defined])
+    return rule.at_def(function, message, suggestion, related=scheduled.related)
+
+
+@register
+class UnguardedScheduledJob(Rule):
+    code = "OG201"
+    name = "unguarded-scheduled-job"
+    summary = "a scheduled function whose first statement is not a claim runs once per replica"
+    # A daemon object started here may be defined in another module, so starting it is trigger enough
+    # (``async with Daemon(...)`` alone is not yet a trigger: every async session scope would be parsed).
+    # A bare ticker still needs its sleep in the starting file: with the loop elsewhere the claim inside it
+    # (a lock helper bound at module level, a retry sleep before ``continue``) is not yet read reliably.
+    # arq is flagged only with unique=False.
+    triggers = (
+        b"add_job", b"scheduled_job", b"add_schedule", b".task(", b"every(", b"periodic_task",
+        (b"cron", b"unique"), b"aiocron", b".cron(", b"repeat_", b"Timer", b"LoopingCall", b"looping_call",
+        (b"create_task", b"sleep"), (b"create_task", b".wait("), (b"ensure_future", b"sleep"),
+        (b"ensure_future", b".wait("), (b"start_soon", b"sleep"), (b"start_soon", b".wait("),
+        (b"Thread", b"sleep"), (b"Thread", b".wait("),
+        b".start()", b"enter_async_context", b"enter_context",
+        b"beat_schedule", b"BEAT_SCHEDULE", b"PeriodicTask", b"interval=",
+    )
+    skips_tests = True
+
+    def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for verdict in _verdicts(facts):
+            if verdict.kind != "job":
+                continue
+            message = _message(verdict.scheduled, verdict.name) + _effect_note(verdict, facts)
+            yield offer_claim(_report(self, verdict, message, _suggestion(verdict.scheduled, verdict.name, facts)),
+                              verdict, facts)
+
+
+#: OG204 is off unless selected by its full code: duplicate sweeps cost load, not correctness.
+_SWEEP_CODE = "OG204"
+
+
+@register
+class UnguardedIdempotentSweep(Rule):
+    code = _SWEEP_CODE
+    name = "unguarded-idempotent-sweep"
+    summary = ("a scheduled sweep whose only effects are idempotent set-based statements runs in every replica "
+               "(duplicate work and lock contention; off by default)")
+    triggers = UnguardedScheduledJob.triggers
+    skips_tests = True
+
+    def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        config = facts.config
+        if not any(code == _SWEEP_CODE for code in config.select + config.extend_select):
+            return
+        for verdict in _verdicts(facts):
+            if verdict.kind != "sweep":
+                continue
+            statement = ""
+            if verdict.evidence is not None:
+                statement = f" (`{dotted(verdict.evidence.func) or 'execute'}(...)`, line {verdict.evidence.lineno})"
+            message = (f"`{verdict.name}` is scheduled with {verdict.scheduled.family} (`{verdict.scheduled.how}`) "
+                       f"and runs only idempotent set-based statements{statement} with no claim: every replica "
+                       "repeats the same sweep on every tick, which costs duplicate work and lock contention but "
+                       "gives the same result.")
+            claim = _guard_call("claim_period", verdict.scheduled, verdict.name, facts, "period") + ")"
+            asynchronous = isinstance(verdict.scheduled.target.function, ast.AsyncFunctionDef)
+            suggestion = (f"If the duplicate load matters, begin `{verdict.name}` with `if not {claim}: return` "
+                          f"(`from onceguard.guards import {'aclaim_period' if asynchronous else 'claim_period'}`), "
+                          "or keep it per-replica and leave this rule off.")
+            yield _report(self, verdict, message, suggestion)

@@ -1,0 +1,217 @@
+"""OG402 migration through the pooler: migration code that connects through PgBouncer or with the app's
+pooled URL (seed 000 "Migrations"; reference/frameworks.md §4)."""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Iterable, Iterator, List, Optional, Set, Tuple
+from urllib.parse import parse_qsl, urlsplit
+
+from ..analysis.executed_sql import bound_value, sql_text
+from ..analysis.facts import ModuleFacts, position
+from ..knowledge import schema as known
+from ..model import Diagnostic
+from .base import Rule
+from .registry import register
+
+
+# =====================================================================================================
+# OG402
+# =====================================================================================================
+_LIBPQ_PAIR = re.compile(r"(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
+_BARE_HOST = re.compile(r"(?P<host>[A-Za-z][A-Za-z0-9.-]*)(?::(?P<port>\d+))?")
+
+
+def _pooler_sign(text: str) -> Optional[str]:
+    """What in a DSN shows it goes through a pooler: ``port 6432``, ``host pgbouncer``..., or None."""
+    if "://" in text:
+        try:
+            parts = urlsplit(text)
+            host = parts.hostname or ""
+            try:
+                port = parts.port
+            except ValueError:
+                port = None
+            options = parse_qsl(parts.query)
+        except ValueError:
+            return None
+        for key, value in options:
+            if key.lower() in ("host", "hostaddr"):
+                host = host or value
+            if key.lower() == "port" and value.isdigit():
+                port = port or int(value)
+        sign = _host_or_port(host, port)
+        if sign:
+            return sign
+        for key, value in options:
+            if any(word in key.lower() or word in value.lower() for word in known.POOLER_OPTION_WORDS):
+                return f"URL option {key}={value}"
+        return None
+    bare = _BARE_HOST.fullmatch(text.strip())
+    if bare:  # a piece of a DSN built from parts: ``DB_HOST = "pgbouncer.svc"`` or ``"pgbouncer:6432"``
+        return _host_or_port(bare.group("host"), int(bare.group("port")) if bare.group("port") else None)
+    pairs = {key.lower(): value.strip("'") for key, value in _LIBPQ_PAIR.findall(text)}
+    if "host" in pairs or "port" in pairs or "dbname" in pairs:
+        port = int(pairs["port"]) if pairs.get("port", "").isdigit() else None
+        sign = _host_or_port(pairs.get("host", ""), port)
+        if sign:
+            return sign
+        for key in pairs:
+            if any(word in key for word in known.POOLER_OPTION_WORDS):
+                return f"option {key}"
+    return None
+
+
+def _host_or_port(host: str, port: Optional[int]) -> Optional[str]:
+    if port in known.PGBOUNCER_PORTS:
+        return f"port {port}, PgBouncer's port"
+    lowered = host.lower()
+    for word in known.POOLER_HOST_WORDS:
+        if word in lowered:
+            return f"host {host}"
+    return None
+
+
+def _env_name(node: ast.AST, facts: ModuleFacts) -> Optional[str]:
+    """``X`` of ``os.environ["X"]``, ``os.environ.get("X")``, ``os.getenv("X")``."""
+    if isinstance(node, ast.Subscript) and (facts.qualify(node.value) or "") in known.ENV_MAPPINGS:
+        key = node.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return key.value
+    if isinstance(node, ast.Call) and (facts.callee(node) or "") in known.ENV_GETTERS and node.args:
+        key = node.args[0]
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return key.value
+    return None
+
+
+def _looks_like_db_url_variable(name: str) -> bool:
+    upper = name.upper()
+    return upper.endswith(known.DB_URL_ENV_SUFFIXES) and any(word in upper for word in known.DB_URL_ENV_WORDS)
+
+
+@dataclass(frozen=True)
+class _DsnParts:
+    texts: Tuple[Tuple[ast.AST, str], ...]  # (node, text) of every string that makes up the DSN
+    env: Tuple[Tuple[ast.AST, str], ...]  # (node, variable) of every environment read
+
+
+def _dsn_parts(expr: ast.AST, facts: ModuleFacts) -> _DsnParts:
+    texts: List[Tuple[ast.AST, str]] = []
+    env: List[Tuple[ast.AST, str]] = []
+    seen: Set[int] = set()
+    stack: List[Tuple[ast.AST, int]] = [(expr, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen or depth > 6:
+            continue
+        seen.add(id(node))
+        variable = _env_name(node, facts)
+        if variable is not None:
+            env.append((node, variable))
+            if isinstance(node, ast.Call):  # the default of ``os.getenv("X", "postgresql://...")``
+                stack.extend((argument, depth + 1) for argument in node.args[1:])
+            continue
+        if isinstance(node, (ast.JoinedStr, ast.BinOp, ast.Constant)):
+            whole = sql_text(node, facts)
+            if whole is not None:
+                texts.append((node, whole[0]))
+        if isinstance(node, ast.Name):
+            value = bound_value(node, facts)
+            if value is not None:
+                stack.append((value, depth + 1))
+            continue
+        if isinstance(node, ast.Constant):
+            continue
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                stack.append((child, depth + 1))
+    return _DsnParts(tuple(texts), tuple(env))
+
+
+def _dsn_sinks(facts: ModuleFacts) -> Iterator[Tuple[ast.Call, ast.AST]]:
+    """(call, DSN expression) for every connection opened from a DSN, and env.py's ``sqlalchemy.url``."""
+    names = {name.rsplit(".", 1)[-1] for name in known.CONNECT_CALLS}
+    for call in facts.calls_named(*sorted(names)):
+        callee = facts.callee(call) or ""
+        if callee not in known.CONNECT_CALLS:
+            continue
+        position = known.CONNECT_CALLS[callee]
+        if position >= 0 and len(call.args) > position and not isinstance(call.args[position], ast.Starred):
+            yield call, call.args[position]
+        for keyword in call.keywords:
+            if keyword.arg in known.DSN_KEYWORDS:
+                yield call, keyword.value
+    for call in facts.calls_named(known.SET_MAIN_OPTION):
+        if (len(call.args) >= 2 and isinstance(call.args[0], ast.Constant)
+                and call.args[0].value in known.ALEMBIC_URL_OPTIONS):
+            yield call, call.args[1]
+    for call in facts.calls_named("create"):
+        if (facts.callee(call) or "") in known.URL_CREATE:
+            for keyword in call.keywords:
+                if keyword.arg in ("host", "port"):
+                    yield call, keyword.value
+
+
+@register
+class MigrationThroughPooler(Rule):
+    code = "OG402"
+    name = "migration-through-pooler"
+    summary = "Migration code connects through PgBouncer or with the app's pooled URL instead of a direct URL."
+    triggers = known.OG402_TRIGGERS
+    skips_tests = True
+    only_in_migration_code = True
+
+    def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        context = facts.context
+        if not context.is_migration or context.is_test:
+            return
+        direct = facts.config.migrate_url_env
+        reported: Set[int] = set()
+        for call, expr in sorted(_dsn_sinks(facts), key=lambda sink: position(sink[1])):
+            parts = _dsn_parts(expr, facts)
+            evidence = self._evidence(parts, call, expr, direct, facts)
+            if evidence is None:
+                continue
+            origin, description = evidence
+            if id(origin) in reported:
+                continue
+            reported.add(id(origin))
+            message = (
+                f"Migration code connects with {description}: through the pooler, the migration lock and "
+                "the DDL transactions can land on different server connections and the pooler's reset "
+                "drops the lock, so pods run migrations concurrently."
+            )
+            variable = direct or "POSTGRES_MIGRATE_URL"
+            suggestion = (
+                f"Connect migrations with the direct URL ({variable}: PostgreSQL's own host and port 5432, "
+                "never PgBouncer), and keep the pooled URL for the app."
+            )
+            yield self.finding(expr, message, suggestion)
+
+    @staticmethod
+    def _evidence(parts: _DsnParts, call: ast.Call, expr: ast.AST, direct: str,
+                  facts: ModuleFacts) -> Optional[Tuple[ast.AST, str]]:
+        if (facts.callee(call) or "") in known.URL_CREATE:
+            keyword = next(k for k in call.keywords if k.value is expr)
+            for node, text in parts.texts:
+                if keyword.arg == "host" and _host_or_port(text, None):
+                    return node, f"host={text!r}, a pooler host"
+            if keyword.arg == "port" and isinstance(expr, ast.Constant) and expr.value in known.PGBOUNCER_PORTS:
+                return expr, f"port={expr.value}, PgBouncer's port"
+            return None
+        for node, text in parts.texts:
+            sign = _pooler_sign(text)
+            if sign:
+                return node, f"a DSN that goes through the pooler ({sign})"
+        for node, name in parts.env:
+            if any(word in name.lower() for word in known.POOLER_HOST_WORDS):
+                return node, f"{name}, a URL named for the pooler"
+        if direct and parts.env and all(name != direct for _, name in parts.env):
+            for node, name in parts.env:
+                if _looks_like_db_url_variable(name):
+                    return node, (f"{name} instead of {direct}, the direct URL the project configures "
+                                  f"(so {name} is taken to be the app's pooled URL)")
+        return None
+

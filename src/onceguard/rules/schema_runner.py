@@ -1,0 +1,160 @@
+"""OG403 unlocked migration runner: migrations applied without a blocking advisory lock held on the
+same connection for the whole run (seed 000 "Migrations"; reference/frameworks.md §2.10, §4)."""
+from __future__ import annotations
+
+import ast
+from typing import Iterable, List
+
+from ..analysis.executed_sql import bound_value
+from ..analysis.facts import ModuleFacts, ancestors, call_name
+from ..knowledge import databases as dbknown
+from ..knowledge import schema as known
+from ..model import Diagnostic, Related
+from ..project.migration_locks import (
+    DJANGO_CONNECTION, Apply, LockFinder, env_applications, shared_alembic_connections,
+)
+from ..project.migration_runners import env_evidence
+from ..project.reach import enclosing_function
+from ..project.schema_writes import SchemaWrite, describe_call, schema_writes
+from .base import Rule
+from .registry import register
+from .schema import reported_schema_writes
+
+
+# =====================================================================================================
+# OG403
+# =====================================================================================================
+def _migration_applications(facts: ModuleFacts) -> List[Apply]:
+    found: List[Apply] = []
+    reported = {id(write.call) for write, _, _ in reported_schema_writes(facts)}
+    # Alembic: command.upgrade with the runner's connection shared through config.attributes.
+    shared = shared_alembic_connections(facts)
+    for write in schema_writes(facts):
+        if id(write.call) in reported or not write.applies_migrations:
+            continue
+        if write.framework == known.DJANGO:
+            found.append(Apply(write.call, write.what, DJANGO_CONNECTION, known.DJANGO))
+        elif write.framework == known.ALEMBIC:
+            connection = shared.get(id(enclosing_function(write.call)))
+            if connection is not None:
+                found.append(Apply(write.call, write.what, connection, known.ALEMBIC))
+    found.extend(env_applications(facts))
+    # A hand-rolled runner executing .sql files (not a revision that the runner executes).
+    revision = _is_revision_module(facts)
+    for call in () if revision else facts.calls_named(*dbknown.SQL_METHODS):
+        if not isinstance(call.func, ast.Attribute) or not call.args:
+            continue
+        if (facts.qualify(call.func.value) or "").startswith(("alembic.op", "alembic.context")):
+            continue
+        if not _reads_file(call.args[0], facts) or not _in_migration_code(call, facts):
+            continue
+        if id(call) in reported:
+            continue
+        found.append(Apply(call, f"`{describe_call(call)}` of a SQL file", call.func.value, known.RAW_SQL))
+    return found
+
+
+def _reported_by_og401(write: SchemaWrite, facts: ModuleFacts) -> bool:
+    """OG401 reports this start-up upgrade, with the env.py it runs among its related places."""
+    return any(reported.call is write.call for reported, _, _ in reported_schema_writes(facts))
+
+
+def _is_revision_module(facts: ModuleFacts) -> bool:
+    for statement in facts.tree.body:
+        if isinstance(statement, ast.ClassDef) and statement.name in known.REVISION_CLASS_NAMES:
+            return True
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if any(isinstance(t, ast.Name) and t.id in known.REVISION_MODULE_NAMES for t in targets):
+                return True
+    return False
+
+
+def _reads_file(node: ast.AST, facts: ModuleFacts) -> bool:
+    if isinstance(node, ast.Name):
+        value = bound_value(node, facts)
+        if value is None:
+            return False
+        node = value
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and call_name(node) in known.FILE_READ_METHODS)
+
+
+_DIRECTORY_LISTINGS = frozenset({"glob", "rglob", "iterdir", "listdir", "scandir", "walk"})
+
+
+def _in_migration_code(node: ast.AST, facts: ModuleFacts) -> bool:
+    """Migration code by where it lives, or by what it does: a loop over a directory listing that
+    executes each file it reads is a runner, whatever its function is called."""
+    if facts.context.is_migration:
+        return True
+    for above in ancestors(node):
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return False
+        if isinstance(above, (ast.For, ast.AsyncFor)) and any(
+                isinstance(n, ast.Call) and call_name(n) in _DIRECTORY_LISTINGS for n in ast.walk(above.iter)):
+            return True
+    return False
+
+
+@register
+class UnlockedMigrationRunner(Rule):
+    code = "OG403"
+    name = "unlocked-migration-runner"
+    summary = "Migrations applied without a blocking advisory lock held on the same connection for the whole run."
+    triggers = known.OG403_TRIGGERS
+    skips_tests = True
+
+    def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        if facts.context.is_test:
+            return
+        applications = _migration_applications(facts)
+        if not applications:
+            return
+        finder = LockFinder(facts)
+        for apply in applications:
+            if finder.held(apply):
+                continue
+            related: List[Related] = []
+            if apply.framework == known.ALEMBIC and apply.what.startswith("context."):
+                # env.py is a hazard when every replica runs it.  One file (flake8), or a project that shows
+                # no runner, or only an operator's (a command, a script, a Job, a release phase): silent.
+                if not facts.context.cross_file:
+                    continue
+                evidence = env_evidence(facts, _reported_by_og401)
+                if evidence is None:
+                    continue
+                related = evidence
+            if apply.per_migration_transactions:
+                detail = ("with transaction_per_migration=True an xact lock ends with the first migration's "
+                          "transaction, ")
+            else:
+                detail = ""
+            runner = ""
+            if related:
+                entry = related[0]
+                where = facts.config.relative(entry.path) if facts.config.root else entry.path
+                runner = f" (every replica runs it, from {where or entry.path}:{entry.line})"
+            message = (
+                f"{apply.what if apply.framework == known.RAW_SQL else '`' + apply.what + '`'} applies migrations without a blocking advisory lock held on its connection for "
+                f"the whole run{runner}: {detail}pods starting together run the same migrations at the same time."
+            )
+            yield self.finding(apply.call, message, self._suggestion(apply), related=related)
+
+    @staticmethod
+    def _suggestion(apply: Apply) -> str:
+        if apply.framework == known.DJANGO:
+            return ("Before `call_command(\"migrate\")`, run `SELECT pg_advisory_lock(<service key>)` with "
+                    "`django.db.connection.cursor()` in the same thread and unlock in `finally`.")
+        if apply.framework == known.ALEMBIC and not apply.what.startswith("context."):
+            return ("Before `command.upgrade`, run `SELECT pg_advisory_lock(<service key>)` on the connection "
+                    "handed to env.py in `config.attributes[\"connection\"]` and commit, then "
+                    "`pg_advisory_unlock` in `finally` after the run.")
+        if apply.framework == known.ALEMBIC:
+            return ("On the connection passed to `context.configure`, run `SELECT pg_advisory_lock(<service key>)` "
+                    "and commit before `context.run_migrations()`, and `pg_advisory_unlock` in `finally` "
+                    "(or `pg_advisory_xact_lock` as the first statement inside `context.begin_transaction()`).")
+        return ("Take `SELECT pg_advisory_lock(<service key>)` on this connection before the first migration "
+                "and release it in `finally` after the last.")
+
+

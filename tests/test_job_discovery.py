@@ -1,0 +1,326 @@
+"""Jobs found by behaviour and judged by where they run: beat embedded in workers by the deployment files,
+claims that dominate a registration, effects that stay in the process."""
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+
+from onceguard.config import from_mapping
+from onceguard.engine.check import check_source
+from onceguard.project import deployment, index
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    index.clear_cache()
+    deployment.clear_cache()
+    yield
+    index.clear_cache()
+    deployment.clear_cache()
+
+
+def write(root, files: dict) -> None:
+    for name, text in files.items():
+        full = os.path.join(str(root), name)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w", encoding="utf-8") as handle:
+            handle.write(textwrap.dedent(text))
+
+
+def findings(root, path: str, codes=("OG201",), cross_file: bool = True, select=None):
+    full = os.path.join(str(root), path)
+    with open(full, "rb") as handle:
+        source = handle.read()
+    settings = {"select": list(select)} if select else {}
+    config = from_mapping(settings, root=str(root))
+    return sorted((d.line, d.code) for d in check_source(source, full, config, cross_file=cross_file)
+                  if d.code in codes)
+
+
+def launch(words, path="/srv/Dockerfile"):
+    return deployment.Launch(tuple(words), path, 1, True, "Dockerfile CMD")
+
+
+# -- embedded beat as a deployment fact -----------------------------------------------------------------
+@pytest.mark.parametrize("words", [
+    ["celery", "-A", "app", "worker", "-B"],
+    ["celery", "-A", "app", "worker", "--beat", "-l", "info"],
+    ["python", "-m", "celery", "-A", "proj.queue", "worker", "-E", "-B"],
+    ["/usr/local/bin/celery", "--app=proj", "worker", "--beat=1"],
+])
+def test_a_worker_started_with_beat_embeds_it(words):
+    assert deployment.embeds_beat(launch(words))
+
+
+@pytest.mark.parametrize("words", [
+    ["celery", "-A", "app", "worker", "-l", "info"],
+    ["celery", "-A", "app", "beat", "-l", "info"],  # the dedicated scheduler: one process
+    ["gunicorn", "app:app", "-b", "0.0.0.0:8000"],
+    ["celery", "-A", "app", "inspect", "ping"],
+])
+def test_other_commands_do_not_embed_beat(words):
+    assert not deployment.embeds_beat(launch(words))
+
+
+def test_a_script_that_gathers_the_worker_options_in_an_array(tmp_path):
+    write(tmp_path, {"run_worker.sh": """\
+        #!/bin/bash
+        OPTIONS=("-A" "proj" "worker" "-Q" "$QUEUES")
+        if [[ $WITH_SCHEDULER = yes ]]; then
+          OPTIONS+=("--beat")
+        fi
+        celery "${OPTIONS[@]}"
+    """, "plain.sh": """\
+        #!/bin/bash
+        OPTIONS=("-A" "proj" "worker" "-Q" "$QUEUES")
+        celery "${OPTIONS[@]}"
+    """})
+    with_beat = launch(["celery", "${OPTIONS[@]}"], str(tmp_path / "run_worker.sh"))
+    without = launch(["celery", "${OPTIONS[@]}"], str(tmp_path / "plain.sh"))
+    assert deployment.embeds_beat(with_beat)
+    assert not deployment.embeds_beat(without)
+
+
+BEAT_APP = """\
+    from celery import Celery
+
+    import smtplib
+
+    tasks = Celery("proj")
+    tasks.conf.beat_schedule = {
+        "weekly-report": {"task": "proj.jobs.mail_weekly_report", "schedule": 604800.0},
+    }
+
+
+    @tasks.task
+    def mail_weekly_report():
+        with smtplib.SMTP("mail") as server:
+            server.sendmail("reports@example.org", ["team@example.org"], "weekly")
+"""
+
+
+def test_beat_entries_are_jobs_where_every_worker_runs_beat(tmp_path):
+    write(tmp_path, {
+        "proj/jobs.py": BEAT_APP,
+        "docker-compose.yml": """\
+            services:
+              worker:
+                image: proj
+                command: celery -A proj.jobs worker -B --loglevel=info
+                deploy:
+                  replicas: 2
+        """,
+    })
+    assert findings(tmp_path, "proj/jobs.py") == [(12, "OG201")]
+
+
+def test_beat_in_a_dedicated_service_is_one_scheduler(tmp_path):
+    write(tmp_path, {
+        "proj/jobs.py": BEAT_APP,
+        "docker-compose.yml": """\
+            services:
+              worker:
+                image: proj
+                command: celery -A proj.jobs worker --loglevel=info
+              beat:
+                image: proj
+                command: celery -A proj.jobs beat --loglevel=info
+        """,
+    })
+    assert findings(tmp_path, "proj/jobs.py") == []
+
+
+def test_one_file_alone_sees_no_deployment(tmp_path):
+    write(tmp_path, {
+        "proj/jobs.py": BEAT_APP,
+        "Procfile": "worker: celery -A proj.jobs worker -B\n",
+    })
+    assert findings(tmp_path, "proj/jobs.py", cross_file=False) == []
+    assert findings(tmp_path, "proj/jobs.py") == [(12, "OG201")]
+
+
+# -- a claim that dominates the registration -------------------------------------------------------------
+LEADER_HELPER = """\
+    import redis
+
+    store = redis.Redis(host="redis")
+
+
+    def try_lead(me):
+        won = store.set("scheduler:leader", me, nx=True, ex=60)
+        return bool(won)
+"""
+
+LEDGER = """\
+    import requests
+
+
+    def post_interest():
+        requests.post("https://ledger.internal/interest", timeout=10)
+"""
+
+REGISTRATION = """\
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from pay.leadership import try_lead
+    from pay.ledger import post_interest
+
+    scheduler = BackgroundScheduler(timezone="UTC")
+
+
+    def accrue_interest():
+        post_interest()
+
+
+    def start(me):
+        {before}
+        scheduler.add_job(accrue_interest, "interval", hours=1)
+        scheduler.start()
+        {after}
+"""
+
+
+def _registration(before: str, after: str = "") -> str:
+    return REGISTRATION.replace("{before}", before).replace("{after}", after)
+
+
+@pytest.mark.parametrize("before", [
+    "if not try_lead(me):\n            return",
+    "if try_lead(me) is False:\n            raise SystemExit(0)",
+])
+def test_a_job_added_only_after_a_leader_claim_in_another_module_is_clean(tmp_path, before):
+    write(tmp_path, {"pay/__init__.py": "", "pay/leadership.py": LEADER_HELPER, "pay/ledger.py": LEDGER,
+                     "pay/jobs.py": _registration(before)})
+    assert findings(tmp_path, "pay/jobs.py") == []
+
+
+def test_a_claim_tested_only_after_the_registration_does_not_count(tmp_path):
+    write(tmp_path, {"pay/__init__.py": "", "pay/leadership.py": LEADER_HELPER, "pay/ledger.py": LEDGER,
+                     "pay/jobs.py": _registration("leading = try_lead(me)", "if not leading:\n            return")})
+    assert findings(tmp_path, "pay/jobs.py") == [(9, "OG201")]
+
+
+# -- effects of work handed on, and of a process acting on itself -----------------------------------------
+def messages(root, path: str, cross_file: bool = True):
+    full = os.path.join(str(root), path)
+    with open(full, "rb") as handle:
+        source = handle.read()
+    config = from_mapping({}, root=str(root))
+    return [d.message for d in check_source(source, full, config, cross_file=cross_file) if d.code == "OG201"]
+
+
+HANDED = """\
+    import asyncio
+
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+    from shop.{module} import {name}
+
+    scheduler = AsyncIOScheduler(timezone="UTC")
+
+
+    async def nightly():
+        await asyncio.to_thread({name})
+
+
+    scheduler.add_job(nightly, "cron", hour=2)
+"""
+MAILER = """\
+    import smtplib
+
+
+    def mail_statements():
+        with smtplib.SMTP("mail") as server:
+            server.sendmail("shop@example.org", ["all@example.org"], "statement")
+"""
+TAKER = """\
+    import redis
+    from sqlalchemy import text
+
+    from shop.db import engine
+
+    store = redis.Redis()
+
+
+    def fold_counters():
+        views = int(store.getdel("views:pending") or 0)
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE totals SET views = views + :n"), {"n": views})
+"""
+
+
+def test_work_handed_to_a_thread_is_the_jobs_work(tmp_path):
+    write(tmp_path, {"shop/__init__.py": "", "shop/statements.py": MAILER,
+                     "shop/jobs.py": HANDED.format(module="statements", name="mail_statements")})
+    found = messages(tmp_path, "shop/jobs.py")
+    assert len(found) == 1 and "sendmail" in found[0]
+
+
+def test_a_take_and_reset_read_is_a_share_of_its_own(tmp_path):
+    write(tmp_path, {"shop/__init__.py": "", "shop/db.py": "engine = None\n", "shop/counters.py": TAKER,
+                     "shop/jobs.py": HANDED.format(module="counters", name="fold_counters")})
+    assert messages(tmp_path, "shop/jobs.py") == []
+
+
+SIGNALLER = """\
+    import os
+    import signal
+    import threading
+
+
+    def watchdog(pid_file):
+        threading.Timer(30.0, watchdog, args=(pid_file,)).start()
+        {kill}
+"""
+
+
+def test_a_process_signalling_itself_is_per_process_another_pid_is_not(tmp_path):
+    write(tmp_path, {"own.py": SIGNALLER.replace("{kill}", "os.kill(os.getpid(), signal.SIGTERM)"),
+                     "other.py": SIGNALLER.replace("{kill}", "os.kill(int(open(pid_file).read()), signal.SIGTERM)")})
+    assert findings(tmp_path, "own.py") == []
+    assert findings(tmp_path, "other.py") == [(6, "OG201")]
+
+
+# -- rows claimed by moving them out of their condition; a task's effects through its enqueue ------------
+TASKS = """\
+    from celery import shared_task
+    from django.db import transaction
+
+    from desk.models import Ticket
+
+
+    @shared_task
+    def escalate(ids):
+        with transaction.atomic():
+            for ticket in Ticket.objects.filter(pk__in=ids, {selected}).select_for_update():
+                ticket.page_on_call()
+            Ticket.objects.filter(pk__in=ids).update({moved})
+"""
+ENQUEUER = """\
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from desk import tasks
+
+    scheduler = BackgroundScheduler(timezone="UTC")
+
+
+    def queue_escalations():
+        tasks.escalate.apply_async(([1, 2, 3],), countdown=5)
+
+
+    scheduler.add_job(queue_escalations, "interval", minutes=2)
+"""
+
+
+@pytest.mark.parametrize("selected, moved, flagged", [
+    ("escalated=False", "escalated=True", False),
+    ("state='open'", "state='paged'", False),
+    ("escalated=False", "touched=True", True),  # the rows still match: a second run pages again
+    ("escalated=False", "escalated=False", True),
+])
+def test_an_enqueued_task_is_judged_by_its_row_claim(tmp_path, selected, moved, flagged):
+    write(tmp_path, {"desk/__init__.py": "", "desk/models.py": "class Ticket:\n    pass\n",
+                     "desk/tasks.py": TASKS.format(selected=selected, moved=moved), "desk/jobs.py": ENQUEUER})
+    assert findings(tmp_path, "desk/jobs.py") == ([(8, "OG201")] if flagged else [])

@@ -1,0 +1,355 @@
+"""Start-up reach both ways for the schema rules (OG401) and start-up resets of shared rows (OG610): the
+shapes the rule docs cannot show in one file, the lookalikes that must stay silent, and the pieces of
+reasoning they rest on."""
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from onceguard.project.schema_writes import _tests_local_dialect
+from onceguard.testing import findings_in_written_file, write_source as write
+
+
+def found(tmp_path, path: str, source: str, code: str, cross_file: bool = True):
+    return [d.line for d in findings_in_written_file(tmp_path, path, source, code, cross_file)]
+
+
+# -- what a condition says about the database --------------------------------------------------------
+@pytest.mark.parametrize("test, says", [
+    ("settings.is_sqlite()", True),
+    ("engine.dialect.name == 'sqlite'", True),
+    ("url.startswith('sqlite')", True),
+    ("sqlite_file_path is not None", True),
+    ("sqlite_file_path is None", False),
+    ("engine.dialect.name != 'sqlite'", False),
+    ("not settings.uses_sqlite", False),
+    ("version is not None and sqlite_path is not None", True),
+    ("settings.debug", None),
+    ("engine.dialect.name == 'postgresql'", None),
+])
+def test_what_a_condition_says_about_a_local_database(test, says):
+    assert _tests_local_dialect(ast.parse(test, mode="eval").body) is says
+
+
+# -- OG401: local databases ----------------------------------------------------------------------------
+def test_a_sqlite_branch_in_another_function_of_the_module_is_local(tmp_path):
+    source = """
+        from contextlib import asynccontextmanager
+
+        from fastapi import FastAPI
+
+        from .storage import Base, engine, settings
+
+
+        async def _local_tables() -> None:
+            async with engine.begin() as conn:
+                await conn.run_sync(Base.metadata.create_all)
+
+
+        @asynccontextmanager
+        async def lifespan(app: FastAPI):
+            if settings.database_url.startswith("sqlite"):
+                await _local_tables()
+            yield
+
+
+        app = FastAPI(lifespan=lifespan)
+    """
+    assert found(tmp_path, "svc/main.py", source, "OG401") == []
+    # Called once more outside the branch: no longer only for SQLite.
+    both = source.replace("            yield\n", "            await _local_tables()\n            yield\n", 1)
+    assert found(tmp_path, "svc/main.py", both, "OG401") == [11]
+
+
+def test_a_quoted_sqlite_connection_annotation_is_local(tmp_path):
+    source = """
+        import sqlite3
+
+        from fastapi import FastAPI
+
+        app = FastAPI()
+
+
+        def create_cache(conn: "sqlite3.Connection") -> None:
+            conn.execute("CREATE TABLE IF NOT EXISTS cache (k TEXT PRIMARY KEY, v BLOB)")
+
+
+        def create_shared(conn) -> None:
+            conn.execute("CREATE TABLE IF NOT EXISTS shared (k TEXT PRIMARY KEY, v BLOB)")
+
+
+        @app.on_event("startup")
+        def boot() -> None:
+            create_cache(sqlite3.connect("/tmp/cache.db"))
+            create_shared(app.state.pg)
+    """
+    assert found(tmp_path, "svc/main.py", source, "OG401") == [14]
+
+
+# -- OG401: a handle imported from the module that builds it -----------------------------------------
+def test_an_imported_flask_sqlalchemy_handle_is_resolved_only_across_files(tmp_path):
+    write(tmp_path, "shop/__init__.py", """
+        from flask import Flask
+        from flask_sqlalchemy import SQLAlchemy
+
+        app = Flask(__name__)
+        orm = SQLAlchemy(app)
+    """)
+    write(tmp_path, "shop/web.py", """
+        from shop.setup import prepare
+
+        prepare()
+    """)
+    setup = """
+        from shop import orm
+
+
+        def prepare() -> None:
+            orm.create_all()
+    """
+    assert found(tmp_path, "shop/setup.py", setup, "OG401") == [6]
+    assert found(tmp_path, "shop/setup.py", setup, "OG401", cross_file=False) == []
+    # Something else under that name is no schema write.
+    write(tmp_path, "shop/__init__.py", """
+        from flask import Flask
+
+        app = Flask(__name__)
+        orm = object()
+    """)
+    assert found(tmp_path, "shop/setup.py", setup, "OG401") == []
+
+
+# -- OG401: a method reached through a factory's result -----------------------------------------------
+ADAPTER = """
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from store.tables import Base
+
+
+    class Adapter:
+        def __init__(self, url: str) -> None:
+            self.engine = create_async_engine(url)
+
+        async def build_tables(self) -> None:
+            async with self.engine.begin() as conn:
+                await conn.run_sync(Base.metadata.create_all)
+"""
+
+
+def test_a_method_called_on_a_factory_result_from_start_up_is_reached(tmp_path):
+    write(tmp_path, "store/__init__.py", "")
+    write(tmp_path, "store/tables.py", "from sqlalchemy.orm import declarative_base\nBase = declarative_base()\n")
+    write(tmp_path, "store/factory.py", """
+        from store.adapter import Adapter
+
+
+        def make():
+            return Adapter("postgresql+asyncpg://app@db/app")
+    """)
+    write(tmp_path, "store/api.py", """
+        from contextlib import asynccontextmanager
+
+        from fastapi import FastAPI
+
+        from store.factory import make
+
+
+        @asynccontextmanager
+        async def lifespan(app: FastAPI):
+            handle = make()
+            await handle.build_tables()
+            yield
+
+
+        app = FastAPI(lifespan=lifespan)
+    """)
+    (finding,) = findings_in_written_file(tmp_path, "store/adapter.py", ADAPTER, "OG401", True)
+    assert finding.line == 13
+    assert any(r.path.endswith("store/api.py") and r.line == 12 for r in finding.related)
+
+
+def test_a_method_whose_name_many_classes_define_is_not_guessed(tmp_path):
+    write(tmp_path, "store/__init__.py", "")
+    write(tmp_path, "store/tables.py", "from sqlalchemy.orm import declarative_base\nBase = declarative_base()\n")
+    for index in range(4):  # four other classes define the same method name
+        write(tmp_path, f"store/other{index}.py", f"""
+            class Other{index}:
+                async def build_tables(self) -> None:
+                    return None
+        """)
+    write(tmp_path, "store/api.py", """
+        from contextlib import asynccontextmanager
+
+        from fastapi import FastAPI
+
+        from store.factory import make
+
+
+        @asynccontextmanager
+        async def lifespan(app: FastAPI):
+            await make().build_tables()
+            yield
+
+
+        app = FastAPI(lifespan=lifespan)
+    """)
+    assert found(tmp_path, "store/adapter.py", ADAPTER, "OG401") == []
+
+
+# -- OG610 -----------------------------------------------------------------------------------------------
+FACTORY = """
+    from flask import Flask
+
+    from fleet.presence import {name}
+
+
+    def create_app() -> Flask:
+        app = Flask(__name__)
+        with app.app_context():
+            {name}()
+        return app
+"""
+
+
+@pytest.mark.parametrize("body, expected", [
+    # every row in a state, loop form
+    ("""
+        def reset():
+            for row in Courier.query.filter(Courier.channel != None).all():
+                row.channel = None
+            db.session.commit()
+    """, [5]),
+    # queryset update, enum state
+    ("""
+        def reset():
+            Courier.objects.filter(state=State.BUSY).update(state=State.IDLE)
+    """, [4]),
+    # every row at all
+    ("""
+        def reset():
+            db.session.query(Courier).update({"channel": None})
+            db.session.commit()
+    """, [4]),
+    # delete of every row in a state
+    ("""
+        def reset():
+            Courier.objects.filter(online=True).delete()
+    """, [4]),
+    # the replica's own rows: a value computed at run time
+    ("""
+        def reset(owner=None):
+            Courier.objects.filter(replica=owner).update(channel=None)
+    """, []),
+    # an age threshold: an expired lease
+    ("""
+        def reset():
+            cutoff = datetime.now() - timedelta(minutes=5)
+            Courier.objects.filter(state="busy", seen__lt=cutoff).update(state="idle")
+            Courier.objects.filter(state="busy").filter(seen__lt=timezone.now()).update(state="idle")
+    """, []),
+    # not persisted: the loop only changes objects in memory
+    ("""
+        def reset():
+            for row in Courier.query.filter(Courier.channel != None).all():
+                row.channel = None
+    """, []),
+    # a read
+    ("""
+        def reset():
+            return list(Courier.objects.filter(online=True).values("name"))
+    """, []),
+    # dict and mapping updates, a cache key deleted: no model rows
+    ("""
+        def reset(settings, cache):
+            settings.update(DEFAULTS.EXTRA)
+            settings.conf.update(Config.OVERRIDES)
+            cache.delete(CACHE_KEY)
+    """, []),
+    # a backfill with a value computed at start-up, and a whole table rebuilt
+    ("""
+        def reset():
+            fallback = Courier.objects.first()
+            Courier.objects.filter(partner=None).update(partner=fallback)
+            Courier.objects.all().delete()
+    """, []),
+    # raw SQL by key, and with an age threshold
+    ("""
+        def reset():
+            db.session.execute("UPDATE courier SET channel = NULL WHERE id = :id", {"id": 3})
+            db.session.execute("UPDATE courier SET state = 'idle' WHERE seen < now() - interval '5 minutes'")
+    """, []),
+])
+def test_start_up_resets(tmp_path, body, expected):
+    write(tmp_path, "fleet/__init__.py", "")
+    write(tmp_path, "fleet/app.py", FACTORY.format(name="reset"))
+    source = "from fleet.models import Courier, State, db\n" + textwrap.dedent(body)
+    assert found(tmp_path, "fleet/presence.py", source, "OG610") == expected
+
+
+def test_a_reset_that_only_an_operator_or_a_request_runs_is_silent(tmp_path):
+    write(tmp_path, "fleet/__init__.py", "")
+    source = """
+        import click
+        from flask import Flask
+
+        from fleet.models import Courier
+
+        app = Flask(__name__)
+
+
+        @click.command()
+        def reset_all() -> None:
+            Courier.objects.filter(online=True).update(online=False)
+
+
+        @app.route("/couriers/offline", methods=["POST"])
+        def offline() -> str:
+            Courier.objects.filter(online=True).update(online=False)
+            return "ok"
+    """
+    assert found(tmp_path, "fleet/admin.py", source, "OG610") == []
+
+
+TERM_STORE = """
+    import psycopg
+    import sqlite3
+
+
+    class TermStore:
+        def __init__(self, path: str) -> None:
+            self._db = self._open(path)
+
+        @staticmethod
+        def _open(path: str) -> sqlite3.Connection:
+            return sqlite3.connect(path, isolation_level=None)
+
+        def rebuild_terms(self) -> None:
+            self._db.execute("DROP TABLE IF EXISTS terms")
+"""
+
+
+def test_a_connection_attribute_opened_on_a_local_file_by_its_own_method_is_local(tmp_path):
+    write(tmp_path, "search/__init__.py", "")
+    write(tmp_path, "search/api.py", """
+        from contextlib import asynccontextmanager
+
+        from fastapi import FastAPI
+
+        from search.registry import store
+
+
+        @asynccontextmanager
+        async def lifespan(app: FastAPI):
+            store.rebuild_terms()
+            yield
+
+
+        app = FastAPI(lifespan=lifespan)
+    """)
+    write(tmp_path, "search/registry.py", "from search.terms import TermStore\nstore = TermStore('/tmp/t.db')\n")
+    assert found(tmp_path, "search/terms.py", TERM_STORE, "OG401") == []
+    shared = TERM_STORE.replace("def _open(path: str) -> sqlite3.Connection:\n            return sqlite3.connect(path, isolation_level=None)",
+                                "def _open(path: str):\n            return psycopg.connect(path)")
+    assert found(tmp_path, "search/terms.py", shared, "OG401") == [15]
