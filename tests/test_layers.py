@@ -13,7 +13,7 @@ LAYERS = [
     {"rules"},
     {"project"},
     {"analysis"},
-    {"knowledge", "config", "docs", "model", "noqa", "__init__"},
+    {"knowledge", "config", "docs", "model", "noqa", "ignores", "__init__"},
 ]
 STANDALONE = {"guards"}  # the runtime library: imports nothing of the linter
 

@@ -12,7 +12,7 @@ import pytest
 
 from onceguard.config import Config
 from onceguard.engine.check import check_source
-from onceguard.engine.newer_syntax import parse_newer
+from onceguard.analysis.newer_syntax import parse_newer
 
 # A 3.12 module: a ``type`` statement, a generic function and class, PEP 701 f-strings (the outer quote
 # reused inside, a backslash, a comment and a line break inside a replacement field); the hazard (a

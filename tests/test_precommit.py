@@ -91,7 +91,7 @@ def test_manifest_declares_both_hooks() -> None:
     for hook in hooks.values():
         assert hook["language"] == "python"
         assert hook["types"] == ["python"]
-        assert hook["require_serial"] is False
+        assert hook["require_serial"] is True  # one run, one report, whatever the number of files
 
 
 def test_try_repo_fails_on_a_finding_and_passes_when_clean(tmp_path: Path) -> None:
@@ -107,6 +107,8 @@ def test_try_repo_fails_on_a_finding_and_passes_when_clean(tmp_path: Path) -> No
     (project / "jobs").mkdir(parents=True)
     (project / "jobs" / "nightly.py").write_text(HAZARD, encoding="utf-8")
     (project / "jobs" / "cleanup.py").write_text(CLEAN, encoding="utf-8")
+    for index in range(6):  # enough files for pre-commit to split them into batches, were it allowed to
+        (project / "jobs" / f"extra_{index}.py").write_text(HAZARD, encoding="utf-8")
     (project / "README.md").write_text("not python, not checked\n", encoding="utf-8")
     git(project, env, "init", "-q")
     git(project, env, "add", "-A")
@@ -118,6 +120,11 @@ def test_try_repo_fails_on_a_finding_and_passes_when_clean(tmp_path: Path) -> No
     hook_output = output.split("- hook id: onceguard", 1)[-1]
     assert "jobs/nightly.py:4:11: OG101" in hook_output, output
     assert "cleanup.py" not in hook_output, output
+    assert hook_output.count("Found ") == 1, f"one report per run:\n{output}"
+    for index in range(6):
+        (project / "jobs" / f"extra_{index}.py").unlink()
+    git(project, env, "add", "-A")
+    git(project, env, "commit", "-q", "-m", "one hazard left")
 
     # The README's .pre-commit-config.yaml as written, its repository pointed at a local clone that has the
     # README's `rev:` as a tag: the tag must exist and match the package version.

@@ -42,6 +42,8 @@ class Config:
     #: Test code (``tests/``, ``test_*.py``, ``*_test.py``, ``conftest.py``) is not deployed: its
     #: findings are off unless a project asks for them.
     check_tests: bool = False
+    #: What the project's .gitignore / .ignore files leave out is not checked (as in ruff).
+    respect_gitignore: bool = True
     #: False: each file is judged alone, as under flake8 (the command line's ``--no-project``); not a
     #: pyproject key, since what a project shows is never wrong to read.
     whole_project: bool = True
@@ -135,7 +137,7 @@ _LIST_KEYS = {
     "select", "ignore", "extend-select", "exclude", "extend-exclude", "claim-functions",
     "migration-paths", "error",
 }
-_BOOL_KEYS = {"transaction-pooler", "single-scheduler", "check-tests"}
+_BOOL_KEYS = {"transaction-pooler", "single-scheduler", "check-tests", "respect-gitignore"}
 _STR_KEYS = {"migrate-url-env"}
 _CODE_KEYS = {"select", "ignore", "extend-select", "error"}
 KNOWN_KEYS = _LIST_KEYS | _BOOL_KEYS | _STR_KEYS | {"per-file-ignores"}
@@ -168,8 +170,10 @@ def from_mapping(table: Dict[str, object], root: str = "", where: str = "[tool.o
             raise ConfigError(f"{where}: unknown key {key!r} (known keys: {known})")
         attr = key.replace("-", "_")
         if key in _LIST_KEYS:
+            # A bare string is refused, as ruff refuses it: `select = "OG201"` is a list left unwritten, and
+            # reading it as one would hide the mistake the day it is `select = "OG201,OG3"`.
             if isinstance(value, str):
-                value = [part for part in value.replace(",", " ").split() if part]
+                raise ConfigError(f"{where}: {key} must be a list of strings, e.g. {key} = [{value!r}]".replace("'", '"'))
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{where}: {key} must be a list of strings")
             if key in _CODE_KEYS:
@@ -188,9 +192,7 @@ def from_mapping(table: Dict[str, object], root: str = "", where: str = "[tool.o
                 raise ConfigError(f"{where}: per-file-ignores must be a table of pattern = [codes]")
             pairs = []
             for pattern, codes in value.items():
-                if isinstance(codes, str):
-                    codes = [c for c in codes.replace(",", " ").split() if c]
-                if not isinstance(codes, list):
+                if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
                     raise ConfigError(f"{where}: per-file-ignores.{pattern} must be a list of codes")
                 pairs.append((pattern, tuple(validate_selector(c, f"{where} per-file-ignores") for c in codes)))
             values["per_file_ignores"] = tuple(pairs)

@@ -16,7 +16,7 @@ from ..noqa import filter_suppressed
 from ..project.index import module_facts, read_bytes, record_dependency
 from ..rules.registry import ENGINE_CODES, rule_classes
 from ..rules.base import Rule, Trigger
-from .newer_syntax import decode_source, parse_newer
+from ..analysis.newer_syntax import decode_source, parse_newer
 from .syntax_hints import explain_syntax_error
 
 

@@ -1,4 +1,5 @@
-"""Which files a run checks: regular ``.py`` files under the given paths, minus excludes.
+"""Which files a run checks: regular ``.py`` files under the given paths, minus excludes, what the
+project's ignore files leave out and installed code (``onceguard.ignores``).
 
 Never opens anything but regular files (a FIFO would block the run), never
 follows directory symlinks (loops), and turns every OS error into a skip or
@@ -11,6 +12,7 @@ import stat
 from dataclasses import dataclass
 from typing import Callable, Iterator, List, Optional
 
+from .. import ignores
 from ..config import Config
 
 
@@ -58,6 +60,8 @@ def _walk(root: str, config_of: Callable[[str], Config], seen: set) -> Iterator[
         prefix = "" if rel_directory in (".", "") else rel_directory + "/"
         subdirectories[:] = sorted(
             d for d in subdirectories if not config.is_excluded(os.path.join(directory, d), prefix + d)
+            and not ignores.is_installed_code(os.path.join(directory, d))
+            and not (config.respect_gitignore and ignores.is_ignored(os.path.join(directory, d), True))
         )
         for name in sorted(files):
             if not name.endswith(".py"):
@@ -66,6 +70,8 @@ def _walk(root: str, config_of: Callable[[str], Config], seen: set) -> Iterator[
             if path.startswith("./"):
                 path = path[2:]
             if path in seen or config.is_excluded(path, prefix + name):
+                continue
+            if config.respect_gitignore and ignores.is_ignored(path, False):
                 continue
             if _is_regular_file(path):
                 seen.add(path)

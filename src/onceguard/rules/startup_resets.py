@@ -265,16 +265,20 @@ def _sql_table(text: str) -> str:
 
 
 def _bound_values(function: FunctionNode, facts: ModuleFacts) -> Dict[str, List[ast.AST]]:
-    table = facts.cached("og610:bindings", lambda _facts: {})
-    if id(function) not in table:
-        bound: Dict[str, List[ast.AST]] = {}
+    """Values assigned to a plain name in ``function``, by name. One pass over the module's assignments
+    files them all by their function, so the cost stays linear in the size of the file."""
+
+    def by_function(_facts: ModuleFacts) -> Dict[int, Dict[str, List[ast.AST]]]:
+        table: Dict[int, Dict[str, List[ast.AST]]] = {}
         for statement in facts.assigns:
             if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-                    and isinstance(statement.targets[0], ast.Name)
-                    and facts.enclosing_function(statement) is function):
-                bound.setdefault(statement.targets[0].id, []).append(statement.value)
-        table[id(function)] = bound
-    return table[id(function)]
+                    and isinstance(statement.targets[0], ast.Name)):
+                owner = facts.enclosing_function(statement)
+                if owner is not None:
+                    table.setdefault(id(owner), {}).setdefault(statement.targets[0].id, []).append(statement.value)
+        return table
+
+    return facts.cached("og610:bindings", by_function).get(id(function), {})
 
 
 def _loop_resets(facts: ModuleFacts) -> Iterator[Tuple[FunctionNode, Reset]]:

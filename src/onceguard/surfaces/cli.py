@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import sys
 from dataclasses import replace
@@ -364,12 +365,23 @@ def _add_noqa(diagnostics: List, args: argparse.Namespace) -> int:
     return EXIT_ERROR if problems else EXIT_CLEAN
 
 
+class OutputFileError(Exception):
+    """The report could not be written where --output-file asked: a usage error (exit 2), never a traceback
+    and never exit 1, which CI reads as "findings"."""
+
+
 def _emit(text: str, output_file: Optional[str]) -> None:
     if output_file:
-        directory = os.path.dirname(os.path.abspath(output_file))
-        os.makedirs(directory, exist_ok=True)
-        with open(output_file, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        try:
+            if os.path.isdir(output_file):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+            directory = os.path.dirname(os.path.abspath(output_file))
+            os.makedirs(directory, exist_ok=True)
+            with open(output_file, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as error:
+            reason = error.strerror or str(error)
+            raise OutputFileError(f"--output-file {output_file}: cannot write the report: {reason}") from None
         return
     sys.stdout.write(text)
     sys.stdout.flush()
@@ -491,7 +503,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return lsp_main()
         parser.print_help()
         return EXIT_ERROR
-    except ConfigError as error:
+    except (ConfigError, OutputFileError) as error:
         print(f"onceguard: {error}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:

@@ -1,7 +1,8 @@
 """flake8 entry point ``OG``: the tree flake8 already parsed goes straight to the engine.
 
 flake8 sees one file at a time, so cross-file facts are off here; flake8
-applies ``# noqa`` itself.  ``[tool.onceguard]`` in the nearest
+applies ``# noqa`` itself, but compares codes case-sensitively, so a line's
+``# NOQA: og201`` (which the CLI honours) is applied here too.  ``[tool.onceguard]`` in the nearest
 pyproject.toml is read as in the CLI, and the ``--onceguard-*`` options
 override it.
 """
@@ -20,6 +21,7 @@ class OnceguardChecker:
     name = "onceguard"
     version = __version__
     _overrides: Dict[str, Any] = {}
+    _noqa_enabled = True
 
     def __init__(self, tree: ast.AST, filename: str = "", lines: List[str] = ()) -> None:
         self.tree = tree
@@ -47,6 +49,7 @@ class OnceguardChecker:
 
     @classmethod
     def parse_options(cls, options) -> None:
+        cls._noqa_enabled = not getattr(options, "disable_noqa", False)
         overrides: Dict[str, Any] = {}
         if getattr(options, "onceguard_transaction_pooler", False):
             overrides["transaction_pooler"] = True
@@ -95,8 +98,19 @@ class OnceguardChecker:
             return
         lines = [line.rstrip("\r\n") for line in self.lines]
         for diagnostic in check_tree(self.tree, lines, context, rules):
+            if self._noqa_enabled and _named_in_noqa(diagnostic.code, lines, diagnostic.line):
+                continue
             text = f"{diagnostic.code} {diagnostic.message}"
             if diagnostic.suggestion:
                 text = f"{text} Use instead: {diagnostic.suggestion}"
             yield diagnostic.line, diagnostic.column - 1, text, type(self)
 
+
+def _named_in_noqa(code: str, lines: List[str], number: int) -> bool:
+    """The line's ``# noqa: ...`` names the code in any letter case, as the command line reads it."""
+    from ..noqa import ALL, line_codes
+
+    if not 0 < number <= len(lines):
+        return False
+    codes = line_codes(lines[number - 1])
+    return codes is not None and codes is not ALL and any(code.startswith(c) for c in codes)
