@@ -165,7 +165,8 @@ def test_hash_of_a_literal_becomes_crc32_of_its_bytes_and_imports_zlib():
         ''')
     result = fixed(source, hash_calls(source))
     assert '(zlib.crc32(b"nightly"),)' in result
-    assert result.startswith('"""Jobs."""\nfrom __future__ import annotations\n\nimport zlib\nimport psycopg\n')
+    # isort's sections: the standard library's zlib above the third-party psycopg, a blank line between
+    assert result.startswith('"""Jobs."""\nfrom __future__ import annotations\n\nimport zlib\n\nimport psycopg\n')
 
 
 @pytest.mark.parametrize(
@@ -539,7 +540,7 @@ def test_cli_unsafe_fixes(project):
     fixed_report = (project / "report.py").read_text()
     assert '(zlib.crc32(b"nightly"),)' in fixed_report
     assert fixed_report.startswith(
-        '"""Nightly report, run by every replica\'s scheduler."""\nimport zlib\nimport psycopg\n'
+        '"""Nightly report, run by every replica\'s scheduler."""\nimport zlib\n\nimport psycopg\n'
     )
     ast.parse(fixed_report)
 
@@ -593,7 +594,7 @@ def test_cli_fix_keeps_mode_newlines_and_encoding(project, which):
         source = ADVISORY_JOB.replace("every replica's", "chaque réplique:")
         options = ["--fix", "--unsafe-fixes"]
         edits = [(b'hash("nightly")', b'zlib.crc32(b"nightly")'),
-                 (b'"""\r\nimport psycopg', b'"""\r\nimport zlib\r\nimport psycopg')]
+                 (b'"""\r\nimport psycopg', b'"""\r\nimport zlib\r\n\r\nimport psycopg')]
     raw = ("# -*- coding: latin-1 -*-\n" + source).replace("\n", "\r\n").encode("latin-1")
     path.write_bytes(raw)
     os.chmod(path, 0o750)

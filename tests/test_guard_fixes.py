@@ -147,7 +147,7 @@ def test_og201_fix_on_a_one_line_job_and_a_second_fix_changes_nothing(tmp_path):
               'schedule.every(10).minutes.do(purge)\n')
     found, fixed = _fix(source, tmp_path)
     assert [d.code for d in found] == ["OG201"]
-    assert fixed == ('from onceguard.guards import claim_period\nimport schedule\n\n\ndef purge():\n'
+    assert fixed == ('import schedule\nfrom onceguard.guards import claim_period\n\n\ndef purge():\n'
                      '    if not claim_period("jobs.purge", 600):\n        return\n'
                      '    store.purge_expired(); audit.log("purged")\n\n\nschedule.every(10).minutes.do(purge)\n')
     again, unchanged = _fix(fixed, tmp_path)
@@ -297,7 +297,7 @@ def test_django_save_becomes_refresh_when_the_field_is_read_after(tmp_path):
     source = _DJANGO_VOTE.format(between="", returned="answer.score")
     found, fixed = _fix(source, tmp_path, "qa/views.py")
     assert [d.code for d in found] == ["OG301"]
-    assert fixed == ('from django.db.models import F\nfrom .models import Answer\n\n\n'
+    assert fixed == ('from django.db.models import F\n\nfrom .models import Answer\n\n\n'
                      'def upvote(answer_id: int, voter) -> int:\n    answer = Answer.objects.get(pk=answer_id)\n'
                      '    Answer.objects.filter(pk=answer.pk).update(score=F("score") + 1)\n'
                      '    answer.refresh_from_db(fields=["score"])\n    return answer.score\n')

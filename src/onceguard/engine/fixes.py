@@ -26,7 +26,8 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from ..config import Config, config_for
-from .fix_transforms import TRANSFORMS, Transform, enclosing_statement, from_imported, import_nodes
+from .fix_transforms import TRANSFORMS, Transform, enclosing_statement
+from .import_placement import add_imports, bound_names, first_party_test, imported_name
 from ..model import Diagnostic
 
 # ---------------------------------------------------------------------------------------------------------
@@ -34,11 +35,15 @@ from ..model import Diagnostic
 
 
 class _Fixer(cst.CSTTransformer):
-    def __init__(self, targets: Dict[cst.CSTNode, List[Tuple[Diagnostic, Transform]]]) -> None:
+    def __init__(self, targets: Dict[cst.CSTNode, List[Tuple[Diagnostic, Transform]]],
+                 taken: Optional[set] = None) -> None:
         super().__init__()
         self.targets = targets
         self.applied: List[Diagnostic] = []
         self.imports: set = set()
+        #: names the module already uses for something else: a fix that would import one is not made
+        self.taken = taken if taken is not None else set()
+        self.clashes: List[Tuple[Diagnostic, str]] = []
 
     def on_leave(self, original_node, updated_node):  # type: ignore[override]
         updated_node = super().on_leave(original_node, updated_node)
@@ -48,6 +53,10 @@ class _Fixer(cst.CSTTransformer):
             result = (transform.rewrite(updated_node, diagnostic.fix) if transform.takes_fix  # type: ignore[call-arg]
                       else transform.rewrite(updated_node))
             if result is None:
+                continue
+            clash = sorted(imported_name(entry) for entry in result.imports if entry in self.taken)
+            if clash:
+                self.clashes.append((diagnostic, clash[0]))
                 continue
             updated_node = result.node
             self.imports.update(result.imports)
@@ -101,72 +110,6 @@ def _find_targets(
     return targets
 
 
-def _is_docstring(statement: cst.CSTNode) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
-
-
-def _is_future_import(statement: cst.CSTNode) -> bool:
-    return isinstance(statement, cst.SimpleStatementLine) and any(
-        isinstance(s, cst.ImportFrom) and isinstance(s.module, cst.Name) and s.module.value == "__future__"
-        for s in statement.body
-    )
-
-
-def _is_import(statement: cst.CSTNode) -> bool:
-    return isinstance(statement, cst.SimpleStatementLine) and all(
-        isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
-    )
-
-
-def _imported_modules(module: cst.Module) -> set:
-    """Modules bound to their own name by a top-level ``import x`` (not ``import x as y``)."""
-    names = set()
-    for statement in module.body:
-        if not isinstance(statement, cst.SimpleStatementLine):
-            continue
-        for small in statement.body:
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    if alias.asname is None and isinstance(alias.name, cst.Name):
-                        names.add(alias.name.value)
-    return names
-
-
-def _add_imports(module: cst.Module, modules: Iterable[str]) -> cst.Module:
-    missing = sorted(set(modules) - _imported_modules(module) - from_imported(module))
-    if not missing:
-        return module
-    body = list(module.body)
-    index = 0
-    if body and _is_docstring(body[0]):
-        index = 1
-    while index < len(body) and _is_future_import(body[index]):
-        index += 1
-    new = [cst.SimpleStatementLine(body=[node]) for node in import_nodes(missing)]
-    if index < len(body):
-        following = body[index]
-        # Blank lines above the next statement now separate it from the new import... unless it is an
-        # import too, then the new one joins its block. Comments stay with the statement they describe.
-        leading = list(following.leading_lines)
-        blanks = 0
-        while blanks < len(leading) and leading[blanks].comment is None:
-            blanks += 1
-        new[0] = new[0].with_changes(leading_lines=leading[:blanks])
-        rest = leading[blanks:]
-        if not _is_import(following):
-            rest = [cst.EmptyLine()] + rest
-        body[index] = following.with_changes(leading_lines=rest)
-    elif index > 0:
-        new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine()])
-    body[index:index] = new
-    return module.with_changes(body=body)
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Bytes in, bytes out
 
@@ -177,6 +120,8 @@ class FixResult:
     applied: List[Diagnostic]
     #: fixes whose result would not parse: not applied, so the caller can say so
     rejected: List[Diagnostic] = field(default_factory=list)
+    #: fixes not made because the name they import already means something else here, with that name
+    clashes: List[Tuple[Diagnostic, str]] = field(default_factory=list)
 
 
 def is_allowed(diagnostic: Diagnostic, unsafe: bool) -> bool:
@@ -214,10 +159,12 @@ def _split_encoding(source: bytes) -> Optional[Tuple[bytes, str, str]]:
     return bom, codec, text
 
 
-def fix_source(source: bytes, diagnostics: Sequence[Diagnostic], unsafe: bool) -> FixResult:
-    """Apply every allowed fix among ``diagnostics`` to one file's bytes. Pure: no I/O.
+def fix_source(source: bytes, diagnostics: Sequence[Diagnostic], unsafe: bool, path: str = "") -> FixResult:
+    """Apply every allowed fix among ``diagnostics`` to one file's bytes. No I/O but a look at which top-level
+    modules are the project's own (``path``'s project), for where an added import goes.
 
-    A fix whose result does not parse is dropped (and listed in ``rejected``); the others still apply."""
+    A fix whose result does not parse is dropped (and listed in ``rejected``); a fix whose import would
+    clash with a name the module already uses is not made (listed in ``clashes``); the others still apply."""
     unchanged = FixResult(source, [])
     wanted = [(d, TRANSFORMS[d.fix.kind]) for d in diagnostics if is_allowed(d, unsafe)]  # type: ignore[union-attr]
     if not wanted:
@@ -228,30 +175,32 @@ def fix_source(source: bytes, diagnostics: Sequence[Diagnostic], unsafe: bool) -
     bom, codec, text = split
     if not _parses(text):
         return unchanged
-    outcome = _rewrite(text, wanted)
+    clashes: List[Tuple[Diagnostic, str]] = []
+    outcome = _rewrite(text, wanted, path, clashes)
     if outcome is None:
-        return unchanged
+        return FixResult(source, [], clashes=clashes)
     new_text, applied = outcome
     rejected: List[Diagnostic] = []
     if not _parses(new_text):
         # One of them breaks the file: find which on their own, then apply the rest together.
         rejected = [d for d, transform in wanted if _breaks(text, [(d, transform)])]
         kept = [(d, t) for d, t in wanted if not any(d is r for r in rejected)]
-        outcome = _rewrite(text, kept) if kept and rejected else None
+        outcome = _rewrite(text, kept, path) if kept and rejected else None
         if outcome is None or not _parses(outcome[0]):
-            return FixResult(source, [], rejected or [d for d in applied])
+            return FixResult(source, [], rejected or [d for d in applied], clashes)
         new_text, applied = outcome
     try:
         new_source = bom + new_text.encode(codec)
     except UnicodeError:
         return unchanged
     order = {id(d): i for i, d in enumerate(diagnostics)}
-    return FixResult(new_source, sorted(applied, key=lambda d: order.get(id(d), 0)), rejected)
+    return FixResult(new_source, sorted(applied, key=lambda d: order.get(id(d), 0)), rejected, clashes)
 
 
-def _rewrite(text: str, wanted: Sequence[Tuple[Diagnostic, Transform]]) -> Optional[Tuple[str, List[Diagnostic]]]:
+def _rewrite(text: str, wanted: Sequence[Tuple[Diagnostic, Transform]], path: str = "",
+             clashes: Optional[List[Tuple[Diagnostic, str]]] = None) -> Optional[Tuple[str, List[Diagnostic]]]:
     """The text with the wanted rewrites made (not yet checked to parse) and the findings they fix;
-    None when none applies."""
+    None when none applies. Fixes left undone because their import would clash go to ``clashes``."""
     try:
         parsed = cst.parse_module(text)
         if parsed.code != text:  # libcst does not round-trip every file (a form feed before a statement)
@@ -260,16 +209,34 @@ def _rewrite(text: str, wanted: Sequence[Tuple[Diagnostic, Transform]]) -> Optio
         targets = _find_targets(wrapper, wanted, text)
         if not targets:
             return None
-        fixer = _Fixer(targets)
+        fixer = _Fixer(targets, _names_in_use(parsed, text))
         module = wrapper.visit(fixer)
+        if clashes is not None:
+            clashes.extend(fixer.clashes)
         if fixer.imports:
-            module = _add_imports(module, fixer.imports)
+            module = add_imports(module, fixer.imports, first_party_test(path))
         new_text = module.code
     except Exception:  # noqa: BLE001 - a fix that cannot be made leaves the file as it was
         return None
     if not fixer.applied or new_text == text:
         return None
     return new_text, fixer.applied
+
+
+def _names_in_use(parsed: cst.Module, text: str) -> set:
+    """Import entries (``"x.y:z"``) a fix must not add: their name is bound here to something else (a
+    function of the same name, another import), so the import would redefine it or the call reach the
+    wrong thing. An entry already imported exactly so is fine: it is not added twice."""
+    from .import_placement import _plain_imports, from_imported
+
+    names = bound_names(text)
+    present = from_imported(parsed) | _plain_imports(parsed)
+
+    class _Taken(set):
+        def __contains__(self, entry: object) -> bool:
+            return isinstance(entry, str) and entry not in present and imported_name(entry) in names
+
+    return _Taken()
 
 
 def _breaks(text: str, wanted: Sequence[Tuple[Diagnostic, Transform]]) -> bool:
@@ -354,6 +321,8 @@ class FixOutcome:
     fixed: List[Diagnostic] = field(default_factory=list)
     #: findings whose fix was dropped because the fixed file would not parse
     rejected: List[Diagnostic] = field(default_factory=list)
+    #: findings whose fix was not made because the name it imports already means something else there
+    clashes: List[Tuple[Diagnostic, str]] = field(default_factory=list)
 
 
 def _fix_file(path: str, found: List[Diagnostic], config: Config, unsafe: bool, write: bool) -> FixOutcome:
@@ -367,14 +336,16 @@ def _fix_file(path: str, found: List[Diagnostic], config: Config, unsafe: bool, 
     remaining = found
     fixed: List[Diagnostic] = []
     rejected: List[Diagnostic] = []
+    clashes: List[Tuple[Diagnostic, str]] = []
     first_applied: Optional[List[Diagnostic]] = None
     for _ in range(_MAX_PASSES):
         # Suppressed findings never reach here: the engine applies noqa and per-file-ignores.
         fixable = [d for d in remaining if is_allowed(d, unsafe)]
         if not fixable:
             break
-        result = fix_source(current, fixable, unsafe)
+        result = fix_source(current, fixable, unsafe, path)
         rejected.extend(d.with_path(path) for d in result.rejected)
+        clashes.extend((d.with_path(path), name) for d, name in result.clashes)
         if not result.applied:
             break
         if first_applied is None:
@@ -383,18 +354,18 @@ def _fix_file(path: str, found: List[Diagnostic], config: Config, unsafe: bool, 
         current = result.new_source
         remaining = check_source(current, path, config, cross_file=config.whole_project)
     if current == original:
-        return FixOutcome(found, rejected=rejected)
+        return FixOutcome(found, rejected=rejected, clashes=clashes)
     if not write:
         # The file stays as it is, so the findings keep their places; drop only what the diff fixes.
         applied = first_applied or []
         left = [d for d in found if not any(d is a for a in applied)]
-        return FixOutcome(left, unified_diff(_display(path), original, current), fixed, rejected)
+        return FixOutcome(left, unified_diff(_display(path), original, current), fixed, rejected, clashes)
     try:
         write_atomically(path, current)
     except OSError as error:
         problem = engine_diagnostic("OG000", f"cannot write fixes: {error.strerror or error}").with_path(path)
-        return FixOutcome(found + [problem], rejected=rejected)
-    return FixOutcome([d.with_path(path) for d in remaining], "", fixed, rejected)
+        return FixOutcome(found + [problem], rejected=rejected, clashes=clashes)
+    return FixOutcome([d.with_path(path) for d in remaining], "", fixed, rejected, clashes)
 
 
 def fix_files(diagnostics: Sequence[Diagnostic], configs_by_path: Dict[str, Config], unsafe: bool,
@@ -416,6 +387,7 @@ def fix_files(diagnostics: Sequence[Diagnostic], configs_by_path: Dict[str, Conf
         total.remaining.extend(outcome.remaining)
         total.fixed.extend(outcome.fixed)
         total.rejected.extend(outcome.rejected)
+        total.clashes.extend(outcome.clashes)
         if outcome.diff:
             diffs.append((path, outcome.diff))
     total.diff = "".join(diff for _, diff in sorted(diffs))

@@ -218,14 +218,44 @@ def _schedule_chain(node: Optional[ast.AST]) -> Optional[int]:
 # Fixes
 
 
-def claim_statement(key: str, period: Optional[int], asynchronous: bool) -> str:
-    call = f'{"await a" if asynchronous else ""}claim_period("{key}", {period or UNKNOWN_PERIOD})'
+def claim_statement(key: str, period: Optional[int], asynchronous: bool, zone: Optional[str] = None) -> str:
+    # A schedule in a named zone keeps its periods in that zone: a whole day is the zone's calendar day, so a
+    # daily run at 19:30 New York time stays one run per local day across daylight-saving changes.
+    shown = '"day"' if zone and period == 86_400 else str(period or UNKNOWN_PERIOD)
+    zone_argument = f', tz="{zone}"' if zone and period else ""
+    call = f'{"await a" if asynchronous else ""}claim_period("{key}", {shown}{zone_argument})'
     return f"if not {call}: return"
 
 
-def claim_period_fix(key: str, period: Optional[int], asynchronous: bool) -> Fix:
+def schedule_zone(scheduled: object) -> Optional[str]:
+    """The zone name a schedule fires in, when the code spells it: ``timezone="..."`` on the registration,
+    on the trigger object or on the scheduler (a literal, ``ZoneInfo("...")``, ``pytz.timezone("...")``, or
+    ``datetime.timezone.utc``)."""
+    trigger = getattr(scheduled, "trigger", None)
+    for call in (getattr(scheduled, "call", None), trigger, getattr(scheduled, "ctor", None)):
+        if not isinstance(call, ast.Call):
+            continue
+        for keyword in call.keywords:
+            if keyword.arg == "timezone":
+                return _zone_name(keyword.value)
+    return None
+
+
+def _zone_name(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value:
+        return node.value
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if callee in ("ZoneInfo", "timezone", "gettz"):
+            return _zone_name(node.args[0])
+    if isinstance(node, ast.Attribute) and node.attr in ("utc", "UTC"):
+        return "UTC"
+    return None
+
+
+def claim_period_fix(key: str, period: Optional[int], asynchronous: bool, zone: Optional[str] = None) -> Fix:
     """OG201: begin the job with a claim for its period; display-only when the period is not visible."""
-    statement = claim_statement(key, period, asynchronous)
+    statement = claim_statement(key, period, asynchronous, zone)
     name = "aclaim_period" if asynchronous else "claim_period"
     description = f"begin the job with `{statement}` (from {GUARDS_MODULE} import {name})"
     return Fix("insert-claim-period", description, "unsafe" if period else "display-only")
@@ -266,7 +296,8 @@ def offer_claim(diagnostic: Diagnostic, verdict: object, facts: object) -> Diagn
     module = own_module_name(getattr(target, "facts", None) or facts)  # type: ignore[arg-type]
     name = (function.name if foreign else getattr(verdict, "name", "")) or function.name
     key = f"{module}.{name}" if module else name
-    fix = claim_period_fix(key, period, isinstance(function, ast.AsyncFunctionDef))
+    zone = schedule_zone(scheduled) if getattr(scheduled, "wall_clock", False) else None
+    fix = claim_period_fix(key, period, isinstance(function, ast.AsyncFunctionDef), zone)
     if foreign:  # the def is in another file: this finding is at the registration, so show the claim only
         fix = Fix(fix.kind, fix.description.replace(" (from ", f" in `{function.name}` (from ", 1), "display-only")
     return replace(diagnostic, fix=fix)

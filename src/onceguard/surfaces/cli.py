@@ -271,6 +271,9 @@ def run_check(args: argparse.Namespace) -> int:
         for dropped in outcome.rejected:
             _warn(f"{display_path(dropped.path)}:{dropped.line}:{dropped.column}: {dropped.code} fix not applied: "
                   "the fixed file would not parse (please report it)")
+        for undone, name in outcome.clashes:
+            _warn(f"{display_path(undone.path)}:{undone.line}:{undone.column}: {undone.code} fix not applied: "
+                  f"`{name}` already names something else in this module; add the guard by hand")
         if args.diff:
             # As ruff: only the diff, and exit 1 when there is one (a check that fixes are pending).
             _emit(diff_text, args.output_file)
