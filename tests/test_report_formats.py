@@ -149,14 +149,38 @@ def test_sarif_is_valid_and_complete(project: Path) -> None:
     assert fix["description"]["text"] == "replace hash() with zlib.crc32() of the encoded value"
     (change,) = fix["artifactChanges"]
     assert change["artifactLocation"]["uri"] == "jobs/keys.py"
-    # `import zlib` above `import psycopg`, and `hash(` -> `zlib.crc32(b` on line 3 (the rest of the call stays).
+    # `import zlib` in its own section above `import psycopg`, and `hash(` -> `zlib.crc32(b` on line 3 (the rest of the call stays).
     assert change["replacements"] == [
         {"deletedRegion": {"startLine": 1, "startColumn": 1, "endLine": 1, "endColumn": 1},
-         "insertedContent": {"text": "import zlib\n"}},
+         "insertedContent": {"text": "import zlib\n\n"}},
         {"deletedRegion": {"startLine": 3, "startColumn": 15, "endLine": 3, "endColumn": 20},
          "insertedContent": {"text": "zlib.crc32(b"}},
     ]
     assert "properties" not in fixable[0]
+
+
+def test_sarif_as_code_scanning_reads_it(project: Path) -> None:
+    """Fingerprints that survive edits elsewhere in the file, a precision per rule, help in markdown."""
+    def results() -> dict:
+        log = json.loads(check(project, "--format", "sarif").stdout)
+        validate_sarif(log)
+        (run,) = log["runs"]
+        for rule in run["tool"]["driver"]["rules"]:
+            assert rule["properties"]["precision"] in ("very-high", "high", "medium", "low"), rule
+            assert rule["help"]["markdown"], rule
+        return {(r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]):
+                (r["partialFingerprints"]["onceguardFindingHash/v1"], r["locations"][0]["physicalLocation"]["region"]["startLine"])
+                for r in run["results"]}
+
+    before = results()
+    assert before and len({fingerprint for fingerprint, _ in before.values()}) == len(before)
+    nightly = project / "jobs" / "nightly.py"
+    nightly.write_text("# moved down by three lines\n\n\n" + nightly.read_text(encoding="utf-8"), encoding="utf-8")
+    after = results()
+    assert after.keys() == before.keys()
+    for key, (fingerprint, line) in before.items():
+        moved = 3 if key[1] == "jobs/nightly.py" else 0
+        assert after[key] == (fingerprint, line + moved), key
 
 
 def test_sarif_fix_without_a_computable_edit_is_still_valid(tmp_path: Path, monkeypatch) -> None:
