@@ -104,3 +104,12 @@ GUARD_FUNCTIONS: FrozenSet[str] = frozenset(
     for name in ("claim_period", "claim_once", "run_once", "run_exclusive", "acquire")
     for prefix in ("", "a")
 )
+#: Every guard that claims through the configured backend: the claims above, the decorator and the
+#: context managers (OG205 asks whether the project ever configures that backend).
+GUARD_ENTRY_POINTS: FrozenSet[str] = GUARD_FUNCTIONS | frozenset({
+    "onceguard.guards.claimed_period", "onceguard.guards.exclusive", "onceguard.guards.aexclusive",
+})
+#: The call that chooses the guards' backend.
+GUARDS_CONFIGURE = "onceguard.guards.configure"
+#: A module that calls the guards names the package somewhere.
+GUARDS_TRIGGERS = (b"onceguard",)
