@@ -135,3 +135,28 @@ def test_a_noqa_code_in_any_case_means_the_same_to_flake8_and_the_cli(onceguard,
     result = flake8("--select", "OG", "app/jobs.py", cwd=root)
     from_flake8 = {line.split()[1] for line in result.stdout.splitlines() if " OG" in line}
     assert cli == from_flake8 == {"OG101", "OG103"} - silenced, (cli, from_flake8)
+
+
+# -- living beside ruff ------------------------------------------------------------------------------------
+
+
+def test_the_readme_ruff_setting_keeps_ruff_from_deleting_onceguard_noqa(tmp_path):
+    import re
+    import shutil
+    import sys
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    setting = re.search(r"### Beside ruff\n.*?```toml\n(.*?)```", readme, re.DOTALL).group(1)
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    assert ruff, "ruff is a test dependency"
+    source = "import asyncpg\n\n\nasync def nightly(pool: asyncpg.Pool):\n" \
+             "    await pool.execute('SELECT pg_advisory_lock(42)')  # noqa: OG101\n"
+    for configured in (False, True):
+        root = tmp_path / str(configured)
+        root.mkdir()
+        (root / "pyproject.toml").write_text(setting if configured else "[tool.ruff]\n", encoding="utf-8")
+        (root / "jobs.py").write_text(source, encoding="utf-8")
+        subprocess.run([ruff, "check", "--preview", "--select", "RUF100,RUF102", "--fix", "--quiet", "jobs.py"],
+                       cwd=root)
+        kept = "# noqa: OG101" in (root / "jobs.py").read_text(encoding="utf-8")
+        assert kept is configured, (configured, (root / "jobs.py").read_text(encoding="utf-8"))
