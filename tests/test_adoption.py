@@ -160,3 +160,28 @@ def test_the_readme_ruff_setting_keeps_ruff_from_deleting_onceguard_noqa(tmp_pat
                        cwd=root)
         kept = "# noqa: OG101" in (root / "jobs.py").read_text(encoding="utf-8")
         assert kept is configured, (configured, (root / "jobs.py").read_text(encoding="utf-8"))
+
+
+# -- a change that causes a finding in another file ----------------------------------------------------------
+
+
+def test_a_finding_a_named_file_causes_in_another_file_is_reported(onceguard, tmp_path):
+    """pre-commit hands over the staged files only: a job registered in scheduler.py and defined in tasks.py
+    loses its claim in tasks.py, and the finding lands at the registration, in a file that is not staged."""
+    root = _project(tmp_path)
+    (root / "app" / "jobs.py").unlink()
+    (root / "app" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "app" / "scheduler.py").write_text(
+        "from apscheduler.schedulers.background import BackgroundScheduler\nfrom onceguard import guards\n\n"
+        "from app.tasks import purge\n\nguards.configure(redis='redis://redis:6379/0')\n"
+        "scheduler = BackgroundScheduler(timezone='UTC')\nscheduler.add_job(purge, 'interval', minutes=10)\n"
+        "scheduler.start()\n", encoding="utf-8")
+    guarded = ("from onceguard.guards import claim_period\n\nfrom app.store import delete_expired\n\n\n"
+               "def purge():\n    if not claim_period('app.tasks.purge', 600):\n        return\n    delete_expired()\n")
+    (root / "app" / "tasks.py").write_text(guarded, encoding="utf-8")
+    assert onceguard("check", ".", "--format", "json", cwd=root).returncode == 0  # the whole project, cached
+    (root / "app" / "tasks.py").write_text(
+        guarded.replace("    if not claim_period('app.tasks.purge', 600):\n        return\n", ""), encoding="utf-8")
+    result = onceguard("check", "--force-exclude", "--format", "json", "app/tasks.py", cwd=root)
+    found = [(f["path"], f["code"]) for f in json.loads(result.stdout)]
+    assert ("app/scheduler.py", "OG201") in found, (found, result.stderr)

@@ -66,6 +66,18 @@ class ResultCache:
             return None
         return decode(entry[3], path)
 
+    def dependents(self, changed: Iterable[str]) -> List[str]:
+        """Files whose last findings depended on one of ``changed`` (absolute paths): a job registered there
+        and defined in a changed file, say. A run over a few files (pre-commit's staged ones) checks these too,
+        so a finding that a change causes elsewhere is not missed."""
+        wanted = {os.path.abspath(path) for path in changed}
+        found = set()
+        for key, entry in self.entries.items():
+            if isinstance(entry, list) and len(entry) == 5 and isinstance(entry[4], dict):
+                if wanted.intersection(entry[4]):
+                    found.add(key.split(":", 1)[1])
+        return sorted(found - wanted)
+
     def store(self, path: str, config_digest: str, digest: str, signature: Optional[Tuple[int, int]],
               found: List[Diagnostic], dependencies: Iterable[str] = ()) -> None:
         if signature is None or any(d.code == "OG001" for d in found):

@@ -236,6 +236,12 @@ def run_check(args: argparse.Namespace) -> int:
             files.append((path, config_of(path)))
             if start_early and pool is None and len(files) >= POOL_THRESHOLD:
                 pool = pool_scope.enter_context(WorkerPool(jobs))
+        if cache is not None and args.paths and not any(os.path.isdir(path) for path in args.paths):
+            # Named files only (pre-commit's staged ones): findings they cause in other files count too.
+            for dependent in cache.dependents(path for path, _ in files):
+                if os.path.isfile(dependent):
+                    shown = os.path.relpath(dependent) if not os.path.relpath(dependent).startswith("..") else dependent
+                    files.append((shown, config_of(shown)))
         if args.force_exclude:
             files = [(path, config) for path, config in files if not config.is_excluded_with_parents(path)]
         _warn_unresolved_claims(list({config.digest(): config for _, config in files}.values()))
