@@ -207,7 +207,9 @@ def build_tree(name: str, files: Sequence[Tuple[str, int]], pyproject: str = "")
                 shutil.copy2(CORPUS / path, destination)
         marker.write_text(stamp)
     # Anchors onceguard's (and Fixit's) project root here: no configuration from outside applies.
-    (root / "pyproject.toml").write_text(pyproject or "[tool.onceguard]\n")
+    # The trees live in a folder this repository's .gitignore leaves out: every tool is told to read them
+    # anyway (ruff with --no-respect-gitignore).
+    (root / "pyproject.toml").write_text(pyproject or "[tool.onceguard]\nrespect-gitignore = false\n")
     return Tree(name, root, sorted(path for path, _ in files), sum(lines for _, lines in files))
 
 
@@ -216,7 +218,7 @@ def build_trees(files: Sequence[Tuple[str, int]]) -> Tuple[List[Tree], Tree]:
     trees = [build_tree(name, prefix_by_lines(files, int(total * share)) if share < 1 else files)
              for name, share in FRACTIONS]
     fixit_config = (
-        "[tool.onceguard]\n\n[tool.fixit]\nroot = true\n"
+        "[tool.onceguard]\nrespect-gitignore = false\n\n[tool.fixit]\nroot = true\n"
         f"disable = [\"fixit.rules\"]\nenable = [\"{FIXIT_RULE}\"]\n"
     )
     slice_tree = build_tree("fixit-slice", prefix_by_lines(files, FIXIT_SLICE_LINES), fixit_config)
