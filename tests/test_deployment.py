@@ -27,12 +27,16 @@ def write(root, files: dict) -> None:
             handle.write(textwrap.dedent(text))
 
 
-def check(root, path: str, cross_file: bool = True):
+def check(root, path: str, cross_file: bool = True, code: str = "OG403"):
     full = os.path.join(str(root), path)
     with open(full, "rb") as handle:
         source = handle.read()
     return [d for d in check_source(source, full, from_mapping({}, root=str(root)), cross_file=cross_file)
-            if d.code == "OG403"]
+            if d.code == code]
+
+
+def related_places(root, finding):
+    return [(os.path.relpath(r.path, str(root)), r.line) for r in finding.related]
 
 
 def steps(root):
@@ -204,11 +208,15 @@ def test_env_reached_from_startup_in_another_module_is_flagged_with_the_path(tmp
                 migrate()
         """,
     })
-    found = check(tmp_path, "alembic/env.py")
-    assert [(d.line, d.code) for d in found] == [(ENV_LINE, "OG403")]
-    related = [(os.path.relpath(r.path, str(tmp_path)), r.line) for r in found[0].related]
+    # One root cause, one finding: OG401 at the upgrade that start-up reaches, with the way there and the
+    # unlocked env.py it runs as related places; env.py itself gets no second (OG403) finding.
+    assert check(tmp_path, "alembic/env.py") == []
+    found = check(tmp_path, os.path.join("app", "db.py"), code="OG401")
+    assert [d.line for d in found] == [7]
+    related = related_places(tmp_path, found[0])
     assert related[0] == (os.path.join("app", "main.py"), 10)  # the start-up hook first
-    assert related[-1] == (os.path.join("app", "db.py"), 7)  # the command.upgrade call last
+    assert (os.path.join("app", "main.py"), 11) in related  # the call on the way
+    assert related[-1] == (os.path.join("alembic", "env.py"), ENV_LINE)  # the unlocked run of env.py last
     assert "pg_advisory_lock" in found[0].suggestion
 
 
@@ -249,7 +257,12 @@ def test_a_command_that_starts_the_server_is_startup(tmp_path):
                 uvicorn.run("app.main:app")
         """,
     })
-    assert [d.line for d in check(tmp_path, "alembic/env.py")] == [ENV_LINE]
+    # The command starts the server, so every replica runs its upgrade: OG401 there, with env.py related.
+    found = check(tmp_path, os.path.join("app", "cli.py"), code="OG401")
+    assert [d.line for d in found] == [10]
+    assert "starts the server" in found[0].message
+    assert related_places(tmp_path, found[0]) == [(os.path.join("alembic", "env.py"), ENV_LINE)]
+    assert check(tmp_path, "alembic/env.py") == []
 
 
 def test_env_of_another_directory_is_not_flagged(tmp_path):
@@ -276,7 +289,11 @@ def test_env_of_another_directory_is_not_flagged(tmp_path):
             run_migrations()
         """,
     })
-    assert [d.line for d in check(tmp_path, "plugins/env.py")] == [ENV_LINE]
+    # The upgrade runs the env.py of the directory its Config names (plugins/), not alembic/env.py.
+    found = check(tmp_path, os.path.join("app", "main.py"), code="OG401")
+    assert [d.line for d in found] == [13]
+    assert related_places(tmp_path, found[0]) == [(os.path.join("plugins", "env.py"), ENV_LINE)]
+    assert check(tmp_path, "plugins/env.py") == []
     assert check(tmp_path, "alembic/env.py") == []
 
 

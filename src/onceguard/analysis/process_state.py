@@ -44,6 +44,11 @@ def constructed(value: Optional[ast.AST], facts: ModuleFacts) -> Optional[str]:
     if isinstance(value, ast.IfExp):
         return constructed(value.body, facts) or constructed(value.orelse, facts)
     if isinstance(value, ast.Call):
+        from ..project.forwarding import forwarded
+
+        through = forwarded(value, facts)  # made by a small helper that returns it
+        if through is not None:
+            value, facts = through.call, through.facts
         return facts.callee(value) or dotted(value.func) or None
     return None
 
@@ -177,7 +182,7 @@ def long_lived_instance(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifet
     """Instances of ``cls`` outlive a request: one is made at module level (this module, or on the command line
     any module of the project), a module-level name of this module holds one (``app_state = Registry()`` in
     the ``__main__`` block), or the class runs its own loop that sleeps between rounds (a daemon)."""
-    loop = _polling_loop(cls)
+    loop = _polling_loop(cls, facts)
     if loop is not None:
         return Lifetime(f"`{cls.name}` runs its own polling loop, so each process keeps one for its lifetime",
                         facts.context.path, loop.lineno, daemon=True, loop_methods=_called_on_self(cls, loop))
@@ -191,9 +196,9 @@ def long_lived_instance(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifet
     init = next((s for s in cls.body if isinstance(s, _FUNCTIONS) and s.name == "__init__"), None)
     if init is None:
         return None
-    from ..project.summaries import callers
+    from ..project.renamed_callers import project_callers  # (also ``Guard()`` after ``import X as Guard``)
 
-    for call, other in callers(init, facts, limit=12):
+    for call, other in project_callers(init, facts):
         if other.enclosing_function(call) is None and other.enclosing_class(call) is None:
             return Lifetime(f"one `{cls.name}` is made at module level of `{other.context.rel_path}`, so each "
                             "process has its own", other.context.path, call.lineno)
@@ -224,17 +229,26 @@ def _module_level_calls(statement: ast.stmt) -> Iterator[ast.Call]:
                 yield node
 
 
-def _polling_loop(cls: ast.ClassDef) -> Optional[ast.AST]:
-    """A ``while`` loop in a method of ``cls`` whose body sleeps (``await asyncio.sleep(n)``, ``time.sleep(n)``)."""
+def _polling_loop(cls: ast.ClassDef, facts: Optional[ModuleFacts] = None) -> Optional[ast.AST]:
+    """A ``while`` loop in a method of ``cls`` whose body sleeps (``await asyncio.sleep(n)``, ``time.sleep(n)``,
+    also through a small helper that returns the sleep)."""
     for method in cls.body:
         if not isinstance(method, _FUNCTIONS):
             continue
         for node in walk_no_nested_functions(method):
             if isinstance(node, ast.While):
                 for inner in walk_no_nested_functions(node):
-                    if isinstance(inner, ast.Call) and _call_last_name(inner) == "sleep":
+                    if isinstance(inner, ast.Call) and (_call_last_name(inner) == "sleep" or (
+                            facts is not None and _sleeps_through_helper(inner, facts))):
                         return node
     return None
+
+
+def _sleeps_through_helper(call: ast.Call, facts: ModuleFacts) -> bool:
+    from ..project.forwarding import forwarded
+
+    through = forwarded(call, facts)
+    return through is not None and _call_last_name(through.call) == "sleep"
 
 
 def _call_last_name(call: ast.Call) -> str:
@@ -453,7 +467,9 @@ def _is_clock(value: ast.AST, facts: ModuleFacts, names: Set[str]) -> bool:
     if isinstance(value, ast.BinOp):
         return _is_clock(value.left, facts, names) or _is_clock(value.right, facts, names)
     if isinstance(value, ast.Call):
-        qualified = facts.callee(value) or ""
+        from ..project.forwarding import callee_through
+
+        qualified = callee_through(value, facts)  # (also a clock read behind a small helper)
         last = ".".join(qualified.split(".")[-2:])
         return qualified in known.CLOCK_CALLS or last in known.CLOCK_CALLS
     return False
@@ -512,6 +528,12 @@ def _value_kind(value: ast.AST, matcher: StateMatcher, names: Set[str], function
     of this process, the result of a computation (derivable again), or a record the code builds."""
     while isinstance(value, ast.Await):
         value = value.value
+    if isinstance(value, ast.Call):
+        from ..project.forwarding import forwarded
+
+        through = forwarded(value, facts)  # a value a small helper builds: what it returns
+        if through is not None and not matcher.touches(value, names, function):
+            value, facts = through.call, through.facts
     if _is_clock(value, facts, clocks):
         return WRITE_CLOCK
     if any(isinstance(n, ast.BinOp) for n in ast.walk(value)) and matcher.touches(value, names, function):

@@ -107,13 +107,15 @@ CONTAINER_FACTORIES: FrozenSet[str] = frozenset({
 })
 
 #: Byte strings that let the prefilter keep a file that may hold such state.
-LOCK_TRIGGERS = (b"Lock(", b"Condition(")
+#: (an import under another name, ``from threading import Lock as L``, is the only spelling without ``Lock(``)
+LOCK_TRIGGERS = (b"Lock(", b"Condition(", b"Lock as ", b"Condition as ")
 CACHE_TRIGGERS = (b"TTLCache", b"LRUCache", b"LFUCache", b"TLRUCache", b"FIFOCache", b"RRCache",
                   b"SimpleCache", b"NullCache", b"LocMemCache", b"CACHE_TYPE",
                   (b"django.core.cache", b".add("), (b"django.core.cache", b".incr("),
                   (b"django.core.cache", b".decr("))
 #: OG608 needs both an empty container made somewhere in the file and a write that accumulates into state (a
 #: count, a clock reading, a member added, an item set): every pair is a trigger.
-STATE_CONTAINER_BYTES = (b"= {}", b"set()", b"defaultdict(", b"Counter(", b"{} for ", b"dict()", b"OrderedDict(")
+STATE_CONTAINER_BYTES = (b"= {}", b"set()", b"defaultdict(", b"Counter(", b"{} for ", b"dict()", b"OrderedDict(",
+                         b"defaultdict as ", b"Counter as ", b"OrderedDict as ")
 STATE_WRITE_BYTES = (b"+= ", b"+ 1", b"time()", b"now(", b".add(", b"] = ")
 STATE_TRIGGERS = tuple((container, write) for container in STATE_CONTAINER_BYTES for write in STATE_WRITE_BYTES)

@@ -16,6 +16,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
+from ..analysis.applied_decorators import decorators
 from ..analysis.executed_sql import ExecutedSql, executed_sql
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, walk_no_nested_functions
 from ..knowledge import claims as known
@@ -203,7 +204,8 @@ class Bindings:
         return table
 
     def module_function(self, name: ast.Name) -> Optional[FunctionNode]:
-        """The ``def`` a name refers to: a def of an enclosing function or of the module, not shadowed."""
+        """The ``def`` a name refers to: a def of an enclosing function or of the module, not shadowed (a
+        rebinding that decorates it, ``job = app.task(job)``, still names that def)."""
         for above in ancestors(name):
             if isinstance(above, _FUNCTION_TYPES):
                 if name.id in self._parameters(above):
@@ -213,9 +215,19 @@ class Bindings:
                     return found
                 if self._table(above).get(name.id):
                     return None
-        if self._table(self.facts.tree).get(name.id):
+        found = self._defs(self.facts.tree).get(name.id)
+        values = self._table(self.facts.tree).get(name.id)
+        if values and not (found is not None and all(self._decorates(v, name.id) for v in values)):
             return None
-        return self._defs(self.facts.tree).get(name.id)
+        return found
+
+    @staticmethod
+    def _decorates(value: ast.AST, name: str) -> bool:
+        """``deco(...)(name)`` or ``a(b(name))``: the def of ``name``, decorated."""
+        depth = 0
+        while isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+            value, depth = value.args[0], depth + 1
+        return depth > 0 and isinstance(value, ast.Name) and value.id == name
 
     def method(self, expr: ast.Attribute) -> Optional[FunctionNode]:
         """``self.name`` -> the method ``name`` of the enclosing class."""
@@ -539,7 +551,7 @@ class ClaimAnalyzer:
     def lead(self, function: FunctionNode, skip: Optional[Callable[[ast.stmt], bool]] = None,
              depth: int = 0) -> Lead:
         """Whether ``function`` begins with a claim (its decorators count: ``@run_exclusive(...)``)."""
-        for decorator in function.decorator_list:
+        for decorator in decorators(function, self.facts):
             call = decorator if isinstance(decorator, ast.Call) else None
             if call is not None and (self.is_claim_function(call) or _is_huey_lock(call)):
                 return Lead(True, CLAIM_FUNCTION if self.is_claim_function(call) else HUEY_LOCK)

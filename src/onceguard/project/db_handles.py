@@ -41,8 +41,20 @@ class ProjectHandles(Handles):
             return None
         where, name = located
         definition = top_level(where, name)
-        found = ProjectHandles.of_module(where).returned_by(definition, depth + 1) if definition is not None else None
+        found = _returned_once(where, definition) if definition is not None else None
         return replace(found, origin=None) if found is not None else None
+
+
+def _returned_once(where: ModuleFacts, definition) -> Optional[Handle]:
+    """What a factory of another module returns is a property of its def: asked from depth 0, once per def (a
+    def being asked answers None, which ends a cycle), so a factory behind small helpers in several modules is
+    not cut short by how deep the first question was."""
+    memo = where.cached("project_handles:returned", lambda _facts: {})
+    key = id(definition)
+    if key not in memo:
+        memo[key] = None
+        memo[key] = ProjectHandles.of_module(where).returned_by(definition, 0)
+    return memo[key]
 
 
 def project_handles(facts: ModuleFacts) -> ProjectHandles:

@@ -20,7 +20,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from ..config import Config
 from ..analysis.context import FileContext
 from ..analysis.facts import FunctionNode, ModuleFacts
-from ..engine.newer_syntax import decode_source, parse_newer
+from ..analysis.newer_syntax import decode_source, parse_newer
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_FILE_BYTES = 2_000_000

@@ -15,6 +15,7 @@ from ..analysis.facts import ModuleFacts, parent, walk_no_nested_functions
 from ..analysis.redis_arguments import argument, is_false, is_none
 from ..knowledge import lock_libraries as known
 from ..knowledge.lock_libraries import LockApi
+from .forwarding import callee_through, forwarded
 from .redis_clients import redis_call
 
 
@@ -60,6 +61,10 @@ def _says_no_wait(call: ast.Call, flags, bounds) -> Optional[bool]:
 
 def _api_of(call: ast.Call, facts: ModuleFacts) -> Optional[LockApi]:
     callee = facts.callee(call) or ""
+    if callee not in known.CONSTRUCTORS:
+        through = forwarded(call, facts)
+        if through is not None and through.callee in known.CONSTRUCTORS:
+            return known.CONSTRUCTORS[through.callee]
     if callee in known.CONSTRUCTORS:
         return known.CONSTRUCTORS[callee]
     if isinstance(call.func, ast.Attribute) and call.func.attr == known.CLIENT_LOCK_METHOD and call.args:
@@ -85,13 +90,18 @@ def _find_locks(facts: ModuleFacts) -> List[LibraryLock]:
         api = _api_of(node, facts)
         if api is None:
             continue
-        key = argument(node, api.key)
+        made = node
+        if (facts.callee(node) or "") not in known.CONSTRUCTORS and known.CONSTRUCTORS.get(
+                callee_through(node, facts)) is api:
+            through = forwarded(node, facts)  # ``lock = make_lock(conn, "export")``: the constructor's arguments
+            made = through.call if through is not None else node
+        key = argument(made, api.key)
         scope = facts.enclosing_function(node)
         holder = parent(node)
         if isinstance(holder, ast.withitem) and holder.context_expr is node:
             name = holder.optional_vars.id if isinstance(holder.optional_vars, ast.Name) else None
             if api.with_takes_lock:
-                found.append(LibraryLock(node, api, key, node, _waits_when_made(node, api), name, parent(holder), scope))
+                found.append(LibraryLock(made, api, key, node, _waits_when_made(made, api), name, parent(holder), scope))
             continue
         statement = facts.statement_of(node)
         bound = None
@@ -99,7 +109,7 @@ def _find_locks(facts: ModuleFacts) -> List[LibraryLock]:
             bound = statement.targets[0]
         if bound is None:
             continue
-        found.extend(_taken_through(bound, node, api, key, scope, facts))
+        found.extend(_taken_through(bound, made, api, key, scope, facts))
     return found
 
 
@@ -150,7 +160,7 @@ _CLAIMS = frozenset({"set", "setnx", "add", "exists", "get"})
 
 
 def _sleeps(loop: ast.While, facts: ModuleFacts) -> bool:
-    return any(isinstance(n, ast.Call) and (facts.callee(n) or "") in known.SLEEP_CALLS
+    return any(isinstance(n, ast.Call) and callee_through(n, facts) in known.SLEEP_CALLS
                for statement in loop.body for n in walk_no_nested_functions(statement))
 
 

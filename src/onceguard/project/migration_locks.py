@@ -13,6 +13,7 @@ from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, po
 from ..analysis.names import dotted
 from ..knowledge import databases as dbknown
 from ..knowledge import schema as known
+from .forwarding import forwarded
 from .reach import Reach, enclosing_function
 from .schema_writes import is_lock_helper, is_true, keyword_of, with_binding
 
@@ -233,10 +234,15 @@ def _configure_call(run: ast.Call, facts: ModuleFacts) -> Optional[ast.Call]:
     scope = function if function is not None else facts.tree
     found = None
     for node in walk_no_nested_functions(scope):
-        if (isinstance(node, ast.Call) and call_name(node) == "configure"
-                and (facts.qualify(node.func) or "").rsplit(".", 1)[0] in known.ALEMBIC_CONTEXT
-                and position(node) < position(run)):
+        if not isinstance(node, ast.Call) or position(node) >= position(run):
+            continue
+        if call_name(node) == "configure" and (facts.qualify(node.func) or "").rsplit(".", 1)[0] in known.ALEMBIC_CONTEXT:
             found = node
+            continue
+        through = forwarded(node, facts)  # ``_configure(connection=conn)`` returning ``context.configure(...)``
+        if through is not None and through.callee.rsplit(".", 1)[0] in known.ALEMBIC_CONTEXT and (
+                through.callee.rsplit(".", 1)[-1] == "configure"):
+            found = through.call
     return found
 
 

@@ -9,7 +9,8 @@ migration runners, OG603 start-up seeding):
   operator code: management commands, files under scripts/ or bin/, ``manage.py``, click/typer/invoke
   commands, a ``__main__`` block that starts no server;
 - across modules (``runs``), only when ``facts.context.cross_file``: the callers of a function in the project
-  (``summaries.callers``), hop by hop, until one runs on every replica or only for an operator.
+  (``renamed_callers.project_callers``: also through import aliases and re-exports), hop by hop, until one
+  runs on every replica or only for an operator.
 
 The answer carries the way there as ``Related`` places, entry point first, for a rule to attach to its finding.
 Under flake8 there is no project: the same question answers from the one file.
@@ -22,13 +23,14 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
+from ..analysis.applied_decorators import decorators
 from ..analysis.executed_sql import bound_value
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, walk_no_nested_functions
 from ..knowledge import startup as known
 from ..model import Related
 from . import deployment
 from .startup import StartupMap, is_main_guard, per_replica_programs
-from .summaries import callers
+from .renamed_callers import project_callers
 
 
 def enclosing_function(node: ast.AST) -> Optional[FunctionNode]:
@@ -67,7 +69,7 @@ def _imports_module(facts: ModuleFacts, prefixes: Iterable[str]) -> bool:
 
 def _decorator_names(facts: ModuleFacts, function: FunctionNode) -> Iterator[Tuple[ast.AST, str, str]]:
     """(decorator, last name, qualified name) of each decorator, calls unwrapped."""
-    for decorator in function.decorator_list:
+    for decorator in decorators(function, facts):
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
         last = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
         yield decorator, last, facts.qualify(target) or ""
@@ -226,8 +228,8 @@ class Reach:
                         and isinstance(decorator.args[0], ast.Constant) and isinstance(decorator.args[0].value, str)
                         and decorator.args[0].value.startswith("/")):
                     mark(function, f"in the request handler {function.name}()")
-                elif last in known.JOB_DECORATORS:
-                    mark(function, f"in the job {function.name}()")
+                elif last in known.JOB_DECORATORS or qualified.rsplit(".", 1)[-1] in known.JOB_DECORATORS:
+                    mark(function, f"in the job {function.name}()")  # (also imported under another name)
             if imports_django and self._first_parameter(function) == known.REQUEST_PARAMETER:
                 mark(function, f"in the request handler {function.name}()")
         for call in facts.calls_named(*known.JOB_REGISTRATION_METHODS):
@@ -446,7 +448,7 @@ def _runs(node: ast.AST, facts: ModuleFacts, ask: _Ask, hops: int, seen: Set[int
     if ask.startup_only and not context.cross_file:
         return _UNKNOWN
     any_caller, operator_only = False, True
-    for call, other in callers(function, facts):
+    for call, other in project_callers(function, facts):
         if other.context.is_test or (other.context.is_migration and not ask.through_migration_code):
             continue
         found = _runs(call, other, ask, hops + 1, seen)

@@ -174,7 +174,9 @@ def command_of(call: ast.Call, handle: Handle) -> Optional[str]:
 # -- clients the project makes ------------------------------------------------------------------------
 # (kind, library, how) of a factory or class, looked up once per definition and kept with the facts of the
 # module that defines it (a changed file gets new facts, so nothing stale survives); a definition being looked
-# up counts as no client, so a factory that returns itself ends the walk.
+# up counts as no client, so a factory that returns itself ends the walk.  What a definition makes does not
+# depend on how deep the question that first asked it was: it is looked up from depth 0 (the in-progress
+# marker, not the depth, ends a cycle), so a call put behind a helper is not cut short.
 _Made = Tuple[str, str, str]
 
 
@@ -196,7 +198,12 @@ def _made_by_project(call: ast.Call, callee: Optional[str], facts: ModuleFacts, 
         if method is None:
             return None
         return _remembered(facts, f"{cls_node.name}.{func.attr}@{method.lineno}",
-                           lambda: _returned_client(method, facts, depth))
+                           lambda: _returned_client(method, facts, 0))
+    method = facts.module_method(func) if isinstance(func, ast.Attribute) else None
+    if method is not None:  # ``service.make_client()`` on a module-level instance of a class defined here
+        owner = facts.enclosing_class(method)
+        return _remembered(facts, f"{owner.name if owner else ''}.{method.name}@{method.lineno}",
+                           lambda: _returned_client(method, facts, 0))
     if not callee:
         return None
     located = definition_facts(callee, facts)
@@ -208,7 +215,7 @@ def _made_by_project(call: ast.Call, callee: Optional[str], facts: ModuleFacts, 
         return None
     if isinstance(definition, ast.ClassDef):
         return _class_client(definition, where, depth, call, facts)
-    return _remembered(where, name, lambda: _returned_client(definition, where, depth))
+    return _remembered(where, name, lambda: _returned_client(definition, where, 0))
 
 
 def _method(cls_node: ast.ClassDef, name: str) -> Optional[ast.AST]:
@@ -254,7 +261,7 @@ def _class_client(cls_node: ast.ClassDef, facts: ModuleFacts, depth: int, call: 
     """A class of the project is a client when it subclasses one, or when it has get/set/delete methods and
     holds a client (an attribute built from one, or one handed to its constructor)."""
     made = _remembered(facts, f"class {cls_node.name}@{cls_node.lineno}",
-                       lambda: _class_client_by_definition(cls_node, facts, depth))
+                       lambda: _class_client_by_definition(cls_node, facts, 0))
     if made is not None or call is None or not _has_verb_methods(cls_node):
         return made
     clients = RedisClients.of_module(caller)

@@ -54,8 +54,9 @@ def bound_call(node: ast.AST, facts: ModuleFacts) -> Optional[ast.Call]:
 def _metadata_framework(receiver: ast.AST, facts: ModuleFacts) -> Optional[str]:
     """The framework whose MetaData (or Flask-SQLAlchemy ``db``) ``receiver`` is, or None."""
     name = dotted(receiver) or ""
-    last = name.rsplit(".", 1)[-1]
     qualified = facts.qualify(receiver) or ""
+    # The name the object has where it is defined: an import alias (``db as database``) is a local spelling.
+    last = (qualified if qualified and qualified != name else name).rsplit(".", 1)[-1]
     if last in known.METADATA_RECEIVER_NAMES:
         if qualified.startswith("sqlmodel."):
             return known.SQLMODEL
@@ -70,7 +71,7 @@ def _metadata_framework(receiver: ast.AST, facts: ModuleFacts) -> Optional[str]:
     handle = Handles.of_module(facts).of(receiver)
     if handle is not None and handle.kind == dbknown.FLASK_SQLALCHEMY:
         return known.FLASK_SQLALCHEMY
-    if (isinstance(receiver, ast.Name) and receiver.id == known.FLASK_SQLALCHEMY_RECEIVER
+    if (isinstance(receiver, ast.Name) and last == known.FLASK_SQLALCHEMY_RECEIVER
             and facts.imports.is_imported(receiver.id) and imports_module(facts, known.FLASK_MODULES)):
         return known.FLASK_SQLALCHEMY
     return _imported_metadata_framework(receiver, qualified, facts)
@@ -429,13 +430,29 @@ def only_for_local_database(node: ast.AST, facts: ModuleFacts, depth: int = 0) -
         return True
     if depth >= _MAX_LOCAL_BRANCH_DEPTH:
         return False
-    sites = [call for call in facts.calls_named(function.name)
-             if (isinstance(call.func, ast.Name) and facts.enclosing_class(function) is None)
-             or (isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
-                 and call.func.value.id in ("self", "cls"))]
-    sites += [call for call in facts.calls if any(isinstance(a, ast.Name) and a.id == function.name
-                                                   for a in call.args)]
-    return bool(sites) and all(only_for_local_database(site, facts, depth + 1) for site in sites)
+    sites = [(call, facts) for call in facts.calls_named(function.name) if _calls_function(call, function, facts)]
+    sites += [(call, facts) for call in facts.calls if any(isinstance(a, ast.Name) and a.id == function.name
+                                                            for a in call.args)]
+    if facts.context.cross_file:
+        from .renamed_callers import project_callers
+
+        sites += [(call, other) for call, other in project_callers(function, facts) if other is not facts]
+    return bool(sites) and all(only_for_local_database(site, other, depth + 1) for site, other in sites)
+
+
+def _calls_function(call: ast.Call, function: ast.AST, facts: ModuleFacts) -> bool:
+    """A call of this module that runs ``function``: by its name, on ``self``/``cls``, or on an object whose
+    class the module shows (``service = Service()`` ... ``service.prepare()``)."""
+    from .summaries import resolve
+
+    func = call.func
+    if isinstance(func, ast.Name):
+        return facts.enclosing_class(function) is None
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+        return True
+    if facts.enclosing_class(function) is None:
+        return False
+    return any(target is function for target, _ in resolve(call, facts, enclosing_function(call), by_name=False))
 
 
 def _in_block(node: ast.AST, block: List[ast.stmt]) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional
 
+from ..analysis.applied_decorators import decorators
 from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
 from ..knowledge import startup as known
 from . import deployment
@@ -89,7 +90,7 @@ class StartupMap:
     def _find_hooks(self) -> None:
         facts = self.facts
         for function in facts.functions:
-            for decorator in function.decorator_list:
+            for decorator in decorators(function, facts):
                 call = decorator if isinstance(decorator, ast.Call) else None
                 target = call.func if call else decorator
                 name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")

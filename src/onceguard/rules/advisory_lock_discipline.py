@@ -14,6 +14,7 @@ from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
 from ..knowledge import schema as schema_known
 from ..knowledge import lock_libraries as lock_known
+from ..project.forwarding import forwarded
 from ..project.lock_libraries import LibraryLock, library_locks, spin_waits
 from ..model import Diagnostic, Fix
 from ..analysis.names import dotted
@@ -180,7 +181,8 @@ def _runs_migrations(scope: Optional[ast.AST], facts: ModuleFacts) -> bool:
     for node in walk_no_nested_functions(scope):
         if not isinstance(node, ast.Call):
             continue
-        callee = facts.callee(node) or ""
+        through = forwarded(node, facts)  # ``_upgrade(cfg, "head")`` returning ``command.upgrade(...)``
+        callee, node = (through.callee, through.call) if through is not None else (facts.callee(node) or "", node)
         if callee in schema_known.SCHEMA_CALLS or callee in schema_known.ALEMBIC_APPLY:
             return True
         if (callee in schema_known.DJANGO_CALL_COMMAND and node.args and isinstance(node.args[0], ast.Constant)

@@ -161,7 +161,7 @@ class SessionLockFlow:
                 for statement in cls_node.body:
                     if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == func.attr:
                         return statement
-        return None
+        return self.facts.module_method(func)  # ``service.take_lock(session)`` on a module-level instance
 
     def _passes(self, call: ast.Call, callee: ast.AST, table: dict, text: str) -> bool:
         return any(dotted(_argument_for(call, callee, p) or ast.Constant(None)) == text

@@ -12,12 +12,13 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent
+from ..analysis.facts import FunctionNode, ModuleFacts
 from ..analysis.names import dotted
 from ..knowledge import process_local as known
 from ..model import Diagnostic, Related
 from ..project import index as project
 from ..project.claims import own_module_names
+from ..project.forwarding import forwarded
 from ..project.startup import StartupMap
 from .base import Rule
 from .fix_plans import shared_store_snippet
@@ -153,17 +154,38 @@ def _sends_in(facts: ModuleFacts, names: Set[str], flask: bool) -> List[Tuple[as
             continue
         func = call.func
         if flask and (facts.callee(call) or "") in known.FLASK_SOCKETIO_CONTEXT_SENDS:
-            how = _context_send_reaches_others(call)
-            if how:
-                found.append((call, how))
+            judge = _context_send_reaches_others
         elif isinstance(func, ast.Attribute):
             receiver = dotted(func.value) or ""
             qualified = facts.qualify(func.value) or ""
-            if qualified in names or receiver in names or receiver.split(".")[-1] in names:
-                how = _server_send_reaches_others(call)
-                if how:
-                    found.append((call, how))
+            if not (qualified in names or receiver in names or receiver.split(".")[-1] in names):
+                continue
+            judge = _server_send_reaches_others
+        else:
+            continue
+        sites = _helper_sites(call, facts)
+        for site in (sites if sites is not None else [call]):
+            how = judge(site)
+            if how and (site is call or not _per_replica_by_design(site, facts)):
+                found.append((site, how))
     return found
+
+
+def _helper_sites(call: ast.Call, facts: ModuleFacts) -> Optional[List[ast.Call]]:
+    """When ``call`` is all a small helper does (``def _emit(e, d, to): return sio.emit(e, d, to=to)``), the
+    send as each caller in this module makes it, its arguments in place; None for any other call."""
+    helper = ModuleFacts.enclosing_function(call)
+    body = [s for s in helper.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))] \
+        if helper is not None else []
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is not call:
+        return None
+    sites = []
+    for site in facts.calls_named(helper.name):
+        through = forwarded(site, facts)
+        if through is None:
+            return None  # a caller the helper cannot be read through: judge the send as written
+        sites.append(through.call)
+    return sites or None
 
 
 def _socketio_servers(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
@@ -211,8 +233,11 @@ def _sends_elsewhere(facts: ModuleFacts, name: str, flask: bool) -> List[Tuple[a
         if other is None or other.context.is_test:
             continue
         imported = {local for local, target in other.imports.aliases.items() if target in qualified}
+        modules = own_module_names(facts)
         if not imported and not any(target.split(".")[-1] == name for target in other.imports.aliases.values()) \
-                and not any(m in other.imports.aliases.values() for m in own_module_names(facts)):
+                and not any(m in other.imports.aliases.values() for m in modules) \
+                and not any(isinstance(node, ast.Import) and any(a.name in modules for a in node.names)
+                            for node in ast.walk(other.tree)):  # ``import pkg.extensions``
             continue
         names = qualified | imported | {name}
         found.extend((c, h, other) for c, h in _sends_in(other, names, flask))

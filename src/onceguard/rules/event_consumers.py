@@ -19,6 +19,7 @@ from ..knowledge.event_consumers import ConsumerKind
 from ..model import Diagnostic, Related
 from ..analysis.names import dotted
 from .registry import register
+from ..project.forwarding import callee_through, forwarded
 from ..project.startup import StartupMap
 from .base import Rule
 
@@ -31,6 +32,9 @@ def _constructed(call: ast.AST, facts: ModuleFacts, depth: int = 4) -> Optional[
     while isinstance(call, ast.Await):
         call = call.value
     while isinstance(call, ast.Call) and depth > 0:
+        through = forwarded(call, facts)  # a constructor behind a small helper that returns it
+        if through is not None:
+            call, facts = through.call, through.facts
         callee = facts.callee(call) or ""
         if callee in known.CONSUMER_CONSTRUCTORS:
             return known.CONSUMER_CONSTRUCTORS[callee]
@@ -131,7 +135,7 @@ def _single_consumer(function: ast.AST, facts: ModuleFacts) -> Optional[Tuple[Co
     for node in ast.walk(function):
         if not isinstance(node, ast.Call):
             continue
-        callee = facts.callee(node) or ""
+        callee = callee_through(node, facts)
         if callee in known.IMAP_CONSTRUCTORS and opened is None:
             opened = node
         elif isinstance(node.func, ast.Attribute):
@@ -165,6 +169,9 @@ def _started_functions(facts: ModuleFacts, startup: StartupMap) -> Iterator[Tupl
 def _function_for(reference: ast.AST, facts: ModuleFacts, local) -> Optional[Tuple[ast.AST, ModuleFacts, Optional[Related]]]:
     if isinstance(reference, ast.Name) and reference.id in local:
         return local[reference.id], facts, None
+    method = facts.module_method(reference)  # ``service.poll`` on a module-level instance of a class here
+    if method is not None:
+        return method, facts, None
     if isinstance(reference, ast.Attribute) and isinstance(reference.value, ast.Name) and reference.value.id == "self":
         cls_node = facts.enclosing_class(reference)
         if cls_node is not None:

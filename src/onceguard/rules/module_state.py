@@ -22,6 +22,7 @@ from ..analysis import process_state as state
 from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
+from ..project.forwarding import forwarded
 from ..project.reach import Reach
 from .base import Rule
 from .registry import register
@@ -54,6 +55,9 @@ def _is_container(value: Optional[ast.AST], facts: ModuleFacts) -> bool:
     if isinstance(value, (ast.Dict, ast.Set, ast.List)):
         return not (value.keys if isinstance(value, ast.Dict) else value.elts)
     if isinstance(value, ast.Call):
+        through = forwarded(value, facts)  # a container made by a small helper that returns it
+        if through is not None:
+            value, facts = through.call, through.facts
         qualified = facts.callee(value) or ""
         return qualified in known.CONTAINER_FACTORIES and not (value.args and qualified not in _FACTORY_WITH_DEFAULT)
     return False
@@ -154,6 +158,38 @@ def _compares_field(access: state.Access, matcher: state.StateMatcher, fields: S
     return False
 
 
+def _only_evicts(access: state.Access, matcher: state.StateMatcher) -> bool:
+    """The test's body does nothing but take entries out of the state (``while q and now - q[0] > w:
+    q.popleft()``): expiry of old entries, not a decision about the work."""
+    body = getattr(access.node, "body", None)
+    if not isinstance(body, list) or not body or getattr(access.node, "orelse", None):
+        return False
+    names = matcher.aliases(access.function)
+    for statement in body:
+        if isinstance(statement, ast.Delete) and all(matcher.derives(t, names, access.function)
+                                                     for t in statement.targets):
+            continue
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr in _EVICTIONS and matcher.derives(call.func.value, names, access.function)):
+            return False
+    return True
+
+
+def _accessor_of(function: FunctionNode, writer: FunctionNode, facts: ModuleFacts) -> bool:
+    """``function`` only returns a value (``def _get(key): return rates.get(key)``) and only ``writer`` calls
+    it: the writer reading through a small helper, not another request."""
+    body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return):
+        return False
+    calls = list(facts.calls_named(function.name))
+    return bool(calls) and all(facts.enclosing_function(call) is writer for call in calls)
+
+
+#: Methods that drop an entry from a container.
+_EVICTIONS = frozenset({"pop", "popleft", "popitem", "remove", "discard"})
+
+
 class _RequestCode:
     """Which functions of the module run in request or job code: what ``Reach`` knows, plus methods of a
     class called on a module-level instance from there (``registry.register(...)`` in a route), plus every
@@ -215,9 +251,11 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: _RequestCode, re
             return _Finding("counter", counters[0], compared[0])
     for clock in found.of_kind(state.WRITE_CLOCK):
         field = {state.field_of(_target(clock.node))}
-        # A watermark: the function that skips while the time is recent is the one that stamps it again.
+        # A watermark: the function that skips while the time is recent is the one that stamps it again (a
+        # loop that only drops the old stamps is a window's housekeeping, not a skip).
         for decision in decisions:
-            if decision.function is clock.function and _compares_field(decision, matcher, field):
+            if decision.function is clock.function and _compares_field(decision, matcher, field) \
+                    and not _only_evicts(decision, matcher):
                 return _Finding("clock", clock, decision)
     marks = found.of_kind(state.WRITE_MARK)
     if marks and not found.of_kind("unmark"):
@@ -232,6 +270,7 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: _RequestCode, re
                 continue
             for reader in decisions + found.of_kind("read"):
                 if reader.function is not None and reader.function is not writer \
+                        and not _accessor_of(reader.function, writer, facts) \
                         and request.runs(reader.function, receivers) is not None:
                     return _Finding("registry", record, reader)
     return None

@@ -61,7 +61,7 @@ def _in_function(function: FunctionNode, facts: ModuleFacts) -> Iterator[Allocat
         if read is None:
             continue
         highest, column = read
-        if any(position(lock) < position(node) for lock in locks) or _retried_on_conflict(node):
+        if any(position(lock) < position(node) for lock in locks) or _retried_on_conflict(node, facts):
             continue
         if _only_on_sqlite(node):
             continue
@@ -253,18 +253,20 @@ def _word(node: ast.AST) -> str:
     return ""
 
 
-def _retried_on_conflict(node: ast.AST) -> bool:
+def _retried_on_conflict(node: ast.AST, facts: Optional[ModuleFacts] = None) -> bool:
     for above in ancestors(node):
         if isinstance(above, ast.Try):
             for handler in above.handlers:
                 caught = [handler.type] if not isinstance(handler.type, ast.Tuple) else handler.type.elts
-                if any(_names_conflict(t) for t in caught if t is not None):
+                if any(_names_conflict(t, facts) for t in caught if t is not None):
                     return True
         if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return False
     return False
 
 
-def _names_conflict(node: ast.AST) -> bool:
+def _names_conflict(node: ast.AST, facts: Optional[ModuleFacts] = None) -> bool:
+    """``IntegrityError``, however it was imported (``from django.db import IntegrityError as E``)."""
     name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
-    return name in orm.UNIQUE_VIOLATION_ERRORS
+    qualified = (facts.qualify(node) or "") if facts is not None else ""
+    return name in orm.UNIQUE_VIOLATION_ERRORS or qualified.rsplit(".", 1)[-1] in orm.UNIQUE_VIOLATION_ERRORS

@@ -14,13 +14,13 @@ shared state it is not, and the rule reports two such uses:
 from __future__ import annotations
 
 import ast
-import os
 from typing import Iterator, List, Optional, Set
 
 from ..analysis import process_state as state
-from ..analysis.facts import FunctionNode, ModuleFacts, parent
+from ..analysis.facts import ModuleFacts, parent
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
+from ..project.forwarding import forwarded
 from ..project.reach import Reach
 from .base import Rule
 from .registry import register
@@ -59,11 +59,14 @@ def _cache_bindings(facts: ModuleFacts) -> Iterator[state.Binding]:
                     yield binding
 
 
-def _status_record(value: ast.AST) -> bool:
+def _status_record(value: ast.AST, facts: ModuleFacts) -> bool:
     """A value that records what happened here: a constant, or a record built with a constant field
-    (``Status(state="running")``, ``{"state": "done"}``)."""
+    (``Status(state="running")``, ``{"state": "done"}``), also by a small helper that returns it."""
     while isinstance(value, ast.Await):
         value = value.value
+    through = forwarded(value, facts) if isinstance(value, ast.Call) else None
+    if through is not None:
+        value = through.call
     if isinstance(value, ast.Constant):
         return True
     if isinstance(value, ast.Dict):
@@ -90,7 +93,7 @@ def _store_use(binding: state.Binding, facts: ModuleFacts):
     without ever filling it."""
     found = state.accesses(binding, facts)
     writes = [a for a in found.of_kind(state.WRITE_RECORD, state.WRITE_MARK)
-              if a.function is not None and _status_record(_written_value(a.node) or a.node)]
+              if a.function is not None and _status_record(_written_value(a.node) or a.node, facts)]
     if not writes:
         return None
     writers = found.functions(state.WRITE_RECORD, state.WRITE_MARK, state.WRITE_DERIVED, state.WRITE_OBJECT,

@@ -12,11 +12,12 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Tuple
 
-from ..analysis.facts import FunctionNode, ModuleFacts, parent
+from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk_no_nested_functions
 from ..analysis.names import dotted
 from ..knowledge import process_local as known
 from ..model import Diagnostic, Related
 from ..project import index as project
+from ..project.forwarding import callee_through
 from .base import Rule
 from .fix_plans import shared_store_snippet
 from .registry import register
@@ -168,8 +169,9 @@ def _django_throttles(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
 
 # -- hand-written limiters -----------------------------------------------------------------------------------
 def _refuses_too_many(scope: ast.AST) -> Optional[ast.AST]:
-    """The node in ``scope`` that answers "too many requests" (429), if any."""
-    for node in ast.walk(scope):
+    """The node in ``scope`` that answers "too many requests" (429), if any: in its own body (an error handler
+    defined inside a function that also uses the state answers for an upstream error, not for the limiter)."""
+    for node in walk_no_nested_functions(scope):
         if isinstance(node, ast.Constant) and node.value == known.TOO_MANY_REQUESTS and type(node.value) is int:
             above = parent(node)
             if isinstance(above, (ast.Call, ast.keyword)):
@@ -184,7 +186,7 @@ def _refuses_too_many(scope: ast.AST) -> Optional[ast.AST]:
 def _reads_clock(scope: ast.AST, facts: ModuleFacts) -> bool:
     for node in ast.walk(scope):
         if isinstance(node, ast.Call):
-            qualified = facts.callee(node) or ""
+            qualified = callee_through(node, facts)  # (also a clock read behind a small helper)
             if qualified in known.CLOCK_CALLS or (dotted(node.func) or "") in known.CLOCK_CALLS:
                 return True
     return False
@@ -194,8 +196,7 @@ def _is_container(value: ast.AST, facts: ModuleFacts) -> bool:
     if isinstance(value, (ast.Dict, ast.Set, ast.List, ast.DictComp, ast.ListComp, ast.SetComp)):
         return True
     if isinstance(value, ast.Call):
-        qualified = facts.callee(value) or ""
-        return qualified in known.CONTAINER_CONSTRUCTORS
+        return callee_through(value, facts) in known.CONTAINER_CONSTRUCTORS  # (also behind a small helper)
     return False
 
 
@@ -303,6 +304,12 @@ def _refusal_for(name: str, function: FunctionNode, facts: ModuleFacts) -> Optio
     found = _refuses_too_many(function)
     if found is not None:
         return found, facts
+    if _only_returns(function):  # a small helper (``def _check(a): return guard.check(a)``): its callers refuse
+        for call in facts.calls_named(function.name):
+            caller = facts.enclosing_function(call)
+            found = _refuses_too_many(caller) if caller is not None and caller is not function else None
+            if found is not None:
+                return found, facts
     for node in ast.walk(function):
         if not isinstance(node, ast.Call):
             continue
@@ -316,6 +323,11 @@ def _refusal_for(name: str, function: FunctionNode, facts: ModuleFacts) -> Optio
             if refusal is not None:
                 return refusal, where
     return None
+
+
+def _only_returns(function: FunctionNode) -> bool:
+    body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return len(body) == 1 and isinstance(body[0], ast.Return)
 
 
 def _called_function(call: ast.Call, facts: ModuleFacts) -> Optional[Tuple[FunctionNode, ModuleFacts]]:

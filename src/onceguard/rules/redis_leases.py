@@ -23,6 +23,7 @@ from ..analysis.redis_arguments import (argument, has_spread, is_false, is_none,
 from ..knowledge import redis_clients as known
 from ..model import Diagnostic
 from ..project.django_caches import per_process
+from ..project.forwarding import forwarded
 from ..project.redis_clients import RedisClients, client_calls, command_of, redis_call
 from ..project.redis_keys import key_identity, key_names_a_lock, key_text
 from .fix_plans import atomic_set_fix, lock_ttl_fix
@@ -128,8 +129,24 @@ def _find_releases(facts: ModuleFacts) -> List[Release]:
             handle = redis_call(call, facts)
             if handle is not None:
                 found.append(Release(call, handle, call.args[1], key_identity(call.args[1], facts)))
+    found.extend(_releases_through_forwarding_helper(facts))
     found.extend(_releases_through_own_helper(facts, found))
     found.sort(key=lambda item: (item.call.lineno, item.call.col_offset))
+    return found
+
+
+def _releases_through_forwarding_helper(facts: ModuleFacts) -> List[Release]:
+    """``_drop(key)`` where ``def _drop(k): return r.delete(k)``: the delete the helper makes, at its call."""
+    found = []
+    for call in facts.calls:
+        if not isinstance(call.func, ast.Name) or call.func.id not in facts.functions_by_name:
+            continue
+        through = forwarded(call, facts)
+        if through is None or through.facts is not facts:
+            continue
+        for inner, handle, _ in client_calls(facts, ("delete",), calls=[through.call]):
+            if len(inner.args) == 1 and not inner.keywords and not isinstance(inner.args[0], ast.Starred):
+                found.append(Release(call, handle, inner.args[0], key_identity(inner.args[0], facts)))
     return found
 
 
@@ -520,13 +537,16 @@ def _before_own_deadline(release: Release, facts: ModuleFacts) -> bool:
     return False
 
 
-def _only_inspected(call: ast.Call, facts: ModuleFacts) -> bool:
+def _only_inspected(call: ast.Call, facts: ModuleFacts, depth: int = 0) -> bool:
     """``Lock(r, key).locked()``, or a lock bound to a name that is only asked ``locked()`` / ``owned()``: built to
-    look at the key, never acquired, so it has no lifetime to expire."""
+    look at the key, never acquired, so it has no lifetime to expire.  A small helper that returns the lock
+    (``def make_lock(c, key): return Lock(c, key)``) is judged by what its callers do with it."""
     above = parent(call)
     if isinstance(above, ast.Attribute):
         return above.attr in known.LOCK_INSPECTORS
     statement = facts.statement_of(call)
+    if isinstance(statement, ast.Return) and statement.value is call:
+        return _callers_only_inspect(facts.enclosing_function(call), facts, depth)
     if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1
             and isinstance(statement.targets[0], ast.Name)):
         return False
@@ -536,3 +556,20 @@ def _only_inspected(call: ast.Call, facts: ModuleFacts) -> bool:
             if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)]
     return bool(uses) and all(isinstance(parent(use), ast.Attribute) and parent(use).attr in known.LOCK_INSPECTORS
                               and isinstance(parent(parent(use)), ast.Call) for use in uses)
+
+
+#: How many helpers that return a lock are followed to their callers.
+_MAX_LOCK_HELPER_DEPTH = 3
+
+
+def _callers_only_inspect(function: Optional[ast.AST], facts: ModuleFacts, depth: int) -> bool:
+    """Every call of ``function`` (a module function handing back a lock) only inspects the lock it gets."""
+    if (not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or depth >= _MAX_LOCK_HELPER_DEPTH
+            or facts.enclosing_class(function) is not None or facts.enclosing_function(function) is not None):
+        return False
+    sites = [(site, facts) for site in facts.calls_named(function.name) if isinstance(site.func, ast.Name)]
+    if facts.context.cross_file:
+        from ..project.renamed_callers import project_callers
+
+        sites += [(site, other) for site, other in project_callers(function, facts) if other is not facts]
+    return bool(sites) and all(_only_inspected(site, other, depth + 1) for site, other in sites)

@@ -17,6 +17,7 @@ from ..analysis.facts import ModuleFacts, position, walk_no_nested_functions
 from ..analysis.redis_arguments import has_spread, short
 from ..knowledge import redis_clients as known
 from ..model import Diagnostic, Fix
+from ..project.forwarding import forwarded
 from ..project.redis_clients import redis_call
 from ..project.redis_keys import key_identity
 from .base import Rule
@@ -38,11 +39,16 @@ def _key_calls(function: ast.AST, facts: ModuleFacts, commands: Iterable[str]) -
     wanted = set(commands)
     found = []
     for node in walk_no_nested_functions(function):
+        where = facts
+        if isinstance(node, ast.Call) and not isinstance(node.func, ast.Attribute):
+            through = forwarded(node, facts)  # a command behind a small helper, its arguments in place
+            if through is not None:
+                node, where = through.call, through.facts
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in wanted):
             continue
         if not node.args or has_spread(node) or isinstance(node.args[0], ast.Starred):
             continue
-        handle = redis_call(node, facts)
+        handle = redis_call(node, where)
         if handle is None or handle.kind not in _CLIENT_KINDS:
             continue  # a pipeline's queued commands, or a receiver whose origin is not visible
         found.append(_KeyCall(node, node.func.attr, node.args[0], key_identity(node.args[0], facts)))

@@ -31,6 +31,7 @@ from ..analysis.executed_sql import executed_sql
 from ..analysis.facts import FunctionNode, ModuleFacts, call_name, walk_no_nested_functions
 from ..knowledge import startup as known
 from ..model import Diagnostic
+from ..project.forwarding import forwarded
 from ..project.reach import enclosing_function, runs_function
 from .base import Rule
 from .registry import register
@@ -298,11 +299,10 @@ def _loop_resets(facts: ModuleFacts) -> Iterator[Tuple[FunctionNode, Reset]]:
             iterated = values[0] if len(values) == 1 else None
         if not isinstance(iterated, (ast.Call, ast.Await)):
             continue
-        if id(function) in persisting:
-            reset = _assigning_loop(loop, iterated)
-            if reset is not None:
-                yield function, reset
-                continue
+        reset = _assigning_loop(loop, iterated)
+        if reset is not None and (id(function) in persisting or _persists(function, facts)):
+            yield function, reset
+            continue
         reset = _handing_loop(loop, iterated, function, facts)
         if reset is not None:
             yield function, reset
@@ -342,7 +342,7 @@ def _handing_loop(loop: ast.AST, rows: ast.AST, function: FunctionNode, facts: M
     variable = loop.target.id
     for inner in ast.walk(loop):
         if isinstance(inner, ast.Call) and _uses_name(inner, variable):
-            writer = next((t for t, _ in resolve(inner, facts, function) if _persists(t)), None)
+            writer = next((t for t, where in resolve(inner, facts, function) if _persists(t, where)), None)
             if writer is not None:
                 return loop, model, (f"hands every `{model}` row that matches a state filter to `{writer.name}()`, "
                                      f"which writes it")
@@ -365,9 +365,15 @@ def _returns_rows_by_state(function: FunctionNode) -> Optional[str]:
     return None
 
 
-def _persists(function: FunctionNode) -> bool:
-    return any(isinstance(n, ast.Call) and call_name(n) in known.PERSIST_CALLS
-               for n in walk_no_nested_functions(function))
+def _persists(function: FunctionNode, facts: Optional[ModuleFacts] = None) -> bool:
+    """A commit, a save or a flush in the function (also behind a small helper that returns it)."""
+    for n in walk_no_nested_functions(function):
+        if isinstance(n, ast.Call) and call_name(n) in known.PERSIST_CALLS:
+            return True
+        through = forwarded(n, facts) if facts is not None and isinstance(n, ast.Call) else None
+        if through is not None and call_name(through.call) in known.PERSIST_CALLS:
+            return True
+    return False
 
 
 def _uses_name(call: ast.Call, name: str) -> bool:

@@ -140,9 +140,23 @@ def sa_statement(node: ast.AST, facts: ModuleFacts) -> Optional[Tuple[str, Links
             return None
         node = unwrap(value)
     head, links = chain(node)
+    head, links = module_chain(head, links, facts)
     if isinstance(head, ast.Call) and facts.callee(head) in orm.SA_SELECT and head.args:
         return dotted(head.args[0]) or "Model", links, head
     return None
+
+
+def module_chain(head: ast.AST, links: Links, facts: ModuleFacts) -> Tuple[ast.AST, Links]:
+    """``chain()`` of ``sqlalchemy.select(Model).where(...)``, read as ``select(Model).where(...)``: a head
+    that is an imported module is no receiver, the first call through it is the head."""
+    if not (isinstance(head, ast.Name) and facts.imports.is_module(head.id)):
+        return head, links
+    for index, (_, call) in enumerate(links):
+        if isinstance(call, ast.Call):
+            return call, links[index + 1:]
+        if call is not None:
+            break
+    return head, links
 
 
 def _is_sa_session(receiver: ast.AST, facts: ModuleFacts) -> bool:
@@ -303,7 +317,7 @@ def _model_columns(cls: ast.ClassDef, facts: ModuleFacts) -> Set[str]:
                 continue
             spelled = dotted(value.func) or ""
             qualified = facts.callee(value) or ""
-            if (spelled.rsplit(".", 1)[-1] in _COLUMN_CALLS
+            if (spelled.rsplit(".", 1)[-1] in _COLUMN_CALLS or qualified.rsplit(".", 1)[-1] in _COLUMN_CALLS
                     or spelled.endswith("Field") and (qualified.startswith("django.") or spelled.startswith("models."))):
                 columns.update(t.id for t in targets if isinstance(t, ast.Name))
         return columns
@@ -395,12 +409,13 @@ def column_type(model: Optional[str], field: str, facts: ModuleFacts,
             continue
         names = []
         if isinstance(statement, ast.AnnAssign):
-            names.extend(_type_names(statement.annotation))
+            names.extend(_type_names(statement.annotation, where))
         if statement.value is not None and isinstance(unwrap(statement.value), ast.Call):
             call = unwrap(statement.value)
             names.append((dotted(call.func) or "").rsplit(".", 1)[-1])
-            names.extend(n for a in call.args for n in _type_names(a))
-            names.extend(n for k in call.keywords if k.arg in ("type_", "sa_type") for n in _type_names(k.value))
+            names.append((where.callee(call) or "").rsplit(".", 1)[-1])
+            names.extend(n for a in call.args for n in _type_names(a, where))
+            names.extend(n for k in call.keywords if k.arg in ("type_", "sa_type") for n in _type_names(k.value, where))
         for name in names:
             if name in orm.JSON_COLUMN_TYPES:
                 return "json"
@@ -412,9 +427,16 @@ def column_type(model: Optional[str], field: str, facts: ModuleFacts,
     return None
 
 
-def _type_names(node: ast.AST) -> List[str]:
-    """``Mapped[Optional[dict]]`` -> ["Mapped", "Optional", "dict"]; ``String(50)`` -> ["String"]."""
-    return [(dotted(n) or "").rsplit(".", 1)[-1] for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))]
+def _type_names(node: ast.AST, facts: Optional[ModuleFacts] = None) -> List[str]:
+    """``Mapped[Optional[dict]]`` -> ["Mapped", "Optional", "dict"]; ``String(50)`` -> ["String"] (and, with
+    ``facts``, the imported names an alias stands for: ``Text_alias`` -> "Text")."""
+    found = []
+    for n in ast.walk(node):
+        if isinstance(n, (ast.Name, ast.Attribute)):
+            found.append((dotted(n) or "").rsplit(".", 1)[-1])
+            if facts is not None:
+                found.append((facts.qualify(n) or "").rsplit(".", 1)[-1])
+    return found
 
 
 def _model_class(model: str, facts: ModuleFacts):

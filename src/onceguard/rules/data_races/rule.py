@@ -12,6 +12,7 @@ from ..registry import register
 from .. import next_numbers
 from ..base import Rule
 from ..redis_leases import short
+from ...project.through_helpers import through_helpers
 from .stores import StoreChecks
 from .keyed_stores import KeyedStoreChecks
 from .sql_reads import SqlChecks
@@ -40,6 +41,27 @@ def _accessor_write(read: ast.Call, receiver: str, name: str, function: Function
     return None
 
 
+def _module_helper(call: ast.Call, function: FunctionNode, facts: ModuleFacts) -> Optional[FunctionNode]:
+    """The module's function a call runs: a module-level ``def``, or a method reached through a module-level
+    instance of the module's class (``service.apply(row)``)."""
+    if isinstance(call.func, ast.Attribute):
+        method = facts.module_method(call.func)
+        if method is None or method is function or any(
+                isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in method.decorator_list):
+            return None
+        return method
+    if not isinstance(call.func, ast.Name):
+        return None
+    helpers = [f for f in facts.functions_by_name.get(call.func.id, ())
+               if f is not function and facts.enclosing_function(f) is None and facts.enclosing_class(f) is None]
+    return helpers[0] if len(helpers) == 1 else None
+
+
+def _names_a_class(node: ast.AST, facts: ModuleFacts) -> bool:
+    return isinstance(node, ast.Name) and any(
+        isinstance(s, ast.ClassDef) and s.name == node.id for s in facts.tree.body)
+
+
 @register
 class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
     code = "OG301"
@@ -52,6 +74,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if _single_process(facts):
             return
+        facts = through_helpers(facts)  # a call behind a helper that only forwards it is that call
         seen = set()
         for finding in self._all(facts):
             place = (finding.line, finding.column)
@@ -246,7 +269,8 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
             call = unwrap(node.value)
             if not isinstance(call, ast.Call):
                 continue
-            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
+                    and facts.module_method(call.func) is None:
                 instance = call.func.value.id
                 loaded = _loader_before(bindings.get(instance, []), node)
                 if loaded is None or loaded.locked:
@@ -259,14 +283,13 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                     if change.instance == "self" and change.kind == "arithmetic":
                         yield Change(node, instance, change.field, "arithmetic", node, change.op, change.amount), node
                         break
-            elif isinstance(call.func, ast.Name):
-                helpers = [f for f in facts.functions_by_name.get(call.func.id, ())
-                           if f is not function and facts.enclosing_function(f) is None
-                           and facts.enclosing_class(f) is None]
-                if len(helpers) != 1:
+            else:
+                helper = _module_helper(call, function, facts)
+                if helper is None:
                     continue
-                helper = helpers[0]
                 parameters = [a.arg for a in helper.args.posonlyargs + helper.args.args]
+                if isinstance(call.func, ast.Attribute) and not _names_a_class(call.func.value, facts):
+                    parameters = parameters[1:]  # ``service.method(row)`` on a module-level instance: ``self``
                 passed = {parameters[i]: plain_name(a) for i, a in enumerate(call.args) if i < len(parameters)}
                 passed.update({k.arg: plain_name(k.value) for k in call.keywords if k.arg})
                 for change in instance_changes(helper, facts):

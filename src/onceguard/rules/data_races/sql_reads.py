@@ -13,7 +13,7 @@ from ...knowledge import orm
 from ...model import Diagnostic
 from ...analysis.names import dotted
 from ...analysis.sql import parse_statements, placeholder_names
-from .loads import _core_reads, _names_compared, chain, later
+from .loads import _core_reads, _names_compared, chain, later, module_chain
 from .flow import Flow, _merged
 
 
@@ -139,7 +139,7 @@ class SqlChecks:
     # SQLAlchemy Core: select(M.col) read, update(M).values(col=<computed from it>) ----------------------------
     def _core_updates(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         for call in facts.calls_named("values"):
-            head, links = chain(call)
+            head, links = module_chain(*chain(call), facts)
             if not (isinstance(head, ast.Call) and facts.callee(head) in orm.SA_UPDATE and head.args):
                 continue
             model = dotted(head.args[0])

@@ -341,7 +341,21 @@ def unreferenced(function: FunctionNode, facts: ModuleFacts) -> bool:
         mentions += len(word.findall(project.read_bytes(path)))
         if mentions > 1:
             return False
-    return mentions == 1
+    return mentions == 1 and _module_named_elsewhere(facts)
+
+
+def _module_named_elsewhere(facts: ModuleFacts) -> bool:
+    """Another file of the project names the module (an import, a dotted path): it is loaded by the project,
+    so a function no file names is dead.  A module no file names is loaded some other way (a framework's
+    discovery by convention, an entry point): who calls its functions is not known."""
+    path = facts.context.path
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem == "__init__":
+        stem = os.path.basename(os.path.dirname(path))
+    word = re.compile(rb"\b" + re.escape(stem.encode()) + rb"\b")
+    own = os.path.realpath(path)
+    return any(os.path.realpath(other) != own and word.search(project.read_bytes(other))
+               for other in project.files_mentioning(stem, project.search_root(facts)))
 
 
 def _is_model_class(cls: ast.ClassDef, facts: ModuleFacts) -> bool:

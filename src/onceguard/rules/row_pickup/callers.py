@@ -36,7 +36,7 @@ def runs_claimed(function: FunctionNode, facts: ModuleFacts, depth: int = 0) -> 
     analyzer = ClaimAnalyzer.of_module(facts, _resolver if facts.context.cross_file else None)
     result = analyzer.lead(function).claimed
     if not result and depth < 3:
-        callers = [c for c in facts.calls_named(function.name) if _calls_function(c, function)]
+        callers = [c for c in facts.calls_named(function.name) if _calls_function(c, function, facts)]
         result = bool(callers)
         for call in callers:
             caller = facts.enclosing_function(call)
@@ -110,10 +110,12 @@ def _locking_sql(text: str) -> bool:
     return any(marker in upper for marker in _BLOCKING_LOCK_SQL)
 
 
-def _calls_function(call: ast.Call, function: FunctionNode) -> bool:
+def _calls_function(call: ast.Call, function: FunctionNode, facts: ModuleFacts) -> bool:
     func = call.func
     if isinstance(func, ast.Name):
         return func.id == function.name
+    if isinstance(func, ast.Attribute) and facts.module_method(func) is function:
+        return True  # ``service.run()`` on a module-level instance of the module's class
     return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")
 
 

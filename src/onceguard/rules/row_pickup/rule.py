@@ -4,6 +4,7 @@ import ast
 from typing import Iterable, List, Optional, Set
 
 from ...analysis.facts import FunctionNode, ModuleFacts
+from ...project.through_helpers import through_helpers
 from ...knowledge import orm
 from ...model import Diagnostic
 from ..registry import register
@@ -34,8 +35,8 @@ _STATE_WRITE_WORDS = (b"save(", b"commit(", b".update_", b".save_", b".put_", b"
 # prose or in ``unused``.
 CHECK_THEN_ACT_TRIGGERS = tuple((b"if ", joiner + word, write) for word in _STATE_TRIGGER_WORDS
                                 for joiner in (b".", b"_", b'"', b"'") for write in _STATE_WRITE_WORDS)
-#: Prefilter: an equality test, a return, and the consuming call as it is usually spelled.
-CONSUME_TRIGGERS = tuple((b"==", b"return", word) for word in (b"delete(", b"remove", b"consume", b"invalidate"))
+#: Prefilter: an equality test, a return, and the word of the consuming call (also under an alias).
+CONSUME_TRIGGERS = tuple((b"==", b"return", word) for word in (b"delete", b"remove", b"consume", b"invalidate"))
 
 
 @register
@@ -50,6 +51,7 @@ class UnclaimedRowPickup(Rule):
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if _single_process(facts):
             return
+        facts = through_helpers(facts)  # a call behind a helper that only forwards it is that call
         reported: Set[int] = set()
         for function in facts.functions:
             for pickup in _pickups(function, facts):

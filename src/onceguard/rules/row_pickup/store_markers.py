@@ -83,15 +83,22 @@ def _direct(call: ast.Call, function: FunctionNode, facts: ModuleFacts, wanted: 
 def _through_helper(call: ast.Call, facts: ModuleFacts, wanted: frozenset,
                     helpers: Dict[str, FunctionNode]) -> Optional[MarkerCall]:
     """``_was_sent(order)`` where the module's own ``def _was_sent(o)`` reads (or sets) one marker whose key
-    is built from its parameters."""
-    if not isinstance(call.func, ast.Name) or call.func.id not in helpers:
+    is built from its parameters (or a method of a module-level instance of the module's class doing so)."""
+    if isinstance(call.func, ast.Name):
+        helper = helpers.get(call.func.id)
+    else:
+        helper = facts.module_method(call.func)
+    if helper is None:
         return None
-    helper = helpers[call.func.id]
     found = [direct for node in function_nodes(helper, facts) if isinstance(node, ast.Call)
              for direct in [_direct(node, helper, facts, wanted)] if direct is not None]
     if len(found) != 1:
         return None
     parameters = [a.arg for a in helper.args.posonlyargs + helper.args.args]
+    if isinstance(call.func, ast.Attribute) and parameters and not any(
+            isinstance(d, ast.Name) and d.id == "staticmethod" for d in helper.decorator_list) and not (
+            isinstance(call.func.value, ast.Name) and call.func.value.id == getattr(facts.enclosing_class(helper), "name", None)):
+        parameters = parameters[1:]  # ``instance.method(x)``: ``self`` is the instance
     passed = {name: ast.unparse(value) for name, value in zip(parameters, call.args)}
     passed.update({k.arg: ast.unparse(k.value) for k in call.keywords if k.arg})
     tree = ast.parse(found[0].key, mode="eval")

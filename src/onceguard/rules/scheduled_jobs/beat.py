@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ...analysis.applied_decorators import decorators
 from ...project.claims import own_module_names
 from ...knowledge import schedulers as known
 from ...analysis.names import dotted
@@ -49,7 +50,7 @@ class BeatRegistrations:
         facts = self.facts
         own = own_module_names(facts)
         for function in facts.functions:
-            for decorator in function.decorator_list:
+            for decorator in decorators(function, facts):
                 call = decorator if isinstance(decorator, ast.Call) else None
                 func = call.func if call else decorator
                 last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")

@@ -5,7 +5,9 @@ import ast
 from typing import Dict, List, Optional, Tuple
 
 from ...project import deployment, index as project
+from ...project.through_helpers import through_helpers
 from ...project.claims import Bindings, ClaimAnalyzer, own_module_names
+from ...analysis.applied_decorators import decorators
 from ...analysis.facts import FunctionNode, ModuleFacts, parent
 from ...knowledge import schedulers as known
 from ...model import Related
@@ -195,7 +197,7 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
     def _decorators(self) -> None:
         facts = self.facts
         for function in facts.functions:
-            for decorator in function.decorator_list:
+            for decorator in decorators(function, facts):
                 if not isinstance(decorator, ast.Call):
                     continue
                 if self._schedule_repeat(function, decorator):
@@ -312,7 +314,7 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         args = function.args
         if not any(a.arg == receiver.id for a in args.posonlyargs + args.args):
             return False
-        for decorator in function.decorator_list:
+        for decorator in decorators(function, self.facts):
             name = dotted(decorator.func if isinstance(decorator, ast.Call) else decorator) or ""
             if name.endswith(("on_after_configure.connect", "on_after_finalize.connect")):
                 return True
@@ -424,7 +426,9 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
 
 
 def scheduled_in(facts: ModuleFacts) -> List[Scheduled]:
-    """Every scheduled function registered in this module (cached: OG201 and OG202 share it)."""
+    """Every scheduled function registered in this module (cached: OG201 and OG202 share it), read through
+    the module's forwarding helpers."""
+    facts = through_helpers(facts)
     return facts.cached("scheduled-jobs", lambda f: _Collector(f).found)
 
 

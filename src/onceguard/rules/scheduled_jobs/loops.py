@@ -29,20 +29,12 @@ class LoopRegistrations:
                 reason = startup.reason_for_node(call)
                 if reason is None:
                     continue
-                function = None
-                if isinstance(target_expr, ast.Name):
-                    function = self.bindings.module_function(target_expr)
-                elif isinstance(target_expr, ast.Attribute):
-                    function = self.bindings.method(target_expr)
-                target = self._local(function) if function is not None else None
-                if function is None and self.cross_file:
-                    # A loop imported from another module of the project, started here at start-up.
-                    target = self.resolve(target_expr)
-                    if target is None or target.function is None or not target.foreign:
-                        continue
-                    function = target.function
-                if function is None or target is None:
+                # A def of this module, a method (of ``self`` or of a module-level instance), or a loop
+                # imported from another module of the project, started here at start-up.
+                target = self.resolve(target_expr) if isinstance(target_expr, (ast.Name, ast.Attribute)) else None
+                if target is None or target.function is None:
                     continue
+                function = target.function
                 target_facts = target.facts or facts
                 loop = self._ticker_loop(function, target_facts)
                 if loop is None:
@@ -136,9 +128,8 @@ class LoopRegistrations:
             target_expr = _argument(call, 1, "function")
             if function is None or target_expr is None:
                 continue
-            same = (isinstance(target_expr, ast.Name) and target_expr.id == function.name
-                    and self.bindings.module_function(target_expr) is function) or (
-                isinstance(target_expr, ast.Attribute) and self.bindings.method(target_expr) is function)
+            found = self.resolve(target_expr) if isinstance(target_expr, (ast.Name, ast.Attribute)) else None
+            same = found is not None and found.function is function
             if not same:
                 continue
             scheduled = Scheduled(known.TIMER, dotted(call.func) or "Timer", call, self._local(function), call)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterable, List, Optional
 
+from ...project.through_helpers import through_helpers
 from ...project.claims import CLAIM_FUNCTION, CACHE_ADD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, ClaimAnalyzer, failed_lock_handlers, is_log_call
 from ...analysis.facts import ModuleFacts, ancestors
 from ...knowledge import claims as claim_data
@@ -55,6 +56,7 @@ class LoudSkipLog(Rule):
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if facts.context.is_test:
             return
+        facts = through_helpers(facts)  # as ``scheduled_in`` reads it
         loud = []
         for method in claim_data.LOUD_LOG_METHODS | {"log"}:
             for call in facts.calls_by_name.get(method, ()):

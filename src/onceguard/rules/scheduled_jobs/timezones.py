@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, Optional
 
+from ...project.through_helpers import through_helpers
 from ...project.claims import Bindings
 from ...analysis.facts import ModuleFacts, parent
 from ...knowledge import schedulers as known
@@ -196,6 +197,7 @@ class ImplicitScheduleTimezone(Rule):
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if facts.context.is_test:
             return
+        facts = through_helpers(facts)  # as ``scheduled_in`` reads it
         zones = None
         for scheduled in scheduled_in(facts):
             if scheduled.family not in _TZ_SUGGESTIONS:

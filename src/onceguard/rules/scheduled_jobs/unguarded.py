@@ -5,6 +5,7 @@ import ast
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional
 
+from ...project.through_helpers import through_helpers
 from ...project.claims import HELPER_GUARD, HELPER_RESULT, SET_NX, Bindings, ClaimAnalyzer, Lead, own_module_name
 from ...analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
 from ..fix_plans import offer_claim, trigger_period
@@ -225,6 +226,8 @@ def _released_after_work(function: FunctionNode) -> bool:
 
 
 def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
+    facts = through_helpers(facts)
+
     def build(_facts: ModuleFacts) -> List[_Verdict]:
         found: List[_Verdict] = []
         if facts.context.is_test:

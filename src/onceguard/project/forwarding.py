@@ -1,0 +1,157 @@
+"""Calls put behind a small helper: ``def _lock(c, key): return Lock(c, key, expire=60)`` called as
+``_lock(conn, "export")`` is, to every rule, ``Lock(conn, "export", expire=60)``.
+
+``forwarded(call, facts)`` gives that call, spelled at the helper's call site: the helper's parameters
+replaced by the arguments it was given.  Only a helper whose whole body returns one call qualifies (its
+docstring aside); a helper that does more is the rule's own question.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Dict, Optional
+
+from ..analysis.facts import PARENT, FunctionNode, ModuleFacts, parent
+from .definitions import definition_facts, top_level
+
+_FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+_MAX_HELPERS = 3
+
+
+@dataclass(frozen=True)
+class Forwarded:
+    call: ast.Call  # the helper's call with its parameters replaced; placed at (and parented as) the outer call
+    callee: str  # its qualified name, as the helper's module spells it
+    helper: FunctionNode
+    facts: ModuleFacts  # the helper's module
+
+
+def forwarded(call: ast.Call, facts: ModuleFacts) -> Optional[Forwarded]:
+    """The call ``call`` makes through helpers that only return a call (followed a few deep), or None."""
+    found: Optional[Forwarded] = None
+    current, where = call, facts
+    for _ in range(_MAX_HELPERS):
+        step = _one(current, where, call)
+        if step is None:
+            break
+        found, current, where = step, step.call, step.facts
+    return found
+
+
+def callee_through(call: ast.Call, facts: ModuleFacts) -> str:
+    """``facts.callee(call)``, or what a helper it runs forwards to."""
+    through = forwarded(call, facts)
+    return through.callee if through is not None else (facts.callee(call) or "")
+
+
+def _one(call: ast.Call, facts: ModuleFacts, placed: ast.Call) -> Optional[Forwarded]:
+    located = _helper(call, facts)
+    if located is None:
+        return None
+    helper, where = located
+    inner = _returned_call(helper)
+    if inner is None:
+        return None
+    mapping = _bind(helper, call)
+    if mapping is None:
+        return None
+    made = _Substitute(mapping).visit(_copy(inner))
+    ast.copy_location(made, placed)
+    made.end_lineno = getattr(placed, "end_lineno", None)
+    made.end_col_offset = getattr(placed, "end_col_offset", None)
+    for node in ast.walk(made):
+        for child in ast.iter_child_nodes(node):
+            if not _is_mapped(child, mapping):
+                setattr(child, PARENT, node)
+    setattr(made, PARENT, parent(placed))
+    return Forwarded(made, where.callee(made) or "", helper, where)
+
+
+def _is_mapped(node: ast.AST, mapping: Dict[str, ast.AST]) -> bool:
+    return any(node is value for value in mapping.values())
+
+
+def _helper(call: ast.Call, facts: ModuleFacts):
+    func = call.func
+    if isinstance(func, ast.Name):
+        local = [f for f in facts.functions_by_name.get(func.id, ())
+                 if facts.enclosing_function(f) is None and facts.enclosing_class(f) is None
+                 and parent(f) is facts.tree]
+        if len(local) == 1:
+            return local[0], facts
+        if local or not facts.imports.is_imported(func.id) or not facts.context.cross_file:
+            return None
+    elif not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+              and facts.imports.is_module(func.value.id) and facts.context.cross_file):
+        return None
+    located = definition_facts(facts.qualify(func) or "", facts)
+    if located is None:
+        return None
+    where, name = located
+    definition = top_level(where, name)
+    if isinstance(definition, _FUNCTION_TYPES):
+        return definition, where
+    return None
+
+
+def _returned_call(helper: FunctionNode) -> Optional[ast.Call]:
+    body = list(helper.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(
+            body[0].value.value, str):
+        body = body[1:]
+    if helper.decorator_list or len(body) != 1 or not isinstance(body[0], ast.Return):
+        return None
+    value = body[0].value
+    return value if isinstance(value, ast.Call) else None
+
+
+def _bind(helper: FunctionNode, call: ast.Call) -> Optional[Dict[str, ast.AST]]:
+    """Parameter name -> the argument (or default) it gets; None when the call cannot be read so."""
+    args = helper.args
+    if args.vararg is not None or args.kwarg is not None or args.posonlyargs:
+        return None
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    positional = args.args
+    if len(call.args) > len(positional):
+        return None
+    mapping: Dict[str, ast.AST] = {}
+    for param, value in zip(positional, call.args):
+        mapping[param.arg] = value
+    names = {a.arg for a in positional + args.kwonlyargs}
+    for keyword in call.keywords:
+        if keyword.arg not in names or keyword.arg in mapping:
+            return None
+        mapping[keyword.arg] = keyword.value
+    defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    for name in names:
+        if name not in mapping:
+            if name not in defaults:
+                return None
+            mapping[name] = defaults[name]
+    return mapping
+
+
+def _copy(node):
+    """A copy of the subtree: its fields and positions only (``copy.deepcopy`` would follow the parent links
+    into the whole module)."""
+    if isinstance(node, list):
+        return [_copy(item) for item in node]
+    if not isinstance(node, ast.AST):
+        return node
+    made = type(node)(**{name: _copy(getattr(node, name)) for name in node._fields if hasattr(node, name)})
+    for name in node._attributes:
+        if hasattr(node, name):
+            setattr(made, name, getattr(node, name))
+    return made
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, mapping: Dict[str, ast.AST]) -> None:
+        self.mapping = mapping
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id in self.mapping:
+            return self.mapping[node.id]
+        return node
