@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from ..knowledge import process_state as known
-from .facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
-from .names import dotted
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
+from ..analysis.names import dotted
 
 MODULE, CLASS, INSTANCE = "module", "class", "instance"
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -44,7 +44,7 @@ def constructed(value: Optional[ast.AST], facts: ModuleFacts) -> Optional[str]:
     if isinstance(value, ast.IfExp):
         return constructed(value.body, facts) or constructed(value.orelse, facts)
     if isinstance(value, ast.Call):
-        from ..project.forwarding import forwarded
+        from .forwarding import forwarded
 
         through = forwarded(value, facts)  # made by a small helper that returns it
         if through is not None:
@@ -142,7 +142,7 @@ def binding_of(expr: ast.AST, facts: ModuleFacts) -> Optional[Binding]:
         if found is not None:
             return Binding(found[0], found[1], facts, MODULE, expr.id)
         if facts.context.cross_file and facts.imports.is_imported(expr.id):
-            from ..project import index as project
+            from . import index as project
 
             qualified = facts.qualify(expr) or ""
             if "." in qualified:
@@ -196,7 +196,7 @@ def long_lived_instance(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifet
     init = next((s for s in cls.body if isinstance(s, _FUNCTIONS) and s.name == "__init__"), None)
     if init is None:
         return None
-    from ..project.renamed_callers import project_callers  # (also ``Guard()`` after ``import X as Guard``)
+    from .renamed_callers import project_callers  # (also ``Guard()`` after ``import X as Guard``)
 
     for call, other in project_callers(init, facts):
         if other.enclosing_function(call) is None and other.enclosing_class(call) is None:
@@ -245,7 +245,7 @@ def _polling_loop(cls: ast.ClassDef, facts: Optional[ModuleFacts] = None) -> Opt
 
 
 def _sleeps_through_helper(call: ast.Call, facts: ModuleFacts) -> bool:
-    from ..project.forwarding import forwarded
+    from .forwarding import forwarded
 
     through = forwarded(call, facts)
     return through is not None and _call_last_name(through.call) == "sleep"
@@ -467,7 +467,7 @@ def _is_clock(value: ast.AST, facts: ModuleFacts, names: Set[str]) -> bool:
     if isinstance(value, ast.BinOp):
         return _is_clock(value.left, facts, names) or _is_clock(value.right, facts, names)
     if isinstance(value, ast.Call):
-        from ..project.forwarding import callee_through
+        from .forwarding import callee_through
 
         qualified = callee_through(value, facts)  # (also a clock read behind a small helper)
         last = ".".join(qualified.split(".")[-2:])
@@ -529,7 +529,7 @@ def _value_kind(value: ast.AST, matcher: StateMatcher, names: Set[str], function
     while isinstance(value, ast.Await):
         value = value.value
     if isinstance(value, ast.Call):
-        from ..project.forwarding import forwarded
+        from .forwarding import forwarded
 
         through = forwarded(value, facts)  # a value a small helper builds: what it returns
         if through is not None and not matcher.touches(value, names, function):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from typing import FrozenSet, Iterator, List, Optional, Set, Tuple
 
-from ..analysis import process_state as state
+from ..project import process_state as state
 from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Set
 
-from ..analysis import process_state as state
+from ..project import process_state as state
 from ..analysis.facts import ModuleFacts, parent
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related

@@ -17,7 +17,7 @@ import ast
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Tuple
 
-from ..analysis import process_state as state
+from ..project import process_state as state
 from ..analysis.executed_sql import executed_sql
 from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
 from ..analysis.names import dotted
