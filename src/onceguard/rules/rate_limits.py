@@ -168,9 +168,24 @@ def _django_throttles(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
 
 
 # -- hand-written limiters -----------------------------------------------------------------------------------
-def _refuses_too_many(scope: ast.AST) -> Optional[ast.AST]:
+def _refuses_too_many(scope: ast.AST, limiter: Optional[str] = None) -> Optional[ast.AST]:
     """The node in ``scope`` that answers "too many requests" (429), if any: in its own body (an error handler
-    defined inside a function that also uses the state answers for an upstream error, not for the limiter)."""
+    defined inside a function that also uses the state answers for an upstream error, not for the limiter) —
+    and, for a function handed the limiter as ``limiter``, in a function it defines that uses it (a dependency
+    factory returns the closure that refuses)."""
+    bodies = [scope]
+    if limiter is not None:
+        bodies.extend(node for node in ast.walk(scope)
+                       if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not scope
+                       and any(isinstance(n, ast.Name) and n.id == limiter for n in ast.walk(node)))
+    for body in bodies:
+        found = _refusal_in(body)
+        if found is not None:
+            return found
+    return None
+
+
+def _refusal_in(scope: ast.AST) -> Optional[ast.AST]:
     for node in walk_no_nested_functions(scope):
         if isinstance(node, ast.Constant) and node.value == known.TOO_MANY_REQUESTS and type(node.value) is int:
             above = parent(node)
@@ -319,9 +334,24 @@ def _refusal_for(name: str, function: FunctionNode, facts: ModuleFacts) -> Optio
         callee = _called_function(node, facts)
         if callee is not None:
             target, where = callee
-            refusal = _refuses_too_many(target)
+            refusal = _refuses_too_many(target, _parameter_for(node, name, target))
             if refusal is not None:
                 return refusal, where
+    return None
+
+
+def _parameter_for(call: ast.Call, name: str, target: ast.AST) -> Optional[str]:
+    """The parameter of ``target`` that ``call`` binds the argument ``name`` to."""
+    parameters = [a.arg for a in getattr(getattr(target, "args", None), "posonlyargs", [])]
+    parameters += [a.arg for a in getattr(getattr(target, "args", None), "args", [])]
+    if parameters and parameters[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        parameters = parameters[1:]
+    for index, argument in enumerate(call.args):
+        if isinstance(argument, ast.Name) and argument.id == name and index < len(parameters):
+            return parameters[index]
+    for keyword in call.keywords:
+        if isinstance(keyword.value, ast.Name) and keyword.value.id == name and keyword.arg:
+            return keyword.arg
     return None
 
 
