@@ -147,6 +147,10 @@ def _copy(node):
     return made
 
 
+#: The public name of the subtree copy, for the other readers of forwarding helpers.
+copy_tree = _copy
+
+
 class _Substitute(ast.NodeTransformer):
     def __init__(self, mapping: Dict[str, ast.AST]) -> None:
         self.mapping = mapping

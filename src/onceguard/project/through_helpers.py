@@ -13,11 +13,10 @@ The module is parsed afresh for this (its facts' nodes carry parent links, so th
 from __future__ import annotations
 
 import ast
-import copy
 from typing import Dict, Optional
 
 from ..analysis.facts import ModuleFacts
-from .forwarding import _bind, _returned_call
+from .forwarding import _bind, _returned_call, copy_tree
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_HELPERS = 3
@@ -65,6 +64,13 @@ def _build(facts: ModuleFacts) -> ModuleFacts:
     return ModuleFacts(tree, facts.context, facts.lines)
 
 
+_COPY_BUDGET = 20_000
+
+
+def _size(node: ast.AST) -> int:
+    return sum(1 for _ in ast.walk(node)) if isinstance(node, ast.AST) else 0
+
+
 class _Inline(ast.NodeTransformer):
     """Replaces each call of a helper (outside the helper itself) by the call it returns."""
 
@@ -72,6 +78,10 @@ class _Inline(ast.NodeTransformer):
         self.helpers = helpers
         self.replaced = 0
         self.inside: Optional[str] = None
+        #: Nodes a module's inlining may still copy: an argument named several times in a helper, inside a
+        #: call of another helper, grows the tree with each level; past this, calls are left as they are
+        #: (the cost of a file stays bounded; what is left is read as an ordinary call).
+        self.budget = _COPY_BUDGET
 
     def visit_FunctionDef(self, node: ast.AST) -> ast.AST:
         outer, self.inside = self.inside, node.name if node.name in self.helpers else self.inside
@@ -92,7 +102,11 @@ class _Inline(ast.NodeTransformer):
             mapping = _bind(helper, made)
             if mapping is None:
                 break
-            template = copy.deepcopy(_returned_call(helper))
+            cost = _size(_returned_call(helper)) + sum(_size(value) for value in mapping.values())
+            if cost > self.budget:
+                break
+            self.budget -= cost
+            template = copy_tree(_returned_call(helper))
             for inner in ast.walk(template):  # the helper's own code is placed at the call; arguments keep theirs
                 ast.copy_location(inner, node)
                 inner.end_lineno = getattr(node, "end_lineno", None)
@@ -110,5 +124,5 @@ class _Substitute(ast.NodeTransformer):
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if isinstance(node.ctx, ast.Load) and node.id in self.mapping:
-            return copy.deepcopy(self.mapping[node.id])  # a fresh tree: no parent links to follow
+            return copy_tree(self.mapping[node.id])
         return node
