@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from .facts import ModuleFacts, ancestors, parent, walk_no_nested_functions
 from ..knowledge.databases import SQL_METHODS, SQL_WRAPPERS
@@ -92,7 +92,7 @@ def _bound_value(name: ast.Name, facts: ModuleFacts) -> Optional[ast.AST]:
 def _assignments(scope: ast.AST, facts: ModuleFacts) -> dict:
     def build(_facts: ModuleFacts) -> dict:
         table: dict = {}
-        body = walk_no_nested_functions(scope) if scope is not facts.tree else _module_statements(scope)
+        body = walk_no_nested_functions(scope) if scope is not facts.tree else module_statements(scope)
         for node in body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 table.setdefault(node.targets[0].id, []).append(node.value)
@@ -103,7 +103,8 @@ def _assignments(scope: ast.AST, facts: ModuleFacts) -> dict:
     return facts.cached(f"assignments:{id(scope)}", build)
 
 
-def _module_statements(tree: ast.Module):
+def module_statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Module-level statements, including those under ``if``/``try``/``with`` (not in functions or classes)."""
     stack = list(reversed(tree.body))
     while stack:
         node = stack.pop()

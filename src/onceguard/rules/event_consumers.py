@@ -12,7 +12,7 @@ import ast
 from typing import Iterator, Optional, Tuple
 
 from ..project import index as project
-from ..analysis.executed_sql import bound_value
+from ..analysis.executed_sql import bound_value, module_statements
 from ..analysis.facts import ModuleFacts
 from ..knowledge import event_consumers as known
 from ..knowledge.event_consumers import ConsumerKind
@@ -99,7 +99,7 @@ def _optional_module_binding(name: str, facts: ModuleFacts) -> Optional[ast.AST]
     """The client a module-level name holds when it is bound to ``None`` and, under a condition, to one
     client (``bot = None`` / ``if TOKEN: bot = TeleBot(TOKEN)``): the placeholder is no second value."""
     values = []
-    for statement in _module_statements(facts.tree):
+    for statement in module_statements(facts.tree):
         if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in statement.targets):
             values.append(statement.value)
         elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) \
@@ -107,19 +107,6 @@ def _optional_module_binding(name: str, facts: ModuleFacts) -> Optional[ast.AST]
             values.append(statement.value)
     real = [v for v in values if not (isinstance(v, ast.Constant) and v.value is None)]
     return real[0] if len(real) == 1 and len(values) > 1 else None
-
-
-def _module_statements(tree: ast.Module) -> Iterator[ast.stmt]:
-    """Module-level statements, including those under ``if``/``try``/``with`` (not in functions or classes)."""
-    stack = list(reversed(tree.body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (ast.If, ast.Try, ast.With)):
-            for block in ("body", "orelse", "finalbody"):
-                stack.extend(reversed(getattr(node, block, []) or []))
-            for handler in getattr(node, "handlers", []) or []:
-                stack.extend(reversed(handler.body))
 
 
 # -- pollers and consumers that must be single: a function that does the work, started from start-up ----------

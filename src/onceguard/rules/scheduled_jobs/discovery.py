@@ -359,20 +359,7 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             func = call.func
             if not isinstance(func, ast.Attribute) or not call.args:
                 continue
-            every = at = None
-            node: ast.AST = func.value
-            while isinstance(node, (ast.Attribute, ast.Call)):
-                if isinstance(node, ast.Call):
-                    inner = node.func
-                    if isinstance(inner, ast.Attribute) and inner.attr == known.SCHEDULE_AT and at is None:
-                        at = node
-                    if (isinstance(inner, ast.Attribute) and inner.attr == known.SCHEDULE_ENTRY) or (
-                            isinstance(inner, ast.Name) and inner.id == known.SCHEDULE_ENTRY):
-                        every = node
-                        break
-                    node = inner
-                else:
-                    node = node.value
+            every, at = self._every_chain(func.value)
             if every is None or not self._schedule_receiver(every):
                 continue
             target = self.resolve(call.args[0]) or Target(label=dotted(call.args[0]) or "")
