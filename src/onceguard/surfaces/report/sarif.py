@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 from urllib.parse import quote
@@ -202,6 +203,12 @@ def _source_of(path: str, sources: Dict[str, Optional[bytes]]) -> Optional[bytes
     return sources[path]
 
 
+@lru_cache(maxsize=64)
+def _lines(source: bytes) -> Tuple[str, ...]:
+    """A file's lines, split once however many findings it has (bytes keep their hash once computed)."""
+    return tuple(source.decode("utf-8", "replace").splitlines())
+
+
 def fingerprint(d: Diagnostic, sources: Dict[str, Optional[bytes]], seen: Dict[str, int]) -> str:
     """Stable across edits elsewhere in the file: the rule, the file and the text of the flagged line (its
     whitespace ignored), and which occurrence of that text it is — not the line number, so a finding moved
@@ -209,7 +216,7 @@ def fingerprint(d: Diagnostic, sources: Dict[str, Optional[bytes]], seen: Dict[s
     source = _source_of(d.path, sources)
     line_text = ""
     if source is not None:
-        lines = source.decode("utf-8", "replace").splitlines()
+        lines = _lines(source)
         if 0 < d.line <= len(lines):
             line_text = "".join(lines[d.line - 1].split())
     key = f"{d.code}\0{d.path}\0{line_text}"
