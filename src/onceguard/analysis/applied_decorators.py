@@ -24,7 +24,8 @@ def _explicit_decorators(facts: ModuleFacts) -> Dict[int, List[ast.expr]]:
     def build(_facts: ModuleFacts) -> Dict[int, List[ast.expr]]:
         found: Dict[int, List[ast.expr]] = {}
         bodies: List[List[ast.stmt]] = [facts.tree.body]
-        bodies.extend(node.body for node in ast.walk(facts.tree) if isinstance(node, (ast.ClassDef,) + _FUNCTION_TYPES))
+        bodies.extend(node.body for node in facts.classes)  # (the module's one walk filed them)
+        bodies.extend(node.body for node in facts.functions)
         for body in bodies:
             defs: Dict[str, FunctionNode] = {}
             for statement in body:

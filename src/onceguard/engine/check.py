@@ -13,7 +13,7 @@ from ..analysis.context import FileContext
 from ..analysis.facts import ModuleFacts
 from ..model import Diagnostic
 from ..noqa import filter_suppressed
-from ..project.index import module_facts, read_bytes, record_dependency
+from ..project.index import module_facts, parsed_module, read_bytes, record_dependency
 from ..rules.registry import ENGINE_CODES, rule_classes
 from ..rules.base import Rule, Trigger
 from ..analysis.newer_syntax import decode_source, parse_newer
@@ -208,12 +208,13 @@ def check_source(source: bytes, path: str, config: Config, rules: Optional[Seque
     text: Optional[str] = None
     try:
         text = decode(source)
-        tree = parse(text, path)
+        lines = text.splitlines()
+        known = _read_as_other_module(source, context, lines)
+        tree = parse(text, path) if known is None else known.tree
     except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError) as error:
         return [cannot_parse(error, text).with_path(path)]
-    lines = text.splitlines()
     try:
-        found = check_tree(tree, lines, context, rules)
+        found = check_tree(tree, lines, context, rules) if known is None else run_rules(known, rules)
     except RecursionError:
         found = [engine_diagnostic("OG000", "cannot parse: nesting too deep to analyse")]
     if apply_noqa:
@@ -221,6 +222,19 @@ def check_source(source: bytes, path: str, config: Config, rules: Optional[Seque
     # Related places come with the path their module was found at: absolute, so that a cached result
     # means the same file from any directory; the surfaces make them relative as they do the finding's.
     return [d.with_path(path).with_related_paths(os.path.abspath) for d in found]
+
+
+def _read_as_other_module(source: bytes, context: FileContext, lines: List[str]) -> Optional[ModuleFacts]:
+    """The facts the project index built for this file when another file's rules read it first, from the
+    same bytes, lines and kind of file: checking it then reuses that parse (kept in the index, so not
+    released here)."""
+    if not context.cross_file or not context.path:
+        return None
+    known = parsed_module(context.path, source, context.config)
+    if known is None or known.context.rel_path != context.rel_path or known.context.cross_file is not True \
+            or known.lines != lines:
+        return None
+    return known
 
 
 def related_lines(path: str, lines: Sequence[str], config: Config) -> Callable[[str], Optional[Sequence[str]]]:

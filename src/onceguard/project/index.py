@@ -15,6 +15,7 @@ import re
 import stat as _stat
 import threading
 import warnings
+import zlib
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from ..config import Config
@@ -26,8 +27,8 @@ _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_FILE_BYTES = 2_000_000
 
 _lock = threading.Lock()
-#: path -> (mtime, size, facts or None when unreadable/unparsable)
-_modules: Dict[str, Tuple[float, int, Optional[ModuleFacts]]] = {}
+#: path -> (mtime, size, facts or None when unreadable/unparsable, CRC-32 of the bytes parsed)
+_modules: Dict[str, Tuple[float, int, Optional[ModuleFacts], int]] = {}
 
 
 _recording = threading.local()
@@ -163,10 +164,12 @@ def module_facts(path: str, config: Config) -> Optional[ModuleFacts]:
     if cached is not None and cached[0] == stat.st_mtime and cached[1] == stat.st_size:
         return cached[2]
     facts: Optional[ModuleFacts] = None
+    digest = 0
     if stat.st_size <= _MAX_FILE_BYTES:
         try:
             with open(path, "rb") as handle:
                 source = handle.read()
+            digest = zlib.crc32(source)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:
@@ -179,8 +182,19 @@ def module_facts(path: str, config: Config) -> Optional[ModuleFacts]:
         except (OSError, SyntaxError, ValueError, LookupError, RecursionError, MemoryError):
             facts = None
     with _lock:
-        _modules[key] = (stat.st_mtime, stat.st_size, facts)
+        _modules[key] = (stat.st_mtime, stat.st_size, facts, digest)
     return facts
+
+
+def parsed_module(path: str, source: bytes, config: Config) -> Optional[ModuleFacts]:
+    """The facts this run already built for ``path`` as another file of the project, when they were parsed
+    from these very bytes under the same configuration: a file whose module another file's rules read
+    first is not parsed a second time when its own turn comes."""
+    with _lock:
+        cached = _modules.get(os.path.abspath(path))
+    if cached is None or cached[2] is None or cached[1] != len(source) or cached[2].config is not config:
+        return None
+    return cached[2] if cached[3] == zlib.crc32(source) else None
 
 
 def _split(qualified: str) -> List[Tuple[str, List[str]]]:

@@ -182,10 +182,9 @@ def long_lived_instance(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifet
     """Instances of ``cls`` outlive a request: one is made at module level (this module, or on the command line
     any module of the project), a module-level name of this module holds one (``app_state = Registry()`` in
     the ``__main__`` block), or the class runs its own loop that sleeps between rounds (a daemon)."""
-    loop = _polling_loop(cls, facts)
-    if loop is not None:
-        return Lifetime(f"`{cls.name}` runs its own polling loop, so each process keeps one for its lifetime",
-                        facts.context.path, loop.lineno, daemon=True, loop_methods=_called_on_self(cls, loop))
+    found = daemon_lifetime(cls, facts)
+    if found is not None:
+        return found
     for statement in _top_level_statements(facts.tree):
         for call in _module_level_calls(statement):
             if isinstance(call.func, ast.Name) and call.func.id == cls.name:
@@ -203,6 +202,17 @@ def long_lived_instance(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifet
             return Lifetime(f"one `{cls.name}` is made at module level of `{other.context.rel_path}`, so each "
                             "process has its own", other.context.path, call.lineno)
     return None
+
+
+def daemon_lifetime(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifetime]:
+    """The part of ``long_lived_instance`` this module alone shows: ``cls`` runs its own loop that sleeps
+    between rounds. Asked first, and on its own where only a daemon's loop methods matter, because the rest
+    searches the whole project for the module-level line that makes an instance."""
+    loop = _polling_loop(cls, facts)
+    if loop is None:
+        return None
+    return Lifetime(f"`{cls.name}` runs its own polling loop, so each process keeps one for its lifetime",
+                    facts.context.path, loop.lineno, daemon=True, loop_methods=_called_on_self(cls, loop))
 
 
 def _called_on_self(cls: ast.ClassDef, loop: ast.AST) -> FrozenSet[str]:
@@ -606,4 +616,4 @@ def enclosing_statement_list(node: ast.AST) -> List[ast.stmt]:
 
 
 __all__ = ["Binding", "Lifetime", "Access", "Accesses", "StateMatcher", "binding_of", "constructed",
-           "long_lived_instance", "module_global_receivers", "accesses", "read_through", "ancestors"]
+           "long_lived_instance", "daemon_lifetime", "module_global_receivers", "accesses", "read_through", "ancestors"]

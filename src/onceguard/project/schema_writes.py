@@ -430,14 +430,21 @@ def only_for_local_database(node: ast.AST, facts: ModuleFacts, depth: int = 0) -
         return True
     if depth >= _MAX_LOCAL_BRANCH_DEPTH:
         return False
-    sites = [(call, facts) for call in facts.calls_named(function.name) if _calls_function(call, function, facts)]
-    sites += [(call, facts) for call in facts.calls if any(isinstance(a, ast.Name) and a.id == function.name
-                                                            for a in call.args)]
+    sites = [call for call in facts.calls_named(function.name) if _calls_function(call, function, facts)]
+    sites += [call for call in facts.calls if any(isinstance(a, ast.Name) and a.id == function.name
+                                                  for a in call.args)]
+    # This module's callers first: one that runs for any database settles it without the project-wide
+    # search for callers under other names.
+    if not all(only_for_local_database(site, facts, depth + 1) for site in sites):
+        return False
     if facts.context.cross_file:
         from .renamed_callers import project_callers
 
-        sites += [(call, other) for call, other in project_callers(function, facts) if other is not facts]
-    return bool(sites) and all(only_for_local_database(site, other, depth + 1) for site, other in sites)
+        others = [(call, other) for call, other in project_callers(function, facts) if other is not facts]
+        if not all(only_for_local_database(site, other, depth + 1) for site, other in others):
+            return False
+        return bool(sites or others)
+    return bool(sites)
 
 
 def _calls_function(call: ast.Call, function: ast.AST, facts: ModuleFacts) -> bool:

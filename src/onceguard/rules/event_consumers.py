@@ -117,22 +117,21 @@ def _a(noun: str) -> str:
 def _single_consumer(function: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ConsumerKind, ast.AST]]:
     """What ``function`` consumes that only one process may: an IMAP mailbox it acts on, or a queue it
     consumes with ``exclusive=True``; with the node that shows it."""
-    opened = None
+    calls = [node for node in ast.walk(function) if isinstance(node, ast.Call)]
     acts = False
-    for node in ast.walk(function):
-        if not isinstance(node, ast.Call):
-            continue
-        callee = callee_through(node, facts)
-        if callee in known.IMAP_CONSTRUCTORS and opened is None:
-            opened = node
-        elif isinstance(node.func, ast.Attribute):
+    for node in calls:
+        if isinstance(node.func, ast.Attribute):
             if node.func.attr in known.IMAP_MAILBOX_METHODS:
                 acts = True
             if node.func.attr in known.EXCLUSIVE_CONSUME_METHODS and any(
                     k.arg == known.EXCLUSIVE_KEYWORD and isinstance(k.value, ast.Constant) and k.value.value is True
                     for k in node.keywords):
                 return known.EXCLUSIVE_CONSUMER, node
-    if opened is not None and acts:
+    if not acts:
+        return None
+    # Only now what each call makes: seeing through forwarding helpers reads other modules.
+    opened = next((node for node in calls if callee_through(node, facts) in known.IMAP_CONSTRUCTORS), None)
+    if opened is not None:
         return known.IMAP_POLLER, opened
     return None
 

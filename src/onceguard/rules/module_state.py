@@ -326,7 +326,9 @@ class ModuleStateAsSharedMemory(Rule):
                 return lifetimes[id(owner)]
 
             def daemon(owner=binding.owner) -> FrozenSet[str]:
-                found = lifetime_of(owner)
+                if owner is None:
+                    return frozenset()
+                found = state.daemon_lifetime(owner, facts)  # (the project-wide search waits for a finding)
                 return found.loop_methods if found is not None else frozenset()
 
             finding = _judge(binding, facts, request, receivers, daemon)

@@ -330,6 +330,10 @@ def _handing_loop(loop: ast.AST, rows: ast.AST, function: FunctionNode, facts: M
     call = rows.value if isinstance(rows, ast.Await) else rows
     if not facts.context.cross_file or not isinstance(call, ast.Call) or call.args or call.keywords:
         return None
+    variable = loop.target.id
+    handed = [inner for inner in ast.walk(loop) if isinstance(inner, ast.Call) and _uses_name(inner, variable)]
+    if not handed:
+        return None  # (asked before resolving the rows' call: resolving reads other modules)
     from ..project.summaries import resolve
 
     model = None
@@ -339,13 +343,11 @@ def _handing_loop(loop: ast.AST, rows: ast.AST, function: FunctionNode, facts: M
             break
     if model is None:
         return None
-    variable = loop.target.id
-    for inner in ast.walk(loop):
-        if isinstance(inner, ast.Call) and _uses_name(inner, variable):
-            writer = next((t for t, where in resolve(inner, facts, function) if _persists(t, where)), None)
-            if writer is not None:
-                return loop, model, (f"hands every `{model}` row that matches a state filter to `{writer.name}()`, "
-                                     f"which writes it")
+    for inner in handed:
+        writer = next((t for t, where in resolve(inner, facts, function) if _persists(t, where)), None)
+        if writer is not None:
+            return loop, model, (f"hands every `{model}` row that matches a state filter to `{writer.name}()`, "
+                                 f"which writes it")
     return None
 
 
