@@ -400,19 +400,27 @@ def _read_bytes(path: str) -> bytes:
     # Descriptor-level calls: a word search reads thousands of files, and a Python file object's set-up
     # costs more than the read itself. Opened non-blocking and checked with ``fstat``: a FIFO or a
     # device named *.py would block or never end.
+    # A cached file costs one ``stat`` (word searches ask for every file of the project once per word);
+    # only a file read anew is opened, and checked again on its descriptor.
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return b""
+    if not _stat.S_ISREG(stat.st_mode):
+        return b""
+    with _lock:
+        cached = _file_bytes.get(path)
+    if cached is not None and cached[0] == stat.st_mtime and cached[1] == stat.st_size:
+        return cached[2]
+    if stat.st_size > _MAX_FILE_BYTES:
+        return b""
     try:
         descriptor = os.open(path, os.O_RDONLY | _NONBLOCK)
     except OSError:
         return b""
     try:
         stat = os.fstat(descriptor)
-        if not _stat.S_ISREG(stat.st_mode):
-            return b""
-        with _lock:
-            cached = _file_bytes.get(path)
-        if cached is not None and cached[0] == stat.st_mtime and cached[1] == stat.st_size:
-            return cached[2]
-        if stat.st_size > _MAX_FILE_BYTES:
+        if not _stat.S_ISREG(stat.st_mode) or stat.st_size > _MAX_FILE_BYTES:
             return b""
         data = _read_all(descriptor, stat.st_size)
     except OSError:
@@ -465,7 +473,19 @@ def files_mentioning(word: str, root: str) -> List[str]:
     return found
 
 
-_DEF = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(", re.MULTILINE)
+#: ``def name(``; that it begins its line (after indentation and ``async``) is checked on each match:
+#: a pattern that starts with a literal is searched for quickly, one anchored at each line start is not.
+_DEF = re.compile(rb"def[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(")
+
+
+def _defined_names(data: bytes) -> Set[bytes]:
+    names = set()
+    for match in _DEF.finditer(data):
+        at = match.start()
+        head = data[data.rfind(b"\n", 0, at) + 1:at].strip(b" \t")
+        if not head or (head == b"async" and data[at - 1:at] in (b" ", b"\t")):
+            names.add(match.group(1))
+    return names
 _def_indexes: Dict[str, Dict[str, List[str]]] = {}
 
 
@@ -478,7 +498,7 @@ def _def_index(root: str) -> Dict[str, List[str]]:
         return cached
     index: Dict[str, List[str]] = {}
     for path in project_files(root):
-        for name in set(_DEF.findall(_read_bytes(path))):
+        for name in _defined_names(_read_bytes(path)):
             index.setdefault(name.decode("ascii"), []).append(path)
     with _lock:
         _def_indexes[base] = index

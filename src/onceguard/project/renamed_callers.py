@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import ast
 import os
-import re
-from typing import Dict, List, Set, Tuple
+from typing import Dict, Iterator, List, Set, Tuple
 
 from ..analysis.facts import FunctionNode, ModuleFacts
 from .summaries import callers
@@ -55,21 +54,31 @@ def _renamed_callers(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[a
     parsed: Dict[str, ModuleFacts] = {}
     root = project.search_root(facts)
     own = os.path.abspath(facts.context.path or "")
+    #: Files that spell a word but neither import it nor name a module it lives in (yet): looked at again
+    #: when a re-export adds a module.
+    waiting: Dict[str, str] = {}
     for _ in range(_MAX_REEXPORT_HOPS):
         grown = False
+        tails = _module_tails(heads)
+        candidates = dict(waiting)
+        waiting.clear()
         for word in sorted(words - searched):
             searched.add(word)
-            pattern = re.compile(rb"\b" + re.escape(word.encode("utf-8", "replace")) + rb"\b")
+            encoded = word.encode("utf-8", "replace")
             for path in project.files_mentioning(word, root):
                 key = os.path.abspath(path)
-                if key == own or key in parsed or len(parsed) >= _MAX_ALIAS_FILES:
-                    continue
-                if not pattern.search(project.read_bytes(path)):
-                    continue
-                other = project.module_facts(path, facts.config)
-                if other is None or other.context.is_test:
-                    continue
-                parsed[key] = other
+                if key != own and key not in parsed and spells(project.read_bytes(path), encoded):
+                    candidates.setdefault(key, word)
+        for key, word in sorted(candidates.items()):
+            if len(parsed) >= _MAX_ALIAS_FILES:
+                break
+            if not _may_reach(project.read_bytes(key), word, tails):
+                waiting[key] = word
+                continue
+            other = project.module_facts(key, facts.config)
+            if other is None or other.context.is_test:
+                continue
+            parsed[key] = other
         for other in parsed.values():
             for local, target in other.imports.aliases.items():
                 if target not in heads or project.reexported(other, local) is None:
@@ -91,3 +100,57 @@ def _renamed_callers(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[a
                 if (other.qualify(call.func) or "") in targets:
                     found.append((call, other))
     return found
+
+
+def _module_tails(heads: Set[str]) -> Set[bytes]:
+    """The last part of each module a head lives in (``steps`` for ``app.steps.prepare``)."""
+    return {name.rsplit(".", 2)[-2].encode() for name in heads if name.count(".") >= 1}
+
+
+def _may_reach(source: bytes, word: str, tails: Set[bytes]) -> bool:
+    """Whether a file that spells ``word`` can call the function under another name: only through an import
+    that names the word (``from app.steps import prepare as prepare_db``, a re-export) or one that names a
+    module it lives in (``from app import steps`` ... ``steps.prepare()``) -- a name is resolved through the
+    module's imports, and either spells one of those. Asked of the text, so that only such files are parsed."""
+    encoded = word.encode("utf-8", "replace")
+    if any(spells(statement, encoded) for statement in _import_statements(source)):
+        return True
+    return any(spells(source, tail) for tail in tails)
+
+
+def _import_statements(source: bytes) -> Iterator[bytes]:
+    """The text of each ``import`` statement: from the start of its line to the end of its parenthesised list,
+    or of its line and the lines a backslash continues it onto."""
+    at = source.find(b"import")
+    while at != -1:
+        start = source.rfind(b"\n", 0, at) + 1
+        head = source[start:at].strip(b" \t")
+        if source[at + 6:at + 7] in (b" ", b"\t", b"(", b"\\") and (not head or head.startswith(b"from")):
+            end = at
+            opening = source.find(b"(", at)
+            line_end = source.find(b"\n", at)
+            line_end = len(source) if line_end == -1 else line_end
+            if opening != -1 and opening < line_end:
+                closing = source.find(b")", opening)
+                end = len(source) if closing == -1 else closing
+            else:
+                end = line_end
+                while end < len(source) and source[end - 1:end] == b"\\":
+                    following = source.find(b"\n", end + 1)
+                    end = len(source) if following == -1 else following
+            yield source[start:end]
+        at = source.find(b"import", at + 6)
+
+
+def spells(source: bytes, word: bytes) -> bool:
+    """``word`` occurs in ``source`` as a whole identifier (``bytes.find`` and a look at each side: a regular
+    expression that starts with ``\\b`` cannot skip ahead, and over a whole project that is slow)."""
+    at = source.find(word)
+    size = len(word)
+    while at != -1:
+        before = source[at - 1:at]
+        after = source[at + size:at + size + 1]
+        if not (before.isalnum() or before == b"_") and not (after.isalnum() or after == b"_"):
+            return True
+        at = source.find(word, at + 1)
+    return False
