@@ -204,11 +204,13 @@ def test_a_claim_tested_only_after_the_registration_does_not_count(tmp_path):
 
 # -- effects of work handed on, and of a process acting on itself -----------------------------------------
 def messages(root, path: str, cross_file: bool = True):
+    """Each OG201 finding's message with its related places' (where the effect that decides it is named)."""
     full = os.path.join(str(root), path)
     with open(full, "rb") as handle:
         source = handle.read()
     config = from_mapping({}, root=str(root))
-    return [d.message for d in check_source(source, full, config, cross_file=cross_file) if d.code == "OG201"]
+    return [" ".join([d.message, *(place.message for place in d.related)])
+            for d in check_source(source, full, config, cross_file=cross_file) if d.code == "OG201"]
 
 
 HANDED = """\

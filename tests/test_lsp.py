@@ -235,8 +235,10 @@ def test_related_information_points_into_the_other_files(tmp_path: Path) -> None
         jobs = project / "app" / "jobs.py"
         session.open(jobs.as_uri(), jobs.read_text(encoding="utf-8"))
         (job,) = [d for d in await session.diagnostics(jobs.as_uri(), 1) if d.code == "OG201"]
+        # The scheduler, the job's definition, then the call in it that acts outside the process.
         assert [info.location.uri for info in job.related_information] == [
-            (project / "app" / "scheduling.py").as_uri(), (project / "app" / "tasks.py").as_uri()]
+            (project / "app" / "scheduling.py").as_uri(), (project / "app" / "tasks.py").as_uri(),
+            (project / "app" / "tasks.py").as_uri()]
 
     run(scenario, project, related_capable(True))
 

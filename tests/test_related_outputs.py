@@ -97,6 +97,8 @@ SEEDING_PATH = [
 JOB_PLACES = [
     {"path": "app/scheduling.py", "line": 3, "column": 13, "message": "`scheduler` is made here (APScheduler 3)"},
     {"path": "app/tasks.py", "line": 4, "column": 1, "message": "`send_digest` is defined here, without a claim"},
+    # the effect that makes the job more than per-process work, after the way to it
+    {"path": "app/tasks.py", "line": 6, "column": 9, "message": "`conn.exec_driver_sql(...)` acts outside the process"},
 ]
 
 
@@ -140,7 +142,7 @@ def test_json_related_from_another_directory(project: Path) -> None:
     assert [r["path"] for r in found["OG603"]["related"]] == ["svc/app/main.py", "svc/app/db/bootstrap.py"]
 
 
-def test_a_finding_the_file_alone_proves_has_no_related(tmp_path: Path) -> None:
+def test_a_finding_the_file_alone_proves_has_no_way_from_elsewhere(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.onceguard]\n", encoding="utf-8")
     (tmp_path / "jobs.py").write_text(textwrap.dedent("""
         from apscheduler.schedulers.background import BackgroundScheduler
@@ -158,9 +160,12 @@ def test_a_finding_the_file_alone_proves_has_no_related(tmp_path: Path) -> None:
         scheduler.add_job(send_digest, "interval", minutes=5)
     """), encoding="utf-8")
     (finding,) = run_json(tmp_path)
-    assert finding["code"] == "OG201" and finding["related"] == []
+    # No place in another file: the one related place is the job's own effect, in this file.
+    assert finding["code"] == "OG201" and finding["related"] == [
+        {"path": "jobs.py", "line": 11, "column": 9, "message": "`conn.exec_driver_sql(...)` acts outside the process"}]
     text = check(tmp_path).stdout
-    assert "via " not in text
+    assert [line.strip() for line in text.splitlines() if line.strip().startswith("via ")] == [
+        "via jobs.py:11 `conn.exec_driver_sql(...)` acts outside the process"]
 
 
 def test_text_shows_the_way_before_the_help(project: Path) -> None:
@@ -173,7 +178,8 @@ def test_text_shows_the_way_before_the_help(project: Path) -> None:
     assert lines[start + 2].startswith("  help: ")
     job = next(i for i, line in enumerate(lines) if line.startswith("app/jobs.py:4:1: OG201 "))
     assert lines[job + 1] == ("  via app/scheduling.py:3 `scheduler` is made here (APScheduler 3) \u2192 "
-                              "app/tasks.py:4 `send_digest` is defined here, without a claim")
+                              "app/tasks.py:4 `send_digest` is defined here, without a claim \u2192 "
+                              "app/tasks.py:6 `conn.exec_driver_sql(...)` acts outside the process")
 
 
 def test_grouped_and_concise(project: Path) -> None:
@@ -218,7 +224,7 @@ def test_sarif_related_locations_and_code_flow(project: Path) -> None:
     assert steps[-1]["location"]["physicalLocation"] == seeding["locations"][0]["physicalLocation"]
     job = next(r for r in run["results"] if r["ruleId"] == "OG201")
     assert [r["physicalLocation"]["artifactLocation"]["uri"] for r in job["relatedLocations"]] == [
-        "app/scheduling.py", "app/tasks.py"]
+        "app/scheduling.py", "app/tasks.py", "app/tasks.py"]
 
 
 def test_sarif_without_related_has_neither_key(tmp_path: Path) -> None:

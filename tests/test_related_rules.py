@@ -109,7 +109,9 @@ def test_og201_a_job_defined_elsewhere_and_one_defined_here(tmp_path: Path) -> N
         scheduler.add_job(send_digest, "interval", minutes=5)
     """, "OG201", cross_file=True)
     assert finding.line == 7
-    assert places(finding, tmp_path) == [("app/tasks.py", 5, 1, "`send_digest` is defined here, without a claim")]
+    # The definition, then the call that makes the job more than per-process work.
+    assert places(finding, tmp_path) == [("app/tasks.py", 5, 1, "`send_digest` is defined here, without a claim"),
+                                         ("app/tasks.py", 7, 9, "`conn.exec_driver_sql(...)` acts outside the process")]
 
     (local,) = findings_in_written_file(tmp_path, "app/local_jobs.py", """
         from apscheduler.schedulers.background import BackgroundScheduler
@@ -126,7 +128,9 @@ def test_og201_a_job_defined_elsewhere_and_one_defined_here(tmp_path: Path) -> N
 
         scheduler.add_job(send_digest, "interval", minutes=5)
     """, "OG201", cross_file=True)
-    assert local.related == ()
+    # Nothing on the way from another module: the one related place is the job's own effect.
+    assert places(local, tmp_path) == [
+        ("app/local_jobs.py", 11, 9, "`conn.exec_driver_sql(...)` acts outside the process")]
 
 
 def test_og201_a_job_defined_here_on_a_scheduler_made_elsewhere(tmp_path: Path) -> None:
@@ -147,7 +151,8 @@ def test_og201_a_job_defined_here_on_a_scheduler_made_elsewhere(tmp_path: Path) 
                 conn.exec_driver_sql("UPDATE users SET digest_sent = now()")
     """, "OG201", cross_file=True)
     assert finding.line == 7  # at the def
-    assert places(finding, tmp_path) == [("app/scheduling.py", 4, 13, "`scheduler` is made here (APScheduler 3)")]
+    assert places(finding, tmp_path) == [("app/scheduling.py", 4, 13, "`scheduler` is made here (APScheduler 3)"),
+                                         ("app/jobs.py", 9, 9, "`conn.exec_driver_sql(...)` acts outside the process")]
 
 
 def test_og401_the_way_from_start_up_code_in_another_module_to_the_schema_write(tmp_path: Path) -> None:

@@ -30,7 +30,8 @@ class Related:
     job defined elsewhere, the helper that takes the lock.  ``path`` is absolute as the engine returns
     it and shown as the finding's path is (relative to where the check ran); ``message`` says what
     happens there, in a few words.  The order of a
-    finding's ``related`` is the order of the path from the entry point to the finding."""
+    finding's ``related`` is the order of the path from the entry point to the finding; a place that shows
+    why it matters (the call that acts outside the process) comes after that path."""
 
     path: str
     line: int

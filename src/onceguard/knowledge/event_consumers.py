@@ -14,8 +14,9 @@ from typing import Dict, FrozenSet
 class ConsumerKind:
     service: str
     start_methods: FrozenSet[str]
-    why: str
+    why: str  # how the service treats one connection per replica, for the help
     instead: str
+    hazard: str  # what goes wrong with one per replica, as the end of the finding's one sentence
 
 
 _DISCORD = ConsumerKind(
@@ -25,6 +26,7 @@ _DISCORD = ConsumerKind(
     "message or command is handled (and answered) once per replica",
     "Run the bot in one dedicated process (a separate single-replica deployment or a leader-elected worker), "
     "or answer through Discord's HTTP interactions endpoint, which the load balancer delivers once",
+    "every message or command is handled once per replica",
 )
 _TELEGRAM = ConsumerKind(
     "Telegram long polling",
@@ -33,6 +35,7 @@ _TELEGRAM = ConsumerKind(
     "(409 Conflict), so updates are split between replicas at random or a replica's poller keeps failing",
     "Use a webhook (`run_webhook`/`set_webhook`), which Telegram delivers once through the load balancer, "
     "or poll from one dedicated process",
+    "the replicas' pollers fight over the bot's updates",
 )
 _MATRIX = ConsumerKind(
     "Matrix sync loop",
@@ -41,6 +44,7 @@ _MATRIX = ConsumerKind(
     "replica",
     "Sync from one dedicated process (a single-replica worker or a leader-elected one) and hand events to the "
     "service through a queue",
+    "every room event is handled once per replica",
 )
 
 #: Qualified constructor -> what it connects to.
@@ -79,6 +83,7 @@ IMAP_POLLER = ConsumerKind(
     "so every mail is processed (tickets opened, replies sent) once per replica",
     "Poll from one dedicated process (a single-replica worker, or a scheduled job that claims each run), or mark "
     "each message as taken with an atomic `UID MOVE` to a processing folder and act only on the ones moved",
+    "every mail is processed once per replica",
 )
 #: Consumers the broker lets only one connection hold: ``exclusive=True`` on the consume call.
 EXCLUSIVE_CONSUME_METHODS: FrozenSet[str] = frozenset({"basic_consume", "consume"})
@@ -90,6 +95,7 @@ EXCLUSIVE_CONSUMER = ConsumerKind(
     "consume is refused (ACCESS_REFUSED), so their start-up fails or their consumer never runs",
     "Run the consumer in one dedicated process, or drop `exclusive=True` and let the broker spread messages over "
     "the replicas (RabbitMQ `x-single-active-consumer` keeps one active consumer with fail-over)",
+    "the broker refuses every replica's consumer but the first",
 )
 #: Calls that run a function elsewhere (a thread, a task, a pool): its first argument or ``target=``.
 START_ELSEWHERE: FrozenSet[str] = frozenset({

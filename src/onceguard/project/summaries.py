@@ -61,7 +61,7 @@ from ..knowledge.effects import (CONTAINER_METHODS as _CONTAINER_METHODS, DRAIN_
 @dataclass(frozen=True)
 class Evidence:
     call: ast.AST
-    path: str  # as the project shows it (relative to the root where known)
+    path: str  # the file's path as checked, as a related place takes it
     plain: bool  # the call's SQL, name or module says it acts outside the process
     depth: int  # calls between the job and it: the nearest plain effect is the one a reader recognises
 
@@ -649,8 +649,7 @@ def _is_dict_update(call: ast.Call) -> bool:
 
 
 def _outside(call: ast.Call, facts: ModuleFacts, plain: bool, depth: int) -> Effects:
-    where = facts.context.rel_path or facts.context.path
-    return Effects(other=[call], first_other=Evidence(call, where, plain, depth))
+    return Effects(other=[call], first_other=Evidence(call, facts.context.path, plain, depth))
 
 
 _LITERALS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp, ast.Constant, ast.JoinedStr)

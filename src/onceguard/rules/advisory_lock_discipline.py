@@ -103,8 +103,9 @@ class UnstableLockKey(Rule):
                 yield self.finding(
                     node,
                     f"the key of `{use.function.name}` (line {use.call.lineno}) comes from "
-                    f"`{dotted(node.func) or 'a call'}(...)`: {why}. The replicas never contend for the lock "
-                    "and all run the guarded work.",
+                    f"`{dotted(node.func) or 'a call'}(...)`, so each replica locks a different key and all run "
+                    "the guarded work.",
+                    f"The key is not the same in every process: {why}. "
                     "Derive the key with a stable digest: a constant, `zlib.crc32(name.encode())`, or "
                     "`int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), 'big', signed=True)`",
                     fix,
@@ -218,8 +219,8 @@ class BlockingLockInJob(Rule):
             instead = "pg_try_advisory_xact_lock" if not function.session else "pg_try_advisory_lock"
             yield self.finding(
                 use.call,
-                f"`{function.name}` waits until the lock is free: with two replicas the second one queues behind "
-                "the first and, once the lock is released, runs the same job again.",
+                f"`{function.name}` waits until the lock is free, so a second replica queues behind the first and "
+                "then runs the same job again.",
                 f"Skip instead of waiting: for a periodic job, `if not claim_period(\"{_guard_key(use, facts)}\", "
                 "period): return` (`from onceguard.guards import claim_period`) also stops a replica that arrives "
                 f"after the run has finished; or use `{instead}` and return when it is false. Blocking locks "
@@ -244,8 +245,7 @@ class BlockingLockInJob(Rule):
                    else f"this {lock.api.library} lock waits until it is free (it blocks by default)")
             yield self.finding(
                 lock.taken,
-                f"{how}: with two replicas the second one queues behind the first and, once the lock is "
-                "released, runs the same job again.",
+                f"{how}, so a second replica queues behind the first and then runs the same job again.",
                 _library_suggestion(lock),
             )
         for spin in spin_waits(facts):
@@ -256,10 +256,9 @@ class BlockingLockInJob(Rule):
             reported.add(id(spin.claim))
             yield self.finding(
                 spin.claim,
-                f"the loop at line {spin.loop.lineno} retries `{dotted(spin.claim.func) or 'the claim'}(...)` and "
-                "sleeps until the key is free: a hand-made blocking lock, so a second replica waits for the first "
-                "and then runs the same job again.",
-                "Try once and skip: `if not r.set(key, token, nx=True, ex=ttl): return` (or "
+                f"the loop at line {spin.loop.lineno} retries `{dotted(spin.claim.func) or 'the claim'}(...)` until "
+                "the key is free, so a second replica waits for the first and then runs the same job again.",
+                "Retrying the claim and sleeping makes a hand-made blocking lock. Try once and skip: `if not r.set(key, token, nx=True, ex=ttl): return` (or "
                 "`run_exclusive(key, ttl, work)` from onceguard.guards); for a periodic job, `claim_period(key, "
                 "period)` also stops a replica that arrives after the run has finished",
             )
@@ -323,10 +322,10 @@ class UnlockNotGuaranteed(Rule):
                 if self._ignored_and_kept_by_pool(use, uses, facts, release_helpers):
                     yield self.finding(
                         use.call,
-                        f"`{function.name}` is taken through a pool and never released, and nothing reads its "
-                        "result: the pooled connection that ran it goes back to the pool still holding the lock, "
-                        "so any replica that tests this key later finds it taken until that connection dies.",
-                        _lease_first(use, facts,
+                        f"`{function.name}` is taken through a pool and never released, so any replica that "
+                        "tests this key later finds it taken until that connection dies.",
+                        "Nothing reads its result, and the pooled connection that ran it goes back to the pool "
+                        "still holding the lock. " + _lease_first(use, facts,
                                      "Take `pg_try_advisory_xact_lock` inside a transaction, test it, and let "
                                      "COMMIT/ROLLBACK release it; or hold one pinned connection and unlock in "
                                      "`finally:`"),
@@ -341,10 +340,11 @@ class UnlockNotGuaranteed(Rule):
                 first = min(unlocks, key=lambda u: position(u.call))
                 yield self.finding(
                     first.call,
-                    f"`{first.function.name}` is not in a `finally:` block: an exception in the work after "
-                    f"`{function.name}` (line {use.call.lineno}) skips it and the connection keeps the lock, so "
-                    "the job stops running on every replica until that connection dies.",
-                    _lease_first(use, facts,
+                    f"`{first.function.name}` is not in a `finally:` block, so an exception after "
+                    f"`{function.name}` (line {use.call.lineno}) leaves the lock held and stops the job on every "
+                    "replica.",
+                    "An exception in the work skips the unlock and the connection keeps the lock until it dies. "
+                    + _lease_first(use, facts,
                                  "Put the unlock in `try: ... finally:` on the same connection, or use "
                                  "`pg_try_advisory_xact_lock` inside a transaction, which is released at "
                                  "COMMIT/ROLLBACK"),
@@ -364,10 +364,10 @@ class UnlockNotGuaranteed(Rule):
                 continue
             yield self.finding(
                 use.call,
-                f"`{function.name}` is never released in `{getattr(use.scope, 'name', 'this function')}`: the "
-                "lock stays held by the connection (and by the pool that keeps it) after the work, so the next "
-                "run on any replica finds it taken.",
-                _lease_first(use, facts,
+                f"`{function.name}` is never released in `{getattr(use.scope, 'name', 'this function')}`, so the "
+                "next run on any replica finds the lock taken.",
+                "The lock stays held by the connection (and by the pool that keeps it) after the work. "
+                + _lease_first(use, facts,
                              "Release it with `pg_advisory_unlock` in `finally:` on the same connection, or use "
                              "`pg_try_advisory_xact_lock` inside a transaction"),
             )
@@ -449,18 +449,18 @@ class TryLockResultIgnored(Rule):
             if not lock.waits and _acquired_dropped(lock, facts):
                 yield self.finding(
                     lock.taken,
-                    f"this {lock.api.library} lock does not wait, and nothing reads whether it was acquired: the "
-                    "work below runs whether or not this replica got the lock, so every replica runs it.",
-                    "Keep the answer and skip when it is false: `with advisory_lock(key, wait=False) as acquired: "
+                    f"this {lock.api.library} lock does not wait and nothing reads whether it was acquired, so "
+                    "every replica runs the work below.",
+                    "The work below runs whether or not this replica got the lock. Keep the answer and skip when it is false: `with advisory_lock(key, wait=False) as acquired: "
                     "if not acquired: return`, or `if not lock.acquire(blocking=False): return`",
                 )
         for use in lock_uses(facts):
             if try_lock_result_ignored(use, facts):
                 yield self.finding(
                     use.call,
-                    f"the result of `{use.function.name}` is never read: the work below runs whether or not this "
-                    "replica got the lock, so every replica runs it.",
-                    _lease_first(use, facts, "Test the lock's result and skip the run when it is false: "
+                    f"the result of `{use.function.name}` is never read, so every replica runs the work below, "
+                    "whether or not it got the lock.",
+                    "Taking a try-lock decides nothing until its answer is tested. " + _lease_first(use, facts, "Test the lock's result and skip the run when it is false: "
                                                   "`if not acquired: return`"),
                     fix=try_lock_fix(use.call, use.scope, use.handle.library if use.handle else None,
                                      use.receiver_text),

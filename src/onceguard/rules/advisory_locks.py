@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Iterable, Iterator, List, Optional, Set
+from typing import Iterable, Iterator, List, Optional, Set, Tuple
 
 from ..analysis.executed_sql import ExecutedSql, executed_sql
 from ..analysis.facts import ModuleFacts, ancestors, position, walk_no_nested_functions
@@ -168,7 +168,8 @@ class SessionLockFlow:
                    for p in table.get(id(callee), ()))
 
     def judge(self, use: LockUse) -> Optional[tuple]:
-        """None: no caller in view; ("clean", None); or ("flag", why) with the caller that breaks it."""
+        """None: no caller in view; ("clean", None); or ("flag", (what, why)) with the caller that breaks it:
+        what it does, as a clause of the message, and why that leaks the lock, for the help."""
         root = (session_text(use) or "").split(".")[0]
         if use.scope is None or root not in _parameters(use.scope):
             return None
@@ -197,8 +198,9 @@ class SessionLockFlow:
         flagged = [v for v in verdicts if v is not None]
         return ("flag", flagged[0]) if flagged else ("clean", None)
 
-    def _at_caller(self, call: ast.Call, caller: ast.AST, text: str) -> Optional[str]:
-        """Why the lock taken at ``call`` leaks in ``caller``, or None when it is unlocked in one transaction."""
+    def _at_caller(self, call: ast.Call, caller: ast.AST, text: str) -> Optional[Tuple[str, str]]:
+        """What ``caller`` does that leaks the lock taken at ``call``, and why; None when it is unlocked in one
+        transaction."""
         after = position(call)
         unlocks = [position(u.call) for u in lock_uses(self.facts)
                    if u.function.unlock and u.scope is caller and session_text(u) == text]
@@ -212,17 +214,17 @@ class SessionLockFlow:
         unlocks = [u for u in unlocks if u > after]
         name = getattr(caller, "name", "the caller")
         if not unlocks:
-            return (f"`{name}` (line {call.lineno}) takes it on `{text}` and never unlocks it there, so the "
-                    "Session's connection goes back to the pool still holding it")
+            return (f"`{name}` (line {call.lineno}) takes it on `{text}` and never unlocks it there",
+                    "The Session's connection goes back to the pool still holding the lock.")
         first_unlock = min(unlocks)
         between = [c for c in enders if after < position(c) < first_unlock]
         if not between:
             return None
         ender = min(between, key=position)
-        return (f"`{name}` (line {call.lineno}) takes it on `{text}`, then ends the transaction at line "
-                f"{ender.lineno} before unlocking at line {first_unlock[0]}: at COMMIT/ROLLBACK the Session hands "
-                "its connection back to the pool, so the unlock runs on another server connection and the lock "
-                "leaks on an idle pooled connection")
+        return (f"`{name}` (line {call.lineno}) ends the transaction at line {ender.lineno} before unlocking",
+                f"At COMMIT/ROLLBACK the Session hands its connection back to the pool, so the unlock at line "
+                f"{first_unlock[0]} runs on another server connection and the lock leaks on an idle pooled "
+                "connection.")
 
 
 def session_lock_flow(facts: ModuleFacts, uses: List[LockUse]) -> SessionLockFlow:
@@ -335,15 +337,18 @@ class SessionLockOnPool(Rule):
             handle = use.handle
             escaped = self._outlives_its_checkout(use, uses, facts)
             if escaped is not None:
-                scope, why = escaped
-                yield self.finding(use.call, why, _lease_first(use, facts, _scoped_suggestion(scope.handle)))
+                scope, message, why = escaped
+                yield self.finding(use.call, message,
+                                   f"{why} {_lease_first(use, facts, _scoped_suggestion(scope.handle))}")
                 continue
             if handle is None:
                 continue
             if handle.pooled:
-                message = self._pooled_message(use, uses, facts)
-                if message:
-                    yield self.finding(use.call, message, _lease_first(use, facts, _pinned_suggestion(handle)))
+                said = self._pooled_message(use, uses, facts)
+                if said:
+                    message, why = said
+                    yield self.finding(use.call, message,
+                                       f"{why} {_lease_first(use, facts, _pinned_suggestion(handle))}")
             elif handle.pinned and use.function.unlock:
                 other = self._lock_on_other_checkout(use, uses)
                 if other is not None:
@@ -351,17 +356,18 @@ class SessionLockOnPool(Rule):
                         use.call,
                         f"`{use.function.name}` runs on a connection checked out at line "
                         f"{_node_line(_checkout_of(use), use.call)}, but the lock was taken on another checkout "
-                        f"(line {_node_line(_checkout_of(other), other.call)}): the pool may hand out a different "
-                        "server "
-                        "connection, so the "
-                        "unlock releases nothing and the lock stays held by an idle pooled connection.",
-                        _lease_first(other, facts,
-                                     "Keep lock, work and unlock on one checkout: a single `with ... as conn:` block "
-                                     "with the unlock in `finally:`, or `pg_try_advisory_xact_lock` inside one "
-                                     "transaction"),
+                        f"(line {_node_line(_checkout_of(other), other.call)}), so the unlock releases nothing and "
+                        "the lock stays held.",
+                        "Each checkout may get a different server connection from the pool, so the lock stays held "
+                        "by an idle pooled connection and no replica can take it again. "
+                        + _lease_first(other, facts,
+                                       "Keep lock, work and unlock on one checkout: a single `with ... as conn:` "
+                                       "block with the unlock in `finally:`, or `pg_try_advisory_xact_lock` inside "
+                                       "one transaction"),
                     )
 
-    def _pooled_message(self, use: LockUse, uses: List[LockUse], facts: ModuleFacts) -> Optional[str]:
+    def _pooled_message(self, use: LockUse, uses: List[LockUse], facts: ModuleFacts) -> Optional[Tuple[str, str]]:
+        """The message for a lock or unlock run through a pool, and why it fails, for the help."""
         handle = use.handle
         assert handle is not None
         shown = use.shown()
@@ -369,12 +375,16 @@ class SessionLockOnPool(Rule):
             if handle.library == "databases" and _inside_pinning_with(use, {"connection", "transaction"}):
                 return None
             if use.function.unlock:
-                return (f"`{shown}` unlocks on whatever connection the pool hands out; the lock was never held by "
-                        "it, so this releases nothing.")
-            how = ("closed (`NullPool`)" if handle.closes_on_release
-                   else "reset (`pg_advisory_unlock_all()`)")
+                return (f"`{shown}` unlocks on whatever connection the pool hands out, which never held the lock, "
+                        "so this releases nothing.",
+                        "The pool resets each connection when a call returns, so the lock this unlock means was "
+                        "already gone before the work ran.")
+            how = "closed (`NullPool`)" if handle.closes_on_release else "reset"
+            why = ("`NullPool` closes the connection" if handle.closes_on_release
+                   else "The pool runs `pg_advisory_unlock_all()` on the connection")
             return (f"`{shown}` takes `{use.function.name}` on a pooled connection that is {how} as soon as the "
-                    "call returns: the lock is gone before the work starts, so every replica \"acquires\" it.")
+                    "call returns, so every replica \"acquires\" the lock.",
+                    f"{why} as soon as the call returns: the lock is gone before the work starts.")
         if _is_session_object(handle) and use.scope is not None and use.function.is_lock:
             if self._unlocked_in_same_transaction(use, uses):
                 return None
@@ -382,20 +392,22 @@ class SessionLockOnPool(Rule):
             if verdict is not None and verdict[0] == "clean":
                 return None  # every caller unlocks before its transaction ends
             if verdict is not None:
-                return (f"`{shown}` takes the session-level `{use.function.name}` on a Session's connection, and "
-                        f"{verdict[1]}.")
+                what, why = verdict[1]
+                return (f"`{shown}` takes `{use.function.name}` on a Session's connection, and {what}, so the "
+                        "lock leaks.", why)
             receiver = session_text(use)
             enders = [c for c in _calls_on(receiver, SESSION_ENDERS, use.scope) if position(c) > position(use.call)] \
                 if receiver else []
             if enders:
                 ender = min(enders, key=position)
-                return (f"`{shown}` takes the session-level `{use.function.name}` through a Session, and "
-                        f"`{dotted(ender.func)}()` at line {ender.lineno} hands the Session's connection back to the "
-                        "pool still holding it: the unlock later runs on whatever connection the Session checks out "
-                        "then, and the lock leaks on an idle pooled connection.")
-            return (f"`{shown}` takes the session-level `{use.function.name}` through a Session, which returns its "
-                    "connection to the pool at commit/rollback/close: the unlock can run on another server "
-                    "connection and the lock leaks on an idle pooled connection.")
+                return (f"`{shown}` takes `{use.function.name}` through a Session, and `{dotted(ender.func)}()` at "
+                        f"line {ender.lineno} hands its connection back to the pool still holding the lock.",
+                        "The unlock later runs on whatever connection the Session checks out then, and the lock "
+                        "leaks on an idle pooled connection.")
+            return (f"`{shown}` takes the session-level `{use.function.name}` through a Session, so the unlock can "
+                    "run on another server connection and leave the lock held.",
+                    "A Session returns its connection to the pool at commit, rollback or close, so the lock can "
+                    "leak on an idle pooled connection.")
         if _is_session_object(handle) and use.function.unlock and use.scope is not None:
             if any(other.function.is_lock and other.handle is not None and _is_session_object(other.handle)
                    and (other.scope is not use.scope or session_text(other) == session_text(use))
@@ -403,11 +415,13 @@ class SessionLockOnPool(Rule):
                 return None  # judged at the lock, through its callers
         noun = "Session" if _is_session_object(handle) else "pool"
         if use.function.unlock:
-            return (f"`{shown}` unlocks through a {noun} ({handle.how}): it may run on a different server "
-                    "connection than the one holding the lock, release nothing, and leave the lock held.")
-        return (f"`{shown}` takes the session-level `{use.function.name}` through a {noun} ({handle.how}): "
-                "lock and unlock can land on different server connections, so the lock leaks on an idle pooled "
-                "connection or a second replica \"holds\" it too.")
+            return (f"`{shown}` unlocks through a {noun} ({handle.how}), so it may run on another server connection "
+                    "than the lock's and leave the lock held.",
+                    f"Each call through a {noun} may check out a different server connection.")
+        return (f"`{shown}` takes the session-level `{use.function.name}` through a {noun} ({handle.how}), so lock "
+                "and unlock can land on different server connections.",
+                "The unlock then misses the lock, which leaks on an idle pooled connection, or a second replica "
+                "gets that connection and \"holds\" the lock too.")
 
     @staticmethod
     def _outlives_its_checkout(use: LockUse, uses: List[LockUse], facts: ModuleFacts) -> Optional[tuple]:
@@ -442,9 +456,10 @@ class SessionLockOnPool(Rule):
         after = (f"the unlock at line {later_unlock.call.lineno} runs on whatever connection is checked out then"
                  if later_unlock is not None else
                  "the caller goes on as if it held the lock, and no unlock can reach that connection again")
-        return scope, (f"`{use.function.name}` is taken on the connection checked out at line {scope.line}, "
-                       f"and the `with` block ends at line {scope.end_line}, which {ending}: {after}, so a second "
-                       "replica can take the same lock while this one still works.")
+        return (scope,
+                f"`{use.function.name}` is taken in the `with` block at line {scope.line} but meant to hold after it "
+                "ends, so another replica can take the lock while this one still works.",
+                f"The block's end at line {scope.end_line} {ending}: {after}.")
 
     @staticmethod
     def _unlocked_in_same_transaction(use: LockUse, uses: List[LockUse]) -> bool:
@@ -524,14 +539,15 @@ class SessionLockThroughPooler(Rule):
         if evidence is None and not by_config:
             return
         why = (f"this file connects through PgBouncer (line {evidence.lineno})" if evidence is not None
-               else "the project talks to PostgreSQL through a transaction pooler (`transaction-pooler = true`)")
+               else "the project uses a transaction pooler (`transaction-pooler = true`)")
         for use in uses:
             yield self.finding(
                 use.call,
-                f"`{use.function.name}` is session-level, but {why}: consecutive transactions of one client "
-                "connection run on different server connections, so the unlock misses the lock (it leaks) or "
-                "another replica gets the same server connection and \"holds\" the lock too.",
-                _lease_first(use, facts,
+                f"`{use.function.name}` is session-level, but {why}, so the unlock can miss the lock or another "
+                "replica can \"hold\" it too.",
+                "A transaction pooler runs consecutive transactions of one client connection on different server "
+                "connections: the unlock misses the lock (it leaks), or another replica gets the same server "
+                "connection and \"holds\" the lock too. " + _lease_first(use, facts,
                              f"Use `pg_{'' if use.function.blocking else 'try_'}advisory_xact_lock` "
                              "inside one transaction; migrations should connect directly to PostgreSQL, bypassing "
                              "the pooler"),

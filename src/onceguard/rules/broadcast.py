@@ -202,15 +202,14 @@ def _socketio_servers(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
             sends.extend(_sends_elsewhere(facts, name, flask))
         if not sends:
             continue
-        call, how, where = sends[0]
+        _, how, _ = sends[0]
         library = "Flask-SocketIO" if flask else "python-socketio"
-        shown = "here" if where is facts else f"in {where.context.rel_path}"
         yield rule.finding(
             construction,
-            f"This {library} server has no message queue, yet the code sends to {how} (line {call.lineno} {shown}): "
-            "rooms, sids and the client list exist only in the process holding the connections, so clients "
-            "connected to another replica never get the message.",
-            known.SOCKETIO_INSTEAD,
+            f"This {library} server has no message queue, yet the code sends to {how}, so clients connected to "
+            "another replica never get the message.",
+            "Rooms, sids and the client list exist only in the process holding the connections. "
+            + known.SOCKETIO_INSTEAD,
             fix=shared_store_snippet(
                 "socketio-message-queue",
                 'message_queue="redis://redis:6379/0"' if flask else
@@ -259,9 +258,9 @@ def _channel_layers(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
             if _string(node) in known.IN_MEMORY_CHANNEL_LAYERS:
                 yield rule.finding(
                     node,
-                    "`InMemoryChannelLayer` keeps groups and channels in this process: `group_send` from one "
-                    "replica reaches only the consumers connected to that replica, and the others never see it.",
-                    known.CHANNELS_INSTEAD,
+                    "`InMemoryChannelLayer` keeps groups and channels in this process, so a `group_send` on one "
+                    "replica never reaches the consumers connected to the others.",
+                    "Groups and channels exist only in the process that made them. " + known.CHANNELS_INSTEAD,
                     fix=shared_store_snippet("channels-redis-layer", '"BACKEND": "channels_redis.core.RedisChannelLayer"',
                                              "use a layer every replica shares"),
                 )
@@ -446,10 +445,10 @@ def _registry_sends(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
             reported.add(id(pick))
             yield rule.finding(
                 pick,
-                f"`{function.name}()` sends to {how} `{_shown(registry)}`, a registry of WebSocket connections "
-                "kept in this process's memory: it holds only the clients connected to this replica, so "
-                "clients of the other replicas never get the message (or their socket is not found).",
-                known.REGISTRY_INSTEAD,
+                f"`{function.name}()` sends to {how} `{_shown(registry)}`, a registry of this process's WebSocket "
+                "connections, so clients of the other replicas never get the message.",
+                "The registry holds only the clients connected to this replica: another replica's client is not in "
+                "it, or its socket is not found. " + known.REGISTRY_INSTEAD,
                 related=[_place(where, registries_node(where, registry),
                                 f"`{_shown(registry)}` holds this process's connections")],
             )

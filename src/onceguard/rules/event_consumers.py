@@ -204,9 +204,9 @@ class EventConsumerPerReplica(Rule):
                 continue  # a bot script's own process, or code no start-up reaches in view
             yield self.finding(
                 start,
-                f"`{dotted(start) or start.attr}()` starts a {kind.service} client (made at {made}) in "
-                f"start-up code ({reason}), so every replica runs one: {kind.why}.",
-                kind.instead,
+                f"`{dotted(start) or start.attr}()` starts a {kind.service} client"
+                f"{'' if made == 'here' else f' (made at {made})'} in start-up code ({reason}), so {kind.hazard}.",
+                _explained(kind),
                 related=[elsewhere] if elsewhere is not None else (),
             )
         yield from self._single_consumers(facts, startup)
@@ -225,9 +225,8 @@ class EventConsumerPerReplica(Rule):
                 reported.add(id(function))
                 yield self.finding(
                     node,
-                    f"`{function.name}()` runs {_a(kind.service)} in start-up code ({reason}), so every replica "
-                    f"runs one: {kind.why}.",
-                    kind.instead,
+                    f"`{function.name}()` runs {_a(kind.service)} in start-up code ({reason}), so {kind.hazard}.",
+                    _explained(kind),
                 )
         startup = startup or StartupMap.of_module(facts)
         for reference, function, where, elsewhere in _started_functions(facts, startup):
@@ -241,11 +240,15 @@ class EventConsumerPerReplica(Rule):
             reported.add(id(function))
             yield self.finding(
                 reference,
-                f"Start-up code ({reason}) starts `{function.name}()`, {_a(kind.service)}, so every replica runs "
-                f"one: {kind.why}.",
-                kind.instead,
+                f"Start-up code ({reason}) starts `{function.name}()`, {_a(kind.service)}, so {kind.hazard}.",
+                _explained(kind),
                 related=[elsewhere] if elsewhere is not None else (),
             )
+
+
+def _explained(kind: known.ConsumerKind) -> str:
+    """The help: every replica runs one, what the service does with that, then what to do instead."""
+    return f"Every replica runs one, and {kind.why}. {kind.instead}"
 
 
 def _start_references(facts: ModuleFacts) -> Iterator[ast.Attribute]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..model import Diagnostic, Fix
 
@@ -218,13 +218,19 @@ def _schedule_chain(node: Optional[ast.AST]) -> Optional[int]:
 # Fixes
 
 
-def claim_statement(key: str, period: Optional[int], asynchronous: bool, zone: Optional[str] = None) -> str:
-    # A schedule in a named zone keeps its periods in that zone: a whole day is the zone's calendar day, so a
-    # daily run at 19:30 New York time stays one run per local day across daylight-saving changes.
+def period_guard_call(guard: str, key: str, period: Optional[int], asynchronous: bool,
+                      zone: Optional[str] = None, work: bool = False) -> str:
+    """A call of a per-period guard (``claim_period``, ``run_once``) as the fix and the help both write it.
+
+    A schedule in a named zone keeps its periods in that zone: a whole day is the zone's calendar day, so a
+    daily run at 19:30 New York time stays one run per local day across daylight-saving changes."""
     shown = '"day"' if zone and period == 86_400 else str(period or UNKNOWN_PERIOD)
     zone_argument = f', tz="{zone}"' if zone and period else ""
-    call = f'{"await a" if asynchronous else ""}claim_period("{key}", {shown}{zone_argument})'
-    return f"if not {call}: return"
+    return f'{"await a" if asynchronous else ""}{guard}("{key}", {shown}{", work" if work else ""}{zone_argument})'
+
+
+def claim_statement(key: str, period: Optional[int], asynchronous: bool, zone: Optional[str] = None) -> str:
+    return f"if not {period_guard_call('claim_period', key, period, asynchronous, zone)}: return"
 
 
 def schedule_zone(scheduled: object) -> Optional[str]:
@@ -272,13 +278,51 @@ def statements_in(description: str) -> List[str]:
     return re.findall(r"`([^`]+)`", description)
 
 
+class JobClaim(NamedTuple):
+    """The claim a scheduled job needs, decided once for OG201's fix and its help: the guard's key (the job's
+    module and name), the period the trigger shows, the zone a wall-clock schedule fires in, and whether the
+    job is a coroutine (the ``await a…`` twin)."""
+
+    key: str
+    period: Optional[int]
+    asynchronous: bool
+    zone: Optional[str]
+
+    def call(self, guard: str = "claim_period", work: bool = False) -> str:
+        return period_guard_call(guard, self.key, self.period, self.asynchronous, self.zone, work)
+
+    def statement(self) -> str:
+        return claim_statement(self.key, self.period, self.asynchronous, self.zone)
+
+    def exclusive_call(self) -> str:
+        """``run_exclusive(key, ttl, work)``: a lease held while the work runs, for a job that may outlast its
+        period."""
+        return f'{"await a" if self.asynchronous else ""}run_exclusive("{self.key}", ttl, work)'
+
+
+def job_claim(scheduled: object, function: ast.AST, name: str, facts: object) -> JobClaim:
+    from ..project.claims import own_module_name
+    from ..knowledge import schedulers as known
+
+    target = getattr(scheduled, "target", None)
+    foreign = getattr(target, "foreign", True)
+    family = getattr(scheduled, "family", "")
+    apscheduler = family in (known.APS3, known.APS4, known.FLASK_APS)
+    period = trigger_period(getattr(scheduled, "trigger", None), getattr(scheduled, "call", None), apscheduler)
+    module = own_module_name(getattr(target, "facts", None) or facts)  # type: ignore[arg-type]
+    own_name = getattr(function, "name", "")
+    short = (own_name if foreign else name) or own_name or name.rsplit(".", 1)[-1]
+    key = f"{module}.{short}" if module else short
+    zone = schedule_zone(scheduled) if getattr(scheduled, "wall_clock", False) else None
+    return JobClaim(key, period, isinstance(function, ast.AsyncFunctionDef), zone)
+
+
 def offer_claim(diagnostic: Diagnostic, verdict: object, facts: object) -> Diagnostic:
     """OG201's finding with the claim-period fix attached when the job's def is in this file and is what
     the scheduler calls on every tick (a ticker's loop function or a re-arming Timer is not: a claim
     before the loop would stop the ticker)."""
     from dataclasses import replace
 
-    from ..project.claims import own_module_name
     from ..knowledge import schedulers as known
 
     scheduled = getattr(verdict, "scheduled", None)
@@ -291,13 +335,8 @@ def offer_claim(diagnostic: Diagnostic, verdict: object, facts: object) -> Diagn
     foreign = getattr(target, "foreign", True)
     if not foreign and diagnostic.line != function.lineno:
         return diagnostic
-    apscheduler = scheduled.family in (known.APS3, known.APS4, known.FLASK_APS)
-    period = trigger_period(scheduled.trigger, scheduled.call, apscheduler)
-    module = own_module_name(getattr(target, "facts", None) or facts)  # type: ignore[arg-type]
-    name = (function.name if foreign else getattr(verdict, "name", "")) or function.name
-    key = f"{module}.{name}" if module else name
-    zone = schedule_zone(scheduled) if getattr(scheduled, "wall_clock", False) else None
-    fix = claim_period_fix(key, period, isinstance(function, ast.AsyncFunctionDef), zone)
+    claim = job_claim(scheduled, function, getattr(verdict, "name", ""), facts)
+    fix = claim_period_fix(claim.key, claim.period, claim.asynchronous, claim.zone)
     if foreign:  # the def is in another file: this finding is at the registration, so show the claim only
         fix = Fix(fix.kind, fix.description.replace(" (from ", f" in `{function.name}` (from ", 1), "display-only")
     return replace(diagnostic, fix=fix)

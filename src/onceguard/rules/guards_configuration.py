@@ -121,9 +121,10 @@ class GuardsNotConfigured(Rule):
         name = (facts.callee(first) or "").rsplit(".", 1)[-1]
         yield self.finding(
             first,
-            f"`{name}` claims through the guards' backend, but no start-up code of the project calls "
-            "`onceguard.guards.configure`: without a backend every claim succeeds, so every replica runs the work.",
-            "Call `guards.configure(redis=\"redis://...\")` (or `postgres=...`) once where every replica starts: "
+            f"`{name}` claims through the guards, but no start-up code calls `onceguard.guards.configure`, so "
+            "every claim succeeds and every replica runs the work.",
+            "Without a backend the guards have nowhere to record a claim that other replicas can see. Call "
+            "`guards.configure(redis=\"redis://...\")` (or `postgres=...`) once where every replica starts: "
             "a settings module, the app factory, a lifespan or start-up hook, `AppConfig.ready`",
             related=(ignored,) if ignored is not None else (),
         )

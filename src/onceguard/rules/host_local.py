@@ -349,10 +349,10 @@ class HostLocalLock(Rule):
                            if number + 1 == len(places) or number == 0 or places[number - 1].path != place.path)
             yield self.finding(
                 region.lock,
-                f"`{region.kind}` on a file in this host's temp directory only excludes processes on the same "
-                f"host, but the work it guards writes to the shared database ({why}): every replica has its own "
-                "temp directory and its own copy of the lock, so the replicas run that work at the same time.",
-                _shared_lock_suggestion(scope, facts),
+                f"`{region.kind}` in this host's temp directory guards shared database writes ({why}), so each "
+                "replica locks its own copy and they run the work at once.",
+                "A lock file in the host's temp directory only excludes processes on the same host, and every "
+                "replica has its own temp directory. " + _shared_lock_suggestion(scope, facts),
                 related=places,
             )
 

@@ -276,26 +276,28 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: _RequestCode, re
     return None
 
 
-def _describe(finding: _Finding, binding: state.Binding) -> str:
+def _describe(finding: _Finding, binding: state.Binding) -> Tuple[str, str]:
+    """The finding's one sentence, and why it happens, for the help."""
     name = f"`{binding.name}`"
     where = {state.MODULE: "a module-level", state.CLASS: "a class-level", state.INSTANCE: "an instance's"}[binding.scope]
     decider = getattr(finding.decision.function, "name", "?") if finding.decision else "?"
     writer = getattr(finding.write.function, "name", "?")
     if finding.kind == "counter":
-        return (f"{name} ({where} container in this process's memory) counts per key and {decider}() decides from "
-                "the count: each replica, and each worker process, counts only what it served itself, so N copies "
-                "allow N times a limit and a lockout or choice made on one is not seen by the others.")
+        return (f"{name} ({where} container in process memory) counts per key and {decider}() decides from the "
+                "count, so N copies allow N times a limit.",
+                "Each replica, and each worker process, counts only what it served itself, and a lockout or choice "
+                "made on one is not seen by the others. ")
     if finding.kind == "clock":
-        return (f"{name} ({where} container in this process's memory) remembers when something was last done, "
-                f"and {decider}() skips it while that is recent: every other replica has its own watermark (and a "
-                "restart forgets it), so each one does the work again.")
+        return (f"{name} ({where} container in process memory) remembers when something was last done and "
+                f"{decider}() skips it while recent, so every replica does the work again.",
+                "Every other replica has its own watermark, and a restart forgets it. ")
     if finding.kind == "mark":
-        return (f"{name} ({where} container in this process's memory) remembers what was already handled and "
-                f"{decider}() skips it when present: another replica, or this one after a restart, has no such "
-                "entry and handles it again.")
-    return (f"{name} ({where} container in this process's memory) is written by one request ({writer}()) and read "
-            f"by another ({decider}()): behind a load balancer the reading request can land on a replica that "
-            "never saw the write.")
+        return (f"{name} ({where} container in process memory) remembers what was handled and {decider}() skips "
+                "it, so another replica handles it again.",
+                "Another replica, or this one after a restart, has no such entry. ")
+    return (f"{name} ({where} container in process memory) is written by {writer}() and read by {decider}(), so a "
+            "request on another replica never sees the write.",
+            "Behind a load balancer the reading request can land on a replica that never saw the write. ")
 
 
 @register
@@ -350,5 +352,6 @@ class ModuleStateAsSharedMemory(Rule):
                 related.append(Related(context.path, finding.decision.node.lineno,
                                        finding.decision.node.col_offset + 1,
                                        f"{getattr(finding.decision.function, 'name', '?')}() decides from it"))
-            yield self.finding(binding.statement, _describe(finding, binding), _SUGGESTION,
+            message, why = _describe(finding, binding)
+            yield self.finding(binding.statement, message, why + _SUGGESTION,
                                fix=Fix("shared-state-snippet", _SNIPPETS[finding.kind], "display-only"), related=related)

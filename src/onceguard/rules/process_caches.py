@@ -137,7 +137,7 @@ def _django_cache_is_per_process(facts: ModuleFacts) -> Optional[str]:
         # The default applies only where the settings are in view: a fragment of a project says nothing.
         if not any(_is_settings_module(path, facts) for path in project.files_mentioning(known.DJANGO_APPS_SETTING, root)):
             return None
-        return "the project's settings set no `CACHES`, so Django uses its per-process local-memory cache"
+        return "the settings set no `CACHES` and Django's default cache is per process"
     if all(b in known.DJANGO_PROCESS_BACKENDS for b in backends):
         return f"`CACHES` names only per-process backends ({', '.join(sorted({b.rsplit('.', 1)[-1] for b in backends}))})"
     return None
@@ -200,10 +200,11 @@ class PerProcessCacheCoordination(Rule):
             writer, reader = write.function.name, read.function.name
             yield self.finding(
                 binding.statement,
-                f"`{binding.name}` is a `{kind}` in this process's memory, used as a store: {writer}() records "
-                f"work in it and {reader}() reads it without filling it on a miss, so a request that a load "
-                f"balancer sends to another replica (or that comes after a restart) finds nothing.",
-                _STORE_SUGGESTION,
+                f"`{binding.name}` is a `{kind}` in process memory used as a store by {writer}() and {reader}(), so "
+                "a request served by another replica finds nothing.",
+                f"Only {writer}() fills it and {reader}() reads it without filling it on a miss, so a request that a "
+                "load balancer sends to another replica (or that comes after a restart) finds nothing. "
+                + _STORE_SUGGESTION,
                 fix=Fix("shared-store-snippet", f"store it in Redis with a TTL: `await redis.hset(f\"{binding.attr or binding.name}:{{key}}\", "
                         "mapping=status)` and `await redis.expire(..., ttl)`; read with `hgetall`", "display-only"),
                 related=[Related(facts.context.path, write.node.lineno, write.node.col_offset + 1,
@@ -236,15 +237,15 @@ class PerProcessCacheCoordination(Rule):
                 if binding is not None and state.constructed(binding.value, binding.facts) in known.FLASK_CACHE_CONSTRUCTORS:
                     cache_type = _flask_cache_type(binding.value)
                     if cache_type in known.FLASK_PROCESS_CACHE_TYPES:
-                        why = f"Flask-Caching is configured with `CACHE_TYPE = {cache_type!r}`, a per-process store"
+                        why = f"Flask-Caching's `CACHE_TYPE = {cache_type!r}` is a per-process store"
             if why is None:
                 continue
-            use = "a lock or once-only marker" if method == "add" else "a counter"
+            use, own = ("a lock or once-only marker", "lock") if method == "add" else ("a counter", "count")
             yield self.finding(
                 call,
-                f"`cache.{method}()` is used as {use}, but {why}: every replica (and every worker process) has its "
-                f"own entries, so each one takes its own lock or keeps its own count and none sees the others'.",
-                _COORDINATION_SUGGESTION,
+                f"`cache.{method}()` is used as {use}, but {why}, so each replica keeps its own {own}.",
+                "Every replica (and every worker process) has its own entries, and none sees the others'. "
+                + _COORDINATION_SUGGESTION,
                 fix=Fix("shared-cache-snippet", 'configure a shared backend: `CACHES = {"default": {"BACKEND": '
                         '"django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://cache:6379/0"}}` '
                         '(Flask-Caching: `CACHE_TYPE = "RedisCache"`)', "display-only"),

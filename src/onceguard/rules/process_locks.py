@@ -205,10 +205,10 @@ class ProcessLocalLock(Rule):
                 yield self.finding(
                     item.context_expr,
                     f"`{dotted(item.context_expr) or binding.name}` (`{kind}`) only excludes callers in this "
-                    f"process, but the work it guards {read.what} and then {write.what}: another worker process or "
-                    "replica takes its own copy of the lock and runs the same read-then-write at the same time, so "
-                    "one update overwrites the other.",
-                    _suggestion(write),
+                    "process, so another replica runs the same read-then-write at once and one update overwrites "
+                    "the other.",
+                    f"The work it guards {read.what} and then {write.what}, and every worker process and replica "
+                    "takes its own copy of the lock. " + _suggestion(write),
                     fix=Fix("shared-lock-snippet", _snippet(write, scope), "display-only"),
                     related=related,
                 )

@@ -66,18 +66,18 @@ def _library_limiters(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
         elif callee in known.MEMORY_STORAGE_CONSTRUCTORS:
             yield rule.finding(
                 call,
-                f"`{dotted(call.func) or callee}()` keeps the rate-limit counters in this process: every replica "
-                "counts its own requests, so N replicas allow N times the limit.",
-                known.LIMITER_INSTEAD,
+                f"`{dotted(call.func) or callee}()` keeps the rate-limit counters in this process, so N replicas "
+                "allow N times the limit.",
+                _OWN_COUNTS + known.LIMITER_INSTEAD,
             )
         elif callee in known.STORAGE_FROM_STRING and call.args:
             uri = _string(call.args[0]) or ""
             if uri.startswith(known.MEMORY_STORAGE_SCHEMES):
                 yield rule.finding(
                     call,
-                    f"`{uri}` keeps the rate-limit counters in this process: every replica counts its own "
-                    "requests, so N replicas allow N times the limit.",
-                    known.LIMITER_INSTEAD,
+                    f"`{uri}` keeps the rate-limit counters in this process, so N replicas allow N times the "
+                    "limit.",
+                    _OWN_COUNTS + known.LIMITER_INSTEAD,
                 )
 
 
@@ -90,9 +90,9 @@ def _limiter_storage(rule: Rule, call: ast.Call, callee: str, facts: ModuleFacts
             return None  # a shared store, or one the deployment chooses
         return rule.finding(
             call,
-            f"This {library} `Limiter` stores its counters at `{uri}`, in this process: every replica counts "
-            "its own requests, so N replicas allow N times each limit.",
-            known.LIMITER_INSTEAD,
+            f"This {library} `Limiter` keeps its counters at `{uri}`, in this process, so N replicas allow N times "
+            "each limit.",
+            _OWN_COUNTS + known.LIMITER_INSTEAD,
             fix=_storage_fix(),
         )
     if _has_double_star(call) or project_mentions(facts, known.LIMITER_STORAGE_SETTINGS):
@@ -100,12 +100,16 @@ def _limiter_storage(rule: Rule, call: ast.Call, callee: str, facts: ModuleFacts
     where = "the project's configuration" if facts.context.cross_file else "this file"
     return rule.finding(
         call,
-        f"This {library} `Limiter` has no `storage_uri` (and {where} sets no `RATELIMIT_STORAGE_URI`), so it "
-        "counts in memory (`memory://`) in each process: every replica and worker keeps its own counts, so N "
-        "replicas allow N times each limit.",
-        known.LIMITER_INSTEAD,
+        f"This {library} `Limiter` has no `storage_uri`, so it counts in each process's memory and N replicas "
+        "allow N times each limit.",
+        f"With no `storage_uri` (and {where} sets no `RATELIMIT_STORAGE_URI`) the limiter counts at `memory://`. "
+        + _OWN_COUNTS + known.LIMITER_INSTEAD,
         fix=_storage_fix(),
     )
+
+
+#: Why per-process counters multiply a limit, before each finding's remedy.
+_OWN_COUNTS = "Every replica (and every worker process) counts only the requests it serves itself. "
 
 
 def _storage_fix():
@@ -152,18 +156,18 @@ def _django_throttles(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
         backend = _string(_dict_value(_dict_value(caches[-1], "default") or ast.Dict([], []), "BACKEND"))
         if backend not in known.PER_PROCESS_CACHE_BACKENDS:
             return
-        why = f"the default cache is `{backend.rsplit('.', 1)[-1]}`, private to each process or host"
+        why = f"`{backend.rsplit('.', 1)[-1]}`, private to each process or host"
     else:
         if any(isinstance(s, ast.ImportFrom) and any(a.name == "*" for a in s.names) for s in facts.tree.body):
             return  # the settings are split over modules this one imports: CACHES may be there
         if facts.context.cross_file and project_mentions(facts, ("CACHES",)):
             return
-        why = "`CACHES` is not set, so Django uses `LocMemCache`, private to each process"
+        why = "`LocMemCache` (`CACHES` is not set), private to each process"
     yield rule.finding(
         throttles,
-        f"Django REST framework throttles count in the default cache, and {why}: every replica and worker "
-        "keeps its own counts, so N replicas allow N times each throttle rate.",
-        known.DJANGO_INSTEAD,
+        f"Django REST framework throttles count in the default cache, {why}, so N replicas allow N times each "
+        "throttle rate.",
+        _OWN_COUNTS + known.DJANGO_INSTEAD,
     )
 
 
@@ -400,10 +404,10 @@ def _handwritten(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
         described = f"a `{cls.name}` kept at module level" if cls is not None else "a module-level container"
         yield rule.finding(
             statement,
-            f"`{name}` ({described}) holds rate-limit state in this process's memory, and `{function.name}()` "
-            "refuses requests with 429 on it: each replica keeps its own counts, so N replicas allow N times "
-            "the limit and a client blocked on one replica is let in by the others.",
-            known.HANDWRITTEN_INSTEAD,
+            f"`{name}` ({described}) holds rate-limit state in process memory and `{function.name}()` refuses with "
+            "429 on it, so N replicas allow N times the limit.",
+            "Each replica keeps its own counts, and a client blocked on one replica is let in by the others. "
+            + known.HANDWRITTEN_INSTEAD,
             related=[Related(where.context.path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1,
                              "the request is refused with 429 here")],
         )

@@ -342,10 +342,9 @@ class LeaseWithoutExpiry(Rule):
             expire = acquire.two_step_expiry
             return self.finding(
                 acquire.call,
-                f"`{spelled}` claims the key and `{short(expire.func)}(…)` on line {expire.lineno} gives it an "
-                f"expiry in a second command: if this replica dies between the two, the key never expires and "
-                f"the work it guards never runs again on any replica.",
-                suggestion,
+                f"`{spelled}` claims the key and `{short(expire.func)}(…)` on line {expire.lineno} sets its expiry "
+                f"separately, so a replica that dies in between leaves a key that never expires.",
+                "Then the work it guards never runs again on any replica. " + suggestion,
                 fix=atomic_set_fix(acquire.call, expire),
             )
         if not acquire.nx:
@@ -353,17 +352,18 @@ class LeaseWithoutExpiry(Rule):
             verb = "`cache.set`" if acquire.handle.kind == known.DJANGO_CACHE else "a plain SET"
             return self.finding(
                 acquire.call,
-                f"`{spelled}` takes a lock with {verb}, without NX{also}: two replicas that check the key at "
-                f"the same moment both set it and both run"
-                + ("" if acquire.expires else "; a holder that dies leaves it held forever") + ".",
-                suggestion,
+                f"`{spelled}` takes a lock with {verb}, without NX{also}, so two replicas that check the key at "
+                f"the same moment both set it and both run.",
+                ("" if acquire.expires else "Without an expiry, a holder that dies leaves the lock held forever. ")
+                + suggestion,
             )
         if not acquire.expires:
             return self.finding(
                 acquire.call,
-                f"`{spelled}` takes a lock with no expiry: if the holder crashes or is killed before releasing "
-                f"it, the key stays forever and no replica runs this work again.",
-                suggestion,
+                f"`{spelled}` takes a lock with no expiry, so a holder that dies before releasing it stops this "
+                f"work on every replica for good.",
+                "A holder that crashes or is killed never releases the key, and nothing else removes it. "
+                + suggestion,
             )
         return None
 
@@ -387,9 +387,9 @@ class LeaseWithoutExpiry(Rule):
     def _no_ttl(self, call: ast.Call, spelled: str, keyword: str) -> Diagnostic:
         return self.finding(
             call,
-            f"`{spelled}` creates a lock without `{keyword}=`: it never expires, so a holder that dies keeps "
-            f"it held and every replica waits or skips the work forever.",
-            f"Use `run_exclusive(key, ttl, work)` (`from onceguard.guards import run_exclusive`), a lease renewed "
+            f"`{spelled}` creates a lock without `{keyword}=`, so a holder that dies keeps it forever and every "
+            f"replica waits or skips the work.",
+            f"Without `{keyword}=` the lock never expires. Use `run_exclusive(key, ttl, work)` (`from onceguard.guards import run_exclusive`), a lease renewed "
             f"while `work(lease)` runs; or pass `{keyword}=` (seconds) a little above the longest run, and renew it "
             f"with `extend()` for long work.",
             fix=lock_ttl_fix(keyword),
@@ -429,14 +429,16 @@ class UnsafeLeaseRelease(Rule):
             reported[place] = release.call
             spelled = f"{short(release.call.func)}({short(release.key, 40)})"
             if checked == "async":
-                hazard = (f"`{spelled}` releases the lock after comparing its value in a separate awaited GET: the "
-                          f"event loop runs other tasks between the two round trips, long enough for the lease to "
-                          f"expire and pass to another replica, and this then deletes that replica's lock.")
+                hazard = (f"`{spelled}` releases the lock after checking its value in a separate awaited GET, so it "
+                          f"can delete the other replica's lock taken in between.")
+                why = ("The event loop runs other tasks between the two round trips, long enough for the lease to "
+                       "expire and pass to another replica. ")
             else:
-                hazard = (f"`{spelled}` releases the lock without checking that this replica still holds it: if "
-                          f"the lease expired and another replica took it, this deletes the other replica's lock "
-                          f"and a third one can start the same work.")
-            yield self.finding(release.call, hazard, _release_suggestion(release.handle))
+                hazard = (f"`{spelled}` releases the lock without checking that this replica still holds it, so "
+                          f"after an expiry it deletes the other replica's lock.")
+                why = ("If the lease expired and another replica took it, this delete frees the lock for a third one "
+                       "to start the same work. ")
+            yield self.finding(release.call, hazard, why + _release_suggestion(release.handle))
 
 
 def _release_suggestion(handle: Handle) -> str:

@@ -119,8 +119,9 @@ class ReadThenClear(Rule):
             yield self.finding(
                 clear.call,
                 f"`{short(clear.call.func)}({short(clear.key, 40)})` clears the key read whole by "
-                f"`{read.command}` on line {read.call.lineno}: whatever another replica added between the two "
-                "commands is deleted without ever being read, so those entries are silently lost.",
+                f"`{read.command}` on line {read.call.lineno}, so entries another replica added in between are lost "
+                "unread.",
+                "Whatever another replica adds between the two commands is deleted without ever being read. "
                 "Make reading and clearing one step: pop what you process (`LPOP key count` / `SPOP` / "
                 "`ZPOPMIN` in a loop), `GETDEL` for a string, `RENAME` the key to a private name and work on that, "
                 "or a stream read by a consumer group (`XREADGROUP` + `XACK`); or queue both commands on "

@@ -128,9 +128,8 @@ class InAppSchemaCreation(Rule):
             related = tuple(related) + tuple(
                 place(facts, other.node, f"also writes schema: {other.what}") for other, _, _ in group[1:])
             what = write.what if write.framework == known.RAW_SQL or write.quoted else f"`{write.what}`"
-            message = (
-                f"{what} writes schema in every replica ({reason}): replicas that boot together race "
-                "the same DDL and fail on duplicate objects or a half-applied schema."
-            )
-            yield self.finding(write.node, message, known.ENTRYPOINT_ADVICE[write.framework], related=related)
+            message = f"{what} writes schema in every replica ({reason}), so booting replicas race the same DDL."
+            suggestion = ("Racing DDL fails on duplicate objects or leaves a half-applied schema. "
+                          + known.ENTRYPOINT_ADVICE[write.framework])
+            yield self.finding(write.node, message, suggestion, related=related)
 

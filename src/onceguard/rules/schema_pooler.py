@@ -178,13 +178,13 @@ class MigrationThroughPooler(Rule):
             if id(origin) in reported:
                 continue
             reported.add(id(origin))
-            message = (
-                f"Migration code connects with {description}: through the pooler, the migration lock and "
-                "the DDL transactions can land on different server connections and the pooler's reset "
-                "drops the lock, so pods run migrations concurrently."
-            )
+            description, note = description if isinstance(description, tuple) else (description, "")
+            message = (f"Migration code connects with {description}, so the pooler can drop the migration lock and "
+                       "pods run migrations concurrently.")
             variable = direct or "POSTGRES_MIGRATE_URL"
             suggestion = (
+                f"{note}Through the pooler, the migration lock and the DDL transactions can land on different "
+                "server connections, and the pooler's reset drops the lock. "
                 f"Connect migrations with the direct URL ({variable}: PostgreSQL's own host and port 5432, "
                 "never PgBouncer), and keep the pooled URL for the app."
             )
@@ -192,7 +192,8 @@ class MigrationThroughPooler(Rule):
 
     @staticmethod
     def _evidence(parts: _DsnParts, call: ast.Call, expr: ast.AST, direct: str,
-                  facts: ModuleFacts) -> Optional[Tuple[ast.AST, str]]:
+                  facts: ModuleFacts) -> Optional[Tuple[ast.AST, object]]:
+        """Where the DSN shows the pooler, and how: a phrase for the message, or (phrase, a note for the help)."""
         if (facts.callee(call) or "") in known.URL_CREATE:
             keyword = next(k for k in call.keywords if k.value is expr)
             for node, text in parts.texts:
@@ -211,7 +212,8 @@ class MigrationThroughPooler(Rule):
         if direct and parts.env and all(name != direct for _, name in parts.env):
             for node, name in parts.env:
                 if _looks_like_db_url_variable(name):
-                    return node, (f"{name} instead of {direct}, the direct URL the project configures "
-                                  f"(so {name} is taken to be the app's pooled URL)")
+                    return node, (f"{name} instead of the direct URL {direct}",
+                                  f"The project configures {direct} as the direct URL, so {name} is taken to be the "
+                                  "app's pooled URL. ")
         return None
 

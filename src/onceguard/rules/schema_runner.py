@@ -125,21 +125,13 @@ class UnlockedMigrationRunner(Rule):
                 if evidence is None:
                     continue
                 related = evidence
-            if apply.per_migration_transactions:
-                detail = ("with transaction_per_migration=True an xact lock ends with the first migration's "
-                          "transaction, ")
-            else:
-                detail = ""
-            runner = ""
-            if related:
-                entry = related[0]
-                where = facts.config.relative(entry.path) if facts.config.root else entry.path
-                runner = f" (every replica runs it, from {where or entry.path}:{entry.line})"
-            message = (
-                f"{apply.what if apply.framework == known.RAW_SQL else '`' + apply.what + '`'} applies migrations without a blocking advisory lock held on its connection for "
-                f"the whole run{runner}: {detail}pods starting together run the same migrations at the same time."
-            )
-            yield self.finding(apply.call, message, self._suggestion(apply), related=related)
+            detail = ("With transaction_per_migration=True an xact lock ends with the first migration's "
+                      "transaction. " if apply.per_migration_transactions else "")
+            what = apply.what if apply.framework == known.RAW_SQL else f"`{apply.what}`"
+            # Who runs it in every replica (the entrypoint) is the first related place.
+            message = (f"{what} applies migrations without a blocking advisory lock held for the whole run, so pods "
+                       "starting together run the same migrations at once.")
+            yield self.finding(apply.call, message, detail + self._suggestion(apply), related=related)
 
     @staticmethod
     def _suggestion(apply: Apply) -> str:

@@ -240,7 +240,7 @@ def _set_based_resets(facts: ModuleFacts) -> Iterator[Tuple[FunctionNode, Reset]
             model = _chain_model(top)
             if model is None or not _picked_by_state(calls):
                 continue
-            yield function, (top, model, f"{verb} every `{model}` row that matches a state filter")
+            yield function, (top, model, f"{verb} every `{model}` row picked by state")
     for item in executed_sql(facts):
         function = enclosing_function(item.call)
         kinds = set(item.sql.statement_types)
@@ -251,7 +251,7 @@ def _set_based_resets(facts: ModuleFacts) -> Iterator[Tuple[FunctionNode, Reset]
             continue
         table = _sql_table(item.text)
         verb = "deletes" if "DeleteStmt" in kinds else "overwrites"
-        yield function, (item.call, table, f"{verb} every row of `{table}` that matches a state filter")
+        yield function, (item.call, table, f"{verb} every row of `{table}` picked by state")
 
 
 def _sql_table(text: str) -> str:
@@ -319,7 +319,7 @@ def _assigning_loop(loop: ast.AST, rows: ast.AST) -> Optional[Reset]:
                 and isinstance(statement.targets[0].value, ast.Name)
                 and statement.targets[0].value.id == variable and _is_constant(statement.value)):
             column = statement.targets[0].attr
-            return statement, model, f"sets `{column}` on every `{model}` row that matches a state filter"
+            return statement, model, f"sets `{column}` on every `{model}` row picked by state"
     return None
 
 
@@ -346,7 +346,7 @@ def _handing_loop(loop: ast.AST, rows: ast.AST, function: FunctionNode, facts: M
     for inner in handed:
         writer = next((t for t, where in resolve(inner, facts, function) if _persists(t, where)), None)
         if writer is not None:
-            return loop, model, (f"hands every `{model}` row that matches a state filter to `{writer.name}()`, "
+            return loop, model, (f"hands every `{model}` row picked by state to `{writer.name}()`, "
                                  f"which writes it")
     return None
 
@@ -403,17 +403,15 @@ class StartupResetsSharedState(Rule):
             answer = runs_function(function, facts, startup_only=True, through_migration_code=False)
             if not answer.every_replica:
                 continue
+            # The way from the entry point is in the related places; the message names the reason.
             reason = answer.reason
-            if answer.calls:
-                first = answer.calls[0]
-                where = (facts.config.relative(first.path) if first.path else "") or first.path
-                reason = f"{reason}, via {where}:{first.line}"
             for node, model, what in resets:
                 yield self.finding(
                     node,
-                    f"start-up code {what}, and every replica runs it ({reason}): a replica that starts or "
-                    f"restarts resets rows that the other running replicas still own.",
-                    "Reset only this replica's own rows (store the owner — pod name, host or a per-boot id — on "
+                    f"every replica's start-up code ({reason}) {what}, so a restarting replica resets rows the "
+                    "others still own.",
+                    "A replica that starts or restarts resets the rows that the other running replicas are still "
+                    "working on. Reset only this replica's own rows (store the owner — pod name, host or a per-boot id — on "
                     "each row and filter by it), or expire rows whose heartbeat or lease is older than a timeout "
                     "instead of resetting them at start-up, or run the recovery once from a single process (a "
                     "release step, a leader-elected job).",

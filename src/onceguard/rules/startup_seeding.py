@@ -407,10 +407,10 @@ class UnguardedStartupSeeding(Rule):
             for node, model, _ in _innermost(found):
                 yield self.finding(
                     node,
-                    f"start-up seeding checks whether `{model}` rows exist and inserts the missing ones, and this "
-                    f"runs in every replica ({reason}): replicas booting together both see nothing and both "
-                    "insert, so one start-up fails on the unique constraint (or retries forever) or the row is duplicated.",
-                    "Make the insert safe to race: `INSERT ... ON CONFLICT DO NOTHING` (or get_or_create backed by a "
+                    f"start-up seeding checks for `{model}` rows and inserts the missing ones in every replica "
+                    f"({reason}), so replicas booting together both insert.",
+                    "Replicas booting together both see nothing and both insert, so one start-up fails on the "
+                    "unique constraint (or retries forever) or the row is duplicated. Make the insert safe to race: `INSERT ... ON CONFLICT DO NOTHING` (or get_or_create backed by a "
                     "unique constraint, handling IntegrityError); or seed once before the servers start (a data "
                     "migration or a release step); or hold a transaction-scoped advisory lock "
                     "(`pg_advisory_xact_lock`) around the check and the insert.",

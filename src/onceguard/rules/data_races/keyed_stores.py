@@ -124,10 +124,10 @@ class KeyedStoreChecks:
             for read, write, changed in keyed_round_trips(function, facts):
                 yield self.finding(
                     changed,
-                    f"The record `{short(read, 40)}` read on line {read.lineno} is changed in Python and stored "
-                    f"again whole by `{short(write, 50)}` on line {write.lineno}: a change another replica (or "
-                    f"request) stores for the same key in between is overwritten.",
-                    "Make the read and the write one step the store serialises: a conditional write that matches a "
+                    f"The record `{short(read, 40)}` read on line {read.lineno} is stored again whole by "
+                    f"`{short(write, 50)}`, so another replica's change to it in between is overwritten.",
+                    f"The record is changed in Python and written back whole on line {write.lineno}, over whatever "
+                    "another replica (or request) stored for the same key since the read. Make the read and the write one step the store serialises: a conditional write that matches a "
                     "version read with the record (and a retry when it no longer matches), a row lock or "
                     "transaction around both, or a store method that changes only the fields given "
                     "(`UPDATE ... SET field = :value`, `jsonb_set`, a document `$set`).",

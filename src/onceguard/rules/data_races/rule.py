@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from ...analysis.facts import FunctionNode, ModuleFacts
+from ...analysis.facts import FunctionNode, ModuleFacts, parent
 from ..fix_plans import orm_update_fix
 from ...knowledge import orm
 from ...model import Diagnostic
@@ -124,11 +124,10 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                     model = loaded.model.rsplit(".", 1)[-1]
                     yield self.finding(
                         node,
-                        f"The `{model}` row is locked on line {lock.lineno} but the locked row is thrown away: "
-                        f"`{short(call, 50)}` works on an instance loaded before the lock, and "
-                        f"`{model}.{method.name}()` changes `self.{change.field}` from that stale value and writes "
-                        f"it back, so each request overwrites what the previous lock holder wrote.",
-                        f"Use the row the lock returns: `locked = {model}.objects.select_for_update().get(pk=...)` "
+                        f"The `{model}` row locked on line {lock.lineno} is thrown away and `{short(call, 50)}` "
+                        f"works on a copy loaded before the lock, so each request overwrites the last one's write.",
+                        f"The method `{model}.{method.name}()` changes `self.{change.field}` from the stale copy and "
+                        f"writes it back. Use the row the lock returns: `locked = {model}.objects.select_for_update().get(pk=...)` "
                         f"then `locked.{method.name}(...)` (or `refresh_from_db()` after taking the lock); better, "
                         f"change the counters in SQL (`F()` expressions, `jsonb_set`).",
                     )
@@ -138,11 +137,10 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
     def _next_numbers(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         for allocation in next_numbers.allocations(facts):
             column = f"`{allocation.column}`" if allocation.column else "value"
-            hazard = (f"The next number is the highest {column} read by `{short(allocation.read, 50)}` plus one, "
-                      f"computed in Python and stored: two replicas (or requests) reading at the same time "
-                      f"allocate the same number, so two rows share it or one insert fails on a unique "
-                      f"constraint.")
-            suggestion = ("Let the database allocate it (a sequence or identity column); or keep a unique "
+            hazard = (f"The next number is the highest {column} read by `{short(allocation.read, 50)}` plus one, so "
+                      "two replicas reading at once allocate the same number.")
+            suggestion = ("Both compute it in Python from the same read, so two rows share the number or one insert "
+                          "fails on a unique constraint. Let the database allocate it (a sequence or identity column); or keep a unique "
                           "constraint on the number and retry the insert on `IntegrityError`; or lock the parent "
                           "row first (`select_for_update()` / `.with_for_update()`) so allocations for it run one "
                           "at a time.")
@@ -196,13 +194,16 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                 column: Optional[str] = None) -> Diagnostic:
         obj, field, op, amount = change.instance, change.field, change.op, change.amount
         origin = f"read by `{short(loaded.call, 50)}`" if loaded is not None else "read when the instance was loaded"
-        what = {"arithmetic": "changed in Python", "merge": "merged in Python from the value read",
+        what = {"arithmetic": "changed in Python", "merge": "merged in Python",
                 "in place": "changed in place in Python"}[change.kind]
-        hazard = (f"`{obj}.{field}` is {origin}, {what} and written back by `{short(write, 40)}` on line "
-                  f"{write.lineno}: two replicas (or requests) doing this at once start from the same value and one "
-                  f"of the updates is lost.")
+        hazard = (f"`{obj}.{field}` is {origin}, {what} and written back on line {write.lineno}, so one of two "
+                  "replicas' updates is lost.")
+        why = (f"Two replicas (or requests) start from the same value, and the later `{short(write, 40)}` "
+               "overwrites the other's change. ")
         django = (loaded.framework == "django") if loaded is not None else write.func.attr in orm.DJANGO_SAVE
-        model = loaded.model.rsplit(".", 1)[-1] if loaded is not None else "Model"
+        # The model as the fix names it: a Django instance whose loader is not in view is its own class.
+        model = loaded.model.rsplit(".", 1)[-1] if loaded is not None else (f"type({obj})" if django else "Model")
+        wait = "await " if isinstance(parent(write), ast.Await) else ""  # an AsyncSession, as the fix writes it
         if change.kind != "arithmetic":
             lock = ("`select_for_update()` inside `transaction.atomic()`" if django
                     else "`.with_for_update()` (or `session.get(..., with_for_update=True)`) in the same transaction")
@@ -214,7 +215,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                           f"(`.filter(pk={obj}.pk, {field}__lt=limit)`) and check the returned count; or load the row "
                           f"with `select_for_update()` inside `transaction.atomic()`.")
         else:
-            suggestion = (f"Let the database do the arithmetic: `session.execute(update({model}).where({model}.id == "
+            suggestion = (f"Let the database do the arithmetic: `{wait}session.execute(update({model}).where({model}.id == "
                           f"{obj}.id).values({field}={model}.{field} {op} {amount}))` and check `rowcount` (put a "
                           f"limit in the `where`); or load the row with `.with_for_update()` and keep it in that "
                           f"transaction.")
@@ -225,7 +226,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
             fix = orm_update_fix(change.statement, obj, field, "django" if django else "sqlalchemy",
                                  loaded.model if loaded is not None else None,
                                  loaded.session if loaded is not None else None, write)
-        return self.finding(change.statement, hazard, suggestion, fix=fix)
+        return self.finding(change.statement, hazard, why + suggestion, fix=fix)
 
     # changes made by a callee: a model method on ``self``, a helper on its parameter ----------------------------
     def _model_methods(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
@@ -253,9 +254,9 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                         yield self.finding(
                             change.statement,
                             f"`{cls.name}.{statement.name}()` changes `self.{change.field}` from the value loaded "
-                            f"with the row; the caller's commit or save writes it back, so two replicas (or requests) "
-                            f"calling it at once start from the same value and one of the updates is lost.",
-                            suggestion,
+                            f"with the row, so one of two replicas' updates is lost.",
+                            "The caller's commit or save writes the changed value back, and two callers start from "
+                            "the same value. " + suggestion,
                         )
                         break
 
@@ -328,10 +329,10 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                 at = _first_arithmetic(flow, read, write, function, facts)
                 yield self.finding(
                     at,
-                    f"`{receiver}.{_GETTER}{name}()` is read, changed in Python and stored again by "
-                    f"`{short(write, 50)}` on line {write.lineno}: two replicas (or requests) doing this at once "
-                    f"read the same value and one of the updates is lost.",
-                    "Change the stored value in one statement (an UPDATE with the arithmetic in SQL and the limit "
+                    f"`{receiver}.{_GETTER}{name}()` is read, changed in Python and stored again on line "
+                    f"{write.lineno}, so one of two replicas' updates is lost.",
+                    f"Two replicas (or requests) read the same value, and the later `{short(write, 50)}` overwrites "
+                    "the other's change. Change the stored value in one statement (an UPDATE with the arithmetic in SQL and the limit "
                     "in its WHERE, checking the rows affected), or read it under a row lock in the same "
                     "transaction.",
                 )

@@ -158,11 +158,11 @@ class SqlChecks:
                 if flow.arithmetic(keyword.value) or _merged(keyword.value, flow.reads_here):
                     yield self.finding(
                         call,
-                        f"`{column}` of `{model}` is read by a SELECT earlier in this function, "
+                        f"`{column}` of `{model}` is read by an earlier SELECT, "
                         f"{'merged' if not flow.arithmetic(keyword.value) else 'changed'} in Python and written "
-                        f"back whole by this UPDATE: two replicas (or requests) doing this at once start from the "
-                        f"same value and one of the changes is lost.",
-                        f"Change the value in the statement (`{model}.{column} + delta`, or a JSON function such "
+                        f"back whole by this UPDATE, so one of two replicas' changes is lost.",
+                        f"Two replicas (or requests) start from the same value and the later UPDATE overwrites the "
+                        f"other's change. Change the value in the statement (`{model}.{column} + delta`, or a JSON function such "
                         f"as `func.jsonb_set` / `{model}.{column}.concat(...)` for one key); or read the row "
                         f"`.with_for_update()` in the same transaction; or add `.where({model}.{column} == old)` "
                         f"and check `rowcount` (compare-and-set).",
@@ -206,9 +206,9 @@ class SqlChecks:
                     return self.finding(
                         update.call,
                         f"`{column}` of `{table}` is read by the SELECT on line {select.call.lineno}, changed in "
-                        f"Python and written back as a parameter of this UPDATE: two replicas doing this at once "
-                        f"read the same value and one of the updates is lost.",
-                        f"Do the arithmetic in the statement: `UPDATE {table} SET {column} = {column} + :delta "
+                        f"Python and written back by this UPDATE, so one of two replicas' updates is lost.",
+                        f"Two replicas read the same value and the later UPDATE, which sends the value computed in "
+                        f"Python as a parameter, overwrites the other's change. Do the arithmetic in the statement: `UPDATE {table} SET {column} = {column} + :delta "
                         f"WHERE … AND {column} + :delta <= :limit` and check the rows affected; or read the row "
                         f"with `SELECT … FOR UPDATE` in the same transaction.",
                     )

@@ -225,9 +225,9 @@ class StoreChecks:
                 yield self.finding(
                     assign,
                     f"`{name}[{short(target.slice, 30)}]` is written back whole from the value read on line "
-                    f"{read.lineno}: `{name}` keeps its entries in Redis, so another replica's change to the same "
-                    f"entry between the read and this write is lost.",
-                    "Keep one Redis key (or hash field) per inner item so each change is a single command "
+                    f"{read.lineno}, so another replica's change to that entry in between is lost.",
+                    f"The mapping `{name}` keeps its entries in Redis, so the read and the write are two round trips "
+                    "another replica can come between. Keep one Redis key (or hash field) per inner item so each change is a single command "
                     "(`HSET`/`HDEL` on `name:key`, a set with `SADD`/`SREM`), or do the change in a Lua script or "
                     "a `WATCH`/`MULTI` transaction.",
                 )
@@ -321,23 +321,25 @@ class StoreChecks:
     def _redis_report(self, write: ast.Call, command: str, read: ast.Call, kind: str,
                       whole: bool = False) -> Diagnostic:
         if whole:
-            hazard = (f"`{short(write, 50)}` writes back whole the value read by `{short(read, 40)}` on line "
-                      f"{read.lineno} after changing it in Python: two replicas (or tasks) doing this at once "
-                      f"start from the same value and one overwrites the other's change.")
+            hazard = (f"`{short(write, 50)}` writes back whole the value read by `{short(read, 40)}` (line "
+                      f"{read.lineno}), so one of two replicas' changes is lost.")
             atomic = ("`cache.incr(entry_key, delta)` per entry (after `cache.add(entry_key, 0)`)"
                       if kind == redis_known.DJANGO_CACHE else "`HINCRBY`/`HSET` on a hash field per entry")
-            suggestion = (f"Keep each entry under its own key or hash field and change it with one atomic command "
+            suggestion = (f"Two replicas (or tasks) change the same value read in Python, and the later write "
+                          f"overwrites the other's change. "
+                          f"Keep each entry under its own key or hash field and change it with one atomic command "
                           f"({atomic}); or make the read and the write one transaction (`WATCH`/`MULTI`, a Lua "
                           f"script, or a lock held around both).")
             return self.finding(write, hazard, suggestion)
-        hazard = (f"`{short(write, 50)}` writes a value computed from `{short(read, 40)}` on line {read.lineno}: "
-                  f"two replicas doing this at once read the same value and one of the updates is lost.")
+        hazard = (f"`{short(write, 50)}` writes a value computed from `{short(read, 40)}` (line {read.lineno}), so "
+                  "one of two replicas' updates is lost.")
+        why = "Two replicas read the same value, and the later write overwrites the other's update. "
         if kind == redis_known.DJANGO_CACHE:
-            suggestion = ("Use the cache's atomic counter: `cache.add(key, 0, timeout)` once, then "
+            suggestion = (why + "Use the cache's atomic counter: `cache.add(key, 0, timeout)` once, then "
                           "`cache.incr(key, delta)` (atomic on django-redis and Memcached).")
         else:
             atomic = redis_known.ATOMIC_COUNTER.get(command, "INCRBY")
-            suggestion = (f"Use {atomic}, which changes the value inside Redis in one command; when the key needs "
+            suggestion = (f"{why}Use {atomic}, which changes the value inside Redis in one command; when the key needs "
                           f"a TTL, send EXPIRE with it in a `MULTI` pipeline (or set it only when INCR returned "
                           f"the first value).")
         return self.finding(write, hazard, suggestion)

@@ -75,9 +75,10 @@ class UnclaimedRowPickup(Rule):
             write, read = found.write.call, found.read.call
             yield self.finding(
                 write,
-                f"`{short(write, 50)}` sets the marker `{short(read, 40)}` tested on line {read.lineno}, around "
-                f"`{short(found.effect, 40)}`: two replicas (or overlapping runs) both see no marker, both do the "
-                f"work and both set it.",
+                f"`{short(write, 50)}` sets the marker tested on line {read.lineno} around "
+                f"`{short(found.effect, 40)}`, so two replicas both see no marker and both do the work.",
+                f"Testing the marker (`{short(read, 40)}`) and setting it are two steps with the work between, so "
+                "two replicas (or overlapping runs) both pass the test, both do the work and both set it. "
                 "Claim the marker atomically before the work and act only when the claim succeeded: "
                 "`if cache.add(key, True, timeout):` (Django cache), `if r.set(key, token, nx=True, ex=ttl):` "
                 "(redis-py); on failure of the work, delete the marker so a retry can claim it.",
@@ -100,10 +101,10 @@ class UnclaimedRowPickup(Rule):
                     continue
                 yield self.finding(
                     call,
-                    f"`{short(call, 50)}` consumes the matched single-use entry and success is returned without "
-                    f"reading how many rows it deleted: two requests presenting the same code at once (on two "
-                    f"replicas) both match it, both delete, and both succeed.",
-                    "Make the delete the check: run it as one conditional statement and succeed only when it "
+                    f"`{short(call, 50)}` consumes a single-use entry without checking that it deleted a row, so "
+                    f"two requests with the same code (on two replicas) both succeed.",
+                    "Success is returned without reading how many rows the delete removed: both requests match the "
+                    "entry, both delete it, and both succeed. Make the delete the check: run it as one conditional statement and succeed only when it "
                     "removed a row (`DELETE ... WHERE id = :id` with `rowcount == 1`, Django "
                     "`filter(pk=...).delete()[0] == 1`), or lock the row (`SELECT ... FOR UPDATE`) before comparing.",
                 )
@@ -158,20 +159,23 @@ class UnclaimedRowPickup(Rule):
         field = f"{read.path}.{read.field}" if isinstance(read.node, ast.Attribute) else short(read.node, 50)
         if source is not None:
             where = source.value if isinstance(source, ast.Assign) else source
-            hazard = (f"The rows selected here are each tested on `{field}` (line {read.node.lineno}), acted on "
-                      f"(`{short(effect, 40)}`, line {effect.lineno}) and marked on line {write.node.lineno}, with no "
-                      f"claim: two replicas running this select the same rows, both pass the test and both act.")
+            hazard = (f"The rows selected here are tested on `{field}` and acted on (`{short(effect, 40)}`) with no "
+                      "claim, so two replicas both act on the same rows.")
+            why = (f"Each row is tested on line {read.node.lineno}, acted on at line {effect.lineno} and marked on "
+                   f"line {write.node.lineno}: two replicas running this both pass the test before either marks it.")
         elif acts_after:
             where = write.node
             hazard = (f"`{field}` is tested on line {read.node.lineno} and this write moves the row on without a "
-                      f"condition, then `{short(effect, 40)}` (line {effect.lineno}) does the work: two replicas (or "
-                      f"a retried job) both read the old state, both write the new one and both do the work.")
+                      "condition, so two replicas both pass the test and both do the work.")
+            why = (f"Two replicas (or a retried job) both read the old state and both write the new one, then "
+                   f"`{short(effect, 40)}` (line {effect.lineno}) does the work in each.")
         else:
             where = read.node
-            hazard = (f"`{field}` is tested here, `{short(effect, 40)}` (line {effect.lineno}) acts, and only then "
-                      f"line {write.node.lineno} records it: two replicas both pass this test before either "
-                      f"records, and both act.")
-        suggestion = (f"Claim the transition before acting: a conditional update that moves `{read.field}` from the "
+            hazard = (f"`{field}` is tested here and recorded only on line {write.node.lineno}, after "
+                      f"`{short(effect, 40)}` acts, so two replicas both pass the test and both act.")
+            why = (f"The work (line {effect.lineno}) runs between the test and the record, so two replicas both "
+                   "pass this test before either records.")
+        suggestion = (f"{why} Claim the transition before acting: a conditional update that moves `{read.field}` from the "
                       f"old value to the new one and acts only when it changed one row (Django "
                       f"`filter(pk=..., {read.field}=<old>).update({read.field}=<new>) == 1`, SQL `UPDATE ... WHERE "
                       f"id = ... AND {read.field} = <old>` with the row count read), or read the row with "
@@ -236,17 +240,18 @@ class UnclaimedRowPickup(Rule):
 
     def _report(self, pickup: Pickup, write: ast.AST) -> Diagnostic:
         model = pickup.model.rsplit(".", 1)[-1]
-        hazard = (f"`{short(pickup.node, 60)}` picks {model} rows by `{pickup.column}` and `{short(write, 40)}` on "
-                  f"line {write.lineno} updates them without claiming them: two replicas running this select the same "
-                  f"rows and both process them.")
+        hazard = (f"`{short(pickup.node, 60)}` picks {model} rows by `{pickup.column}` without claiming them, so two "
+                  "replicas both process the same rows.")
+        why = (f"The rows are updated only afterwards (`{short(write, 40)}`, line {write.lineno}), and nothing stops "
+               "another replica picking them first. ")
         field = pickup.column.split("__")[0]
         if pickup.framework == "django":
-            suggestion = (f"Claim the rows: inside `transaction.atomic()` select them with "
+            suggestion = (f"{why}Claim the rows: inside `transaction.atomic()` select them with "
                           f"`{model}.objects.select_for_update(skip_locked=True).filter(...)`, or move each row with a "
                           f"conditional update `{model}.objects.filter(pk=row.pk, {field}=<pending>).update({field}="
                           f"<running>)` and process it only when that returns 1.")
         else:
-            suggestion = (f"Claim the rows: select them with `.with_for_update(skip_locked=True)` in the transaction "
+            suggestion = (f"{why}Claim the rows: select them with `.with_for_update(skip_locked=True)` in the transaction "
                           f"that updates them, or move each row with `session.execute(update({model}).where("
                           f"{model}.id == row.id, {model}.{field} == <pending>).values({field}=<running>))` and "
                           f"process it only when `rowcount == 1`.")
@@ -273,10 +278,10 @@ class UnclaimedRowPickup(Rule):
                 write = writes[0]
                 yield self.finding(
                     select.call,
-                    f"The SELECT here picks `{table}` rows by `{column}` and the statement on line {write.call.lineno} "
-                    f"updates them without claiming them: two replicas running this select the same rows and both "
-                    f"process them.",
-                    f"Claim the rows: add `FOR UPDATE SKIP LOCKED` to this SELECT and update them in the same "
+                    f"The SELECT here picks `{table}` rows by `{column}` without claiming them, so two replicas "
+                    f"both process the same rows.",
+                    f"The statement on line {write.call.lineno} updates them only afterwards, and nothing stops "
+                    f"another replica picking them first. Claim the rows: add `FOR UPDATE SKIP LOCKED` to this SELECT and update them in the same "
                     f"transaction, or claim with one statement (`UPDATE {table} SET {column} = 'running' WHERE id IN "
                     f"(SELECT id FROM {table} WHERE {column} = 'pending' LIMIT 10 FOR UPDATE SKIP LOCKED) RETURNING "
                     f"id`), or move each row with `UPDATE {table} SET … WHERE id = :id AND {column} = 'pending'` and "

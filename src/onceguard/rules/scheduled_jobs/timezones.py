@@ -109,8 +109,6 @@ class _Timezones:
             return None
         if scheduled.family == known.APS3 and not trigger_object and self._scheduler_zone(scheduled) is not False:
             return None
-        if trigger_object and scheduled.family == known.APS3 and self._scheduler_zone(scheduled) is True:
-            description += " (the scheduler's timezone does not apply to a trigger object)"
         return description
 
     def _scheduler_zone(self, scheduled: Scheduled) -> Optional[bool]:
@@ -170,6 +168,7 @@ class _Timezones:
         return None
 
 
+_LOCAL_ZONE = "The local zone differs between machines and shifts with daylight saving."
 _TZ_SUGGESTIONS = {
     known.APS3: "Pass `timezone=` to the trigger (e.g. `timezone=\"UTC\"` or your business zone) or create the "
                 "scheduler with `{ctor}(timezone=...)`.",
@@ -211,11 +210,12 @@ class ImplicitScheduleTimezone(Rule):
             ctor = "BackgroundScheduler"
             if scheduled.ctor is not None:
                 ctor = (dotted(scheduled.ctor.func) or ctor).rsplit(".", 1)[-1]
-            message = (f"`{name}` is scheduled with {scheduled.family} {description} and no timezone: it fires by "
-                       "the host's local zone, which differs between machines and shifts with daylight saving.")
+            message = (f"`{name}` is scheduled with {scheduled.family} {description} and no timezone, so it fires by "
+                       "each host's local zone, which replicas need not share.")
             key = scheduled.family
             trigger = scheduled.trigger
             origin = zones.bindings.origin(trigger) if isinstance(trigger, ast.Name) else trigger
             if key == known.APS3 and isinstance(origin, ast.Call):
                 key = "aps3-object"
-            yield self.finding(scheduled.registration, message, _TZ_SUGGESTIONS[key].format(ctor=ctor))
+            yield self.finding(scheduled.registration, message,
+                               _LOCAL_ZONE + " " + _TZ_SUGGESTIONS[key].format(ctor=ctor))

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional, Sequence
 
 from ...project.through_helpers import through_helpers
-from ...project.claims import HELPER_GUARD, HELPER_RESULT, SET_NX, Bindings, ClaimAnalyzer, Lead, own_module_name
+from ...project.claims import HELPER_GUARD, HELPER_RESULT, SET_NX, Bindings, ClaimAnalyzer, Lead
 from ...analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
-from ..fix_plans import offer_claim, trigger_period
+from ..fix_plans import JobClaim, job_claim, offer_claim
 from ...knowledge import schedulers as known
 from ...model import Diagnostic, Related
 from ...analysis.names import dotted
@@ -22,20 +22,21 @@ from .discovery import Scheduled, _resolver, scheduled_in
 # ------------------------------------------------------------------------------------------------
 # OG201
 # ------------------------------------------------------------------------------------------------
+#: Why a family's jobs run in every replica: the first sentence of OG201's help.
 _FAMILY_NOTES = {
-    known.HUEY: "every huey consumer started without -n runs the periodic scheduler",
-    known.APS3: "APScheduler 3 has no coordination between processes",
-    known.APS4: "without a shared data store each APScheduler 4 scheduler keeps its own schedules",
-    known.FLASK_APS: "Flask-APScheduler starts a scheduler in every process that calls start()",
-    known.SCHEDULE: "the schedule library runs in-process",
-    known.ARQ: "cron(..., unique=False) lets every arq worker enqueue its own run",
-    known.REPEAT_EVERY: "repeat_every starts one loop per process",
-    known.AIOCRON: "aiocron runs on each process's event loop",
-    known.ROCKETRY: "Rocketry runs in-process",
-    known.TIMER: "the timer re-arms itself in each process",
-    known.CELERY_BEAT: "beat is run per replica here (single-scheduler = false)",
-    known.RQ_SCHEDULER: "rq-scheduler is run per replica here (single-scheduler = false)",
-    known.DJANGO_CELERY_BEAT: "beat is run per replica here (single-scheduler = false)",
+    known.HUEY: "Every huey consumer started without -n runs the periodic scheduler.",
+    known.APS3: "APScheduler 3 has no coordination between processes.",
+    known.APS4: "Without a shared data store each APScheduler 4 scheduler keeps its own schedules.",
+    known.FLASK_APS: "Flask-APScheduler starts a scheduler in every process that calls start().",
+    known.SCHEDULE: "The schedule library runs in-process.",
+    known.ARQ: "With cron(..., unique=False) every arq worker enqueues its own run.",
+    known.REPEAT_EVERY: "Each process that starts the app runs its own repeat_every loop.",
+    known.AIOCRON: "Each process runs aiocron's schedules on its own event loop.",
+    known.ROCKETRY: "Rocketry runs in-process.",
+    known.TIMER: "The timer re-arms itself in each process.",
+    known.CELERY_BEAT: "Beat is run per replica here (single-scheduler = false).",
+    known.RQ_SCHEDULER: "Each replica runs its own rq-scheduler here (single-scheduler = false).",
+    known.DJANGO_CELERY_BEAT: "Beat is run per replica here (single-scheduler = false).",
 }
 
 _FAMILY_ALTERNATIVES = {
@@ -81,56 +82,43 @@ def _iterates_rows(loop: ast.AST, facts: ModuleFacts) -> bool:
                for n in ast.walk(source))
 
 
-def _guard_call(guard: str, scheduled: Scheduled, name: str, facts: Optional[ModuleFacts], when: str) -> str:
-    """``claim_period("app.jobs.digest", 3600)`` as the fix would write it: the module-qualified key, the
-    period the trigger shows (seconds) or a placeholder, and the asyncio twin for a coroutine job."""
-    target = scheduled.target
-    function = target.function
-    where = target.facts or facts
-    module = own_module_name(where) if where is not None else ""
-    short = function.name if function is not None else name.rsplit(".", 1)[-1]
-    key = f"{module}.{short}" if module else short
-    apscheduler = scheduled.family in (known.APS3, known.APS4, known.FLASK_APS)
-    period = trigger_period(scheduled.trigger, scheduled.call, apscheduler) if when == "period" else None
-    argument = str(period) if period else when
-    if isinstance(function, ast.AsyncFunctionDef):
-        guard = "await a" + guard
-    return f"{guard}(\"{key}\", {argument}"
+def _why(scheduled: Scheduled) -> str:
+    """Why the job runs in every replica, as the help's first sentence: what the scheduler does per process."""
+    family = scheduled.family
+    if family in (known.ASYNCIO_TICKER, known.THREAD_TICKER):
+        started = f"`{scheduled.how}`, start-up: {scheduled.detail}" if scheduled.detail else f"`{scheduled.how}`"
+        return f"Every replica starts this {family} ({started})."
+    if family in known.BEAT_FAMILIES and scheduled.detail:
+        return f"Beat runs inside every Celery worker ({scheduled.detail})."
+    return _FAMILY_NOTES.get(family, "")
 
 
-def _suggestion(scheduled: Scheduled, name: str, facts: Optional[ModuleFacts] = None) -> str:
+def _suggestion(scheduled: Scheduled, claim: JobClaim) -> str:
+    """The why, then the claim OG201's fix writes (the same call, period and zone), then what else works."""
     situation = _situation(scheduled)
-    job = f"the {scheduled.family} job `{name}`"
+    call = claim.call()
+    imported = f"(`from onceguard.guards import {'aclaim_period' if claim.asynchronous else 'claim_period'}`)"
+    begin = f"Begin the job with `{claim.statement()}` {imported}"
     if scheduled.family in (known.ASYNCIO_TICKER, known.THREAD_TICKER):
-        job = f"each iteration of the {scheduled.family} `{name}`"
+        begin = f"Begin each iteration of its loop with `if not {call}: continue` {imported}"  # a return ends it
     elif scheduled.family == known.TIMER:
-        job = f"each run of the {known.TIMER} loop `{name}`"
-    asynchronous = isinstance(scheduled.target.function, ast.AsyncFunctionDef)
-    claim = _guard_call("claim_period", scheduled, name, facts, "period") + ")"
-    imported = f"`from onceguard.guards import {'aclaim_period' if asynchronous else 'claim_period'}`"
-    begin = f"Begin {job} with `if not {claim}: return`"
-    if scheduled.family in (known.ASYNCIO_TICKER, known.THREAD_TICKER):
-        begin = f"Begin {job} with `if not {claim}: continue`"  # a return would end the ticker's loop
-    elif scheduled.family == known.TIMER:
-        begin = f"Guard the work of {job} (not its re-arming) with `if {claim}:`"
+        begin = f"Guard the work of each run (not its re-arming) with `if {call}:` {imported}"
     if situation == "rows":
-        text = (f"{begin} ({imported}), and claim its rows atomically: "
+        text = (f"{begin}, and claim its rows atomically: "
                 "`select_for_update(skip_locked=True)` / `with_for_update(skip_locked=True)` or "
                 "`UPDATE ... WHERE id = :id AND status = 'pending'`, acting only on the rows you changed.")
     elif situation == "long":
-        exclusive = _guard_call("run_exclusive", scheduled, name, facts, "ttl") + ", work)"
-        text = (f"Run {job} under an exclusive lease: `{exclusive}` "
-                f"(`from onceguard.guards import {'arun_exclusive' if asynchronous else 'run_exclusive'}`): "
-                "`work(lease)` runs while an owner-token lease is renewed every ttl/3 and is stopped when it "
-                "is lost.")
+        guard = "arun_exclusive" if claim.asynchronous else "run_exclusive"
+        text = (f"{begin}; for a run that may outlast its period, hold an exclusive lease instead: "
+                f"`{claim.exclusive_call()}` (`from onceguard.guards import {guard}`) runs `work(lease)` while an "
+                "owner-token lease is renewed every ttl/3 and stops it when the lease is lost.")
     elif situation == "period":
-        once = _guard_call("run_once", scheduled, name, facts, "period") + ", work)"
-        text = (f"{begin} ({imported}): the claim holds for the whole period, so "
-                f"a late or restarted replica cannot repeat it; to let a failed run be retried, use "
-                f"`{once}` instead.")
+        text = (f"{begin}: the claim holds for the whole period, so a late or restarted replica cannot repeat "
+                f"it; to let a failed run be retried, use `{claim.call('run_once', work=True)}` instead.")
     else:
-        text = (f"{begin} ({imported}): the first replica to ask in a "
-                "period runs it, every other one skips.")
+        text = f"{begin}: the first replica to ask in a period runs it, every other one skips."
+    why = _why(scheduled)
+    text = f"{why} {text}" if why else text
     if scheduled.family in known.BEAT_FAMILIES and scheduled.detail:
         return text + " Or start the workers without -B/--beat and run exactly one beat process."
     return text + _FAMILY_ALTERNATIVES.get(scheduled.family, "")
@@ -139,18 +127,13 @@ def _suggestion(scheduled: Scheduled, name: str, facts: Optional[ModuleFacts] = 
 def _message(scheduled: Scheduled, name: str) -> str:
     family = scheduled.family
     if family in (known.ASYNCIO_TICKER, known.THREAD_TICKER):
-        where = f"`{scheduled.how}` (start-up: {scheduled.detail})" if scheduled.detail else f"`{scheduled.how}`"
         kind = "an asyncio ticker" if family == known.ASYNCIO_TICKER else "a thread ticker"
-        return (f"`{name}` is {kind} started with {where} and its loop does not begin with a claim: "
-                "every replica runs each iteration's work, and again after each restart.")
+        return f"`{name}` is {kind} whose loop does not begin with a claim, so every replica runs each iteration's work."
     if family == known.TIMER:
-        return (f"`{name}` re-arms itself with `{scheduled.how}` and does not begin with a claim: every process "
-                "that starts it runs it at every interval, and again after each restart.")
-    note = _FAMILY_NOTES.get(family, "")
-    if family in known.BEAT_FAMILIES and scheduled.detail:
-        note = f"beat runs inside every Celery worker ({scheduled.detail})"
-    return (f"`{name}` is scheduled with {family} (`{scheduled.how}`) and does not begin with a claim: "
-            f"{note + ', so ' if note else ''}every replica runs it on every tick, and again after each restart.")
+        return (f"`{name}` re-arms itself with `{scheduled.how}` and does not begin with a claim, so every process "
+                "that starts it runs it at every interval.")
+    return (f"`{name}` is scheduled with {family} (`{scheduled.how}`) and does not begin with a claim, so every "
+            "replica runs it on every tick.")
 
 
 @dataclass
@@ -164,18 +147,15 @@ class _Verdict:
     effect: Optional[Evidence] = None
 
 
-def _effect_note(verdict: _Verdict, facts: ModuleFacts) -> str:
-    """Which call makes the job more than per-process work, so a reader can judge the finding."""
+def _effect_place(verdict: _Verdict) -> List[Related]:
+    """The call that makes the job more than per-process work, so a reader can judge the finding."""
     if verdict.effect is None:
-        return ""
+        return []
     call, where = verdict.effect.call, verdict.effect.path
     shown = dotted(call.func) if isinstance(call, ast.Call) else ""
-    shown = f"`{shown}(...)`" if shown else "a call"
-    here = facts.context  # the file the finding is reported in
-    place = f"line {call.lineno}" if where in (here.rel_path, here.path) else f"{where}:{call.lineno}"
-    if verdict.effect.plain:
-        return f" It acts outside the process: {shown} at {place}."
-    return f" Its work is not known to stay inside the process: {shown} at {place}."
+    shown = f"`{shown}(...)`" if shown else "this call"
+    what = "acts outside the process" if verdict.effect.plain else "is not known to stay inside the process"
+    return [Related(where, call.lineno, call.col_offset + 1, f"{shown} {what}")]
 
 
 def _noqa_at_def(function: FunctionNode, facts: ModuleFacts, code: str) -> bool:
@@ -276,17 +256,17 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
     return facts.cached("scheduled-jobs:verdicts", build)
 
 
-def _report(rule: Rule, verdict: _Verdict, message: str, suggestion: str) -> Diagnostic:
+def _report(rule: Rule, verdict: _Verdict, message: str, suggestion: str,
+            evidence: Sequence[Related] = ()) -> Diagnostic:
     scheduled, function = verdict.scheduled, verdict.function
     target = scheduled.target
     if target.foreign:
-        where = target.facts.context.rel_path or target.facts.context.path
-        message = message.replace(f"`{verdict.name}` is", f"`{verdict.name}` (defined in {where}:{function.lineno}) is", 1)
         # Reported at the registration; the verdict is the definition's, in the other file.
         defined = Related(target.facts.context.path, function.lineno, function.col_offset + 1,
                           f"`{function.name}` is defined here, without a claim")
-        return rule.finding(scheduled.registration, message, suggestion, related=[*scheduled.related, defined])
-    return rule.at_def(function, message, suggestion, related=scheduled.related)
+        return rule.finding(scheduled.registration, message, suggestion,
+                            related=[*scheduled.related, defined, *evidence])
+    return rule.at_def(function, message, suggestion, related=[*scheduled.related, *evidence])
 
 
 @register
@@ -314,8 +294,9 @@ class UnguardedScheduledJob(Rule):
         for verdict in _verdicts(facts):
             if verdict.kind != "job":
                 continue
-            message = _message(verdict.scheduled, verdict.name) + _effect_note(verdict, facts)
-            yield offer_claim(_report(self, verdict, message, _suggestion(verdict.scheduled, verdict.name, facts)),
+            claim = job_claim(verdict.scheduled, verdict.function, verdict.name, facts)
+            yield offer_claim(_report(self, verdict, _message(verdict.scheduled, verdict.name),
+                                      _suggestion(verdict.scheduled, claim), _effect_place(verdict)),
                               verdict, facts)
 
 
@@ -343,12 +324,11 @@ class UnguardedIdempotentSweep(Rule):
             if verdict.evidence is not None:
                 statement = f" (`{dotted(verdict.evidence.func) or 'execute'}(...)`, line {verdict.evidence.lineno})"
             message = (f"`{verdict.name}` is scheduled with {verdict.scheduled.family} (`{verdict.scheduled.how}`) "
-                       f"and runs only idempotent set-based statements{statement} with no claim: every replica "
-                       "repeats the same sweep on every tick, which costs duplicate work and lock contention but "
-                       "gives the same result.")
-            claim = _guard_call("claim_period", verdict.scheduled, verdict.name, facts, "period") + ")"
-            asynchronous = isinstance(verdict.scheduled.target.function, ast.AsyncFunctionDef)
-            suggestion = (f"If the duplicate load matters, begin `{verdict.name}` with `if not {claim}: return` "
-                          f"(`from onceguard.guards import {'aclaim_period' if asynchronous else 'claim_period'}`), "
-                          "or keep it per-replica and leave this rule off.")
+                       "without a claim, so every replica repeats its idempotent sweep on every tick.")
+            claim = job_claim(verdict.scheduled, verdict.function, verdict.name, facts)
+            suggestion = (f"It runs only idempotent set-based statements{statement}, so the duplicates cost work "
+                          f"and lock contention but give the same result. If that load matters, begin the job with "
+                          f"`{claim.statement()}` (`from onceguard.guards import "
+                          f"{'aclaim_period' if claim.asynchronous else 'claim_period'}`), or keep it per-replica "
+                          "and leave this rule off.")
             yield _report(self, verdict, message, suggestion)
