@@ -117,18 +117,21 @@ _MAX_NAME_HOPS = 4
 
 
 def _names_on_the_way(node: ast.AST, facts: ModuleFacts) -> Set[str]:
-    """The file stems and function names a command line could name to reach ``node``: its own module and
-    enclosing functions, and those of its callers in the project, a few calls back."""
+    """The names a command line could use to reach ``node``: the file stems of its module and of its
+    callers in the project (a few calls back), and the click/typer commands on the way (a plain function's
+    name, ``main``, is no command a deployment file names)."""
     names: Set[str] = set()
     pending = [(node, facts, 0)]
     seen: Set[int] = set()
     while pending:
         current, where, hops = pending.pop()
         names.add(os.path.splitext(where.context.filename)[0])
+        reach = Reach.of_module(where)
         function = enclosing_function(current)
         outermost = None
         while function is not None:
-            names.add(function.name)
+            if reach.is_command(function):
+                names.add(function.name)
             outermost = function
             function = enclosing_function(function)
         if outermost is None or hops >= _MAX_NAME_HOPS or id(outermost) in seen:
