@@ -25,6 +25,14 @@ PURE_CALLS: FrozenSet[str] = frozenset({
     "os.getenv", "os.environ.get", "datetime.timedelta.total_seconds", "time.time_ns", "logging.getLogger",
     # Building a statement runs nothing: its execution is judged by the SQL it carries.
     "sqlalchemy.text", "sqlalchemy.sql.text", "sqlalchemy.sql.expression.text",
+    # Loader options and expression builders (SQLAlchemy): parts of a statement, judged with the statement.
+    "sqlalchemy.orm.joinedload", "sqlalchemy.orm.selectinload", "sqlalchemy.orm.subqueryload",
+    "sqlalchemy.orm.contains_eager", "sqlalchemy.orm.lazyload", "sqlalchemy.orm.noload",
+    "sqlalchemy.orm.raiseload", "sqlalchemy.orm.load_only", "sqlalchemy.orm.defer", "sqlalchemy.orm.undefer",
+    "sqlalchemy.orm.aliased", "sqlalchemy.orm.with_polymorphic", "sqlalchemy.and_", "sqlalchemy.or_",
+    "sqlalchemy.not_", "sqlalchemy.sql.and_", "sqlalchemy.sql.or_", "sqlalchemy.sql.not_",
+    "sqlalchemy.sql.expression.and_", "sqlalchemy.sql.expression.or_", "sqlalchemy.sql.expression.not_",
+    "sqlalchemy.func.now", "sqlalchemy.func.count", "sqlalchemy.literal", "sqlalchemy.column",
     # Query expressions (Django ``F``/``Q``): parts of a statement, judged with the statement.
     "django.db.models.F", "django.db.models.Q", "django.db.models.expressions.F", "django.db.models.Value",
     "django.db.models.query_utils.Q",
@@ -72,6 +80,8 @@ READ_METHODS: FrozenSet[str] = frozenset({
     "group_by", "fetch", "fetchrow", "fetchval", "fetchall", "fetchone", "fetchmany", "scalars", "scalar",
     "scalar_one", "scalar_one_or_none", "all", "first", "one", "one_or_none", "exists", "aggregate",
     "values_list", "iterator", "in_bulk", "latest", "earliest",
+    # SQLAlchemy result shapers: the rows are already read
+    "unique", "mappings", "tuples", "partitions", "columns",
 })
 
 #: Building a query sends nothing: what the query then does (delete, update, iterate) is the effect.
