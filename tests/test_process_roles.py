@@ -196,3 +196,4 @@ def test_the_settings_a_condition_needs(tmp_path, test, positive, keys):
     facts = ModuleFacts(tree, FileContext(str(tmp_path / "m.py"), Config(root=str(tmp_path)), False),
                         source.splitlines())
     assert _necessary_keys(tree.body[-1].value, positive, facts) == keys
+
