@@ -58,7 +58,7 @@ def test_flake8_reports_exactly_the_annotated_findings(flake8):
 def test_annotations_name_known_codes(path):
     from onceguard.rules.registry import all_codes
 
-    for match in re.finditer(r"#\s*expect(?:-cli)?:\s*([^\n]+)", path.read_text(encoding="utf-8")):
+    for match in re.finditer(r"#\s*expect(?:-cli|-file)?:\s*([^\n]+)", path.read_text(encoding="utf-8")):
         for code in re.findall(r"OG\d{3}", match.group(1)):
             assert code in all_codes(), f"{path}: unknown code {code}"
 

@@ -180,3 +180,52 @@ def test_a_job_defined_in_a_312_module_is_followed_from_the_cli(tmp_path):
     lines = {(row.get("line") or row.get("location", {}).get("row"), row["code"]) for row in rows}
     assert (PY312_HAZARD_LINE, "OG101") in lines, rows
     assert not any(row["code"] == "OG000" for row in rows)
+
+
+# A code generator's input named ``.py``: Jinja statement tags and expressions around Python text.  The trigger
+# word (an advisory lock) is there so that the prefilter hands it to the parser.
+JINJA_MODULE = textwrap.dedent(
+    '''\
+    import asyncpg
+
+    {% for job in jobs %}
+    async def {{ job.name }}(pool):
+        await pool.execute("SELECT pg_advisory_lock({{ job.key }})")
+    {% endfor %}
+    '''
+)
+# An expression tag where the parse fails, in a file whose statement tags sit inside parentheses.
+JINJA_SIGNATURE = textwrap.dedent(
+    '''\
+    import asyncpg
+
+
+    async def fetch(pool,
+    {% if paged %}
+        page: int,
+    {% endif %}
+    ) -> {{ result | annotation }}:
+        await pool.execute("SELECT pg_advisory_lock(1)")
+    '''
+)
+
+
+@pytest.mark.parametrize("source", [JINJA_MODULE, JINJA_SIGNATURE, "import asyncpg\n{# pg_advisory_lock #}\nfrom app.{{ v }} import jobs\n"],
+                         ids=["statement-tag", "expression-tag", "comment-tag"])
+def test_a_template_named_py_is_not_reported_as_unreadable_python(source, tmp_path):
+    found = check_source(source.encode(), str(tmp_path / "client.py"), Config())
+    assert found == [], found
+
+
+@pytest.mark.parametrize("source", [
+    # the markup is inside a string or a comment of Python that is broken elsewhere on the line
+    'import asyncpg\nrender("{% if x %}pg_advisory_lock", (\n',
+    "import asyncpg\nquery = (  # {% raw %} pg_advisory_lock\n",
+    # ``{{ x }}`` is a Python expression: alone (no statement tag anywhere) it does not make a template
+    "import asyncpg\nlock = pg_advisory_lock({{ key }} +)\n",
+    # a template kept in a triple-quoted string, and a real mistake right after it
+    'import asyncpg\nPAGE = """\n{% for row in rows %}\n{{ row | e }}\n{% endfor %}\n"""\ndef lock(:\n    pg_advisory_lock\n',
+], ids=["tag-in-string", "tag-in-comment", "expression-only", "template-in-a-string"])
+def test_broken_python_near_template_lookalikes_is_still_reported(source, tmp_path):
+    found = check_source(source.encode(), str(tmp_path / "broken.py"), Config())
+    assert [d.code for d in found] == ["OG000"], found

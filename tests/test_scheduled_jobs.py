@@ -688,3 +688,21 @@ def test_claim_analyzer_reports_first_work(tmp_path):
     facts = ModuleFacts(ast.parse(source), FileContext(str(tmp_path / "m.py"), from_mapping({})), [])
     lead = ClaimAnalyzer.of_module(facts).lead(facts.functions[0])
     assert not lead.claimed and lead.first_work.lineno == 4
+
+
+# -- what a ticker's reads do (effects): files opened for reading -----------------------------------------
+@pytest.mark.parametrize("call, reads", [
+    ("open(path)", True),
+    ("open(path, 'rb')", True),
+    ("open(path, mode='r', encoding='utf-8')", True),
+    ("open(path, 'a')", False),
+    ("open(path, 'r+')", False),
+    ("open(path, 'wb')", False),
+    ("open(path, mode)", False),  # a mode the code does not fix
+    ("open(path, **options)", False),
+])
+def test_a_file_opened_for_reading_only_is_no_effect(call, reads):
+    from onceguard.project.summaries import _reads_a_file
+
+    node = ast.parse(call, mode="eval").body
+    assert _reads_a_file(node, "open") is reads

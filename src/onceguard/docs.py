@@ -26,8 +26,9 @@ REQUIRED_SECTIONS = (
 )
 _FENCE = re.compile(r"^```python[ \t]+(?P<kind>flagged|clean|fixed)(?P<rest>[^\n]*)\n(?P<code>.*?)^```[ \t]*$",
                     re.MULTILINE | re.DOTALL)
-# ``# expect-cli:`` marks what only the CLI can prove (it reads other files of the project; flake8 cannot).
-_EXPECT = re.compile(r"#\s*expect(?P<cli>-cli)?:\s*(?P<codes>OG\d{3}(?:\s*,\s*OG\d{3})*)")
+# ``# expect-cli:`` marks what only the CLI can prove (it reads other files of the project; flake8 cannot);
+# ``# expect-file:`` what only one file read alone reports (the project around it shows it is safe).
+_EXPECT = re.compile(r"#\s*expect(?P<cli>-cli)?(?P<file>-file)?:\s*(?P<codes>OG\d{3}(?:\s*,\s*OG\d{3})*)")
 
 
 @dataclass(frozen=True)
@@ -48,11 +49,11 @@ class Example:
 
 def expected_findings(source: str, cross_file: bool = False) -> Set[Tuple[int, str]]:
     """(line, code) pairs announced by ``# expect: OG101, OG105`` comments (and ``# expect-cli:`` ones
-    when the run reads across files)."""
+    when the run reads across files, ``# expect-file:`` ones when it reads the one file alone)."""
     expected = set()
     for number, line in enumerate(source.splitlines(), start=1):
         match = _EXPECT.search(line)
-        if match and (cross_file or not match.group("cli")):
+        if match and (cross_file or not match.group("cli")) and not (cross_file and match.group("file")):
             for code in match.group("codes").split(","):
                 expected.add((number, code.strip()))
     return expected
@@ -60,7 +61,7 @@ def expected_findings(source: str, cross_file: bool = False) -> Set[Tuple[int, s
 
 def without_expectations(source: str) -> str:
     """The example as a user would have written it: ``# expect:`` comments removed, nothing else."""
-    return re.sub(r"[ \t]*#\s*expect(?:-cli)?:\s*OG\d{3}(?:\s*,\s*OG\d{3})*[ \t]*$", "", source,
+    return re.sub(r"[ \t]*#\s*expect(?:-cli|-file)?:\s*OG\d{3}(?:\s*,\s*OG\d{3})*[ \t]*$", "", source,
                   flags=re.MULTILINE)
 
 

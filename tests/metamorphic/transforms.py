@@ -29,7 +29,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
-_EXPECT = re.compile(r"#\s*expect(?:-cli)?:")
+_EXPECT = re.compile(r"#\s*expect(?:-cli|-file)?:")
 _REFERENCE_TEXT = re.compile(r"^[\w.:]+$")
 _WORD = re.compile(r"\w+")
 _BUILTINS = set(dir(builtins))

@@ -17,7 +17,7 @@ from ..project.index import module_facts, parsed_module, read_bytes, record_depe
 from ..rules.registry import ENGINE_CODES, rule_classes
 from ..rules.base import Rule, Trigger
 from ..analysis.newer_syntax import decode_source, parse_newer
-from .syntax_hints import explain_syntax_error
+from .syntax_hints import explain_syntax_error, is_template
 
 
 def enabled_rules(config: Config) -> List[Rule]:
@@ -212,6 +212,8 @@ def check_source(source: bytes, path: str, config: Config, rules: Optional[Seque
         known = _read_as_other_module(source, context, lines)
         tree = parse(text, path) if known is None else known.tree
     except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError) as error:
+        if is_template(error, text):
+            return []  # a template named .py (the parse fails at its markup): not Python, nothing to check
         return [cannot_parse(error, text).with_path(path)]
     try:
         found = check_tree(tree, lines, context, rules) if known is None else run_rules(known, rules)

@@ -111,3 +111,16 @@ PROJECT_MARKERS: Tuple[str, ...] = (
 CELERY_PROGRAM = "celery"
 CELERY_WORKER_SUBCOMMAND = "worker"
 CELERY_EMBEDDED_BEAT_OPTIONS: FrozenSet[str] = frozenset({"-B", "--beat"})
+
+# -- how many processes a program is ------------------------------------------------------------------------
+#: Calls that start more processes of the program (``project/process_roles``: a program that makes them is
+#: not one process).
+PROCESS_SPAWNERS: FrozenSet[str] = frozenset({
+    "multiprocessing.Process", "multiprocessing.Pool", "multiprocessing.pool.Pool",
+    "concurrent.futures.ProcessPoolExecutor", "os.fork", "os.forkpty",
+})
+#: Keywords of a server runner (``uvicorn.run(app, workers=4)``) that set how many worker processes it
+#: starts.
+SERVER_WORKER_KEYWORDS: FrozenSet[str] = frozenset({"workers", "processes"})
+#: Calls that replace the program with a command (``os.execvp("gunicorn", [...])``).
+PROCESS_REPLACERS: FrozenSet[str] = frozenset({"os.execvp", "os.execv", "os.execlp", "os.execl", "os.execvpe"})

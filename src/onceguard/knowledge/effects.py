@@ -25,6 +25,14 @@ PURE_CALLS: FrozenSet[str] = frozenset({
     "os.getenv", "os.environ.get", "datetime.timedelta.total_seconds", "time.time_ns", "logging.getLogger",
     # Building a statement runs nothing: its execution is judged by the SQL it carries.
     "sqlalchemy.text", "sqlalchemy.sql.text", "sqlalchemy.sql.expression.text",
+    # Loader options and expression builders (SQLAlchemy): parts of a statement, judged with the statement.
+    "sqlalchemy.orm.joinedload", "sqlalchemy.orm.selectinload", "sqlalchemy.orm.subqueryload",
+    "sqlalchemy.orm.contains_eager", "sqlalchemy.orm.lazyload", "sqlalchemy.orm.noload",
+    "sqlalchemy.orm.raiseload", "sqlalchemy.orm.load_only", "sqlalchemy.orm.defer", "sqlalchemy.orm.undefer",
+    "sqlalchemy.orm.aliased", "sqlalchemy.orm.with_polymorphic", "sqlalchemy.and_", "sqlalchemy.or_",
+    "sqlalchemy.not_", "sqlalchemy.sql.and_", "sqlalchemy.sql.or_", "sqlalchemy.sql.not_",
+    "sqlalchemy.sql.expression.and_", "sqlalchemy.sql.expression.or_", "sqlalchemy.sql.expression.not_",
+    "sqlalchemy.func.now", "sqlalchemy.func.count", "sqlalchemy.literal", "sqlalchemy.column",
     # Query expressions (Django ``F``/``Q``): parts of a statement, judged with the statement.
     "django.db.models.F", "django.db.models.Q", "django.db.models.expressions.F", "django.db.models.Value",
     "django.db.models.query_utils.Q",
@@ -34,6 +42,9 @@ PURE_CALLS: FrozenSet[str] = frozenset({
     "os.getpid", "os.cpu_count", "socket.gethostname", "platform.node", "sys.getsizeof", "ast.literal_eval",
     "os.path.join", "os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.basename",
     "os.path.dirname", "os.path.abspath", "os.path.getmtime", "os.path.getsize", "os.environ.copy",
+    # Listing and inspecting the file system reads it.
+    "glob.glob", "glob.iglob", "os.listdir", "os.scandir", "os.walk", "os.stat", "os.path.getctime",
+    "os.path.getatime", "os.path.islink", "os.path.splitext", "os.path.relpath", "os.path.normpath",
     "hashlib.sha256", "hashlib.md5", "hashlib.sha1", "base64.b64encode", "base64.b64decode",
     "re.compile", "re.match", "re.search", "re.sub", "re.findall", "re.fullmatch", "fnmatch.fnmatch",
     "functools.partial", "itertools.chain", "itertools.islice", "urllib.parse.urlparse",
@@ -43,6 +54,15 @@ PURE_CALLS: FrozenSet[str] = frozenset({
     "asyncio.shield", "asyncio.get_event_loop", "asyncio.get_running_loop", "asyncio.Queue",
     "asyncio.Semaphore", "asyncio.current_task", "asyncio.iscoroutinefunction", "asyncio.to_thread",
 })
+#: Calls that return a new container of the process's own (a listing, a sorted copy): methods called on
+#: what they return (``files.sort()``) change only the process's memory.
+FRESH_CONTAINER_CALLS: FrozenSet[str] = frozenset({
+    "sorted", "list", "dict", "set", "tuple", "frozenset", "glob.glob", "os.listdir", "re.findall",
+    "copy.copy", "copy.deepcopy",
+})
+#: ``open(path)`` / ``open(path, "rb")``: a file opened only for reading changes nothing.
+FILE_OPENERS: FrozenSet[str] = frozenset({"open", "io.open", "codecs.open"})
+FILE_WRITE_MODE_CHARACTERS = frozenset("wax+")
 #: Methods of the process's own containers and synchronisation objects.
 CONTAINER_METHODS: FrozenSet[str] = frozenset({
     "append", "appendleft", "extend", "pop", "popleft", "popitem", "clear", "get", "items", "keys", "values",
@@ -72,6 +92,8 @@ READ_METHODS: FrozenSet[str] = frozenset({
     "group_by", "fetch", "fetchrow", "fetchval", "fetchall", "fetchone", "fetchmany", "scalars", "scalar",
     "scalar_one", "scalar_one_or_none", "all", "first", "one", "one_or_none", "exists", "aggregate",
     "values_list", "iterator", "in_bulk", "latest", "earliest",
+    # SQLAlchemy result shapers: the rows are already read
+    "unique", "mappings", "tuples", "partitions", "columns",
 })
 
 #: Building a query sends nothing: what the query then does (delete, update, iterate) is the effect.

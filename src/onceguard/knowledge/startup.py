@@ -123,3 +123,9 @@ OG610_TRIGGERS: Tuple[Tuple[bytes, ...], ...] = (
     # a loop that hands every row a project function returns to another that writes it: any loop over a call
     (b"for ", b" in "),
 )
+
+#: Calls that run a whole program to completion: at a module's top level (no ``__main__`` guard) they make
+#: the module a script, whose import would not return until the program ends.
+PROGRAM_RUNNERS: FrozenSet[str] = frozenset({"asyncio.run", "anyio.run", "trio.run", "uvloop.run"})
+#: ``loop.run_until_complete(main())`` on any event loop.
+PROGRAM_RUNNER_METHODS: FrozenSet[str] = frozenset({"run_until_complete"})

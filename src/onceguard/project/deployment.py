@@ -931,3 +931,53 @@ def embedded_beat_for(facts) -> Optional[Launch]:
         return embedded_beat(facts.config, top)
 
     return facts.cached("deployment:embedded-beat", build)
+
+
+# =====================================================================================================
+# Operator code the deployment does not run
+# =====================================================================================================
+_WORD_PARTS = re.compile(r"[/:=.,\s\"']+")
+
+
+def launches_for(facts) -> List[Launch]:
+    """Every command the deployment files of the project that holds this module run (per replica or once;
+    the CLI only: flake8 sees no deployment files)."""
+
+    def build(_facts) -> List[Launch]:
+        context = facts.context
+        if not context.cross_file or not context.path or context.is_test:
+            return []
+        top = project_directory(context.path, facts.config, project.search_root(facts))
+        return launches(facts.config, top)
+
+    return facts.cached("deployment:launches", build)
+
+
+def replica_start_shown(facts) -> bool:
+    """Whether the deployment files of this module's own project (or service of a monorepo) say how a
+    replica starts (a command run in every replica): only then does a command they never run tell
+    anything."""
+    context = facts.context
+    if not context.cross_file or not context.path:
+        return False
+    top = os.path.abspath(project_directory(context.path, facts.config, project.search_root(facts)))
+    return any(launch.per_replica and os.path.abspath(launch.path).startswith(top + os.sep)
+               for launch in launches_for(facts))
+
+
+def launch_naming(facts, names: Iterable[str]) -> Optional[Launch]:
+    """The first deployment command one of whose words names one of ``names`` (a script's file stem, a
+    management or CLI command; ``snake_case`` and ``dash-case`` alike), or None: the deployment may run
+    that code.  Words are split at path, module and option separators, so ``scripts/seed.py``,
+    ``python -m app.seed`` and ``manage.py seed`` all name ``seed``."""
+    wanted = set()
+    for name in names:
+        if name:
+            wanted.update({name, name.replace("_", "-"), name.replace("-", "_")})
+    if not wanted:
+        return None
+    for launch in launches_for(facts):
+        for word in launch.words:
+            if set(_WORD_PARTS.split(word)) & wanted:
+                return launch
+    return None

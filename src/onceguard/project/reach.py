@@ -29,7 +29,7 @@ from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, wa
 from ..knowledge import startup as known
 from ..model import Related
 from . import deployment
-from .startup import StartupMap, is_main_guard, per_replica_programs
+from .startup import StartupMap, is_main_guard, is_unguarded_script, per_replica_programs
 from .renamed_callers import project_callers
 
 
@@ -112,7 +112,8 @@ class Reach:
     @property
     def module_is_one_off(self) -> bool:
         """A script a person runs: a management command, a file under scripts/ or bin/, ``manage.py``,
-        or a module whose ``__main__`` block does not start a server (its module level is the script's)."""
+        a module whose ``__main__`` block does not start a server (its module level is the script's), or
+        one with no guard that runs its program at module level and that nothing imports."""
         context = self.facts.context
         if self.programs:
             return False
@@ -122,7 +123,7 @@ class Reach:
             return True
         if any(part in known.SCRIPT_DIRECTORIES for part in parts) or context.filename == "manage.py":
             return True
-        return bool(self._main_blocks) and not self._server_mains
+        return bool(self._main_blocks) and not self._server_mains or is_unguarded_script(self.facts)
 
     def is_command(self, function: FunctionNode) -> bool:
         for _, last, qualified in _decorator_names(self.facts, function):

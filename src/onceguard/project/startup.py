@@ -9,6 +9,7 @@ module calls it.
 from __future__ import annotations
 
 import ast
+import os
 from typing import Dict, List, Optional
 
 from ..analysis.applied_decorators import decorators
@@ -32,6 +33,89 @@ def per_replica_programs(facts: ModuleFacts) -> List[deployment.Step]:
         return [step for step in steps if step.launch.per_replica]
 
     return facts.cached("startup:programs", build)
+
+
+def is_unguarded_script(facts: ModuleFacts) -> bool:
+    """A script written without a ``__main__`` guard: its own module level runs a program to completion
+    (``asyncio.run(main())``, ``loop.run_until_complete(...)``), no deployment step runs it in every replica,
+    and no file of the project imports it (or spells its dotted name, as a dynamic import would).  Nothing
+    imports it at start-up, so its module level is the script's, run by a person.  The CLI only: read alone,
+    a module cannot tell who imports it."""
+
+    def build(_facts: ModuleFacts) -> bool:
+        context = facts.context
+        if not context.cross_file or not context.path or context.is_test or per_replica_programs(facts):
+            return False
+        if not any(_runs_program(statement, facts) for statement in facts.tree.body):
+            return False
+        return not _imported_in_project(facts)
+
+    return facts.cached("startup:unguarded-script", build)
+
+
+def _runs_program(statement: ast.stmt, facts: ModuleFacts) -> bool:
+    """A module-level statement (outside any ``if``) that runs an event loop to completion."""
+    if isinstance(statement, ast.Expr):
+        value = statement.value
+    elif isinstance(statement, ast.Assign):
+        value = statement.value
+    else:
+        return False
+    if not isinstance(value, ast.Call):
+        return False
+    if (facts.callee(value) or "") in known.PROGRAM_RUNNERS:
+        return True
+    return isinstance(value.func, ast.Attribute) and value.func.attr in known.PROGRAM_RUNNER_METHODS
+
+
+def _imported_in_project(facts: ModuleFacts) -> bool:
+    """Whether some other file of the project imports this module (also one of its parent packages' names
+    ending in it, or a relative import), or holds its dotted name as text.  Unreadable files count as
+    importing it."""
+    from .claims import own_module_names
+
+    names = own_module_names(facts)
+    stem = facts.context.filename[:-3] if facts.context.filename.endswith(".py") else facts.context.filename
+    own = os.path.abspath(facts.context.path)
+    spelled = [name.encode() for name in names if "." in name]
+    root = facts.config.root or project.search_root(facts)
+    for path in project.files_mentioning(stem, root):
+        if os.path.abspath(path) == own:
+            continue
+        data = project.read_bytes(path)
+        if any(name in data for name in spelled):
+            return True
+        other = project.module_facts(path, facts.config)
+        if other is None:
+            return True
+        if any(_names_module(imported, names) for imported in _imported_names(other)):
+            return True
+    return False
+
+
+def _imported_names(other: ModuleFacts) -> List[str]:
+    """Every dotted name an import statement of ``other`` loads (``import a.b.c`` loads ``a``, ``a.b`` and
+    ``a.b.c``; ``from a.b import c`` loads those and may load ``a.b.c``), relative imports resolved."""
+    found: List[str] = []
+    for node in ast.walk(other.tree):
+        if isinstance(node, ast.Import):
+            dotted_names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                module = other.imports._relative(module, node.level).lstrip(".")
+            dotted_names = [f"{module}.{alias.name}" if module else alias.name for alias in node.names]
+        else:
+            continue
+        for dotted_name in dotted_names:
+            parts = dotted_name.split(".")
+            found.extend(".".join(parts[:index]) for index in range(1, len(parts) + 1))
+    return found
+
+
+def _names_module(imported: str, names) -> bool:
+    """``imported`` is this module under one of its names, or the tail of one (a source root further in)."""
+    return bool(imported) and any(name == imported or name.endswith("." + imported) for name in names)
 
 
 class StartupMap:
@@ -166,6 +250,8 @@ class StartupMap:
             return
         if per_replica_programs(facts):
             self._mark_module_level_calls("called by module-level code of a program every replica runs")
+            return
+        if is_unguarded_script(facts):
             return
         if context.is_migration:
             return

@@ -43,7 +43,9 @@ CALL_BUDGET = 600
 UNKNOWN_DEPTH = 2
 
 from ..knowledge.effects import (CONTAINER_METHODS as _CONTAINER_METHODS, DRAIN_METHODS as _DRAIN_METHODS,
-                                 EMPTY_FACTORIES as _EMPTY_FACTORIES, LOG_METHODS as _LOG_METHODS,
+                                 EMPTY_FACTORIES as _EMPTY_FACTORIES, FRESH_CONTAINER_CALLS as _FRESH_CONTAINER_CALLS,
+                                 FILE_OPENERS as _FILE_OPENERS, FILE_WRITE_MODE_CHARACTERS as _FILE_WRITE_MODE_CHARACTERS,
+                                 LOG_METHODS as _LOG_METHODS,
                                  LOG_RECEIVER_WORDS as _LOG_RECEIVER_WORDS, PURE_CALLS as _PURE_CALLS,
                                  QUERY_BUILDERS as _QUERY_BUILDERS, READ_METHODS as _READ_METHODS,
                                  SCOPE_METHODS as _SCOPE_METHODS, PROCESS_LOCAL_METHODS as _PROCESS_LOCAL_METHODS,
@@ -532,7 +534,7 @@ class Summaries:
                     if not target_facts.context.is_test:
                         merged.merge(self.effects(target, target_facts, depth + 1))
                 return merged
-        if _acts_on_own_process(call, qualified):
+        if _acts_on_own_process(call, qualified) or _reads_a_file(call, qualified):
             return Effects()
         if qualified in _PURE_CALLS or qualified.startswith(_PURE_MODULES):
             return Effects()
@@ -589,6 +591,17 @@ def _enqueued_task(call: ast.Call) -> Optional[ast.AST]:
             and isinstance(func.value, (ast.Name, ast.Attribute)):
         return func.value
     return None
+
+
+def _reads_a_file(call: ast.Call, qualified: str) -> bool:
+    """``open(path)``, ``open(path, "rb")``: opened for reading only (a mode the code fixes, or none)."""
+    if qualified not in _FILE_OPENERS or not call.args:
+        return False
+    mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    if mode is None:
+        return not any(k.arg is None for k in call.keywords) and not any(isinstance(a, ast.Starred) for a in call.args)
+    return isinstance(mode, ast.Constant) and isinstance(mode.value, str) \
+        and not set(mode.value) & _FILE_WRITE_MODE_CHARACTERS
 
 
 def _acts_on_own_process(call: ast.Call, qualified: str) -> bool:
@@ -656,14 +669,24 @@ _LITERALS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetCom
 
 
 def _is_literal(value: Optional[ast.AST], facts: ModuleFacts) -> bool:
+    """A literal, an empty container, or a new container a call hands back (``glob.glob(...)``)."""
+    if isinstance(value, ast.Call) and (facts.callee(value) or "") in _FRESH_CONTAINER_CALLS:
+        return True
     return isinstance(value, _LITERALS) or (value is not None and _empty_container(value, facts))
 
 
 def _local_receiver(receiver: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
     """A name bound (in the function, else at module level) to a literal, a comprehension or a container,
-    or ``self.x`` the class binds to one: the process's own memory."""
+    or ``self.x`` the class binds to one: the process's own memory.  An element of such a container
+    (``by_model[name].append(row)``, ``by_model.setdefault(name, []).append(row)``) holds what this code
+    put there, and is the process's too."""
     if isinstance(receiver, _LITERALS):
         return True
+    if isinstance(receiver, ast.Subscript):
+        return _local_receiver(receiver.value, function, facts)
+    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) \
+            and receiver.func.attr in _CONTAINER_METHODS:
+        return _local_receiver(receiver.func.value, function, facts)
     if isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id == "self":
         cls = facts.enclosing_class(function)
         if cls is None:

@@ -175,6 +175,35 @@ def _yields_to_caller(scope: Optional[ast.AST]) -> bool:
     return any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in walk_no_nested_functions(scope))
 
 
+def _locks_for_caller(use: LockUse) -> bool:
+    """A transaction-level lock taken as the last thing a function does, on a connection or session its
+    caller handed in (``async def lock_writes(session): await session.execute("SELECT
+    pg_advisory_xact_lock(...)")``): the lock lasts until the caller's transaction ends, so the helper makes
+    the rest of that transaction a critical section, as a generator lock helper makes its block one."""
+    scope = use.scope
+    if use.function.session or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    receiver = use.executed.receiver
+    while isinstance(receiver, ast.Attribute):
+        receiver = receiver.value
+    arguments = scope.args
+    if not (isinstance(receiver, ast.Name) and receiver.id in
+            {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}):
+        return False
+    # Nothing runs after the lock in the helper: each block on the way up ends with it.
+    node: ast.AST = ModuleFacts.statement_of(use.call)
+    while node is not scope:
+        above = parent(node)
+        if above is None:
+            return False
+        block = next((b for b in (getattr(above, name, None) for name in ("body", "orelse", "finalbody"))
+                      if isinstance(b, list) and any(s is node for s in b)), None)
+        if block is not None and block[-1] is not node:
+            return False
+        node = above
+    return True
+
+
 def _runs_migrations(scope: Optional[ast.AST], facts: ModuleFacts) -> bool:
     """The function holding the lock applies migrations itself (``command.upgrade``, ``call_command("migrate")``)."""
     if scope is None:
@@ -212,7 +241,7 @@ class BlockingLockInJob(Rule):
             keys = key_expressions(use)
             if not _is_fixed_key(keys, facts):
                 continue  # a per-row/per-user key serialises requests on purpose
-            if _yields_to_caller(use.scope):
+            if _yields_to_caller(use.scope) or _locks_for_caller(use):
                 continue  # a critical section: every caller's block must run, one at a time
             if _runs_migrations(use.scope, facts):
                 continue  # a migration runner wherever it lives: pods should wait for each other there

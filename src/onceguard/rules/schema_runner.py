@@ -3,7 +3,8 @@ same connection for the whole run (seed 000 "Migrations"; reference/frameworks.m
 from __future__ import annotations
 
 import ast
-from typing import Iterable, List
+import os
+from typing import Iterable, List, Set
 
 from ..analysis.executed_sql import bound_value
 from ..analysis.facts import ModuleFacts, ancestors, call_name
@@ -14,7 +15,9 @@ from ..project.migration_locks import (
     DJANGO_CONNECTION, Apply, LockFinder, env_applications, shared_alembic_connections,
 )
 from ..project.migration_runners import env_evidence
-from ..project.reach import enclosing_function
+from ..project import deployment
+from ..project.reach import Reach, enclosing_function, runs
+from ..project.renamed_callers import project_callers
 from ..project.schema_writes import SchemaWrite, describe_call, schema_writes
 from .base import Rule
 from .registry import register
@@ -97,6 +100,49 @@ def _in_migration_code(node: ast.AST, facts: ModuleFacts) -> bool:
     return False
 
 
+def _left_to_operator(node: ast.AST, facts: ModuleFacts) -> bool:
+    """Operator code that no replica runs: a script, a management or CLI command (as this module shows),
+    reached from no start-up, request or job code, in a project whose deployment files say how replicas
+    start and name none of it (nor any caller on the way to it).  Started by a person (or a once-per-deploy
+    job the files do not hold), it does not race itself."""
+    if not facts.context.cross_file or Reach.of_module(facts).operator_reason(node) is None:
+        return False
+    if runs(node, facts).every_replica or not deployment.replica_start_shown(facts):
+        return False
+    return deployment.launch_naming(facts, _names_on_the_way(node, facts)) is None
+
+
+#: How many calls back the names a deployment command could use to start the code are gathered.
+_MAX_NAME_HOPS = 4
+
+
+def _names_on_the_way(node: ast.AST, facts: ModuleFacts) -> Set[str]:
+    """The names a command line could use to reach ``node``: the file stems of its module and of its
+    callers in the project (a few calls back), and the click/typer commands on the way (a plain function's
+    name, ``main``, is no command a deployment file names)."""
+    names: Set[str] = set()
+    pending = [(node, facts, 0)]
+    seen: Set[int] = set()
+    while pending:
+        current, where, hops = pending.pop()
+        names.add(os.path.splitext(where.context.filename)[0])
+        reach = Reach.of_module(where)
+        function = enclosing_function(current)
+        outermost = None
+        while function is not None:
+            if reach.is_command(function):
+                names.add(function.name)
+            outermost = function
+            function = enclosing_function(function)
+        if outermost is None or hops >= _MAX_NAME_HOPS or id(outermost) in seen:
+            continue
+        seen.add(id(outermost))
+        for call, other in project_callers(outermost, where):
+            if not other.context.is_test:
+                pending.append((call, other, hops + 1))
+    return names
+
+
 @register
 class UnlockedMigrationRunner(Rule):
     code = "OG403"
@@ -114,6 +160,8 @@ class UnlockedMigrationRunner(Rule):
         finder = LockFinder(facts)
         for apply in applications:
             if finder.held(apply):
+                continue
+            if not apply.what.startswith("context.") and _left_to_operator(apply.call, facts):
                 continue
             related: List[Related] = []
             if apply.framework == known.ALEMBIC and apply.what.startswith("context."):

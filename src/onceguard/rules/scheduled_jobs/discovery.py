@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Tuple
 
-from ...project import deployment, index as project
+from ...project import deployment, index as project, process_roles
 from ...project.through_helpers import through_helpers
 from ...project.claims import Bindings, ClaimAnalyzer, own_module_names
 from ...analysis.applied_decorators import decorators
@@ -185,6 +185,10 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         if self.facts.enclosing_function(scheduled.registration) is not None \
                 and self.analyzer.dominating_claim(scheduled.registration) is not None:
             scheduled.gated = True  # added only by the replica that won a claim: a leader's scheduler
+        elif process_roles.dedicated_gate(scheduled.registration, self.facts) is not None:
+            # added only where a setting that programs of the project fix for their own process says so,
+            # and those programs are one process each: the deployment dedicates a process to the job
+            scheduled.gated = True
         if self.single and scheduled.family in known.BEAT_FAMILIES:
             launch = self._embedded_beat()
             if launch is not None:

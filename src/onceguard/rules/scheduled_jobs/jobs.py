@@ -44,7 +44,7 @@ class Scheduled:
     wall_clock: bool = False  # fires at a wall-clock time: once per business period
     long_hint: bool = False
     detail: str = ""  # e.g. the start-up hook that starts a ticker
-    gated: bool = False  # registered only on the one instance the deployment picks
+    gated: bool = False  # registered only by a claim's winner, or only in a process the project dedicates to it
     skip: Optional[Callable[[ast.stmt], bool]] = None
     #: places in other files the registration depends on (the scheduler made in another module)
     related: List[Related] = field(default_factory=list)

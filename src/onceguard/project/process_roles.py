@@ -1,0 +1,403 @@
+"""Code that runs only in the process a setting selects, and whether that process is one process.
+
+A registration that runs only when a condition on a setting holds (``if settings.role.runs_jobs:`` around
+``scheduler.add_job(...)``, ``if os.environ.get("PROCESS_ROLE") != "worker": return`` before it) is not run
+by every process.  Which processes run it depends on who sets the setting:
+
+- a program of the project that fixes the setting for its own process before it builds the app
+  (``settings.role = Role.WORKER``, ``os.environ["PROCESS_ROLE"] = "worker"``) is a process dedicated to a
+  role.  When the gate may pass in such a program, and every such program in which it may pass is one
+  process (it starts no server with several workers and spawns no processes), the project dedicates a
+  process to the gated code: the operator runs that program once, and the scaled processes (the web
+  server, which fixes nothing) are meant to run with the setting off;
+- a setting that no program fixes per process (a feature flag, an instance's ``cron_responsible`` in its
+  config file) has one value in every process of an instance, and a gate on it says nothing about how many
+  processes run the code: a web server with eight workers runs it eight times.
+
+The gate must be necessary: the registration runs only when the condition holds (``a and b`` needs both,
+``a or b`` needs neither on its own).  The programs are other files of the project (the CLI), or, read
+alone, the checked module itself when it is a program.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import threading
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Set, Tuple
+
+from ..analysis.facts import ModuleFacts, ancestors
+from ..knowledge import deployment as known
+from ..knowledge import startup as startup_known
+from . import deployment
+from . import index as project
+
+#: ``os.environ.get("X")``, ``os.getenv("X")``: reads of a process's environment.
+_ENV_GETTERS = frozenset({"os.environ.get", "os.getenv", "os.environ.pop"})
+_ENV = "os.environ"
+_ENV_SETTERS = frozenset({"os.environ.setdefault", "os.putenv"})
+_FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass(frozen=True)
+class Pin:
+    """A program fixing a setting for its own process."""
+
+    key: str  # "attr:<qualified name>" or "env:<variable>"
+    value: Optional[ast.AST]
+    facts: ModuleFacts  # the program's module
+    line: int
+    single: bool  # the program is one process
+
+    @property
+    def path(self) -> str:
+        return self.facts.context.path
+
+
+@dataclass(frozen=True)
+class DedicatedGate:
+    """The setting that selects where the gated code runs, and the programs that select it."""
+
+    key: str
+    condition: ast.AST  # the test (or early exit) in the checked module that reads the setting
+    pins: Tuple[Pin, ...]  # the one-process programs in which the gate may pass
+
+    @property
+    def setting(self) -> str:
+        return self.key.split(":", 1)[1]
+
+
+# =====================================================================================================
+# Programs that fix a setting for their own process
+# =====================================================================================================
+_lock = threading.Lock()
+_pins: Dict[Tuple[str, str], Tuple[Dict[str, List[Pin]], Tuple[str, ...]]] = {}
+
+
+def _clear() -> None:
+    with _lock:
+        _pins.clear()
+
+
+project.on_clear(_clear)
+
+
+def pins_for(facts: ModuleFacts) -> Dict[str, List[Pin]]:
+    """key -> the programs of this module's project that fix it (once per run and project)."""
+    root = project.search_root(facts)
+    if not root:
+        return {}
+    cache_key = (os.path.abspath(root), os.path.abspath(facts.config.root or root))
+    with _lock:
+        cached = _pins.get(cache_key)
+    if cached is not None:
+        for path in cached[1]:
+            project.record_dependency(path)
+        return cached[0]
+    found: Dict[str, List[Pin]] = {}
+    programs = _programs(facts, root)
+    for path in programs:
+        program = project.module_facts(path, facts.config)
+        if program is None or program.context.is_test:
+            continue
+        single = None
+        for key, value, line in _fixed_settings(program):
+            if single is None:
+                single = _one_process(program, facts)
+            found.setdefault(key, []).append(Pin(key, value, program, line, single))
+    with _lock:
+        _pins[cache_key] = (found, tuple(programs))
+    return found
+
+
+def _own_pins(facts: ModuleFacts) -> Dict[str, List[Pin]]:
+    """Read alone (flake8): the settings this module fixes, when it is itself a program."""
+    from .startup import is_main_guard
+
+    program = facts.context.filename == "__main__.py" or any(
+        isinstance(statement, ast.If) and is_main_guard(statement.test) for statement in facts.tree.body)
+    if not program:
+        return {}
+    found: Dict[str, List[Pin]] = {}
+    for key, value, line in _fixed_settings(facts):
+        found.setdefault(key, []).append(Pin(key, value, facts, line, _one_process(facts, facts)))
+    return found
+
+
+def _programs(facts: ModuleFacts, root: str) -> List[str]:
+    """Files of the project run as programs: a ``__main__`` guard or a ``__main__.py``, or a module or
+    script a deployment file runs."""
+    paths: List[str] = []
+    for path in project.files_mentioning("__main__", root):
+        paths.append(path)
+    for path in project.project_files(root):
+        if os.path.basename(path) == "__main__.py" and path not in paths:
+            paths.append(path)
+    for step in deployment.steps(facts.config, root):
+        if step.kind in (deployment.PYTHON_MODULE, deployment.PYTHON_SCRIPT):
+            paths.extend(f for f in step.files if f not in paths and f.endswith(".py"))
+    return paths
+
+
+def _fixed_settings(program: ModuleFacts) -> List[Tuple[str, Optional[ast.AST], int]]:
+    """(key, value, line) for each setting the program assigns: an attribute of an object another module
+    defines (``settings.role = ...``), or an environment variable of its own process."""
+    found = []
+    for node in ast.walk(program.tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                key = _assigned_key(target, program)
+                if key:
+                    found.append((key, node.value, node.lineno))
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            key = _assigned_key(node.target, program)
+            if key:
+                found.append((key, node.value, node.lineno))
+        elif isinstance(node, ast.Call) and (program.callee(node) or "") in _ENV_SETTERS and len(node.args) >= 2:
+            name = _constant_string(node.args[0])
+            if name:
+                found.append((f"env:{name}", node.args[1], node.lineno))
+    return found
+
+
+def _assigned_key(target: ast.AST, program: ModuleFacts) -> Optional[str]:
+    if isinstance(target, ast.Subscript) and (program.qualify(target.value) or "") == _ENV:
+        name = _constant_string(target.slice)
+        return f"env:{name}" if name else None
+    if not isinstance(target, ast.Attribute):
+        return None
+    head = target
+    while isinstance(head, ast.Attribute):
+        head = head.value
+    # Only an object another module made: the program's own names (``self.x``, a local) are not settings
+    # any other process reads.
+    if not (isinstance(head, ast.Name) and program.imports.is_imported(head.id)):
+        return None
+    qualified = program.qualify(target)
+    return f"attr:{qualified}" if qualified and "." in qualified else None
+
+
+def _one_process(program: ModuleFacts, facts: ModuleFacts) -> bool:
+    """The program runs as one process: it starts no server with several workers (or one whose worker count
+    it does not fix), spawns no processes, and no deployment command serves it through a server."""
+    for call in program.calls:
+        callee = program.callee(call) or ""
+        if callee in known.PROCESS_SPAWNERS:
+            return False
+        if callee in startup_known.SERVER_RUNNERS:
+            workers = next((k.value for k in call.keywords if k.arg in known.SERVER_WORKER_KEYWORDS), None)
+            if workers is not None and not (isinstance(workers, ast.Constant) and workers.value == 1):
+                return False
+        if callee in known.PROCESS_REPLACERS and call.args:
+            first = _constant_string(call.args[0]) or ""
+            if os.path.basename(first) in known.SERVER_COMMANDS:
+                return False
+    from .claims import own_module_names
+
+    served = {f"{name}:" for name in own_module_names(program)}
+    for launch in deployment.launches_for(facts):
+        if launch.words and os.path.basename(launch.words[0]) in known.SERVER_COMMANDS and any(
+                word.startswith(tuple(served)) for word in launch.words[1:]):
+            return False
+    return True
+
+
+def _constant_string(node: Optional[ast.AST]) -> Optional[str]:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+# =====================================================================================================
+# The gate around a registration
+# =====================================================================================================
+def dedicated_gate(node: ast.AST, facts: ModuleFacts) -> Optional[DedicatedGate]:
+    """The setting that must hold for ``node`` to run, when programs of the project fix it and the gate may
+    pass only in programs that are one process each; None otherwise (no gate, a gate nothing fixes per
+    process, or one that may pass in a program with several processes)."""
+    if facts.context.is_test:
+        return None
+    conditions = _conditions(node)
+    if not conditions:
+        return None
+    pins = pins_for(facts) if facts.context.cross_file else _own_pins(facts)
+    if not pins:
+        return None
+    for test, positive in conditions:
+        for key in sorted(_necessary_keys(test, positive, facts)):
+            fixed = _pins_of(key, pins)
+            if not fixed:
+                continue
+            passing = [pin for pin in fixed if _holds(conditions, pin, facts) is not False]
+            if passing and all(pin.single for pin in passing):
+                return DedicatedGate(key, test, tuple(passing))
+    return None
+
+
+def _pins_of(key: str, pins: Dict[str, List[Pin]]) -> List[Pin]:
+    """The pins of ``key`` or of the object it is read from (``attr:config.settings.role`` read as
+    ``settings.role.runs_jobs``)."""
+    if key.startswith("env:"):
+        return pins.get(key, [])
+    found: List[Pin] = []
+    parts = key.split(".")
+    for index in range(2, len(parts) + 1):
+        found.extend(pins.get(".".join(parts[:index]), []))
+    return found
+
+
+def _conditions(node: ast.AST) -> List[Tuple[ast.AST, bool]]:
+    """(test, must be true) for each ``if`` the code at ``node`` sits in (its ``else`` branch: must be
+    false), and each earlier ``if`` of the same blocks whose branch leaves (``if not ok: return``: must be
+    false), up to the function or module it is in."""
+    found: List[Tuple[ast.AST, bool]] = []
+    child = node
+    for above in ancestors(node):
+        if isinstance(above, (ast.Lambda, ast.ClassDef)):
+            break
+        for name in ("body", "orelse"):
+            block = getattr(above, name, None)
+            if not isinstance(block, list) or not any(s is child for s in block):
+                continue
+            if isinstance(above, ast.If):
+                found.append((above.test, name == "body"))
+            index = next(i for i, s in enumerate(block) if s is child)
+            for statement in block[:index]:
+                if isinstance(statement, ast.If) and _leaves(statement.body) and not statement.orelse:
+                    found.append((statement.test, False))
+        if isinstance(above, _FUNCTION_TYPES):
+            break
+        child = above
+    return found
+
+
+def _leaves(body: List[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
+def _necessary_keys(test: ast.AST, positive: bool, facts: ModuleFacts) -> Set[str]:
+    """The settings whose value the test (true when ``positive``, false otherwise) constrains in every case
+    it holds: both sides of ``and``, only what every side of ``or`` reads."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _necessary_keys(test.operand, not positive, facts)
+    if isinstance(test, ast.BoolOp):
+        parts = [_necessary_keys(value, positive, facts) for value in test.values]
+        conjunction = isinstance(test.op, ast.And) == positive
+        if conjunction:
+            return set().union(*parts)
+        common = parts[0]
+        for part in parts[1:]:
+            common = common & part
+        return common
+    return _read_keys(test, facts)
+
+
+def _read_keys(expr: ast.AST, facts: ModuleFacts) -> Set[str]:
+    """Settings an expression reads: attribute chains of imported objects, environment variables; a local
+    name bound once to such a read counts as the read."""
+    keys: Set[str] = set()
+    for node in ast.walk(expr):
+        key = _read_key(node, facts)
+        if key:
+            keys.add(key)
+        elif isinstance(node, ast.Name):
+            value = _bound_once(node, facts)
+            if value is not None:
+                keys.update(k for k in (_read_key(n, facts) for n in ast.walk(value)) if k)
+    return keys
+
+
+def _read_key(node: ast.AST, facts: ModuleFacts) -> Optional[str]:
+    if isinstance(node, ast.Call):
+        if (facts.callee(node) or "") in _ENV_GETTERS and node.args:
+            name = _constant_string(node.args[0])
+            return f"env:{name}" if name else None
+        return None
+    if isinstance(node, ast.Subscript) and (facts.qualify(node.value) or "") == _ENV:
+        name = _constant_string(node.slice)
+        return f"env:{name}" if name else None
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)) \
+            and (facts.qualify(node.comparators[0]) or "") == _ENV:
+        name = _constant_string(node.left)
+        return f"env:{name}" if name else None
+    if isinstance(node, ast.Attribute):
+        head = node
+        while isinstance(head, ast.Attribute):
+            head = head.value
+        if isinstance(head, ast.Name) and facts.imports.is_imported(head.id):
+            qualified = facts.qualify(node)
+            if qualified and not (qualified == _ENV or qualified.startswith(_ENV + ".")):
+                return f"attr:{qualified}"
+    return None
+
+
+def _bound_once(name: ast.Name, facts: ModuleFacts) -> Optional[ast.AST]:
+    from .claims import Bindings
+
+    origin = Bindings.of_module(facts).origin(name)
+    return origin if origin is not None and origin is not name and not isinstance(origin, ast.Name) else None
+
+
+# -- whether the gate may pass in a program -------------------------------------------------------------
+def _holds(conditions: List[Tuple[ast.AST, bool]], pin: Pin, facts: ModuleFacts) -> Optional[bool]:
+    """Whether every condition holds with the value the program fixes: True, False, or None (unknown)."""
+    result: Optional[bool] = True
+    for test, positive in conditions:
+        value = _evaluate(test, pin, facts)
+        if value is None:
+            result = None
+            continue
+        if value != positive:
+            return False
+    return result
+
+
+def _evaluate(expr: ast.AST, pin: Pin, facts: ModuleFacts) -> Optional[bool]:
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        inner = _evaluate(expr.operand, pin, facts)
+        return None if inner is None else not inner
+    if isinstance(expr, ast.BoolOp):
+        values = [_evaluate(v, pin, facts) for v in expr.values]
+        if isinstance(expr.op, ast.And):
+            if False in values:
+                return False
+            return True if all(v is True for v in values) else None
+        if True in values:
+            return True
+        return False if all(v is False for v in values) else None
+    fixed = _literal(pin.value, pin.facts)
+    if fixed is None:
+        return None
+    if _read_key(expr, facts) == pin.key and not isinstance(expr, ast.Compare):
+        return bool(fixed[1]) if fixed[0] == "constant" else None
+    if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
+        left, right = expr.left, expr.comparators[0]
+        op = expr.ops[0]
+        if _read_key(right, facts) == pin.key and isinstance(op, (ast.Eq, ast.NotEq)):
+            left, right = right, left
+        if _read_key(left, facts) != pin.key:
+            return None
+        if isinstance(op, (ast.Eq, ast.NotEq)):
+            other = _literal(right, facts)
+            if other is None or other[0] != fixed[0]:
+                return None  # a constant against a name (an enum member) cannot be compared here
+            return (other == fixed) == isinstance(op, ast.Eq)
+        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+            options = [_literal(e, facts) for e in right.elts]
+            if any(o is None or o[0] != fixed[0] for o in options):
+                return None
+            return (fixed in options) == isinstance(op, ast.In)
+    return None
+
+
+def _literal(node: Optional[ast.AST], where: ModuleFacts) -> Optional[Tuple[str, object]]:
+    """A value two modules can compare: a constant, or a qualified name (``Role.WORKER``)."""
+    if isinstance(node, ast.Constant):
+        return ("constant", node.value)
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        head = node
+        while isinstance(head, ast.Attribute):
+            head = head.value
+        # Only a name another module defines reads the same in both modules (``Role.WORKER``).
+        if isinstance(head, ast.Name) and where.imports.is_imported(head.id):
+            qualified = where.qualify(node)
+            return ("name", qualified) if qualified else None
+    return None
