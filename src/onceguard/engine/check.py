@@ -233,8 +233,7 @@ def _read_as_other_module(source: bytes, context: FileContext, lines: List[str])
     if not context.cross_file or not context.path:
         return None
     known = parsed_module(context.path, source, context.config)
-    if known is None or known.context.rel_path != context.rel_path or known.context.cross_file is not True \
-            or known.lines != lines:
+    if known is None or known.context.rel_path != context.rel_path or known.lines != lines:
         return None
     return known
 

@@ -118,21 +118,16 @@ def launches(config: Config, search_root: str = "") -> List[Launch]:
     bases = tuple(deployment_bases(config, search_root))
     if not bases:
         return []
-    with _lock:
-        cached = _scans.get(bases)
-    if cached is not None:
-        for path in cached[1]:
-            project.record_dependency(path)
-        return cached[0]
-    files: List[str] = []
-    for base in bases:
-        for path in project.files_named(base, _is_deployment_file, config, key="deployment"):
-            if path not in files:
-                files.append(path)
-    found = _Scanner(files).scan()
-    with _lock:
-        _scans[bases] = (found, tuple(files))
-    return found
+
+    def scan() -> Tuple[List[Launch], Tuple[str, ...]]:
+        files: List[str] = []
+        for base in bases:
+            for path in project.files_named(base, _is_deployment_file, config, key="deployment"):
+                if path not in files:
+                    files.append(path)
+        return _Scanner(files).scan(), tuple(files)
+
+    return project.scan_once(_scans, bases, scan)
 
 
 def clear_cache() -> None:

@@ -16,7 +16,7 @@ import stat as _stat
 import threading
 import warnings
 import zlib
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from ..config import Config
 from ..analysis.context import FileContext
@@ -479,6 +479,7 @@ _DEF = re.compile(rb"def[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(")
 
 
 def _defined_names(data: bytes) -> Set[bytes]:
+    """The names the ``def`` statements of a file's text define (nested ones and methods included)."""
     names = set()
     for match in _DEF.finditer(data):
         at = match.start()
@@ -486,6 +487,8 @@ def _defined_names(data: bytes) -> Set[bytes]:
         if not head or (head == b"async" and data[at - 1:at] in (b" ", b"\t")):
             names.add(match.group(1))
     return names
+
+
 _def_indexes: Dict[str, Dict[str, List[str]]] = {}
 
 
@@ -541,6 +544,22 @@ def find_class(qualified: str, config: Config, root: Optional[str] = None) -> Op
 #: Directories whose files describe no deployment of the project (test set-ups, documentation).
 _NOT_DEPLOYMENT_DIRECTORIES = frozenset({"tests", "test", "testing", "docs", "doc"})
 _named_files: Dict[Tuple[str, str], List[str]] = {}
+
+
+def scan_once(cache: Dict, key, scan: Callable[[], Tuple[object, Tuple[str, ...]]]):
+    """``scan()`` returns (result, files it read); run once per run and ``key``. A later check that asks again
+    gets the result, and the files are recorded as its dependencies all the same: its cached findings
+    depend on them as much as the first check's do."""
+    with _lock:
+        cached = cache.get(key)
+    if cached is None:
+        cached = scan()
+        with _lock:
+            cache[key] = cached
+    else:
+        for path in cached[1]:
+            record_dependency(path)
+    return cached[0]
 
 
 def record_dependency(path: str) -> None:

@@ -88,26 +88,22 @@ def pins_for(facts: ModuleFacts) -> Dict[str, List[Pin]]:
     if not root:
         return {}
     cache_key = (os.path.abspath(root), os.path.abspath(facts.config.root or root))
-    with _lock:
-        cached = _pins.get(cache_key)
-    if cached is not None:
-        for path in cached[1]:
-            project.record_dependency(path)
-        return cached[0]
-    found: Dict[str, List[Pin]] = {}
-    programs = _programs(facts, root)
-    for path in programs:
-        program = project.module_facts(path, facts.config)
-        if program is None or program.context.is_test:
-            continue
-        single = None
-        for key, value, line in _fixed_settings(program):
-            if single is None:
-                single = _one_process(program, facts)
-            found.setdefault(key, []).append(Pin(key, value, program, line, single))
-    with _lock:
-        _pins[cache_key] = (found, tuple(programs))
-    return found
+
+    def scan() -> Tuple[Dict[str, List[Pin]], Tuple[str, ...]]:
+        found: Dict[str, List[Pin]] = {}
+        programs = _programs(facts, root)
+        for path in programs:
+            program = project.module_facts(path, facts.config)
+            if program is None or program.context.is_test:
+                continue
+            single = None
+            for key, value, line in _fixed_settings(program):
+                if single is None:
+                    single = _one_process(program, facts)
+                found.setdefault(key, []).append(Pin(key, value, program, line, single))
+        return found, tuple(programs)
+
+    return project.scan_once(_pins, cache_key, scan)
 
 
 def _own_pins(facts: ModuleFacts) -> Dict[str, List[Pin]]:

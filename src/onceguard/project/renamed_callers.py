@@ -72,7 +72,7 @@ def _renamed_callers(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[a
         for key, word in sorted(candidates.items()):
             if len(parsed) >= _MAX_ALIAS_FILES:
                 break
-            if not _may_reach(project.read_bytes(key), word, tails):
+            if not _may_reach(project.read_bytes(key), word.encode("utf-8", "replace"), tails):
                 waiting[key] = word
                 continue
             other = project.module_facts(key, facts.config)
@@ -107,13 +107,12 @@ def _module_tails(heads: Set[str]) -> Set[bytes]:
     return {name.rsplit(".", 2)[-2].encode() for name in heads if name.count(".") >= 1}
 
 
-def _may_reach(source: bytes, word: str, tails: Set[bytes]) -> bool:
+def _may_reach(source: bytes, word: bytes, tails: Set[bytes]) -> bool:
     """Whether a file that spells ``word`` can call the function under another name: only through an import
     that names the word (``from app.steps import prepare as prepare_db``, a re-export) or one that names a
     module it lives in (``from app import steps`` ... ``steps.prepare()``) -- a name is resolved through the
     module's imports, and either spells one of those. Asked of the text, so that only such files are parsed."""
-    encoded = word.encode("utf-8", "replace")
-    if any(spells(statement, encoded) for statement in _import_statements(source)):
+    if any(spells(statement, word) for statement in _import_statements(source)):
         return True
     return any(spells(source, tail) for tail in tails)
 
