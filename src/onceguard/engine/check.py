@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import ast
 import os
+import tokenize
 import traceback
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import ahocorasick_rs
 
 from ..config import Config
+from ..analysis import large_files
 from ..analysis.context import FileContext
 from ..analysis.facts import ModuleFacts
 from ..model import Diagnostic
@@ -209,21 +211,44 @@ def check_source(source: bytes, path: str, config: Config, rules: Optional[Seque
     try:
         text = decode(source)
         lines = text.splitlines()
-        known = _read_as_other_module(source, context, lines)
-        tree = parse(text, path) if known is None else known.tree
+        if large_files.is_large(source):
+            found = _check_in_windows(text, lines, path, context, rules)
+        else:
+            known = _read_as_other_module(source, context, lines)
+            tree = parse(text, path) if known is None else known.tree
+            found = _check_parsed(tree, known, lines, context, rules)
     except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError) as error:
         if is_template(error, text):
             return []  # a template named .py (the parse fails at its markup): not Python, nothing to check
         return [cannot_parse(error, text).with_path(path)]
-    try:
-        found = check_tree(tree, lines, context, rules) if known is None else run_rules(known, rules)
-    except RecursionError:
-        found = [engine_diagnostic("OG000", "cannot parse: nesting too deep to analyse")]
     if apply_noqa:
         found = filter_suppressed(found, lines, related_lines(path, lines, config))
     # Related places come with the path their module was found at: absolute, so that a cached result
     # means the same file from any directory; the surfaces make them relative as they do the finding's.
     return [d.with_path(path).with_related_paths(os.path.abspath) for d in found]
+
+
+def _check_parsed(tree: ast.Module, known: Optional[ModuleFacts], lines: List[str], context: FileContext,
+                  rules: Sequence[Rule]) -> List[Diagnostic]:
+    try:
+        return check_tree(tree, lines, context, rules) if known is None else run_rules(known, rules)
+    except RecursionError:
+        return [engine_diagnostic("OG000", "cannot parse: nesting too deep to analyse")]
+
+
+def _check_in_windows(text: str, lines: List[str], path: str, context: FileContext,
+                      rules: Sequence[Rule]) -> List[Diagnostic]:
+    """A file too large for one tree, checked a window at a time (see ``large_files``); a text the
+    tokenizer cannot read is parsed whole, so that its error is reported as any file's is."""
+    try:
+        found_layout = large_files.layout(text)
+    except (tokenize.TokenError, SyntaxError):
+        return _check_parsed(parse(text, path), None, lines, context, rules)
+    found: List[Diagnostic] = []
+    for window in large_files.windows(lines, found_layout):
+        found.extend(_check_parsed(parse(window, path), None, lines, context, rules))
+    found.sort(key=lambda d: (d.line, d.column, d.code))
+    return _dedupe(found)
 
 
 def _read_as_other_module(source: bytes, context: FileContext, lines: List[str]) -> Optional[ModuleFacts]:

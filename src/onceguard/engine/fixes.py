@@ -25,6 +25,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from ..analysis import large_files
 from ..config import Config, config_for
 from .fix_transforms import TRANSFORMS, Transform, enclosing_statement
 from .import_placement import add_imports, bound_names, first_party_test, imported_name
@@ -122,6 +123,8 @@ class FixResult:
     rejected: List[Diagnostic] = field(default_factory=list)
     #: fixes not made because the name they import already means something else here, with that name
     clashes: List[Tuple[Diagnostic, str]] = field(default_factory=list)
+    #: fixes not made because the file is too large to rewrite within bounded memory (see ``large_files``)
+    too_large: List[Diagnostic] = field(default_factory=list)
 
 
 def is_allowed(diagnostic: Diagnostic, unsafe: bool) -> bool:
@@ -169,6 +172,10 @@ def fix_source(source: bytes, diagnostics: Sequence[Diagnostic], unsafe: bool, p
     wanted = [(d, TRANSFORMS[d.fix.kind]) for d in diagnostics if is_allowed(d, unsafe)]  # type: ignore[union-attr]
     if not wanted:
         return unchanged
+    if large_files.is_large(source):
+        # libcst holds a file as about a thousand bytes per byte of source: a rewrite of a file this large
+        # would take gigabytes, where the check took a bounded window at a time.
+        return FixResult(source, [], too_large=[d for d, _ in wanted])
     split = _split_encoding(source)
     if split is None:
         return unchanged
@@ -323,6 +330,8 @@ class FixOutcome:
     rejected: List[Diagnostic] = field(default_factory=list)
     #: findings whose fix was not made because the name it imports already means something else there
     clashes: List[Tuple[Diagnostic, str]] = field(default_factory=list)
+    #: findings whose fix was not made because their file is too large to rewrite
+    too_large: List[Diagnostic] = field(default_factory=list)
 
 
 def _fix_file(path: str, found: List[Diagnostic], config: Config, unsafe: bool, write: bool) -> FixOutcome:
@@ -337,6 +346,7 @@ def _fix_file(path: str, found: List[Diagnostic], config: Config, unsafe: bool, 
     fixed: List[Diagnostic] = []
     rejected: List[Diagnostic] = []
     clashes: List[Tuple[Diagnostic, str]] = []
+    too_large: List[Diagnostic] = []
     first_applied: Optional[List[Diagnostic]] = None
     for _ in range(_MAX_PASSES):
         # Suppressed findings never reach here: the engine applies noqa and per-file-ignores.
@@ -346,6 +356,7 @@ def _fix_file(path: str, found: List[Diagnostic], config: Config, unsafe: bool, 
         result = fix_source(current, fixable, unsafe, path)
         rejected.extend(d.with_path(path) for d in result.rejected)
         clashes.extend((d.with_path(path), name) for d, name in result.clashes)
+        too_large.extend(d.with_path(path) for d in result.too_large)
         if not result.applied:
             break
         if first_applied is None:
@@ -354,7 +365,7 @@ def _fix_file(path: str, found: List[Diagnostic], config: Config, unsafe: bool, 
         current = result.new_source
         remaining = check_source(current, path, config, cross_file=config.whole_project)
     if current == original:
-        return FixOutcome(found, rejected=rejected, clashes=clashes)
+        return FixOutcome(found, rejected=rejected, clashes=clashes, too_large=too_large)
     if not write:
         # The file stays as it is, so the findings keep their places; drop only what the diff fixes.
         applied = first_applied or []
@@ -388,6 +399,7 @@ def fix_files(diagnostics: Sequence[Diagnostic], configs_by_path: Dict[str, Conf
         total.fixed.extend(outcome.fixed)
         total.rejected.extend(outcome.rejected)
         total.clashes.extend(outcome.clashes)
+        total.too_large.extend(outcome.too_large)
         if outcome.diff:
             diffs.append((path, outcome.diff))
     total.diff = "".join(diff for _, diff in sorted(diffs))

@@ -18,6 +18,7 @@ import warnings
 import zlib
 from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 
+from ..analysis import large_files
 from ..config import Config
 from ..analysis.context import FileContext
 from ..analysis.facts import FunctionNode, ModuleFacts
@@ -165,7 +166,9 @@ def module_facts(path: str, config: Config) -> Optional[ModuleFacts]:
         return cached[2]
     facts: Optional[ModuleFacts] = None
     digest = 0
-    if stat.st_size <= _MAX_FILE_BYTES:
+    # A file too large for one tree is checked in windows (``large_files``) and not read as another module:
+    # its tree, kept for the run, would cost more than any file may.
+    if stat.st_size <= large_files.LARGE_FILE_BYTES:
         try:
             with open(path, "rb") as handle:
                 source = handle.read()

@@ -270,6 +270,7 @@ def run_check(args: argparse.Namespace) -> int:
     fixed: List = []
     diff_text = ""
     if args.fix or args.diff:
+        from ..analysis import large_files
         from ..engine.fixes import fix_files
 
         outcome = fix_files(diagnostics, dict(files), unsafe=args.unsafe_fixes, write=not args.diff)
@@ -280,6 +281,10 @@ def run_check(args: argparse.Namespace) -> int:
         for undone, name in outcome.clashes:
             _warn(f"{display_path(undone.path)}:{undone.line}:{undone.column}: {undone.code} fix not applied: "
                   f"`{name}` already names something else in this module; add the guard by hand")
+        for undone in outcome.too_large:
+            _warn(f"{display_path(undone.path)}:{undone.line}:{undone.column}: {undone.code} fix not applied: "
+                  f"the file is larger than {large_files.LARGE_FILE_BYTES >> 20} MiB, too large to rewrite; "
+                  "add the guard by hand")
         if args.diff:
             # As ruff: only the diff, and exit 1 when there is one (a check that fixes are pending).
             _emit(diff_text, args.output_file)
