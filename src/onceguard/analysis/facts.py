@@ -31,6 +31,39 @@ def ancestors(node: ast.AST) -> Iterator[ast.AST]:
         node = getattr(node, PARENT, None)
 
 
+def _arm(owner: ast.AST, child: ast.AST) -> Optional[object]:
+    """Which arm of a branching statement ``child`` (a direct child of ``owner``) is in; None when it is in
+    a part every run of ``owner`` may reach alongside an arm (a test, a ``try`` body)."""
+    if isinstance(owner, ast.If):
+        return "body" if any(s is child for s in owner.body) else "orelse" if any(
+            s is child for s in owner.orelse) else None
+    if isinstance(owner, ast.Match):
+        return id(child) if isinstance(child, ast.match_case) else None
+    if isinstance(owner, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        return id(child) if isinstance(child, ast.ExceptHandler) else None
+    return None
+
+
+def in_exclusive_branches(first: ast.AST, second: ast.AST) -> bool:
+    """Whether no single run executes both nodes: they lie in different arms of one ``if``/``elif``/``else``,
+    in different cases of one ``match``, or in different handlers of one ``try``."""
+    path: Dict[int, ast.AST] = {}
+    child = first
+    for owner in ancestors(first):
+        path[id(owner)] = child
+        child = owner
+    child = second
+    for owner in ancestors(second):
+        other = path.get(id(owner))
+        if other is not None:
+            if other is child:
+                return False
+            mine, theirs = _arm(owner, child), _arm(owner, other)
+            return mine is not None and theirs is not None and mine != theirs
+        child = owner
+    return False
+
+
 def position(node: ast.AST) -> Tuple[int, int]:
     """(line, column) of a node, for "which comes first" within one file."""
     return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, List, Optional, Set, Tuple
 
-from ...analysis.facts import FunctionNode, ModuleFacts, parent
+from ...analysis.facts import FunctionNode, ModuleFacts, in_exclusive_branches, parent
 from ...knowledge import orm
 from .loads import _ARITHMETIC, function_nodes, later, target_names, unwrap
 
@@ -17,12 +17,18 @@ class Flow:
     """Which local names hold a value read from the store (``tainted``) and which hold Python arithmetic
     on such a value (``computed``), following assignments in source order."""
 
-    def __init__(self, function: FunctionNode, facts: ModuleFacts, is_source: Callable[[ast.AST], bool]) -> None:
+    def __init__(self, function: FunctionNode, facts: ModuleFacts, is_source: Callable[[ast.AST], bool],
+                 at: Optional[ast.AST] = None) -> None:
+        """``at``: the write the flow is asked about; an assignment in another arm of a branch around it (the
+        other ``elif`` of a dispatcher) never runs before it, so what it binds says nothing there."""
         self.is_source = is_source
         self.tainted: Set[str] = set()
         self.computed: Set[str] = set()
         self.merged: Set[str] = set()  # names holding a dict built from the value read (``{**old, ...}``)
         for node in function_nodes(function, facts):
+            if at is not None and isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) \
+                    and in_exclusive_branches(node, at):
+                continue
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 names = [n for t in targets for n in target_names(t)]
@@ -36,6 +42,9 @@ class Flow:
             elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 if node.target.id in self.tainted and isinstance(node.op, _ARITHMETIC):
                     self.computed.add(node.target.id)
+            elif isinstance(node, (ast.For, ast.AsyncFor)) and self.reads(node.iter):
+                # Each element of a collection read from the store is a value read from it.
+                self.tainted.update(target_names(node.target))
 
     def reads_here(self, node: ast.AST) -> bool:
         """This one node is a read (a tainted name or the source), without looking below it."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, List, Optional, Tuple
 
-from ...analysis.facts import FunctionNode, ModuleFacts
+from ...analysis.facts import FunctionNode, ModuleFacts, in_exclusive_branches
 from ...model import Diagnostic
 from ..redis_leases import redis_call, short
 from .flow import Flow, _merged, plain_name
@@ -66,11 +66,13 @@ def keyed_round_trips(function: FunctionNode, facts: ModuleFacts) -> Iterable[Tu
         noun = _verb_and_noun(node.func.attr, WRITE_VERBS)
         if noun is None:
             continue
-        matching = [read for read, r, n, k in reads if (r, n, k) == (receiver, noun, key) and later(node, read)]
+        matching = [read for read, r, n, k in reads
+                    if (r, k) == (receiver, key) and n in (noun, noun + "s", noun + "es") and later(node, read)
+                    and not in_exclusive_branches(read, node)]
         if not matching:
             continue
         read_ids = {id(read) for read in matching}
-        flow = Flow(function, facts, lambda n, ids=read_ids: id(n) in ids)
+        flow = Flow(function, facts, lambda n, ids=read_ids: id(n) in ids, at=node)
         for value in _written_values(node):
             if flow.arithmetic(value) or _merged(value, flow.reads_here):
                 yield matching[-1], node, node

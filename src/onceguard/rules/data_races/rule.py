@@ -322,7 +322,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                 write = _accessor_write(read, receiver, name, function, facts)
                 if write is None:
                     continue
-                flow = Flow(function, facts, lambda n, r=read: n is r)
+                flow = Flow(function, facts, lambda n, r=read: n is r, at=write)
                 values = [a for a in write.args] + [k.value for k in write.keywords]
                 if not any(flow.arithmetic(_keyed(v, name)) for v in values):
                     continue

@@ -149,7 +149,7 @@ class SqlChecks:
             reads = _core_reads(model, call, function, facts)
             if not reads:
                 continue
-            flow = Flow(function, facts, lambda n: id(n) in reads)
+            flow = Flow(function, facts, lambda n: id(n) in reads, at=call)
             guarded = _names_compared(links)
             for keyword in call.keywords:
                 column = keyword.arg
@@ -194,7 +194,7 @@ class SqlChecks:
             read = _selected_columns(select, table)
             if not read:
                 continue
-            flow = Flow(function, facts, _select_result_source(select))
+            flow = Flow(function, facts, _select_result_source(select), at=update.call)
             for target in statement.targetList or ():
                 column = target.name
                 if not isinstance(target.val, pg.ParamRef):

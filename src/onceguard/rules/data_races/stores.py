@@ -6,7 +6,7 @@ import ast
 from typing import Iterable, List, Optional, Set
 
 from ...project import index as project
-from ...analysis.facts import FunctionNode, ModuleFacts
+from ...analysis.facts import FunctionNode, ModuleFacts, in_exclusive_branches
 from ...knowledge import redis_clients as redis_known
 from ...model import Diagnostic
 from ..redis_leases import _client_calls, argument, has_spread, key_argument, per_process, redis_call, short
@@ -143,7 +143,7 @@ def _changed_in_place(value: ast.AST, flow: Flow, read: ast.Call, write: ast.Cal
         return None
     aliases = {value.id}
     nodes = [n for n in function_nodes(function, facts)
-             if isinstance(n, ast.stmt) and later(n, read) and later(write, n)]
+             if isinstance(n, ast.stmt) and later(n, read) and later(write, n) and not in_exclusive_branches(n, write)]
     for node in function_nodes(function, facts):
         if not isinstance(node, ast.stmt) or not later(write, node):
             continue
@@ -253,7 +253,7 @@ class StoreChecks:
                 if per_process(handle, facts):
                     continue  # each process's own cache: no other replica reads or writes the entry
                 read_ids = {id(r) for r in reads}
-                flow = Flow(function, facts, lambda n: id(n) in read_ids)
+                flow = Flow(function, facts, lambda n: id(n) in read_ids, at=call)
                 if flow.arithmetic(value):
                     yield self._redis_report(call, command, reads[0], handle.kind)
                 elif _changed_in_place(value, flow, reads[0], call, function, facts):
@@ -287,7 +287,7 @@ class StoreChecks:
             if not matching:
                 continue
             read_ids = {id(r) for r in matching}
-            flow = Flow(function, facts, lambda n: id(n) in read_ids)
+            flow = Flow(function, facts, lambda n: id(n) in read_ids, at=call)
             if flow.arithmetic(value):
                 yield self._redis_report(call, "set", matching[-1], handle.kind)
             elif _entry_counted(value, flow, matching[-1], call, function, facts):
