@@ -87,15 +87,28 @@ def _assigns_locally(function: Optional[FunctionNode], name: str) -> bool:
         arguments = function.args
         if any(a.arg == name for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs):
             return True
-        declared_global = False
-        for node in walk_no_nested_functions(function):
-            if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
-                declared_global = True
-            elif isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
-                if not declared_global:
-                    return True
+        if name in _local_names(function):
+            return True
         function = ModuleFacts.enclosing_function(function)
     return False
+
+
+def _local_names(function: FunctionNode) -> FrozenSet[str]:
+    """The names ``function`` assigns without declaring them ``global`` or ``nonlocal`` (Python rejects an
+    assignment before such a declaration), found once per function."""
+    cached = getattr(function, "_og_local_names", None)
+    if cached is not None:
+        return cached
+    stored: Set[str] = set()
+    declared: Set[str] = set()
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stored.add(node.id)
+    names = frozenset(stored - declared)
+    function._og_local_names = names
+    return names
 
 
 def class_attribute_binding(cls: ast.ClassDef, attr: str, facts: ModuleFacts) -> Optional[Binding]:
@@ -343,9 +356,10 @@ class StateMatcher:
             return cached[1]
         names: Set[str] = set()
         changed = True
+        bindings = state_nodes(function, self.facts)
         while changed:
             changed = False
-            for node in walk_no_nested_functions(function):
+            for node in bindings:
                 if isinstance(node, ast.Assign):
                     targets, value = node.targets, node.value
                 elif isinstance(node, (ast.For, ast.AsyncFor)):
@@ -446,7 +460,7 @@ def accesses(binding: Binding, facts: ModuleFacts, clock_names=None) -> Accesses
             continue
         names = matcher.aliases(function)
         clocks = _clock_names(function, facts)
-        for node in walk_no_nested_functions(function):
+        for node in state_nodes(function, facts):
             kind = _write_kind(node, matcher, names, function, facts, clocks)
             if kind is not None:
                 found.items.append(Access(node, function, kind))
@@ -457,13 +471,27 @@ def accesses(binding: Binding, facts: ModuleFacts, clock_names=None) -> Accesses
     return found
 
 
+#: The nodes the questions about state look at: those that can write, remove or decide on it (see
+#: ``_write_kind`` and ``_decides``, method calls included) and those that bind a name to a value (``aliases``).
+_STATE_KINDS = (ast.AugAssign, ast.Assign, ast.AnnAssign, ast.Delete, ast.If, ast.While, ast.IfExp, ast.Assert,
+                ast.Return, ast.For, ast.AsyncFor, ast.NamedExpr)
+
+
+def state_nodes(function: FunctionNode, facts: ModuleFacts) -> List[ast.AST]:
+    """The nodes of ``function`` (not of functions nested in it) of ``_STATE_KINDS`` and its method calls, in
+    source order: listed once per function, as every binding of the module asks the same functions again."""
+    return facts.cached(f"state_nodes:{id(function)}", lambda _facts: [
+        node for node in walk_no_nested_functions(function)
+        if isinstance(node, _STATE_KINDS) or (type(node) is ast.Call and type(node.func) is ast.Attribute)])
+
+
 def _clock_names(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
     cached = getattr(function, "_og_clock_names", None)
     if cached is not None:
         return cached
     names: Set[str] = set()
     function._og_clock_names = names
-    for node in walk_no_nested_functions(function):
+    for node in state_nodes(function, facts):
         if isinstance(node, ast.Assign) and _is_clock(node.value, facts, names):
             for target in node.targets:
                 if isinstance(target, ast.Name):
@@ -601,7 +629,7 @@ def read_through(function: FunctionNode, binding: Binding, facts: ModuleFacts) -
     names = matcher.aliases(function)
     clocks = _clock_names(function, facts)
     tests = False
-    for node in walk_no_nested_functions(function):
+    for node in state_nodes(function, facts):
         if isinstance(node, (ast.If, ast.IfExp)) and matcher.touches(node.test, names, function):
             tests = True
         kind = _write_kind(node, matcher, names, function, facts, clocks)

@@ -19,7 +19,7 @@ import ast
 from typing import FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from ..project import process_state as state
-from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
 from ..project.forwarding import forwarded
@@ -233,6 +233,9 @@ def _target(node: ast.AST) -> ast.AST:
     return getattr(node, "target", node)
 
 
+_TESTS = (ast.If, ast.IfExp)
+
+
 def _judge(binding: state.Binding, facts: ModuleFacts, request: _RequestCode, receivers: Set[str],
            daemon) -> Optional[_Finding]:
     found = state.accesses(binding, facts)
@@ -244,8 +247,9 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: _RequestCode, re
     counters, fields = _counter_fields(found)
     if counters and decisions:
         # Counted, compared with a limit (the test may only set a "blocked" mark), and the state decides.
-        limits = [state.Access(node, a.function, "test") for a in found.items if a.function is not None
-                  for node in walk_no_nested_functions(a.function) if isinstance(node, (ast.If, ast.IfExp))]
+        functions = {id(a.function): a.function for a in found.items if a.function is not None}
+        limits = [state.Access(node, function, "test") for function in functions.values()
+                  for node in state.state_nodes(function, facts) if isinstance(node, _TESTS)]
         if any(_compares_field(test, matcher, fields) for test in limits):
             compared = [d for d in decisions if _compares_field(d, matcher, fields)] or decisions
             return _Finding("counter", counters[0], compared[0])
