@@ -152,6 +152,8 @@ class ModuleFacts:
         self.ifs: List[ast.If] = []
         imports: List[ast.AST] = []
         self._walk(tree, imports)
+        #: every ``import`` and ``from ... import`` statement of the module, in source order
+        self.import_statements = imports
         self.imports = ImportTable(imports, context.package or _namespace_package(context, imports))
         self._file_imported_calls_by_name()
         self._cache: Dict[str, object] = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from typing import Dict, List, Optional
 
 from ..analysis.applied_decorators import decorators
@@ -79,12 +80,17 @@ def _imported_in_project(facts: ModuleFacts) -> bool:
     own = os.path.abspath(facts.context.path)
     spelled = [name.encode() for name in names if "." in name]
     root = facts.config.root or project.search_root(facts)
+    # An import names the module by its stem as a whole word (``import app.main``, ``from . import main``,
+    # ``from .main import run``): a file where the stem is only part of another word cannot import it.
+    whole_stem = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(stem.encode()) + rb"(?![A-Za-z0-9_])")
     for path in project.files_mentioning(stem, root):
         if os.path.abspath(path) == own:
             continue
         data = project.read_bytes(path)
         if any(name in data for name in spelled):
             return True
+        if data and not whole_stem.search(data):
+            continue
         other = project.module_facts(path, facts.config)
         if other is None:
             return True
@@ -97,7 +103,7 @@ def _imported_names(other: ModuleFacts) -> List[str]:
     """Every dotted name an import statement of ``other`` loads (``import a.b.c`` loads ``a``, ``a.b`` and
     ``a.b.c``; ``from a.b import c`` loads those and may load ``a.b.c``), relative imports resolved."""
     found: List[str] = []
-    for node in ast.walk(other.tree):
+    for node in other.import_statements:
         if isinstance(node, ast.Import):
             dotted_names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
