@@ -90,6 +90,8 @@ CLOCK_CALLS: FrozenSet[str] = frozenset({
 })
 #: Methods that put a member into a set-like state: a "seen" marker.
 MARK_METHODS: FrozenSet[str] = frozenset({"add", "append"})
+#: Calls that only report (a warning shown to whoever runs the process).
+WARNING_CALLS: FrozenSet[str] = frozenset({"warnings.warn", "warnings.warn_explicit"})
 #: Methods that take a member out again: state that tracks work in flight, not what was done.
 UNMARK_METHODS: FrozenSet[str] = frozenset({"discard", "remove", "pop"})
 #: Values that are objects of this process (a queue, an event, a task, a socket): a container of them is a

@@ -614,12 +614,34 @@ def _decides(node: ast.AST, matcher: StateMatcher, names: Set[str], function: Fu
     if isinstance(node, (ast.If, ast.While)):
         if not matcher.touches(node.test, names, function):
             return False
+        if any(isinstance(s, (ast.Return, ast.Raise, ast.Continue, ast.Break)) for s in node.body):
+            return True
+        # What the test guards is only a report (a log line, a warning) and the state's own mark: each
+        # replica reporting once is what such a marker is for, not work the other replicas would repeat.
         return any(isinstance(n, (ast.Return, ast.Raise, ast.Continue, ast.Break, ast.Call))
-                   for statement in node.body for n in walk_no_nested_functions(statement)) or any(
-            isinstance(s, (ast.Return, ast.Raise, ast.Continue, ast.Break)) for s in node.body)
+                   for statement in node.body if not _reports_or_marks(statement, matcher, names, function)
+                   for n in walk_no_nested_functions(statement))
     if isinstance(node, (ast.IfExp, ast.Assert)):
         return matcher.touches(node.test, names, function)
     return False
+
+
+def _reports_or_marks(statement: ast.stmt, matcher: StateMatcher, names: Set[str], function: FunctionNode) -> bool:
+    """``log.warning(...)``, ``warnings.warn(...)``, ``print(...)``, or ``_warned.add(key)`` on the state itself."""
+    from .claims import is_log_call
+    from .forwarding import forwarded
+
+    if not isinstance(statement, ast.Expr) or not isinstance(statement.value, ast.Call):
+        return False
+    call, facts = statement.value, matcher.facts
+    through = forwarded(call, facts)  # (also behind a small helper that returns the call)
+    if through is not None:
+        call, facts = through.call, through.facts
+    if is_log_call(call) or (facts.callee(call) or "") in known.WARNING_CALLS:
+        return True
+    func = call.func
+    return isinstance(func, ast.Attribute) and func.attr in known.MARK_METHODS \
+        and matcher.derives(func.value, names, function)
 
 
 def read_through(function: FunctionNode, binding: Binding, facts: ModuleFacts) -> bool:
