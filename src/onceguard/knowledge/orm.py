@@ -94,6 +94,11 @@ _CHANGE_WORDS = (*_ARITHMETIC_WORDS, b"{**", b" | ", b".append(", b".extend(", b
 #: What writes an instance back, wherever it came from (a parameter, ``self.token``, a repository).
 _INSTANCE_WRITE_WORDS = (b"save(", b"commit(", b"flush(", b".merge(", b".update(", b".values(")
 
+#: A container read from a store and changed in place (every method the data-race rules count as one).
+_IN_PLACE_CHANGE_WORDS = tuple(b"." + method + b"(" for method in (
+    b"append", b"extend", b"insert", b"update", b"setdefault", b"pop", b"popitem", b"remove", b"discard", b"add",
+    b"clear"))
+
 READ_MODIFY_WRITE_TRIGGERS = (
     # Any instance changed from its own value and written back: the write shows it is a row.
     *((writer, change) for writer in _INSTANCE_WRITE_WORDS for change in _CHANGE_WORDS),
@@ -107,7 +112,7 @@ READ_MODIFY_WRITE_TRIGGERS = (
     *((b"set_", change, b"get_") for change in (b"] = ", b"] += ", b" + ")),
     # A project's keyed store: a record read by key, merged or changed, stored again under that key.
     *((read, change, write) for read in (b".get_", b".load_", b".fetch_", b".read_", b".find_")
-      for change in (b"{**", b" + ", b"] = ", b"] += ", b".append(", b".update(", b" | ", b"+=", b"-=")
+      for change in (b"{**", b" + ", b"] = ", b"] += ", b" | ", b"+=", b"-=", *_IN_PLACE_CHANGE_WORDS)
       for write in (b".set_", b".put_", b".upsert_", b".save_", b".store_", b".update_", b".write_", b".replace_")),
     # A mapped model's method changing ``self`` from its own value: the caller's commit writes it.
     *((model, b"self.", op) for model in (b"__tablename__", b"mapped_column", b"Column(", b"Field(")
