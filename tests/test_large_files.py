@@ -156,3 +156,17 @@ def test_a_five_megabyte_module_is_checked_in_bounded_memory_with_its_findings(t
     assert done.stderr.count("too large to rewrite") == 3
     peak_kib = int(done.stderr.rsplit("PEAK", 1)[1].split()[0])
     assert peak_kib < 300 * 1024, f"peak {peak_kib / 1024:.0f} MiB"
+
+
+def test_a_window_that_does_not_parse_hands_the_file_to_the_whole_file_reading(tmp_path, monkeypatch):
+    """Statements misread by the running Python's tokenizer (a newer grammar) never cost a finding nor make
+    up an error: the file is then read whole, as a file under the size limit is."""
+    path = tmp_path / "jobs.py"
+    path.write_text(generated_module(64 << 10))
+    source = path.read_bytes()
+    config = from_mapping({}, root=str(tmp_path))
+    whole = check.check_source(source, str(path), config)
+    assert {(d.line, d.code) for d in whole} == set(expected_findings(path.read_text()))
+    monkeypatch.setattr(large_files, "LARGE_FILE_BYTES", 0)
+    monkeypatch.setattr(large_files, "windows", lambda lines, layout: iter(["def broken(:\n"]))
+    assert check.check_source(source, str(path), config) == whole

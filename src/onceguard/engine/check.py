@@ -246,7 +246,13 @@ def _check_in_windows(text: str, lines: List[str], path: str, context: FileConte
         return _check_parsed(parse(text, path), None, lines, context, rules)
     found: List[Diagnostic] = []
     for window in large_files.windows(lines, found_layout):
-        found.extend(_check_parsed(parse(window, path), None, lines, context, rules))
+        try:
+            tree = parse(window, path)
+        except SyntaxError:
+            # The tokenizer of this Python misread the statements (a newer grammar): the whole file decides,
+            # read as any file is (its findings, or the one error it really has).
+            return _check_parsed(parse(text, path), None, lines, context, rules)
+        found.extend(_check_parsed(tree, None, lines, context, rules))
     found.sort(key=lambda d: (d.line, d.column, d.code))
     return _dedupe(found)
 
