@@ -13,7 +13,7 @@ from typing import Iterator, Optional, Tuple
 
 from ..project import index as project
 from ..analysis.executed_sql import bound_value, module_statements
-from ..analysis.facts import ModuleFacts
+from ..analysis.facts import ModuleFacts, ancestors
 from ..knowledge import event_consumers as known
 from ..knowledge.event_consumers import ConsumerKind
 from ..model import Diagnostic, Related
@@ -117,6 +117,8 @@ def _a(noun: str) -> str:
 def _single_consumer(function: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ConsumerKind, ast.AST]]:
     """What ``function`` consumes that only one process may: an IMAP mailbox it acts on, or a queue it
     consumes with ``exclusive=True``; with the node that shows it."""
+    if id(function) not in _consuming_functions(facts):
+        return None  # no mailbox or exclusive-consume call anywhere in it: nothing to walk
     calls = [node for node in ast.walk(function) if isinstance(node, ast.Call)]
     acts = False
     for node in calls:
@@ -134,6 +136,22 @@ def _single_consumer(function: ast.AST, facts: ModuleFacts) -> Optional[Tuple[Co
     if opened is not None:
         return known.IMAP_POLLER, opened
     return None
+
+
+def _consuming_functions(facts: ModuleFacts) -> set:
+    """The functions (by id) that hold, in their body or a function nested in it, a call of a mailbox or an
+    exclusive-consume method: the only ones ``_single_consumer`` can find something in."""
+
+    def build(_facts: ModuleFacts) -> set:
+        found = set()
+        methods = sorted(known.IMAP_MAILBOX_METHODS | known.EXCLUSIVE_CONSUME_METHODS)
+        for call in facts.calls_named(*methods):
+            if isinstance(call.func, ast.Attribute):
+                found.update(id(above) for above in ancestors(call)
+                             if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+        return found
+
+    return facts.cached("event_consumers:consuming-functions", build)
 
 
 def _started_functions(facts: ModuleFacts, startup: StartupMap) -> Iterator[Tuple[ast.AST, ast.AST, ModuleFacts, Optional[Related]]]:
@@ -256,6 +274,10 @@ def _start_references(facts: ModuleFacts) -> Iterator[ast.Attribute]:
     for call in facts.calls_named(*_START_METHODS):
         if isinstance(call.func, ast.Attribute):
             yield call.func
+    # Only a module that passes such a method on needs the walk (kept for its breadth-first order).
+    if not any(isinstance(argument, ast.Attribute) and argument.attr in _START_METHODS
+               for node in facts.calls for argument in list(node.args) + [k.value for k in node.keywords]):
+        return
     for node in ast.walk(facts.tree):
         if isinstance(node, ast.Call):
             arguments = list(node.args) + [k.value for k in node.keywords]
