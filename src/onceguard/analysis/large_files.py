@@ -38,7 +38,7 @@ FOLD_MIN_LINES = 8
 _CONTINUATIONS = frozenset({"else", "elif", "except", "finally"})
 _DATA_NAMES = frozenset({"None", "True", "False"})
 _DATA_OPS = frozenset({",", ":", "-", "+", "(", ")", "[", "]", "{", "}"})
-_OPENERS = {"(": ")", "[": "]", "{": "}"}
+_OPENERS = frozenset("([{")
 
 
 @dataclass
@@ -102,9 +102,8 @@ def layout(text: str) -> Layout:
                     in_class = word == "class"
                 decorating = word == "@"
             elif indent == 1 and current is not None and in_class and current.header_last:
-                if current.body and (body_decorating or word in _CONTINUATIONS):
-                    pass
-                else:
+                # A decorated method or an ``else`` arm continues the body statement before it.
+                if not (current.body and (body_decorating or word in _CONTINUATIONS)):
                     current.body.append(Statement(tok.start[0], tok.start[0], _kind_of(tok)))
                 body_decorating = word == "@"
         if current is not None:
@@ -173,10 +172,10 @@ def windows(lines: Sequence[str], found: Layout) -> Iterator[str]:
     folded = folded_lines(lines, found.folds)
     units: List[Tuple[Statement, Statement]] = []  # (top-level statement, the unit: itself or a body statement)
     for statement in found.statements:
-        statement.size = sum(len(folded[n - 1]) + 1 for n in range(statement.first, statement.last + 1))
+        statement.size = _text_size(folded, statement)
         if statement.body and statement.size > WINDOW_BYTES:
             for inner in statement.body:
-                inner.size = sum(len(folded[n - 1]) + 1 for n in range(inner.first, inner.last + 1))
+                inner.size = _text_size(folded, inner)
                 units.append((statement, inner))
         else:
             units.append((statement, statement))
@@ -191,6 +190,10 @@ def windows(lines: Sequence[str], found: Layout) -> Iterator[str]:
         size += unit[1].size
     if batch:
         yield _window(folded, context, batch)
+
+
+def _text_size(folded: Sequence[str], statement: Statement) -> int:
+    return sum(len(folded[n - 1]) + 1 for n in range(statement.first, statement.last + 1))
 
 
 def _context(statements: Sequence[Statement]) -> List[Statement]:

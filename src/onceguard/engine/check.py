@@ -238,21 +238,15 @@ def _check_parsed(tree: ast.Module, known: Optional[ModuleFacts], lines: List[st
 
 def _check_in_windows(text: str, lines: List[str], path: str, context: FileContext,
                       rules: Sequence[Rule]) -> List[Diagnostic]:
-    """A file too large for one tree, checked a window at a time (see ``large_files``); a text the
-    tokenizer cannot read is parsed whole, so that its error is reported as any file's is."""
+    """A file too large for one tree, checked a window at a time (see ``large_files``).  A text the
+    tokenizer cannot read, or a window that does not parse (this Python's tokenizer misread the statements
+    of a newer grammar), is parsed whole: its findings, or the one error it really has, as any file's."""
+    found: List[Diagnostic] = []
     try:
-        found_layout = large_files.layout(text)
+        for window in large_files.windows(lines, large_files.layout(text)):
+            found.extend(_check_parsed(parse(window, path), None, lines, context, rules))
     except (tokenize.TokenError, SyntaxError):
         return _check_parsed(parse(text, path), None, lines, context, rules)
-    found: List[Diagnostic] = []
-    for window in large_files.windows(lines, found_layout):
-        try:
-            tree = parse(window, path)
-        except SyntaxError:
-            # The tokenizer of this Python misread the statements (a newer grammar): the whole file decides,
-            # read as any file is (its findings, or the one error it really has).
-            return _check_parsed(parse(text, path), None, lines, context, rules)
-        found.extend(_check_parsed(tree, None, lines, context, rules))
     found.sort(key=lambda d: (d.line, d.column, d.code))
     return _dedupe(found)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 from typing import Dict, List, Optional
 
 from ..analysis.applied_decorators import decorators
@@ -74,6 +73,7 @@ def _imported_in_project(facts: ModuleFacts) -> bool:
     ending in it, or a relative import), or holds its dotted name as text.  Unreadable files count as
     importing it."""
     from .claims import own_module_names
+    from .renamed_callers import spells
 
     names = own_module_names(facts)
     stem = facts.context.filename[:-3] if facts.context.filename.endswith(".py") else facts.context.filename
@@ -82,14 +82,14 @@ def _imported_in_project(facts: ModuleFacts) -> bool:
     root = facts.config.root or project.search_root(facts)
     # An import names the module by its stem as a whole word (``import app.main``, ``from . import main``,
     # ``from .main import run``): a file where the stem is only part of another word cannot import it.
-    whole_stem = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(stem.encode()) + rb"(?![A-Za-z0-9_])")
+    stem_bytes = stem.encode()
     for path in project.files_mentioning(stem, root):
         if os.path.abspath(path) == own:
             continue
         data = project.read_bytes(path)
         if any(name in data for name in spelled):
             return True
-        if data and not whole_stem.search(data):
+        if data and not spells(data, stem_bytes):
             continue
         other = project.module_facts(path, facts.config)
         if other is None:

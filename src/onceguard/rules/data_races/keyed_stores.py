@@ -14,6 +14,8 @@ from typing import Iterable, List, Optional, Tuple
 
 from ...analysis.facts import FunctionNode, ModuleFacts, in_exclusive_branches, walk_no_nested_functions
 from ...model import Diagnostic
+from ...project.redis_clients import _method
+from ...project.summaries import _local_receiver as local_receiver
 from ..redis_leases import redis_call, short
 from .flow import Flow, _merged, plain_name
 from .loads import function_nodes, later
@@ -88,9 +90,6 @@ def keyed_round_trips(function: FunctionNode, facts: ModuleFacts) -> Iterable[Tu
                 break
 
 
-#: Constructors of a container an object makes for itself.
-_CONTAINERS = frozenset({"dict", "list", "set", "OrderedDict", "defaultdict", "collections.OrderedDict",
-                         "collections.defaultdict"})
 #: Builtins a stored value may be handed to on its way into a container (size and type checks).
 _LOOKS = frozenset({"len", "str", "repr", "isinstance", "type", "hash", "id", "bool", "sys.getsizeof"})
 
@@ -100,46 +99,26 @@ def _stores_in_own_container(method_name: str, function: FunctionNode, facts: Mo
     made itself (``self.entries[key] = value`` after ``self.entries = {}``) and hands it to nothing but its
     own methods and size checks: the record lives in this process, whatever the method is called."""
     cls = facts.enclosing_class(function)
-    method = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-                   and s.name == method_name), None) if cls is not None else None
+    method = _method(cls, method_name) if cls is not None else None
     if method is None:
         return False
     parameters = [a.arg for a in method.args.posonlyargs + method.args.args][2:]  # after self and the key
     if not parameters:
         return False
-    own = _own_containers(cls, facts)
     stored = False
     for node in walk_no_nested_functions(method):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in parameters:
-            for target in node.targets:
-                if isinstance(target, ast.Subscript) and _self_attribute(target.value) in own:
-                    stored = True
+            stored = stored or any(isinstance(target, ast.Subscript) and local_receiver(target.value, method, facts)
+                                   for target in node.targets)
         elif isinstance(node, ast.Call) and any(isinstance(n, ast.Name) and n.id in parameters
                                                 for argument in node.args + [k.value for k in node.keywords]
                                                 for n in ast.walk(argument)):
-            if _self_attribute(node.func) is None and (facts.callee(node) or "") not in _LOOKS:
+            func = node.func
+            own_method = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                and func.value.id == "self"
+            if not own_method and (facts.callee(node) or "") not in _LOOKS:
                 return False  # the value goes somewhere the class does not show
     return stored
-
-
-def _own_containers(cls: ast.ClassDef, facts: ModuleFacts) -> set:
-    """Attributes of ``self`` the class binds to a container it makes (``{}``, ``[]``, ``dict()``, ...)."""
-    found = set()
-    for node in ast.walk(cls):
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            value = node.value
-            made = isinstance(value, (ast.Dict, ast.List, ast.Set)) or (
-                isinstance(value, ast.Call) and (facts.callee(value) or "") in _CONTAINERS)
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if made:
-                found.update(name for name in map(_self_attribute, targets) if name is not None)
-    return found
-
-
-def _self_attribute(node: ast.AST) -> Optional[str]:
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-        return node.attr
-    return None
 
 
 def _last_assignment(name: str, before: ast.AST, function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:
