@@ -14,7 +14,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Iterator, List, Optional, Tuple
 
-from .facts import ModuleFacts, ancestors, parent, walk_no_nested_functions
+from .facts import ModuleFacts, ancestors, assigned_before, parent, walk_no_nested_functions
 from ..knowledge.databases import SQL_METHODS, SQL_WRAPPERS
 from .sql import HOLE, SqlFacts, analyse
 
@@ -203,19 +203,33 @@ class OrmSetStatement:
     chain: List[ast.Call]  # the calls that build the query (not effects of their own)
 
 
-def orm_set_statement(call: ast.Call) -> Optional[OrmSetStatement]:
+#: Local names followed back to the query they hold (``q = q.filter(...)`` rebinds once per hop).
+_BINDING_HOPS = 3
+
+
+@dataclass
+class OrmQuery:
+    chain: List[ast.Call]  # the shaping calls, outermost first
+    filtered: bool  # one of them narrows the rows
+
+
+def orm_query(expr: ast.AST, function: Optional[ast.AST] = None) -> Optional[OrmQuery]:
+    """``session.query(M).filter(...)``, ``Model.objects.filter(...)``: a query being shaped, which sends
+    nothing until it is run.  With ``function``, a local name is followed to the query assigned to it."""
     from ..knowledge import orm
 
-    func = call.func
-    if not isinstance(func, ast.Attribute) or func.attr not in orm.SET_STATEMENT_RUNS:
-        return None
-    kind = "delete" if "delete" in func.attr else "update"
-    if kind == "delete" and call.args:
-        return None  # ``session.delete(obj)``: one instance, not a statement
     chain: List[ast.Call] = []
     filtered = False
-    node = func.value
-    while isinstance(node, (ast.Call, ast.Attribute, ast.Await)):
+    node = expr
+    hops = 0
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Await, ast.Name)):
+        if isinstance(node, ast.Name):
+            hops += 1
+            value = assigned_before(node, function) if hops <= _BINDING_HOPS else None
+            if value is None:
+                break
+            node = value
+            continue
         if isinstance(node, ast.Await):
             node = node.value
             continue
@@ -227,10 +241,26 @@ def orm_set_statement(call: ast.Call) -> Optional[OrmSetStatement]:
             node = node.func.value
         else:
             node = node.value
-    if not filtered:
+    return OrmQuery(chain, filtered) if chain else None
+
+
+def orm_set_statement(call: ast.Call, function: Optional[ast.AST] = None) -> Optional[OrmSetStatement]:
+    """The set-based statement ``call`` runs, or None.  With ``function``, a query built into a local name
+    and run later (``expired = session.query(Order).filter(...)`` ... ``expired.update({...})``) is the same
+    statement: building a query sends nothing."""
+    from ..knowledge import orm
+
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in orm.SET_STATEMENT_RUNS:
+        return None
+    kind = "delete" if "delete" in func.attr else "update"
+    if kind == "delete" and call.args:
+        return None  # ``session.delete(obj)``: one instance, not a statement
+    query = orm_query(func.value, function)
+    if query is None or not query.filtered:
         return None
     values = [k.value for k in call.keywords if k.arg != "synchronize_session"] + [
         v for a in call.args if isinstance(a, ast.Dict) for v in a.values]
     if kind == "update" and not values:
         return None
-    return OrmSetStatement(call, kind, values, chain)
+    return OrmSetStatement(call, kind, values, query.chain)

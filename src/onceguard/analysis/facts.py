@@ -375,6 +375,20 @@ def _namespace_package(context: FileContext, imports: List[ast.AST]) -> str:
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
+def assigned_before(name: ast.Name, function: Optional[ast.AST]) -> Optional[ast.AST]:
+    """The value last assigned to ``name`` by a plain ``name = ...`` in ``function`` before ``name`` is used."""
+    if function is None:
+        return None
+    found = None
+    use = (name.lineno, name.col_offset)
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id == name.id and (node.end_lineno, node.end_col_offset) <= use:
+            if found is None or node.lineno >= found.lineno:
+                found = node  # ``q = q.filter(...)`` is not its own binding: it ends after its own ``q``
+    return found.value if found is not None else None
+
+
 def walk_no_nested_functions(node: ast.AST) -> Iterator[ast.AST]:
     """Like ``ast.walk`` (but in source order) without entering nested function or class bodies."""
     AST = ast.AST

@@ -196,6 +196,11 @@ JSON_COLUMN_TYPES: FrozenSet[str] = frozenset({
 })
 
 # -- set-based ORM statements (one DELETE/UPDATE ... WHERE) ------------------------------------------------
+#: Methods that turn a shaped query into a construct for another statement (a subquery, a CTE, an EXISTS),
+#: sending nothing themselves (SQLAlchemy ``Query`` and ``Select``).
+QUERY_COMPOSERS: FrozenSet[str] = frozenset({
+    "subquery", "cte", "scalar_subquery", "as_scalar", "exists", "alias", "label", "statement",
+})
 #: Terminal methods of a queryset or a legacy Query that run one DELETE or UPDATE over the rows it matches.
 SET_STATEMENT_RUNS: FrozenSet[str] = frozenset({"delete", "adelete", "update", "aupdate"})
 #: Methods that narrow the matched rows.  A set-based statement has at least one.

@@ -21,6 +21,7 @@ from ..analysis.executed_sql import ExecutedSql, executed_sql
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, walk_no_nested_functions
 from ..knowledge import claims as known
 from ..analysis.sql import parse_statements
+from .lock_libraries import library_locks
 
 # Kinds of claim.
 CLAIM_FUNCTION = "claim function"
@@ -353,6 +354,12 @@ class ClaimAnalyzer:
             return True
         origin = self.bindings.origin(expr)
         return origin is not None and origin is not expr and self._is_lock_call(origin)
+
+    def _waiting_lock_method(self, expr: ast.AST) -> bool:
+        """``client.lock("name", timeout=60)``: redis-py's and django-redis's lock waits unless told not to."""
+        origin = expr if isinstance(expr, ast.Call) else self.bindings.origin(expr)
+        return (isinstance(origin, ast.Call) and isinstance(origin.func, ast.Attribute)
+                and origin.func.attr == known.REDIS_LOCK_METHOD and not _non_blocking(origin))
 
     def call_claim(self, call: ast.Call, depth: int = 0) -> Optional[str]:
         """The kind of claim this one call makes, or None."""
@@ -1126,10 +1133,18 @@ def _is_huey_lock_expr(node: ast.AST) -> bool:
 
 
 def failed_lock_handlers(facts: ModuleFacts, analyzer: ClaimAnalyzer) -> Iterable[ast.ExceptHandler]:
-    """``except LockError:`` handlers of a ``try`` whose body takes a lock with ``with``."""
+    """``except LockError:`` handlers of a ``try`` whose body takes a lock with ``with`` without waiting.
+
+    A lock that waits (``blocking_timeout=20``) is a mutex every replica queues on: its ``LockError`` says the
+    wait ran out or the lock was lost, a failure of the job rather than the skip of a replica that found the
+    work taken."""
+    waiting = {id(lock.in_with) for lock in library_locks(facts) if lock.in_with is not None and lock.waits}
     seen: Set[int] = set()
     for with_node in facts.withs:
-        if not any(analyzer._lock_object(item.context_expr) for item in with_node.items):
+        if id(with_node) in waiting:
+            continue
+        locks = [item.context_expr for item in with_node.items if analyzer._lock_object(item.context_expr)]
+        if not locks or any(analyzer._waiting_lock_method(expr) for expr in locks):
             continue
         child: ast.AST = with_node
         for above in ancestors(with_node):

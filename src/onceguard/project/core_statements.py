@@ -10,20 +10,8 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, assigned_before
 from ..knowledge import effects as known
-
-
-def _bound_value(name: ast.Name, function: Optional[FunctionNode]) -> Optional[ast.AST]:
-    """The value last assigned to ``name`` in ``function`` before it is used (one simple assignment)."""
-    if function is None:
-        return None
-    found = None
-    for node in walk_no_nested_functions(function):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and node.targets[0].id == name.id and node.lineno <= name.lineno:
-            found = node.value
-    return found
 
 
 def _chain(expr: ast.AST):
@@ -46,7 +34,7 @@ def statement_effect(call: ast.Call, facts: ModuleFacts, function: Optional[Func
         return None
     statement = call.args[0]
     if isinstance(statement, ast.Name):
-        statement = _bound_value(statement, function)
+        statement = assigned_before(statement, function)
     if statement is None:
         return None
     calls = _chain(statement)

@@ -26,10 +26,11 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from . import index as project
 from ..analysis.context import FileContext
-from ..analysis.executed_sql import executed_sql, orm_set_statement
+from ..analysis.executed_sql import executed_sql, orm_query, orm_set_statement
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
 from .core_statements import builds_statement, statement_effect
 from .row_claims import claimed_row_calls
+from ..knowledge import orm as orm_known
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 MAX_DEPTH = 6
@@ -445,10 +446,22 @@ def _arithmetic_set(text: str) -> bool:
     return any(op in head for op in ("+", "-", "*", "||"))
 
 
-def _orm_idempotent(call: ast.Call) -> bool:
+def _set_statement_chain(call: ast.Call, function: FunctionNode) -> List[ast.Call]:
+    statement = orm_set_statement(call, function)
+    return statement.chain if statement is not None else []
+
+
+def _composes_query(call: ast.Call, function: FunctionNode) -> bool:
+    """``expired.subquery()`` on a query shaped into ``expired``: a piece of another statement, sent with it."""
+    func = call.func
+    return (isinstance(func, ast.Attribute) and func.attr in orm_known.QUERY_COMPOSERS
+            and orm_query(func.value, function) is not None)
+
+
+def _orm_idempotent(call: ast.Call, function: Optional[FunctionNode] = None) -> bool:
     """``Model.objects.filter(...).delete()``, ``.filter(...).update(flag=<constant>)``,
     ``session.query(M).filter(...).delete()``: a set-based statement that repeats to the same result."""
-    statement = orm_set_statement(call)
+    statement = orm_set_statement(call, function)
     if statement is None:
         return False
     return statement.kind == "delete" or all(isinstance(v, ast.Constant) for v in statement.values)
@@ -479,9 +492,12 @@ class Summaries:
         self._effects[key] = Effects()  # a recursive call sees no effects of its own
         result = Effects(drain=drain_in(function, facts))
         entries = self._entries(facts)
-        built: set = set()  # calls that build an ORM set-based statement: part of it, not effects of their own
         per_row, claiming = claimed_row_calls(function)
-        for call in self._calls(function):
+        calls = list(self._calls(function))
+        # Calls that build an ORM set-based statement are part of it, not effects of their own, also when the
+        # query is built into a name lines before it runs.
+        built = {id(link) for call in calls for link in _set_statement_chain(call, function)}
+        for call in calls:
             if result.drain is not None:
                 break  # a flush of the process's own buffer: what else it does is that flush's work
             if (skip is not None and id(call) in skip) or id(call) in per_row or id(call) in built:
@@ -489,9 +505,6 @@ class Summaries:
             if id(call) in claiming:
                 result.merge(Effects(idempotent=[call]))
                 continue
-            statement = orm_set_statement(call)
-            if statement is not None:
-                built.update(id(c) for c in statement.chain)
             result.merge(self._call_effect(call, facts, function, entries, depth))
         self._effects[key] = result
         return result
@@ -516,9 +529,9 @@ class Summaries:
             return Effects(idempotent=[call])
         if sql == "other":
             return _outside(call, facts, True, depth)
-        if _orm_idempotent(call):
+        if _orm_idempotent(call, function):
             return Effects(idempotent=[call])
-        if builds_statement(call, facts):
+        if builds_statement(call, facts) or _composes_query(call, function):
             return Effects()
         if _is_log_call(call) or _opens_scope(call):
             return Effects()
