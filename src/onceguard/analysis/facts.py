@@ -235,6 +235,11 @@ class ModuleFacts:
                     value._og_parent = node
                     push(value)
 
+    @property
+    def nodes(self) -> List[ast.AST]:
+        """Every node of the module, in pre-order (until ``release``)."""
+        return self._linked
+
     def release(self) -> None:
         """Unlink parents and drop cached facts once the rules are done.
 

@@ -21,7 +21,7 @@ from ..analysis.executed_sql import ExecutedSql, executed_sql
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, walk_no_nested_functions
 from ..knowledge import claims as known
 from ..analysis.sql import parse_statements
-from .lock_libraries import library_locks
+from .lock_libraries import waits_when_entered
 
 # Kinds of claim.
 CLAIM_FUNCTION = "claim function"
@@ -355,11 +355,15 @@ class ClaimAnalyzer:
         origin = self.bindings.origin(expr)
         return origin is not None and origin is not expr and self._is_lock_call(origin)
 
-    def _waiting_lock_method(self, expr: ast.AST) -> bool:
-        """``client.lock("name", timeout=60)``: redis-py's and django-redis's lock waits unless told not to."""
+    def _waiting_lock(self, expr: ast.AST) -> bool:
+        """A lock whose ``with`` waits: a known library's, or ``client.lock("name", timeout=60)`` (redis-py's and
+        django-redis's lock waits unless told not to)."""
         origin = expr if isinstance(expr, ast.Call) else self.bindings.origin(expr)
-        return (isinstance(origin, ast.Call) and isinstance(origin.func, ast.Attribute)
-                and origin.func.attr == known.REDIS_LOCK_METHOD and not _non_blocking(origin))
+        if not isinstance(origin, ast.Call):
+            return False
+        if isinstance(origin.func, ast.Attribute) and origin.func.attr == known.REDIS_LOCK_METHOD:
+            return not _non_blocking(origin)
+        return waits_when_entered(origin, self.facts)
 
     def call_claim(self, call: ast.Call, depth: int = 0) -> Optional[str]:
         """The kind of claim this one call makes, or None."""
@@ -1138,13 +1142,10 @@ def failed_lock_handlers(facts: ModuleFacts, analyzer: ClaimAnalyzer) -> Iterabl
     A lock that waits (``blocking_timeout=20``) is a mutex every replica queues on: its ``LockError`` says the
     wait ran out or the lock was lost, a failure of the job rather than the skip of a replica that found the
     work taken."""
-    waiting = {id(lock.in_with) for lock in library_locks(facts) if lock.in_with is not None and lock.waits}
     seen: Set[int] = set()
     for with_node in facts.withs:
-        if id(with_node) in waiting:
-            continue
         locks = [item.context_expr for item in with_node.items if analyzer._lock_object(item.context_expr)]
-        if not locks or any(analyzer._waiting_lock_method(expr) for expr in locks):
+        if not locks or any(analyzer._waiting_lock(expr) for expr in locks):
             continue
         child: ast.AST = with_node
         for above in ancestors(with_node):

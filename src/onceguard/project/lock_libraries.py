@@ -78,6 +78,15 @@ def _waits_when_made(call: ast.Call, api: LockApi) -> bool:
     return said is not True
 
 
+def waits_when_entered(call: ast.Call, facts: ModuleFacts) -> bool:
+    """``with <call>:`` waits for a known lock library's lock (redis-py's default, ``blocking_timeout=20``)."""
+    api = _api_of(call, facts)
+    if api is None or not api.with_takes_lock:
+        return False
+    through = forwarded(call, facts) if (facts.callee(call) or "") not in known.CONSTRUCTORS else None
+    return _waits_when_made(through.call if through is not None else call, api)
+
+
 def library_locks(facts: ModuleFacts) -> List[LibraryLock]:
     return facts.cached("library_locks", _find_locks)
 

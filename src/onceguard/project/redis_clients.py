@@ -8,6 +8,7 @@ return, a class that subclasses or wraps a client, an untyped parameter every ca
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..analysis.facts import ModuleFacts, parent, walk_no_nested_functions
@@ -312,6 +313,7 @@ def _has_verb_methods(cls_node: ast.ClassDef) -> bool:
 # -- which calls do which command ----------------------------------------------------------------------
 
 
+@lru_cache(maxsize=4096)  # asked of every method name of every call a rule looks at
 def command_name(name: str) -> Optional[Tuple[str, bool]]:
     """(command, exact) for a method name: a known client's command, or a verb a wrapper's method may carry."""
     if name in known.COMMANDS:

@@ -10,9 +10,9 @@ long-lived (module level), and the code that reads it refuses the request as "to
 from __future__ import annotations
 
 import ast
-from typing import Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
-from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
 from ..analysis.names import dotted
 from ..knowledge import process_local as known
 from ..model import Diagnostic, Related
@@ -283,15 +283,40 @@ def _functions_using(name: str, facts: ModuleFacts) -> List[FunctionNode]:
     return _loads_by_name(facts).get(name, [])
 
 
+def _function_above(node: ast.AST) -> Optional[FunctionNode]:
+    """The nearest function around ``node``, through classes and lambdas (whose code is part of it)."""
+    for above in ancestors(node):
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return above
+    return None
+
+
+def _functions_around(function: FunctionNode, facts: ModuleFacts) -> Tuple[FunctionNode, ...]:
+    """``function`` and the functions it is nested in, innermost first (once per function)."""
+    chains = facts.cached("rate_limits:nesting", lambda _facts: {})
+    chain = chains.get(id(function))
+    if chain is None:
+        outer = _function_above(function)
+        chain = chains[id(function)] = (function,) + (_functions_around(outer, facts) if outer is not None else ())
+    return chain
+
+
 def _loads_by_name(facts: ModuleFacts):
     """name -> the functions that read it, from one walk of each function."""
     def build(_facts: ModuleFacts):
-        table: dict = {}
-        for function in facts.functions:
-            names = {node.id for node in ast.walk(function) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
-            for name in names:
-                table.setdefault(name, []).append(function)
-        return table
+        # One pass over the module's names, each going up to the functions around it (a walk of every
+        # function would read a nested function's body once per enclosing function).
+        users: Dict[str, Dict[int, FunctionNode]] = {}
+        Name, Load = ast.Name, ast.Load
+        for node in facts.nodes:
+            if type(node) is Name and type(node.ctx) is Load:
+                innermost = _function_above(node)
+                if innermost is not None:
+                    found = users.setdefault(node.id, {})
+                    for function in _functions_around(innermost, facts):
+                        found[id(function)] = function
+        order = {id(function): index for index, function in enumerate(facts.functions)}
+        return {name: sorted(found.values(), key=lambda f: order.get(id(f), 0)) for name, found in users.items()}
 
     return facts.cached("rate_limits:loads", build)
 

@@ -17,6 +17,7 @@ from ...analysis.facts import FunctionNode, ModuleFacts
 from ...knowledge import redis_clients as redis_known
 from ...project.claims import is_log_call
 from ..data_races import function_nodes, later, unwrap
+from ...project.redis_clients import command_name
 from ..redis_leases import argument, command_of, key_argument, per_process, redis_call
 
 #: Store reads that can tell whether a marker is there.
@@ -51,6 +52,11 @@ def _key_text(node: ast.AST, function: FunctionNode, facts: ModuleFacts, before:
 
 def _store_call(call: ast.Call, facts: ModuleFacts, wanted: frozenset) -> Optional[ast.AST]:
     """The key of a store read or unconditional write of a shared store, else None."""
+    if not isinstance(call.func, ast.Attribute):
+        return None
+    named = command_name(call.func.attr)
+    if named is None or named[0] not in wanted:
+        return None  # no client, known or wrapped, does one of ``wanted`` under this name: skip resolving it
     handle = redis_call(call, facts)
     if handle is None or per_process(handle, facts):
         return None
