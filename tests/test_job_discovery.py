@@ -326,3 +326,123 @@ def test_an_enqueued_task_is_judged_by_its_row_claim(tmp_path, selected, moved, 
     write(tmp_path, {"desk/__init__.py": "", "desk/models.py": "class Ticket:\n    pass\n",
                      "desk/tasks.py": TASKS.format(selected=selected, moved=moved), "desk/jobs.py": ENQUEUER})
     assert findings(tmp_path, "desk/jobs.py") == ([(8, "OG201")] if flagged else [])
+
+
+# -- a ticker defined in one module and started in another -------------------------------------------------
+LEASES = """\
+    import uuid
+
+    import redis
+
+
+    class Lease:
+        def __init__(self, url, name, ttl):
+            self.name = name
+            self.token = str(uuid.uuid4())
+            self.ttl = ttl
+            self.client = redis.Redis.from_url(url)
+            self.held = False
+
+        def take(self):
+            self.held = self.client.set(self.name, self.token, nx=True, ex=self.ttl)
+            return self.held
+"""
+TICKER = """\
+    import asyncio
+    import os
+
+    import httpx
+
+    from svc.leases import Lease
+
+    if os.environ.get("REDIS_URL"):
+        reminder_lease = Lease(os.environ["REDIS_URL"], "reminders", 90)
+        take_reminders = reminder_lease.take
+    else:
+        take_reminders = lambda: True
+
+
+    async def remind_forever():
+        while True:
+            try:
+                {claim}
+                async with httpx.AsyncClient() as client:
+                    await client.post("https://notify.example.org/remind")
+                await asyncio.sleep(60)
+            except Exception:
+                await asyncio.sleep(5)
+"""
+STARTER = """\
+    import asyncio
+    from contextlib import asynccontextmanager
+
+    from fastapi import FastAPI
+
+    from svc.reminders import remind_forever
+
+
+    @asynccontextmanager
+    async def lifespan(app):
+        task = asyncio.create_task(remind_forever())
+        yield
+        task.cancel()
+
+
+    api = FastAPI(lifespan=lifespan)
+"""
+_RETRY_LATER = "\n                    await asyncio.sleep(15)\n                    continue"
+
+
+@pytest.mark.parametrize("claim, flagged", [
+    ("pass", True),
+    ("if not take_reminders():" + _RETRY_LATER, False),  # the lease's method through a module-level alias
+    ("if not reminder_lease.take():" + _RETRY_LATER, False),
+    ("if not reminder_lease.client.set('reminders', 1, nx=True, ex=90):" + _RETRY_LATER, False),
+])
+def test_a_ticker_started_from_another_module(tmp_path, claim, flagged):
+    """The starting module never says ``sleep``: the loop, its sleep and its claim are read where the loop is
+    defined, and a failed claim that waits and tries again on the next pass leaves the iteration's work."""
+    write(tmp_path, {"svc/__init__.py": "", "svc/leases.py": LEASES,
+                     "svc/reminders.py": TICKER.format(claim=claim), "svc/main.py": STARTER})
+    assert b"sleep" not in (tmp_path / "svc/main.py").read_bytes()
+    assert findings(tmp_path, "svc/main.py") == ([(11, "OG201")] if flagged else [])
+
+
+HEARTBEAT = """\
+    import asyncio
+    from contextlib import asynccontextmanager
+
+    import redis.asyncio as aioredis
+    from fastapi import FastAPI
+
+    running = {{}}
+    store = aioredis.Redis()
+
+
+    async def keep_alive():
+        while True:
+            await asyncio.sleep(10)
+            pipe = store.pipeline(transaction=False)
+            for job_id in list(running):
+                {queued}
+            await pipe.execute()
+
+
+    @asynccontextmanager
+    async def lifespan(app):
+        task = asyncio.create_task(keep_alive())
+        yield
+        task.cancel()
+
+
+    api = FastAPI(lifespan=lifespan)
+"""
+
+
+@pytest.mark.parametrize("queued, codes", [
+    ("pipe.expire(f'jobs:{{job_id}}', 40)", [(11, "OG204")]),  # renewing TTLs repeats to the same result
+    ("pipe.incr(f'beats:{{job_id}}')", [(11, "OG201")]),
+])
+def test_a_pipeline_is_judged_by_what_it_queues(tmp_path, queued, codes):
+    write(tmp_path, {"app.py": HEARTBEAT.format(queued=queued)})
+    assert findings(tmp_path, "app.py", codes=("OG201", "OG204"), select=["OG", "OG204"]) == codes

@@ -464,3 +464,32 @@ def test_row_created_only_when_the_load_found_none_is_still_shared(tmp_path):
     files = {"app/__init__.py": "", "app/tally.py": source}
     expected = [i for i, line in enumerate(textwrap.dedent(source).splitlines(), 1) if line.endswith("# expect")]
     assert check_project(tmp_path, files, "app/tally.py") == expected
+
+
+SESSION_FACTORY = """\
+    from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
+
+    engine = create_async_engine("postgresql+asyncpg://app@db/app")
+    Session = async_sessionmaker(engine)
+"""
+VIEW_COUNTER = """\
+    from shop.db import Session as open_session
+    from shop.models import Product
+
+
+    async def count_view(product_id: int) -> int:
+        async with open_session() as session:
+            product = await session.get(Product, product_id)
+            product.views = product.views + 1
+            await session.commit()
+        return product.views
+"""
+
+
+@pytest.mark.parametrize("cross_file, expected", [(True, [8]), (False, [])])
+def test_a_session_factory_made_in_another_module(tmp_path, cross_file, expected):
+    """The module that counts never imports SQLAlchemy: the session is known from the factory's own module
+    (read only when the run reads across files)."""
+    files = {"shop/__init__.py": "", "shop/db.py": SESSION_FACTORY, "shop/models.py": "class Product:\n    pass\n",
+             "shop/views.py": VIEW_COUNTER}
+    assert check_project(tmp_path, files, "shop/views.py", cross_file=cross_file) == expected

@@ -138,6 +138,9 @@ CACHE_NX = Arg("nx", None)
 #: Two-step acquire: the key is taken first, the expiry set by a second command.
 SETNX = "setnx"
 EXPIRY_COMMANDS: FrozenSet[str] = frozenset({"expire", "pexpire", "expireat", "pexpireat"})
+#: ``pipe = r.pipeline()`` queues commands that ``pipe.execute()`` sends together (redis-py, sync and asyncio).
+PIPELINE_FACTORY = "pipeline"
+PIPELINE_SEND = "execute"
 CACHE_ADD: FrozenSet[str] = frozenset({"add", "aadd"})
 CACHE_SET: FrozenSet[str] = frozenset({"set", "aset"})
 

@@ -18,7 +18,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from ..analysis.applied_decorators import decorators
 from ..analysis.executed_sql import ExecutedSql, executed_sql
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, walk_no_nested_functions
+from ..analysis.facts import PARENT, FunctionNode, ModuleFacts, ancestors, call_name, parent, walk_no_nested_functions
 from ..knowledge import claims as known
 from ..analysis.sql import parse_statements
 from .lock_libraries import waits_when_entered
@@ -469,9 +469,24 @@ class ClaimAnalyzer:
             return None
         found = self._helper_target(call)
         if found is None:
-            return None
+            return self._aliased_helper_kind(call, depth)
         function, analyzer = found
         return analyzer.helper_kind(function, depth + 1)
+
+    def _aliased_helper_kind(self, call: ast.Call, depth: int) -> Optional[str]:
+        """``take_sweep = sweep_lease.take`` (perhaps in one arm of a setting, ``lambda: True`` in the other)
+        then ``if not take_sweep(): continue``: the call is a call of the method the name is bound to."""
+        if not isinstance(call.func, ast.Name):
+            return None
+        for value in self.bindings.values(call.func):
+            if not isinstance(value, ast.Attribute):
+                continue
+            bound = ast.copy_location(ast.Call(func=value, args=call.args, keywords=call.keywords), call)
+            setattr(bound, PARENT, parent(value))  # asked where the binding is, as the method is looked up there
+            kind = self._helper_kind(bound, depth + 1)
+            if kind is not None:
+                return kind
+        return None
 
     def helper_kind(self, function: FunctionNode, depth: int = 0) -> Optional[str]:
         """HELPER_GUARD when ``function`` leads with a claim, HELPER_RESULT when it returns one."""
@@ -506,6 +521,9 @@ class ClaimAnalyzer:
                 if hit is not None and hit.kind in kinds:
                     found = True
                     claimed.update(_target_names(node))
+                    # ``self.acquired = r.set(...)`` ... ``return self.acquired``: the attribute holds the answer
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    claimed.update(text for text in map(_dotted, targets) if text)
             elif isinstance(node, ast.Return) and node.value is not None:
                 hit = self.claim_in(node.value, depth + 1)
                 if hit is not None and hit.kind in kinds:
@@ -524,7 +542,7 @@ class ClaimAnalyzer:
                 if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "bool" \
                         and len(value.args) == 1:
                     value = value.args[0]
-                if isinstance(value, ast.Name) and value.id in claimed:
+                if isinstance(value, (ast.Name, ast.Attribute)) and _dotted(value) in claimed:
                     return True
                 if isinstance(value, ast.Constant) and value.value is True:
                     return True
@@ -881,8 +899,9 @@ def _real_statements(body: List[ast.stmt]) -> List[ast.stmt]:
     return [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
 
 
-def _bails(body: List[ast.stmt]) -> bool:
-    """A branch that leaves: ``return``/``continue``/``break``/``raise`` after nothing but logging."""
+def _bails(body: List[ast.stmt], skip: Optional[Callable[[ast.stmt], bool]] = None) -> bool:
+    """A branch that leaves: ``return``/``continue``/``break``/``raise`` after nothing but logging (and, in a
+    loop, its own machinery: ``await asyncio.sleep(retry); continue`` waits for the next try)."""
     if not body:
         return False
     *head, last = body
@@ -890,7 +909,7 @@ def _bails(body: List[ast.stmt]) -> bool:
         return False
     if isinstance(last, ast.Return) and last.value is not None and _has_call(last.value):
         return False
-    return all(_is_preamble(s) for s in head)
+    return all(_is_preamble(s) or (skip is not None and skip(s)) for s in head)
 
 
 def _negative_test(test: ast.AST) -> bool:
@@ -978,7 +997,7 @@ class _Scan:
         if isinstance(statement, ast.If):
             hit = self._involves(statement.test)
             if hit is not None:
-                if (not hit.needs_test or _bails(statement.body) or _bails(statement.orelse)
+                if (not hit.needs_test or _bails(statement.body, self.skip) or _bails(statement.orelse, self.skip)
                         or _trivial_rest(rest, self.skip)):
                     return _CLAIM, None, hit.kind
                 return fail

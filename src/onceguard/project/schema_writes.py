@@ -9,7 +9,7 @@ from typing import Iterable, List, Optional, Set
 
 from ..analysis.executed_sql import ExecutedSql, bound_value, executed_sql
 from ..analysis.facts import ModuleFacts, ancestors, call_name
-from ..analysis.handles import Handles
+from .db_handles import ProjectHandles
 from ..analysis.names import dotted
 from ..analysis.sql import is_ddl, parse_statements, tokens
 from ..knowledge import databases as dbknown
@@ -68,7 +68,7 @@ def _metadata_framework(receiver: ast.AST, facts: ModuleFacts) -> Optional[str]:
     value = bound_call(receiver, facts)
     if value is not None:
         return known.METADATA_CONSTRUCTORS.get(facts.callee(value) or "")
-    handle = Handles.of_module(facts).of(receiver)
+    handle = ProjectHandles.of_module(facts).of(receiver)
     if handle is not None and handle.kind == dbknown.FLASK_SQLALCHEMY:
         return known.FLASK_SQLALCHEMY
     if (isinstance(receiver, ast.Name) and last == known.FLASK_SQLALCHEMY_RECEIVER

@@ -26,11 +26,12 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from . import index as project
 from ..analysis.context import FileContext
-from ..analysis.executed_sql import executed_sql, orm_query, orm_set_statement
+from ..analysis.executed_sql import executed_sql, module_statements, orm_query, orm_set_statement
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
 from .core_statements import builds_statement, statement_effect
 from .row_claims import claimed_row_calls
 from ..knowledge import orm as orm_known
+from ..knowledge import redis_clients as redis_known
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 MAX_DEPTH = 6
@@ -202,13 +203,14 @@ def _value_class(value: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ast.Class
 
 
 def _name_bindings(scope: ast.AST) -> Dict[str, ast.AST]:
-    """name -> the first ``name = ...`` / ``name: T = ...`` of a function (or a module's top level), read
-    once per scope."""
+    """name -> the first ``name = ...`` / ``name: T = ...`` of a function (or of a module, outside its
+    functions and classes), read once per scope."""
     cached = getattr(scope, "_og_bindings", None)
     if cached is not None:
         return cached
     table: Dict[str, ast.AST] = {}
-    nodes = iter(scope.body) if isinstance(scope, ast.Module) else walk_no_nested_functions(scope)
+    # At module level, also what is bound under an ``if``/``try`` (a client made only where it is configured).
+    nodes = module_statements(scope) if isinstance(scope, ast.Module) else walk_no_nested_functions(scope)
     for node in nodes:
         if isinstance(node, ast.Assign):
             for target in node.targets:
@@ -287,6 +289,8 @@ def _receiver_class(expr: ast.AST, facts: ModuleFacts, function: Optional[Functi
         owner = _receiver_class(expr.value, facts, function, depth + 1)
         if owner is not None:
             return _self_attribute_class(owner[0], owner[1], expr.attr)
+    if isinstance(expr, ast.Call):
+        return _bound_class(expr, facts, function, depth)  # ``Lease(url, "k", 90).take``: a fresh instance
     return None
 
 
@@ -451,6 +455,33 @@ def _set_statement_chain(call: ast.Call, function: FunctionNode) -> List[ast.Cal
     return statement.chain if statement is not None else []
 
 
+def _refreshes_expiries(call: ast.Call, function: FunctionNode) -> bool:
+    """``pipe.execute()`` on a Redis pipeline the function made, when every command queued on it sets a key's
+    time to live: renewing a lease or a TTL gives the same result however often it runs."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == redis_known.PIPELINE_SEND and not call.args
+            and isinstance(func.value, ast.Name)):
+        return False
+    pipe = func.value.id
+    made = False
+    queued = []
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == pipe for t in node.targets):
+            made = made or _makes_pipeline(node.value)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            made = made or any(isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == pipe
+                               and _makes_pipeline(item.context_expr) for item in node.items)
+        elif (isinstance(node, ast.Call) and node is not call and isinstance(node.func, ast.Attribute)
+              and isinstance(node.func.value, ast.Name) and node.func.value.id == pipe):
+            queued.append(node.func.attr)
+    return made and bool(queued) and all(command in redis_known.EXPIRY_COMMANDS for command in queued)
+
+
+def _makes_pipeline(value: ast.AST) -> bool:
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and value.func.attr == redis_known.PIPELINE_FACTORY)
+
+
 def _composes_query(call: ast.Call, function: FunctionNode) -> bool:
     """``expired.subquery()`` on a query shaped into ``expired``: a piece of another statement, sent with it."""
     func = call.func
@@ -535,6 +566,10 @@ class Summaries:
             return Effects()
         if _is_log_call(call) or _opens_scope(call):
             return Effects()
+        if _refreshes_expiries(call, function):
+            return Effects(idempotent=[call])
+        if _makes_pipeline(call):
+            return Effects()  # a pipeline sends nothing until ``execute()``, judged there and by what it queued
         qualified = facts.callee(call) or ""
         handed = _handed_callable(call, qualified) or _enqueued_task(call)
         if handed is not None and depth < MAX_DEPTH:

@@ -17,7 +17,7 @@ from typing import Iterator, List, Optional, Set, Tuple
 from ..project import index as project
 from ..analysis.executed_sql import bound_value
 from ..analysis.facts import ModuleFacts, ancestors, parent, walk_no_nested_functions
-from ..analysis.handles import Handles
+from ..project.db_handles import ProjectHandles
 from ..knowledge import host_local as known
 from ..model import Diagnostic, Related
 from ..analysis.names import dotted
@@ -238,7 +238,7 @@ class _Writes:
             method = func.attr
             receiver = func.value
             text = dotted(receiver) or ""
-            handle = Handles.of_module(facts).of(receiver)
+            handle = ProjectHandles.of_module(facts).of(receiver)
             if handle is not None and method in known.HANDLE_WRITE_METHODS:
                 return f"`{text}.{method}()`"
             if handle is not None and method in known.HANDLE_SQL_METHODS and call.args and _writes_sql(call.args[0]):

@@ -9,7 +9,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 from ...project import index as project
 from ...analysis.executed_sql import bound_value
 from ...analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
-from ...analysis.handles import Handles
+from ...project.db_handles import ProjectHandles
 from ...knowledge import orm
 from ...analysis.names import dotted
 
@@ -160,7 +160,7 @@ def module_chain(head: ast.AST, links: Links, facts: ModuleFacts) -> Tuple[ast.A
 
 
 def _is_sa_session(receiver: ast.AST, facts: ModuleFacts) -> bool:
-    handle = Handles.of_module(facts).of(receiver)
+    handle = ProjectHandles.of_module(facts).of(receiver)
     return handle is not None and handle.library == "sqlalchemy"
 
 

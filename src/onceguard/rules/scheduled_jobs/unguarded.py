@@ -274,17 +274,13 @@ class UnguardedScheduledJob(Rule):
     code = "OG201"
     name = "unguarded-scheduled-job"
     summary = "a scheduled function whose first statement is not a claim runs once per replica"
-    # A daemon object started here may be defined in another module, so starting it is trigger enough
-    # (``async with Daemon(...)`` alone is not yet a trigger: every async session scope would be parsed).
-    # A bare ticker still needs its sleep in the starting file: with the loop elsewhere the claim inside it
-    # (a lock helper bound at module level, a retry sleep before ``continue``) is not yet read reliably.
-    # arq is flagged only with unique=False.
+    # A daemon object or a ticker started here may be defined in another module, so starting it is trigger
+    # enough: the loop and its sleep are read where they are defined (``async with Daemon(...)`` alone is
+    # not yet a trigger: every async session scope would be parsed).  arq is flagged only with unique=False.
     triggers = (
         b"add_job", b"scheduled_job", b"add_schedule", b".task(", b"every(", b"periodic_task",
         (b"cron", b"unique"), b"aiocron", b".cron(", b"repeat_", b"Timer", b"LoopingCall", b"looping_call",
-        (b"create_task", b"sleep"), (b"create_task", b".wait("), (b"ensure_future", b"sleep"),
-        (b"ensure_future", b".wait("), (b"start_soon", b"sleep"), (b"start_soon", b".wait("),
-        (b"Thread", b"sleep"), (b"Thread", b".wait("),
+        b"create_task", b"ensure_future", b"start_soon", b"Thread(",
         b".start()", b"enter_async_context", b"enter_context",
         b"beat_schedule", b"BEAT_SCHEDULE", b"PeriodicTask", b"interval=",
     )
