@@ -78,13 +78,22 @@ def _waits_when_made(call: ast.Call, api: LockApi) -> bool:
     return said is not True
 
 
+def _made_by(call: ast.Call, api: LockApi, facts: ModuleFacts) -> ast.Call:
+    """The call whose arguments made the lock: ``call`` itself, or the constructor a project helper forwards
+    to (``lock = make_lock(conn, "export")``)."""
+    if (facts.callee(call) or "") not in known.CONSTRUCTORS and known.CONSTRUCTORS.get(
+            callee_through(call, facts)) is api:
+        through = forwarded(call, facts)
+        return through.call if through is not None else call
+    return call
+
+
 def waits_when_entered(call: ast.Call, facts: ModuleFacts) -> bool:
     """``with <call>:`` waits for a known lock library's lock (redis-py's default, ``blocking_timeout=20``)."""
     api = _api_of(call, facts)
     if api is None or not api.with_takes_lock:
         return False
-    through = forwarded(call, facts) if (facts.callee(call) or "") not in known.CONSTRUCTORS else None
-    return _waits_when_made(through.call if through is not None else call, api)
+    return _waits_when_made(_made_by(call, api, facts), api)
 
 
 def library_locks(facts: ModuleFacts) -> List[LibraryLock]:
@@ -99,11 +108,7 @@ def _find_locks(facts: ModuleFacts) -> List[LibraryLock]:
         api = _api_of(node, facts)
         if api is None:
             continue
-        made = node
-        if (facts.callee(node) or "") not in known.CONSTRUCTORS and known.CONSTRUCTORS.get(
-                callee_through(node, facts)) is api:
-            through = forwarded(node, facts)  # ``lock = make_lock(conn, "export")``: the constructor's arguments
-            made = through.call if through is not None else node
+        made = _made_by(node, api, facts)
         key = argument(made, api.key)
         scope = facts.enclosing_function(node)
         holder = parent(node)

@@ -302,7 +302,8 @@ def _functions_around(function: FunctionNode, facts: ModuleFacts) -> Tuple[Funct
 
 
 def _loads_by_name(facts: ModuleFacts):
-    """name -> the functions that read it, from one walk of each function."""
+    """name -> the functions that read it (a nested function's reads are its enclosing functions' too), in the
+    module's order of functions."""
     def build(_facts: ModuleFacts):
         # One pass over the module's names, each going up to the functions around it (a walk of every
         # function would read a nested function's body once per enclosing function).
