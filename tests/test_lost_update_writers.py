@@ -493,3 +493,42 @@ def test_a_session_factory_made_in_another_module(tmp_path, cross_file, expected
     files = {"shop/__init__.py": "", "shop/db.py": SESSION_FACTORY, "shop/models.py": "class Product:\n    pass\n",
              "shop/views.py": VIEW_COUNTER}
     assert check_project(tmp_path, files, "shop/views.py", cross_file=cross_file) == expected
+
+
+FLASK_EXTENSIONS = """\
+    from flask_sqlalchemy import SQLAlchemy
+
+    db = SQLAlchemy()
+"""
+FLASK_MODELS = """\
+    from library.extensions import db
+
+
+    class Title(db.Model):
+        id = db.Column(db.Integer, primary_key=True)
+        copies_out = db.Column(db.Integer, default=0)
+
+
+    class Shelf:
+        query = None
+"""
+FLASK_VIEW = """\
+    from library.extensions import db
+    from library.models import {model}
+
+
+    def lend(title_id):
+        title = {model}.query.filter_by(id=title_id).first_or_404()
+        title.copies_out += 1
+        db.session.commit()
+        return title.copies_out
+"""
+
+
+@pytest.mark.parametrize("model, expected", [("Title", [7]), ("Shelf", [])])
+def test_a_flask_model_query_in_a_module_that_imports_only_the_model(tmp_path, model, expected):
+    """``Title.query`` is a loader because ``Title`` derives from the extension's ``db.Model``, made in another
+    module; a class of the same shape that nothing maps is not."""
+    files = {"library/__init__.py": "", "library/extensions.py": FLASK_EXTENSIONS,
+             "library/models.py": FLASK_MODELS, "library/views.py": FLASK_VIEW.format(model=model)}
+    assert check_project(tmp_path, files, "library/views.py") == expected

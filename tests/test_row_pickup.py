@@ -281,3 +281,30 @@ def test_consume_that_returns_failure_or_compares_a_constant_is_not_a_consume():
                 code.delete()
                 return True
     """) == []
+
+
+def test_rows_of_one_selection_are_not_written_by_a_later_loop_reusing_the_name():
+    # Three selections walked by loops that all call their row `ticket`: only the rows written in their own
+    # loop count as picked and updated.  The reminder loop writes nothing; the purge loop only deletes.
+    source = """
+        from sqlalchemy.orm import Session
+        from .models import Ticket
+
+        def sweep(session: Session, now):
+            reminding = session.query(Ticket).filter(Ticket.status == "open").all()
+            for ticket in reminding:
+                remind(ticket.owner)
+            purging = session.query(Ticket).filter(Ticket.status == "closed").all()
+            for ticket in purging:
+                session.delete(ticket)
+            lapsing = session.query(Ticket).filter(Ticket.status == "waiting").all()
+            for ticket in lapsing:
+                remind(ticket.owner)
+                ticket.status = "lapsed"
+            session.commit()
+    """
+    assert lines(source) == [12]
+    # The same writes through one loop name per selection: the same answer.
+    renamed = source.replace("for ticket in purging:\n                session.delete(ticket)",
+                             "for gone in purging:\n                session.delete(gone)")
+    assert renamed != source and lines(renamed) == [12]

@@ -35,7 +35,13 @@ SA_SESSION_GET: FrozenSet[str] = frozenset({"get"})
 #: Result/Query methods that return one instance.
 SA_ONE: FrozenSet[str] = frozenset({
     "first", "one", "one_or_none", "scalar", "scalar_one", "scalar_one_or_none", "get",
+    # Flask-SQLAlchemy's ``Model.query``: the same, aborting with 404 when nothing matches
+    "get_or_404", "first_or_404", "one_or_404",
 })
+#: ``class Customer(db.Model)``: the declarative base a Flask-SQLAlchemy extension hands out.
+FLASK_MODEL_BASE = "Model"
+#: Flask-SQLAlchemy 3's extension methods that load one instance: ``db.get_or_404(User, user_id)``.
+FLASK_SA_GET: FrozenSet[str] = frozenset({"get_or_404"})
 #: Result/Query methods that return many instances (or iterate them).
 SA_MANY: FrozenSet[str] = frozenset({"all", "fetchall", "partitions", "unique"})
 #: Session methods that run a statement and return a result.

@@ -10,6 +10,8 @@ from ...project import index as project
 from ...analysis.executed_sql import bound_value
 from ...analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
 from ...project.db_handles import ProjectHandles
+from ...project.definitions import definition_facts, top_level
+from ...knowledge.databases import FLASK_SQLALCHEMY as FLASK_SQLALCHEMY_HANDLE
 from ...knowledge import orm
 from ...analysis.names import dotted
 
@@ -159,6 +161,37 @@ def module_chain(head: ast.AST, links: Links, facts: ModuleFacts) -> Tuple[ast.A
     return head, links
 
 
+def _is_flask_sqlalchemy(receiver: ast.AST, facts: ModuleFacts) -> bool:
+    handle = ProjectHandles.of_module(facts).of(receiver)
+    return handle is not None and handle.kind == FLASK_SQLALCHEMY_HANDLE
+
+
+#: How many base classes back a model's mapping is looked for (``class Order(TimestampedModel)``).
+_MAX_BASE_HOPS = 2
+
+
+def _mapped_class(name: ast.Name, facts: ModuleFacts, hops: int = 0) -> bool:
+    """A class of the project mapped by SQLAlchemy: defined in a module that imports it, or deriving from a
+    Flask-SQLAlchemy ``db.Model`` (or from such a class), wherever the ``db`` was made.  ``Customer.query``
+    in a module that imports only the model is the same loader."""
+    located = definition_facts(facts.qualify(name) or name.id, facts)
+    if located is None:
+        return False
+    where, local = located
+    cls = top_level(where, local)
+    if not isinstance(cls, ast.ClassDef):
+        return False
+    if module_imports_any(where, orm.SA_MODULES):
+        return True
+    for base in cls.bases:
+        if isinstance(base, ast.Attribute) and base.attr == orm.FLASK_MODEL_BASE \
+                and _is_flask_sqlalchemy(base.value, where):
+            return True
+        if isinstance(base, ast.Name) and hops < _MAX_BASE_HOPS and _mapped_class(base, where, hops + 1):
+            return True
+    return False
+
+
 def _is_sa_session(receiver: ast.AST, facts: ModuleFacts) -> bool:
     handle = ProjectHandles.of_module(facts).of(receiver)
     return handle is not None and handle.library == "sqlalchemy"
@@ -171,6 +204,11 @@ def sa_source(expr: ast.AST, facts: ModuleFacts, many: bool) -> Optional[Loaded]
     if not links:
         return None
     terminals = orm.SA_MANY if many else orm.SA_ONE
+    # db.get_or_404(Model, pk): the extension loads through the session the app commits
+    if not many and len(links) == 1 and links[0][0] in orm.FLASK_SA_GET and isinstance(expr, ast.Call):
+        if len(expr.args) >= 2 and _is_flask_sqlalchemy(expr.func.value, facts):
+            return Loaded("sqlalchemy", dotted(expr.args[0]) or "Model", expr, False, FLASK_SESSION)
+        return None
     # session.get(Model, pk)
     if not many and len(links) == 1 and links[0][0] in orm.SA_SESSION_GET and isinstance(expr, ast.Call):
         if len(expr.args) >= 2 and _is_sa_session(expr.func.value, facts):
@@ -204,8 +242,8 @@ def sa_source(expr: ast.AST, facts: ModuleFacts, many: bool) -> Optional[Loaded]
             return Loaded("sqlalchemy", model, expr, locked, dotted(session_node))
     # Flask-SQLAlchemy: Model.query.filter_by(...).first()
     if (isinstance(head, ast.Name) and links[0] == ("query", None)
-            and module_imports_any(facts, orm.SA_MODULES)
-            and _ends_with(links[1:], terminals, many, orm.SA_QUERY_METHODS)):
+            and _ends_with(links[1:], terminals, many, orm.SA_QUERY_METHODS)
+            and (module_imports_any(facts, orm.SA_MODULES) or _mapped_class(head, facts))):
         return Loaded("sqlalchemy", head.id, expr, any(n == orm.SA_ROW_LOCK for n, _ in links), FLASK_SESSION)
     return None
 

@@ -15,8 +15,8 @@ from ..data_races import (
     unwrap)
 from ..redis_leases import result_tested, short
 from .selection import (
-    Pickup, _django_status_filter, _loop_rows, _only_writes_rows, _pickups, _reread_locked, _sa_status_condition,
-    _sa_update, _sql_result_checked, _sql_status_column, _writes_table)
+    Pickup, _django_status_filter, _loop_rows, _only_writes_rows, _pickups, _reread_locked, _row_loops,
+    _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, _writes_table, holds_row)
 from .callers import _locked_before, runs_claimed
 from .check_then_act import (
     StateRead, StateWrite, _SENT_WORDS, _effects, _function_locks_rows, _guard_matches_write, _persist_call,
@@ -187,13 +187,18 @@ class UnclaimedRowPickup(Rule):
         rows = _loop_rows(pickup, function, facts)
         if not rows:
             return None
+        loops = _row_loops(pickup, function, facts)
+
+        def row_names(node: ast.AST) -> Set[str]:
+            return {name for name in names_in(node) if name in rows and holds_row(name, node, pickup, loops)}
+
         changed = False
         for node in function_nodes(function, facts):
             if not (hasattr(node, "lineno") and later(node, pickup.node)):
                 continue
             if isinstance(node, (ast.Assign, ast.AugAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in rows
+                if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and row_names(t.value)
                        for t in targets):
                     changed = True
                 continue
@@ -201,9 +206,9 @@ class UnclaimedRowPickup(Rule):
                 continue
             method, receiver = node.func.attr, node.func.value
             if pickup.framework == "django":
-                if method in orm.DJANGO_INSTANCE_WRITES and isinstance(receiver, ast.Name) and receiver.id in rows:
+                if method in orm.DJANGO_INSTANCE_WRITES and isinstance(receiver, ast.Name) and row_names(receiver):
                     return node
-                if method in orm.DJANGO_QUERYSET_WRITES and names_in(node) & rows and django_queryset(node) is not None:
+                if method in orm.DJANGO_QUERYSET_WRITES and row_names(node) and django_queryset(node) is not None:
                     if not _django_status_filter(django_queryset(node)[1]):
                         return node
             else:
@@ -211,9 +216,9 @@ class UnclaimedRowPickup(Rule):
                     continue
                 if method in orm.SA_FLUSH and changed:
                     return node
-                if method == orm.SA_DELETE and node.args and names_in(node.args[0]) & rows:
+                if method == orm.SA_DELETE and node.args and row_names(node.args[0]):
                     return node
-                if method == "execute" and node.args and names_in(node.args[0]) & rows:
+                if method == "execute" and node.args and row_names(node.args[0]):
                     statement = _sa_update(node.args[0], facts)
                     if statement is not None and not _sa_status_condition(statement):
                         return node

@@ -228,11 +228,33 @@ def _sa_links(node: ast.AST, facts: ModuleFacts):
 def _loop_rows(pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> Set[str]:
     """Loop targets over a name that holds the rows (``jobs = ...; for job in jobs``)."""
     rows = set(pickup.rows)
-    for node in function_nodes(function, facts):
-        if isinstance(node, (ast.For, ast.AsyncFor)) and later(node, pickup.node):
-            if names_in(node.iter) & rows:
-                rows.update(target_names(node.target))
+    for loop in _row_loops(pickup, function, facts):
+        rows.update(target_names(loop.target))
     return rows
+
+
+def _row_loops(pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> List[ast.AST]:
+    """The loops that walk the picked rows: over the selection itself, or over a name holding the rows or a
+    row (``jobs = ...; for job in jobs``, ``for step in job.steps``)."""
+    rows = set(pickup.rows)
+    loops: List[ast.AST] = []
+    for node in function_nodes(function, facts):
+        if isinstance(node, (ast.For, ast.AsyncFor)) and (
+                _contains(node.iter, pickup.node) or (later(node, pickup.node) and names_in(node.iter) & rows)):
+            loops.append(node)
+            rows.update(target_names(node.target))
+    return loops
+
+
+def holds_row(name: str, node: ast.AST, pickup: Pickup, loops: List[ast.AST]) -> bool:
+    """``name`` holds a picked row where ``node`` is: a name the selection was assigned to, or the target of
+    a loop over the rows that encloses ``node``.  A later loop that reuses the target name for rows of
+    another query (``for coll in warned: ...; for coll in expired: ...``) walks other rows."""
+    walking = [loop for loop in loops if name in target_names(loop.target)]
+    if not walking:
+        return name in pickup.rows
+    line = getattr(node, "lineno", 0)
+    return any(loop.lineno <= line <= (loop.end_lineno or loop.lineno) for loop in walking)
 
 
 def _reread_locked(rows: Set[str], after: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
@@ -262,8 +284,7 @@ def _only_writes_rows(pickup: Pickup, function: FunctionNode, facts: ModuleFacts
     replicas repeating that is duplicate work, not a duplicate effect.  Anything else it calls (send,
     publish, run, allocate a number) makes the pickup a hazard."""
     rows = _loop_rows(pickup, function, facts)
-    loops = [n for n in function_nodes(function, facts)
-             if isinstance(n, (ast.For, ast.AsyncFor)) and set(target_names(n.target)) & rows]
+    loops = _row_loops(pickup, function, facts)
     if not loops:
         return False
     for loop in loops:
