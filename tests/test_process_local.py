@@ -311,6 +311,30 @@ def test_in_memory_layer_in_development_settings_is_left_alone(tmp_path):
     assert [d.line for d in og(tmp_path, "OG605", "config/settings/production.py", source)] == [1]
 
 
+def test_an_in_memory_layer_nothing_sends_through_is_left_alone_by_the_command_line(tmp_path):
+    # The project reads the setting but no code joins a group or sends through the layer: each process's
+    # own layer carries nothing.  A consumer in another module that broadcasts to a group makes it a finding.
+    settings = 'CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}\n'
+    write(tmp_path, "board/views.py", """
+        from django.http import JsonResponse
+
+        def status(request):
+            return JsonResponse({"ok": True})
+    """)
+    assert og(tmp_path, "OG605", "config/settings.py", settings, cross_file=True) == []
+    tmp_path = tmp_path / "with_consumer"  # another project (a run reads each project's files once)
+    write(tmp_path, "board/consumers.py", """
+        from asgiref.sync import async_to_sync
+        from channels.generic.websocket import WebsocketConsumer
+
+        class BoardConsumer(WebsocketConsumer):
+            def connect(self):
+                async_to_sync(self.channel_layer.group_add)("board", self.channel_name)
+                self.accept()
+    """)
+    assert [d.line for d in og(tmp_path, "OG605", "config/settings.py", settings, cross_file=True)] == [1]
+
+
 # -- OG602 -------------------------------------------------------------------------------------------------------
 def test_optional_client_and_exclusive_consumer_in_other_module(tmp_path):
     write(tmp_path, "bots/__init__.py", "")

@@ -73,6 +73,59 @@ def test_a_gauge_of_work_in_flight_is_per_process(tmp_path):
                 _active[user] -= 1
     """
     assert found(tmp_path, "svc/encode.py", source, "OG608") == []
+    # The same gauge taken down through a local the function computes first.
+    through_local = source.replace("_active[user] -= 1",
+                                   "left = _active.get(user, 0) - 1\n                _active[user] = left")
+    assert through_local != source
+    assert found(tmp_path, "svc/encode_local.py", through_local, "OG608") == []
+
+
+RENDERERS = """
+    from django.http import Http404, HttpRequest, HttpResponse
+
+
+    class Renderers:
+        def __init__(self):
+            self._by_kind = {}
+
+        def register(self, kind, func=None):
+            if func is not None:
+                self._by_kind[kind] = func
+                return func
+            return lambda given: self.register(kind, given)
+
+        def render(self, request, kind, item):
+            if kind not in self._by_kind:
+                raise Http404(kind)
+            return self._by_kind[kind](request, item)
+
+
+    renderers = Renderers()
+
+
+    @renderers.register("badge")
+    def badge(request: HttpRequest, item: str) -> HttpResponse:
+        return HttpResponse(f"<b>{item}</b>")
+"""
+
+
+def test_a_registry_filled_by_decorators_at_import_is_the_same_in_every_process(tmp_path):
+    # The method that writes runs as a decorator of module-level defs (at import), also of one shaped like a
+    # view, and a view only reads: every process fills the same entries.  Written from a view, it is a
+    # registry the replicas do not share.
+    reader = """
+
+    def render_view(request: HttpRequest, kind: str, item: str) -> HttpResponse:
+        return renderers.render(request, kind, item)
+    """
+    assert found(tmp_path, "svc/render.py", RENDERERS + reader, "OG608") == []
+    writer = """
+
+    def add_renderer_view(request: HttpRequest, kind: str) -> HttpResponse:
+        renderers.register(kind, lambda request, item: HttpResponse(item))
+        return HttpResponse("added")
+    """
+    assert [d.line for d in found(tmp_path, "svc/render_view.py", RENDERERS + reader + writer, "OG608")] == [7]
 
 
 def test_a_watermark_stamped_elsewhere_is_not_a_skip(tmp_path):

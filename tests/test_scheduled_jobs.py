@@ -706,3 +706,30 @@ def test_a_file_opened_for_reading_only_is_no_effect(call, reads):
 
     node = ast.parse(call, mode="eval").body
     assert _reads_a_file(node, "open") is reads
+
+
+@pytest.mark.parametrize("interface", [
+    "class Sender(Protocol):\n    def send_digest(self, to: str) -> None: ...",
+    "class Sender(ABC):\n    @abstractmethod\n    def send_digest(self, to: str) -> None:\n        \"\"\"Deliver the digest.\"\"\"",
+    "class Sender:\n    def send_digest(self, to: str) -> None:\n        raise NotImplementedError",
+])
+def test_a_call_through_an_interface_method_is_unknown_work(tmp_path, interface):
+    # The job's only effect goes through a type whose method has no body of its own: what runs is another
+    # class's, so the call is judged as an unknown one (a possible effect), not as the stub's nothing.
+    source = (
+        "from abc import ABC, abstractmethod\nfrom typing import Protocol\n\n"
+        "from apscheduler.schedulers.background import BackgroundScheduler\n\n\n"
+        + interface + "\n\n\n"
+        "class Digest:\n"
+        "    def __init__(self, sender: Sender) -> None:\n"
+        "        self.sender = sender\n\n"
+        "    def run(self) -> None:\n"
+        "        self.sender.send_digest(\"ops@example.org\")\n\n\n"
+        "def start(sender: Sender) -> None:\n"
+        "    scheduler = BackgroundScheduler()\n"
+        "    scheduler.add_job(Digest(sender).run, \"interval\", hours=24)\n"
+        "    scheduler.start()\n"
+    )
+    found = run(source, tmp_path)
+    run_line = source.splitlines().index("    def run(self) -> None:") + 1
+    assert (run_line, "OG201") in found

@@ -92,6 +92,9 @@ OWN_SID_NAMES: FrozenSet[str] = frozenset({"sid", "request.sid", "flask.request.
 IN_MEMORY_CHANNEL_LAYERS: FrozenSet[str] = frozenset({
     "channels.layers.InMemoryChannelLayer",
 })
+#: Words of code that sends through a channel layer or joins its groups (``self.channel_layer.group_add``,
+#: ``get_channel_layer()``, ``async_to_sync(layer.group_send)``): without them the layer carries nothing.
+CHANNEL_LAYER_USES: Tuple[str, ...] = ("channel_layer", "group_send", "group_add")
 #: Settings modules named for development or tests run one process.
 DEVELOPMENT_SETTINGS_NAMES: FrozenSet[str] = frozenset({
     "dev", "development", "local", "test", "tests", "testing", "settings_dev", "settings_local", "settings_test",

@@ -521,12 +521,20 @@ def field_of(target: ast.AST) -> str:
     return "[]"
 
 
-def decrements(node: ast.AST) -> bool:
-    """``x -= 1``, ``x = x - 1``, ``x = max(0, x - 1)``: the counter also goes down."""
+def decrements(node: ast.AST, function: Optional[FunctionNode] = None) -> bool:
+    """``x -= 1``, ``x = x - 1``, ``x = max(0, x - 1)``: the counter also goes down; with ``function``, also
+    through a local the function computed first (``left = counts.get(k, 0) - 1`` … ``counts[k] = left``)."""
     if isinstance(node, ast.AugAssign):
         return isinstance(node.op, ast.Sub)
     value = getattr(node, "value", None)
-    return value is not None and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub) for n in ast.walk(value))
+    if value is None:
+        return False
+    if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub) for n in ast.walk(value)):
+        return True
+    if function is None or not isinstance(value, ast.Name):
+        return False
+    return any(isinstance(bound, ast.Assign) and any(isinstance(t, ast.Name) and t.id == value.id for t in bound.targets)
+               and decrements(bound) for bound in walk_no_nested_functions(function))
 
 
 def _write_kind(node: ast.AST, matcher: StateMatcher, names: Set[str], function: FunctionNode,

@@ -342,7 +342,10 @@ def _is_log_call(call: ast.Call) -> bool:
         return False
     receiver = func.value
     name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
-    return any(word in name.lower() for word in _LOG_RECEIVER_WORDS)
+    if any(word in name.lower() for word in _LOG_RECEIVER_WORDS):
+        return True
+    from .claims import is_logger  # (claims reads effects from here)
+    return is_logger(receiver)  # a logger by what made it, whatever the name (``audit = logging.getLogger()``)
 
 
 
@@ -540,6 +543,19 @@ class Summaries:
         self._effects[key] = result
         return result
 
+    def effects_of(self, statements: List[ast.AST], function: FunctionNode, facts: ModuleFacts,
+                   skip: Optional[set] = None) -> Effects:
+        """Effects of some statements of ``function`` (the work one branch does), judged as ``effects`` judges
+        the function's own calls; not cached as the function's."""
+        self._budget = CALL_BUDGET
+        result = Effects()
+        entries = self._entries(facts)
+        for statement in statements:
+            for node in walk_no_nested_functions(statement):
+                if isinstance(node, ast.Call) and not (skip and id(node) in skip):
+                    result.merge(self._call_effect(node, facts, function, entries, 0))
+        return result
+
     @staticmethod
     def _calls(function: FunctionNode) -> Iterator[ast.Call]:
         # The body only: the decorators (``@scheduler.scheduled_job(...)``) and defaults run once, at
@@ -588,7 +604,9 @@ class Summaries:
             return Effects()
         if depth < MAX_DEPTH and self._budget > 0:
             self._budget -= 1
-            targets = resolve(call, facts, function, by_name=depth < BY_NAME_DEPTH)
+            # A stub (a Protocol's or an abstract method, ``...``) says nothing of what the object behind it
+            # does: judged as the unknown call it is.
+            targets = [t for t in resolve(call, facts, function, by_name=depth < BY_NAME_DEPTH) if not _is_stub(t[0])]
             if targets:
                 merged = Effects()
                 for target, target_facts in targets:
@@ -611,6 +629,26 @@ class Summaries:
 
 #: Methods that change nothing another replica sees, on any receiver: reads, and the process's own metrics.
 _INERT_METHODS = _READ_ANYWHERE_METHODS | _PROCESS_LOCAL_METHODS
+
+
+def _is_stub(function: FunctionNode) -> bool:
+    """A def with no behaviour of its own, an interface's method whose work is another class's: a body of
+    ``...`` or ``raise NotImplementedError`` (after an optional docstring), or an ``@abstractmethod``.  A plain
+    ``pass`` elsewhere is a function that does nothing."""
+    if any((dotted_name(d) or "").endswith("abstractmethod") for d in function.decorator_list):
+        return True
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    if len(body) != 1:
+        return False
+    statement = body[0]
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+        return statement.value.value is Ellipsis
+    return isinstance(statement, ast.Raise) and statement.exc is not None and \
+        "NotImplementedError" in (dotted_name(statement.exc.func if isinstance(statement.exc, ast.Call)
+                                              else statement.exc) or "")
 
 
 def _handed_callable(call: ast.Call, qualified: str) -> Optional[ast.AST]:

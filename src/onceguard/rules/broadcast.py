@@ -246,6 +246,13 @@ def _sends_elsewhere(facts: ModuleFacts, name: str, flask: bool) -> List[Tuple[a
 # =====================================================================================================
 # Django Channels: the in-memory layer
 # =====================================================================================================
+def _uses_channel_layer(facts: ModuleFacts) -> bool:
+    """Some file of the project (the settings module's tree is not enough: consumers live in the apps beside
+    it) sends through a channel layer or joins its groups."""
+    root = facts.config.root or project.search_root(facts)
+    return any(project.files_mentioning(word, root) for word in known.CHANNEL_LAYER_USES)
+
+
 def _channel_layers(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
     stem = facts.context.filename[:-3] if facts.context.filename.endswith(".py") else facts.context.filename
     if stem in known.DEVELOPMENT_SETTINGS_NAMES:
@@ -256,6 +263,8 @@ def _channel_layers(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
             continue
         for node in ast.walk(statement.value):
             if _string(node) in known.IN_MEMORY_CHANNEL_LAYERS:
+                if facts.context.cross_file and not _uses_channel_layer(facts):
+                    return  # nothing in the project sends through a layer: each process's own layer is unused
                 yield rule.finding(
                     node,
                     "`InMemoryChannelLayer` keeps groups and channels in this process, so a `group_send` on one "

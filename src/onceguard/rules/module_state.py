@@ -19,11 +19,12 @@ import ast
 from typing import FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from ..project import process_state as state
-from ..analysis.facts import FunctionNode, ModuleFacts
+from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk_no_nested_functions
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
 from ..project.forwarding import forwarded
 from ..project.reach import Reach
+from ..project.summaries import summaries_for
 from .base import Rule
 from .registry import register
 
@@ -214,15 +215,23 @@ class _RequestCode:
             receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
             if isinstance(receiver, ast.Name) and receiver.id in receivers:
                 caller = self.facts.enclosing_function(call)
+                if caller is not None and _decorates(call, caller):
+                    continue  # ``@registry.add("x")`` on a def runs once, when the module is imported
                 if caller is not None and self.reach.is_request_or_job(caller):
                     return f"called from {caller.name}(), {self.reach.function_reason(caller) or 'request code'}"
         return None
 
 
+def _decorates(node: ast.AST, function: FunctionNode) -> bool:
+    """``node`` is part of one of ``function``'s decorators (it ran when the def did, not when it is called)."""
+    return any(part is node for decorator in function.decorator_list for part in ast.walk(decorator))
+
+
 def _counter_fields(found: state.Accesses) -> Tuple[List[state.Access], Set[str]]:
     """Counter writes that only go up (a field that also goes down counts work in flight: a gauge)."""
     counters = found.of_kind(state.WRITE_COUNTER)
-    down = {state.field_of(_target(a.node)) for a in counters if state.decrements(a.node)}
+    writes = [a for a in found.items if isinstance(a.node, (ast.Assign, ast.AugAssign, ast.AnnAssign))]
+    down = {state.field_of(_target(a.node)) for a in writes if state.decrements(a.node, a.function)}
     up = [a for a in counters if state.field_of(_target(a.node)) not in down]
     return up, {state.field_of(_target(a.node)) for a in up}
 
@@ -278,6 +287,49 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: _RequestCode, re
                         and request.runs(reader.function, receivers) is not None:
                     return _Finding("registry", record, reader)
     return None
+
+
+def _decided_work(decision: state.Access) -> Optional[List[ast.AST]]:
+    """The statements a test decides: its branches, and what follows it in the same block when a branch leaves
+    early (``if key in _seen: return`` … the work).  None when the test is not a statement, or when a branch
+    returns a value or raises: then the decision goes back to the caller (``if token in _used: return False``)
+    and what it decides is not here to judge."""
+    node = decision.node
+    if not isinstance(node, (ast.If, ast.While)):
+        return None
+    branches = [*node.body, *node.orelse]
+    exits = False
+    for statement in branches:
+        for part in [statement, *walk_no_nested_functions(statement)]:
+            if isinstance(part, ast.Raise) or (isinstance(part, ast.Return) and part.value is not None):
+                return None
+            exits = exits or isinstance(part, (ast.Return, ast.Continue, ast.Break))
+    if not exits:
+        return branches
+    above = parent(node)
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(above, field, None)
+        if isinstance(block, list) and any(statement is node for statement in block):
+            return branches + block[[id(statement) for statement in block].index(id(node)) + 1:]
+    return branches
+
+
+def _decides_only_process_work(finding: _Finding, binding: state.Binding, facts: ModuleFacts) -> bool:
+    """What a "handled" mark or a "last done" watermark lets through stays in this process (a log line, a
+    warning, a refresh of its own cache): each replica doing it once is what it is for.  A call the analysis
+    cannot follow counts as work that leaves the process."""
+    decision = finding.decision
+    if decision is None or decision.function is None:
+        return False
+    work = _decided_work(decision)
+    if work is None:
+        return False
+    matcher = state.StateMatcher(binding, facts)
+    names = matcher.aliases(decision.function)
+    own = {id(node) for statement in work for node in ast.walk(statement)
+           if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+           and matcher.derives(node.func.value, names, decision.function)}  # the state's own bookkeeping
+    return summaries_for(facts).effects_of(work, decision.function, facts, skip=own).process_only
 
 
 def _describe(finding: _Finding, binding: state.Binding) -> Tuple[str, str]:
@@ -340,6 +392,8 @@ class ModuleStateAsSharedMemory(Rule):
             finding = _judge(binding, facts, request, receivers, daemon)
             if finding is None or request.reach.module_is_one_off:
                 continue  # (a script a person runs is one process)
+            if finding.kind in ("mark", "clock") and _decides_only_process_work(finding, binding, facts):
+                continue
             if binding.scope == state.INSTANCE:
                 lifetime = lifetime_of()
                 if lifetime is None and not receivers:
