@@ -394,6 +394,18 @@ def assigned_before(name: ast.Name, function: Optional[ast.AST]) -> Optional[ast
     return found.value if found is not None else None
 
 
+def body_nodes(function: FunctionNode) -> Iterator[ast.AST]:
+    """The nodes that run each time ``function`` runs: its body, without nested defs and classes (defining one
+    runs nothing of it here), and without the function's own decorators, defaults and annotations, which ran
+    once when it was defined (``@registry.add("x")`` on a view registers it at import; the view does not call
+    it)."""
+    for statement in function.body:
+        if isinstance(statement, _NESTED_SCOPES):
+            continue
+        yield statement
+        yield from walk_no_nested_functions(statement)
+
+
 def walk_no_nested_functions(node: ast.AST) -> Iterator[ast.AST]:
     """Like ``ast.walk`` (but in source order) without entering nested function or class bodies."""
     AST = ast.AST

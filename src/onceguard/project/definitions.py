@@ -39,3 +39,14 @@ def top_level(facts: ModuleFacts, name: str) -> Optional[ast.AST]:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and statement.name == name:
             found = statement
     return found
+
+
+def definition(qualified: str, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+    """The top-level def or class ``qualified`` names, with the facts of the module that holds it (see
+    ``definition_facts``), or None."""
+    located = definition_facts(qualified, facts)
+    if located is None:
+        return None
+    where, name = located
+    found = top_level(where, name)
+    return (found, where) if found is not None else None

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Dict, Optional
 
 from ..analysis.facts import PARENT, FunctionNode, ModuleFacts, parent
-from .definitions import definition_facts, top_level
+from .definitions import definition
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_HELPERS = 3
@@ -84,14 +84,8 @@ def _helper(call: ast.Call, facts: ModuleFacts):
     elif not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
               and facts.imports.is_module(func.value.id) and facts.context.cross_file):
         return None
-    located = definition_facts(facts.qualify(func) or "", facts)
-    if located is None:
-        return None
-    where, name = located
-    definition = top_level(where, name)
-    if isinstance(definition, _FUNCTION_TYPES):
-        return definition, where
-    return None
+    found = definition(facts.qualify(func) or "", facts)
+    return found if found is not None and isinstance(found[0], _FUNCTION_TYPES) else None
 
 
 def _returned_call(helper: FunctionNode) -> Optional[ast.Call]:

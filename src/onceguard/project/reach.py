@@ -25,7 +25,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from ..analysis.applied_decorators import decorators
 from ..analysis.executed_sql import bound_value
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, body_nodes, call_name, walk_no_nested_functions
 from ..knowledge import startup as known
 from ..model import Related
 from . import deployment
@@ -268,7 +268,7 @@ class Reach:
     def _propagate(self, pending: List[FunctionNode], what: str) -> None:
         while pending:
             function = pending.pop()
-            for node in _runs_with(function):
+            for node in body_nodes(function):
                 callee = self._called_function(node, function)
                 if callee is not None and id(callee) not in self.extra and self.startup.reason(callee) is None:
                     self.extra[id(callee)] = f"called from {function.name}(), {what}"
@@ -648,17 +648,3 @@ def _is_self_method_call(call: ast.Call, function: FunctionNode) -> bool:
     func = call.func
     return (isinstance(func, ast.Attribute) and func.attr == function.name and isinstance(func.value, ast.Name)
             and func.value.id in ("self", "cls"))
-
-
-def _runs_with(function: FunctionNode) -> Iterator[ast.AST]:
-    """The nodes that run each time ``function`` runs: its body, not its decorators, defaults or annotations,
-    which ran once when it was defined (``@registry.redirect("x")`` on a view registers it at import, it is
-    not called by the view)."""
-    for statement in function.body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for decorator in statement.decorator_list:  # a nested def's decorators run with the body
-                yield decorator
-                yield from walk_no_nested_functions(decorator)
-            continue
-        yield statement
-        yield from walk_no_nested_functions(statement)

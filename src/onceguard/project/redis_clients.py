@@ -14,7 +14,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from ..analysis.facts import ModuleFacts, parent, walk_no_nested_functions
 from ..analysis.handles import Handle, Handles
 from ..analysis.redis_arguments import has_spread, words
-from .definitions import definition_facts, top_level
+from .definitions import definition
 from ..knowledge import redis_clients as known
 
 # -- which receivers are Redis ---------------------------------------------------------------------------
@@ -207,16 +207,13 @@ def _made_by_project(call: ast.Call, callee: Optional[str], facts: ModuleFacts, 
                            lambda: _returned_client(method, facts, 0))
     if not callee:
         return None
-    located = definition_facts(callee, facts)
-    if located is None:
+    found = definition(callee, facts)
+    if found is None:
         return None
-    where, name = located
-    definition = top_level(where, name)
-    if definition is None:
-        return None
-    if isinstance(definition, ast.ClassDef):
-        return _class_client(definition, where, depth, call, facts)
-    return _remembered(where, name, lambda: _returned_client(definition, where, 0))
+    defined, where = found
+    if isinstance(defined, ast.ClassDef):
+        return _class_client(defined, where, depth, call, facts)
+    return _remembered(where, defined.name, lambda: _returned_client(defined, where, 0))
 
 
 def _method(cls_node: ast.ClassDef, name: str) -> Optional[ast.AST]:
@@ -247,14 +244,10 @@ def _returned_client(function, facts: ModuleFacts, depth: int) -> Optional[_Made
 
 
 def _project_class(qualified: str, facts: ModuleFacts, depth: int, call: Optional[ast.Call]) -> Optional[_Made]:
-    located = definition_facts(qualified, facts)
-    if located is None:
+    found = definition(qualified, facts)
+    if found is None or not isinstance(found[0], ast.ClassDef):
         return None
-    where, name = located
-    definition = top_level(where, name)
-    if not isinstance(definition, ast.ClassDef):
-        return None
-    return _class_client(definition, where, depth, call, facts)
+    return _class_client(found[0], found[1], depth, call, facts)
 
 
 def _class_client(cls_node: ast.ClassDef, facts: ModuleFacts, depth: int, call: Optional[ast.Call],

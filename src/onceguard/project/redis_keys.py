@@ -7,7 +7,8 @@ from typing import Optional, Tuple
 from ..analysis.facts import ModuleFacts, walk_no_nested_functions
 from ..analysis.redis_arguments import words
 from ..knowledge import redis_clients as known
-from .redis_clients import RedisClients, definition_facts, top_level
+from .definitions import definition, definition_facts
+from .redis_clients import RedisClients
 
 _MAX_TEXT_DEPTH = 6
 
@@ -120,12 +121,10 @@ def _member_text(receiver: ast.Name, attr: str, facts: ModuleFacts, depth: int, 
         if base is None:
             return None
         qualified = where.qualify(base)
-        located = definition_facts(qualified, where) if qualified else None
-        if located is None:
+        found = definition(qualified, where) if qualified else None
+        if found is None or not isinstance(found[0], ast.ClassDef):
             return None
-        where, name = located
-        definition = top_level(where, name)
-        cls_node = definition if isinstance(definition, ast.ClassDef) else None
+        cls_node, where = found
     return None
 
 

@@ -27,7 +27,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from . import index as project
 from ..analysis.context import FileContext
 from ..analysis.executed_sql import executed_sql, module_statements, orm_query, orm_set_statement
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, body_nodes, walk_no_nested_functions
 from .core_statements import builds_statement, statement_effect
 from .row_claims import claimed_row_calls
 from ..knowledge import orm as orm_known
@@ -560,12 +560,7 @@ class Summaries:
     def _calls(function: FunctionNode) -> Iterator[ast.Call]:
         # The body only: the decorators (``@scheduler.scheduled_job(...)``) and defaults run once, at
         # definition, not each time the function does.
-        for statement in function.body:
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue  # defining a nested function runs nothing of its body
-            for node in walk_no_nested_functions(statement):
-                if isinstance(node, ast.Call):
-                    yield node
+        return (node for node in body_nodes(function) if isinstance(node, ast.Call))
 
     def _call_effect(self, call: ast.Call, facts: ModuleFacts, function: FunctionNode, entries: dict,
                      depth: int) -> Effects:

@@ -309,8 +309,9 @@ def _decided_work(decision: state.Access) -> Optional[List[ast.AST]]:
     above = parent(node)
     for field in ("body", "orelse", "finalbody"):
         block = getattr(above, field, None)
-        if isinstance(block, list) and any(statement is node for statement in block):
-            return branches + block[[id(statement) for statement in block].index(id(node)) + 1:]
+        for index, statement in enumerate(block if isinstance(block, list) else ()):
+            if statement is node:
+                return branches + block[index + 1:]
     return branches
 
 

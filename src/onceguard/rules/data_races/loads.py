@@ -10,7 +10,7 @@ from ...project import index as project
 from ...analysis.executed_sql import bound_value
 from ...analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
 from ...project.db_handles import ProjectHandles
-from ...project.definitions import definition_facts, top_level
+from ...project.definitions import definition
 from ...knowledge.databases import FLASK_SQLALCHEMY as FLASK_SQLALCHEMY_HANDLE
 from ...knowledge import orm
 from ...analysis.names import dotted
@@ -174,13 +174,10 @@ def _mapped_class(name: ast.Name, facts: ModuleFacts, hops: int = 0) -> bool:
     """A class of the project mapped by SQLAlchemy: defined in a module that imports it, or deriving from a
     Flask-SQLAlchemy ``db.Model`` (or from such a class), wherever the ``db`` was made.  ``Customer.query``
     in a module that imports only the model is the same loader."""
-    located = definition_facts(facts.qualify(name) or name.id, facts)
-    if located is None:
+    found = definition(facts.qualify(name) or name.id, facts)
+    if found is None or not isinstance(found[0], ast.ClassDef):
         return False
-    where, local = located
-    cls = top_level(where, local)
-    if not isinstance(cls, ast.ClassDef):
-        return False
+    cls, where = found
     if module_imports_any(where, orm.SA_MODULES):
         return True
     for base in cls.bases:

@@ -15,7 +15,7 @@ from ..data_races import (
     unwrap)
 from ..redis_leases import result_tested, short
 from .selection import (
-    Pickup, _django_status_filter, _loop_rows, _only_writes_rows, _pickups, _reread_locked, _row_loops,
+    Pickup, _django_status_filter, _loop_rows, _only_writes_rows, _pickups, _reread_locked, _row_walk,
     _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, _writes_table, holds_row)
 from .callers import _locked_before, runs_claimed
 from .check_then_act import (
@@ -184,10 +184,9 @@ class UnclaimedRowPickup(Rule):
 
     # ORM ----------------------------------------------------------------------------------------------------
     def _orm_write(self, pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:
-        rows = _loop_rows(pickup, function, facts)
+        loops, rows = _row_walk(pickup, function, facts)
         if not rows:
             return None
-        loops = _row_loops(pickup, function, facts)
 
         def row_names(node: ast.AST) -> Set[str]:
             return {name for name in names_in(node) if name in rows and holds_row(name, node, pickup, loops)}

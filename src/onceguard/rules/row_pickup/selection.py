@@ -3,7 +3,7 @@ the rows, and whether the code after the selection only writes those rows."""
 
 import ast
 from dataclasses import dataclass
-from typing import List, Optional, Set
+from typing import List, Optional, Set, Tuple
 
 from pglast import ast as pg
 from pglast.enums import BoolExprType
@@ -227,15 +227,13 @@ def _sa_links(node: ast.AST, facts: ModuleFacts):
 
 def _loop_rows(pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> Set[str]:
     """Loop targets over a name that holds the rows (``jobs = ...; for job in jobs``)."""
-    rows = set(pickup.rows)
-    for loop in _row_loops(pickup, function, facts):
-        rows.update(target_names(loop.target))
-    return rows
+    return _row_walk(pickup, function, facts)[1]
 
 
-def _row_loops(pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> List[ast.AST]:
+def _row_walk(pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> Tuple[List[ast.AST], Set[str]]:
     """The loops that walk the picked rows: over the selection itself, or over a name holding the rows or a
-    row (``jobs = ...; for job in jobs``, ``for step in job.steps``)."""
+    row (``jobs = ...; for job in jobs``, ``for step in job.steps``); and the names holding them (the
+    selection's own names and those loops' targets)."""
     rows = set(pickup.rows)
     loops: List[ast.AST] = []
     for node in function_nodes(function, facts):
@@ -243,7 +241,7 @@ def _row_loops(pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> Li
                 _contains(node.iter, pickup.node) or (later(node, pickup.node) and names_in(node.iter) & rows)):
             loops.append(node)
             rows.update(target_names(node.target))
-    return loops
+    return loops, rows
 
 
 def holds_row(name: str, node: ast.AST, pickup: Pickup, loops: List[ast.AST]) -> bool:
@@ -283,8 +281,7 @@ def _only_writes_rows(pickup: Pickup, function: FunctionNode, facts: ModuleFacts
     """The loop over the picked rows does nothing but write them (delete them, set a constant): two
     replicas repeating that is duplicate work, not a duplicate effect.  Anything else it calls (send,
     publish, run, allocate a number) makes the pickup a hazard."""
-    rows = _loop_rows(pickup, function, facts)
-    loops = _row_loops(pickup, function, facts)
+    loops, rows = _row_walk(pickup, function, facts)
     if not loops:
         return False
     for loop in loops:
