@@ -42,6 +42,33 @@ def test_instance_made_at_module_level_of_another_module_is_seen_by_the_cli_only
     assert found(tmp_path, "svc/quota.py", QUOTA, "OG608") == []  # flake8: the instance is not in view
 
 
+def test_state_handed_out_through_a_chain_of_methods_is_still_the_state(tmp_path):
+    # ``_counts`` returns the state through ``_store``, which alone spells it: the quota read and written
+    # through the chain is the same per-process quota as one spelled directly.
+    source = """
+        class UploadQuota:
+            def __init__(self, per_day: int) -> None:
+                self.per_day = per_day
+                self._used = {}
+
+            def _store(self):
+                return self._used
+
+            def _counts(self):
+                return self._store()
+
+            def spend(self, tenant: str) -> None:
+                used = self._counts()
+                if used.get(tenant, 0) >= self.per_day:
+                    raise PermissionError(tenant)
+                used[tenant] = used.get(tenant, 0) + 1
+
+
+        quota = UploadQuota(per_day=100)
+    """
+    assert [d.line for d in found(tmp_path, "svc/quota.py", source, "OG608")] == [5]
+
+
 def test_an_instance_made_per_call_is_left_alone(tmp_path):
     write(tmp_path, "svc/__init__.py", "")
     write(tmp_path, "svc/api.py", """

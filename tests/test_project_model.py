@@ -419,3 +419,39 @@ def test_a_server_main_block_is_every_replica_and_a_script_main_block_is_an_oper
         call = next(c for c in facts.calls if getattr(c.func, "id", "") == "prepare")
         answer = runs(call, facts)
         assert (answer.where, answer.reason) == (where, reason)
+
+
+# -- calls put behind a helper in another module ---------------------------------------------------------
+@pytest.mark.parametrize("helpers, followed", [
+    ("def make(size):\n    return Pool(size)\n", True),
+    # a signature over several lines, closed at the left margin, and a docstring with a line there too
+    ("def make(\n    size,\n) -> 'Pool':\n    '''A pool.\nOf the given size.'''\n    return Pool(size)\n\nOTHER = 1\n",
+     True),
+    ("async def make(size):\n    return Pool(size)\n", True),
+    ("def make(size):\n    pool = Pool(size)\n    return pool\n", False),
+    ("@cache\ndef make(size):\n    return Pool(size)\n", False),
+    ("class make:\n    def __init__(self, size):\n        self.size = size\n", False),
+    ("def make_other(size):\n    return Pool(size)\n\ndef make(size):\n    pass\n", False),
+])
+def test_a_helper_in_another_module_is_followed_only_when_it_returns_one_call(tmp_path, helpers, followed):
+    from onceguard.project.forwarding import forwarded
+
+    write(tmp_path, "app/__init__.py", "")
+    write(tmp_path, "app/pools.py", "from lib import Pool\n" + helpers)
+    user = write(tmp_path, "app/main.py", "from app.pools import make\npool = make(4)\n")
+    facts = facts_of(user, tmp_path)
+    call = facts.tree.body[1].value
+    through = forwarded(call, facts)
+    assert (through is not None and through.callee == "lib.Pool") is followed
+
+
+def test_a_helper_re_exported_by_a_package_is_followed_to_its_definition(tmp_path):
+    from onceguard.project.forwarding import forwarded
+
+    write(tmp_path, "app/__init__.py", "")
+    write(tmp_path, "app/pools/__init__.py", "from .making import make\n")
+    write(tmp_path, "app/pools/making.py", "from lib import Pool\n\n\ndef make(size):\n    return Pool(size)\n")
+    user = write(tmp_path, "app/main.py", "from app.pools import make\npool = make(4)\n")
+    facts = facts_of(user, tmp_path)
+    through = forwarded(facts.tree.body[1].value, facts)
+    assert through is not None and through.callee == "lib.Pool"

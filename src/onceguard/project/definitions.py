@@ -2,16 +2,18 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 from . import index as project
 from ..analysis.facts import ModuleFacts
 
 
-def definition_facts(qualified: str, facts: ModuleFacts) -> Optional[Tuple[ModuleFacts, str]]:
+def definition_facts(qualified: str, facts: ModuleFacts,
+                     worth_reading: Optional[Callable[[str, str], bool]] = None) -> Optional[Tuple[ModuleFacts, str]]:
     """The module facts and local name of a definition: this module for a local name, another module of the
     project (CLI only) for an imported one, following re-exports (``from .dual import DualCache`` in a
-    package's ``__init__``)."""
+    package's ``__init__``). ``worth_reading(path, name)``, when given, is asked before another module is
+    parsed: False when its text already shows the caller has no use for the definition."""
     if "." not in qualified:
         return facts, qualified
     for _ in range(4):
@@ -19,7 +21,7 @@ def definition_facts(qualified: str, facts: ModuleFacts) -> Optional[Tuple[Modul
             return None
         module, _, name = qualified.rpartition(".")
         path = project.module_path(module, project.roots_for(facts))
-        if path is None:
+        if path is None or (worth_reading is not None and not worth_reading(path, name)):
             return None
         other = project.module_facts(path, facts.config)
         if other is None:
@@ -41,10 +43,11 @@ def top_level(facts: ModuleFacts, name: str) -> Optional[ast.AST]:
     return found
 
 
-def definition(qualified: str, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+def definition(qualified: str, facts: ModuleFacts,
+               worth_reading: Optional[Callable[[str, str], bool]] = None) -> Optional[Tuple[ast.AST, ModuleFacts]]:
     """The top-level def or class ``qualified`` names, with the facts of the module that holds it (see
     ``definition_facts``), or None."""
-    located = definition_facts(qualified, facts)
+    located = definition_facts(qualified, facts, worth_reading)
     if located is None:
         return None
     where, name = located

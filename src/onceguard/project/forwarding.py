@@ -8,10 +8,13 @@ docstring aside); a helper that does more is the rule's own question.
 from __future__ import annotations
 
 import ast
+import os
+import re
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from ..analysis.facts import PARENT, FunctionNode, ModuleFacts, parent
+from . import index as project
 from .definitions import definition
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -84,8 +87,79 @@ def _helper(call: ast.Call, facts: ModuleFacts):
     elif not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
               and facts.imports.is_module(func.value.id) and facts.context.cross_file):
         return None
-    found = definition(facts.qualify(func) or "", facts)
+    found = definition(facts.qualify(func) or "", facts, _may_be_helper)
     return found if found is not None and isinstance(found[0], _FUNCTION_TYPES) else None
+
+
+def _may_be_helper(path: str, name: str) -> bool:
+    """Whether the file can define ``name`` as a helper that only returns a call, asked of its text before
+    the whole file is parsed: each top-level ``def name`` is parsed on its own, up to the next line that
+    starts a top-level statement. A ``class name`` is no helper; a file with neither (a re-export) or a text
+    this cannot cut (non-ASCII, a cut inside a string) is left to the full lookup."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return True
+    signature = (stat.st_mtime_ns, stat.st_size)
+    known = _helper_texts.get(path)
+    if known is None or known[0] != signature:
+        known = _helper_texts[path] = (signature, {})
+    if name not in known[1]:
+        known[1][name] = _may_define_helper(project.read_bytes(path), name)
+    return known[1][name]
+
+
+def _may_define_helper(source: bytes, name: str) -> bool:
+    if not source.isascii() or not name.isascii():
+        return True
+    word = name.encode("ascii")
+    starts = list(_top_level_statements_of(source, b"def", word))
+    if not starts:
+        return next(_top_level_statements_of(source, b"class", word), None) is None
+    for at in starts:
+        if _line_above(source, at).startswith(b"@"):
+            continue  # decorated: the name holds what the decorator returns
+        end = _TOP_LEVEL_LINE.search(source, at + 1)
+        try:
+            tree = ast.parse(source[at:end.start() if end else len(source)])
+        except (SyntaxError, ValueError):
+            return True
+        if tree.body and isinstance(tree.body[0], _FUNCTION_TYPES) and _returned_call(tree.body[0]) is not None:
+            return True
+    return False
+
+
+def _top_level_statements_of(source: bytes, keyword: bytes, word: bytes):
+    """Where the lines ``def word(`` / ``async def word(`` / ``class word`` start at column 0."""
+    needle = keyword + b" " + word
+    at = source.find(needle)
+    while at != -1:
+        after = source[at + len(needle):at + len(needle) + 1]
+        start = source.rfind(b"\n", 0, at) + 1
+        head = source[start:at]
+        if not (after.isalnum() or after == b"_") and (not head or head == b"async "):
+            yield start
+        at = source.find(needle, at + 1)
+
+
+def _line_above(source: bytes, at: int) -> bytes:
+    """The nearest non-blank line above the line starting at ``at``."""
+    end = at - 1
+    while end > 0:
+        start = source.rfind(b"\n", 0, end) + 1
+        line = source[start:end].strip()
+        if line:
+            return line
+        end = start - 1
+    return b""
+
+
+#: path -> (its size and time, name -> the answer): every module that calls a helper asks again.
+_helper_texts: Dict[str, Tuple[Tuple[int, int], Dict[str, bool]]] = {}
+project.on_clear(_helper_texts.clear)
+
+#: A line that starts a top-level statement: not blank, not a comment, not a bracket closing a signature.
+_TOP_LEVEL_LINE = re.compile(rb"^[^\s#)\]}]", re.M)
 
 
 def _returned_call(helper: FunctionNode) -> Optional[ast.Call]:

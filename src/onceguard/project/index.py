@@ -82,6 +82,10 @@ def package_root(path: str) -> str:
 def roots_for(facts: ModuleFacts) -> str:
     """Where the project's modules are looked for: the config root (and its ``src``), then the checked
     file's own package root (a project without a pyproject.toml, checked from elsewhere)."""
+    return facts.cached("project:roots", _roots_for)
+
+
+def _roots_for(facts: ModuleFacts) -> str:
     roots = []
     if facts.config.root:
         roots.append(facts.config.root)
@@ -137,6 +141,17 @@ def module_path(module: str, root: str) -> Optional[str]:
     """The file of a dotted module under ``root`` or ``root/src`` (``pkg/mod.py`` or ``pkg/mod/__init__.py``)."""
     if not module or not root or module.startswith("."):
         return None
+    key = (module, root)
+    if key not in _module_paths:
+        _module_paths[key] = _find_module_path(module, root)
+    return _module_paths[key]
+
+
+#: (dotted module, root) -> its file: rules ask for the same modules of the same project again and again.
+_module_paths: Dict[Tuple[str, str], Optional[str]] = {}
+
+
+def _find_module_path(module: str, root: str) -> Optional[str]:
     parts = module.split(".")
     if not all(part.isidentifier() for part in parts):
         return None
@@ -348,6 +363,7 @@ def clear_cache() -> None:
     global _file_bytes_total
     with _lock:
         _modules.clear()
+        _module_paths.clear()
         _file_lists.clear()
         _file_bytes.clear()
         _file_bytes_total = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..knowledge import process_state as known
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
@@ -338,6 +338,20 @@ class StateMatcher:
         self.binding = binding
         self.facts = facts
         self._returns_state: Dict[str, bool] = {}
+        self._may_hold: Optional[Set[str]] = None
+
+    def _methods_that_may_hold_state(self) -> Set[str]:
+        if self._may_hold is None:
+            self._may_hold = methods_reaching(self.binding, self.facts)
+        return self._may_hold
+
+    def spellings(self, names: Set[str]) -> Set[str]:
+        """The words an expression about the state spells: the binding's own name, the local names bound from
+        it, and the owner's methods that may hand it out."""
+        words = {self.binding.attr or self.binding.name.rsplit(".", 1)[-1], *names}
+        if self.binding.owner is not None:
+            words.update(self._methods_that_may_hold_state())
+        return words
 
     def is_root(self, node: ast.AST) -> bool:
         binding = self.binding
@@ -356,10 +370,14 @@ class StateMatcher:
             return cached[1]
         names: Set[str] = set()
         changed = True
-        bindings = state_nodes(function, self.facts)
+        bindings = [node for node in state_nodes(function, self.facts)
+                    if isinstance(node, (ast.Assign, ast.For, ast.AsyncFor, ast.NamedExpr))]
         while changed:
             changed = False
+            words = self.spellings(names)
             for node in bindings:
+                if not _may_spell(node, words, self.facts.lines):
+                    continue
                 if isinstance(node, ast.Assign):
                     targets, value = node.targets, node.value
                 elif isinstance(node, (ast.For, ast.AsyncFor)):
@@ -399,6 +417,8 @@ class StateMatcher:
     def _method_returns_state(self, name: str) -> bool:
         if name in self._returns_state:
             return self._returns_state[name]
+        if name not in self._methods_that_may_hold_state():
+            return False
         self._returns_state[name] = False  # recursion guard
         owner = self.binding.owner
         method = next((s for s in owner.body if isinstance(s, _FUNCTIONS) and s.name == name), None) \
@@ -436,18 +456,39 @@ def _spells(function: FunctionNode, facts: ModuleFacts, word: str) -> bool:
 
 def scope_functions(binding: Binding, facts: ModuleFacts) -> List[FunctionNode]:
     """The functions that can use the binding and spell it (or, for instance state, call a method of the
-    class that does): the class's methods for instance state, every function of the module for module and
-    class state (``Class.seen`` is spelled anywhere in the module)."""
+    class that does, however deep): the class's methods for instance state, every function of the module for
+    module and class state (``Class.seen`` is spelled anywhere in the module)."""
     word = binding.attr or binding.name.rsplit(".", 1)[-1]
     if binding.scope in (MODULE, CLASS):
         return [f for f in facts.functions if _spells(f, facts, word)]
+    if binding.owner is None:
+        return []
+    reaching = methods_reaching(binding, facts)
+    return [n for n in facts.functions if facts.enclosing_class(n) is binding.owner and n.name in reaching]
+
+
+def methods_reaching(binding: Binding, facts: ModuleFacts) -> Set[str]:
+    """The owner's methods that spell the binding, or call (``self.name(``) one that does, however deep
+    (``spend`` -> ``self._counts()`` -> ``self._store()`` -> ``self._used``): only they can use the state or
+    hand it out."""
     owner = binding.owner
     if owner is None:
-        return []
-    methods = [n for n in facts.functions if facts.enclosing_class(n) is owner]
-    direct = {n.name for n in methods if _spells(n, facts, word)}
-    return [n for n in methods if n.name in direct
-            or any(_spells(n, facts, f"self.{name}(") for name in direct)]
+        return set()
+    word = binding.attr or binding.name.rsplit(".", 1)[-1]
+
+    def build(_facts: ModuleFacts) -> Set[str]:
+        methods = [n for n in facts.functions if facts.enclosing_class(n) is owner]
+        found = {m.name for m in methods if _spells(m, facts, word)}
+        pending = list(found)
+        while pending:
+            callee = pending.pop()
+            for method in methods:
+                if method.name not in found and _spells(method, facts, f"self.{callee}("):
+                    found.add(method.name)
+                    pending.append(method.name)
+        return found
+
+    return facts.cached(f"state-methods:{id(owner)}:{word}", build)
 
 
 def accesses(binding: Binding, facts: ModuleFacts, clock_names=None) -> Accesses:
@@ -459,8 +500,10 @@ def accesses(binding: Binding, facts: ModuleFacts, clock_names=None) -> Accesses
         if function.name == "__init__" and binding.scope == INSTANCE:
             continue
         names = matcher.aliases(function)
-        clocks = _clock_names(function, facts)
-        for node in state_nodes(function, facts):
+        words = matcher.spellings(names)
+        relevant = [node for node in state_nodes(function, facts) if _may_spell(node, words, facts.lines)]
+        clocks = _clock_names(function, facts) if relevant else set()
+        for node in relevant:
             kind = _write_kind(node, matcher, names, function, facts, clocks)
             if kind is not None:
                 found.items.append(Access(node, function, kind))
@@ -475,6 +518,23 @@ def accesses(binding: Binding, facts: ModuleFacts, clock_names=None) -> Accesses
 #: ``_write_kind`` and ``_decides``, method calls included) and those that bind a name to a value (``aliases``).
 _STATE_KINDS = (ast.AugAssign, ast.Assign, ast.AnnAssign, ast.Delete, ast.If, ast.While, ast.IfExp, ast.Assert,
                 ast.Return, ast.For, ast.AsyncFor, ast.NamedExpr)
+
+
+def _may_spell(node: ast.AST, words: Set[str], lines: Sequence[str]) -> bool:
+    """Whether the text of what ``node`` tests or does (a condition's test, not the body it guards) spells one
+    of ``words``: a node that does not cannot write, remove or decide on the state, and is not looked at
+    further (every binding of a module asks the same functions again, node by node)."""
+    if not lines:
+        return True
+    if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+        part = node.test
+    elif isinstance(node, (ast.For, ast.AsyncFor)):
+        part = node.iter  # (what the loop's names are bound from)
+    else:
+        part = node
+    first, last = part.lineno, getattr(part, "end_lineno", None) or part.lineno
+    text = lines[first - 1] if first == last else "\n".join(lines[first - 1:last])
+    return any(word in text for word in words)
 
 
 def state_nodes(function: FunctionNode, facts: ModuleFacts) -> List[ast.AST]:

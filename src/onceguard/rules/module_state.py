@@ -387,8 +387,10 @@ class ModuleStateAsSharedMemory(Rule):
             def daemon(owner=binding.owner) -> FrozenSet[str]:
                 if owner is None:
                     return frozenset()
-                found = state.daemon_lifetime(owner, facts)  # (the project-wide search waits for a finding)
-                return found.loop_methods if found is not None else frozenset()
+                if ("daemon", id(owner)) not in lifetimes:  # (the project-wide search waits for a finding)
+                    found = state.daemon_lifetime(owner, facts)
+                    lifetimes[("daemon", id(owner))] = found.loop_methods if found is not None else frozenset()
+                return lifetimes[("daemon", id(owner))]
 
             finding = _judge(binding, facts, request, receivers, daemon)
             if finding is None or request.reach.module_is_one_off:
