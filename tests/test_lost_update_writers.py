@@ -532,3 +532,55 @@ def test_a_flask_model_query_in_a_module_that_imports_only_the_model(tmp_path, m
     files = {"library/__init__.py": "", "library/extensions.py": FLASK_EXTENSIONS,
              "library/models.py": FLASK_MODELS, "library/views.py": FLASK_VIEW.format(model=model)}
     assert check_project(tmp_path, files, "library/views.py") == expected
+
+
+# -- code only an operator runs ----------------------------------------------------------------------------
+_SHIFT = """
+    from shop.models import Event
+
+
+    def shift_event(event_id, days):
+        event = Event.objects.get(pk=event_id)
+        event.day_count = event.day_count + days
+        event.save()
+"""
+_SHIFT_MODEL = """
+    from django.db import models
+
+
+    class Event(models.Model):
+        day_count = models.IntegerField(default=0)
+"""
+_SCRIPT = """
+    import sys
+
+    from shop.shifting import shift_event
+
+
+    def main():
+        shift_event(int(sys.argv[1]), int(sys.argv[2]))
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+@pytest.mark.parametrize("operator_file", ["scripts/shift_demo.py", "shop/management/commands/shift.py"])
+def test_a_read_modify_write_only_an_operator_runs_is_one_process(tmp_path, operator_file):
+    files = {"shop/__init__.py": "", "shop/models.py": _SHIFT_MODEL, "shop/shifting.py": _SHIFT,
+             operator_file: _SCRIPT}
+    assert check_project(tmp_path, files, "shop/shifting.py") == []
+
+
+def test_the_same_helper_also_called_from_a_view_is_reported(tmp_path):
+    view = """
+        from shop.shifting import shift_event
+
+
+        def shift_view(request, event_id):
+            shift_event(event_id, int(request.POST["days"]))
+    """
+    files = {"shop/__init__.py": "", "shop/models.py": _SHIFT_MODEL, "shop/shifting.py": _SHIFT,
+             "scripts/shift_demo.py": _SCRIPT, "shop/views.py": view}
+    assert check_project(tmp_path, files, "shop/shifting.py") == [7]

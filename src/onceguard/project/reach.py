@@ -470,6 +470,7 @@ def _runs(node: ast.AST, facts: ModuleFacts, ask: _Ask, hops: int, seen: Set[int
             found = _runs(call, other, ask, hops + 1, seen)
             if found.every_replica:
                 return Runs(found.where, found.reason, found.entry, found.calls + (_call_place(other, call, function),))
+            any_caller, operator_only = True, operator_only and found.operator
     if any_caller and operator_only:
         return Runs(OPERATOR, "called only from operator code")
     return _UNKNOWN

@@ -16,12 +16,13 @@ or a store client whose origin is known.  Arithmetic done by the database (``F("
 from __future__ import annotations
 
 from .loads import (
-    Loaded, _session_matches, _single_process, chain, django_instance_loader, django_queryset, function_nodes,
-    later, names_in, sa_source, sa_statement, target_names, unwrap)
+    Loaded, _operator_only, _session_matches, _single_process, chain, django_instance_loader, django_queryset,
+    function_nodes, later, names_in, sa_source, sa_statement, target_names, unwrap)
 from .flow import plain_name
 from .sql_reads import _FETCH, _sql_by_function, _tables
 from .rule import ReadModifyWrite
 
-__all__ = ["Loaded", "ReadModifyWrite", "_FETCH", "_session_matches", "_single_process", "_sql_by_function",
+__all__ = ["Loaded", "ReadModifyWrite", "_FETCH", "_operator_only", "_session_matches", "_single_process",
+           "_sql_by_function",
            "_tables", "chain", "django_instance_loader", "django_queryset", "function_nodes", "later", "names_in",
            "plain_name", "sa_source", "sa_statement", "target_names", "unwrap"]

@@ -277,6 +277,19 @@ def _single_process(facts: ModuleFacts) -> bool:
             or context.filename in _TEST_MODULES)
 
 
+def _operator_only(line: int, facts: ModuleFacts) -> bool:
+    """The function holding ``line`` runs only when an operator runs it: every caller the project shows is a
+    command or a script (the start-up reach's answer, across modules on the command line). One process,
+    nothing interleaves with it, as in ``_single_process``; a function with no caller in view is not."""
+    from ...project.reach import runs_function
+
+    holders = [f for f in facts.functions if f.lineno <= line <= (getattr(f, "end_lineno", None) or f.lineno)]
+    if not holders:
+        return False
+    function = max(holders, key=lambda f: f.lineno)
+    return facts.cached(f"operator-only:{id(function)}", lambda _facts: runs_function(function, facts).operator)
+
+
 def _instance_bindings(function: FunctionNode, facts: ModuleFacts) -> Dict[str, List[Tuple[ast.AST, Loaded]]]:
     """name -> [(assignment, loader)] for names bound to one ORM instance in this function."""
     table: Dict[str, List[Tuple[ast.AST, Loaded]]] = {}

@@ -17,8 +17,9 @@ from .stores import StoreChecks
 from .keyed_stores import KeyedStoreChecks
 from .sql_reads import SqlChecks
 from .loads import (
-    Loaded, _instance_bindings, column_type, _loader_before, _model_columns, _model_method, _relocked_before, _single_process,
-    django_instance_loader, function_nodes, later, module_imports_any, sa_source, unwrap)
+    Loaded, _instance_bindings, column_type, _loader_before, _model_columns, _model_method, _operator_only,
+    _relocked_before, _single_process, django_instance_loader, function_nodes, later, module_imports_any, sa_source,
+    unwrap)
 from .flow import Flow, _first_arithmetic, _keyed, plain_name
 from .writers import sole_writer
 from .changes import Change, _fresh_object, _functions_writing_instances, _written_back, instance_changes
@@ -80,7 +81,8 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
             place = (finding.line, finding.column)
             if place not in seen:  # one statement, one finding (a cache wrapper is also a keyed store)
                 seen.add(place)
-                yield finding
+                if not _operator_only(finding.line, facts):  # (asked only of a finding: it reads callers)
+                    yield finding
 
     def _all(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         yield from self._orm(facts)

@@ -11,8 +11,8 @@ from ..registry import register
 from ...analysis.sql import parse_statements
 from ..base import Rule
 from ..data_races import (
-    _session_matches, _single_process, _sql_by_function, _tables, django_queryset, function_nodes, later, names_in,
-    unwrap)
+    _operator_only, _session_matches, _single_process, _sql_by_function, _tables, django_queryset, function_nodes,
+    later, names_in, unwrap)
 from ..redis_leases import result_tested, short
 from .selection import (
     Pickup, _django_status_filter, _loop_rows, _only_writes_rows, _pickups, _reread_locked, _row_walk,
@@ -51,7 +51,12 @@ class UnclaimedRowPickup(Rule):
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if _single_process(facts):
             return
-        facts = through_helpers(facts)  # a call behind a helper that only forwards it is that call
+        facts = through_helpers(facts)
+        for finding in self._all(facts):
+            if not _operator_only(finding.line, facts):  # (asked only of a finding: it reads callers)
+                yield finding
+
+    def _all(self, facts: ModuleFacts) -> Iterable[Diagnostic]:  # a call behind a helper that only forwards it is that call
         reported: Set[int] = set()
         for function in facts.functions:
             for pickup in _pickups(function, facts):
