@@ -248,6 +248,12 @@ _TESTS = (ast.If, ast.IfExp)
 def _judge(binding: state.Binding, facts: ModuleFacts, request: _RequestCode, receivers: Set[str],
            daemon) -> Optional[_Finding]:
     found = state.accesses(binding, facts)
+    written = {a.kind for a in found.items}
+    if not written & {"decide", "read"} or not (
+            written & {state.WRITE_COUNTER, state.WRITE_CLOCK}
+            or (state.WRITE_MARK in written and "unmark" not in written)
+            or (state.WRITE_RECORD in written and state.WRITE_OBJECT not in written)):
+        return None  # nothing decides from it, or none of its writes is one the judgements below look at
     matcher = state.StateMatcher(binding, facts)
     decisions = [a for a in found.of_kind("decide") if a.function is not None
                  and not state.read_through(a.function, binding, facts)]
