@@ -255,8 +255,9 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: _RequestCode, re
             or (state.WRITE_RECORD in written and state.WRITE_OBJECT not in written)):
         return None  # nothing decides from it, or none of its writes is one the judgements below look at
     matcher = state.StateMatcher(binding, facts)
-    decisions = [a for a in found.of_kind("decide") if a.function is not None
-                 and not state.read_through(a.function, binding, facts)]
+    deciding = {id(a.function): a.function for a in found.of_kind("decide") if a.function is not None}
+    memos = {key for key, function in deciding.items() if state.read_through(function, binding, facts)}
+    decisions = [a for a in found.of_kind("decide") if a.function is not None and id(a.function) not in memos]
     if not decisions and not found.of_kind("read"):
         return None
     counters, fields = _counter_fields(found)
