@@ -23,6 +23,5 @@ from .sql_reads import _FETCH, _sql_by_function, _tables
 from .rule import ReadModifyWrite
 
 __all__ = ["Loaded", "ReadModifyWrite", "_FETCH", "_operator_only", "_session_matches", "_single_process",
-           "_sql_by_function",
-           "_tables", "chain", "django_instance_loader", "django_queryset", "function_nodes", "later", "names_in",
-           "plain_name", "sa_source", "sa_statement", "target_names", "unwrap"]
+           "_sql_by_function", "_tables", "chain", "django_instance_loader", "django_queryset", "function_nodes",
+           "later", "names_in", "plain_name", "sa_source", "sa_statement", "target_names", "unwrap"]
