@@ -37,11 +37,7 @@ import time
 
 def _measure(root: str, code: str) -> dict:
     """In this process: one cold run over ``root`` with ``code`` last, and what it cost."""
-    import contextlib
-    import io
-
     from onceguard.engine import check, runner
-    from onceguard.surfaces.cli import main
 
     own = {"check": 0.0, "alone": 0.0, "alone_files": 0}
     state = {"alone": False}
@@ -92,16 +88,8 @@ def _measure(root: str, code: str) -> dict:
     runner._rules_for = rules_for
     check.applicable_rules = applicable
     runner.check_one = check_one
-    sys.argv = ["onceguard", "check", "--no-cache", "--exit-zero", "--jobs", "1", "--format", "json", root]
-    out = io.StringIO()
-    start = time.process_time()
-    with contextlib.redirect_stdout(out):
-        try:
-            main()
-        except SystemExit:
-            pass
-    total = time.process_time() - start
-    findings = json.loads(out.getvalue() or "[]")
+    total, out = _cold_run(root)
+    findings = json.loads(out or "[]")
     return {
         "code": code,
         "total_s": round(total, 2),
@@ -113,25 +101,32 @@ def _measure(root: str, code: str) -> dict:
     }
 
 
-def _run_without(root: str, code: str) -> float:
-    """In this process: one cold run over ``root`` (without ``code`` when given), its CPU time."""
+def _cold_run(root: str) -> tuple:
+    """In this process: ``onceguard check --no-cache --jobs 1`` over ``root``, its CPU time and its JSON."""
     import contextlib
     import io
 
-    from onceguard.engine import runner
     from onceguard.surfaces.cli import main
 
-    if code:
-        original = runner._rules_for
-        runner._rules_for = lambda config: [r for r in original(config) if r.code != code]
     sys.argv = ["onceguard", "check", "--no-cache", "--exit-zero", "--jobs", "1", "--format", "json", root]
+    out = io.StringIO()
     start = time.process_time()
-    with contextlib.redirect_stdout(io.StringIO()):
+    with contextlib.redirect_stdout(out):
         try:
             main()
         except SystemExit:
             pass
-    return time.process_time() - start
+    return time.process_time() - start, out.getvalue()
+
+
+def _run_without(root: str, code: str) -> float:
+    """In this process: one cold run over ``root`` (without ``code`` when given), its CPU time."""
+    from onceguard.engine import runner
+
+    if code:
+        original = runner._rules_for
+        runner._rules_for = lambda config: [r for r in original(config) if r.code != code]
+    return _cold_run(root)[0]
 
 
 def _ablate(root: str, code: str, rounds: int) -> None:

@@ -36,6 +36,11 @@ class Binding:
     def line(self) -> int:
         return getattr(self.statement, "lineno", 1)
 
+    @property
+    def word(self) -> str:
+        """The name every use of the state spells: the attribute, or the module-level name."""
+        return self.attr or self.name.rsplit(".", 1)[-1]
+
 
 def constructed(value: Optional[ast.AST], facts: ModuleFacts) -> Optional[str]:
     """The qualified constructor of what ``value`` builds: ``X()``, ``await X()``, ``X() if c else None``."""
@@ -338,20 +343,11 @@ class StateMatcher:
         self.binding = binding
         self.facts = facts
         self._returns_state: Dict[str, bool] = {}
-        self._may_hold: Optional[Set[str]] = None
-
-    def _methods_that_may_hold_state(self) -> Set[str]:
-        if self._may_hold is None:
-            self._may_hold = methods_reaching(self.binding, self.facts)
-        return self._may_hold
 
     def spellings(self, names: Set[str]) -> Set[str]:
         """The words an expression about the state spells: the binding's own name, the local names bound from
         it, and the owner's methods that may hand it out."""
-        words = {self.binding.attr or self.binding.name.rsplit(".", 1)[-1], *names}
-        if self.binding.owner is not None:
-            words.update(self._methods_that_may_hold_state())
-        return words
+        return {self.binding.word, *names, *methods_reaching(self.binding, self.facts)}
 
     def is_root(self, node: ast.AST) -> bool:
         binding = self.binding
@@ -417,7 +413,7 @@ class StateMatcher:
     def _method_returns_state(self, name: str) -> bool:
         if name in self._returns_state:
             return self._returns_state[name]
-        if name not in self._methods_that_may_hold_state():
+        if name not in methods_reaching(self.binding, self.facts):
             return False
         self._returns_state[name] = False  # recursion guard
         owner = self.binding.owner
@@ -458,9 +454,8 @@ def scope_functions(binding: Binding, facts: ModuleFacts) -> List[FunctionNode]:
     """The functions that can use the binding and spell it (or, for instance state, call a method of the
     class that does, however deep): the class's methods for instance state, every function of the module for
     module and class state (``Class.seen`` is spelled anywhere in the module)."""
-    word = binding.attr or binding.name.rsplit(".", 1)[-1]
     if binding.scope in (MODULE, CLASS):
-        return [f for f in facts.functions if _spells(f, facts, word)]
+        return [f for f in facts.functions if _spells(f, facts, binding.word)]
     if binding.owner is None:
         return []
     reaching = methods_reaching(binding, facts)
@@ -474,11 +469,10 @@ def methods_reaching(binding: Binding, facts: ModuleFacts) -> Set[str]:
     owner = binding.owner
     if owner is None:
         return set()
-    word = binding.attr or binding.name.rsplit(".", 1)[-1]
 
     def build(_facts: ModuleFacts) -> Set[str]:
         methods = [n for n in facts.functions if facts.enclosing_class(n) is owner]
-        found = {m.name for m in methods if _spells(m, facts, word)}
+        found = {m.name for m in methods if _spells(m, facts, binding.word)}
         pending = list(found)
         while pending:
             callee = pending.pop()
@@ -488,7 +482,7 @@ def methods_reaching(binding: Binding, facts: ModuleFacts) -> Set[str]:
                     pending.append(method.name)
         return found
 
-    return facts.cached(f"state-methods:{id(owner)}:{word}", build)
+    return facts.cached(f"state-methods:{id(owner)}:{binding.word}", build)
 
 
 def accesses(binding: Binding, facts: ModuleFacts, clock_names=None) -> Accesses:

@@ -379,6 +379,7 @@ class ModuleStateAsSharedMemory(Rule):
             return
         request = _RequestCode(facts)  # asks Reach only when a finding needs to know who runs the code
         lifetimes = {}
+        daemons = {}  # class -> the methods its own polling loop runs
         for binding in candidate_bindings(facts):
             receivers: Set[str] = set()
             lifetime = None
@@ -394,10 +395,10 @@ class ModuleStateAsSharedMemory(Rule):
             def daemon(owner=binding.owner) -> FrozenSet[str]:
                 if owner is None:
                     return frozenset()
-                if ("daemon", id(owner)) not in lifetimes:  # (the project-wide search waits for a finding)
+                if id(owner) not in daemons:  # (the project-wide search waits for a finding)
                     found = state.daemon_lifetime(owner, facts)
-                    lifetimes[("daemon", id(owner))] = found.loop_methods if found is not None else frozenset()
-                return lifetimes[("daemon", id(owner))]
+                    daemons[id(owner)] = found.loop_methods if found is not None else frozenset()
+                return daemons[id(owner)]
 
             finding = _judge(binding, facts, request, receivers, daemon)
             if finding is None or request.reach.module_is_one_off:

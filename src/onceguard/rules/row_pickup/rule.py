@@ -51,12 +51,12 @@ class UnclaimedRowPickup(Rule):
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if _single_process(facts):
             return
-        facts = through_helpers(facts)
+        facts = through_helpers(facts)  # a call behind a helper that only forwards it is that call
         for finding in self._all(facts):
             if not _operator_only(finding.line, facts):  # (asked only of a finding: it reads callers)
                 yield finding
 
-    def _all(self, facts: ModuleFacts) -> Iterable[Diagnostic]:  # a call behind a helper that only forwards it is that call
+    def _all(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         reported: Set[int] = set()
         for function in facts.functions:
             for pickup in _pickups(function, facts):
