@@ -151,6 +151,8 @@ class ModuleFacts:
         self.loops: List[Union[ast.While, ast.For, ast.AsyncFor]] = []
         self.ifs: List[ast.If] = []
         imports: List[ast.AST] = []
+        #: id of a function -> its place in ``nodes`` (a function's own nodes are one run of that list)
+        self._function_positions: Dict[int, int] = {}
         self._walk(tree, imports)
         #: every ``import`` and ``from ... import`` statement of the module, in source order
         self.import_statements = imports
@@ -262,6 +264,7 @@ class ModuleFacts:
         self._cache.clear()
 
     def _add_function(self, node: FunctionNode) -> None:
+        self._function_positions[id(node)] = len(self._linked) - 1  # (linked just before it is filed)
         self.functions.append(node)
         self.functions_by_name[node.name].append(node)
 
@@ -326,6 +329,32 @@ class ModuleFacts:
                 return statement
         return None
 
+    def own_nodes(self, function: FunctionNode, kinds: Tuple[type, ...]) -> List[ast.AST]:
+        """The nodes of ``kinds`` in ``function`` and not in a function, class or lambda nested in it, in
+        source order: what ``nodes_of_kinds`` finds, read off the module's pre-order list, where a
+        function's subtree is one run that ends at its last descendant (a scan of that run in C instead of a
+        walk of the tree in Python)."""
+        start = self._function_positions.get(id(function))
+        nodes = self._linked
+        if start is None or start >= len(nodes) or nodes[start] is not function:
+            return nodes_of_kinds(function, kinds)  # (released, or a function of another tree)
+        end = nodes.index(_last_descendant(function), start)
+        wanted = frozenset(kinds)
+        nested = _NESTED_SCOPE_KINDS
+        marked = wanted | nested
+        found: List[ast.AST] = []
+        skip_to = start
+        for position in [k for k in range(start + 1, end + 1) if type(nodes[k]) in marked]:
+            if position <= skip_to:
+                continue
+            node = nodes[position]
+            kind = type(node)
+            if kind in wanted:
+                found.append(node)
+            if kind in nested:
+                skip_to = nodes.index(_last_descendant(node), position)
+        return found
+
     def calls_named(self, *names: str) -> Iterator[ast.Call]:
         for name in names:
             yield from self.calls_by_name.get(name, ())
@@ -378,6 +407,35 @@ def _namespace_package(context: FileContext, imports: List[ast.AST]) -> str:
 
 
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_NESTED_SCOPE_KINDS = frozenset(_NESTED_SCOPES)
+
+
+def _last_descendant(node: ast.AST) -> ast.AST:
+    """The node of ``node``'s subtree that the module walk (``ModuleFacts._walk``) reaches last: the last child
+    of the last field that has one, and so on down; ``node`` itself when it has no children."""
+    while True:
+        fields = _CHILD_FIELDS.get(type(node))
+        if fields is None:
+            fields = _CHILD_FIELDS[type(node)] = _child_fields(type(node))
+        last = None
+        for field, many in fields:  # (last field first)
+            value = getattr(node, field, None)
+            if value is None:
+                continue
+            if many is True:
+                last = next((item for item in reversed(value) if item is not None), None)
+            elif many is False:
+                last = value
+            elif type(value) is list:
+                last = next((item for item in reversed(value)
+                             if isinstance(item, ast.AST) and not isinstance(item, _SHARED_NODES)), None)
+            elif isinstance(value, ast.AST) and not isinstance(value, _SHARED_NODES):
+                last = value
+            if last is not None:
+                break
+        if last is None:
+            return node
+        node = last
 
 
 def assigned_before(name: ast.Name, function: Optional[ast.AST]) -> Optional[ast.AST]:
@@ -404,6 +462,52 @@ def body_nodes(function: FunctionNode) -> Iterator[ast.AST]:
             continue
         yield statement
         yield from walk_no_nested_functions(statement)
+
+
+def nodes_of_kinds(node: ast.AST, kinds: Tuple[type, ...]) -> List[ast.AST]:
+    """The nodes under ``node`` (not in nested function or class bodies) whose type is one of ``kinds``, in
+    source order: what ``walk_no_nested_functions`` would yield and a filter keep, in one loop without a
+    generator (for an analysis that lists a function's nodes of a few kinds once and asks them again)."""
+    wanted = frozenset(kinds)
+    nested = _NESTED_SCOPES
+    child_fields = _WALK_FIELDS
+    found: List[ast.AST] = []
+    keep = found.append
+    stack = [node]
+    pop, push = stack.pop, stack.append
+    first = True
+    while stack:
+        current = pop()
+        kind = type(current)
+        if first:
+            first = False
+        else:
+            if kind in wanted:
+                keep(current)
+            if kind in nested:
+                continue
+        fields = child_fields.get(kind)
+        if fields is None:
+            if isinstance(current, nested) and current is not node:
+                continue  # a subclass of a scope node
+            fields = child_fields[kind] = _child_fields(kind, with_shared=True)
+        for field, many in fields:
+            value = getattr(current, field, None)
+            if value is None:
+                continue
+            if many is True:
+                for item in reversed(value):
+                    if item is not None:
+                        push(item)
+            elif many is False:
+                push(value)
+            elif type(value) is list:
+                for item in reversed(value):
+                    if isinstance(item, ast.AST):
+                        push(item)
+            elif isinstance(value, ast.AST):
+                push(value)
+    return found
 
 
 def walk_no_nested_functions(node: ast.AST) -> Iterator[ast.AST]:
@@ -447,4 +551,4 @@ def walk_no_nested_functions(node: ast.AST) -> Iterator[ast.AST]:
                 push(value)
 
 
-__all__ = ["ModuleFacts", "position", "walk_no_nested_functions", "parent", "ancestors", "call_name", "dotted", "FunctionNode"]
+__all__ = ["ModuleFacts", "position", "walk_no_nested_functions", "nodes_of_kinds", "parent", "ancestors", "call_name", "dotted", "FunctionNode"]

@@ -9,6 +9,7 @@ module which copy an expression names (``binding_of``), how long the instance ho
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -263,12 +264,13 @@ def _polling_loop(cls: ast.ClassDef, facts: Optional[ModuleFacts] = None) -> Opt
     for method in cls.body:
         if not isinstance(method, _FUNCTIONS):
             continue
-        for node in walk_no_nested_functions(method):
-            if isinstance(node, ast.While):
-                for inner in walk_no_nested_functions(node):
-                    if isinstance(inner, ast.Call) and (_call_last_name(inner) == "sleep" or (
-                            facts is not None and _sleeps_through_helper(inner, facts))):
-                        return node
+        loops = facts.own_nodes(method, (ast.While,)) if facts is not None else [
+            node for node in walk_no_nested_functions(method) if isinstance(node, ast.While)]
+        for node in loops:
+            for inner in walk_no_nested_functions(node):
+                if isinstance(inner, ast.Call) and (_call_last_name(inner) == "sleep" or (
+                        facts is not None and _sleeps_through_helper(inner, facts))):
+                    return node
     return None
 
 
@@ -366,14 +368,10 @@ class StateMatcher:
             return cached[1]
         names: Set[str] = set()
         changed = True
-        bindings = [node for node in state_nodes(function, self.facts)
-                    if isinstance(node, (ast.Assign, ast.For, ast.AsyncFor, ast.NamedExpr))]
         while changed:
             changed = False
             words = self.spellings(names)
-            for node in bindings:
-                if not _may_spell(node, words, self.facts.lines):
-                    continue
+            for node in _spelling_nodes(function, self.facts, words, aliasing=True):
                 if isinstance(node, ast.Assign):
                     targets, value = node.targets, node.value
                 elif isinstance(node, (ast.For, ast.AsyncFor)):
@@ -423,7 +421,7 @@ class StateMatcher:
         if method is not None:
             names = self.aliases(method)
             result = any(isinstance(n, ast.Return) and n.value is not None and self.derives(n.value, names, method)
-                         for n in walk_no_nested_functions(method))
+                         for n in state_nodes(method, self.facts))
         self._returns_state[name] = result
         return result
 
@@ -459,7 +457,39 @@ def scope_functions(binding: Binding, facts: ModuleFacts) -> List[FunctionNode]:
     if binding.owner is None:
         return []
     reaching = methods_reaching(binding, facts)
-    return [n for n in facts.functions if facts.enclosing_class(n) is binding.owner and n.name in reaching]
+    return [n for n in _functions_of_class(binding.owner, facts) if n.name in reaching]
+
+
+def _functions_of_class(owner: ast.ClassDef, facts: ModuleFacts) -> List[FunctionNode]:
+    """The functions whose nearest enclosing class is ``owner`` (its methods and what they nest), in source
+    order: grouped once per module, as every binding of every class asks."""
+    def build(_facts: ModuleFacts) -> Dict[int, List[FunctionNode]]:
+        table: Dict[int, List[FunctionNode]] = {}
+        for function in facts.functions:
+            cls = facts.enclosing_class(function)
+            if cls is not None:
+                table.setdefault(id(cls), []).append(function)
+        return table
+
+    return facts.cached("functions-by-class", build).get(id(owner), [])
+
+
+_SELF_CALL = re.compile(r"self\.(\w+)\(")
+
+
+def _self_calls(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
+    """The names ``function`` calls as ``self.name(``: the methods of its own object it can hand work to."""
+    cached = getattr(function, "_og_self_calls", None)
+    if cached is None:
+        text = _source_of(function, facts)
+        if text is not None:
+            cached = set(_SELF_CALL.findall(text))
+        else:  # (a tree without its lines: read the calls)
+            cached = {n.func.attr for n in walk_no_nested_functions(function)
+                      if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                      and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"}
+        function._og_self_calls = cached
+    return cached
 
 
 def methods_reaching(binding: Binding, facts: ModuleFacts) -> Set[str]:
@@ -471,13 +501,13 @@ def methods_reaching(binding: Binding, facts: ModuleFacts) -> Set[str]:
         return set()
 
     def build(_facts: ModuleFacts) -> Set[str]:
-        methods = [n for n in facts.functions if facts.enclosing_class(n) is owner]
+        methods = _functions_of_class(owner, facts)
         found = {m.name for m in methods if _spells(m, facts, binding.word)}
         pending = list(found)
         while pending:
             callee = pending.pop()
             for method in methods:
-                if method.name not in found and _spells(method, facts, f"self.{callee}("):
+                if method.name not in found and callee in _self_calls(method, facts):
                     found.add(method.name)
                     pending.append(method.name)
         return found
@@ -495,7 +525,7 @@ def accesses(binding: Binding, facts: ModuleFacts, clock_names=None) -> Accesses
             continue
         names = matcher.aliases(function)
         words = matcher.spellings(names)
-        relevant = [node for node in state_nodes(function, facts) if _may_spell(node, words, facts.lines)]
+        relevant = _spelling_nodes(function, facts, words)
         clocks = _clock_names(function, facts) if relevant else set()
         for node in relevant:
             kind = _write_kind(node, matcher, names, function, facts, clocks)
@@ -514,12 +544,7 @@ _STATE_KINDS = (ast.AugAssign, ast.Assign, ast.AnnAssign, ast.Delete, ast.If, as
                 ast.Return, ast.For, ast.AsyncFor, ast.NamedExpr)
 
 
-def _may_spell(node: ast.AST, words: Set[str], lines: Sequence[str]) -> bool:
-    """Whether the text of what ``node`` tests or does (a condition's test, not the body it guards) spells one
-    of ``words``: a node that does not cannot write, remove or decide on the state, and is not looked at
-    further (every binding of a module asks the same functions again, node by node)."""
-    if not lines:
-        return True
+def _spelled_text(node: ast.AST, lines: Sequence[str]) -> str:
     if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
         part = node.test
     elif isinstance(node, (ast.For, ast.AsyncFor)):
@@ -527,16 +552,53 @@ def _may_spell(node: ast.AST, words: Set[str], lines: Sequence[str]) -> bool:
     else:
         part = node
     first, last = part.lineno, getattr(part, "end_lineno", None) or part.lineno
-    text = lines[first - 1] if first == last else "\n".join(lines[first - 1:last])
-    return any(word in text for word in words)
+    return lines[first - 1] if first == last else "\n".join(lines[first - 1:last])
 
 
 def state_nodes(function: FunctionNode, facts: ModuleFacts) -> List[ast.AST]:
     """The nodes of ``function`` (not of functions nested in it) of ``_STATE_KINDS`` and its method calls, in
     source order: listed once per function, as every binding of the module asks the same functions again."""
-    return facts.cached(f"state_nodes:{id(function)}", lambda _facts: [
-        node for node in walk_no_nested_functions(function)
-        if isinstance(node, _STATE_KINDS) or (type(node) is ast.Call and type(node.func) is ast.Attribute)])
+    return _state_index(function, facts)[0][0]
+
+
+def _spelling_nodes(function: FunctionNode, facts: ModuleFacts, words: Set[str], aliasing: bool = False
+                    ) -> List[ast.AST]:
+    """The state nodes of ``function`` (only those that bind a name, with ``aliasing``) whose text spells one
+    of ``words``: the text of what a node tests or does (a condition's test, not the body it guards).  A node
+    that spells none cannot write, remove or decide on the state and is not looked at further; each node's
+    text is cut once per function, as every binding of a module asks the same functions again."""
+    index = _state_index(function, facts)
+    nodes, texts = index[1] if aliasing else index[0]
+    if texts is None:
+        return list(nodes)
+    source = _source_of(function, facts) or ""
+    present = [word for word in words if word in source]  # (a node's text is part of its function's)
+    if not present:
+        return []
+    if len(present) == 1:
+        word = present[0]
+        return [node for node, text in zip(nodes, texts) if word in text]
+    return [node for node, text in zip(nodes, texts) if any(word in text for word in present)]
+
+
+def _state_index(function: FunctionNode, facts: ModuleFacts):
+    """(nodes, texts) of ``function``'s state nodes, and the same for those that bind a name; texts are None
+    when the module's lines are not kept."""
+    def build(_facts: ModuleFacts):
+        nodes = [node for node in facts.own_nodes(function, _STATE_NODE_KINDS)
+                 if type(node) is not ast.Call or type(node.func) is ast.Attribute]
+        lines = facts.lines
+        texts = [_spelled_text(node, lines) for node in nodes] if lines else None
+        binding = [k for k, node in enumerate(nodes) if type(node) in _ALIAS_KINDS]
+        return ((nodes, texts),
+                ([nodes[k] for k in binding], [texts[k] for k in binding] if texts is not None else None))
+
+    return facts.cached(f"state_nodes:{id(function)}", build)
+
+
+_STATE_NODE_KINDS = _STATE_KINDS + (ast.Call,)
+#: The state nodes that bind names to a value (what ``aliases`` follows).
+_ALIAS_KINDS = frozenset({ast.Assign, ast.For, ast.AsyncFor, ast.NamedExpr})
 
 
 def _clock_names(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
@@ -664,7 +726,7 @@ def _is_process_object(value: ast.AST, function: FunctionNode, facts: ModuleFact
             if argument.arg == value.id:
                 annotation = dotted(argument.annotation) if argument.annotation is not None else ""
                 return bool(annotation) and ("socket" in annotation.lower() or "Queue" in annotation)
-        for node in walk_no_nested_functions(function):
+        for node in state_nodes(function, facts):
             if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == value.id for t in node.targets):
                 return _is_process_object(node.value, function, facts)
     return False
