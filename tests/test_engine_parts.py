@@ -220,3 +220,83 @@ def test_file_level_noqa_forms():
     assert file_codes(["# flake8: noqa: OG101, OG2"]) == {"OG101", "OG2"}
     assert file_codes(["# onceguard: noqa: OG104"]) == {"OG104"}
     assert file_codes(["x = 1  # flake8: noqa"]) is None  # only a line of its own, as flake8 reads it
+
+
+#: Every node kind a walk can yield, for comparing two ways of listing a function's own nodes.
+_ALL_KINDS = tuple(kind for kind in vars(ast).values() if isinstance(kind, type) and issubclass(kind, ast.AST))
+
+_OWN_NODES_SOURCE = '''
+import functools
+
+@functools.total_ordering
+class Box:
+    limit = {}
+
+    @property
+    def size(self, n=lambda: 1):
+        def inner():
+            return [x for x in range(3) if x]
+        total = 0
+        for item in self.items:
+            total += item if item else inner()
+        return total
+
+    async def run(self, queue):
+        while True:
+            match await queue.get():
+                case {"kind": kind, **rest} if kind:
+                    def handler(kind=kind):
+                        return kind
+                    self.limit[kind] = handler
+                case [first, *_]:
+                    pass
+            with open("x") as f, open("y") as g:
+                del f
+            try:
+                print(lambda y: (y := 2))
+            except (ValueError, KeyError) as error:
+                raise RuntimeError() from error
+            finally:
+                return (await queue.join() for _ in ())
+
+    def last(self) -> "Box":
+        return self
+
+
+def outer(a, /, b=2, *args, c: int = 3, **kwargs) -> int:
+    class Local:
+        def method(self):
+            return a
+    assert a, "message"
+    return Local().method() if b else c
+'''
+
+
+def test_a_functions_own_nodes_read_off_the_module_list_match_a_walk_of_its_tree():
+    """The pre-order run of a function (decorated class around it, nested defs, lambdas, match cases,
+    comprehensions, a method last in its class) holds exactly what the walk that skips nested scopes yields."""
+    from onceguard.analysis.facts import nodes_of_kinds, walk_no_nested_functions
+
+    tree = ast.parse(_OWN_NODES_SOURCE)
+    facts = ModuleFacts(tree, FileContext("app/box.py", Config()), _OWN_NODES_SOURCE.splitlines())
+    assert len(facts.functions) == 7
+    for function in facts.functions:
+        walked = [node for node in walk_no_nested_functions(function)
+                  if not isinstance(node, (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop))]
+        assert facts.own_nodes(function, _ALL_KINDS) == walked, function.name
+        assert nodes_of_kinds(function, _ALL_KINDS) == list(walk_no_nested_functions(function)), function.name
+        for kinds in ((ast.Return,), (ast.Assign, ast.AugAssign), (ast.Lambda, ast.ClassDef)):
+            assert facts.own_nodes(function, kinds) == [n for n in walked if isinstance(n, kinds)], (function.name, kinds)
+    by_name = {function.name: function for function in facts.functions}
+    assert [type(n) for n in facts.own_nodes(by_name["last"], (ast.Return, ast.Name))] == [ast.Return, ast.Name]
+    assert any(isinstance(n, ast.Lambda) for n in facts.own_nodes(by_name["run"], (ast.Lambda,)))
+    assert not facts.own_nodes(by_name["run"], (ast.NamedExpr,))  # (inside the lambda: not the method's own)
+
+
+def test_own_nodes_falls_back_to_the_walk_once_the_module_list_is_released():
+    tree = ast.parse(_OWN_NODES_SOURCE)
+    facts = ModuleFacts(tree, FileContext("app/box.py", Config()), _OWN_NODES_SOURCE.splitlines())
+    function = next(f for f in facts.functions if f.name == "outer")
+    before = facts.own_nodes(function, (ast.Return, ast.Assert))
+    facts.release()
+    assert facts.own_nodes(function, (ast.Return, ast.Assert)) == before and len(before) == 2
