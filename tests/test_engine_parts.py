@@ -300,3 +300,28 @@ def test_own_nodes_falls_back_to_the_walk_once_the_module_list_is_released():
     before = facts.own_nodes(function, (ast.Return, ast.Assert))
     facts.release()
     assert facts.own_nodes(function, (ast.Return, ast.Assert)) == before and len(before) == 2
+
+
+def test_the_fast_walks_visit_what_the_stdlib_walk_visits_on_a_module_of_awkward_shapes():
+    from onceguard.analysis.facts import walk
+
+    tree = ast.parse(_OWN_NODES_SOURCE)
+    expected = list(ast.walk(tree))
+    assert [id(node) for node in walk(tree)] == [id(node) for node in expected]
+    facts = ModuleFacts(tree, FileContext("app/box.py", Config()), _OWN_NODES_SOURCE.splitlines())
+    shared = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+    assert sorted(map(id, facts.nodes)) == sorted(id(node) for node in expected if not isinstance(node, shared))
+
+
+def test_a_node_kinds_fields_are_read_from_its_declared_types():
+    """Names, constants and other builtin-typed fields hold no nodes and are not read; a list field and an
+    optional field are told apart (on every supported Python, from ``_field_types`` or the ASDL signature)."""
+    from onceguard.analysis.facts import _child_fields
+
+    assert _child_fields(ast.Name) == ()
+    assert _child_fields(ast.Name, with_shared=True) == (("ctx", False),)
+    assert _child_fields(ast.Constant) == ()
+    fields = dict(_child_fields(ast.FunctionDef))
+    assert {"args": False, "body": True, "decorator_list": True, "returns": False}.items() <= fields.items()
+    assert "name" not in fields and "type_comment" not in fields
+    assert dict(_child_fields(ast.Compare)) == {"left": False, "comparators": True}

@@ -14,7 +14,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Iterator, List, Optional, Tuple
 
-from .facts import ModuleFacts, ancestors, assigned_before, parent, walk_no_nested_functions
+from .facts import ModuleFacts, ancestors, assigned_before, parent, walk, walk_no_nested_functions
 from ..knowledge.databases import SQL_METHODS, SQL_WRAPPERS
 from .sql import HOLE, SqlFacts, analyse
 
@@ -180,7 +180,7 @@ def _sender_of_assigned_statement(statement: ast.stmt) -> Optional[ast.Call]:
     container = parent(statement)
     if container is None:
         return None
-    for node in ast.walk(container):
+    for node in walk(container):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SQL_METHODS
                 and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == name):
             return node

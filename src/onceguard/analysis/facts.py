@@ -113,8 +113,36 @@ def _holds_nodes(classes: List[type], with_shared: bool = False) -> bool:
     return any(issubclass(c, ast.AST) and (with_shared or not issubclass(c, _SHARED_NODES)) for c in classes)
 
 
-def _child_fields(kind: type, with_shared: bool = False) -> Tuple[Tuple[str, Optional[bool]], ...]:
+def _declared_field_types(kind: type) -> Optional[Dict[str, object]]:
+    """field -> type, as ``_field_types`` (Python 3.13+) gives them, read on older versions from the node
+    class's ASDL signature (``FunctionDef(identifier name, arguments args, stmt* body, expr? returns, ...)``):
+    a field of a builtin type (identifier, string, constant, int) holds no nodes, and is not read at all."""
     declared = getattr(kind, "_field_types", None)
+    if declared is not None:
+        return declared
+    doc = kind.__doc__ or ""
+    head = f"{kind.__name__}("
+    if not doc.startswith(head) or not doc.endswith(")") or "\n" in doc:
+        return None
+    found: Dict[str, object] = {}
+    for part in filter(None, (item.strip() for item in doc[len(head):-1].split(","))):
+        words = part.split()
+        if len(words) != 2:
+            return None
+        type_name, field = words
+        base = getattr(ast, type_name.rstrip("*?"), None)
+        node_type = base if isinstance(base, type) and issubclass(base, ast.AST) else str
+        if type_name.endswith("*"):
+            found[field] = List[node_type]
+        elif type_name.endswith("?"):
+            found[field] = Optional[node_type]
+        else:
+            found[field] = node_type
+    return found if set(found) == set(getattr(kind, "_fields", ())) else None
+
+
+def _child_fields(kind: type, with_shared: bool = False) -> Tuple[Tuple[str, Optional[bool]], ...]:
+    declared = _declared_field_types(kind)
     fields: List[Tuple[str, Optional[bool]]] = []
     for field in getattr(kind, "_fields", ()):
         annotation = declared.get(field) if declared else None
@@ -510,6 +538,43 @@ def nodes_of_kinds(node: ast.AST, kinds: Tuple[type, ...]) -> List[ast.AST]:
     return found
 
 
+#: node kind -> its fields that can hold nodes, in declaration order (as ``ast.iter_child_nodes`` reads them).
+_FORWARD_FIELDS: Dict[type, Tuple[Tuple[str, Optional[bool]], ...]] = {}
+
+
+def walk(node: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk``: every node under ``node`` and itself, breadth first, in the same order, each node's
+    children queued before it is yielded.  The fields that can hold nodes are looked up once per node kind
+    instead of asked of every node (the stdlib walk's generators per node cost more than most rules' own
+    work)."""
+    AST = ast.AST
+    forward = _FORWARD_FIELDS
+    queue = [node]
+    push = queue.append
+    index = 0
+    while index < len(queue):
+        current = queue[index]
+        queue[index] = None  # (a long walk does not keep what it has handed out)
+        index += 1
+        kind = type(current)
+        fields = forward.get(kind)
+        if fields is None:
+            fields = forward[kind] = tuple(reversed(_child_fields(kind, with_shared=True)))
+        for field, many in fields:
+            value = getattr(current, field, None)
+            if value is None:
+                continue
+            if many is False:
+                push(value)
+            elif type(value) is list:
+                for item in value:
+                    if isinstance(item, AST):
+                        push(item)
+            elif isinstance(value, AST):
+                push(value)
+        yield current
+
+
 def walk_no_nested_functions(node: ast.AST) -> Iterator[ast.AST]:
     """Like ``ast.walk`` (but in source order) without entering nested function or class bodies."""
     AST = ast.AST
@@ -551,4 +616,4 @@ def walk_no_nested_functions(node: ast.AST) -> Iterator[ast.AST]:
                 push(value)
 
 
-__all__ = ["ModuleFacts", "position", "walk_no_nested_functions", "nodes_of_kinds", "parent", "ancestors", "call_name", "dotted", "FunctionNode"]
+__all__ = ["ModuleFacts", "position", "walk", "walk_no_nested_functions", "nodes_of_kinds", "parent", "ancestors", "call_name", "dotted", "FunctionNode"]

@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
-from .facts import ModuleFacts, ancestors, position, walk_no_nested_functions
+from .facts import ModuleFacts, ancestors, position, walk, walk_no_nested_functions
 from ..knowledge import databases as db
 
 
@@ -161,7 +161,7 @@ class Handles:
             if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
                 table.setdefault(statement.target.id, []).append(
                     (statement, statement.value or statement.annotation, statement.value is None))
-        for node in ast.walk(cls_node):
+        for node in walk(cls_node):
             if isinstance(node, ast.Assign):
                 targets = node.targets
                 value = node.value

@@ -28,6 +28,8 @@ import tokenize
 import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .facts import walk
+
 #: The placeholder a rewritten string leaves behind where no string of blanks fits: a name, found again
 #: by its position.
 _PLACEHOLDER = "_"
@@ -473,7 +475,7 @@ def _expression(rewrite: _Rewrite, start: int, end: int) -> ast.expr:
     source = "(" + rewrite.text[start:end] + ")"
     tree = parse_newer(source, "<f-string>", mode="eval")
     first_line, first_column = rewrite.position(start)
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not hasattr(node, "lineno"):
             continue
         for line_attr, column_attr in (("lineno", "col_offset"), ("end_lineno", "end_col_offset")):

@@ -8,7 +8,7 @@ import ast
 import re
 from typing import Iterable, Optional
 
-from .facts import ModuleFacts, ancestors, walk_no_nested_functions
+from .facts import ModuleFacts, ancestors, walk, walk_no_nested_functions
 from .handles import Handle
 from ..knowledge import redis_clients as known
 
@@ -86,6 +86,6 @@ def _names_tested(names: set, call: ast.Call, facts: ModuleFacts) -> bool:
             tested = node.value
         else:
             continue
-        if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(tested)):
+        if any(isinstance(n, ast.Name) and n.id in names for n in walk(tested)):
             return True
     return False

@@ -16,6 +16,7 @@ from typing import Callable, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from ..analysis.facts import walk
 from .fix_transforms import from_imported, import_nodes
 
 _SECTIONS = ("future", "stdlib", "third", "first", "local")
@@ -48,7 +49,7 @@ def first_party_test(path: str) -> Callable[[str], bool]:
 def bound_names(text: str) -> Set[str]:
     """Every name the module binds anywhere (definitions, assignments, parameters, imports)."""
     names: Set[str] = set()
-    for node in ast.walk(ast.parse(text)):
+    for node in walk(ast.parse(text)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):

@@ -18,7 +18,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from ..analysis.applied_decorators import decorators
 from ..analysis.executed_sql import ExecutedSql, executed_sql
-from ..analysis.facts import PARENT, FunctionNode, ModuleFacts, ancestors, call_name, parent, walk_no_nested_functions
+from ..analysis.facts import (PARENT, FunctionNode, ModuleFacts, ancestors, call_name, parent, walk,
+                              walk_no_nested_functions)
 from ..knowledge import claims as known
 from ..analysis.sql import parse_statements
 from .lock_libraries import waits_when_entered
@@ -161,7 +162,7 @@ class Bindings:
         if table is not None:
             return table
         table = {}
-        for node in ast.walk(cls_node):
+        for node in walk(cls_node):
             if isinstance(node, ast.Assign):
                 targets, value = node.targets, node.value
             elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -628,7 +629,7 @@ class ClaimAnalyzer:
                     for name in _target_names(statement):
                         pending[name] = hit
             if isinstance(statement, ast.If):
-                tested = any(isinstance(n, ast.Name) and n.id in pending for n in ast.walk(statement.test))
+                tested = any(isinstance(n, ast.Name) and n.id in pending for n in walk(statement.test))
                 if not tested:
                     hit = self.claim_in(statement.test, depth)
                     tested = hit is not None
@@ -828,7 +829,7 @@ def _dotted(node: ast.AST) -> Optional[str]:
 
 def _fetch_from(value: ast.AST, executed: Dict[str, ClaimHit]) -> Optional[ClaimHit]:
     """``cur.fetchone()[0]`` after ``cur.execute(<claim SQL>)``: the fetched value is the claim's result."""
-    for node in ast.walk(value):
+    for node in walk(value):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in known.FETCH_METHODS:
             receiver = _dotted(node.func.value)
             if receiver in executed:
@@ -840,7 +841,7 @@ def _target_names(statement: ast.AST) -> List[str]:
     targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
     names = []
     for target in targets:
-        for node in ast.walk(target):
+        for node in walk(target):
             if isinstance(node, ast.Name):
                 names.append(node.id)
     return names
@@ -945,7 +946,7 @@ def _leaves(body: List[ast.stmt]) -> bool:
 
 
 def _has_call(node: ast.AST) -> bool:
-    return any(isinstance(n, (ast.Call, ast.Await)) for n in ast.walk(node))
+    return any(isinstance(n, (ast.Call, ast.Await)) for n in walk(node))
 
 
 def _trivial_rest(rest: List[ast.stmt], skip: Callable[[ast.stmt], bool]) -> bool:
@@ -987,7 +988,7 @@ class _Scan:
         return self.analyzer.claim_in(expr, self.depth)
 
     def _involves(self, test: ast.AST) -> Optional[ClaimHit]:
-        for node in ast.walk(test):
+        for node in walk(test):
             if isinstance(node, ast.Name) and node.id in self.pending:
                 return self.pending[node.id]
         return self._claim(test)
@@ -1096,7 +1097,7 @@ class _Scan:
 
     def _absent_claimer(self, statement: ast.If, rest: List[ast.stmt]) -> bool:
         names = set()
-        for node in ast.walk(statement.test):
+        for node in walk(statement.test):
             if (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Is)
                     and isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None):
                 root = node.left
@@ -1107,7 +1108,7 @@ class _Scan:
         if not names or statement.orelse:
             return False
         for later in rest[:3]:
-            for node in ast.walk(later):
+            for node in walk(later):
                 if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                         and isinstance(node.func.value, ast.Name) and node.func.value.id in names
                         and self.analyzer.call_claim(node, self.depth) is not None):

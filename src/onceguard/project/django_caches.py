@@ -9,7 +9,7 @@ import os
 from typing import Dict, List, Optional
 
 from . import index as project
-from ..analysis.facts import ModuleFacts
+from ..analysis.facts import ModuleFacts, walk
 from ..analysis.handles import Handle
 from ..knowledge import redis_clients as known
 
@@ -62,7 +62,7 @@ def _default_cache_is_local(roots: str, facts: ModuleFacts) -> Optional[bool]:
 
 def _module_assigned_names(tree: ast.Module) -> set:
     names = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
@@ -87,7 +87,7 @@ def _default_backends(tree: ast.Module) -> List[Optional[str]]:
                     return v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else None
         return None
 
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "CACHES":
             found.append(None)  # CACHES.update(...)

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
-from ..analysis.facts import PARENT, FunctionNode, ModuleFacts, parent
+from ..analysis.facts import PARENT, FunctionNode, ModuleFacts, parent, walk
 from . import index as project
 from .definitions import definition
 
@@ -62,7 +62,7 @@ def _one(call: ast.Call, facts: ModuleFacts, placed: ast.Call) -> Optional[Forwa
     ast.copy_location(made, placed)
     made.end_lineno = getattr(placed, "end_lineno", None)
     made.end_col_offset = getattr(placed, "end_col_offset", None)
-    for node in ast.walk(made):
+    for node in walk(made):
         for child in ast.iter_child_nodes(node):
             if not _is_mapped(child, mapping):
                 setattr(child, PARENT, node)

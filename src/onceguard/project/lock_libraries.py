@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass
 from typing import List, Optional
 
-from ..analysis.facts import ModuleFacts, parent, walk_no_nested_functions
+from ..analysis.facts import ModuleFacts, parent, walk, walk_no_nested_functions
 from ..analysis.redis_arguments import argument, is_false, is_none
 from ..knowledge import lock_libraries as known
 from ..knowledge.lock_libraries import LockApi
@@ -102,7 +102,7 @@ def library_locks(facts: ModuleFacts) -> List[LibraryLock]:
 
 def _find_locks(facts: ModuleFacts) -> List[LibraryLock]:
     found: List[LibraryLock] = []
-    for node in ast.walk(facts.tree):
+    for node in walk(facts.tree):
         if not isinstance(node, ast.Call):
             continue
         api = _api_of(node, facts)
@@ -147,7 +147,7 @@ def _taken_through(bound: ast.AST, made: ast.Call, api: LockApi, key, scope, fac
         return []
     found = []
     # A module-level or ``self`` lock is taken in the functions that use it; a local one in its own function.
-    walker = ast.walk(area) if isinstance(bound, ast.Attribute) or scope is None else walk_no_nested_functions(area)
+    walker = walk(area) if isinstance(bound, ast.Attribute) or scope is None else walk_no_nested_functions(area)
     for node in walker:
         if isinstance(node, ast.withitem) and _same_target(node.context_expr, bound) and api.with_takes_lock:
             name = node.optional_vars.id if isinstance(node.optional_vars, ast.Name) else None
@@ -179,7 +179,7 @@ def _sleeps(loop: ast.While, facts: ModuleFacts) -> bool:
 
 
 def _claim_in(test: ast.AST, facts: ModuleFacts) -> Optional[ast.Call]:
-    for node in ast.walk(test):
+    for node in walk(test):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr in _CLAIMS and node.args and redis_call(node, facts) is not None:
                 return node
@@ -191,7 +191,7 @@ def _claim_in(test: ast.AST, facts: ModuleFacts) -> Optional[ast.Call]:
 def spin_waits(facts: ModuleFacts) -> List[SpinWait]:
     def build(_facts: ModuleFacts) -> List[SpinWait]:
         found = []
-        for node in ast.walk(facts.tree):
+        for node in walk(facts.tree):
             if not isinstance(node, ast.While) or not _sleeps(node, facts):
                 continue
             claim = _claim_in(node.test, facts)

@@ -26,7 +26,7 @@ import threading
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
-from ..analysis.facts import ModuleFacts, ancestors
+from ..analysis.facts import ModuleFacts, ancestors, walk
 from ..knowledge import deployment as known
 from ..knowledge import startup as startup_known
 from . import deployment
@@ -139,7 +139,7 @@ def _fixed_settings(program: ModuleFacts) -> List[Tuple[str, Optional[ast.AST], 
     """(key, value, line) for each setting the program assigns: an attribute of an object another module
     defines (``settings.role = ...``), or an environment variable of its own process."""
     found = []
-    for node in ast.walk(program.tree):
+    for node in walk(program.tree):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 key = _assigned_key(target, program)
@@ -290,14 +290,14 @@ def _read_keys(expr: ast.AST, facts: ModuleFacts) -> Set[str]:
     """Settings an expression reads: attribute chains of imported objects, environment variables; a local
     name bound once to such a read counts as the read."""
     keys: Set[str] = set()
-    for node in ast.walk(expr):
+    for node in walk(expr):
         key = _read_key(node, facts)
         if key:
             keys.add(key)
         elif isinstance(node, ast.Name):
             value = _bound_once(node, facts)
             if value is not None:
-                keys.update(k for k in (_read_key(n, facts) for n in ast.walk(value)) if k)
+                keys.update(k for k in (_read_key(n, facts) for n in walk(value)) if k)
     return keys
 
 

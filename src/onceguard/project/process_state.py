@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..knowledge import process_state as known
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent, walk, walk_no_nested_functions
 from ..analysis.names import dotted
 
 MODULE, CLASS, INSTANCE = "module", "class", "instance"
@@ -253,7 +253,7 @@ def _called_on_self(cls: ast.ClassDef, loop: ast.AST) -> FrozenSet[str]:
 
 def _module_level_calls(statement: ast.stmt) -> Iterator[ast.Call]:
     if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Expr)) and statement.value is not None:
-        for node in ast.walk(statement.value):
+        for node in walk(statement.value):
             if isinstance(node, ast.Call):
                 yield node
 
@@ -296,7 +296,7 @@ def module_global_receivers(cls: ast.ClassDef, facts: ModuleFacts) -> Set[str]:
         targets = statement.targets if isinstance(statement, ast.Assign) else (
             [statement.target] if isinstance(statement, ast.AnnAssign) else [])
         for target in targets:
-            for node in ast.walk(target):
+            for node in walk(target):
                 if isinstance(node, ast.Name):
                     top_level.add(node.id)
     found: Set[str] = set()
@@ -382,7 +382,7 @@ class StateMatcher:
                     continue
                 if self.derives(value, names, function):
                     for target in targets:
-                        for name in ast.walk(target):
+                        for name in walk(target):
                             if isinstance(name, ast.Name) and name.id not in names:
                                 names.add(name.id)
                                 changed = True
@@ -427,7 +427,7 @@ class StateMatcher:
 
     def touches(self, node: ast.AST, names: Set[str], function: Optional[FunctionNode]) -> bool:
         return any((isinstance(n, (ast.Name, ast.Attribute, ast.Subscript, ast.Call))
-                    and self.derives(n, names, function)) for n in ast.walk(node))
+                    and self.derives(n, names, function)) for n in walk(node))
 
 
 def _source_of(function: FunctionNode, facts: ModuleFacts) -> str:
@@ -645,7 +645,7 @@ def decrements(node: ast.AST, function: Optional[FunctionNode] = None) -> bool:
     value = getattr(node, "value", None)
     if value is None:
         return False
-    if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub) for n in ast.walk(value)):
+    if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub) for n in walk(value)):
         return True
     if function is None or not isinstance(value, ast.Name):
         return False
@@ -698,7 +698,7 @@ def _value_kind(value: ast.AST, matcher: StateMatcher, names: Set[str], function
             value, facts = through.call, through.facts
     if _is_clock(value, facts, clocks):
         return WRITE_CLOCK
-    if any(isinstance(n, ast.BinOp) for n in ast.walk(value)) and matcher.touches(value, names, function):
+    if any(isinstance(n, ast.BinOp) for n in walk(value)) and matcher.touches(value, names, function):
         return WRITE_COUNTER
     if _is_process_object(value, function, facts):
         return WRITE_OBJECT

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Tuple
 
-from ..analysis.facts import ModuleFacts, walk_no_nested_functions
+from ..analysis.facts import ModuleFacts, walk, walk_no_nested_functions
 from ..analysis.redis_arguments import words
 from ..knowledge import redis_clients as known
 from .definitions import definition, definition_facts
@@ -174,7 +174,7 @@ def key_scope(key: ast.AST, facts: ModuleFacts) -> Tuple[str, int]:
 
 def _local_names(function: ast.AST, facts: ModuleFacts) -> frozenset:
     def build(_facts: ModuleFacts) -> frozenset:
-        names = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+        names = {a.arg for a in walk(function.args) if isinstance(a, ast.arg)}
         for node in walk_no_nested_functions(function):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.add(node.id)
@@ -199,8 +199,8 @@ def canonical_key(key: ast.AST, facts: ModuleFacts) -> ast.AST:
         isinstance(value, (ast.Attribute, ast.Call))
         and all(isinstance(n, ast.Constant) or (isinstance(n, ast.Name) and n.id in ("self", "cls"))
                 or isinstance(n, (ast.Attribute, ast.Call, ast.Load, ast.expr_context))
-                for n in ast.walk(value))
-        and any(isinstance(n, ast.Name) and n.id in ("self", "cls") for n in ast.walk(value)))
+                for n in walk(value))
+        and any(isinstance(n, ast.Name) and n.id in ("self", "cls") for n in walk(value)))
     return value if stable else key
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional, Set, Tuple
 
-from ..analysis.facts import FunctionNode, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, walk, walk_no_nested_functions
 from ..analysis.names import dotted
 from ..knowledge import claims as known
 
@@ -29,7 +29,7 @@ def _chain_head(expr: ast.AST) -> Optional[str]:
 def _conditions(expr: ast.AST) -> Dict[str, ast.AST]:
     """Field -> value of the ``filter``/``exclude`` keywords in a query chain (lookups cut off)."""
     found: Dict[str, ast.AST] = {}
-    for node in ast.walk(expr):
+    for node in walk(expr):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr in known.ORM_FILTER_METHODS:
             for keyword in node.keywords:
@@ -40,7 +40,7 @@ def _conditions(expr: ast.AST) -> Dict[str, ast.AST]:
 
 def _locks_rows(expr: ast.AST) -> bool:
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-               and n.func.attr in known.ROW_LOCK_METHODS for n in ast.walk(expr))
+               and n.func.attr in known.ROW_LOCK_METHODS for n in walk(expr))
 
 
 def _same_constant(a: ast.AST, b: ast.AST) -> bool:

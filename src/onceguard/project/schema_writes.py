@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Iterable, List, Optional, Set
 
 from ..analysis.executed_sql import ExecutedSql, bound_value, executed_sql
-from ..analysis.facts import ModuleFacts, ancestors, call_name
+from ..analysis.facts import ModuleFacts, ancestors, call_name, walk
 from .db_handles import ProjectHandles
 from ..analysis.names import dotted
 from ..analysis.sql import is_ddl, parse_statements, tokens
@@ -399,7 +399,7 @@ def _returns_local_database(function: ast.AST, facts: ModuleFacts, depth: int) -
     returns = getattr(function, "returns", None)
     if returns is not None and (facts.qualify(returns) or "") in known.LOCAL_DATABASE_CONNECTION_TYPES:
         return True
-    results = [n.value for n in ast.walk(function) if isinstance(n, ast.Return) and n.value is not None]
+    results = [n.value for n in walk(function) if isinstance(n, ast.Return) and n.value is not None]
     return bool(results) and depth >= 0 and all(_is_local_database(r, facts, depth - 1) for r in results)
 
 
@@ -490,7 +490,7 @@ def _tests_local_dialect(test: ast.AST) -> Optional[bool]:
 
 
 def _mentions_local_dialect(test: ast.AST) -> bool:
-    for node in ast.walk(test):
+    for node in walk(test):
         word = ""
         if isinstance(node, ast.Name):
             word = node.id

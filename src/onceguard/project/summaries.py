@@ -27,7 +27,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from . import index as project
 from ..analysis.context import FileContext
 from ..analysis.executed_sql import executed_sql, module_statements, orm_query, orm_set_statement
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, body_nodes, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, body_nodes, walk, walk_no_nested_functions
 from .core_statements import builds_statement, statement_effect
 from .row_claims import claimed_row_calls
 from ..knowledge import orm as orm_known
@@ -247,7 +247,7 @@ def _attribute_writes(cls: ast.ClassDef) -> Dict[str, List[ast.AST]]:
     if cached is not None:
         return cached
     table: Dict[str, List[ast.AST]] = {}
-    for node in ast.walk(cls):
+    for node in walk(cls):
         if isinstance(node, ast.AnnAssign):
             target = node.target
             name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)

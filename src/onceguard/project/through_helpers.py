@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional
 
-from ..analysis.facts import ModuleFacts
+from ..analysis.facts import ModuleFacts, walk
 from .forwarding import _bind, _returned_call, copy_tree
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -57,7 +57,7 @@ def _build(facts: ModuleFacts) -> ModuleFacts:
     if not inliner.replaced:
         return facts
     # A private helper no longer named in its module is no caller of what it forwarded to.
-    left = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    left = {node.id for node in walk(tree) if isinstance(node, ast.Name)}
     tree.body = [statement for statement in tree.body if not (
         isinstance(statement, _FUNCTION_TYPES) and statement.name in fresh and statement.name not in left
         and statement.name.startswith("_"))]
@@ -68,7 +68,7 @@ _COPY_BUDGET = 20_000
 
 
 def _size(node: ast.AST) -> int:
-    return sum(1 for _ in ast.walk(node)) if isinstance(node, ast.AST) else 0
+    return sum(1 for _ in walk(node)) if isinstance(node, ast.AST) else 0
 
 
 class _Inline(ast.NodeTransformer):
@@ -107,7 +107,7 @@ class _Inline(ast.NodeTransformer):
                 break
             self.budget -= cost
             template = copy_tree(_returned_call(helper))
-            for inner in ast.walk(template):  # the helper's own code is placed at the call; arguments keep theirs
+            for inner in walk(template):  # the helper's own code is placed at the call; arguments keep theirs
                 ast.copy_location(inner, node)
                 inner.end_lineno = getattr(node, "end_lineno", None)
                 inner.end_col_offset = getattr(node, "end_col_offset", None)

@@ -8,7 +8,7 @@ import ast
 from typing import Iterable, Iterator, List, Optional, Set
 
 from ..analysis.executed_sql import bound_value
-from ..analysis.facts import ModuleFacts, parent, position, walk_no_nested_functions
+from ..analysis.facts import ModuleFacts, parent, position, walk, walk_no_nested_functions
 from .fix_plans import try_lock_fix
 from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
@@ -54,7 +54,7 @@ def _expand(nodes: Iterable[ast.AST], facts: ModuleFacts, depth: int = 2) -> Ite
         if id(node) in seen:
             continue
         seen.add(id(node))
-        for inner in ast.walk(node):
+        for inner in walk(node):
             yield inner
             if isinstance(inner, ast.Name) and level > 0:
                 value = bound_value(inner, facts)
@@ -319,7 +319,7 @@ def _returns_result(use: LockUse) -> bool:
         names = {t.id for t in statement.targets if isinstance(t, ast.Name)}
         for node in walk_no_nested_functions(use.scope):
             if isinstance(node, ast.Return) and node.value is not None:
-                if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node.value)):
+                if any(isinstance(n, ast.Name) and n.id in names for n in walk(node.value)):
                     return True
     return False
 
@@ -506,7 +506,7 @@ def _acquired_dropped(lock: LibraryLock, facts: ModuleFacts) -> bool:
             return True
         return not _name_read_after(lock.acquired_name, lock.in_with, lock.scope or facts.tree) and not any(
             isinstance(n, ast.Name) and n.id == lock.acquired_name and isinstance(n.ctx, ast.Load)
-            for statement in lock.in_with.body for n in ast.walk(statement))
+            for statement in lock.in_with.body for n in walk(statement))
     if isinstance(lock.taken, ast.Call) and isinstance(lock.taken.func, ast.Attribute) \
             and lock.taken.func.attr == lock_known.ACQUIRE:
         holder = _value_holder(lock.taken)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, List, Optional, Set, Tuple
 
 from ..analysis.executed_sql import ExecutedSql, executed_sql
-from ..analysis.facts import ModuleFacts, ancestors, position, walk_no_nested_functions
+from ..analysis.facts import ModuleFacts, ancestors, position, walk, walk_no_nested_functions
 from ..analysis.handles import Handle
 from ..project.db_handles import ProjectHandles
 from ..knowledge import advisory_locks as known
@@ -511,7 +511,7 @@ def _pgbouncer_evidence(facts: ModuleFacts) -> Optional[ast.AST]:
     text = "\n".join(facts.lines)
     if "6432" not in text and "bouncer" not in text.lower():
         return None
-    for node in ast.walk(facts.tree):
+    for node in walk(facts.tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             value = node.value.lower().replace(" ", "")
             looks_like_dsn = "://" in value or "host=" in value or "port=" in value

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-from ..analysis.facts import FunctionNode, ModuleFacts
+from ..analysis.facts import FunctionNode, ModuleFacts, walk
 from ..analysis.names import dotted
 from ..knowledge import process_local as known
 from ..model import Diagnostic, Related
@@ -236,7 +236,7 @@ def _sends_elsewhere(facts: ModuleFacts, name: str, flask: bool) -> List[Tuple[a
         if not imported and not any(target.split(".")[-1] == name for target in other.imports.aliases.values()) \
                 and not any(m in other.imports.aliases.values() for m in modules) \
                 and not any(isinstance(node, ast.Import) and any(a.name in modules for a in node.names)
-                            for node in ast.walk(other.tree)):  # ``import pkg.extensions``
+                            for node in walk(other.tree)):  # ``import pkg.extensions``
             continue
         names = qualified | imported | {name}
         found.extend((c, h, other) for c, h in _sends_in(other, names, flask))
@@ -261,7 +261,7 @@ def _channel_layers(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
         if not (isinstance(statement, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == "CHANNEL_LAYERS" for t in statement.targets)):
             continue
-        for node in ast.walk(statement.value):
+        for node in walk(statement.value):
             if _string(node) in known.IN_MEMORY_CHANNEL_LAYERS:
                 if facts.context.cross_file and not _uses_channel_layer(facts):
                     return  # nothing in the project sends through a layer: each process's own layer is unused
@@ -281,7 +281,7 @@ def _channel_layers(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
 def _is_socket_annotation(annotation: Optional[ast.AST], facts: ModuleFacts) -> bool:
     if annotation is None:
         return False
-    for node in ast.walk(annotation):
+    for node in walk(annotation):
         if isinstance(node, (ast.Name, ast.Attribute)):
             if (facts.qualify(node) or "") in known.SOCKET_TYPES or (dotted(node) or "") in known.SOCKET_TYPES:
                 return True
@@ -295,7 +295,7 @@ def _socket_parameters(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
     arguments = function.args.posonlyargs + function.args.args + function.args.kwonlyargs
     found = {a.arg for a in arguments if _is_socket_annotation(a.annotation, facts)}
     names = {a.arg for a in arguments}
-    for node in ast.walk(function):
+    for node in walk(function):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr in known.SOCKET_ONLY_METHODS and isinstance(node.func.value, ast.Name)
                 and node.func.value.id in names):
@@ -318,7 +318,7 @@ def _registries_of_module(facts: ModuleFacts) -> Dict[str, ast.AST]:
             if isinstance(statement, ast.ClassDef):
                 for inner in statement.body:
                     _collect_containers(inner, containers, facts, prefix=".")
-                for node in ast.walk(statement):
+                for node in walk(statement):
                     if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                         for target in targets:
@@ -330,7 +330,7 @@ def _registries_of_module(facts: ModuleFacts) -> Dict[str, ast.AST]:
             sockets = _socket_parameters(function, facts)
             if not sockets:
                 continue
-            for node in ast.walk(function):
+            for node in walk(function):
                 key = _registered_into(node, sockets)
                 if key is None:
                     continue
@@ -428,7 +428,7 @@ def _registry_sends(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
             continue
         own = _socket_parameters(function, facts)
         picked = _picked_sockets(function, facts, registries, foreign)
-        for node in ast.walk(function):
+        for node in walk(function):
             if not isinstance(node, ast.Call):
                 continue
             target = _send_target(node)
@@ -488,7 +488,7 @@ def _picked_sockets(function: FunctionNode, facts: ModuleFacts, registries, fore
     ``ws = registry[0]`` / ``registry.get(user_id)`` (a socket picked out)."""
     picked: Dict[str, tuple] = {}
     own = _socket_parameters(function, facts)
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, (ast.Name, ast.Tuple)):
             if isinstance(node.iter, ast.Name) and node.iter.id in picked and picked[node.iter.id][0] == _EVERY:
                 found = picked[node.iter.id][2], picked[node.iter.id][3]  # the members of a group of the registry
@@ -516,7 +516,7 @@ def _stores_own_under_same_key(value: ast.AST, function: FunctionNode, own: Set[
     if not own or not isinstance(value, ast.Subscript):
         return False
     key = ast.dump(value.slice)
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in own:
             for target in node.targets:
                 if isinstance(target, ast.Subscript) and ast.dump(target.slice) == key:

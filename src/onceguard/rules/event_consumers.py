@@ -13,7 +13,7 @@ from typing import Iterator, Optional, Tuple
 
 from ..project import index as project
 from ..analysis.executed_sql import bound_value, module_statements
-from ..analysis.facts import ModuleFacts, ancestors
+from ..analysis.facts import ModuleFacts, ancestors, walk
 from ..knowledge import event_consumers as known
 from ..knowledge.event_consumers import ConsumerKind
 from ..model import Diagnostic, Related
@@ -119,7 +119,7 @@ def _single_consumer(function: ast.AST, facts: ModuleFacts) -> Optional[Tuple[Co
     consumes with ``exclusive=True``; with the node that shows it."""
     if id(function) not in _consuming_functions(facts):
         return None  # no mailbox or exclusive-consume call anywhere in it: nothing to walk
-    calls = [node for node in ast.walk(function) if isinstance(node, ast.Call)]
+    calls = [node for node in walk(function) if isinstance(node, ast.Call)]
     acts = False
     for node in calls:
         if isinstance(node.func, ast.Attribute):
@@ -278,7 +278,7 @@ def _start_references(facts: ModuleFacts) -> Iterator[ast.Attribute]:
     if not any(isinstance(argument, ast.Attribute) and argument.attr in _START_METHODS
                for node in facts.calls for argument in list(node.args) + [k.value for k in node.keywords]):
         return
-    for node in ast.walk(facts.tree):
+    for node in walk(facts.tree):
         if isinstance(node, ast.Call):
             arguments = list(node.args) + [k.value for k in node.keywords]
             for argument in arguments:

@@ -10,6 +10,7 @@ import ast
 import re
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from ..analysis.facts import walk
 from ..model import Diagnostic, Fix
 
 GUARDS_MODULE = "onceguard.guards"
@@ -391,7 +392,7 @@ _BLOCKING_LOCK = re.compile(r"\bpg_advisory_(?:xact_)?lock(?:_shared)?\b")
 
 
 def _names_blocking_lock(statement: ast.stmt) -> bool:
-    for node in ast.walk(statement):
+    for node in walk(statement):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and _BLOCKING_LOCK.search(node.value):
             return True
         if isinstance(node, ast.Attribute) and _BLOCKING_LOCK.fullmatch(node.attr):
@@ -469,13 +470,13 @@ def _arithmetic(statement: ast.AST, instance: str, field: str) -> Optional[Tuple
 
 
 def _mentions(node: ast.AST, instance: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == instance for n in ast.walk(node))
+    return any(isinstance(n, ast.Name) and n.id == instance for n in walk(node))
 
 
 def _read_after(function: ast.AST, instance: str, field: str, line: int) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr == field and isinstance(n.value, ast.Name)
                and n.value.id == instance and isinstance(n.ctx, ast.Load) and n.lineno > line
-               for n in ast.walk(function))
+               for n in walk(function))
 
 
 def _saves_only(save: ast.Call, field: str) -> bool:
@@ -526,7 +527,7 @@ def orm_update_fix(statement: ast.AST, instance: str, field: str, framework: Opt
         between = siblings[start + 1:end]
         if end <= start or any(isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
                                and isinstance(n.value, ast.Name) and n.value.id == instance
-                               for s in between for n in ast.walk(s)):
+                               for s in between for n in walk(s)):
             return None  # other fields changed before the save: dropping it would lose them
         update = f'{model_name}.objects.filter(pk={instance}.pk).update({field}=F("{field}") {op} {amount_code})'
         then = f'{instance}.refresh_from_db(fields=["{field}"])' if read_after else "nothing"

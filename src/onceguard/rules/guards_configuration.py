@@ -15,7 +15,7 @@ import ast
 import os
 from typing import Iterable, Iterator, List, Optional, Tuple
 
-from ..analysis.facts import ModuleFacts
+from ..analysis.facts import ModuleFacts, walk
 from ..knowledge import claims as known
 from ..model import Diagnostic, Related
 from ..project import index as project
@@ -27,13 +27,13 @@ from .registry import register
 
 def _guard_uses(facts: ModuleFacts) -> Iterator[ast.AST]:
     """Calls of a guard, and decorators naming one (``@claimed_period(...)``), in source order."""
-    for node in ast.walk(facts.tree):
+    for node in walk(facts.tree):
         if isinstance(node, ast.Call) and (facts.callee(node) or "") in known.GUARD_ENTRY_POINTS:
             yield node
 
 
 def _configure_calls(facts: ModuleFacts) -> List[ast.Call]:
-    return [node for node in ast.walk(facts.tree)
+    return [node for node in walk(facts.tree)
             if isinstance(node, ast.Call) and facts.callee(node) == known.GUARDS_CONFIGURE]
 
 
@@ -80,7 +80,7 @@ def _self_contained_program(facts: ModuleFacts) -> bool:
     if not any(isinstance(statement, ast.If) and is_main_guard(statement.test) for statement in facts.tree.body):
         return False
     here = os.path.dirname(os.path.abspath(facts.context.path))
-    for node in ast.walk(facts.tree):
+    for node in walk(facts.tree):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 return False

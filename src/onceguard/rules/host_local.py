@@ -16,7 +16,7 @@ from typing import Iterator, List, Optional, Set, Tuple
 
 from ..project import index as project
 from ..analysis.executed_sql import bound_value
-from ..analysis.facts import ModuleFacts, ancestors, parent, walk_no_nested_functions
+from ..analysis.facts import ModuleFacts, ancestors, parent, walk, walk_no_nested_functions
 from ..project.db_handles import ProjectHandles
 from ..knowledge import host_local as known
 from ..model import Diagnostic, Related
@@ -69,7 +69,7 @@ def _self_attribute_value(expr: ast.AST, facts: ModuleFacts) -> Optional[ast.AST
     cls_node = facts.enclosing_class(expr)
     if cls_node is None:
         return None
-    values = [node.value for node in ast.walk(cls_node)
+    values = [node.value for node in walk(cls_node)
               if isinstance(node, ast.Assign) and any(
                   isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
                   and t.attr == expr.attr for t in node.targets)]
@@ -112,7 +112,7 @@ def _statement_of(node: ast.AST) -> Optional[ast.stmt]:
 def locked_regions(facts: ModuleFacts) -> List[LockedRegion]:
     regions: List[LockedRegion] = []
     seen: Set[int] = set()
-    for node in ast.walk(facts.tree):
+    for node in walk(facts.tree):
         if isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 construction = _file_lock_call(item.context_expr, facts)
@@ -135,7 +135,7 @@ def locked_regions(facts: ModuleFacts) -> List[LockedRegion]:
                                                     _rest_of_function(statement)))
             elif _callee(node, facts) in known.FLOCK_CALLS and len(node.args) >= 2:
                 if any(isinstance(n, (ast.Name, ast.Attribute)) and (dotted(n) or "").split(".")[-1]
-                       in known.UNLOCK_FLAGS for n in ast.walk(node.args[1])):
+                       in known.UNLOCK_FLAGS for n in walk(node.args[1])):
                     continue
                 path = _descriptor_path(node.args[0], facts)
                 statement = _statement_of(node)
@@ -187,7 +187,7 @@ def _descriptor_path(descriptor: ast.AST, facts: ModuleFacts, depth: int = 2) ->
 
 def in_host_temp_dir(path: ast.AST, facts: ModuleFacts, depth: int = 3) -> bool:
     """The path is built from the host's temp directory (``tempfile.gettempdir()``, ``/tmp/...``)."""
-    for node in ast.walk(path):
+    for node in walk(path):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             value = node.value
             if value.startswith(known.TEMP_PREFIXES) or value in known.TEMP_DIRS:
@@ -306,7 +306,7 @@ def _walk_calls(statement: ast.AST) -> Iterator[ast.Call]:
 
 
 def _writes_sql(argument: ast.AST) -> bool:
-    for node in ast.walk(argument):
+    for node in walk(argument):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return node.value.lstrip().upper().startswith(known.WRITE_STATEMENTS)
     return False

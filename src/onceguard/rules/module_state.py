@@ -19,7 +19,7 @@ import ast
 from typing import FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from ..project import process_state as state
-from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_nested_functions
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
 from ..project.forwarding import forwarded
@@ -133,7 +133,7 @@ def _membership_test(access: state.Access, matcher: state.StateMatcher) -> bool:
     if test is None:
         return False
     names = matcher.aliases(access.function)
-    for node in ast.walk(test):
+    for node in walk(test):
         if isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
             if any(matcher.derives(c, names, access.function) for c in node.comparators):
                 return True
@@ -147,11 +147,11 @@ def _compares_field(access: state.Access, matcher: state.StateMatcher, fields: S
     if test is None:
         return False
     names = matcher.aliases(access.function)
-    for node in ast.walk(test):
+    for node in walk(test):
         if not (isinstance(node, ast.Compare) and any(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE))
                                                       for op in node.ops)):
             continue
-        for part in ast.walk(node):
+        for part in walk(node):
             if isinstance(part, ast.Attribute) and part.attr in fields and matcher.derives(part, names, access.function):
                 return True
             if "[]" in fields and isinstance(part, (ast.Subscript, ast.Call)) and matcher.derives(part, names, access.function):
@@ -224,7 +224,7 @@ class _RequestCode:
 
 def _decorates(node: ast.AST, function: FunctionNode) -> bool:
     """``node`` is part of one of ``function``'s decorators (it ran when the def did, not when it is called)."""
-    return any(part is node for decorator in function.decorator_list for part in ast.walk(decorator))
+    return any(part is node for decorator in function.decorator_list for part in walk(decorator))
 
 
 def _counter_fields(found: state.Accesses) -> Tuple[List[state.Access], Set[str]]:
@@ -334,7 +334,7 @@ def _decides_only_process_work(finding: _Finding, binding: state.Binding, facts:
         return False
     matcher = state.StateMatcher(binding, facts)
     names = matcher.aliases(decision.function)
-    own = {id(node) for statement in work for node in ast.walk(statement)
+    own = {id(node) for statement in work for node in walk(statement)
            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
            and matcher.derives(node.func.value, names, decision.function)}  # the state's own bookkeeping
     return summaries_for(facts).effects_of(work, decision.function, facts, skip=own).process_only

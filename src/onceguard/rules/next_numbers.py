@@ -21,7 +21,7 @@ import ast
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional
 
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, position, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, position, walk, walk_no_nested_functions
 from ..knowledge import orm
 
 
@@ -126,7 +126,7 @@ def _highest_read(node: ast.AST, bound: Dict[str, List[ast.Assign]], facts: Modu
 
 
 def _max_column(read: ast.AST, qualify, names) -> str:
-    for node in ast.walk(read):
+    for node in walk(read):
         if isinstance(node, ast.Call) and (qualify(node.func) or "") in names and node.args:
             column = node.args[0]
             if isinstance(column, ast.Constant) and isinstance(column.value, str):
@@ -145,7 +145,7 @@ def _aggregate_max(node: ast.AST, facts: ModuleFacts) -> bool:
 
 def _contains_max(node: ast.AST, facts: ModuleFacts) -> bool:
     return any(isinstance(n, ast.Call) and (facts.qualify(n.func) or "") in orm.SQLALCHEMY_MAX
-               for n in ast.walk(node))
+               for n in walk(node))
 
 
 def _first_in_descending_order(row: ast.AST, column: str) -> bool:
@@ -158,7 +158,7 @@ def _first_in_descending_order(row: ast.AST, column: str) -> bool:
         return not row.args or any(isinstance(a, ast.Constant) and a.value == column for a in row.args)
     else:
         return False
-    for node in ast.walk(query) if query is not None else ():
+    for node in walk(query) if query is not None else ():
         if isinstance(node, ast.Call) and call_name(node) == "order_by" and node.args:
             return _descending(node.args[0], column)
     return False
@@ -235,7 +235,7 @@ def _only_on_sqlite(node: ast.AST) -> bool:
     child = node
     for above in ancestors(node):
         if isinstance(above, ast.If) and any(child is statement for statement in above.body):
-            if any("sqlite" in _word(n).lower() for n in ast.walk(above.test)):
+            if any("sqlite" in _word(n).lower() for n in walk(above.test)):
                 return True
         if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return False

@@ -17,7 +17,7 @@ import ast
 from typing import Iterator, List, Optional, Set
 
 from ..project import process_state as state
-from ..analysis.facts import ModuleFacts, parent
+from ..analysis.facts import ModuleFacts, parent, walk
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
 from ..project.forwarding import forwarded
@@ -45,7 +45,7 @@ def _cache_bindings(facts: ModuleFacts) -> Iterator[state.Binding]:
                     yield state.Binding(statement.value, statement, facts, state.MODULE, target.id)
     for cls in facts.classes:
         seen: Set[str] = set()
-        for node in ast.walk(cls):
+        for node in walk(cls):
             target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
                 node.target if isinstance(node, ast.AnnAssign) else None)
             value = getattr(node, "value", None)
@@ -122,12 +122,12 @@ def _django_cache_is_per_process(facts: ModuleFacts) -> Optional[str]:
         for statement in state._top_level_statements(other.tree):
             targets = statement.targets if isinstance(statement, ast.Assign) else []
             if any(isinstance(t, ast.Name) and t.id == known.DJANGO_CACHES_SETTING for t in targets):
-                values = [value.value for node in ast.walk(statement.value) if isinstance(node, ast.Dict)
+                values = [value.value for node in walk(statement.value) if isinstance(node, ast.Dict)
                           for key, value in zip(node.keys, node.values)
                           if isinstance(key, ast.Constant) and key.value == "BACKEND"
                           and isinstance(value, ast.Constant) and isinstance(value.value, str)]
                 if any(isinstance(key, ast.Constant) and key.value == "BACKEND" and not isinstance(value, ast.Constant)
-                       for node in ast.walk(statement.value) if isinstance(node, ast.Dict)
+                       for node in walk(statement.value) if isinstance(node, ast.Dict)
                        for key, value in zip(node.keys, node.values)):
                     return None  # a backend chosen at run time: unknown
                 if not values:

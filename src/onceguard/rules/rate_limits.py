@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent, walk, walk_no_nested_functions
 from ..analysis.names import dotted
 from ..knowledge import process_local as known
 from ..model import Diagnostic, Related
@@ -179,9 +179,9 @@ def _refuses_too_many(scope: ast.AST, limiter: Optional[str] = None) -> Optional
     factory returns the closure that refuses)."""
     bodies = [scope]
     if limiter is not None:
-        bodies.extend(node for node in ast.walk(scope)
+        bodies.extend(node for node in walk(scope)
                        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not scope
-                       and any(isinstance(n, ast.Name) and n.id == limiter for n in ast.walk(node)))
+                       and any(isinstance(n, ast.Name) and n.id == limiter for n in walk(node)))
     for body in bodies:
         found = _refusal_in(body)
         if found is not None:
@@ -203,7 +203,7 @@ def _refusal_in(scope: ast.AST) -> Optional[ast.AST]:
 
 
 def _reads_clock(scope: ast.AST, facts: ModuleFacts) -> bool:
-    for node in ast.walk(scope):
+    for node in walk(scope):
         if isinstance(node, ast.Call):
             qualified = callee_through(node, facts)  # (also a clock read behind a small helper)
             if qualified in known.CLOCK_CALLS or (dotted(node.func) or "") in known.CLOCK_CALLS:
@@ -221,7 +221,7 @@ def _is_container(value: ast.AST, facts: ModuleFacts) -> bool:
 
 def _keeps_containers(cls: ast.ClassDef, facts: ModuleFacts) -> bool:
     """The class stores per-key containers on its instances (``self.hits = defaultdict(list)``)."""
-    for node in ast.walk(cls):
+    for node in walk(cls):
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if node.value is None:
@@ -235,11 +235,11 @@ def _keeps_containers(cls: ast.ClassDef, facts: ModuleFacts) -> bool:
 def _counts_in_shared_store(cls: ast.ClassDef) -> bool:
     """The class also counts in Redis or Memcached (``incr``, a script): its containers are a fallback."""
     return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-               and node.func.attr in known.SHARED_COUNTER_METHODS for node in ast.walk(cls))
+               and node.func.attr in known.SHARED_COUNTER_METHODS for node in walk(cls))
 
 
 def _contains_container(value: ast.AST, facts: ModuleFacts) -> bool:
-    return any(_is_container(node, facts) for node in ast.walk(value))
+    return any(_is_container(node, facts) for node in walk(value))
 
 
 def _class_of_call(value: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
@@ -333,7 +333,7 @@ def _mutates(name: str, function: FunctionNode) -> bool:
             node = node.func if isinstance(node, ast.Call) else node.value
         return isinstance(node, ast.Name) and node.id == name
 
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, (ast.Subscript, ast.Attribute)) and rooted(t) for t in targets):
@@ -355,7 +355,7 @@ def _refusal_for(name: str, function: FunctionNode, facts: ModuleFacts) -> Optio
             found = _refuses_too_many(caller) if caller is not None and caller is not function else None
             if found is not None:
                 return found, facts
-    for node in ast.walk(function):
+    for node in walk(function):
         if not isinstance(node, ast.Call):
             continue
         arguments = list(node.args) + [k.value for k in node.keywords]

@@ -16,7 +16,7 @@ import ast
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from ..analysis.facts import ModuleFacts, ancestors, parent, walk_no_nested_functions
+from ..analysis.facts import ModuleFacts, ancestors, parent, walk, walk_no_nested_functions
 from ..analysis.handles import Handle
 from ..analysis.redis_arguments import (argument, has_spread, is_false, is_none, key_argument, result_tested,
                                         short, words)
@@ -152,7 +152,7 @@ def _releases_through_forwarding_helper(facts: ModuleFacts) -> List[Release]:
 
 def _fixed_by_instance(key: ast.AST) -> bool:
     """A key made of constants and ``self`` attributes only: the same key wherever the method is called."""
-    names = [n for n in ast.walk(key) if isinstance(n, ast.Name)]
+    names = [n for n in walk(key) if isinstance(n, ast.Name)]
     return bool(names) and all(n.id == "self" for n in names) or isinstance(key, ast.Constant)
 
 
@@ -167,7 +167,7 @@ def _releases_through_own_helper(facts: ModuleFacts, deletes: List[Release]) -> 
         if function is None or cls_node is None or function.args.args[1:] or not _fixed_by_instance(release.key):
             continue
         body = [st for st in function.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
-        if len(body) == 1 and any(n is release.call for n in ast.walk(body[0])):
+        if len(body) == 1 and any(n is release.call for n in walk(body[0])):
             helpers[(id(cls_node), function.name)] = release
     found = []
     if not helpers:
@@ -275,7 +275,7 @@ def _stores_a_marker(acquire: Acquire, facts: ModuleFacts) -> bool:
     function = facts.enclosing_function(acquire.call)
     for node in walk_no_nested_functions(function):
         if isinstance(node, ast.Return) and node.value is not None and any(
-                isinstance(n, ast.Name) and n.id == value.id for n in ast.walk(node.value)):
+                isinstance(n, ast.Name) and n.id == value.id for n in walk(node.value)):
             return False
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _GROWING_METHODS
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == value.id):
@@ -471,7 +471,7 @@ def _owner_checked_first(release: Release, facts: ModuleFacts) -> Optional[str]:
             holders.update(t.id for t in targets if isinstance(t, ast.Name))
 
     def compares_stored_value(test: ast.AST) -> bool:
-        for node in ast.walk(test):
+        for node in walk(test):
             if isinstance(node, ast.Compare) and any(
                     isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)) for op in node.ops):
                 for side in [node.left, *node.comparators]:
@@ -510,7 +510,7 @@ def _clock_before_deadline(test: ast.AST, facts: ModuleFacts, negated: bool = Fa
     """``now() < deadline`` / ``deadline > now()`` (``negated``: ``now() >= deadline``, the early-return form)."""
     before = (ast.Lt, ast.LtE) if not negated else (ast.Gt, ast.GtE)
     after = (ast.Gt, ast.GtE) if not negated else (ast.Lt, ast.LtE)
-    for node in ast.walk(test):
+    for node in walk(test):
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             left, right, op = node.left, node.comparators[0], node.ops[0]
             if _reads_clock(left, facts) and isinstance(op, before):
@@ -528,7 +528,7 @@ def _before_own_deadline(release: Release, facts: ModuleFacts) -> bool:
         if above is function:
             break
         if isinstance(above, ast.If) and _clock_before_deadline(above.test, facts) and any(
-                release.call in ast.walk(statement) for statement in above.body):
+                release.call in walk(statement) for statement in above.body):
             return True
     if function is None:
         return False

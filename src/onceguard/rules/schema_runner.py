@@ -7,7 +7,7 @@ import os
 from typing import Iterable, List, Set
 
 from ..analysis.executed_sql import bound_value
-from ..analysis.facts import ModuleFacts, ancestors, call_name
+from ..analysis.facts import ModuleFacts, ancestors, call_name, walk
 from ..knowledge import databases as dbknown
 from ..knowledge import schema as known
 from ..model import Diagnostic, Related
@@ -95,7 +95,7 @@ def _in_migration_code(node: ast.AST, facts: ModuleFacts) -> bool:
         if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return False
         if isinstance(above, (ast.For, ast.AsyncFor)) and any(
-                isinstance(n, ast.Call) and call_name(n) in _DIRECTORY_LISTINGS for n in ast.walk(above.iter)):
+                isinstance(n, ast.Call) and call_name(n) in _DIRECTORY_LISTINGS for n in walk(above.iter)):
             return True
     return False
 

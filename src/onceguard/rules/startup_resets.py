@@ -28,7 +28,7 @@ import ast
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..analysis.executed_sql import executed_sql
-from ..analysis.facts import FunctionNode, ModuleFacts, call_name, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, call_name, walk, walk_no_nested_functions
 from ..knowledge import startup as known
 from ..model import Diagnostic
 from ..project.forwarding import forwarded
@@ -89,7 +89,7 @@ def _state_condition(node: ast.AST) -> bool:
 
 
 def _mentions_time(node: ast.AST) -> bool:
-    for child in ast.walk(node):
+    for child in walk(node):
         word = ""
         if isinstance(child, ast.Attribute):
             word = child.attr
@@ -331,7 +331,7 @@ def _handing_loop(loop: ast.AST, rows: ast.AST, function: FunctionNode, facts: M
     if not facts.context.cross_file or not isinstance(call, ast.Call) or call.args or call.keywords:
         return None
     variable = loop.target.id
-    handed = [inner for inner in ast.walk(loop) if isinstance(inner, ast.Call) and _uses_name(inner, variable)]
+    handed = [inner for inner in walk(loop) if isinstance(inner, ast.Call) and _uses_name(inner, variable)]
     if not handed:
         return None  # (asked before resolving the rows' call: resolving reads other modules)
     from ..project.summaries import resolve
@@ -380,7 +380,7 @@ def _persists(function: FunctionNode, facts: Optional[ModuleFacts] = None) -> bo
 
 def _uses_name(call: ast.Call, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name
-               for argument in list(call.args) + [k.value for k in call.keywords] for n in ast.walk(argument))
+               for argument in list(call.args) + [k.value for k in call.keywords] for n in walk(argument))
 
 
 @register

@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk, walk_no_nested_functions
 from ..model import Diagnostic, Related
 from .registry import register
 from ..project.reach import runs_function
@@ -127,7 +127,7 @@ def _models_read(expr: ast.AST, bindings: Dict[str, List[ast.AST]], depth: int =
     ``session.get(Model, key)``, or a local name bound to one of these."""
     seen = set() if seen is None else seen
     models: Set[str] = set()
-    for node in ast.walk(expr):
+    for node in walk(expr):
         if isinstance(node, ast.Attribute) and node.attr == "objects":
             name = _model_name(node.value)
             if name:
@@ -325,7 +325,7 @@ def _startup_reason_of_function(function: FunctionNode, facts: ModuleFacts, memo
 def _per_replica_key(expr: ast.AST, bindings: Dict[str, List[ast.AST]], depth: int = 0) -> bool:
     """``expr`` (or a local name it uses) takes a value that differs per replica: the host name, the pid,
     a fresh uuid."""
-    for node in ast.walk(expr):
+    for node in walk(expr):
         if isinstance(node, ast.Call):
             func = node.func
             last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
@@ -342,7 +342,7 @@ def _innermost(found: List[Tuple[ast.If, str, str]]) -> List[Tuple[ast.If, str, 
     inner = []
     for item in found:
         contains_other = any(
-            isinstance(node, ast.If) and node is not item[0] and id(node) in ids for node in ast.walk(item[0])
+            isinstance(node, ast.If) and node is not item[0] and id(node) in ids for node in walk(item[0])
         )
         if not contains_other:
             inner.append(item)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, List, Optional, Set, Tuple
 
-from ...analysis.facts import FunctionNode, ModuleFacts, in_exclusive_branches, parent
+from ...analysis.facts import FunctionNode, ModuleFacts, in_exclusive_branches, parent, walk
 from ...knowledge import orm
 from .loads import _ARITHMETIC, function_nodes, later, target_names, unwrap
 
@@ -51,15 +51,15 @@ class Flow:
         return (isinstance(node, ast.Name) and node.id in self.tainted) or self.is_source(node)
 
     def reads(self, node: ast.AST) -> bool:
-        return any((isinstance(n, ast.Name) and n.id in self.tainted) or self.is_source(n) for n in ast.walk(node))
+        return any((isinstance(n, ast.Name) and n.id in self.tainted) or self.is_source(n) for n in walk(node))
 
     def arithmetic(self, node: ast.AST) -> bool:
-        if any(isinstance(n, ast.Name) and n.id in self.computed for n in ast.walk(node)):
+        if any(isinstance(n, ast.Name) and n.id in self.computed for n in walk(node)):
             return True
         marked = _containing(node, self.reads_here)
         return bool(marked) and any(
             isinstance(n, ast.BinOp) and isinstance(n.op, _ARITHMETIC) and (
-                id(n.left) in marked or id(n.right) in marked) and not _set_algebra(n) for n in ast.walk(node))
+                id(n.left) in marked or id(n.right) in marked) and not _set_algebra(n) for n in walk(node))
 
 
 def _local_value_before(name: ast.Name, statement: ast.AST, function: FunctionNode,
@@ -76,7 +76,7 @@ def _local_value_before(name: ast.Name, statement: ast.AST, function: FunctionNo
 
 def _database_expression(node: ast.AST, facts: ModuleFacts) -> bool:
     """``F("n") + 1`` or ``Counter.n + 1``: the database does the arithmetic."""
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Call) and facts.callee(n) in orm.DJANGO_F:
             return True
     return False
@@ -169,18 +169,18 @@ def _is_name(node: ast.AST, name: str) -> bool:
 
 def _reads(node: ast.AST, instance: str, field: str) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr == field and plain_name(n.value) == instance
-               for n in ast.walk(node))
+               for n in walk(node))
 
 
 def _reads_name(node: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+    return any(isinstance(n, ast.Name) and n.id == name for n in walk(node))
 
 
 def _containing(root: ast.AST, is_read: Callable[[ast.AST], bool]) -> Set[int]:
     """ids of the nodes under ``root`` (itself included) whose subtree holds a node ``is_read`` accepts.
     One walk and one climb per read, so deep expressions (a 2,500-term concatenation) stay linear."""
     marked: Set[int] = set()
-    for n in ast.walk(root):
+    for n in walk(root):
         if not is_read(n):
             continue
         current: Optional[ast.AST] = n
@@ -198,7 +198,7 @@ def _arithmetic_on(node: ast.AST, is_read: Callable[[ast.AST], bool]) -> Optiona
     marked = _containing(node, is_read)
     if not marked:
         return None
-    for n in ast.walk(node):
+    for n in walk(node):
         if (isinstance(n, ast.BinOp) and isinstance(n.op, _ARITHMETIC)
                 and (id(n.left) in marked or id(n.right) in marked)
                 and not _text(n.left) and not _text(n.right) and not _set_algebra(n)):
@@ -224,7 +224,7 @@ def _merged(node: ast.AST, is_read: Callable[[ast.AST], bool]) -> bool:
     marked = _containing(node, is_read)
     if not marked:
         return False
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Dict) and any(k is None and id(v) in marked for k, v in zip(n.keys, n.values)):
             return True
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.BitOr) and (id(n.left) in marked or id(n.right) in marked):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, List, Optional, Tuple
 
-from ...analysis.facts import FunctionNode, ModuleFacts, in_exclusive_branches, walk_no_nested_functions
+from ...analysis.facts import FunctionNode, ModuleFacts, in_exclusive_branches, walk, walk_no_nested_functions
 from ...model import Diagnostic
 from ...project.redis_clients import _method
 from ...project.summaries import _local_receiver as local_receiver
@@ -112,7 +112,7 @@ def _stores_in_own_container(method_name: str, function: FunctionNode, facts: Mo
                                    for target in node.targets)
         elif isinstance(node, ast.Call) and any(isinstance(n, ast.Name) and n.id in parameters
                                                 for argument in node.args + [k.value for k in node.keywords]
-                                                for n in ast.walk(argument)):
+                                                for n in walk(argument)):
             func = node.func
             own_method = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
                 and func.value.id == "self"

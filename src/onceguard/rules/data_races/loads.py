@@ -8,7 +8,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ...project import index as project
 from ...analysis.executed_sql import bound_value
-from ...analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ...analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
 from ...project.db_handles import ProjectHandles
 from ...project.definitions import definition
 from ...knowledge.databases import FLASK_SQLALCHEMY as FLASK_SQLALCHEMY_HANDLE
@@ -57,11 +57,11 @@ def chain(expr: ast.AST) -> Tuple[ast.AST, Links]:
 
 
 def names_in(node: ast.AST) -> Set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return {n.id for n in walk(node) if isinstance(n, ast.Name)}
 
 
 def target_names(target: ast.AST) -> List[str]:
-    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    return [n.id for n in walk(target) if isinstance(n, ast.Name)]
 
 
 def later(node: ast.AST, than: ast.AST) -> bool:
@@ -343,7 +343,7 @@ def _names_compared(links: Links) -> Set[str]:
     for name, call in links:
         if name in orm.PICKUP_FILTER_METHODS and isinstance(call, ast.Call):
             names.update(k.arg for k in call.keywords if k.arg)
-            names.update(n.attr for a in call.args for n in ast.walk(a) if isinstance(n, ast.Attribute))
+            names.update(n.attr for a in call.args for n in walk(a) if isinstance(n, ast.Attribute))
     return names
 
 
@@ -479,7 +479,7 @@ def _type_names(node: ast.AST, facts: Optional[ModuleFacts] = None) -> List[str]
     """``Mapped[Optional[dict]]`` -> ["Mapped", "Optional", "dict"]; ``String(50)`` -> ["String"] (and, with
     ``facts``, the imported names an alias stands for: ``Text_alias`` -> "Text")."""
     found = []
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, (ast.Name, ast.Attribute)):
             found.append((dotted(n) or "").rsplit(".", 1)[-1])
             if facts is not None:

@@ -6,7 +6,7 @@ import ast
 from typing import Iterable, List, Optional, Set
 
 from ...project import index as project
-from ...analysis.facts import FunctionNode, ModuleFacts, in_exclusive_branches
+from ...analysis.facts import FunctionNode, ModuleFacts, in_exclusive_branches, walk
 from ...knowledge import redis_clients as redis_known
 from ...model import Diagnostic
 from ..redis_leases import _client_calls, argument, has_spread, key_argument, per_process, redis_call, short
@@ -53,7 +53,7 @@ def _setitem_writes_hash(qualified: str, facts: ModuleFacts) -> bool:
     if found is None:
         return False
     method, where = found
-    for node in ast.walk(method):
+    for node in walk(method):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr in _HASH_WRITES or (
                     node.func.attr in redis_known.WRITES and redis_call(node, where) is not None):
@@ -69,7 +69,7 @@ def _remote_read_back(assign: ast.Assign, name: str, key: ast.AST, function: Fun
     key_text = ast.unparse(key)
 
     def reads_entry(node: ast.AST) -> Optional[ast.AST]:
-        for n in ast.walk(node):
+        for n in walk(node):
             if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
                     and isinstance(n.func.value, ast.Name) and n.func.value.id == name and n.args
                     and ast.unparse(n.args[0]) == key_text):

@@ -14,7 +14,7 @@ import re
 from typing import List, Optional, Tuple
 
 from ...analysis.context import FileContext
-from ...analysis.facts import FunctionNode, ModuleFacts
+from ...analysis.facts import FunctionNode, ModuleFacts, walk
 from ...analysis.names import dotted
 from ...knowledge import orm
 from ...project import index as project
@@ -84,7 +84,7 @@ class _Managed:
 
 
 def _binds(target: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
+    return any(isinstance(n, ast.Name) and n.id == name for n in walk(target))
 
 
 def _parameters(function: FunctionNode) -> List[str]:

@@ -4,7 +4,7 @@ import ast
 
 from ...project import index as project
 from ...project.claims import ClaimAnalyzer
-from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, walk_no_nested_functions
+from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, walk, walk_no_nested_functions
 from ...knowledge import orm
 from ..data_races import function_nodes, later, target_names, unwrap
 from .selection import _contains
@@ -82,7 +82,7 @@ def _call_locks(call: ast.Call, analyzer: ClaimAnalyzer, depth: int) -> bool:
     if call_name(call) in (orm.DJANGO_ROW_LOCK, orm.SA_ROW_LOCK):
         return True
     if any(isinstance(a, ast.Constant) and isinstance(a.value, str) and _locking_sql(a.value)
-           for a in ast.walk(call)):
+           for a in walk(call)):
         return True
     if depth >= 3:
         return False
@@ -152,8 +152,8 @@ def _bound_to_claim(name: str, before: ast.AST, caller: FunctionNode, facts: Mod
 
 
 def _returns_row_count(function: FunctionNode) -> bool:
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.Return) and node.value is not None and any(
-                isinstance(n, ast.Attribute) and n.attr == "rowcount" for n in ast.walk(node.value)):
+                isinstance(n, ast.Attribute) and n.attr == "rowcount" for n in walk(node.value)):
             return True
     return False

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Iterable, List, Optional, Set
 
 from ...project.claims import ClaimAnalyzer, is_log_call
-from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, parent, walk_no_nested_functions
+from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, parent, walk, walk_no_nested_functions
 from ...knowledge import orm
 from ..data_races import plain_name, django_queryset, function_nodes, later, names_in, sa_source, target_names, unwrap
 from ..redis_leases import result_tested
@@ -65,7 +65,7 @@ class StateRead:
 
 def _state_reads(test: ast.AST) -> List[StateRead]:
     reads = []
-    for node in ast.walk(test):
+    for node in walk(test):
         path = field = None
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and _state_field(node.attr):
             above = parent(node)
@@ -113,7 +113,7 @@ def _region(guard: ast.If, function: FunctionNode, facts: ModuleFacts) -> List[a
         loop = _enclosing_loop(guard, function)
         inside = None
         if loop is not None and isinstance(guard.body[-1], (ast.Continue, ast.Break)):
-            inside = {id(n) for n in ast.walk(loop)}  # ``continue`` skips to the next row, not past the loop
+            inside = {id(n) for n in walk(loop)}  # ``continue`` skips to the next row, not past the loop
         return [n for n in function_nodes(function, facts)
                 if hasattr(n, "lineno") and (n.lineno, n.col_offset) > end and (inside is None or id(n) in inside)]
     if _bails(guard.body):
@@ -161,8 +161,8 @@ def _state_writes(read: StateRead, region: List[ast.AST], function: FunctionNode
             arguments = list(node.args) + [k.value for k in node.keywords]
             if not any(root in names_in(a) for a in arguments):
                 continue
-            keys = {k.arg for k in node.keywords} | {k.arg for n in arguments for k in ast.walk(n) if isinstance(k, ast.keyword)} | {
-                key.value for n in arguments for d in ast.walk(n) if isinstance(d, ast.Dict)
+            keys = {k.arg for k in node.keywords} | {k.arg for n in arguments for k in walk(n) if isinstance(k, ast.keyword)} | {
+                key.value for n in arguments for d in walk(n) if isinstance(d, ast.Dict)
                 for key in d.keys if isinstance(key, ast.Constant)}
             if read.field in keys:
                 yield StateWrite(node, True, _keyed_value(node, read.field))
@@ -172,7 +172,7 @@ def _state_writes(read: StateRead, region: List[ast.AST], function: FunctionNode
 
 
 def _keyed_value(call: ast.Call, field: str) -> Optional[ast.AST]:
-    for node in ast.walk(call):
+    for node in walk(call):
         if isinstance(node, ast.keyword) and node.arg == field:
             return node.value
         if isinstance(node, ast.Dict):
@@ -306,7 +306,7 @@ def _loaded_by_same_store(name: str, store: ast.Call, before: ast.AST, function:
         if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and later(before, node)
                 and name in [n for t in _targets(node) for n in target_names(t)]):
             continue
-        for call in ast.walk(node.value):
+        for call in walk(node.value):
             if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
                     and call.func.attr.lower().startswith(_LOAD_PREFIXES) and _path(call.func.value) == receiver):
                 return True
@@ -321,7 +321,7 @@ def _effects(region: List[ast.AST], write: StateWrite, path: str, facts: ModuleF
     """Calls that do the work the state guards (send, enqueue, convert, submit): calls made for what they do
     (their result dropped) or that hand the row to other code, not the write and its save, not logging or
     an audit-log entry, and not what only computes a value for a test or an argument."""
-    skipped: Set[int] = {id(n) for n in ast.walk(write.node)}
+    skipped: Set[int] = {id(n) for n in walk(write.node)}
     effects = []
     for node in region:
         if id(node) in skipped or not isinstance(node, ast.Expr):
@@ -394,7 +394,7 @@ def _rows_source(name: str, guard: ast.AST, function: FunctionNode, facts: Modul
 
 def _source_locks(source: ast.AST, facts: ModuleFacts) -> bool:
     """The rows come from a project function that selects them under a row lock."""
-    for call in ast.walk(source):
+    for call in walk(source):
         if not isinstance(call, ast.Call):
             continue
         if call_name(call) in (orm.DJANGO_ROW_LOCK, orm.SA_ROW_LOCK):
@@ -404,6 +404,6 @@ def _source_locks(source: ast.AST, facts: ModuleFacts) -> bool:
             target, analyzer = found
             if _function_locks_rows(target, analyzer.facts) or any(
                     "FOR UPDATE" in (s.value.upper() if isinstance(s.value, str) else "")
-                    for s in ast.walk(target) if isinstance(s, ast.Constant)):
+                    for s in walk(target) if isinstance(s, ast.Constant)):
                 return True
     return False

@@ -5,7 +5,7 @@ from typing import List, Optional
 
 from ...project import index as project
 from ...project.claims import ClaimAnalyzer, is_log_call
-from ...analysis.facts import ModuleFacts, ancestors, call_name, walk_no_nested_functions
+from ...analysis.facts import ModuleFacts, ancestors, call_name, walk, walk_no_nested_functions
 from ...knowledge import orm
 from ..data_races import unwrap
 from .selection import _contains, _is_constant
@@ -42,7 +42,7 @@ def _deleting_call(call: ast.Call, facts: ModuleFacts, depth: int = 0) -> bool:
     name = call_name(call)
     if name in ("delete", "adelete"):
         return True
-    if any(isinstance(n, ast.Call) and facts.callee(n) in _SA_DELETE_BUILDERS for n in ast.walk(call)):
+    if any(isinstance(n, ast.Call) and facts.callee(n) in _SA_DELETE_BUILDERS for n in walk(call)):
         return True
     if depth >= 2:
         return False

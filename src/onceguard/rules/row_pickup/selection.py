@@ -10,7 +10,7 @@ from pglast.enums import BoolExprType
 
 from ...project.claims import is_log_call
 from ...analysis.executed_sql import ExecutedSql, bound_value
-from ...analysis.facts import FunctionNode, ModuleFacts, call_name, parent
+from ...analysis.facts import FunctionNode, ModuleFacts, call_name, parent, walk
 from ...knowledge import orm
 from ...analysis.names import dotted
 from ...analysis.sql import parse_statements
@@ -48,7 +48,7 @@ def _django_status_filter(links, pickup: bool = False) -> Optional[str]:
             continue
         # Keywords of the call and of Q(...) objects inside it.
         keywords = list(call.keywords) + [
-            k for arg in call.args for n in ast.walk(arg) if isinstance(n, ast.Call) for k in n.keywords
+            k for arg in call.args for n in walk(arg) if isinstance(n, ast.Call) for k in n.keywords
         ]
         for keyword in keywords:
             if keyword.arg is None:
@@ -137,7 +137,7 @@ def _rows_names(expr: ast.AST, facts: ModuleFacts) -> Set[str]:
 
 
 def _contains(tree: ast.AST, node: ast.AST) -> bool:
-    return any(n is node for n in ast.walk(tree))
+    return any(n is node for n in walk(tree))
 
 
 def _functions_filtering(facts: ModuleFacts) -> Set[int]:
@@ -194,7 +194,7 @@ _QUERY_COMPOSERS = frozenset({
 def _is_subquery(node: ast.AST) -> bool:
     """``Exists(M.objects.filter(..., status=...))``, ``filter(id__in=<queryset>)``, a queryset built on
     ``OuterRef``: part of another query, not rows anyone picks."""
-    if any(isinstance(n, ast.Call) and call_name(n) == "OuterRef" for n in ast.walk(node)):
+    if any(isinstance(n, ast.Call) and call_name(n) == "OuterRef" for n in walk(node)):
         return True
     child = node
     for above in _expression_ancestors(node):
@@ -287,11 +287,11 @@ def _only_writes_rows(pickup: Pickup, function: FunctionNode, facts: ModuleFacts
     for loop in loops:
         skipped: Set[int] = set()
         for statement in loop.body:
-            for node in ast.walk(statement):
+            for node in walk(statement):
                 if id(node) in skipped or not isinstance(node, ast.Call):
                     continue
                 if is_log_call(node):
-                    skipped.update(id(n) for n in ast.walk(node))
+                    skipped.update(id(n) for n in walk(node))
                     continue
                 name = call_name(node)
                 if name in _PURE_CALLS:
@@ -304,7 +304,7 @@ def _only_writes_rows(pickup: Pickup, function: FunctionNode, facts: ModuleFacts
                     continue
                 if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Call) and \
                         call_name(node.func.value) == "getLogger":
-                    skipped.update(id(n) for n in ast.walk(node))
+                    skipped.update(id(n) for n in walk(node))
                     continue
                 return False
     return True

@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional
 
-from ...analysis.facts import FunctionNode, ModuleFacts
+from ...analysis.facts import FunctionNode, ModuleFacts, walk
 from ...knowledge import redis_clients as redis_known
 from ...project.claims import is_log_call
 from ..data_races import function_nodes, later, unwrap
@@ -108,7 +108,7 @@ def _through_helper(call: ast.Call, facts: ModuleFacts, wanted: frozenset,
     passed = {name: ast.unparse(value) for name, value in zip(parameters, call.args)}
     passed.update({k.arg: ast.unparse(k.value) for k in call.keywords if k.arg})
     tree = ast.parse(found[0].key, mode="eval")
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Name) and node.id in passed:
             node.id = passed[node.id]
     return MarkerCall(call, ast.unparse(tree))
@@ -131,13 +131,13 @@ def checks_then_sets(facts: ModuleFacts) -> Iterable[CheckThenSet]:
         function = facts.enclosing_function(guard)
         if function is None:
             continue
-        tested = [marker for node in ast.walk(guard.test) if isinstance(node, ast.Call)
+        tested = [marker for node in walk(guard.test) if isinstance(node, ast.Call)
                   for marker in [_direct(node, function, facts, reads) or _through_helper(node, facts, reads, helpers)]
                   if marker is not None]
         if not tested:
             continue
         region = _guarded_region(guard, function)
-        calls = [n for statement in region for n in ast.walk(statement) if isinstance(n, ast.Call)]
+        calls = [n for statement in region for n in walk(statement) if isinstance(n, ast.Call)]
         for read in tested:
             set_calls: List[MarkerCall] = [
                 marker for call in calls
@@ -152,7 +152,7 @@ def checks_then_sets(facts: ModuleFacts) -> Iterable[CheckThenSet]:
                        if marker is not None and marker.key == read.key]
             if deletes:
                 continue  # set, work, delete: a lock held around the work, the lease rules' (OG501/OG502) to judge
-            inside = {id(n) for n in ast.walk(write.call)}
+            inside = {id(n) for n in walk(write.call)}
             # The work: a call for its effect.  Writes to the store itself (a value set twice) repeat to the
             # same result and are left out, as are logging and the marker's own calls.
             effects = [c for c in calls if id(c) not in inside and not is_log_call(c)
@@ -168,7 +168,7 @@ def _guarded_region(guard: ast.If, function: FunctionNode) -> List[ast.stmt]:
     body = list(guard.body)
     if body and isinstance(body[-1], (ast.Return, ast.Continue, ast.Raise)) and len(body) == 1:
         owner = None
-        for node in ast.walk(function):
+        for node in walk(function):
             for name in ("body", "orelse"):
                 block = getattr(node, name, None)
                 if isinstance(block, list) and any(s is guard for s in block):

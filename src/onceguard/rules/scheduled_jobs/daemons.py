@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional, Tuple
 
-from ...analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ...analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
 from ...analysis.names import dotted
 from ...knowledge import schedulers as known
 from ...model import Related
@@ -98,7 +98,7 @@ class DaemonRegistrations:
             for call in facts.calls_by_name.get(name, ()):
                 if len(call.args) == 1:
                     yield call, call.args[0]
-        for node in ast.walk(facts.tree):
+        for node in walk(facts.tree):
             if isinstance(node, (ast.With, ast.AsyncWith)):
                 for item in node.items:
                     if isinstance(item.context_expr, ast.Call):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Tuple
 
-from ...analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ...analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
 from ...knowledge import schedulers as known
 from ...analysis.names import dotted
 from ...project.startup import StartupMap
@@ -142,7 +142,7 @@ class LoopRegistrations:
     def _is_timer_statement(self, statement: ast.stmt) -> bool:
         if not isinstance(statement, (ast.Expr, ast.Assign, ast.AnnAssign)):
             return False
-        if any(self._is_timer_call(n) for n in ast.walk(statement)):
+        if any(self._is_timer_call(n) for n in walk(statement)):
             return True
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
             func = statement.value.func

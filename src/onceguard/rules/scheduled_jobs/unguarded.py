@@ -7,7 +7,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 from ...project.through_helpers import through_helpers
 from ...project.claims import HELPER_GUARD, HELPER_RESULT, SET_NX, Bindings, ClaimAnalyzer, Lead
-from ...analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ...analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
 from ..fix_plans import JobClaim, job_claim, offer_claim
 from ...knowledge import schedulers as known
 from ...model import Diagnostic, Related
@@ -62,7 +62,7 @@ def _situation(scheduled: Scheduled) -> str:
         for node in walk_no_nested_functions(function):
             if isinstance(node, (ast.For, ast.AsyncFor)) and _iterates_rows(node, facts) and any(
                     isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _ROW_WRITES
-                    for b in node.body for n in ast.walk(b)):
+                    for b in node.body for n in walk(b)):
                 return "rows"
             if isinstance(node, ast.Call) and (facts.callee(node) or "") in _LONG_CALLS:
                 return "long"
@@ -79,7 +79,7 @@ def _iterates_rows(loop: ast.AST, facts: ModuleFacts) -> bool:
         origin = Bindings.of_module(facts).origin(source)
         source = origin if origin is not None else source
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _ROW_SOURCES
-               for n in ast.walk(source))
+               for n in walk(source))
 
 
 def _why(scheduled: Scheduled) -> str:
@@ -177,7 +177,7 @@ def _skipped_calls(function: FunctionNode, scheduled: Scheduled) -> set:
     skipped = set()
     for node in walk_no_nested_functions(function):
         if isinstance(node, ast.stmt) and scheduled.skip(node):
-            skipped.update(id(n) for n in ast.walk(node) if isinstance(n, ast.Call))
+            skipped.update(id(n) for n in walk(node) if isinstance(n, ast.Call))
     return skipped
 
 
@@ -192,7 +192,7 @@ def _released_after_work(function: FunctionNode) -> bool:
     for node in walk_no_nested_functions(function):
         if isinstance(node, ast.Try) and node.finalbody:
             for statement in node.finalbody:
-                for call in ast.walk(statement):
+                for call in walk(statement):
                     if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
                         receiver = dotted(call.func.value)
                         methods = earlier.get(receiver or "", set())
