@@ -325,3 +325,18 @@ def test_a_node_kinds_fields_are_read_from_its_declared_types():
     assert {"args": False, "body": True, "decorator_list": True, "returns": False}.items() <= fields.items()
     assert "name" not in fields and "type_comment" not in fields
     assert dict(_child_fields(ast.Compare)) == {"left": False, "comparators": True}
+
+
+def test_the_function_around_each_node_is_its_nearest_enclosing_def():
+    """Read off the pre-order runs, it is what going up the parents finds: through classes and lambdas, a
+    nested def's decorators and defaults inside that def."""
+    from onceguard.analysis.facts import ancestors
+
+    tree = ast.parse(_OWN_NODES_SOURCE)
+    facts = ModuleFacts(tree, FileContext("app/box.py", Config()), _OWN_NODES_SOURCE.splitlines())
+    around = facts.functions_around_nodes()
+    assert len(around) == len(facts.nodes)
+    for node, function in zip(facts.nodes, around):
+        expected = next((a for a in ancestors(node) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        assert function is expected, ast.dump(node)[:60]
+    assert any(function is not None and function.name == "handler" for function in around)

@@ -383,6 +383,24 @@ class ModuleFacts:
                 skip_to = nodes.index(_last_descendant(node), position)
         return found
 
+    def functions_around_nodes(self) -> List[Optional[FunctionNode]]:
+        """For each node of ``nodes`` (same index), the nearest function whose subtree holds it, through
+        classes and lambdas (a def's decorators and defaults are in its subtree); a function itself maps to
+        the one around it.  Each function's run of the pre-order list is filled in turn, outer ones first, so
+        the innermost is what stays."""
+        def build(_facts: "ModuleFacts") -> List[Optional[FunctionNode]]:
+            nodes = self._linked
+            around: List[Optional[FunctionNode]] = [None] * len(nodes)
+            for function in self.functions:  # (in pre-order: an outer function before those it nests)
+                start = self._function_positions.get(id(function))
+                if start is None or nodes[start] is not function:
+                    continue
+                end = nodes.index(_last_descendant(function), start)
+                around[start + 1:end + 1] = [function] * (end - start)
+            return around
+
+        return self.cached("functions-around-nodes", build)
+
     def calls_named(self, *names: str) -> Iterator[ast.Call]:
         for name in names:
             yield from self.calls_by_name.get(name, ())

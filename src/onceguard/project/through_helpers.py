@@ -53,7 +53,14 @@ def _build(facts: ModuleFacts) -> ModuleFacts:
         return facts
     fresh = _helpers(tree.body)
     inliner = _Inline(fresh)
-    inliner.visit(tree)
+    # Only the top-level statements that hold a call of a helper are visited: the others have nothing to
+    # replace, and a visit of a whole module is the most of what this costs.
+    called = {call.lineno for name in helpers for call in facts.calls_by_name.get(name, ())}
+    for statement in tree.body:
+        first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", ())])
+        last = getattr(statement, "end_lineno", None) or statement.lineno
+        if any(first <= line <= last for line in called):
+            inliner.visit(statement)
     if not inliner.replaced:
         return facts
     # A private helper no longer named in its module is no caller of what it forwarded to.

@@ -309,9 +309,8 @@ def _loads_by_name(facts: ModuleFacts):
         # function would read a nested function's body once per enclosing function).
         users: Dict[str, Dict[int, FunctionNode]] = {}
         Name, Load = ast.Name, ast.Load
-        for node in facts.nodes:
+        for node, innermost in zip(facts.nodes, facts.functions_around_nodes()):
             if type(node) is Name and type(node.ctx) is Load:
-                innermost = _function_above(node)
                 if innermost is not None:
                     found = users.setdefault(node.id, {})
                     for function in _functions_around(innermost, facts):

@@ -85,7 +85,10 @@ def _manager_model(node: ast.AST) -> Optional[str]:
             return None
 
 
-def _bindings(function: Optional[ast.AST]) -> Dict[str, List[ast.AST]]:
+_BINDING_KINDS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr)
+
+
+def _bindings(function: Optional[ast.AST], facts: Optional[ModuleFacts] = None) -> Dict[str, List[ast.AST]]:
     """Values bound to each local name in ``function`` (assignments, for-loop targets, with-as)."""
     found: Dict[str, List[ast.AST]] = {}
     if function is None:
@@ -98,7 +101,9 @@ def _bindings(function: Optional[ast.AST]) -> Dict[str, List[ast.AST]]:
             for element in target.elts:
                 bind(element, value)
 
-    for node in walk_no_nested_functions(function):
+    nodes = facts.own_nodes(function, _BINDING_KINDS) if facts is not None and isinstance(
+        function, (ast.FunctionDef, ast.AsyncFunctionDef)) else walk_no_nested_functions(function)
+    for node in nodes:
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 bind(target, node.value)
@@ -118,7 +123,7 @@ def _bindings_of(function: Optional[ast.AST], facts: ModuleFacts) -> Dict[str, L
     built = facts.cached("og603:bindings", lambda _facts: {})
     key = id(function)
     if key not in built:
-        built[key] = _bindings(function)
+        built[key] = _bindings(function, facts)
     return built[key]
 
 
