@@ -353,3 +353,72 @@ def test_a_connection_attribute_opened_on_a_local_file_by_its_own_method_is_loca
     shared = TERM_STORE.replace("def _open(path: str) -> sqlite3.Connection:\n            return sqlite3.connect(path, isolation_level=None)",
                                 "def _open(path: str):\n            return psycopg.connect(path)")
     assert found(tmp_path, "search/terms.py", shared, "OG401") == [15]
+
+
+ROSTER = """
+    from sqlalchemy import select
+
+    from fleet.models import Courier, db
+
+
+    class Roster:
+        def idle_couriers({params}):
+            return db.session.scalars(select(Courier).filter_by(state="idle")).all()
+
+        def retire(self, courier_id: int) -> None:
+            courier = db.session.get(Courier, courier_id)
+            courier.state = "retired"
+            db.session.commit()
+"""
+
+HANDING_RESET = """
+    from fleet.registry import services
+
+
+    def reset() -> None:
+        roster = services.roster
+        for courier in roster.idle_couriers():
+            roster.retire(courier.id)
+"""
+
+
+COURIER_MODELS = """
+    from flask_sqlalchemy import SQLAlchemy
+
+    db = SQLAlchemy()
+
+
+    class Courier(db.Model):
+        id = db.Column(db.Integer, primary_key=True)
+        state = db.Column(db.String, nullable=False)
+"""
+
+REGISTRY = """
+    from fleet.roster import Roster
+
+
+    class Services:
+        roster = Roster()
+
+
+    services = Services()
+"""
+
+
+@pytest.mark.parametrize("params, expected", [
+    ("self", [7]),
+    ("self: 'Roster'", [7]),
+    ("\n            self,  # the roster (not a filter)\n        ", [7]),
+    ("cls", [7]),
+    ("self, zone", []),  # (a parameter could narrow the rows: not a reset of all of them)
+    ("self, *, zone=None", []),
+])
+def test_a_loop_handing_rows_of_a_method_in_another_module_to_a_writer(tmp_path, params, expected):
+    """The method the rows come from is found in another module whatever its signature's spelling; one
+    that takes something that could narrow the rows is no reset of all of them."""
+    write(tmp_path, "fleet/__init__.py", "")
+    write(tmp_path, "fleet/app.py", FACTORY.format(name="reset"))
+    write(tmp_path, "fleet/roster.py", ROSTER.format(params=params))
+    write(tmp_path, "fleet/registry.py", REGISTRY)
+    write(tmp_path, "fleet/models.py", COURIER_MODELS)
+    assert found(tmp_path, "fleet/presence.py", HANDING_RESET, "OG610") == expected
