@@ -512,48 +512,10 @@ def body_nodes(function: FunctionNode) -> Iterator[ast.AST]:
 
 def nodes_of_kinds(node: ast.AST, kinds: Tuple[type, ...]) -> List[ast.AST]:
     """The nodes under ``node`` (not in nested function or class bodies) whose type is one of ``kinds``, in
-    source order: what ``walk_no_nested_functions`` would yield and a filter keep, in one loop without a
-    generator (for an analysis that lists a function's nodes of a few kinds once and asks them again)."""
+    source order (``ModuleFacts.own_nodes`` reads the same off the module's node list; this is its answer
+    for a tree that has none)."""
     wanted = frozenset(kinds)
-    nested = _NESTED_SCOPES
-    child_fields = _WALK_FIELDS
-    found: List[ast.AST] = []
-    keep = found.append
-    stack = [node]
-    pop, push = stack.pop, stack.append
-    first = True
-    while stack:
-        current = pop()
-        kind = type(current)
-        if first:
-            first = False
-        else:
-            if kind in wanted:
-                keep(current)
-            if kind in nested:
-                continue
-        fields = child_fields.get(kind)
-        if fields is None:
-            if isinstance(current, nested) and current is not node:
-                continue  # a subclass of a scope node
-            fields = child_fields[kind] = _child_fields(kind, with_shared=True)
-        for field, many in fields:
-            value = getattr(current, field, None)
-            if value is None:
-                continue
-            if many is True:
-                for item in reversed(value):
-                    if item is not None:
-                        push(item)
-            elif many is False:
-                push(value)
-            elif type(value) is list:
-                for item in reversed(value):
-                    if isinstance(item, ast.AST):
-                        push(item)
-            elif isinstance(value, ast.AST):
-                push(value)
-    return found
+    return [found for found in walk_no_nested_functions(node) if type(found) in wanted]
 
 
 #: node kind -> its fields that can hold nodes, in declaration order (as ``ast.iter_child_nodes`` reads them).
