@@ -362,11 +362,11 @@ class ModuleFacts:
         source order: what ``nodes_of_kinds`` finds, read off the module's pre-order list, where a
         function's subtree is one run that ends at its last descendant (a scan of that run in C instead of a
         walk of the tree in Python)."""
-        start = self._function_positions.get(id(function))
-        nodes = self._linked
-        if start is None or start >= len(nodes) or nodes[start] is not function:
+        run = self._run_of(function)
+        if run is None:
             return nodes_of_kinds(function, kinds)  # (released, or a function of another tree)
-        end = nodes.index(_last_descendant(function), start)
+        nodes = self._linked
+        start, end = run
         wanted = frozenset(kinds)
         nested = _NESTED_SCOPE_KINDS
         marked = wanted | nested
@@ -392,14 +392,22 @@ class ModuleFacts:
             nodes = self._linked
             around: List[Optional[FunctionNode]] = [None] * len(nodes)
             for function in self.functions:  # (in pre-order: an outer function before those it nests)
-                start = self._function_positions.get(id(function))
-                if start is None or nodes[start] is not function:
-                    continue
-                end = nodes.index(_last_descendant(function), start)
-                around[start + 1:end + 1] = [function] * (end - start)
+                run = self._run_of(function)
+                if run is not None:
+                    start, end = run
+                    around[start + 1:end + 1] = [function] * (end - start)
             return around
 
         return self.cached("functions-around-nodes", build)
+
+    def _run_of(self, function: FunctionNode) -> Optional[Tuple[int, int]]:
+        """(first, last) place of ``function``'s subtree in ``nodes``: the def itself, then every node under
+        it down to its last descendant; None once released, or for a function of another tree."""
+        start = self._function_positions.get(id(function))
+        nodes = self._linked
+        if start is None or start >= len(nodes) or nodes[start] is not function:
+            return None
+        return start, nodes.index(_last_descendant(function), start)
 
     def calls_named(self, *names: str) -> Iterator[ast.Call]:
         for name in names:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from ..knowledge import process_state as known
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent, walk, walk_no_nested_functions
@@ -558,7 +558,7 @@ def _spelled_text(node: ast.AST, lines: Sequence[str]) -> str:
 def state_nodes(function: FunctionNode, facts: ModuleFacts) -> List[ast.AST]:
     """The nodes of ``function`` (not of functions nested in it) of ``_STATE_KINDS`` and its method calls, in
     source order: listed once per function, as every binding of the module asks the same functions again."""
-    return _state_index(function, facts)[0][0]
+    return _state_index(function, facts).nodes
 
 
 def _spelling_nodes(function: FunctionNode, facts: ModuleFacts, words: Set[str], aliasing: bool = False
@@ -568,30 +568,35 @@ def _spelling_nodes(function: FunctionNode, facts: ModuleFacts, words: Set[str],
     that spells none cannot write, remove or decide on the state and is not looked at further; each node's
     text is cut once per function, as every binding of a module asks the same functions again."""
     index = _state_index(function, facts)
-    nodes, texts = index[1] if aliasing else index[0]
+    nodes, texts = (index.binding_nodes, index.binding_texts) if aliasing else (index.nodes, index.texts)
     if texts is None:
         return list(nodes)
     source = _source_of(function, facts) or ""
     present = [word for word in words if word in source]  # (a node's text is part of its function's)
     if not present:
         return []
-    if len(present) == 1:
-        word = present[0]
-        return [node for node, text in zip(nodes, texts) if word in text]
     return [node for node, text in zip(nodes, texts) if any(word in text for word in present)]
 
 
-def _state_index(function: FunctionNode, facts: ModuleFacts):
-    """(nodes, texts) of ``function``'s state nodes, and the same for those that bind a name; texts are None
-    when the module's lines are not kept."""
-    def build(_facts: ModuleFacts):
+class _StateIndex(NamedTuple):
+    """A function's state nodes and the text each spells, and the same for those that bind a name; the texts
+    are None when the module's lines are not kept."""
+
+    nodes: List[ast.AST]
+    texts: Optional[List[str]]
+    binding_nodes: List[ast.AST]
+    binding_texts: Optional[List[str]]
+
+
+def _state_index(function: FunctionNode, facts: ModuleFacts) -> _StateIndex:
+    def build(_facts: ModuleFacts) -> _StateIndex:
         nodes = [node for node in facts.own_nodes(function, _STATE_NODE_KINDS)
                  if type(node) is not ast.Call or type(node.func) is ast.Attribute]
         lines = facts.lines
         texts = [_spelled_text(node, lines) for node in nodes] if lines else None
         binding = [k for k, node in enumerate(nodes) if type(node) in _ALIAS_KINDS]
-        return ((nodes, texts),
-                ([nodes[k] for k in binding], [texts[k] for k in binding] if texts is not None else None))
+        return _StateIndex(nodes, texts, [nodes[k] for k in binding],
+                           [texts[k] for k in binding] if texts is not None else None)
 
     return facts.cached(f"state_nodes:{id(function)}", build)
 

@@ -101,8 +101,7 @@ def _bindings(function: Optional[ast.AST], facts: Optional[ModuleFacts] = None) 
             for element in target.elts:
                 bind(element, value)
 
-    nodes = facts.own_nodes(function, _BINDING_KINDS) if facts is not None and isinstance(
-        function, (ast.FunctionDef, ast.AsyncFunctionDef)) else walk_no_nested_functions(function)
+    nodes = facts.own_nodes(function, _BINDING_KINDS) if facts is not None else walk_no_nested_functions(function)
     for node in nodes:
         if isinstance(node, ast.Assign):
             for target in node.targets:
