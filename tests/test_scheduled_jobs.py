@@ -449,6 +449,54 @@ def test_timer_method_rearming_itself_and_timer_in_finally(tmp_path):
     assert run(source, tmp_path) == [(7, "OG201")]
 
 
+def test_timer_first_started_by_a_script_main_block_is_that_script_own(tmp_path):
+    # A loop started only where a person runs the file as a program runs in that one process, as a ticker
+    # started there does (``test_ticker_not_started_at_startup_is_not_reported``).
+    source = """\
+        import threading
+
+        from app.deploy import pull_and_restart
+
+
+        def poll_projects():
+            pull_and_restart()
+            threading.Timer(60, poll_projects).start()
+
+
+        if __name__ == "__main__":
+            poll_projects()
+    """
+    assert run(source, tmp_path, rel="app/autodeploy.py") == []
+    # The same loop, first started by a server's __main__ block or by start-up code: every replica runs it.
+    served = textwrap.dedent(source).replace(
+        'if __name__ == "__main__":\n    poll_projects()',
+        'if __name__ == "__main__":\n    poll_projects()\n    uvicorn.run("app.api:app")')
+    assert run("import uvicorn\n" + served, tmp_path, rel="app/served.py") == [(7, "OG201")]
+    hooked = textwrap.dedent(source).replace(
+        'if __name__ == "__main__":\n    poll_projects()',
+        'app = FastAPI()\n\n\n@app.on_event("startup")\ndef start():\n    poll_projects()')
+    assert run("from fastapi import FastAPI\n" + hooked, tmp_path, rel="app/hooked.py") == [(7, "OG201")]
+
+
+def test_timer_in_a_program_the_deployment_runs_is_reported(tmp_path):
+    source = """\
+        import threading
+
+        from app.deploy import pull_and_restart
+
+
+        def poll_projects():
+            pull_and_restart()
+            threading.Timer(60, poll_projects).start()
+
+
+        if __name__ == "__main__":
+            poll_projects()
+    """
+    write(tmp_path, "Procfile", "web: gunicorn app.api:app\npoller: python app/autodeploy.py\n")
+    assert run(source, tmp_path, rel="app/autodeploy.py", cross_file=True) == [(6, "OG201")]
+
+
 # -- claims ---------------------------------------------------------------------------------------
 def test_configured_claim_function(tmp_path):
     source = """\

@@ -105,6 +105,9 @@ QUERY_BUILDERS: FrozenSet[str] = frozenset({
     # Column expressions (SQLAlchemy): parts of a statement, judged with the statement.
     "in_", "not_in", "notin_", "is_", "is_not", "isnot", "like", "ilike", "desc", "asc", "label",
     "between", "contains", "startswith", "endswith",
+    # Loader options chained on a loader option (SQLAlchemy ``selectinload(A.b).load_only(B.c)``).
+    "load_only", "selectinload", "joinedload", "subqueryload", "defaultload", "lazyload", "noload",
+    "raiseload", "undefer", "undefer_group", "contains_eager",
 })
 
 #: Methods that only read or reshape a value, whatever the receiver: a dict, a cache, a response, a string,

@@ -27,10 +27,14 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from . import index as project
 from ..analysis.context import FileContext
 from ..analysis.executed_sql import executed_sql, module_statements, orm_query, orm_set_statement
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, body_nodes, walk, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, body_nodes, walk_no_nested_functions
 from .core_statements import builds_statement, statement_effect
+from . import declared_types as declared
+from .declared_types import (ClassRef, annotation_class as _annotation_class, attribute_writes as _attribute_writes,
+                             class_of as _class_of, parameter_annotation as _parameter_annotation)
 from .row_claims import claimed_row_calls
 from ..knowledge import orm as orm_known
+from ..knowledge.declared_types import PROCESS_LOCAL_CLASSES as _PROCESS_LOCAL_CLASSES
 from ..knowledge import redis_clients as redis_known
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -60,6 +64,10 @@ from ..knowledge.effects import (CONTAINER_METHODS as _CONTAINER_METHODS, DRAIN_
                                  OWN_PROCESS_CALLS as _OWN_PROCESS_CALLS, SIGNAL_CALLS as _SIGNAL_CALLS,
                                  OWN_PID_CALLS as _OWN_PID_CALLS, TAKE_KEYWORDS as _TAKE_KEYWORDS,
                                  TAKE_METHODS as _TAKE_METHODS, ENQUEUE_METHODS as _ENQUEUE_METHODS)
+
+
+#: A def a call runs, its module, and the class ``self`` is an instance of in it when a subclass inherits it.
+Resolved = Tuple[FunctionNode, ModuleFacts, Optional[ClassRef]]
 
 
 @dataclass(frozen=True)
@@ -98,67 +106,15 @@ class Effects:
 # ------------------------------------------------------------------------------------------------
 # Resolving a call to the defs it may run
 # ------------------------------------------------------------------------------------------------
-def _annotation_class(annotation: Optional[ast.AST]) -> Optional[ast.AST]:
-    """``Pool`` in ``Pool``, ``"Pool"``, ``Optional[Pool]``, ``Pool | None``."""
-    if annotation is None:
-        return None
-    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-        text = annotation.value.split("|")[0].strip()
-        try:
-            annotation = ast.parse(text, mode="eval").body
-        except SyntaxError:
-            return None
-    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
-        left = annotation.left
-        if isinstance(left, ast.Constant) and left.value is None:
-            return _annotation_class(annotation.right)
-        return _annotation_class(left)
-    if isinstance(annotation, ast.Subscript):
-        head = annotation.value
-        name = head.attr if isinstance(head, ast.Attribute) else getattr(head, "id", "")
-        if name == "Optional":
-            return _annotation_class(annotation.slice)
-        return None
-    if isinstance(annotation, (ast.Name, ast.Attribute)):
-        return annotation
-    return None
-
-
-def _class_of(expr: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
-    """The project class named by ``expr`` (a name of this module or an import)."""
-    if isinstance(expr, ast.Name):
-        for statement in facts.tree.body:
-            if isinstance(statement, ast.ClassDef) and statement.name == expr.id:
-                return statement, facts
-    if not facts.context.cross_file:
-        return None
-    qualified = facts.qualify(expr) or ""
-    if "." not in qualified:
-        return None
-    return project.find_class(qualified, facts.config, project.roots_for(facts))
-
-
 def _method_of(cls: ast.ClassDef, facts: ModuleFacts, name: str, depth: int = 0) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
     for statement in cls.body:
         if isinstance(statement, _FUNCTION_TYPES) and statement.name == name:
             return statement, facts
     if depth < 3:
-        for base in cls.bases:
-            found = _class_of(base, facts)
-            if found is not None:
-                method = _method_of(found[0], found[1], name, depth + 1)
-                if method is not None:
-                    return method
-    return None
-
-
-def _parameter_annotation(function: Optional[FunctionNode], name: str) -> Optional[ast.AST]:
-    if function is None:
-        return None
-    arguments = function.args
-    for argument in arguments.posonlyargs + arguments.args + arguments.kwonlyargs:
-        if argument.arg == name:
-            return argument.annotation
+        for base, base_facts in declared.base_classes(cls, facts):
+            method = _method_of(base, base_facts, name, depth + 1)
+            if method is not None:
+                return method
     return None
 
 
@@ -223,50 +179,35 @@ def _name_bindings(scope: ast.AST) -> Dict[str, ast.AST]:
 
 
 def _bound_class(value: ast.AST, facts: ModuleFacts, function: Optional[FunctionNode],
-                 depth: int) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
+                 depth: int, self_class: Optional[ClassRef] = None) -> Optional[ClassRef]:
     """The class of what a name is bound to: a constructor call, ``cast(C, x)``, or another name or
     attribute whose class is known (``manager = self.lock_manager``)."""
     if isinstance(value, (ast.Name, ast.Attribute)):
-        return _receiver_class(value, facts, function, depth + 1)
+        return _receiver_class(value, facts, function, depth + 1, self_class)
     return _value_class(value, facts)
 
 
-def resolve_reference(expr: ast.Attribute, facts: ModuleFacts) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
+def resolve_reference(expr: ast.Attribute, facts: ModuleFacts) -> Optional[Resolved]:
     """The method a bound-method reference names (``exporter.run`` handed to a scheduler), from the class of
-    its receiver."""
+    its receiver, with that class as its ``self`` when the method is inherited."""
     function = facts.enclosing_function(expr)
     owner = _receiver_class(expr.value, facts, function)
     if owner is None:
         return None
-    return _method_of(owner[0], owner[1], expr.attr)
-
-
-def _attribute_writes(cls: ast.ClassDef) -> Dict[str, List[ast.AST]]:
-    """attribute name -> the statements of the class that bind it (``self.x = ...``, ``x: T``), once per class."""
-    cached = getattr(cls, "_og_attribute_writes", None)
-    if cached is not None:
-        return cached
-    table: Dict[str, List[ast.AST]] = {}
-    for node in walk(cls):
-        if isinstance(node, ast.AnnAssign):
-            target = node.target
-            name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
-            if name:
-                table.setdefault(name, []).append(node)
-        elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Attribute):
-                    table.setdefault(target.attr, []).append(node)
-    cls._og_attribute_writes = table
-    return table
+    method = _method_of(owner[0], owner[1], expr.attr)
+    return _with_self(method, owner) if method is not None else None
 
 
 def _receiver_class(expr: ast.AST, facts: ModuleFacts, function: Optional[FunctionNode],
-                    depth: int = 0) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
+                    depth: int = 0, self_class: Optional[ClassRef] = None) -> Optional[ClassRef]:
+    """The class the code makes ``expr`` an instance of.  In a method inherited from a base of
+    ``self_class``, ``self`` is an instance of ``self_class``."""
     if depth > 3:
         return None
     if isinstance(expr, ast.Name):
         if expr.id in ("self", "cls") and function is not None:
+            if self_class is not None:
+                return self_class
             cls = facts.enclosing_class(function)
             return (cls, facts) if cls is not None else None
         annotation = _annotation_class(_parameter_annotation(function, expr.id))
@@ -277,16 +218,17 @@ def _receiver_class(expr: ast.AST, facts: ModuleFacts, function: Optional[Functi
             if node is None:
                 continue
             inner = function if scope is function else None
+            inner_self = self_class if scope is function else None
             if isinstance(node, ast.Assign):
-                return _bound_class(node.value, facts, inner, depth)
-            declared = _annotation_class(node.annotation)
-            found = _class_of(declared, facts) if declared is not None else None
+                return _bound_class(node.value, facts, inner, depth, inner_self)
+            annotated = _annotation_class(node.annotation)
+            found = _class_of(annotated, facts) if annotated is not None else None
             if found is None and node.value is not None:
-                found = _bound_class(node.value, facts, inner, depth)
+                found = _bound_class(node.value, facts, inner, depth, inner_self)
             return found
         return None
     if isinstance(expr, ast.Attribute):
-        owner = _receiver_class(expr.value, facts, function, depth + 1)
+        owner = _receiver_class(expr.value, facts, function, depth + 1, self_class)
         if owner is not None:
             return _self_attribute_class(owner[0], owner[1], expr.attr)
     if isinstance(expr, ast.Call):
@@ -295,8 +237,17 @@ def _receiver_class(expr: ast.AST, facts: ModuleFacts, function: Optional[Functi
 
 
 def resolve(call: ast.Call, facts: ModuleFacts, function: Optional[FunctionNode],
-            by_name: bool = True) -> List[Tuple[FunctionNode, ModuleFacts]]:
+            by_name: bool = True, self_class: Optional[ClassRef] = None) -> List[Tuple[FunctionNode, ModuleFacts]]:
     """The defs ``call`` may run (empty when unknown)."""
+    return [(target, target_facts) for target, target_facts, _ in
+            resolve_with_self(call, facts, function, by_name, self_class)]
+
+
+def resolve_with_self(call: ast.Call, facts: ModuleFacts, function: Optional[FunctionNode],
+                      by_name: bool = True, self_class: Optional[ClassRef] = None) -> List[Resolved]:
+    """The defs ``call`` may run, each with the class ``self`` is an instance of in it when that is not the
+    class defining it (a method a subclass inherits: ``handler.put(x)`` runs ``Base.put`` on a
+    ``Handler``), else None."""
     func = call.func
     cross = bool(facts.context.cross_file)
     if isinstance(func, ast.Name):
@@ -304,33 +255,49 @@ def resolve(call: ast.Call, facts: ModuleFacts, function: Optional[FunctionNode]
         while scope is not None:
             for statement in scope.body:
                 if isinstance(statement, _FUNCTION_TYPES) and statement.name == func.id:
-                    return [(statement, facts)]
+                    return [(statement, facts, None)]
             scope = facts.enclosing_function(scope)
         for statement in facts.tree.body:
             if isinstance(statement, _FUNCTION_TYPES) and statement.name == func.id:
-                return [(statement, facts)]
+                return [(statement, facts, None)]
         if cross and facts.imports.is_imported(func.id):
             found = project.find_function(facts.qualify(func) or "", facts.config, project.roots_for(facts))
-            return [found] if found is not None else []
+            return [(found[0], found[1], None)] if found is not None else []
         return []
     if not isinstance(func, ast.Attribute):
         return []
-    owner = _receiver_class(func.value, facts, function)
+    owner = _receiver_class(func.value, facts, function, self_class=self_class)
     if owner is not None:
         method = _method_of(owner[0], owner[1], func.attr)
         if method is not None:
-            return [method]
+            return [_with_self(method, owner)]
+    else:
+        # What the annotations declare the receiver to be: each class of a union may run its own method.
+        kind = declared.type_of(func.value, facts, function, self_class=self_class)
+        methods = [_with_self(method, (cls, cls_facts)) for cls, cls_facts in declared.classes(kind)
+                   for method in [_method_of(cls, cls_facts, func.attr)] if method is not None]
+        if methods:
+            return methods
+        if declared.library_class(kind) is not None:
+            return []  # an instance of a library's class: no method of the project runs
     head = func.value
     while isinstance(head, ast.Attribute):
         head = head.value
     if cross and isinstance(head, ast.Name) and facts.imports.is_imported(head.id):
         found = project.find_function(facts.qualify(func) or "", facts.config, project.roots_for(facts))
         if found is not None:
-            return [found]
+            return [(found[0], found[1], None)]
     if cross and by_name and not func.attr.startswith("__") and func.attr not in _CONTAINER_METHODS:
         candidates = project.functions_named(func.attr, facts.config, project.search_root(facts), limit=3)
-        return [c for c in candidates if isinstance(c[1].enclosing_class(c[0]), ast.ClassDef)]
+        return [(c[0], c[1], None) for c in candidates if isinstance(c[1].enclosing_class(c[0]), ast.ClassDef)]
     return []
+
+
+def _with_self(method: Tuple[FunctionNode, ModuleFacts], owner: ClassRef) -> Resolved:
+    """A method found on ``owner``, with ``owner`` as its ``self`` when a base of it defines the method."""
+    function, function_facts = method
+    inherited = function_facts.enclosing_class(function) is not owner[0]
+    return function, function_facts, owner if inherited else None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -505,7 +472,8 @@ class Summaries:
     """Effects of functions, cached per def for one run."""
 
     def __init__(self) -> None:
-        self._effects: Dict[int, Effects] = {}
+        #: (def, the class ``self`` is an instance of when a subclass inherits the def) -> effects
+        self._effects: Dict[Tuple[int, int], Effects] = {}
         self._sql: Dict[int, dict] = {}
         self._budget = CALL_BUDGET
 
@@ -516,8 +484,8 @@ class Summaries:
         return self._sql[key]
 
     def effects(self, function: FunctionNode, facts: ModuleFacts, depth: int = 0,
-                skip: Optional[set] = None) -> Effects:
-        key = id(function)
+                skip: Optional[set] = None, self_class: Optional[ClassRef] = None) -> Effects:
+        key = (id(function), id(self_class[0]) if self_class is not None else 0)
         cached = self._effects.get(key)
         if cached is not None:
             return cached
@@ -539,7 +507,7 @@ class Summaries:
             if id(call) in claiming:
                 result.merge(Effects(idempotent=[call]))
                 continue
-            result.merge(self._call_effect(call, facts, function, entries, depth))
+            result.merge(self._call_effect(call, facts, function, entries, depth, self_class))
         self._effects[key] = result
         return result
 
@@ -563,7 +531,7 @@ class Summaries:
         return (node for node in body_nodes(function) if isinstance(node, ast.Call))
 
     def _call_effect(self, call: ast.Call, facts: ModuleFacts, function: FunctionNode, entries: dict,
-                     depth: int) -> Effects:
+                     depth: int, self_class: Optional[ClassRef] = None) -> Effects:
         sql = _sql_effect(call, entries) or statement_effect(call, facts, function)
         if sql == "read":
             return Effects()
@@ -585,13 +553,13 @@ class Summaries:
         handed = _handed_callable(call, qualified) or _enqueued_task(call)
         if handed is not None and depth < MAX_DEPTH:
             # ``executor.submit(poll, api)``, ``asyncio.to_thread(export)``: the work is the callable's.
-            targets = resolve(ast.copy_location(ast.Call(func=handed, args=[], keywords=[]), call), facts,
-                              function, by_name=False)
+            targets = resolve_with_self(ast.copy_location(ast.Call(func=handed, args=[], keywords=[]), call), facts,
+                                        function, by_name=False, self_class=self_class)
             if targets:
                 merged = Effects()
-                for target, target_facts in targets:
+                for target, target_facts, target_self in targets:
                     if not target_facts.context.is_test:
-                        merged.merge(self.effects(target, target_facts, depth + 1))
+                        merged.merge(self.effects(target, target_facts, depth + 1, self_class=target_self))
                 return merged
         if _acts_on_own_process(call, qualified) or _reads_a_file(call, qualified):
             return Effects()
@@ -601,17 +569,21 @@ class Summaries:
             self._budget -= 1
             # A stub (a Protocol's or an abstract method, ``...``) says nothing of what the object behind it
             # does: judged as the unknown call it is.
-            targets = [t for t in resolve(call, facts, function, by_name=depth < BY_NAME_DEPTH) if not _is_stub(t[0])]
+            targets = [t for t in resolve_with_self(call, facts, function, by_name=depth < BY_NAME_DEPTH,
+                                                    self_class=self_class) if not _is_stub(t[0])]
             if targets:
                 merged = Effects()
-                for target, target_facts in targets:
+                for target, target_facts, target_self in targets:
                     if target_facts.context.is_test:
                         continue
-                    merged.merge(self.effects(target, target_facts, depth + 1))
+                    merged.merge(self.effects(target, target_facts, depth + 1, self_class=target_self))
                 return merged
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr in _CONTAINER_METHODS and _local_receiver(func.value, function, facts):
             return Effects()
+        if isinstance(func, ast.Attribute) and declared.library_class(
+                declared.type_of(func.value, facts, function, self_class=self_class)) in _PROCESS_LOCAL_CLASSES:
+            return Effects()  # a metric or an in-process queue made from a library's class
         if isinstance(func, ast.Attribute) and (func.attr in _INERT_METHODS or _sets_a_metric(func)):
             return Effects()
         if _builds_an_object(func) or _is_accessor(func):

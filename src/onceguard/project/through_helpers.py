@@ -101,6 +101,7 @@ class _Inline(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         made: ast.AST = node
+        declared = None  # the return annotation of the helper the caller named: what the call gives there
         for _ in range(_MAX_HELPERS):
             if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name) and made.func.id in self.helpers
                     and made.func.id != self.inside):
@@ -119,8 +120,11 @@ class _Inline(ast.NodeTransformer):
                 inner.end_lineno = getattr(node, "end_lineno", None)
                 inner.end_col_offset = getattr(node, "end_col_offset", None)
             made = _Substitute(mapping).visit(template)
+            declared = declared if declared is not None else helper.returns
         if made is node:
             return node
+        if declared is not None:
+            made._og_returns = declared  # read by ``declared_types``: the caller still gets what the helper declared
         self.replaced += 1
         return made
 

@@ -140,12 +140,14 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                 return self._foreign(facts.qualify(expr) or "", expr)
             found = resolve_reference(expr, facts)
             if found is not None:
-                function, owner = found
+                function, owner, instance = found
                 if owner is facts:
-                    return self._local(function)
+                    target = self._local(function)
+                    target.self_class = instance
+                    return target
                 if owner.context.is_test:
                     return None
-                return Target(function, owner, True, False, f"{dotted(expr) or function.name}")
+                return Target(function, owner, True, False, f"{dotted(expr) or function.name}", instance)
             return None
         if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
             return self.resolve_string(expr.value, expr)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from ...analysis.facts import FunctionNode, ModuleFacts
 from ...knowledge import schedulers as known
@@ -28,6 +28,8 @@ class Target:
     foreign: bool = False
     claimed: bool = False  # the registration itself wraps the job in a claim (``run_exclusive`` as the job)
     label: str = ""
+    #: the receiver's class when the scheduled method is inherited from a base of it (``Nightly().run``)
+    self_class: Optional[Tuple[ast.ClassDef, ModuleFacts]] = None
 
 
 @dataclass

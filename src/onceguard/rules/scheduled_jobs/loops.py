@@ -3,13 +3,32 @@ that re-arms itself."""
 from __future__ import annotations
 
 import ast
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
-from ...analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
+from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, walk, walk_no_nested_functions
 from ...knowledge import schedulers as known
 from ...analysis.names import dotted
+from ...project.reach import Reach
 from ...project.startup import StartupMap
+from ...project.summaries import callers
 from .jobs import Scheduled, _argument
+
+
+#: Functions followed up from a timer's start to the code that first runs it.
+_MAX_START_DEPTH = 3
+
+
+def _operator_only(call: ast.Call, facts: ModuleFacts, starts_of, depth: int) -> bool:
+    """``call`` runs only in a program a person runs: in its ``__main__`` block or a command, or in a plain
+    function (no start-up, request or job code) that only such code calls."""
+    reach = Reach.of_module(facts)
+    if reach.operator_reason(call) is not None:
+        return True
+    function = facts.enclosing_function(call)
+    if function is None or depth >= _MAX_START_DEPTH or reach.function_reason(function) is not None:
+        return False
+    outer = starts_of(function, facts)
+    return bool(outer) and all(_operator_only(c, f, starts_of, depth + 1) for c, f in outer)
 
 
 class LoopRegistrations:
@@ -130,11 +149,35 @@ class LoopRegistrations:
                 continue
             found = self.resolve(target_expr) if isinstance(target_expr, (ast.Name, ast.Attribute)) else None
             same = found is not None and found.function is function
-            if not same:
+            if not same or self._started_only_by_operators(function):
                 continue
             scheduled = Scheduled(known.TIMER, dotted(call.func) or "Timer", call, self._local(function), call)
             scheduled.skip = self._is_timer_statement
             self.add(scheduled)
+
+    def _started_only_by_operators(self, function: FunctionNode) -> bool:
+        """Every first start of the timer's function is a program's own code a person runs (a script's
+        ``__main__`` block, a command), directly or through functions only such code calls: the loop runs in
+        that one process, as a ticker started there does.  A function nothing is seen starting may be
+        started anywhere, and stays reported."""
+        starts = self._starts_of(function, self.facts)
+        return bool(starts) and all(_operator_only(call, facts, self._starts_of, 0) for call, facts in starts)
+
+    def _starts_of(self, function: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.Call, ModuleFacts]]:
+        """Calls of ``function`` outside its own body: in its module (also through an instance, as the
+        collector resolves them) and, reading the project, in the modules that import it."""
+        found: List[Tuple[ast.Call, ModuleFacts]] = []
+        for call in facts.calls_by_name.get(function.name, ()):
+            if any(above is function for above in ancestors(call)):
+                continue
+            if facts is self.facts:
+                target = self.resolve(call.func) if isinstance(call.func, (ast.Name, ast.Attribute)) else None
+                if target is not None and target.function is function:
+                    found.append((call, facts))
+            elif isinstance(call.func, ast.Name) and facts.enclosing_function(call) is not function:
+                found.append((call, facts))
+        found.extend((call, other) for call, other in callers(function, facts) if other is not facts)
+        return found
 
     def _is_timer_call(self, node: ast.AST) -> bool:
         return isinstance(node, ast.Call) and (self.facts.callee(node) or "") in known.TIMER_CLASSES

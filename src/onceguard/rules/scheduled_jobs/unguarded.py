@@ -236,7 +236,8 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
                 continue
             if lead.first_work is not function and analyzer.guarded_later(function) is not None:
                 continue  # the claim comes after reading config or metrics, or in a helper called first
-            effects = summaries.effects(function, target.facts, skip=_skipped_calls(function, scheduled))
+            effects = summaries.effects(function, target.facts, skip=_skipped_calls(function, scheduled),
+                                        self_class=target.self_class)
             reported.add(key)
             if effects.drain is not None:
                 continue  # flushes what this process buffered: every replica must run it
