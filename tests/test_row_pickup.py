@@ -162,6 +162,86 @@ def test_work_on_the_other_branch_of_the_write_does_not_count():
     """) == []
 
 
+_EXPIRED_BRANCH = """
+    from .models import Coupon
+
+    def redeem(code, user):
+        coupon = Coupon.objects.get(code=code)
+        if coupon.status != "open":
+            raise ValueError("used")
+        if coupon.expired():
+            if coupon.issued_by_system:
+                coupon.status = "expired"
+                coupon.save()
+            {leave}
+        grant_credit(user, coupon.amount)
+"""
+
+
+@pytest.mark.parametrize("leave", ['raise ValueError("expired")', "return None"])
+def test_work_after_a_branch_that_ends_in_raise_is_not_reached_from_its_write(leave):
+    # The terminal status is written in a branch nested in one that always leaves: the grant after it
+    # never runs after that write.
+    assert lines(_EXPIRED_BRANCH.format(leave=leave)) == []
+
+
+def test_work_after_a_nested_branch_that_falls_through_is_reached():
+    assert lines(_EXPIRED_BRANCH.format(leave="pass")) == [10]
+
+
+def test_work_after_the_loop_a_break_leaves_is_reached():
+    assert lines("""
+        from .models import Order
+
+        def ship(order_id, parcels):
+            order = Order.objects.get(pk=order_id)
+            if order.status != "packed":
+                return
+            for parcel in parcels:
+                if parcel.ready:
+                    order.status = "shipped"
+                    order.save()
+                    break
+            notify_customer(order)
+    """) == [10]
+
+
+_ACCEPT = """
+    from sqlalchemy.exc import IntegrityError
+
+    from .models import Invite, Membership, db
+
+    def accept(invite_id, user_id):
+        invite = Invite.query.filter_by(id=invite_id).one()
+        if invite.status != "open":
+            raise ValueError("not open")
+        {claim}
+        invite.status = "accepted"
+        db.session.commit()
+        notify_team(invite.team_id, user_id)
+"""
+
+_INSERT_CLAIM = """try:
+            db.session.add(Membership(team_id=invite.team_id, user_id=user_id))
+            db.session.commit()
+        except {error}:
+            db.session.rollback()
+            return None"""
+
+
+@pytest.mark.parametrize("error", ["IntegrityError", "(IntegrityError, ValueError)", "DatabaseError"])
+def test_an_insert_the_database_refuses_twice_is_the_claim(error):
+    # Of two requests that passed the test, the second one's membership insert fails and it returns:
+    # only one marks the invite and notifies.
+    assert lines(_ACCEPT.format(claim=_INSERT_CLAIM.format(error=error))) == []
+
+
+def test_an_insert_whose_refusal_is_ignored_claims_nothing():
+    ignored = _INSERT_CLAIM.format(error="IntegrityError").replace("            return None", "            pass")
+    assert lines(_ACCEPT.format(claim=ignored)) == [16]
+    assert lines(_ACCEPT.format(claim="pass")) == [11]
+
+
 def test_methods_preparing_the_row_before_its_save_are_not_the_work():
     assert lines("""
         def mark_pending(order, now):

@@ -147,6 +147,10 @@ FIRST_ROW = frozenset({"first", "one", "one_or_none"})
 ROW_LOCKS = frozenset({"select_for_update", "with_for_update"})
 #: Exceptions a unique constraint raises: an allocation inside ``try/except`` of one is retried.
 UNIQUE_VIOLATION_ERRORS = frozenset({"IntegrityError", "UniqueViolation", "UniqueViolationError"})
+#: Base classes of those (DB-API, SQLAlchemy, Django, psycopg): a handler of one also catches a duplicate.
+UNIQUE_VIOLATION_BASES = frozenset({"DatabaseError", "DBAPIError", "SQLAlchemyError"})
+#: Calls that send a new row to the database inside a transaction's ``try``.
+INSERT_SENDERS = frozenset({"commit", "flush", "save", "create", "bulk_create", "acommit", "aflush", "asave", "acreate"})
 NEXT_NUMBER_TRIGGERS = tuple(
     (read, step) for read in (b"Max(", b"func.max", b".desc()", b"desc(", b"order_by(\"-", b"order_by('-",
                               b".latest(")

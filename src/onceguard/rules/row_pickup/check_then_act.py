@@ -242,19 +242,64 @@ def _reaches(write: ast.AST, node: ast.AST) -> bool:
         if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
             break
         child = above
+    # Each block around the write, innermost first: a ``return``/``raise`` that follows the write in any of
+    # them, before the statement holding ``node``, leaves before ``node`` runs (``if expired: if system:
+    # row.status = X; row.save()`` then ``raise`` after the inner ``if``).  A ``continue``/``break`` leaves
+    # only its loop: what follows the loop still runs.
     statement = write
     while not isinstance(statement, ast.stmt):
         statement = parent(statement)
-    block = parent(statement)
-    for field in ("body", "orelse", "finalbody", "handlers"):
-        statements = getattr(block, field, None)
-        if isinstance(statements, list) and any(s is statement for s in statements):
-            rest = statements[[i for i, s in enumerate(statements) if s is statement][0] + 1:]
-            for index, following in enumerate(rest):
-                if isinstance(following, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
-                    return any(_contains(s, node) for s in rest[:index + 1])
+    while True:
+        block = parent(statement)
+        if block is None or isinstance(block, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)):
             return True
-    return True
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            statements = getattr(block, field, None)
+            if not (isinstance(statements, list) and any(s is statement for s in statements)):
+                continue
+            rest = statements[[i for i, s in enumerate(statements) if s is statement][0] + 1:]
+            for following in rest:
+                if _contains(following, node):
+                    return True
+                if isinstance(following, (ast.Return, ast.Raise)):
+                    return False
+                if isinstance(following, (ast.Continue, ast.Break)):
+                    loop = next((a for a in ancestors(following) if isinstance(a, (ast.For, ast.AsyncFor, ast.While))), None)
+                    return loop is not None and not _contains(loop, node)
+            break
+        if isinstance(block, (ast.For, ast.AsyncFor, ast.While)):
+            return True  # the next iteration may reach it
+        statement = block
+
+
+def _insert_claims(function: FunctionNode, facts: ModuleFacts) -> List[ast.Try]:
+    """``try: session.add(Membership(...)); session.commit()`` ``except IntegrityError: return``: a row the
+    database refuses twice, inserted, with the refusal ending the function.  Of two requests that passed the
+    same test, only the one whose insert went through runs what follows the ``try``."""
+    found = []
+    for node in function_nodes(function, facts):
+        if not isinstance(node, ast.Try) or not node.handlers:
+            continue
+        catches = any(_catches_duplicates(handler, facts) and handler.body
+                      and isinstance(handler.body[-1], (ast.Return, ast.Raise)) for handler in node.handlers)
+        sends = any(isinstance(call, ast.Call) and call_name(call) in orm.INSERT_SENDERS
+                    for statement in node.body for call in walk(statement))
+        if catches and sends:
+            found.append(node)
+    return found
+
+
+def _catches_duplicates(handler: ast.ExceptHandler, facts: ModuleFacts) -> bool:
+    """The handler catches a unique violation, by its class or a base of it, however it was imported."""
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    names = {(facts.qualify(kind) or "").rpartition(".")[2] for kind in kinds
+             if isinstance(kind, (ast.Name, ast.Attribute))}
+    return bool(names & (orm.UNIQUE_VIOLATION_ERRORS | orm.UNIQUE_VIOLATION_BASES))
+
+
+def _after_an_insert_claim(effect: ast.AST, guard: ast.AST, claims: List[ast.Try]) -> bool:
+    """``effect`` runs only past an insert claim that itself runs after the test."""
+    return any(later(claim, guard) and later(effect, claim) and not _contains(claim, effect) for claim in claims)
 
 
 def _persist_call(write: StateWrite, path: str, region: List[ast.AST]) -> Optional[ast.AST]:

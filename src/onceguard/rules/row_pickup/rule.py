@@ -20,7 +20,7 @@ from .selection import (
 from .callers import _locked_before, runs_claimed
 from .check_then_act import (
     StateRead, StateWrite, _SENT_WORDS, _effects, _function_locks_rows, _guard_matches_write, _persist_call,
-    _reaches, _region, _root, _rows_source, _source_locks, _state_reads, _state_writes, _words)
+    _after_an_insert_claim, _insert_claims, _reaches, _region, _root, _rows_source, _source_locks, _state_reads, _state_writes, _words)
 from .consumes import _deleting_call, _matching_guard, _returns_success
 from .store_markers import STORE_MARKER_TRIGGERS, checks_then_sets
 
@@ -133,7 +133,9 @@ class UnclaimedRowPickup(Rule):
                 for write in _state_writes(read, region, function, facts):
                     if not _guard_matches_write(read, guard, write):
                         continue
-                    effects = _effects(region, write, read.path, facts)
+                    claims = _insert_claims(function, facts)
+                    effects = [e for e in _effects(region, write, read.path, facts)
+                               if not _after_an_insert_claim(e, guard, claims)]
                     stored = _persist_call(write, read.path, region) or write.node
                     after = [e for e in effects if later(e, stored) and _reaches(write.node, e)]
                     before = [e for e in effects if not later(e, write.node)]
