@@ -478,6 +478,37 @@ def test_timer_first_started_by_a_script_main_block_is_that_script_own(tmp_path)
     assert run("from fastapi import FastAPI\n" + hooked, tmp_path, rel="app/hooked.py") == [(7, "OG201")]
 
 
+def test_timer_first_started_by_a_worker_main_block_is_reported(tmp_path):
+    # A __main__ block that never returns (it runs a scheduler's loop forever) is a worker a deployment keeps
+    # up in every replica; a loop that a break or return leaves is a program that ends.
+    source = """\
+        import threading
+        import time
+
+        from app.deploy import pull_and_restart
+
+
+        def poll_projects():
+            pull_and_restart()
+            threading.Timer(60, poll_projects).start()
+
+
+        def serve_forever():
+            poll_projects()
+            while True:
+                time.sleep(1)
+
+
+        if __name__ == "__main__":
+            serve_forever()
+    """
+    assert run(source, tmp_path, rel="app/worker.py") == [(7, "OG201")]
+    ending = textwrap.dedent(source).replace("        time.sleep(1)", "        if time.sleep(1) is None:\n            break")
+    assert run(ending, tmp_path, rel="app/ending.py") == []
+    returning = textwrap.dedent(source).replace("    while True:\n        time.sleep(1)", "    for _ in range(3):\n        time.sleep(1)")
+    assert run(returning, tmp_path, rel="app/returning.py") == []
+
+
 def test_timer_in_a_program_the_deployment_runs_is_reported(tmp_path):
     source = """\
         import threading

@@ -59,6 +59,21 @@ def _main_block(node: ast.AST) -> Optional[ast.If]:
     return None
 
 
+def _endless(loop: ast.While) -> bool:
+    """``while True:`` (any constant true test) that no ``break`` or ``return`` of its own leaves."""
+    if not (isinstance(loop.test, ast.Constant) and loop.test.value):
+        return False
+    pending: List[ast.AST] = list(loop.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Break, ast.Return)):
+            return False
+        if not isinstance(node, (ast.While, ast.For, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef,
+                                 ast.ClassDef, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))
+    return True
+
+
 def _imports_module(facts: ModuleFacts, prefixes: Iterable[str]) -> bool:
     targets = tuple(prefixes)
     return any(
@@ -137,22 +152,30 @@ class Reach:
         return False
 
     # -- start-up --------------------------------------------------------------------------------------
-    def _starts_server(self, block: ast.If) -> bool:
+    def _starts_server(self, block: ast.AST) -> bool:
         """The block, or a function of this module it calls (``main()`` running ``uvicorn.run``), starts a server."""
-        scopes: List[ast.AST] = [block]
+        return any(isinstance(node, ast.Call) and self._runs_server(node) for node in self._run_by(block))
+
+    def main_never_returns(self, node: ast.AST) -> bool:
+        """The ``__main__`` block around ``node``, or a function of this module it calls, runs a loop with no
+        way out (``while True:`` with no ``break``): the program is a long-running worker that a deployment
+        keeps up, not a command that does its work and ends."""
+        block = _main_block(node)
+        return block is not None and any(_endless(loop) for loop in self._run_by(block) if isinstance(loop, ast.While))
+
+    def _run_by(self, scope: ast.AST) -> Iterator[ast.AST]:
+        """The nodes of ``scope`` and of the functions of this module it calls, transitively."""
+        scopes: List[ast.AST] = [scope]
         seen: Set[int] = set()
         while scopes:
-            scope = scopes.pop()
-            for node in walk_no_nested_functions(scope):
+            for node in walk_no_nested_functions(scopes.pop()):
+                yield node
                 if not isinstance(node, ast.Call):
                     continue
                 callee_function = self._function_named(node.func)
                 if callee_function is not None and id(callee_function) not in seen and len(seen) < self._MAX_DEPTH:
                     seen.add(id(callee_function))
                     scopes.append(callee_function)
-                if self._runs_server(node):
-                    return True
-        return False
 
     def _runs_server(self, node: ast.Call) -> bool:
         facts = self.facts

@@ -20,10 +20,12 @@ _MAX_START_DEPTH = 3
 
 def _operator_only(call: ast.Call, facts: ModuleFacts, starts_of, depth: int) -> bool:
     """``call`` runs only in a program a person runs: in its ``__main__`` block or a command, or in a plain
-    function (no start-up, request or job code) that only such code calls."""
+    function (no start-up, request or job code) that only such code calls.  A ``__main__`` block that never
+    returns (it runs a scheduler's loop forever) is a worker a deployment keeps up, as many times as it
+    runs replicas: not a person's program."""
     reach = Reach.of_module(facts)
     if reach.operator_reason(call) is not None:
-        return True
+        return not reach.main_never_returns(call)
     function = facts.enclosing_function(call)
     if function is None or depth >= _MAX_START_DEPTH or reach.function_reason(function) is not None:
         return False
