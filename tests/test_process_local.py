@@ -128,10 +128,36 @@ def test_import_styles_and_explicit_memory_storage(tmp_path):
         import flask_limiter as fl
         from limits.aio.storage import MemoryStorage as LocalCounts
 
-        limiter = fl.Limiter(lambda: "k", storage_uri="memory://")
+        limiter = fl.Limiter(lambda: fl.util.get_remote_address(), storage_uri="memory://")
         counts = LocalCounts()
     """
     assert [d.line for d in og(tmp_path, "OG604", "app/limits.py", source)] == [5, 6]
+
+
+def test_a_limiter_keyed_by_no_client_counts_the_process_own_load(tmp_path):
+    # One constant key: the limit sheds this process's load, a capacity that grows with the replicas; any
+    # route given a client's key makes it an allowance N replicas multiply again.
+    source = """
+        from slowapi import Limiter
+
+
+        def whole_server():
+            return "all"
+
+
+        shed = Limiter(key_func=lambda: "everyone")
+        guard = Limiter(whole_server, storage_uri="memory://")
+
+
+        @shed.limit("50/second")
+        def status(request):
+            return {}
+    """
+    assert og(tmp_path, "OG604", "app/load.py", source) == []
+    per_client = source.replace('@shed.limit("50/second")', '@shed.limit("50/second", key_func=lambda: peer())')
+    assert [d.line for d in og(tmp_path, "OG604", "app/load.py", per_client)] == [line_of(per_client, "shed = ")]
+    by_address = source.replace('return "all"', 'return request_address()')
+    assert [d.line for d in og(tmp_path, "OG604", "app/load.py", by_address)] == [line_of(by_address, "guard = ")]
 
 
 def test_limiter_with_a_storage_from_the_environment_or_forwarded_options_is_left_alone(tmp_path):

@@ -14,6 +14,8 @@ LIMITER_CONSTRUCTORS: FrozenSet[str] = frozenset({
     "flask_limiter.Limiter", "flask_limiter.extension.Limiter", "slowapi.Limiter", "slowapi.extension.Limiter",
 })
 LIMITER_STORAGE_KEYWORDS: FrozenSet[str] = frozenset({"storage_uri", "storage_url"})
+#: Methods of those limiters that set a route's limit (and may give it its own ``key_func``).
+LIMIT_DECORATOR_METHODS: FrozenSet[str] = frozenset({"limit", "shared_limit"})
 #: Configuration keys that give those limiters their storage without the keyword: a project that sets one
 #: anywhere (its settings module, a config class, the environment read into it) has chosen a store.
 LIMITER_STORAGE_SETTINGS: Tuple[str, ...] = ("RATELIMIT_STORAGE_URI", "RATELIMIT_STORAGE_URL")

@@ -83,6 +83,8 @@ def _library_limiters(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
 
 def _limiter_storage(rule: Rule, call: ast.Call, callee: str, facts: ModuleFacts) -> Optional[Diagnostic]:
     library = "slowapi" if callee.startswith("slowapi") else "Flask-Limiter"
+    if _counts_one_key(call, facts):
+        return None
     keyword = _keyword(call, known.LIMITER_STORAGE_KEYWORDS)
     if keyword is not None:
         uri = _string(keyword.value)
@@ -106,6 +108,40 @@ def _limiter_storage(rule: Rule, call: ast.Call, callee: str, facts: ModuleFacts
         + _OWN_COUNTS + known.LIMITER_INSTEAD,
         fix=_storage_fix(),
     )
+
+
+def _counts_one_key(call: ast.Call, facts: ModuleFacts) -> bool:
+    """The limiter's key function names no client (``key_func=lambda: "global"``, or a function of this module
+    whose every return is a constant) and no ``limit(...)`` in this module gives a route another key: it counts
+    the load of the process that serves the requests, a capacity that grows with the replicas as the load
+    spreads over them, not a client's allowance that N replicas would multiply."""
+    keyword = _keyword(call, ("key_func",))
+    key = keyword.value if keyword is not None else (call.args[0] if call.args else None)
+    if key is None or not _returns_a_constant(key, facts):
+        return False
+    bound = parent(call)
+    names = {dotted(target) for target in bound.targets} if isinstance(bound, ast.Assign) else set()
+    for other in facts.calls:
+        func = other.func
+        if isinstance(func, ast.Attribute) and func.attr in known.LIMIT_DECORATOR_METHODS \
+                and dotted(func.value) in names:
+            route_key = _keyword(other, ("key_func",))
+            if route_key is not None and not _returns_a_constant(route_key.value, facts):
+                return False
+    return True
+
+
+def _returns_a_constant(key: ast.AST, facts: ModuleFacts) -> bool:
+    if isinstance(key, ast.Lambda):
+        return isinstance(key.body, ast.Constant)
+    if isinstance(key, ast.Name):
+        function = next((f for f in facts.functions if f.name == key.id and facts.enclosing_class(f) is None
+                         and facts.enclosing_function(f) is None), None)
+        if function is None:
+            return False
+        returns = [node for node in walk_no_nested_functions(function) if isinstance(node, ast.Return)]
+        return bool(returns) and all(isinstance(r.value, ast.Constant) for r in returns)
+    return False
 
 
 #: Why per-process counters multiply a limit, before each finding's remedy.
