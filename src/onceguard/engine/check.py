@@ -15,6 +15,7 @@ from ..analysis.context import FileContext
 from ..analysis.facts import ModuleFacts
 from ..model import Diagnostic
 from ..noqa import filter_suppressed
+from ..project.dialect_branches import lines_no_dialect_reaches
 from ..project.index import module_facts, parsed_module, read_bytes, record_dependency
 from ..rules.registry import ENGINE_CODES, rule_classes
 from ..rules.base import Rule, Trigger
@@ -172,7 +173,18 @@ def run_rules(facts: ModuleFacts, rules: Sequence[Rule]) -> List[Diagnostic]:
                 )
             )
     found.sort(key=lambda d: (d.line, d.column, d.code))
-    return _dedupe(found)
+    return _dedupe(_reachable(found, facts))
+
+
+def _reachable(found: List[Diagnostic], facts: ModuleFacts) -> List[Diagnostic]:
+    """Findings outside the branches no database the project can connect with takes (code it cannot run
+    races nothing); engine diagnostics stay."""
+    if not found or not facts.context.cross_file:
+        return found
+    dead = lines_no_dialect_reaches(facts)
+    if not dead:
+        return found
+    return [d for d in found if d.code in ENGINE_CODES or not any(first <= d.line <= last for first, last in dead)]
 
 
 def _dedupe(diagnostics: List[Diagnostic]) -> List[Diagnostic]:

@@ -117,3 +117,28 @@ CLOSES_SESSION_ON_EXIT = {
 CLOSING_POOL_CLASSES: FrozenSet[str] = frozenset({
     "sqlalchemy.pool.NullPool", "sqlalchemy.NullPool", "sqlalchemy.pool.impl.NullPool",
 })
+
+
+# -- dialects and the drivers that make them possible ------------------------------------------------------
+#: SQLAlchemy dialect names a branch may test (``engine.dialect.name == "postgresql"``).
+DIALECT_NAMES: FrozenSet[str] = frozenset({
+    "postgresql", "sqlite", "mysql", "mariadb", "oracle", "mssql", "duckdb", "cockroachdb", "snowflake",
+    "bigquery", "clickhouse", "redshift", "trino", "firebird", "sybase",
+})
+#: Dialects every CPython can reach with no driver to install.
+STANDARD_LIBRARY_DIALECTS: FrozenSet[str] = frozenset({"sqlite"})
+#: canonical distribution name of a driver (or a dialect package) -> the dialect it connects with
+DRIVER_DIALECTS: Dict[str, str] = {
+    "psycopg": "postgresql", "psycopg-binary": "postgresql", "psycopg-c": "postgresql",
+    "psycopg2": "postgresql", "psycopg2-binary": "postgresql", "psycopg2cffi": "postgresql",
+    "asyncpg": "postgresql", "pg8000": "postgresql", "aiopg": "postgresql",
+    "aiosqlite": "sqlite", "pysqlite3": "sqlite", "pysqlite3-binary": "sqlite", "sqlean-py": "sqlite",
+    "libsql-experimental": "sqlite", "sqlalchemy-libsql": "sqlite",
+    "pymysql": "mysql", "mysqlclient": "mysql", "mysql-connector-python": "mysql", "aiomysql": "mysql",
+    "asyncmy": "mysql", "mariadb": "mariadb",
+    "oracledb": "oracle", "cx-oracle": "oracle",
+    "pyodbc": "mssql", "pymssql": "mssql", "aioodbc": "mssql",
+    "duckdb-engine": "duckdb", "sqlalchemy-cockroachdb": "cockroachdb", "snowflake-sqlalchemy": "snowflake",
+    "sqlalchemy-bigquery": "bigquery", "clickhouse-sqlalchemy": "clickhouse", "sqlalchemy-redshift": "redshift",
+    "trino": "trino", "sqlalchemy-firebird": "firebird",
+}
