@@ -55,18 +55,20 @@ def keyed_round_trips(function: FunctionNode, facts: ModuleFacts) -> Iterable[Tu
     for node in function_nodes(function, facts):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
+        # The verbs first: most calls are neither a read nor a write, and the Redis lookup below (the
+        # client's origin, through other modules) costs more than every other test together.
+        read_noun = _verb_and_noun(node.func.attr, READ_VERBS)
+        noun = read_noun if read_noun is not None else _verb_and_noun(node.func.attr, WRITE_VERBS)
+        if noun is None:
+            continue
         receiver = plain_name(node.func.value)
         key = _key(node)
         if receiver is None or key is None or _in_process_only(node) or not _receiver_seen(receiver, function, facts):
             continue
         if redis_call(node, facts) is not None:
             continue  # a Redis client or cache (wrapper): the store checks judge it by its commands
-        noun = _verb_and_noun(node.func.attr, READ_VERBS)
-        if noun is not None:
+        if read_noun is not None:
             reads.append((node, receiver, noun, key))
-            continue
-        noun = _verb_and_noun(node.func.attr, WRITE_VERBS)
-        if noun is None:
             continue
         matching = [read for read, r, n, k in reads
                     if (r, k) == (receiver, key) and n in (noun, noun + "s", noun + "es") and later(node, read)
