@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional, Tuple
 
-from ...analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
+from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
 from ...analysis.names import dotted
 from ...knowledge import schedulers as known
 from ...model import Related
@@ -57,6 +57,14 @@ def _spawned_methods(cls: ast.ClassDef, facts: ModuleFacts) -> Iterator[str]:
                     yield handed.attr
 
 
+def _withs_in_walk_order(facts: ModuleFacts) -> list:
+    """The module's ``with`` and ``async with`` statements in the order ``walk`` of the whole tree meets them
+    (breadth first: shallower first, each depth in source order), read off the list the module walk already
+    made (in source order) instead of walking every node of the module again."""
+    source_order = {id(node): index for index, node in enumerate(facts.withs)}
+    return sorted(facts.withs, key=lambda node: (sum(1 for _ in ancestors(node)), source_order[id(node)]))
+
+
 class DaemonRegistrations:
     """Mixin of the collector: daemon objects started at start-up."""
 
@@ -98,11 +106,10 @@ class DaemonRegistrations:
             for call in facts.calls_by_name.get(name, ()):
                 if len(call.args) == 1:
                     yield call, call.args[0]
-        for node in walk(facts.tree):
-            if isinstance(node, (ast.With, ast.AsyncWith)):
-                for item in node.items:
-                    if isinstance(item.context_expr, ast.Call):
-                        yield item.context_expr, item.context_expr
+        for node in _withs_in_walk_order(facts):
+            for item in node.items:
+                if isinstance(item.context_expr, ast.Call):
+                    yield item.context_expr, item.context_expr
 
     def _instance_class(self, instance: ast.AST) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
         """The project class of a started object: built here (``Monitor(...)``, a name bound to that), or a
