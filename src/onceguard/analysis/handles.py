@@ -95,6 +95,11 @@ def _annotation_target(node: Optional[ast.AST]) -> Optional[ast.AST]:
     return None
 
 
+#: What binds a name in a scope: only these of a function's nodes are read (off the module's node list,
+#: ``ModuleFacts.own_nodes``, instead of a walk of the function).
+_BINDING_KINDS = (ast.Assign, ast.AnnAssign, ast.With, ast.AsyncWith, ast.NamedExpr)
+
+
 class Handles:
     """Database handles by default; a subclass binds other kinds of objects (Redis clients) by giving
     its own tables and, where its objects are made differently, its own ``_of_call``."""
@@ -133,7 +138,7 @@ class Handles:
                 # An unannotated parameter is bound too, to nothing known: it hides a module-level
                 # handle of the same name instead of borrowing its origin.
                 bind(arg.arg, arg, arg.annotation, True)
-        for node in walk_no_nested_functions(scope):
+        for node in self.facts.own_nodes(scope, _BINDING_KINDS):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Name):
