@@ -42,9 +42,8 @@ def _spawned_methods(cls: ast.ClassDef, facts: ModuleFacts) -> Iterator[str]:
         for statement in owner.body:
             if not isinstance(statement, _FUNCTION_TYPES):
                 continue
-            for node in walk_no_nested_functions(statement):
-                if not isinstance(node, ast.Call):
-                    continue
+            # Each method's calls, read off its module's node list (own_nodes) rather than a walk of the method.
+            for node in owner_facts.own_nodes(statement, (ast.Call,)):
                 qualified = owner_facts.callee(node) or ""
                 handed = None
                 if qualified in known.TASK_STARTERS or (isinstance(node.func, ast.Attribute)
