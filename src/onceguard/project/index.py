@@ -368,6 +368,7 @@ def clear_cache() -> None:
         _file_bytes.clear()
         _file_bytes_total = 0
         _def_indexes.clear()
+        _call_indexes.clear()
         _mentions.clear()
         _named_files.clear()
     for hook in list(_clear_hooks):
@@ -526,6 +527,41 @@ def _def_index(root: str) -> Dict[str, List[str]]:
             index.setdefault(name.decode("ascii"), []).append(path)
     with _lock:
         _def_indexes[base] = index
+    return index
+
+
+#: ``.name(`` (blanks allowed before the parenthesis): a call of a method by its name. A match takes the whole
+#: name: the characters after it are blanks or the parenthesis, never more of an ASCII name.
+_METHOD_CALL = re.compile(rb"\.([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_ASCII_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+_call_indexes: Dict[str, Dict[str, List[str]]] = {}
+
+
+def files_calling_method(name: str, root: str) -> List[str]:
+    """Files of the project whose text has ``.name(`` (blanks allowed before the parenthesis), in the order of
+    ``project_files``: the files a search of the name, then of that pattern, would keep. Finding callers
+    of methods by name asks this for name after name across the whole project; one regular-expression pass
+    over the project's bytes answers them all, where a search per name reads every file again."""
+    if not _ASCII_NAME.match(name):
+        needle = re.compile(rb"\." + re.escape(name.encode("utf-8", "replace")) + rb"\s*\(")
+        return [path for path in files_mentioning(name, root) if needle.search(_read_bytes(path))]
+    return _call_index(root).get(name, [])
+
+
+def _call_index(root: str) -> Dict[str, List[str]]:
+    """method name -> files that call a method of that name (``.name(``), from one pass over the bytes."""
+    base = root.split(os.pathsep)[0] if root else ""
+    with _lock:
+        cached = _call_indexes.get(base)
+    if cached is not None:
+        return cached
+    index: Dict[str, List[str]] = {}
+    for path in project_files(root):
+        for name in set(_METHOD_CALL.findall(_read_bytes(path))):
+            index.setdefault(name.decode("ascii"), []).append(path)
+    with _lock:
+        _call_indexes[base] = index
     return index
 
 

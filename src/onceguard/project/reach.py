@@ -514,13 +514,10 @@ def _method_callers_by_name(function: FunctionNode, facts: ModuleFacts) -> List[
     if cls is None or name.startswith("__") or not facts.context.cross_file:
         return []
     key = (os.path.abspath(facts.context.path), function.lineno, name)
-    needle = re.compile(rb"\." + re.escape(name.encode("utf-8", "replace")) + rb"\s*\(")
     found: List[Tuple[ast.Call, ModuleFacts]] = []
     parsed = 0
     # The whole project: the caller may sit in another package than the method (an app calling its library).
-    for path in project.files_mentioning(name, facts.config.root or project.search_root(facts)):
-        if not needle.search(project.read_bytes(path)):
-            continue
+    for path in project.files_calling_method(name, facts.config.root or project.search_root(facts)):
         parsed += 1
         if parsed > _MAX_NAME_CALLER_FILES:
             break
