@@ -107,3 +107,18 @@ def test_a_branch_for_a_dialect_the_project_cannot_use_is_not_reported(tmp_path)
     clear_cache()
     write(tmp_path, "pyproject.toml", PYPROJECT.format(drivers='"psycopg[binary]>=3"', extra='"aiomysql"'))
     assert lines(tmp_path, MYSQL_ONLY) == [9]
+
+
+def test_every_file_that_read_the_dependency_files_depends_on_them(tmp_path):
+    # A cached result must be thrown away when pyproject.toml changes, for each file judged by it, also the
+    # second file of a directory whose dependency files were already read for the first.
+    from onceguard.config import from_mapping
+    from onceguard.engine import runner
+
+    pyproject = write(tmp_path, "pyproject.toml", PYPROJECT.format(drivers='"asyncpg"', extra=""))
+    first = write(tmp_path, "app/usage.py", USAGE.format(test='in ("postgresql", "sqlite")'))
+    second = write(tmp_path, "app/totals.py", USAGE.format(test='== "postgresql"').replace("add_usage", "add_total"))
+    config = from_mapping({}, root=str(tmp_path))
+    for path in (first, second):
+        *_, others = runner.check_one((path, config, None))
+        assert pyproject in others, path

@@ -14,7 +14,7 @@ import ast
 import os
 import re
 import threading
-from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Set
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -29,8 +29,8 @@ _REQUIREMENT_FILE = re.compile(r"^requirements.*\.(txt|in)$")
 _REQUIREMENT_DIRECTORY = "requirements"
 
 _lock = threading.Lock()
-#: absolute directory -> distributions its own dependency files name (None: it has none)
-_per_directory: Dict[str, Optional[FrozenSet[str]]] = {}
+#: absolute directory -> (its dependency files, the distributions they name)
+_per_directory: Dict[str, Tuple[Tuple[str, ...], FrozenSet[str]]] = {}
 
 
 def declared_distributions(facts: ModuleFacts) -> Optional[FrozenSet[str]]:
@@ -74,20 +74,22 @@ def _above(path: str, root: str) -> Optional[FrozenSet[str]]:
 
 
 def _in_directory(directory: str) -> Optional[FrozenSet[str]]:
+    """The distributions the dependency files of ``directory`` name (None: it has none), read once per run;
+    each checked file that asks depends on those files (its cached result goes when one changes)."""
     with _lock:
-        if directory in _per_directory:
-            return _per_directory[directory]
-    files = list(_dependency_files(directory))
-    names: Optional[FrozenSet[str]] = None
-    if files:
-        collected: Set[str] = set()
+        known_here = _per_directory.get(directory)
+    if known_here is None:
+        files = tuple(_dependency_files(directory))
+        names: Set[str] = set()
         for path in files:
-            project.record_dependency(path)
-            collected.update(_names_in(path))
-        names = frozenset(collected)
-    with _lock:
-        _per_directory[directory] = names
-    return names
+            names.update(_names_in(path))
+        known_here = (files, frozenset(names))
+        with _lock:
+            _per_directory[directory] = known_here
+    files, found = known_here
+    for path in files:
+        project.record_dependency(path)
+    return found if files else None
 
 
 def clear_cache() -> None:
