@@ -10,7 +10,7 @@ from .cache import ResultCache, content_hash, decode
 from ..config import Config
 from .check import cannot_read, check_source, enabled_rules, read_source
 from ..model import Diagnostic
-from ..project.index import recording
+from ..project.index import recording, trim_modules
 from ..rules.registry import rule_classes
 
 # Below this many files a pool costs more to start than it saves.
@@ -46,6 +46,7 @@ def check_one(item: WorkItem) -> WorkResult:
     # A finding that names another file depends on it, whether or not the rule read it through the index.
     others.update(place.path for d in found for place in d.related)
     others.discard(os.path.abspath(path))
+    trim_modules()
     return path, digest, signature, found, tuple(sorted(others))
 
 

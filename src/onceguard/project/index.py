@@ -13,6 +13,7 @@ import contextlib
 import os
 import re
 import stat as _stat
+import sys
 import threading
 import warnings
 import zlib
@@ -28,8 +29,15 @@ _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_FILE_BYTES = 2_000_000
 
 _lock = threading.Lock()
-#: path -> (mtime, size, facts or None when unreadable/unparsable, CRC-32 of the bytes parsed)
+#: path -> (mtime, size, facts or None when unreadable/unparsable, CRC-32 of the bytes parsed), least
+#: recently used first
 _modules: Dict[str, Tuple[float, int, Optional[ModuleFacts], int]] = {}
+#: How many nodes the trees in ``_modules`` may hold between two checks, per process.  Kept whole, the
+#: trees of every module a large project's files read cost far more memory than all else a run holds (each
+#: node with its attribute dict, some 300 bytes); past this, the least recently used are dropped, and
+#: parsed again if read again (a few files are read by many checks: they stay).
+MODULE_NODE_BUDGET = 300_000
+_module_nodes = 0
 
 
 _recording = threading.local()
@@ -176,7 +184,9 @@ def module_facts(path: str, config: Config) -> Optional[ModuleFacts]:
     key = os.path.abspath(path)
     _record(key)
     with _lock:
-        cached = _modules.get(key)
+        cached = _modules.pop(key, None)
+        if cached is not None:
+            _modules[key] = cached  # (now the most recently used)
     if cached is not None and cached[0] == stat.st_mtime and cached[1] == stat.st_size:
         return cached[2]
     facts: Optional[ModuleFacts] = None
@@ -199,9 +209,63 @@ def module_facts(path: str, config: Config) -> Optional[ModuleFacts]:
             facts = ModuleFacts(tree, FileContext(path, config, cross_file=True), text_lines)
         except (OSError, SyntaxError, ValueError, LookupError, RecursionError, MemoryError):
             facts = None
+    global _module_nodes
     with _lock:
+        previous = _modules.pop(key, None)
+        if previous is not None:
+            _module_nodes -= _node_count(previous[2])
         _modules[key] = (stat.st_mtime, stat.st_size, facts, digest)
+        _module_nodes += _node_count(facts)
     return facts
+
+
+def _node_count(facts: Optional[ModuleFacts]) -> int:
+    return len(facts.nodes) if facts is not None else 0
+
+
+def trim_modules() -> None:
+    """Between two checks (no rule holds a tree then), keep the trees of other modules within
+    ``MODULE_NODE_BUDGET``: past it, drop the least recently used down to half of it (a trim every few
+    hundred files, not one per file) and free them."""
+    with _lock:
+        if _module_nodes <= MODULE_NODE_BUDGET:
+            return
+        dropped = _drop_least_recent(MODULE_NODE_BUDGET // 2)
+        # What the modules kept have cached may hold nodes of those dropped (a caller found there), or be
+        # keyed by their id(), which a node parsed later may reuse once they are freed: built again.
+        for entry in _modules.values():
+            if entry[2] is not None:
+                entry[2]._cache.clear()
+    _free(dropped)
+
+
+def _drop_least_recent(keep: int) -> List[ModuleFacts]:
+    """Take the least recently used modules out of ``_modules`` until its trees hold ``keep`` nodes at most."""
+    global _module_nodes
+    dropped: List[ModuleFacts] = []
+    for key in list(_modules):
+        if _module_nodes <= keep:
+            break
+        facts = _modules.pop(key)[2]
+        if facts is not None:
+            _module_nodes -= _node_count(facts)
+            dropped.append(facts)
+    return dropped
+
+
+def _free(dropped: List[ModuleFacts]) -> None:
+    """Unlink the parents of each dropped tree, so that reference counting frees it at once: its parent
+    links are cycles that only a full pass of the cyclic collector frees, and the runner makes those rare.
+    A tree whose facts something else still holds (a project-wide cache of this run) is left linked, as
+    valid as before, for the collector to free with its holder."""
+    for facts in dropped:
+        facts._cache.clear()  # (its own cached facts may hold it)
+    while dropped:
+        facts = dropped.pop()
+        # References: ``facts`` and the argument of getrefcount.
+        if sys.getrefcount(facts) <= 2:
+            facts.release()
+        del facts
 
 
 def parsed_module(path: str, source: bytes, config: Config) -> Optional[ModuleFacts]:
@@ -360,9 +424,10 @@ def on_clear(hook) -> None:
 
 
 def clear_cache() -> None:
-    global _file_bytes_total
+    global _file_bytes_total, _module_nodes
     with _lock:
         _modules.clear()
+        _module_nodes = 0
         _module_paths.clear()
         _file_lists.clear()
         _file_bytes.clear()
