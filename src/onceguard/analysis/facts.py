@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import sys
 import typing
 from collections import defaultdict
 from typing import Dict, Iterator, List, Optional, Tuple, Union
@@ -289,7 +290,21 @@ class ModuleFacts:
             except AttributeError:
                 pass
         self._renamed_calls = []
+        self.forget_cached()
+
+    def forget_cached(self) -> None:
+        """Drop the facts cached for this module.  Facts of a tree derived from it (the module with its
+        helpers looked through) are released with them when nothing else holds them: their parent links
+        would otherwise leave that tree to a full pass of the cyclic collector, which a run makes rare."""
+        derived = [value for value in self._cache.values() if isinstance(value, ModuleFacts) and value is not self]
         self._cache.clear()
+        for facts in derived:
+            facts.forget_cached()  # (what is cached for it may hold it)
+        while derived:
+            facts = derived.pop()
+            if sys.getrefcount(facts) <= 2:  # (``facts`` and the argument: the cache was its only holder)
+                facts.release()
+            del facts
 
     def _add_function(self, node: FunctionNode) -> None:
         self._function_positions[id(node)] = len(self._linked) - 1  # (linked just before it is filed)

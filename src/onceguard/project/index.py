@@ -235,7 +235,7 @@ def trim_modules() -> None:
         # keyed by their id(), which a node parsed later may reuse once they are freed: built again.
         for entry in _modules.values():
             if entry[2] is not None:
-                entry[2]._cache.clear()
+                entry[2].forget_cached()
     _free(dropped)
 
 
@@ -259,7 +259,7 @@ def _free(dropped: List[ModuleFacts]) -> None:
     A tree whose facts something else still holds (a project-wide cache of this run) is left linked, as
     valid as before, for the collector to free with its holder."""
     for facts in dropped:
-        facts._cache.clear()  # (its own cached facts may hold it)
+        facts.forget_cached()  # (its own cached facts may hold it)
     while dropped:
         facts = dropped.pop()
         # References: ``facts`` and the argument of getrefcount.
