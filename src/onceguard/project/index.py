@@ -581,17 +581,23 @@ _def_indexes: Dict[str, Dict[str, List[str]]] = {}
 
 def _def_index(root: str) -> Dict[str, List[str]]:
     """function name -> files that define it, from one regular-expression pass over the project's bytes."""
+    return _name_index(root, _def_indexes, _defined_names)
+
+
+def _name_index(root: str, indexes: Dict[str, Dict[str, List[str]]], names_in) -> Dict[str, List[str]]:
+    """name -> the files of the project (in ``project_files`` order) whose bytes ``names_in`` finds it in,
+    built once per project in ``indexes``."""
     base = root.split(os.pathsep)[0] if root else ""
     with _lock:
-        cached = _def_indexes.get(base)
+        cached = indexes.get(base)
     if cached is not None:
         return cached
     index: Dict[str, List[str]] = {}
     for path in project_files(root):
-        for name in _defined_names(_read_bytes(path)):
+        for name in names_in(_read_bytes(path)):
             index.setdefault(name.decode("ascii"), []).append(path)
     with _lock:
-        _def_indexes[base] = index
+        indexes[base] = index
     return index
 
 
@@ -616,18 +622,7 @@ def files_calling_method(name: str, root: str) -> List[str]:
 
 def _call_index(root: str) -> Dict[str, List[str]]:
     """method name -> files that call a method of that name (``.name(``), from one pass over the bytes."""
-    base = root.split(os.pathsep)[0] if root else ""
-    with _lock:
-        cached = _call_indexes.get(base)
-    if cached is not None:
-        return cached
-    index: Dict[str, List[str]] = {}
-    for path in project_files(root):
-        for name in set(_METHOD_CALL.findall(_read_bytes(path))):
-            index.setdefault(name.decode("ascii"), []).append(path)
-    with _lock:
-        _call_indexes[base] = index
-    return index
+    return _name_index(root, _call_indexes, lambda data: set(_METHOD_CALL.findall(data)))
 
 
 def functions_named(name: str, config: Config, root: str, limit: int = 6) -> List[Tuple[FunctionNode, ModuleFacts]]:
