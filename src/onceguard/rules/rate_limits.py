@@ -135,8 +135,8 @@ def _returns_a_constant(key: ast.AST, facts: ModuleFacts) -> bool:
     if isinstance(key, ast.Lambda):
         return isinstance(key.body, ast.Constant)
     if isinstance(key, ast.Name):
-        function = next((f for f in facts.functions if f.name == key.id and facts.enclosing_class(f) is None
-                         and facts.enclosing_function(f) is None), None)
+        function = next((f for f in facts.functions_by_name.get(key.id, ())
+                         if facts.enclosing_class(f) is None and facts.enclosing_function(f) is None), None)
         if function is None:
             return False
         returns = [node for node in walk_no_nested_functions(function) if isinstance(node, ast.Return)]
