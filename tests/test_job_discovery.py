@@ -446,3 +446,71 @@ HEARTBEAT = """\
 def test_a_pipeline_is_judged_by_what_it_queues(tmp_path, queued, codes):
     write(tmp_path, {"app.py": HEARTBEAT.format(queued=queued)})
     assert findings(tmp_path, "app.py", codes=("OG201", "OG204"), select=["OG", "OG204"]) == codes
+
+
+DAEMON = """\
+    import asyncio
+    import time
+    from contextlib import asynccontextmanager
+
+    import httpx
+    from fastapi import FastAPI
+
+    hooks = httpx.AsyncClient(base_url="https://hooks.example.org")
+    RATES = {{}}
+
+
+    class RateBook:
+        def __init__(self) -> None:
+            self._running = False
+            self._pending = []
+
+        def forget(self, name: str) -> None:
+            self._pending.append(name)
+            asyncio.create_task(self._announce())
+
+        async def _announce(self) -> None:
+            deadline = time.monotonic() + 5
+            while self._pending and time.monotonic() < deadline:
+                await hooks.post("/forgotten", json=self._pending.pop())
+                await asyncio.sleep(0.1)
+
+        async def {entry}(self){returns}:
+            self._running = True
+            asyncio.create_task(self._refresh())
+            {back}
+
+        async def _refresh(self) -> None:
+            while self._running:
+                RATES.update({{"eur": 1.0}})
+                await asyncio.sleep(600)
+
+
+    book = RateBook()
+
+
+    @asynccontextmanager
+    async def lifespan(app):
+        {start}
+        yield
+
+
+    api = FastAPI(lifespan=lifespan)
+"""
+
+
+@pytest.mark.parametrize("entry, returns, back, start", [
+    ("__aenter__", "", "return self", "async with book:\n            pass"),
+    ("start", " -> None", "", "await book.start()"),
+])
+def test_a_daemon_runs_the_loop_its_start_spawns_not_one_a_request_spawns(tmp_path, entry, returns, back, start):
+    """Starting the object runs ``_refresh`` (in-process only: per-replica by design); ``_announce`` is spawned
+    by ``forget``, which a request calls, so it is no loop the start registers."""
+    text = DAEMON.format(entry=entry, returns=returns, back=back, start=start)
+    write(tmp_path, {"svc/__init__.py": "", "svc/rates.py": text})
+    assert findings(tmp_path, "svc/rates.py", codes=("OG201", "OG204")) == []
+    # The same class whose start spawns the announcing loop is a job the start registers.
+    spawned = text.replace("asyncio.create_task(self._refresh())", "asyncio.create_task(self._announce())")
+    write(tmp_path, {"svc/rates.py": spawned})
+    index.clear_cache()
+    assert [code for _, code in findings(tmp_path, "svc/rates.py", codes=("OG201", "OG204"))] == ["OG201"]

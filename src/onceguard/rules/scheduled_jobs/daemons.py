@@ -35,25 +35,51 @@ def _is_thread_class(cls: ast.ClassDef, facts: ModuleFacts) -> bool:
     return any((f.qualify(base) or "") in known.THREAD_CLASSES for c, f in _bases(cls, facts) for base in c.bases)
 
 
+#: Methods that run when an object is made or started: a loop it spawns from any of them runs once it is up.
+#: A task spawned by another method (``schedule_eviction`` called by a request) runs when that is called.
+_START_ENTRIES = frozenset({"__init__", "__enter__", "__aenter__"}) | known.DAEMON_START_METHODS
+#: Calls followed from a start entry through the object's own methods (``start`` -> ``self._spawn()``).
+_MAX_START_HOPS = 3
+
+
+def _self_method(node: ast.AST) -> Optional[str]:
+    """``name`` of ``self.name`` (a method of the object itself)."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
 def _spawned_methods(cls: ast.ClassDef, facts: ModuleFacts) -> Iterator[str]:
-    """Names of the class's own methods that its methods (inherited ones too) run as tasks or threads:
-    ``create_task(self._run())``, ``Thread(target=self._loop)``."""
-    for owner, owner_facts in _bases(cls, facts):
-        for statement in owner.body:
-            if not isinstance(statement, _FUNCTION_TYPES):
-                continue
-            # Each method's calls, read off its module's node list (own_nodes) rather than a walk of the method.
-            for node in owner_facts.own_nodes(statement, (ast.Call,)):
-                qualified = owner_facts.callee(node) or ""
-                handed = None
-                if qualified in known.TASK_STARTERS or (isinstance(node.func, ast.Attribute)
-                                                        and node.func.attr == known.LOOP_CREATE_TASK):
-                    handed = node.args[0].func if node.args and isinstance(node.args[0], ast.Call) else None
-                elif qualified in known.THREAD_CLASSES:
-                    handed = next((k.value for k in node.keywords if k.arg == "target"), None)
-                if (isinstance(handed, ast.Attribute) and isinstance(handed.value, ast.Name)
-                        and handed.value.id == "self"):
-                    yield handed.attr
+    """Names of the methods that making or starting an instance runs as tasks or threads:
+    ``create_task(self._run())``, ``Thread(target=self._loop)`` in ``start``/``__aenter__``/``__init__`` (inherited
+    ones too) or in a method of the object those call."""
+    pending = [(name, 0) for name in sorted(_START_ENTRIES)]
+    visited, spawned = set(), []
+    while pending:
+        name, hops = pending.pop()
+        if name in visited:
+            continue
+        visited.add(name)
+        found = _method_of(cls, facts, name)
+        if found is None:
+            continue
+        method, method_facts = found
+        # The method's calls, read off its module's node list (own_nodes) rather than a walk of the method.
+        for node in method_facts.own_nodes(method, (ast.Call,)):
+            qualified = method_facts.callee(node) or ""
+            handed = None
+            if qualified in known.TASK_STARTERS or (isinstance(node.func, ast.Attribute)
+                                                    and node.func.attr == known.LOOP_CREATE_TASK):
+                handed = node.args[0].func if node.args and isinstance(node.args[0], ast.Call) else None
+            elif qualified in known.THREAD_CLASSES:
+                handed = next((k.value for k in node.keywords if k.arg == "target"), None)
+            target = _self_method(handed)
+            if target is not None and target not in spawned:
+                spawned.append(target)
+            called = _self_method(node.func)
+            if called is not None and hops < _MAX_START_HOPS:
+                pending.append((called, hops + 1))
+    yield from spawned
 
 
 def _withs_in_walk_order(facts: ModuleFacts) -> list:
@@ -108,6 +134,8 @@ class DaemonRegistrations:
         for node in _withs_in_walk_order(facts):
             for item in node.items:
                 if isinstance(item.context_expr, ast.Call):
+                    yield item.context_expr, item.context_expr
+                elif isinstance(item.context_expr, ast.Name):  # ``async with monitor:``, built elsewhere
                     yield item.context_expr, item.context_expr
 
     def _instance_class(self, instance: ast.AST) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
