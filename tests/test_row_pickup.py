@@ -388,3 +388,32 @@ def test_rows_of_one_selection_are_not_written_by_a_later_loop_reusing_the_name(
     renamed = source.replace("for ticket in purging:\n                session.delete(ticket)",
                              "for gone in purging:\n                session.delete(gone)")
     assert renamed != source and lines(renamed) == [12]
+
+
+RAW_PICKUP = """\
+    import psycopg
+
+    from shop.vendor import supplier
+
+
+    def request_restocks(dsn):
+        with psycopg.connect(dsn) as conn:
+            with conn.transaction():
+                {claim}
+                pending = conn.execute(
+                    "SELECT sku, amount FROM shelves WHERE ordered_at IS NULL AND count_left < minimum"
+                ).fetchall()
+                for sku, amount in pending:
+                    supplier.order(sku, amount)
+                    conn.execute("UPDATE shelves SET ordered_at = now() WHERE sku = %s", (sku,))
+"""
+_TESTED_XACT_LOCK = ("won = conn.execute('SELECT pg_try_advisory_xact_lock(%s)', (77,)).fetchone()[0]"
+                     "\n                if not won:\n                    return")
+
+
+@pytest.mark.parametrize("claim, flagged", [
+    ("pass", [10]),
+    (_TESTED_XACT_LOCK, []),  # one replica at a time runs the transaction: the run itself is claimed
+])
+def test_a_raw_sql_pickup_in_a_claimed_run(claim, flagged):
+    assert lines(RAW_PICKUP.format(claim=claim), "shop/restock.py") == flagged

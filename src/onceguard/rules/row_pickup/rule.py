@@ -286,6 +286,9 @@ class UnclaimedRowPickup(Rule):
                 if any(_sql_status_column(parse_statements(w.text)[0].whereClause) and _sql_result_checked(w, facts)
                        for w in writes):
                     continue
+                function = facts.enclosing_function(select.call)
+                if function is not None and runs_claimed(function, facts):
+                    continue  # one replica at a time picks: the run itself is claimed, as for ORM pickups
                 write = writes[0]
                 yield self.finding(
                     select.call,
