@@ -94,6 +94,38 @@ def test_lock_result_read_after_the_block_or_unlocked_after_it_is_reported():
     assert codes(source) == marked(source)
 
 
+def test_lock_result_handed_back_through_names_computed_from_it_is_reported():
+    source = """
+        from psycopg_pool import ConnectionPool
+        pool = ConnectionPool("postgresql://db/app")
+        def hold(key):
+            with pool.connection() as conn:
+                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()  # here
+                won = row[0]
+                return bool(won)
+        def give_back(key):
+            with pool.connection() as conn:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+    """
+    assert codes(source) == marked(source)
+    # Read inside the block only, to decide the work done there: the lock is not meant to outlive it.
+    assert codes("""
+        from psycopg_pool import ConnectionPool
+        pool = ConnectionPool("postgresql://db/app")
+        def once(key, work):
+            with pool.connection() as conn:
+                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+                won = row[0]
+                if not won:
+                    return False
+                try:
+                    work(conn)
+                finally:
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+            return True
+    """) == []
+
+
 def test_lock_work_and_unlock_inside_one_block_is_silent():
     assert codes("""
         from sqlalchemy import create_engine, text

@@ -62,19 +62,43 @@ class ConnectionScope:
 
     def result_leaves(self, call: ast.Call, function: Optional[ast.AST]) -> bool:
         """The call's result is used once the block has ended: returned from inside it (the helper's caller
-        holds it after the block closed), or kept in a name read after the block."""
-        for above in ancestors(call):
-            if above is self.block:
-                break
-            if isinstance(above, ast.Return):
-                return True
+        holds it after the block closed), or kept in a name read after the block -- also through the names
+        computed from it (``row = cur.fetchone(); return bool(row[0])``)."""
+        if _under_return(call, self.block):
+            return True
         statement = ModuleFacts.statement_of(call)
         if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or function is None:
             return False
-        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-        names = {t.id for t in targets if isinstance(t, ast.Name)}
-        return any(isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load)
-                   and self.after(node) for node in walk_no_nested_functions(function))
+        carried = _assigned_names(statement)
+        nodes = list(walk_no_nested_functions(function))
+        derived = [n for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
+        grown = True
+        while grown:  # names computed from names that hold the result hold it too
+            grown = False
+            for assign in derived:
+                if _reads_any(assign.value, carried) and not _assigned_names(assign) <= carried:
+                    carried |= _assigned_names(assign)
+                    grown = True
+        return any(isinstance(node, ast.Name) and node.id in carried and isinstance(node.ctx, ast.Load)
+                   and (self.after(node) or _under_return(node, self.block)) for node in nodes)
+
+
+def _under_return(node: ast.AST, block: ast.AST) -> bool:
+    for above in ancestors(node):
+        if above is block:
+            return False
+        if isinstance(above, ast.Return):
+            return True
+    return False
+
+
+def _assigned_names(statement: ast.AST) -> set:
+    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    return {t.id for t in targets if isinstance(t, ast.Name)}
+
+
+def _reads_any(value: ast.AST, names: set) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in walk(value))
 
 
 def _annotation_target(node: Optional[ast.AST]) -> Optional[ast.AST]:
