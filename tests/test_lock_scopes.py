@@ -12,6 +12,7 @@ from onceguard.analysis.handles import Handles
 from onceguard.config import Config
 from onceguard.engine.check import check_source
 from onceguard.knowledge import databases as db
+from onceguard.project import index
 
 
 def codes(source: str, path: str = "app/jobs.py", cross_file: bool = False, config: Config = None):
@@ -201,3 +202,31 @@ def test_session_factories_imported_from_another_module_are_followed_in_every_sp
         # One file alone cannot know what the import holds: silent rather than guessing.
         alone = check_source(path.read_bytes(), str(path), config, cross_file=False)
         assert [d for d in alone if d.code == "OG101"] == [], imports
+
+
+POOL_HOLDER = """\
+    import asyncpg
+    {declaration}
+
+
+    async def open_pool(dsn):
+        global shared
+        shared = await asyncpg.create_pool(dsn)
+"""
+POOL_USER = """\
+    from svc import store
+
+
+    async def try_hold(key):
+        return await store.shared.fetchval("SELECT pg_try_advisory_lock($1)", key)  # here
+"""
+
+
+def test_a_pool_a_function_binds_under_global_is_the_modules_name(tmp_path):
+    for declaration in ("shared = None", "from typing import Optional\n    shared: Optional[asyncpg.Pool] = None", ""):
+        holder = POOL_HOLDER.format(declaration=declaration)
+        write(tmp_path, {"svc/__init__.py": "", "svc/store.py": holder, "svc/mutex.py": POOL_USER})
+        path = tmp_path / "svc" / "mutex.py"
+        index.clear_cache()
+        found = check_source(path.read_bytes(), str(path), Config(root=str(tmp_path)), cross_file=True)
+        assert sorted((d.line, d.code) for d in found if d.code == "OG101") == marked(POOL_USER), declaration

@@ -83,6 +83,15 @@ class ConnectionScope:
                    and (self.after(node) or _under_return(node, self.block)) for node in nodes)
 
 
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _declared_global(function: ast.AST) -> set:
+    """Names a function's own ``global`` statements declare."""
+    return {name for node in walk_no_nested_functions(function) if isinstance(node, ast.Global) for name in node.names}
+
+
 def _under_return(node: ast.AST, block: ast.AST) -> bool:
     for above in ancestors(node):
         if above is block:
@@ -168,9 +177,9 @@ class Handles:
                     if isinstance(target, ast.Name):
                         bind(target.id, node, node.value)
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-                if node.value is not None:
+                if node.value is not None and not _is_none(node.value):
                     bind(node.target.id, node, node.value)
-                else:
+                else:  # ``pool: Optional[Pool] = None``: a placeholder whose annotation says what it will hold
                     bind(node.target.id, node, node.annotation, True)
             elif isinstance(node, (ast.With, ast.AsyncWith)):
                 for item in node.items:
@@ -178,8 +187,29 @@ class Handles:
                         bind(item.optional_vars.id, item, item.context_expr)
             elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
                 bind(node.target.id, node, node.value)
+        if scope is self.facts.tree:
+            # ``global pool`` then ``pool = await create_pool(...)`` in a connect function binds the module's name.
+            for function, assign in self._global_assignments():
+                for target in (assign.targets if isinstance(assign, ast.Assign) else [assign.target]):
+                    if isinstance(target, ast.Name) and target.id in _declared_global(function) \
+                            and assign.value is not None:
+                        bind(target.id, assign, assign.value)
         self._scopes[key] = table
         return table
+
+    def _global_assignments(self) -> List[Tuple[ast.AST, ast.AST]]:
+        """(function, assignment) for the assignments of functions that declare a ``global`` name."""
+        facts = self.facts
+        if facts.lines and not any("global" in line for line in facts.lines):
+            return []  # (most modules: no scan of their nodes)
+        functions = []
+        for node in facts.nodes:
+            if type(node) is ast.Global:
+                function = facts.enclosing_function(node)
+                if function is not None and function not in functions:
+                    functions.append(function)
+        return [(function, node) for function in functions
+                for node in facts.own_nodes(function, (ast.Assign, ast.AnnAssign))]
 
     def _self_attributes(self, cls_node: ast.ClassDef) -> Dict[str, List[Tuple[ast.AST, ast.AST, bool]]]:
         key = id(cls_node)
