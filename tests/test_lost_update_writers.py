@@ -584,3 +584,58 @@ def test_the_same_helper_also_called_from_a_view_is_reported(tmp_path):
     files = {"shop/__init__.py": "", "shop/models.py": _SHIFT_MODEL, "shop/shifting.py": _SHIFT,
              "scripts/shift_demo.py": _SCRIPT, "shop/views.py": view}
     assert check_project(tmp_path, files, "shop/shifting.py") == [7]
+
+
+_POINTS_MODELS = """
+    from sqlalchemy import Integer
+    from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+    class Base(DeclarativeBase):
+        pass
+
+
+    class Card(Base):
+        __tablename__ = "cards"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        points: Mapped[int] = mapped_column(Integer, default=0)
+"""
+_POINTS_HELPER = """
+    def add_points(card, gained):
+        card.points = card.points + gained
+
+
+    def describe(card):
+        return f"{card.id}: {card.points}"
+"""
+_POINTS_ROUTE = """
+    from fastapi import FastAPI
+    from sqlalchemy.orm import Session
+
+    {imports}
+    from loyalty.models import Card
+
+    api = FastAPI()
+
+
+    @api.post("/cards/{{card_id}}/earn")
+    def earn(card_id: int, gained: int, db: Session):
+        card = db.get(Card, card_id)
+        {call}
+        db.commit()
+"""
+
+
+@pytest.mark.parametrize("imports, call, flagged", [
+    ("from loyalty import rewards", "rewards.add_points(card, gained)", [14]),
+    ("from loyalty.rewards import add_points", "add_points(card, gained)", [14]),
+    ("from loyalty.rewards import add_points as credit", "credit(card, gained)", [14]),
+    ("import loyalty.rewards", "loyalty.rewards.add_points(card, gained)", [14]),
+    ("from loyalty import rewards", "rewards.describe(card)", []),  # reads only
+])
+def test_a_row_changed_by_a_helper_of_another_module(tmp_path, imports, call, flagged):
+    files = {"loyalty/__init__.py": "", "loyalty/models.py": _POINTS_MODELS, "loyalty/rewards.py": _POINTS_HELPER,
+             "loyalty/routes.py": _POINTS_ROUTE.format(imports=imports, call=call)}
+    assert check_project(tmp_path, files, "loyalty/routes.py") == flagged
+    # One file alone cannot know what the imported helper does: silent.
+    assert check_project(tmp_path, files, "loyalty/routes.py", cross_file=False) == []

@@ -8,6 +8,8 @@ from ...analysis.facts import FunctionNode, ModuleFacts, parent
 from ..fix_plans import orm_update_fix
 from ...knowledge import orm
 from ...model import Diagnostic
+from ...project.definitions import definition
+from ...analysis.names import dotted
 from ..registry import register
 from .. import next_numbers
 from ..base import Rule
@@ -42,20 +44,36 @@ def _accessor_write(read: ast.Call, receiver: str, name: str, function: Function
     return None
 
 
-def _module_helper(call: ast.Call, function: FunctionNode, facts: ModuleFacts) -> Optional[FunctionNode]:
-    """The module's function a call runs: a module-level ``def``, or a method reached through a module-level
-    instance of the module's class (``service.apply(row)``)."""
+def _module_helper(call: ast.Call, function: FunctionNode,
+                   facts: ModuleFacts) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
+    """The project function a call runs, with its module's facts: a module-level ``def``, a method reached
+    through a module-level instance of the module's class (``service.apply(row)``), or -- across the project
+    -- a top-level ``def`` imported from another module (``ops.apply_debit(row)``, ``from ops import ...``)."""
     if isinstance(call.func, ast.Attribute):
         method = facts.module_method(call.func)
-        if method is None or method is function or any(
+        if method is not None and method is not function and not any(
                 isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in method.decorator_list):
+            return method, facts
+        if method is not None:
             return None
-        return method
-    if not isinstance(call.func, ast.Name):
+    elif isinstance(call.func, ast.Name):
+        helpers = [f for f in facts.functions_by_name.get(call.func.id, ())
+                   if f is not function and facts.enclosing_function(f) is None and facts.enclosing_class(f) is None]
+        if helpers:
+            return (helpers[0], facts) if len(helpers) == 1 else None
+    else:
         return None
-    helpers = [f for f in facts.functions_by_name.get(call.func.id, ())
-               if f is not function and facts.enclosing_function(f) is None and facts.enclosing_class(f) is None]
-    return helpers[0] if len(helpers) == 1 else None
+    return _imported_helper(call, facts)
+
+
+def _imported_helper(call: ast.Call, facts: ModuleFacts) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
+    spelled = dotted(call.func)
+    if not facts.context.cross_file or not spelled or not facts.imports.is_imported(spelled.split(".", 1)[0]):
+        return None  # one file alone: what an import holds is unknown
+    found = definition(facts.callee(call) or "", facts)
+    if found is None or not isinstance(found[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    return found[0], found[1]
 
 
 def _names_a_class(node: ast.AST, facts: ModuleFacts) -> bool:
@@ -273,7 +291,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
             if not isinstance(call, ast.Call):
                 continue
             if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
-                    and facts.module_method(call.func) is None:
+                    and call.func.value.id in bindings and facts.module_method(call.func) is None:
                 instance = call.func.value.id
                 loaded = _loader_before(bindings.get(instance, []), node)
                 if loaded is None or loaded.locked:
@@ -287,19 +305,24 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                         yield Change(node, instance, change.field, "arithmetic", node, change.op, change.amount), node
                         break
             else:
-                helper = _module_helper(call, function, facts)
-                if helper is None:
+                located = _module_helper(call, function, facts)
+                if located is None:
                     continue
+                helper, helper_facts = located
                 parameters = [a.arg for a in helper.args.posonlyargs + helper.args.args]
-                if isinstance(call.func, ast.Attribute) and not _names_a_class(call.func.value, facts):
+                if isinstance(call.func, ast.Attribute) and helper_facts.enclosing_class(helper) is not None \
+                        and not _names_a_class(call.func.value, facts):
                     parameters = parameters[1:]  # ``service.method(row)`` on a module-level instance: ``self``
                 passed = {parameters[i]: plain_name(a) for i, a in enumerate(call.args) if i < len(parameters)}
                 passed.update({k.arg: plain_name(k.value) for k in call.keywords if k.arg})
-                for change in instance_changes(helper, facts):
+                for change in instance_changes(helper, helper_facts):
                     argument_name = passed.get(change.instance)
-                    if argument_name and change.kind == "arithmetic" and not _written_back(change, helper, facts, {}):
+                    if argument_name and change.kind == "arithmetic" and not _written_back(
+                            change, helper, helper_facts, {}):
+                        # Reported at the helper's change when it is in this module, else at this call.
+                        where = change.statement if helper_facts is facts else node
                         yield (Change(node, argument_name, change.field, "arithmetic", node, change.op, change.amount),
-                               change.statement)
+                               where)
                         break  # the helper's first change is where it is reported
 
     # accessor pairs: ``n = obj.get_count(); obj.set_count(n + 1)`` ------------------------------------------
