@@ -514,3 +514,61 @@ def test_a_daemon_runs_the_loop_its_start_spawns_not_one_a_request_spawns(tmp_pa
     write(tmp_path, {"svc/rates.py": spawned})
     index.clear_cache()
     assert [code for _, code in findings(tmp_path, "svc/rates.py", codes=("OG201", "OG204"))] == ["OG201"]
+
+
+WORKER_RUNNER = """\
+    import time
+
+    from depot.exports import {imported}
+
+    {main}
+"""
+WORKER_EXPORTS = """\
+    import boto3
+
+    from depot.leases import take
+
+    bucket = boto3.client("s3")
+
+
+    def push_totals() -> None:
+        {claim}
+        bucket.put_object(Bucket="totals", Key="latest.csv", Body=b"...")
+
+
+    def forever() -> None:
+        while True:
+            push_totals()
+            time.sleep(300)
+"""
+WORKER_LEASES = """\
+    import redis
+
+    store = redis.Redis()
+
+
+    def take(name, seconds):
+        return store.set(name, 1, nx=True, ex=seconds)
+"""
+_IN_MAIN = "if __name__ == '__main__':\n        while True:\n            push_totals()\n            time.sleep(300)"
+_VIA_FUNCTION = ("def run() -> None:\n        while True:\n            try:\n                push_totals()\n"
+                 "            except Exception:\n                pass\n            time.sleep(300)\n\n\n"
+                 "    if __name__ == '__main__':\n        run()")
+_ENDS = "if __name__ == '__main__':\n        for _ in range(3):\n            push_totals()\n            time.sleep(300)"
+
+
+@pytest.mark.parametrize("main, claim, flagged", [
+    (_IN_MAIN, "pass", True),
+    (_VIA_FUNCTION, "pass", True),
+    (_IN_MAIN, "if not take('totals', 300):\n            return", False),  # the job claims each period
+    (_ENDS, "pass", False),  # a program that ends: a person's run, not a worker kept up per replica
+    ("def run() -> None:\n        while True:\n            push_totals()\n            time.sleep(300)", "pass", False),
+])
+def test_a_long_running_programs_own_loop_schedules_what_it_calls(tmp_path, main, claim, flagged):
+    """``while True: push_totals(); time.sleep(300)`` run from ``__main__`` (in the block or a function it calls) is
+    a scheduler: every replica running the program repeats the work.  A loop nothing runs as a program is not."""
+    write(tmp_path, {"depot/__init__.py": "", "depot/leases.py": WORKER_LEASES,
+                     "depot/exports.py": WORKER_EXPORTS.format(claim=claim).replace("import boto3", "import time\n    import boto3"),
+                     "depot/runner.py": WORKER_RUNNER.format(imported="push_totals", main=main)})
+    found = findings(tmp_path, "depot/runner.py")
+    assert [code for _, code in found] == (["OG201"] if flagged else [])

@@ -24,6 +24,8 @@ ROCKETRY = "Rocketry"
 ASYNCIO_TICKER = "asyncio ticker"
 THREAD_TICKER = "thread ticker"
 TIMER = "threading.Timer"
+#: A long-running program's own ``while True:`` loop with a sleep, run from its ``__main__`` block.
+WORKER_LOOP = "worker loop"
 CELERY_BEAT = "Celery beat"
 RQ_SCHEDULER = "rq-scheduler"
 DJANGO_CELERY_BEAT = "django-celery-beat"

@@ -59,7 +59,7 @@ def _main_block(node: ast.AST) -> Optional[ast.If]:
     return None
 
 
-def _endless(loop: ast.While) -> bool:
+def endless(loop: ast.While) -> bool:
     """``while True:`` (any constant true test) that no ``break`` or ``return`` of its own leaves."""
     if not (isinstance(loop.test, ast.Constant) and loop.test.value):
         return False
@@ -161,7 +161,16 @@ class Reach:
         way out (``while True:`` with no ``break``): the program is a long-running worker that a deployment
         keeps up, not a command that does its work and ends."""
         block = _main_block(node)
-        return block is not None and any(_endless(loop) for loop in self._run_by(block) if isinstance(loop, ast.While))
+        return block is not None and any(endless(loop) for loop in self._run_by(block) if isinstance(loop, ast.While))
+
+    def run_by_main_block(self, node: ast.AST) -> bool:
+        """``node`` is in the module's ``__main__`` block or in a function of the module that block calls
+        (transitively): it runs when the module is run as a program."""
+        if not self._main_blocks:
+            return False
+        run = self.facts.cached("reach:run-by-main", lambda _facts: {
+            id(found) for block in self._main_blocks for found in self._run_by(block)})
+        return id(node) in run
 
     def _run_by(self, scope: ast.AST) -> Iterator[ast.AST]:
         """The nodes of ``scope`` and of the functions of this module it calls, transitively."""

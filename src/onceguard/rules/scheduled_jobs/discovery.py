@@ -43,6 +43,7 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         self._schedule_library()
         self._tickers()
         self._timers()
+        self._worker_loops()
         self._daemons()
         if not self.single or self._embedded_beat() is not None:
             self._celery_beat()

@@ -8,9 +8,10 @@ from typing import List, Optional, Tuple
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, walk, walk_no_nested_functions
 from ...knowledge import schedulers as known
 from ...analysis.names import dotted
-from ...project.reach import Reach
+from ...project.reach import Reach, endless
 from ...project.startup import StartupMap
 from ...project.summaries import callers
+from ...model import Related
 from .jobs import Scheduled, _argument
 
 
@@ -138,6 +139,42 @@ class LoopRegistrations:
             if attr == "get" and any(k.arg in ("block", "timeout") for k in node.keywords):
                 return True
         return False
+
+    # -- a long-running program's own loop -----------------------------------------------------------
+    def _worker_loops(self) -> None:
+        """``while True: export(); time.sleep(60)`` that a program runs from its ``__main__`` block (in the block,
+        or in a function of the module the block calls): the program never ends, a deployment keeps one up in
+        every replica, and every copy runs each pass's work -- a scheduler, whoever wrote it.  Each project
+        function a pass calls as a statement is a job of it, judged as a ticker's work is (claims, effects)."""
+        facts = self.facts
+        reach = None
+        for loop in facts.loops:
+            if type(loop) is not ast.While or not endless(loop):
+                continue
+            nodes = list(walk_no_nested_functions(loop))
+            if not any(self._sleep_call(n) for n in nodes) or any(self._consumes(n) for n in nodes):
+                continue
+            if reach is None:
+                reach = Reach.of_module(facts)
+            if not reach.run_by_main_block(loop):
+                continue
+            # the pause between passes as written (``time.sleep(60)``): the period a claim is taken for
+            pause = next((_argument(n, 0, None) for n in nodes if isinstance(n, ast.Call) and self._sleep_call(n)),
+                         None)
+            for node in nodes:
+                if not isinstance(node, ast.Expr):
+                    continue
+                call = node.value.value if isinstance(node.value, ast.Await) else node.value
+                if not isinstance(call, ast.Call) or self._sleep_call(call) \
+                        or not isinstance(call.func, (ast.Name, ast.Attribute)):
+                    continue
+                target = self.resolve(call.func)
+                if target is None or target.function is None:
+                    continue
+                scheduled = Scheduled(known.WORKER_LOOP, "while True", call, target, call, trigger=pause)
+                scheduled.related.append(Related(facts.context.path, loop.lineno, loop.col_offset + 1,
+                                                 "the program repeats this loop until it is stopped"))
+                self.add(scheduled)
 
     # -- threading.Timer that re-arms itself --------------------------------------------------------
     def _timers(self) -> None:

@@ -34,6 +34,7 @@ _FAMILY_NOTES = {
     known.AIOCRON: "Each process runs aiocron's schedules on its own event loop.",
     known.ROCKETRY: "Rocketry runs in-process.",
     known.TIMER: "The timer re-arms itself in each process.",
+    known.WORKER_LOOP: "Every replica runs this program, and each repeats its loop.",
     known.CELERY_BEAT: "Beat is run per replica here (single-scheduler = false).",
     known.RQ_SCHEDULER: "Each replica runs its own rq-scheduler here (single-scheduler = false).",
     known.DJANGO_CELERY_BEAT: "Beat is run per replica here (single-scheduler = false).",
@@ -129,6 +130,9 @@ def _message(scheduled: Scheduled, name: str) -> str:
     if family in (known.ASYNCIO_TICKER, known.THREAD_TICKER):
         kind = "an asyncio ticker" if family == known.ASYNCIO_TICKER else "a thread ticker"
         return f"`{name}` is {kind} whose loop does not begin with a claim, so every replica runs each iteration's work."
+    if family == known.WORKER_LOOP:
+        return (f"`{name}` is called on every pass of a loop that a long-running program repeats and does not "
+                "begin with a claim, so every replica that runs the program runs it on every pass.")
     if family == known.TIMER:
         return (f"`{name}` re-arms itself with `{scheduled.how}` and does not begin with a claim, so every process "
                 "that starts it runs it at every interval.")
@@ -284,6 +288,8 @@ class UnguardedScheduledJob(Rule):
         b"create_task", b"ensure_future", b"start_soon", b"Thread(",
         b".start()", b"enter_async_context", b"enter_context",
         b"beat_schedule", b"BEAT_SCHEDULE", b"PeriodicTask", b"interval=",
+        # a program's own loop: ``while True:`` with a sleep (or an Event's timed wait), run from ``__main__``
+        (b"__main__", b"while ", b"sleep"), (b"__main__", b"while ", b".wait("),
     )
     skips_tests = True
 
