@@ -6,6 +6,8 @@ import ast
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from onceguard.config import Config
 from onceguard.analysis.context import FileContext
 from onceguard.engine.check import check_source
@@ -609,3 +611,85 @@ def test_delete_helper_of_a_cache_key_stays_silent_at_its_callers():
             def reset(self):
                 self._drop()
     """) == []
+
+
+# -- a client another module of the project builds ----------------------------------------------------------
+_SHARED_CLIENT = """
+    import os
+
+    from redis import Redis
+
+    conn = Redis.from_url(os.environ["REDIS_URL"])
+
+
+    def connection():
+        return conn
+"""
+
+_LEASE_ON_IMPORTED = """
+    {imports}
+
+
+    def rebuild(work):
+        if not {client}.setnx("lease:rebuild", 1):
+            return
+        try:
+            work()
+        finally:
+            {client}.delete("lease:rebuild")
+"""
+
+
+@pytest.mark.parametrize("imports, client", [
+    ("from app.shared import conn as kv", "kv"),
+    ("from .shared import conn", "conn"),
+    ("import app.shared", "app.shared.conn"),
+    ("from app import shared", "shared.conn"),
+    ("from app import conn", "conn"),  # re-exported by the package
+    ("from app.shared import connection\n    kv = connection()", "kv"),
+])
+def test_a_client_imported_from_another_module_is_followed_by_the_cli_only(tmp_path, imports, client):
+    write(tmp_path, {"app/__init__.py": "from .shared import conn\n", "app/shared.py": _SHARED_CLIENT,
+                     "app/jobs.py": _LEASE_ON_IMPORTED.format(imports=imports, client=client)})
+    jobs = tmp_path / "app" / "jobs.py"
+    offset = imports.count("\n")
+    assert check_file(jobs) == [(6 + offset, "OG501"), (11 + offset, "OG502")]
+    assert check_file(jobs, cross_file=False) == []
+
+
+_SAFE_LEASE_ON_IMPORTED = """
+    import secrets
+
+    from app.shared import conn as kv
+
+    _RELEASE = kv.register_script(
+        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0")
+
+
+    def rebuild(work):
+        token = secrets.token_hex(16)
+        if not kv.set("lease:rebuild", token, nx=True, px=60_000):
+            return
+        try:
+            work()
+        finally:
+            _RELEASE(keys=["lease:rebuild"], args=[token])
+
+
+    def forget(kv, work):
+        # `kv` here is whatever the caller passes: it hides the imported client.
+        if not kv.setnx("lease:forget", 1):
+            return
+        kv.delete("lease:forget")
+"""
+
+
+def test_an_imported_client_used_safely_or_hidden_by_a_parameter_is_silent(tmp_path):
+    write(tmp_path, {"app/__init__.py": "", "app/shared.py": _SHARED_CLIENT, "app/jobs.py": _SAFE_LEASE_ON_IMPORTED})
+    assert check_file(tmp_path / "app" / "jobs.py") == []
+
+
+def test_a_name_imported_from_a_module_that_binds_no_client_is_unknown(tmp_path):
+    write(tmp_path, {"app/__init__.py": "", "app/shared.py": "conn = make_anything()\n",
+                     "app/jobs.py": _LEASE_ON_IMPORTED.format(imports="from app.shared import conn", client="conn")})
+    assert check_file(tmp_path / "app" / "jobs.py") == []

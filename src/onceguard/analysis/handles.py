@@ -254,8 +254,11 @@ class Handles:
                 return self._of_imported(qualified, depth)  # ``from .db import engine``
             return self._of_name(expr, depth)
         if isinstance(expr, ast.Attribute):
-            if (qualified and isinstance(expr.value, ast.Name) and self.facts.imports.is_imported(expr.value.id)
-                    and not self._bound_locally(expr.value)):
+            head = expr.value
+            while isinstance(head, ast.Attribute):
+                head = head.value  # ``import app.db`` then ``app.db.engine``
+            if (qualified and isinstance(head, ast.Name) and self.facts.imports.is_imported(head.id)
+                    and not self._bound_locally(head)):
                 found = self._of_imported(qualified, depth)  # ``from app import db`` then ``db.engine``
                 if found is not None:
                     return found

@@ -14,7 +14,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from ..analysis.facts import ModuleFacts, parent, walk_no_nested_functions
 from ..analysis.handles import Handle, Handles
 from ..analysis.redis_arguments import has_spread, words
-from .definitions import definition
+from .definitions import definition, definition_facts
 from ..knowledge import redis_clients as known
 
 # -- which receivers are Redis ---------------------------------------------------------------------------
@@ -41,6 +41,23 @@ class RedisClients(Handles):
                 return Handle(known.DJANGO_CACHE, "django", "caches")
             return None
         return super().of(expr, _depth)
+
+    def _of_imported(self, qualified: str, depth: int) -> Optional[Handle]:
+        """A client another module of the project binds at its top level (``from app.cache import
+        redis_client as rc``, ``import app.cache`` then ``app.cache.redis_client``): what that binding holds
+        there (CLI only, where other modules are read).  A factory or class imported so is a call's question
+        (:func:`_made_by_project`), not a name's."""
+        if depth > self._MAX_DEPTH:
+            return None
+        located = definition_facts(qualified, self.facts)
+        if located is None or located[0] is self.facts:
+            return None
+        where, name = located
+        other = RedisClients.of_module(where)
+        bindings = other._bindings(where.tree).get(name)
+        found = other._agree(bindings, depth + 1) if bindings else None
+        # The binding lives in the other file: its node means nothing here.
+        return Handle(found.kind, found.library, found.how) if found is not None else None
 
     def _of_call(self, call: ast.Call, depth: int) -> Optional[Handle]:
         callee = self.facts.callee(call)
