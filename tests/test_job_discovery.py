@@ -572,3 +572,73 @@ def test_a_long_running_programs_own_loop_schedules_what_it_calls(tmp_path, main
                      "depot/runner.py": WORKER_RUNNER.format(imported="push_totals", main=main)})
     found = findings(tmp_path, "depot/runner.py")
     assert [code for _, code in found] == (["OG201"] if flagged else [])
+
+
+# -- a Redis lock made by a helper of another module --------------------------------------------------------
+LOCK_HELPERS = """\
+    import os
+
+    import redis as redis_lib
+
+    _client = None
+
+
+    def get_client() -> redis_lib.Redis:
+        global _client
+        if _client is None:
+            _client = redis_lib.Redis.from_url(os.environ["REDIS_URL"])
+        return _client
+
+
+    def named_lock(name: str, ttl: int = 300):
+        return get_client().lock(f"lock:{name}", timeout=ttl)
+"""
+
+LOCKED_JOB = """\
+    import boto3
+
+    from maps.coordination import named_lock
+
+
+    def rebuild_sitemap() -> None:
+        guard = named_lock("sitemap-rebuild", ttl=600)
+        {take}
+        boto3.client("s3").put_object(Bucket="site", Key="sitemap.xml", Body=b"")
+"""
+
+SCHEDULE_WORKER = """\
+    import time
+
+    import schedule
+
+    from maps import tasks
+
+    schedule.every(10).minutes.do(tasks.rebuild_sitemap)
+
+    if __name__ == "__main__":
+        while True:
+            schedule.run_pending()
+            time.sleep(1)
+"""
+
+
+@pytest.mark.parametrize("take, expected", [
+    ("if not guard.acquire(blocking=False):\n            return", []),
+    ("guard.acquire()", [(7, "OG201")]),  # waits its turn, then runs again
+])
+def test_a_tested_non_blocking_acquire_of_a_helper_made_lock_is_the_jobs_claim(tmp_path, take, expected):
+    write(tmp_path, {
+        "maps/__init__.py": "",
+        "maps/coordination.py": LOCK_HELPERS,
+        "maps/tasks.py": LOCKED_JOB.format(take=take),
+        "maps/worker.py": SCHEDULE_WORKER,
+        "docker-compose.yml": """\
+            services:
+              worker:
+                build: .
+                command: python -m maps.worker
+                deploy:
+                  replicas: 3
+        """,
+    })
+    assert findings(tmp_path, "maps/worker.py") == expected

@@ -122,3 +122,98 @@ async def nightly(work):
     await guard.run(4242, work)  # OG103
 """
     assert codes(source) == marked(source)
+
+
+# -- a lock made by a helper that returns the client's lock --------------------------------------------------
+_COORDINATION = """
+import os
+
+import redis as redis_lib
+
+_client = None
+
+
+def get_client() -> redis_lib.Redis:
+    global _client
+    if _client is None:
+        _client = redis_lib.Redis.from_url(os.environ["REDIS_URL"])
+    return _client
+
+
+def named_lock(name: str, ttl: int = 300):
+    return get_client().lock(f"lock:{name}", timeout=ttl)
+"""
+
+HELPER_WAITING = [
+    'guard = named_lock("sitemap-rebuild")\n    guard.acquire()  # OG103\n    work()',
+    'guard = named_lock("sitemap-rebuild", ttl=600)\n    if guard.acquire():  # OG103\n        work()',
+]
+
+HELPER_NOT_WAITING = [
+    'guard = named_lock("sitemap-rebuild")\n    if not guard.acquire(blocking=False):\n        return\n    work()',
+    'guard = named_lock(f"sitemap:{site_id}")\n    guard.acquire()\n    work()',  # one lock per site: serialises on purpose
+]
+
+
+def _project_codes(tmp_path, body: str):
+    source = f"from app.coordination import named_lock\n\n\ndef rebuild(work, site_id):\n    {body}\n"
+    (tmp_path / "app").mkdir(exist_ok=True)
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (tmp_path / "app" / "coordination.py").write_text(_COORDINATION)
+    jobs = tmp_path / "app" / "jobs.py"
+    jobs.write_text(source)
+    found = sorted((d.line, d.code) for d in check_source(source.encode(), str(jobs), Config(), cross_file=True)
+                   if d.code in ("OG103", "OG106"))
+    return found, marked(source)
+
+
+@pytest.mark.parametrize("body", HELPER_WAITING)
+def test_a_lock_from_a_helper_in_another_module_waits_as_the_client_lock_it_returns(tmp_path, body):
+    found, expected = _project_codes(tmp_path, body)
+    assert expected and found == expected
+
+
+@pytest.mark.parametrize("body", HELPER_NOT_WAITING)
+def test_a_lock_from_a_helper_told_not_to_wait_or_on_a_per_entity_key_is_silent(tmp_path, body):
+    found, expected = _project_codes(tmp_path, body)
+    assert found == expected == []
+
+
+def test_a_helper_that_locks_on_the_client_its_caller_passes():
+    source = """
+import redis
+
+r = redis.Redis()
+
+
+def make_lock(client, name):
+    return client.lock(name, timeout=60)
+
+
+def nightly(work):
+    lock = make_lock(r, "nightly")
+    lock.acquire()  # OG103
+    work()
+
+
+def per_user(work, user_id):
+    lock = make_lock(r, f"user:{user_id}")
+    lock.acquire()
+    work()
+"""
+    assert codes(source) == marked(source)
+
+
+def test_an_f_string_of_fixed_parts_is_a_job_wide_key():
+    source = """
+import redis
+
+r = redis.Redis()
+PREFIX = "jobs"
+
+
+def nightly(work):
+    with r.lock(f"{PREFIX}:nightly", timeout=60):  # OG103
+        work()
+"""
+    assert codes(source) == marked(source)

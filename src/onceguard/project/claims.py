@@ -22,6 +22,7 @@ from ..analysis.facts import (PARENT, FunctionNode, ModuleFacts, ancestors, call
                               walk_no_nested_functions)
 from ..knowledge import claims as known
 from ..analysis.sql import parse_statements
+from .forwarding import forwarded
 from .lock_libraries import waits_when_entered
 
 # Kinds of claim.
@@ -338,17 +339,14 @@ class ClaimAnalyzer:
         return False
 
     def _is_lock_call(self, node: ast.AST) -> bool:
-        """``client.lock("name", ...)``, ``redis_lock.Lock(...)``, ``Redlock(...)``, ``huey.lock_task(...)``."""
+        """``client.lock("name", ...)``, ``redis_lock.Lock(...)``, ``Redlock(...)``, ``huey.lock_task(...)``, or a
+        project helper that only returns one of those (``named_lock("sitemap")``)."""
         if not isinstance(node, ast.Call):
             return False
-        qualified = self.facts.callee(node) or ""
-        if qualified in known.IN_PROCESS_LOCKS:
-            return False
-        if qualified in known.LOCK_CLASSES:
+        if _makes_lock(node, self.facts):
             return True
-        func = node.func
-        return (isinstance(func, ast.Attribute) and func.attr in (known.REDIS_LOCK_METHOD, known.HUEY_LOCK_METHOD)
-                and bool(node.args or node.keywords))
+        through = forwarded(node, self.facts)
+        return through is not None and _makes_lock(through.call, through.facts)
 
     def _lock_object(self, expr: ast.AST) -> bool:
         if self._is_lock_call(expr):
@@ -798,6 +796,17 @@ def _update_has_where(text: str) -> bool:
     if not statements:
         return False
     return any(type(s).__name__ == "UpdateStmt" and getattr(s, "whereClause", None) is not None for s in statements)
+
+
+def _makes_lock(node: ast.Call, facts: ModuleFacts) -> bool:
+    qualified = facts.callee(node) or ""
+    if qualified in known.IN_PROCESS_LOCKS:
+        return False
+    if qualified in known.LOCK_CLASSES:
+        return True
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr in (known.REDIS_LOCK_METHOD, known.HUEY_LOCK_METHOD)
+            and bool(node.args or node.keywords))
 
 
 def _non_blocking(call: ast.Call) -> bool:

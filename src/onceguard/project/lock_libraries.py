@@ -15,7 +15,7 @@ from ..analysis.facts import ModuleFacts, parent, walk, walk_no_nested_functions
 from ..analysis.redis_arguments import argument, is_false, is_none
 from ..knowledge import lock_libraries as known
 from ..knowledge.lock_libraries import LockApi
-from .forwarding import callee_through, forwarded
+from .forwarding import Forwarded, callee_through, forwarded
 from .redis_clients import redis_call
 
 
@@ -61,16 +61,36 @@ def _says_no_wait(call: ast.Call, flags, bounds) -> Optional[bool]:
 
 def _api_of(call: ast.Call, facts: ModuleFacts) -> Optional[LockApi]:
     callee = facts.callee(call) or ""
-    if callee not in known.CONSTRUCTORS:
-        through = forwarded(call, facts)
-        if through is not None and through.callee in known.CONSTRUCTORS:
-            return known.CONSTRUCTORS[through.callee]
     if callee in known.CONSTRUCTORS:
         return known.CONSTRUCTORS[callee]
-    if isinstance(call.func, ast.Attribute) and call.func.attr == known.CLIENT_LOCK_METHOD and call.args:
-        if redis_call(call, facts) is not None:
-            return known.CLIENT_LOCK
+    if _is_client_lock(call, facts):
+        return known.CLIENT_LOCK
+    through = forwarded(call, facts)
+    if through is None:
+        return None
+    if through.callee in known.CONSTRUCTORS:
+        return known.CONSTRUCTORS[through.callee]
+    # ``named_lock("export")`` where ``def named_lock(name): return get_redis().lock(f"lock:{name}", ...)``:
+    # the client is the helper's to resolve (its module, its factory), unless the caller handed it in.
+    if _is_client_lock(through.call, _facts_of_receiver(through, call, facts)):
+        return known.CLIENT_LOCK
     return None
+
+
+def _is_client_lock(call: ast.Call, facts: ModuleFacts) -> bool:
+    """``<redis client>.lock(name, ...)``."""
+    return (isinstance(call.func, ast.Attribute) and call.func.attr == known.CLIENT_LOCK_METHOD and bool(call.args)
+            and redis_call(call, facts) is not None)
+
+
+def _facts_of_receiver(through: Forwarded, call: ast.Call, facts: ModuleFacts) -> ModuleFacts:
+    """The module a forwarded method call's receiver is written in: the caller's when it is one of the
+    arguments the caller passed (``make_lock(client, "export")``), else the helper's."""
+    receiver = through.call.func.value if isinstance(through.call.func, ast.Attribute) else None
+    passed = [a for a in list(call.args) + [k.value for k in call.keywords]]
+    if receiver is not None and any(node is receiver for argument in passed for node in walk(argument)):
+        return facts
+    return through.facts
 
 
 def _waits_when_made(call: ast.Call, api: LockApi) -> bool:
@@ -79,11 +99,15 @@ def _waits_when_made(call: ast.Call, api: LockApi) -> bool:
 
 
 def _made_by(call: ast.Call, api: LockApi, facts: ModuleFacts) -> ast.Call:
-    """The call whose arguments made the lock: ``call`` itself, or the constructor a project helper forwards
-    to (``lock = make_lock(conn, "export")``)."""
-    if (facts.callee(call) or "") not in known.CONSTRUCTORS and known.CONSTRUCTORS.get(
-            callee_through(call, facts)) is api:
+    """The call whose arguments made the lock: ``call`` itself, or the constructor (or client ``.lock(...)``)
+    a project helper forwards to (``lock = make_lock(conn, "export")``)."""
+    if (facts.callee(call) or "") in known.CONSTRUCTORS:
+        return call
+    if known.CONSTRUCTORS.get(callee_through(call, facts)) is api:
         through = forwarded(call, facts)
+        return through.call if through is not None else call
+    if api is known.CLIENT_LOCK and not _is_client_lock(call, facts):
+        through = forwarded(call, facts)  # ``named_lock("export")``: the ``.lock(...)`` it returns
         return through.call if through is not None else call
     return call
 

@@ -138,6 +138,10 @@ def _fixed(node: ast.AST, facts: ModuleFacts, depth: int) -> bool:
         return _fixed(node.operand, facts, depth)
     if isinstance(node, ast.BinOp):
         return _fixed(node.left, facts, depth) and _fixed(node.right, facts, depth)
+    if isinstance(node, ast.JoinedStr):  # f"lock:{JOB}": fixed when every part is
+        return all(_fixed(v, facts, depth) for v in node.values)
+    if isinstance(node, ast.FormattedValue):
+        return _fixed(node.value, facts, depth) and (node.format_spec is None or _fixed(node.format_spec, facts, depth))
     if isinstance(node, ast.Name):
         value = bound_value(node, facts)
         if value is not None:
