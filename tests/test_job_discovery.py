@@ -642,3 +642,84 @@ def test_a_tested_non_blocking_acquire_of_a_helper_made_lock_is_the_jobs_claim(t
         """,
     })
     assert findings(tmp_path, "maps/worker.py") == expected
+
+
+# -- a thread target imported inside the function that starts it ---------------------------------------------
+LENDING_APPS = """\
+    import threading
+
+    from django.apps import AppConfig
+
+
+    class LendingConfig(AppConfig):
+        name = "lending"
+
+        def ready(self) -> None:
+            {imports}
+
+            threading.Thread(target={target}, name="reminders", daemon=True).start()
+"""
+REMINDERS = """\
+    import time
+
+    from django.db import transaction
+
+    from lending.mailer import Mailer
+    from lending.models import Loan
+
+
+    def send_overdue(mailer: Mailer) -> None:
+        {pick}
+            for loan in due:
+                mailer.send_reminder(loan.borrower_email)
+                Loan.objects.filter(pk=loan.pk).update(reminded=True)
+
+
+    def remind_forever(interval: float = 300.0) -> None:
+        mailer = Mailer()
+        while True:
+            send_overdue(mailer)
+            time.sleep(interval)
+"""
+MAILER_CLASS = """\
+    import smtplib
+
+
+    class Mailer:
+        def send_reminder(self, to: str) -> None:
+            with smtplib.SMTP("mail") as server:
+                server.sendmail("library@example.org", [to], "Your loan is overdue")
+"""
+UNCLAIMED_PICK = "if True:\n            due = Loan.objects.filter(returned=False, reminded=False)"
+CLAIMED_PICK = ("with transaction.atomic():\n            due = Loan.objects.select_for_update(skip_locked=True)"
+                ".filter(returned=False, reminded=False)[:50]")
+
+
+@pytest.mark.parametrize("imports, target", [
+    ("from lending import reminders", "reminders.remind_forever"),
+    ("import lending.reminders", "lending.reminders.remind_forever"),
+    ("from lending.reminders import remind_forever as reminder_loop", "reminder_loop"),
+])
+def test_a_thread_target_imported_in_the_function_that_starts_it_is_resolved(tmp_path, imports, target):
+    """``AppConfig.ready`` imports the module of the loop it starts inside its body (as Django apps do, the
+    registry not being ready at module level): the target is that module's function, its loop every replica
+    runs.  The same loop that claims its rows first (``FOR UPDATE SKIP LOCKED``) is silent."""
+    write(tmp_path, {"lending/__init__.py": "", "lending/mailer.py": MAILER_CLASS, "lending/models.py": "",
+                     "lending/reminders.py": REMINDERS.format(pick=UNCLAIMED_PICK),
+                     "lending/apps.py": LENDING_APPS.format(imports=imports, target=target)})
+    assert findings(tmp_path, "lending/apps.py") == [(12, "OG201")]
+    write(tmp_path, {"lending/reminders.py": REMINDERS.format(pick=CLAIMED_PICK)})
+    index.clear_cache()
+    assert findings(tmp_path, "lending/apps.py") == []
+
+
+def test_a_local_name_that_no_import_binds_is_not_taken_for_the_module(tmp_path):
+    """A local assignment that shadows the imported module's name is not the module's function."""
+    apps = LENDING_APPS.format(imports="from lending import reminders\n        reminders = Spare()",
+                               target="reminders.remind_forever")
+    apps = apps.replace("from django.apps import AppConfig", "from django.apps import AppConfig\n\n"
+                        "from lending.spare import Spare")
+    write(tmp_path, {"lending/__init__.py": "", "lending/mailer.py": MAILER_CLASS, "lending/models.py": "",
+                     "lending/spare.py": "class Spare:\n    def remind_forever(self):\n        pass\n",
+                     "lending/reminders.py": REMINDERS.format(pick=UNCLAIMED_PICK), "lending/apps.py": apps})
+    assert findings(tmp_path, "lending/apps.py") == []

@@ -21,6 +21,7 @@ from ..analysis.executed_sql import ExecutedSql, executed_sql
 from ..analysis.facts import (PARENT, FunctionNode, ModuleFacts, ancestors, call_name, parent, walk,
                               walk_no_nested_functions)
 from ..knowledge import claims as known
+from ..analysis.names import ImportTable
 from ..analysis.sql import parse_statements
 from .forwarding import forwarded
 from .lock_libraries import waits_when_entered
@@ -145,6 +146,23 @@ class Bindings:
         if values:
             return self.facts.tree, values
         return None, []
+
+    def imported_name(self, expr: ast.AST) -> Optional[str]:
+        """What ``expr`` (a name or a dotted chain on one) names when an import binds its head where it is
+        used: at module level, or in a function around it (``from billing import collector`` inside
+        ``ready()`` before ``collector.run_forever``); None when an assignment, a parameter or a loop binds
+        the head there instead, or no import does."""
+        head = expr
+        while isinstance(head, ast.Attribute):
+            head = head.value
+        if not isinstance(head, ast.Name) or not self.facts.imports.is_imported(head.id):
+            return None
+        scope, values = self.scope_of(head)
+        if scope is None:
+            return self.facts.qualify(expr)
+        if values and all(isinstance(value, (ast.Import, ast.ImportFrom)) for value in values):
+            return ImportTable(values, self.facts.imports.package).qualify(expr)
+        return None
 
     def values(self, expr: ast.AST) -> List[ast.AST]:
         """What ``expr`` (a Name or ``self.attr``) was bound to; empty when not visible."""
@@ -1145,7 +1163,7 @@ class _Scan:
             bindings = self.analyzer.bindings
             if bindings.module_function(node) is not None:
                 return True
-            if facts.imports.is_imported(node.id) and not bindings.values(node):
+            if bindings.imported_name(node) is not None:
                 return True
             scope, values = bindings.scope_of(node)
             if scope is None:

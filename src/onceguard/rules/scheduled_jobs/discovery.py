@@ -65,9 +65,9 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             family = self._annotated_scheduler(receiver)
             if family is not None:
                 return family, None  # a scheduler handed in: its options are the caller's
-        if (expr is None and isinstance(receiver, ast.Name) and self.cross_file
-                and facts.imports.is_imported(receiver.id) and self.bindings.scope_of(receiver)[0] is None):
-            qualified = facts.qualify(receiver) or ""
+        qualified = (self.bindings.imported_name(receiver)
+                     if expr is None and isinstance(receiver, ast.Name) and self.cross_file else None)
+        if qualified:
             found = project.find_assignment(qualified, facts.config, project.roots_for(facts))
             if found is not None:
                 value, foreign = found
@@ -126,19 +126,17 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             function = self.bindings.module_function(expr)
             if function is not None:
                 return self._local(function)
-            if facts.imports.is_imported(expr.id) and self.bindings.scope_of(expr)[0] is None:
-                return self._foreign(facts.qualify(expr) or "", expr)
+            imported = self.bindings.imported_name(expr)
+            if imported is not None:
+                return self._foreign(imported, expr)
             return None
         if isinstance(expr, ast.Attribute):
             method = self.bindings.method(expr)
             if method is not None:
                 return self._local(method)
-            head = expr
-            while isinstance(head, ast.Attribute):
-                head = head.value
-            if (isinstance(head, ast.Name) and facts.imports.is_imported(head.id)
-                    and self.bindings.scope_of(head)[0] is None):
-                return self._foreign(facts.qualify(expr) or "", expr)
+            imported = self.bindings.imported_name(expr)
+            if imported is not None:
+                return self._foreign(imported, expr)
             found = resolve_reference(expr, facts)
             if found is not None:
                 function, owner, instance = found
@@ -249,8 +247,7 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         return True
 
     def _schedule_module_or_scheduler(self, receiver: ast.AST) -> bool:
-        if isinstance(receiver, ast.Name) and self.bindings.scope_of(receiver)[0] is None \
-                and self.facts.imports.aliases.get(receiver.id) == known.SCHEDULE_MODULE:
+        if isinstance(receiver, ast.Name) and self.bindings.imported_name(receiver) == known.SCHEDULE_MODULE:
             return True
         family, _ = self.scheduler_of(receiver)
         return family == known.SCHEDULE
@@ -377,14 +374,13 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             self.add(scheduled)
 
     def _schedule_receiver(self, every: ast.Call) -> bool:
-        facts = self.facts
         func = every.func
         if isinstance(func, ast.Name):
-            return (facts.qualify(func) == f"{known.SCHEDULE_MODULE}.{known.SCHEDULE_ENTRY}"
-                    and self.bindings.scope_of(func)[0] is None)
+            return self.bindings.imported_name(func) == f"{known.SCHEDULE_MODULE}.{known.SCHEDULE_ENTRY}"
         receiver = func.value
-        if isinstance(receiver, ast.Name) and self.bindings.scope_of(receiver)[0] is None:
-            return facts.imports.aliases.get(receiver.id) == known.SCHEDULE_MODULE
+        imported = self.bindings.imported_name(receiver) if isinstance(receiver, ast.Name) else None
+        if imported is not None:
+            return imported == known.SCHEDULE_MODULE
         family, _ = self.scheduler_of(receiver)
         return family == known.SCHEDULE
 
