@@ -258,6 +258,44 @@ def test_app_config_ready_through_self_method(tmp_path):
     assert findings(tmp_path, src, "billing/apps.py") == [(13, "OG401")]
 
 
+HANDED_UPGRADE = """
+    import functools
+    import threading
+
+    import click
+    from alembic import command
+    from alembic.config import Config
+    from fastapi import FastAPI
+    from starlette.concurrency import run_in_threadpool
+
+    app = FastAPI()
+
+
+    @app.on_event("startup")
+    async def bring_schema_up() -> None:
+        {hand_off}
+
+
+    @click.command()
+    def upgrade_cli() -> None:
+        {hand_off}
+"""
+
+
+@pytest.mark.parametrize("hand_off", [
+    'await run_in_threadpool(command.upgrade, Config("alembic.ini"), "head")',
+    'threading.Thread(target=command.upgrade, args=(Config("alembic.ini"), "head")).start()',
+    'await run_in_threadpool(functools.partial(command.upgrade, Config("alembic.ini"), "head"))',
+])
+def test_an_upgrade_handed_to_a_runner_runs_where_the_runner_is_called(tmp_path, hand_off):
+    """Alembic's upgrade handed to a runner (by position, by keyword, wrapped in a partial) runs in the
+    start-up hook that hands it; the same hand-off in an operator's command stays silent."""
+    source = HANDED_UPGRADE.format(hand_off=hand_off)
+    if "await" not in hand_off:
+        source = source.replace("async def bring_schema_up", "def bring_schema_up")
+    assert findings(tmp_path, source) == [(16, "OG401")]
+
+
 # -- OG402 ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dsn, sign", [
     ("postgresql://u:p@pgbouncer:5432/db", "host pgbouncer"),

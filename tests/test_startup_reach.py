@@ -198,6 +198,132 @@ def test_a_method_whose_name_many_classes_define_is_not_guessed(tmp_path):
     assert found(tmp_path, "store/adapter.py", ADAPTER, "OG401") == []
 
 
+# -- OG401: a function handed to a runner ------------------------------------------------------------------
+SCHEMA_HELPER = """
+    from pathlib import Path
+
+    from alembic import command as alembic_command
+    from alembic.config import Config
+
+    ROOT = Path(__file__).resolve().parent.parent
+
+
+    def upgrade_to_head(revision: str = "head") -> None:
+        cfg = Config(str(ROOT / "alembic.ini"))
+        alembic_command.upgrade(cfg, revision)
+"""
+
+HANDING_LIFESPAN = """
+    import asyncio
+    import functools
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    from contextlib import asynccontextmanager
+
+    import anyio
+    from fastapi import FastAPI
+    from starlette.concurrency import run_in_threadpool
+
+    from catalog import schema
+    from catalog.schema import upgrade_to_head as upgrade
+
+    pool = ThreadPoolExecutor(max_workers=1)
+
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        loop = asyncio.get_running_loop()
+        {hand_off}
+        yield
+
+
+    app = FastAPI(lifespan=lifespan)
+
+
+    async def in_thread(fn, *args):
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(pool, functools.partial(fn, *args))
+"""
+
+
+@pytest.mark.parametrize("hand_off", [
+    "await run_in_threadpool(schema.upgrade_to_head)",
+    "await asyncio.to_thread(schema.upgrade_to_head)",
+    "await loop.run_in_executor(None, schema.upgrade_to_head)",
+    "await loop.run_in_executor(pool, functools.partial(schema.upgrade_to_head, 'head'))",
+    "await anyio.to_thread.run_sync(upgrade)",
+    "pool.submit(upgrade, 'head').result()",
+    "threading.Thread(target=schema.upgrade_to_head, daemon=True).start()",
+    "await asyncio.to_thread(lambda: schema.upgrade_to_head('head'))",
+    "await in_thread(schema.upgrade_to_head, 'head')",  # a helper of the module that hands its argument on
+])
+def test_a_migration_handed_to_a_runner_from_start_up_is_reached(tmp_path, hand_off):
+    """A runner runs the function it is handed in the process that hands it: from the lifespan, the
+    upgrade in another module runs in every replica, as if the lifespan called it."""
+    write(tmp_path, "catalog/__init__.py", "")
+    write(tmp_path, "catalog/app.py", HANDING_LIFESPAN.format(hand_off=hand_off))
+    (finding,) = findings_in_written_file(tmp_path, "catalog/schema.py", SCHEMA_HELPER, "OG401", True)
+    assert finding.line == 12
+    assert any(r.path.endswith("catalog/app.py") and r.line == 21 for r in finding.related)
+
+
+def test_a_migration_handed_to_a_runner_by_an_operator_command_is_not_start_up(tmp_path):
+    """The same hand-off in a command a person runs, or of another function from start-up: silent."""
+    write(tmp_path, "catalog/__init__.py", "")
+    write(tmp_path, "catalog/app.py", HANDING_LIFESPAN.format(hand_off="await asyncio.to_thread(print, 'up')"))
+    write(tmp_path, "catalog/cli.py", """
+        import asyncio
+
+        import click
+
+        from catalog import schema
+
+
+        @click.command()
+        def migrate() -> None:
+            asyncio.run(asyncio.to_thread(schema.upgrade_to_head))
+    """)
+    assert found(tmp_path, "catalog/schema.py", SCHEMA_HELPER, "OG401") == []
+
+
+def test_a_function_of_the_module_handed_to_a_runner_from_start_up_is_reached(tmp_path):
+    """Within one module (no project around it): the hook hands the function on, by name or as a method."""
+    source = """
+        import asyncio
+        import threading
+
+        from alembic import command
+        from alembic.config import Config
+        from django.apps import AppConfig
+        from fastapi import FastAPI
+
+
+        def _upgrade() -> None:
+            command.upgrade(Config("alembic.ini"), "head")
+
+
+        async def on_start() -> None:
+            await asyncio.to_thread(_upgrade)
+
+
+        class CatalogConfig(AppConfig):
+            name = "catalog"
+
+            def ready(self) -> None:
+                threading.Thread(target=self._stamp).start()
+
+            def _stamp(self) -> None:
+                command.stamp(Config("alembic.ini"), "head")
+
+
+        app = FastAPI(on_startup=[on_start])
+    """
+    assert found(tmp_path, "catalog/boot.py", source, "OG401", cross_file=False) == [12, 26]
+    operator = source.replace("app = FastAPI(on_startup=[on_start])", "").replace(
+        "class CatalogConfig(AppConfig):", "class CatalogConfig:")
+    assert found(tmp_path, "catalog/boot.py", operator, "OG401", cross_file=False) == []
+
+
 # -- OG610 -----------------------------------------------------------------------------------------------
 FACTORY = """
     from flask import Flask

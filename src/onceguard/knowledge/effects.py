@@ -169,18 +169,6 @@ EFFECT_MODULES: Tuple[str, ...] = (
     "django.core.mail.", "boto3.", "stripe.",
 )
 
-#: Calls that run a callable they are handed, in this process or a pool of it: their effects are the
-#: callable's (the qualified function and the callable's position, or its keyword).
-CALLABLE_RUNNER_FUNCTIONS = {
-    "asyncio.to_thread": (0, None), "threading.Thread": (None, "target"), "threading.Timer": (1, "function"),
-    "anyio.to_thread.run_sync": (0, None), "starlette.concurrency.run_in_threadpool": (0, None),
-}
-#: Methods that do the same on their receiver (an executor, an event loop, a task group).
-CALLABLE_RUNNER_METHODS = {
-    "submit": (0, None), "run_in_executor": (1, None), "start_soon": (0, None), "call_soon": (0, None),
-    "call_later": (1, None), "add_done_callback": (0, None),
-}
-
 #: Calls that act on the calling process only: a signal it sends itself, its own exit.
 OWN_PROCESS_CALLS: FrozenSet[str] = frozenset({"signal.raise_signal", "os._exit", "sys.exit", "os.abort"})
 #: Calls that signal a process by id; aimed at ``os.getpid()`` they act on this process only.

@@ -317,7 +317,3 @@ LOCAL_DATABASE_CONNECTION_TYPES: FrozenSet[str] = frozenset({
 #: ``engine.dialect.name == "sqlite"``, ``url.startswith("sqlite")``): code only that branch runs writes the
 #: schema of a database no other replica shares.
 LOCAL_DIALECT_WORDS: Tuple[str, ...] = ("sqlite", "duckdb")
-#: Calls that run a callable they are handed, and where it sits: ``asyncio.to_thread(command.upgrade, cfg,
-#: "head")``, ``loop.run_in_executor(None, command.upgrade, cfg, "head")``, ``pool.submit(command.upgrade, ...)``.
-#: The callable runs where the call runs.
-CALLABLE_RUNNERS: Dict[str, int] = {"to_thread": 0, "run_in_executor": 1, "submit": 0}

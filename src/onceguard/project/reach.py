@@ -26,6 +26,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 from ..analysis.applied_decorators import decorators
 from ..analysis.executed_sql import bound_value
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, body_nodes, call_name, walk_no_nested_functions
+from ..analysis.handed import handed_callable, handed_sites
 from ..knowledge import startup as known
 from ..model import Related
 from . import deployment
@@ -181,10 +182,10 @@ class Reach:
                 yield node
                 if not isinstance(node, ast.Call):
                     continue
-                callee_function = self._function_named(node.func)
-                if callee_function is not None and id(callee_function) not in seen and len(seen) < self._MAX_DEPTH:
-                    seen.add(id(callee_function))
-                    scopes.append(callee_function)
+                for callee_function in (self._function_named(node.func), self._handed_function(node)):
+                    if callee_function is not None and id(callee_function) not in seen and len(seen) < self._MAX_DEPTH:
+                        seen.add(id(callee_function))
+                        scopes.append(callee_function)
 
     def _runs_server(self, node: ast.Call) -> bool:
         facts = self.facts
@@ -214,11 +215,11 @@ class Reach:
             if id(block) not in self._server_mains:
                 continue
             for node in walk_no_nested_functions(block):
-                callee = self._called_function(node)
-                if callee is not None and id(callee) not in self.extra:
-                    self.extra[id(callee)] = "called from the server's __main__ block"
-                    self._startup_extra.add(id(callee))
-                    pending.append(callee)
+                for callee in self._called_functions(node):
+                    if id(callee) not in self.extra:
+                        self.extra[id(callee)] = "called from the server's __main__ block"
+                        self._startup_extra.add(id(callee))
+                        pending.append(callee)
         self._propagate(pending, _STARTUP_CODE)
 
     def _find_server_commands(self) -> None:
@@ -283,10 +284,23 @@ class Reach:
             return self._module_functions.get(node.id)
         return self.facts.module_method(node)
 
-    def _called_function(self, node: ast.AST, caller: Optional[FunctionNode] = None) -> Optional[FunctionNode]:
-        if not isinstance(node, ast.Call):
+    def _handed_function(self, call: ast.Call, caller: Optional[FunctionNode] = None) -> Optional[FunctionNode]:
+        """The function of this module ``call`` runs because it is handed to it (``asyncio.to_thread(upgrade)``,
+        ``threading.Thread(target=self._poll)``, ``run_in_threadpool(partial(seed, db))``)."""
+        handed = handed_callable(call, self.facts)
+        if handed is None:
             return None
-        func = node.func
+        return self._referenced_function(handed, caller)
+
+    def _called_functions(self, node: ast.AST, caller: Optional[FunctionNode] = None) -> List[FunctionNode]:
+        """The functions of this module a call runs: the one it calls, and the one it hands to a runner (a
+        call of a helper that hands its argument on is both)."""
+        if not isinstance(node, ast.Call):
+            return []
+        return [function for function in (self._referenced_function(node.func, caller),
+                                          self._handed_function(node, caller)) if function is not None]
+
+    def _referenced_function(self, func: ast.AST, caller: Optional[FunctionNode]) -> Optional[FunctionNode]:
         if (caller is not None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                 and func.value.id in ("self", "cls")):
             cls_node = self.facts.enclosing_class(caller)
@@ -301,12 +315,12 @@ class Reach:
         while pending:
             function = pending.pop()
             for node in body_nodes(function):
-                callee = self._called_function(node, function)
-                if callee is not None and id(callee) not in self.extra and self.startup.reason(callee) is None:
-                    self.extra[id(callee)] = f"called from {function.name}(), {what}"
-                    if what == _STARTUP_CODE:
-                        self._startup_extra.add(id(callee))
-                    pending.append(callee)
+                for callee in self._called_functions(node, function):
+                    if id(callee) not in self.extra and self.startup.reason(callee) is None:
+                        self.extra[id(callee)] = f"called from {function.name}(), {what}"
+                        if what == _STARTUP_CODE:
+                            self._startup_extra.add(id(callee))
+                        pending.append(callee)
 
     # -- the answer ------------------------------------------------------------------------------------------
     def reason(self, node: ast.AST) -> Optional[str]:
@@ -616,13 +630,24 @@ def _call_place(facts: ModuleFacts, call: ast.AST, callee: FunctionNode) -> Rela
     name = callee.name
     if name == "__init__" and isinstance(call, ast.Call):
         name = call_name(call) or name
-    return place(facts, call, _calls(enclosing_function(call), name))
+    return place(facts, call, _calls(enclosing_function(call), name, _runner(facts, call, name)))
 
 
-def _calls(caller: Optional[FunctionNode], name: str) -> str:
-    if caller is not None:
-        return f"`{caller.name}` calls `{name}()`"
-    return f"module-level code calls `{name}()`"
+def _calls(caller: Optional[FunctionNode], name: str, runner: Optional[str] = None) -> str:
+    who = f"`{caller.name}`" if caller is not None else "module-level code"
+    if runner is not None:
+        return f"{who} runs `{name}()` through `{runner}(...)`"
+    return f"{who} calls `{name}()`"
+
+
+def _runner(facts: ModuleFacts, call: ast.AST, name: str) -> Optional[str]:
+    """The runner ``call`` hands the function ``name`` to (``to_thread``), when it is not a call of it."""
+    if not isinstance(call, ast.Call) or call_name(call) == name:
+        return None
+    handed = handed_callable(call, facts)
+    if handed is None:
+        return None
+    return call_name(call) or (call_name(call.func) if isinstance(call.func, ast.Call) else None)
 
 
 def _local_chain(call: ast.AST, facts: ModuleFacts, reach: Reach, reason: str) -> List[Related]:
@@ -641,7 +666,7 @@ def _local_chain(call: ast.AST, facts: ModuleFacts, reach: Reach, reason: str) -
             else:
                 places.append(place(facts, node, f"every replica runs this call ({reach.reason(node) or reason})"))
         else:
-            places.append(place(facts, node, _calls(enclosing_function(node), name)))
+            places.append(place(facts, node, _calls(enclosing_function(node), name, _runner(facts, node, name))))
     if not places:
         places.append(place(facts, call, f"every replica runs this ({reason})"))
     return places
@@ -660,6 +685,8 @@ def _path_to(function: FunctionNode, facts: ModuleFacts, reach: Reach) -> List[T
             extra is not None and not extra.startswith("called from"))
         sites = [c for c in facts.calls_named(current.name)
                  if isinstance(c.func, ast.Name) or _is_self_method_call(c, current)]
+        sites += [site for site, handed in handed_sites(facts).get(current.name, ())
+                  if isinstance(handed, ast.Name) or _is_self_reference(handed, current)]
         for site in sites:
             outer = enclosing_function(site)
             if outer is None:
@@ -675,6 +702,10 @@ def _path_to(function: FunctionNode, facts: ModuleFacts, reach: Reach) -> List[T
 
 
 def _is_self_method_call(call: ast.Call, function: FunctionNode) -> bool:
-    func = call.func
+    return _is_self_reference(call.func, function)
+
+
+def _is_self_reference(func: ast.AST, function: FunctionNode) -> bool:
+    """``self.name`` / ``cls.name`` for the method ``function``."""
     return (isinstance(func, ast.Attribute) and func.attr == function.name and isinstance(func.value, ast.Name)
             and func.value.id in ("self", "cls"))

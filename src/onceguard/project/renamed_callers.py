@@ -11,6 +11,7 @@ import os
 from typing import Dict, Iterator, List, Set, Tuple
 
 from ..analysis.facts import FunctionNode, ModuleFacts
+from ..analysis.handed import handed_sites
 from .summaries import callers
 
 
@@ -32,7 +33,7 @@ def project_callers(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[as
 
     cache = facts.cached("reach:renamed-callers", build)
     if id(function) not in cache:
-        cache[id(function)] = _renamed_callers(function, facts)
+        cache[id(function)] = _handed_here(function, facts) + _renamed_callers(function, facts)
     seen = {(id(call)) for call, _ in found}
     found.extend(item for item in cache[id(function)] if id(item[0]) not in seen)
     return found
@@ -95,10 +96,34 @@ def _renamed_callers(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[a
     found: List[Tuple[ast.Call, ModuleFacts]] = []
     for other in parsed.values():
         names = {called} | {local for local, target in other.imports.aliases.items() if target in heads}
+        handed = handed_sites(other)
         for name in sorted(names):
             for call in other.calls_by_name.get(name, ()):
                 if (other.qualify(call.func) or "") in targets:
                     found.append((call, other))
+            # ``await run_in_threadpool(schema.upgrade_to_head)``: the runner runs it there.
+            for call, reference in handed.get(name, ()):
+                if (other.qualify(reference) or "") in targets:
+                    found.append((call, other))
+    return found
+
+
+def _handed_here(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.Call, ModuleFacts]]:
+    """The calls of ``function``'s own module that run it because it is handed to them
+    (``asyncio.to_thread(upgrade)``, ``threading.Thread(target=self._poll)``, ``Class.method`` handed on)."""
+    cls = facts.enclosing_class(function)
+    if facts.enclosing_function(function) is not None:
+        return []
+    found: List[Tuple[ast.Call, ModuleFacts]] = []
+    for call, reference in handed_sites(facts).get(function.name, ()):
+        if cls is None:
+            here = isinstance(reference, ast.Name)
+        else:
+            head = reference.value if isinstance(reference, ast.Attribute) else None
+            here = isinstance(head, ast.Name) and (
+                head.id == cls.name or head.id in ("self", "cls") and facts.enclosing_class(call) is cls)
+        if here:
+            found.append((call, facts))
     return found
 
 

@@ -9,6 +9,7 @@ from typing import Iterable, List, Optional, Set
 
 from ..analysis.executed_sql import ExecutedSql, bound_value, executed_sql
 from ..analysis.facts import ModuleFacts, ancestors, call_name, walk
+from ..analysis.handed import handed_sites
 from .db_handles import ProjectHandles
 from ..analysis.names import dotted
 from ..analysis.sql import is_ddl, parse_statements, tokens
@@ -207,10 +208,10 @@ def _collect_schema_writes(facts: ModuleFacts) -> List[SchemaWrite]:
             framework = known.SCHEMA_CALLS[callee]
             applies = callee in known.ALEMBIC_APPLY
             found.append(SchemaWrite(call, call, describe_call(call), framework, applies_migrations=applies))
-    for call in facts.calls_named(*sorted(known.CALLABLE_RUNNERS)):
-        index = known.CALLABLE_RUNNERS[call_name(call) or ""]
-        handed = call.args[index] if len(call.args) > index else None
-        callee = facts.qualify(handed) if isinstance(handed, (ast.Name, ast.Attribute)) else None
+    handed_runs = sorted((site for sites in handed_sites(facts).values() for site in sites),
+                         key=lambda site: (site[0].lineno, site[0].col_offset))
+    for call, handed in handed_runs:
+        callee = facts.qualify(handed)
         if callee in known.SCHEMA_CALLS:
             what = f"`{dotted(handed)}` run by `{describe_call(call)}`"
             found.append(SchemaWrite(call, call, what, known.SCHEMA_CALLS[callee],

@@ -4,16 +4,18 @@ A function is start-up code when a framework calls it on boot (FastAPI
 lifespan or startup event, Starlette/aiohttp on_startup, Django
 ``AppConfig.ready``, Flask app factories and ``before_first_request``,
 Celery worker signals, gunicorn hooks) or when start-up code of the same
-module calls it.
+module calls it, or hands it to a runner that calls it (``asyncio.to_thread(fn)``,
+``threading.Thread(target=self._poll)``).
 """
 from __future__ import annotations
 
 import ast
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
 from ..analysis.applied_decorators import decorators
 from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ..analysis.handed import handed_callable
 from ..knowledge import startup as known
 from . import deployment
 from . import index as project
@@ -128,6 +130,9 @@ class StartupMap:
     def __init__(self, facts: ModuleFacts) -> None:
         self.facts = facts
         self.reasons: Dict[int, str] = {}
+        #: ids of the functions that run at start-up because start-up code hands them to a runner
+        #: (``asyncio.to_thread(poll)``), not because it calls them
+        self.handed: Set[int] = set()
         self._module_functions = {
             node.name: node for node in facts.tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
@@ -168,9 +173,11 @@ class StartupMap:
         return False
 
     # -- discovery ------------------------------------------------------------
-    def _mark(self, function: Optional[ast.AST], reason: str) -> None:
+    def _mark(self, function: Optional[ast.AST], reason: str, handed: bool = False) -> None:
         if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(function) not in self.reasons:
             self.reasons[id(function)] = reason
+            if handed:
+                self.handed.add(id(function))
 
     def _function_named(self, node: ast.AST) -> Optional[FunctionNode]:
         if isinstance(node, ast.Name):
@@ -279,6 +286,7 @@ class StartupMap:
             for node in walk_no_nested_functions(statement):
                 if isinstance(node, ast.Call):
                     self._mark(self._function_named(node.func), reason)
+                    self._mark(self._handed(node, None), reason, handed=True)
 
     def _propagate(self) -> None:
         """Functions of this module, and methods of the same class (``AppConfig.ready`` calling
@@ -287,11 +295,24 @@ class StartupMap:
         while pending:
             function = pending.pop()
             for node in walk_no_nested_functions(function):
-                if isinstance(node, ast.Call):
-                    callee = self._function_named(node.func) or self._method_called(node.func, function)
+                if not isinstance(node, ast.Call):
+                    continue
+                called = self._function_named(node.func) or self._method_called(node.func, function)
+                # A call hands a function on (``await run_blocking(seed)``) as well as it calls one.
+                for callee, handed in ((called, False), (self._handed(node, function), True)):
                     if callee is not None and id(callee) not in self.reasons:
                         self.reasons[id(callee)] = f"called from start-up code ({function.name})"
+                        if handed:
+                            self.handed.add(id(callee))
                         pending.append(callee)
+
+    def _handed(self, call: ast.Call, caller: Optional[FunctionNode]) -> Optional[FunctionNode]:
+        """The function of this module a runner call runs (``asyncio.to_thread(upgrade)``,
+        ``threading.Thread(target=self._poll)``): handed to it, it runs there."""
+        handed = handed_callable(call, self.facts)
+        if handed is None:
+            return None
+        return self._function_named(handed) or (self._method_called(handed, caller) if caller is not None else None)
 
     def _method_called(self, func: ast.AST, caller: FunctionNode) -> Optional[FunctionNode]:
         if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)

@@ -28,6 +28,7 @@ from . import index as project
 from ..analysis.context import FileContext
 from ..analysis.executed_sql import executed_sql, module_statements, orm_query, orm_set_statement
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, body_nodes, walk_no_nested_functions
+from ..analysis.handed import handed_callable
 from .core_statements import builds_statement, statement_effect
 from . import declared_types as declared
 from .declared_types import (ClassRef, annotation_class as _annotation_class, attribute_writes as _attribute_writes,
@@ -59,8 +60,6 @@ from ..knowledge.effects import (CONTAINER_METHODS as _CONTAINER_METHODS, DRAIN_
                                  ACCESSOR_PREFIXES as _ACCESSOR_PREFIXES, ACCESSOR_EXCEPTIONS as _ACCESSOR_EXCEPTIONS,
                                  ACTION_WORDS as _ACTION_WORDS, EFFECT_MODULES as _EFFECT_MODULES,
                                  STORAGE_VERBS as _STORAGE_VERBS, STORAGE_VERB_FORMS as _STORAGE_VERB_FORMS,
-                                 CALLABLE_RUNNER_FUNCTIONS as _CALLABLE_RUNNER_FUNCTIONS,
-                                 CALLABLE_RUNNER_METHODS as _CALLABLE_RUNNER_METHODS,
                                  OWN_PROCESS_CALLS as _OWN_PROCESS_CALLS, SIGNAL_CALLS as _SIGNAL_CALLS,
                                  OWN_PID_CALLS as _OWN_PID_CALLS, TAKE_KEYWORDS as _TAKE_KEYWORDS,
                                  TAKE_METHODS as _TAKE_METHODS, ENQUEUE_METHODS as _ENQUEUE_METHODS)
@@ -550,7 +549,7 @@ class Summaries:
         if _makes_pipeline(call):
             return Effects()  # a pipeline sends nothing until ``execute()``, judged there and by what it queued
         qualified = facts.callee(call) or ""
-        handed = _handed_callable(call, qualified) or _enqueued_task(call)
+        handed = handed_callable(call, facts, qualified) or _enqueued_task(call)
         if handed is not None and depth < MAX_DEPTH:
             # ``executor.submit(poll, api)``, ``asyncio.to_thread(export)``: the work is the callable's.
             targets = resolve_with_self(ast.copy_location(ast.Call(func=handed, args=[], keywords=[]), call), facts,
@@ -616,24 +615,6 @@ def _is_stub(function: FunctionNode) -> bool:
     return isinstance(statement, ast.Raise) and statement.exc is not None and \
         "NotImplementedError" in (dotted_name(statement.exc.func if isinstance(statement.exc, ast.Call)
                                               else statement.exc) or "")
-
-
-def _handed_callable(call: ast.Call, qualified: str) -> Optional[ast.AST]:
-    """The function a runner call is handed (``pool.submit(fn, x)`` -> ``fn``), or None."""
-    where = _CALLABLE_RUNNER_FUNCTIONS.get(qualified)
-    if where is None and isinstance(call.func, ast.Attribute):
-        where = _CALLABLE_RUNNER_METHODS.get(call.func.attr)
-    if where is None:
-        return None
-    position, keyword = where
-    for item in call.keywords:
-        if keyword is not None and item.arg == keyword:
-            return item.value if isinstance(item.value, (ast.Name, ast.Attribute)) else None
-    if position is not None and len(call.args) > position and not any(
-            isinstance(a, ast.Starred) for a in call.args[:position + 1]):
-        value = call.args[position]
-        return value if isinstance(value, (ast.Name, ast.Attribute)) else None
-    return None
 
 
 def _enqueued_task(call: ast.Call) -> Optional[ast.AST]:

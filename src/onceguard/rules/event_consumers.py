@@ -238,6 +238,8 @@ class EventConsumerPerReplica(Rule):
                 continue
             startup = startup or StartupMap.of_module(facts)
             reason = startup.reason(function)
+            if id(function) in startup.handed:
+                continue  # handed to a thread or a task by start-up code: reported below, where it is started
             if reason is not None and id(function) not in reported:
                 kind, node = found
                 reported.add(id(function))

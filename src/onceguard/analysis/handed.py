@@ -1,0 +1,135 @@
+"""Callables handed to a call that runs them: ``asyncio.to_thread(upgrade)``, ``pool.submit(partial(sync, x))``,
+``threading.Thread(target=collector.run_forever)``, ``run_in_threadpool(lambda: upgrade())``.
+
+Such a call runs the callable in the process that makes it: for where code runs, and for what a job does, the
+site is a call of the callable (``knowledge.runners`` lists the runners and the wrappers).
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Tuple
+
+from ..knowledge import runners as known
+from .facts import IMPORTED_NAME, ModuleFacts, parent
+
+_REFERENCES = (ast.Name, ast.Attribute)
+_MAX_UNWRAP = 4
+
+
+def handed_value(call: ast.Call, facts: ModuleFacts, qualified: Optional[str] = None,
+                 helpers: bool = True) -> Optional[ast.AST]:
+    """The expression a runner call is handed as the callable to run (``pool.submit(fn, x)`` -> ``fn``), as
+    written: a name, a wrapper call or a lambda; None when ``call`` runs no callable it is handed.  A function
+    of the module that hands its parameter to a runner (``def in_thread(fn): return loop.run_in_executor(None,
+    fn)``) is a runner too."""
+    if qualified is None:
+        qualified = facts.callee(call) or ""
+    slot = known.RUNNER_FUNCTIONS.get(qualified)
+    if slot is None and isinstance(call.func, ast.Attribute):
+        slot = known.RUNNER_METHODS.get(call.func.attr)
+    if slot is None and helpers and isinstance(call.func, ast.Name):
+        slot = runner_helpers(facts).get(call.func.id)
+    if slot is None:
+        return None
+    position, keyword = slot
+    if keyword is not None:
+        for item in call.keywords:
+            if item.arg == keyword:
+                return item.value
+    if position is not None and len(call.args) > position and not any(
+            isinstance(a, ast.Starred) for a in call.args[:position + 1]):
+        return call.args[position]
+    return None
+
+
+def unwrapped(value: Optional[ast.AST], facts: ModuleFacts) -> Optional[ast.AST]:
+    """The function a handed value runs, as a name or a dotted reference: ``fn`` for ``fn``, for
+    ``functools.partial(fn, x)`` and for ``lambda: fn(x)``; None when it is none of these."""
+    for _ in range(_MAX_UNWRAP):
+        if isinstance(value, _REFERENCES):
+            return value
+        if isinstance(value, ast.Lambda):
+            body = value.body.value if isinstance(value.body, ast.Await) else value.body
+            value = body.func if isinstance(body, ast.Call) else None
+            continue
+        if isinstance(value, ast.Call):
+            position = known.WRAPPERS.get(facts.callee(value) or "")
+            if position is None or len(value.args) <= position or any(
+                    isinstance(a, ast.Starred) for a in value.args[:position + 1]):
+                return None
+            value = value.args[position]
+            continue
+        return None
+    return None
+
+
+def handed_callable(call: ast.Call, facts: ModuleFacts, qualified: Optional[str] = None) -> Optional[ast.AST]:
+    """The function ``call`` runs because it is handed to it (see ``handed_value`` and ``unwrapped``), or the
+    one a wrapper called at once runs (``await sync_to_async(fn)()`` -> ``fn``); None otherwise."""
+    func = call.func
+    if isinstance(func, ast.Call):
+        return unwrapped(func, facts)
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if (qualified is None and name not in _SITE_NAME_SET and getattr(call, IMPORTED_NAME, None) not in _SITE_NAME_SET
+            and name not in runner_helpers(facts)):
+        return None  # (asked of every call on the way: the name alone rules most out)
+    value = handed_value(call, facts, qualified)
+    return unwrapped(value, facts) if value is not None else None
+
+
+#: The names runners are called by (``to_thread``, ``submit``, ``Thread``).
+_SITE_NAMES = tuple(sorted({name.rsplit(".", 1)[-1] for name in known.RUNNER_FUNCTIONS}
+                           | set(known.RUNNER_METHODS)))
+_SITE_NAME_SET = frozenset(_SITE_NAMES)
+
+
+def handed_sites(facts: ModuleFacts) -> Dict[str, List[Tuple[ast.Call, ast.AST]]]:
+    """Last name of the function (``upgrade_to_head`` for ``schema.upgrade_to_head``) -> (the call that runs
+    it, the reference) for each function this module hands to a runner, or wraps and calls at once.  A lambda
+    handed to a runner is left out: the call in its body is an ordinary call of the function."""
+    return facts.cached("handed-sites", _build_sites)
+
+
+def _build_sites(facts: ModuleFacts) -> Dict[str, List[Tuple[ast.Call, ast.AST]]]:
+    found: Dict[str, List[Tuple[ast.Call, ast.AST]]] = {}
+
+    def add(site: ast.Call, reference: Optional[ast.AST]) -> None:
+        if isinstance(reference, _REFERENCES):
+            name = reference.attr if isinstance(reference, ast.Attribute) else reference.id
+            found.setdefault(name, []).append((site, reference))
+
+    for call in facts.calls_named(*_SITE_NAMES, *sorted(runner_helpers(facts))):
+        value = handed_value(call, facts)
+        if value is not None and not isinstance(value, ast.Lambda):
+            add(call, unwrapped(value, facts))
+    for wrapper in known.WRAPPERS:
+        for call in facts.calls_named(wrapper.rsplit(".", 1)[-1]):
+            outer = parent(call)
+            if isinstance(outer, ast.Call) and outer.func is call:
+                add(outer, unwrapped(call, facts))
+    return found
+
+
+def runner_helpers(facts: ModuleFacts) -> Dict[str, known.Slot]:
+    """The module's own top-level functions that hand one of their parameters to a runner, by name, with
+    that parameter's place (``def run_blocking(fn, *args): return loop.run_in_executor(None, fn, *args)``)."""
+    return facts.cached("handed-helpers", _build_helpers)
+
+
+def _build_helpers(facts: ModuleFacts) -> Dict[str, known.Slot]:
+    found: Dict[str, known.Slot] = {}
+    top = {id(node) for node in facts.tree.body}
+    for call in facts.calls_named(*_SITE_NAMES):
+        reference = unwrapped(handed_value(call, facts, helpers=False), facts)
+        if not isinstance(reference, ast.Name):
+            continue
+        function = facts.enclosing_function(call)
+        if function is None or id(function) not in top:
+            continue
+        arguments = function.args
+        positional = [a.arg for a in arguments.posonlyargs + arguments.args]
+        if reference.id in positional:
+            found.setdefault(function.name, (positional.index(reference.id), reference.id))
+        elif reference.id in {a.arg for a in arguments.kwonlyargs}:
+            found.setdefault(function.name, (None, reference.id))
+    return found
