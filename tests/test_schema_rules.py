@@ -712,3 +712,57 @@ def test_a_start_up_upgrade_under_a_lock_on_the_connection_it_hands_to_env(tmp_p
     unlocked = runner.replace('connection.execute(text("SELECT pg_advisory_lock(7)"))', "pass")
     files["app/main.py"] = unlocked
     assert [d.code for d in project_findings(tmp_path, files, "app/main.py")] == ["OG401"]
+
+
+LOCKED_BY_CALLER = """
+    import asyncio
+    import contextlib
+
+    from alembic import command
+    from alembic.config import Config
+    from fastapi import FastAPI
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine("postgresql+psycopg://app@db/app")
+
+
+    @contextlib.contextmanager
+    def schema_lock():
+        with engine.connect() as conn:
+            while not conn.execute(text("SELECT pg_try_advisory_lock(41)")).scalar():
+                pass
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(41)"))
+
+
+    def to_head(cfg) -> None:
+        command.upgrade(cfg, "head")
+
+
+    def bring_up() -> None:
+        cfg = Config("alembic.ini")
+        {call}
+
+
+    async def lifespan(app):
+        await asyncio.to_thread(bring_up)
+        yield
+
+
+    app = FastAPI(lifespan=lifespan)
+"""
+
+
+@pytest.mark.parametrize("call, flagged", [
+    ("with schema_lock():\n            to_head(cfg)", False),  # every caller holds the project's lock
+    ("to_head(cfg)", True),
+])
+def test_a_schema_write_whose_every_caller_holds_a_lock_helper(tmp_path, call, flagged):
+    source = textwrap.dedent(LOCKED_BY_CALLER.format(call=call))
+    full = tmp_path / "app" / "main.py"
+    full.parent.mkdir(parents=True)
+    full.write_text(source, encoding="utf-8")
+    found = check_source(source.encode(), str(full), from_mapping({}, root=str(tmp_path)), cross_file=True)
+    assert [d.code for d in found if d.code == "OG401"] == (["OG401"] if flagged else [])

@@ -18,6 +18,7 @@ from ..project import index as project_index
 from ..project.migration_locks import Apply, LockFinder, env_applications, env_runs_locked, shared_alembic_connections
 from ..project.migration_runners import env_of_runner
 from ..project.reach import Reach, enclosing_function, place, runs
+from ..project.renamed_callers import project_callers
 from ..project.schema_writes import SchemaWrite, is_lock_helper, schema_writes
 from .base import Rule
 from .registry import register
@@ -35,7 +36,7 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str, T
         reach = Reach.of_module(facts)
         reported = []
         for write in writes:
-            if _under_lock_helper(write.call):
+            if _under_lock_helper(write.call) or _only_called_under_lock_helpers(write.call, facts):
                 continue  # serialized by the project's own lock: the later replicas find the schema there
             reason = reach.reason(write.call)
             related: Tuple[Related, ...] = ()
@@ -90,6 +91,23 @@ def _migration_runner(write: SchemaWrite, facts: ModuleFacts) -> Optional[_Runne
 
 #: How many calls away (through other modules) OG401 looks for code every replica runs.
 _MAX_CALLER_HOPS = 5
+
+
+#: Calls followed back from a schema write to find the lock its callers hold around it.
+_MAX_LOCK_HOPS = 3
+
+
+def _only_called_under_lock_helpers(node: ast.AST, facts: ModuleFacts, hops: int = 0) -> bool:
+    """Every call of the function around ``node`` -- in the project, a few calls back -- is inside a lock
+    helper's ``with`` (``with migration_lock(url): self.init_schema(cfg)``): the lock is held for the write
+    whichever way it is reached.  A function nothing is seen calling is not shown to be locked."""
+    function = enclosing_function(node)
+    if function is None or hops >= _MAX_LOCK_HOPS:
+        return False
+    sites = [(call, where) for call, where in project_callers(function, facts)
+             if not where.context.is_test and not any(above is function for above in ancestors(call))]
+    return bool(sites) and all(_under_lock_helper(call) or _only_called_under_lock_helpers(call, where, hops + 1)
+                               for call, where in sites)
 
 
 def _under_lock_helper(node: ast.AST) -> bool:
