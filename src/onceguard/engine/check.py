@@ -5,6 +5,7 @@ import ast
 import os
 import tokenize
 import traceback
+from operator import itemgetter
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import ahocorasick_rs
@@ -35,46 +36,56 @@ def trigger_words(rules: Sequence[Rule]) -> Tuple[Trigger, ...]:
 
 
 class _TriggerIndex:
-    """The triggers of a set of rules, compiled once: an Aho-Corasick automaton over one word of each
-    (its longest) finds, in one pass over a file's bytes, which of them occur; only the triggers anchored
-    by those words are looked at, and their remaining words are searched one by one."""
+    """The triggers of a set of rules, compiled once: an Aho-Corasick automaton over every word of every
+    trigger finds, in one pass over a file's bytes, which of them occur; each trigger is then looked up from
+    its longest word (its anchor), and its other words are read off the same set of found words."""
 
     def __init__(self, rule_triggers: Tuple[Tuple[Trigger, ...], ...]) -> None:
-        by_anchor: Dict[bytes, List[Tuple[int, Tuple[bytes, ...]]]] = {}
+        words: Dict[bytes, int] = {}
+        by_anchor: Dict[int, List[Tuple[int, Tuple[int, ...]]]] = {}
         for index, triggers in enumerate(rule_triggers):
             for trigger in triggers:
-                words = (trigger,) if type(trigger) is bytes else tuple(trigger)
-                # The longest word anchors the trigger: it is usually the rarest, and every occurrence of
-                # an anchor costs a step in Python (``if `` or ``==`` would be met thousands of times).
-                anchor = max(words, key=len)
-                rest = tuple(word for word in words if word is not anchor)
-                by_anchor.setdefault(anchor, []).append((index, rest))
-        anchors = tuple(by_anchor)
-        # The automaton reports an anchor by its position in ``anchors``: the same position here.
-        self.by_anchor = [by_anchor[anchor] for anchor in anchors]
-        # Overlapping matches: an anchor inside or across another one's occurrence still counts.
-        self.automaton = ahocorasick_rs.BytesAhoCorasick(anchors) if anchors else None
+                spelled = (trigger,) if type(trigger) is bytes else tuple(trigger)
+                # The longest word anchors the trigger: it is usually the rarest, so few anchors are found and
+                # few triggers looked at.
+                anchor = max(spelled, key=len)
+                # The automaton refuses an empty word, which every file contains: the trigger's other words
+                # decide alone (an empty anchor is an empty trigger: it admits every file).
+                rest = tuple(words.setdefault(word, len(words)) for word in spelled if word is not anchor and word)
+                key = words.setdefault(anchor, len(words)) if anchor else _EVERY_FILE
+                by_anchor.setdefault(key, []).append((index, rest))
+        # Every word in the automaton, not only the anchors: a word searched apart (``word in source``) costs a
+        # pass over the whole file each time it is absent, more than the automaton's pass costs for all of them.
+        # The automaton reports a word by its position in the list it was given: its number in ``words``.
+        patterns = list(words)
+        self.by_anchor = by_anchor
+        # Overlapping matches: a word inside or across another one's occurrence still counts. A DFA: several
+        # times faster to run than the default automaton for this many words, for a few megabytes.
+        self.automaton = ahocorasick_rs.BytesAhoCorasick(
+            patterns, implementation=ahocorasick_rs.Implementation.DFA) if patterns else None
 
     def matching(self, source: bytes) -> set:
         """Indexes of the rules with at least one trigger in ``source``."""
-        if self.automaton is None:
-            return set()
-        found = {anchor for anchor, _, _ in self.automaton.find_matches_as_indexes(source, overlapping=True)}
+        found = {_EVERY_FILE}
+        if self.automaton is not None:
+            found.update(map(_first, self.automaton.find_matches_as_indexes(source, overlapping=True)))
         matched: set = set()
-        seen: dict = {}
+        by_anchor = self.by_anchor
         for anchor in found:
-            for index, rest in self.by_anchor[anchor]:
+            for index, rest in by_anchor.get(anchor, ()):
                 if index in matched:
                     continue
                 for word in rest:
-                    present = seen.get(word)
-                    if present is None:
-                        present = seen[word] = word in source
-                    if not present:
+                    if word not in found:
                         break
                 else:
                     matched.add(index)
         return matched
+
+
+#: The anchor of a trigger with no word but empty ones.
+_EVERY_FILE = -1
+_first = itemgetter(0)
 
 
 _indexes: dict = {}
