@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -78,7 +79,12 @@ class WorkerPool:
     files are all known (a cold run of the CLI), they get ready while the tree is still being walked."""
 
     def __init__(self, jobs: int) -> None:
-        self.executor = ProcessPoolExecutor(max_workers=jobs, initializer=_warm_up)
+        context = multiprocessing.get_context()
+        if context.get_start_method() == "fork":
+            # Forked workers inherit the modules this process has imported: the rules imported (and their
+            # sources compiled) once here, not once in every worker.
+            rule_classes()
+        self.executor = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_warm_up)
         for _ in range(jobs):  # a task per worker makes every process start now
             self.executor.submit(_ready)
 
