@@ -570,6 +570,11 @@ def test_a_long_running_programs_own_loop_schedules_what_it_calls(tmp_path, main
     write(tmp_path, {"depot/__init__.py": "", "depot/leases.py": WORKER_LEASES,
                      "depot/exports.py": WORKER_EXPORTS.format(claim=claim).replace("import boto3", "import time\n    import boto3"),
                      "depot/runner.py": WORKER_RUNNER.format(imported="push_totals", main=main)})
+    # Nothing shows the program deployed: it may be the one process of its kind.
+    assert findings(tmp_path, "depot/runner.py") == []
+    write(tmp_path, {"Dockerfile": 'FROM python:3.12-slim\nCMD ["python", "-m", "depot.runner"]\n'})
+    index.clear_cache()
+    deployment.clear_cache()
     found = findings(tmp_path, "depot/runner.py")
     assert [code for _, code in found] == (["OG201"] if flagged else [])
 

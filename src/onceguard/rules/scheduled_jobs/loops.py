@@ -143,8 +143,8 @@ class LoopRegistrations:
     # -- a long-running program's own loop -----------------------------------------------------------
     def _worker_loops(self) -> None:
         """``while True: export(); time.sleep(60)`` that a program runs from its ``__main__`` block (in the block,
-        or in a function of the module the block calls): the program never ends, a deployment keeps one up in
-        every replica, and every copy runs each pass's work -- a scheduler, whoever wrote it.  Each project
+        or in a function of the module the block calls), in a program a deployment file runs in every replica:
+        the program never ends, and every copy runs each pass's work -- a scheduler, whoever wrote it.  Each project
         function a pass calls as a statement is a job of it, judged as a ticker's work is (claims, effects)."""
         facts = self.facts
         reach = None
@@ -156,7 +156,9 @@ class LoopRegistrations:
                 continue
             if reach is None:
                 reach = Reach.of_module(facts)
-            if not reach.run_by_main_block(loop):
+            # A program a deployment file runs in every replica (a container's command, a Procfile process):
+            # a worker nothing shows deployed may be the one process of its kind, and is not reported.
+            if not reach.programs or not reach.run_by_main_block(loop):
                 continue
             # the pause between passes as written (``time.sleep(60)``): the period a claim is taken for
             pause = next((_argument(n, 0, None) for n in nodes if isinstance(n, ast.Call) and self._sleep_call(n)),
