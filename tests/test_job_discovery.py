@@ -728,3 +728,38 @@ def test_a_local_name_that_no_import_binds_is_not_taken_for_the_module(tmp_path)
                      "lending/spare.py": "class Spare:\n    def remind_forever(self):\n        pass\n",
                      "lending/reminders.py": REMINDERS.format(pick=UNCLAIMED_PICK), "lending/apps.py": apps})
     assert findings(tmp_path, "lending/apps.py") == []
+
+
+STATEMENT_HELPER = """\
+    import httpx
+    from apscheduler.schedulers.background import BackgroundScheduler as Sched
+
+    planner = Sched()
+
+
+    def nightly(job{options}):
+        planner.add_job(job, "cron", {spread})
+
+
+    def push_report() -> None:
+        httpx.post("https://reports.example.org/nightly", json={{}})
+
+
+    def start() -> None:
+        {register}
+        planner.start()
+"""
+
+
+@pytest.mark.parametrize("options, spread, register, flagged", [
+    (", **at", "**at", "nightly(push_report, hour=2)", True),
+    ("", "hour=2", "nightly(push_report)", True),  # a helper with no options to spread
+    (", **at", "**at", "handle = nightly(push_report, hour=2)", False),  # its value is used: not the statement
+])
+def test_a_registration_made_by_a_helper_called_as_a_statement(tmp_path, options, spread, register, flagged):
+    """``def nightly(job, **at): planner.add_job(job, "cron", **at)`` called as ``nightly(push_report, hour=2)`` is
+    ``planner.add_job(push_report, "cron", hour=2)`` at the call: the helper only makes that call."""
+    write(tmp_path, {"ops/__init__.py": "",
+                     "ops/schedule.py": STATEMENT_HELPER.format(options=options, spread=spread, register=register)})
+    found = findings(tmp_path, "ops/schedule.py")
+    assert [code for _, code in found] == (["OG201"] if flagged else [])

@@ -28,22 +28,74 @@ def through_helpers(facts: ModuleFacts) -> ModuleFacts:
 
 
 def _helpers(body) -> Dict[str, ast.AST]:
-    """name -> top-level def whose body only returns a call (names defined once at the top level only)."""
+    """name -> top-level def whose body only returns a call, or only makes one call as a statement (names
+    defined once at the top level only)."""
     counts: Dict[str, int] = {}
     found: Dict[str, ast.AST] = {}
     for statement in body:
         if isinstance(statement, _FUNCTION_TYPES + (ast.ClassDef,)):
             counts[statement.name] = counts.get(statement.name, 0) + 1
-            if isinstance(statement, _FUNCTION_TYPES) and _returned_call(statement) is not None:
+            if isinstance(statement, _FUNCTION_TYPES) and _forwarded_call(statement) is not None:
                 found[statement.name] = statement
     return {name: helper for name, helper in found.items() if counts[name] == 1}
+
+
+def _statement_call(helper: ast.AST) -> Optional[ast.Call]:
+    """The one call a helper makes as its whole body, its value dropped (``def every_week(job, **when):
+    sched.add_job(job, "cron", **when)``): called as a statement, the helper is that call."""
+    body = list(helper.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(
+            body[0].value.value, str):
+        body = body[1:]
+    if helper.decorator_list or len(body) != 1 or not isinstance(body[0], ast.Expr):
+        return None
+    value = body[0].value
+    return value if isinstance(value, ast.Call) else None
+
+
+def _forwarded_call(helper: ast.AST) -> Optional[ast.Call]:
+    return _returned_call(helper) or _statement_call(helper)
+
+
+def _binding(helper: ast.AST, call: ast.Call) -> Optional[Dict[str, ast.AST]]:
+    """``_bind``, and for a helper that only makes a call as a statement, its ``**options`` spread into that
+    call too (the keywords the caller gave beyond the helper's own parameters)."""
+    if _statement_call(helper) is None or helper.args.kwarg is None:
+        return _bind(helper, call)
+    own = {a.arg for a in helper.args.args + helper.args.kwonlyargs}
+    extra = [k for k in call.keywords if k.arg is not None and k.arg not in own]
+    if any(k.arg is None for k in call.keywords):
+        return None
+    inner = _statement_call(helper)
+    if not any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == helper.args.kwarg.arg
+               for k in inner.keywords):
+        return None  # the options go somewhere else: not a plain pass-through
+    trimmed = ast.Call(func=call.func, args=call.args, keywords=[k for k in call.keywords if k not in extra])
+    stripped = _without_kwarg(helper)
+    mapping = _bind(stripped, trimmed)
+    if mapping is None:
+        return None
+    mapping[_SPREAD + helper.args.kwarg.arg] = extra  # type: ignore[assignment]
+    return mapping
+
+
+#: Key prefix in a binding for the keywords a ``**options`` parameter collects.
+_SPREAD = "**"
+
+
+def _without_kwarg(helper: ast.AST) -> ast.AST:
+    arguments = helper.args
+    copied = ast.arguments(posonlyargs=arguments.posonlyargs, args=arguments.args, vararg=arguments.vararg,
+                           kwonlyargs=arguments.kwonlyargs, kw_defaults=arguments.kw_defaults, kwarg=None,
+                           defaults=arguments.defaults)
+    return ast.FunctionDef(name=helper.name, args=copied, body=helper.body, decorator_list=[], returns=None)
 
 
 def _build(facts: ModuleFacts) -> ModuleFacts:
     helpers = _helpers(facts.tree.body)
     if not helpers:
         return facts
-    if not any(isinstance(call.func, ast.Name) and _bind(helper, call) is not None
+    if not any(isinstance(call.func, ast.Name) and _binding(helper, call) is not None
                and facts.enclosing_function(call) is not helper
                for name, helper in helpers.items() for call in facts.calls_by_name.get(name, ())):
         return facts
@@ -89,6 +141,14 @@ class _Inline(ast.NodeTransformer):
         #: call of another helper, grows the tree with each level; past this, calls are left as they are
         #: (the cost of a file stays bounded; what is left is read as an ordinary call).
         self.budget = _COPY_BUDGET
+        #: the call an expression statement makes (its value dropped): a statement-only helper may stand there
+        self.statement_call: Optional[ast.Call] = None
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        outer, self.statement_call = self.statement_call, node.value if isinstance(node.value, ast.Call) else None
+        self.generic_visit(node)
+        self.statement_call = outer
+        return node
 
     def visit_FunctionDef(self, node: ast.AST) -> ast.AST:
         outer, self.inside = self.inside, node.name if node.name in self.helpers else self.inside
@@ -107,14 +167,15 @@ class _Inline(ast.NodeTransformer):
                     and made.func.id != self.inside):
                 break
             helper = self.helpers[made.func.id]
-            mapping = _bind(helper, made)
+            forwarded = _returned_call(helper) or (_statement_call(helper) if made is self.statement_call else None)
+            mapping = _binding(helper, made) if forwarded is not None else None
             if mapping is None:
                 break
-            cost = _size(_returned_call(helper)) + sum(_size(value) for value in mapping.values())
+            cost = _size(forwarded) + sum(_size(value) for value in mapping.values() if isinstance(value, ast.AST))
             if cost > self.budget:
                 break
             self.budget -= cost
-            template = copy_tree(_returned_call(helper))
+            template = copy_tree(forwarded)
             for inner in walk(template):  # the helper's own code is placed at the call; arguments keep theirs
                 ast.copy_location(inner, node)
                 inner.end_lineno = getattr(node, "end_lineno", None)
@@ -136,4 +197,14 @@ class _Substitute(ast.NodeTransformer):
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if isinstance(node.ctx, ast.Load) and node.id in self.mapping:
             return copy_tree(self.mapping[node.id])
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        keywords = []
+        for keyword in node.keywords:
+            spread = self.mapping.get(_SPREAD + keyword.value.id) if (
+                keyword.arg is None and isinstance(keyword.value, ast.Name)) else None
+            keywords.extend(copy_tree(k) for k in spread) if spread is not None else keywords.append(keyword)
+        node.keywords = keywords
         return node
