@@ -161,13 +161,16 @@ class _Inline(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         made: ast.AST = node
+        # A call whose value its statement drops: a helper that only makes a call may stand there, also at the
+        # end of a chain of helpers that return one another's calls.
+        dropped = node is self.statement_call
         declared = None  # the return annotation of the helper the caller named: what the call gives there
         for _ in range(_MAX_HELPERS):
             if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name) and made.func.id in self.helpers
                     and made.func.id != self.inside):
                 break
             helper = self.helpers[made.func.id]
-            forwarded = _returned_call(helper) or (_statement_call(helper) if made is self.statement_call else None)
+            forwarded = _returned_call(helper) or (_statement_call(helper) if dropped else None)
             mapping = _binding(helper, made) if forwarded is not None else None
             if mapping is None:
                 break
