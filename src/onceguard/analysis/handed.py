@@ -32,7 +32,12 @@ def handed_value(call: ast.Call, facts: ModuleFacts, qualified: Optional[str] = 
     if slot is None:
         return None
     position, keyword = slot
-    if keyword is not None:
+    return call_argument(call, position, keyword)
+
+
+def call_argument(call: ast.Call, position: Optional[int], keyword: Optional[str]) -> Optional[ast.AST]:
+    """The argument a call passes by ``keyword``, else at ``position`` (none when a ``*args`` comes first)."""
+    if keyword:
         for item in call.keywords:
             if item.arg == keyword:
                 return item.value

@@ -162,14 +162,18 @@ project.on_clear(_helper_texts.clear)
 _TOP_LEVEL_LINE = re.compile(rb"^[^\s#)\]}]", re.M)
 
 
-def _returned_call(helper: FunctionNode) -> Optional[ast.Call]:
+def only_statement(helper: FunctionNode) -> Optional[ast.stmt]:
+    """The one statement an undecorated function's body holds, its docstring aside; None otherwise."""
     body = list(helper.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(
             body[0].value.value, str):
         body = body[1:]
-    if helper.decorator_list or len(body) != 1 or not isinstance(body[0], ast.Return):
-        return None
-    value = body[0].value
+    return body[0] if not helper.decorator_list and len(body) == 1 else None
+
+
+def _returned_call(helper: FunctionNode) -> Optional[ast.Call]:
+    statement = only_statement(helper)
+    value = statement.value if isinstance(statement, ast.Return) else None
     return value if isinstance(value, ast.Call) else None
 
 

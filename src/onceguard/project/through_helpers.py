@@ -16,7 +16,7 @@ import ast
 from typing import Dict, Optional
 
 from ..analysis.facts import ModuleFacts, walk
-from .forwarding import _bind, _returned_call, copy_tree
+from .forwarding import _bind, _returned_call, copy_tree, only_statement
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MAX_HELPERS = 3
@@ -43,13 +43,8 @@ def _helpers(body) -> Dict[str, ast.AST]:
 def _statement_call(helper: ast.AST) -> Optional[ast.Call]:
     """The one call a helper makes as its whole body, its value dropped (``def every_week(job, **when):
     sched.add_job(job, "cron", **when)``): called as a statement, the helper is that call."""
-    body = list(helper.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(
-            body[0].value.value, str):
-        body = body[1:]
-    if helper.decorator_list or len(body) != 1 or not isinstance(body[0], ast.Expr):
-        return None
-    value = body[0].value
+    statement = only_statement(helper)
+    value = statement.value if isinstance(statement, ast.Expr) else None
     return value if isinstance(value, ast.Call) else None
 
 

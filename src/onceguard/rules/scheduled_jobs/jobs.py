@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
 from ...analysis.facts import FunctionNode, ModuleFacts
+from ...analysis.handed import call_argument
 from ...knowledge import schedulers as known
 from ...model import Related
 
@@ -62,15 +63,8 @@ def _has_splat(call: Optional[ast.Call]) -> bool:
     return call is not None and any(k.arg is None for k in call.keywords)
 
 
-def _argument(call: ast.Call, position: Optional[int], keyword: Optional[str]) -> Optional[ast.AST]:
-    if keyword:
-        for k in call.keywords:
-            if k.arg == keyword:
-                return k.value
-    if position is not None and len(call.args) > position and not any(
-            isinstance(a, ast.Starred) for a in call.args[: position + 1]):
-        return call.args[position]
-    return None
+#: The argument a registration passes by keyword, else at a position.
+_argument = call_argument
 
 
 def _const(node: Optional[ast.AST]):
