@@ -36,3 +36,24 @@ def nightly_report(conn: psycopg.Connection) -> None:
             return
         conn.execute("INSERT INTO reports (day) VALUES (current_date)")
 """
+
+
+# A module of lock helpers: a lazily made Redis client, and a helper that returns the lock it makes.
+REDIS_LOCK_HELPERS = """\
+import os
+
+import redis as redis_lib
+
+_client = None
+
+
+def get_client() -> redis_lib.Redis:
+    global _client
+    if _client is None:
+        _client = redis_lib.Redis.from_url(os.environ["REDIS_URL"])
+    return _client
+
+
+def named_lock(name: str, ttl: int = 300):
+    return get_client().lock(f"lock:{name}", timeout=ttl)
+"""

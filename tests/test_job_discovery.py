@@ -6,6 +6,7 @@ import os
 import textwrap
 
 import pytest
+from samples import REDIS_LOCK_HELPERS
 
 from onceguard.config import from_mapping
 from onceguard.engine.check import check_source
@@ -580,24 +581,7 @@ def test_a_long_running_programs_own_loop_schedules_what_it_calls(tmp_path, main
 
 
 # -- a Redis lock made by a helper of another module --------------------------------------------------------
-LOCK_HELPERS = """\
-    import os
-
-    import redis as redis_lib
-
-    _client = None
-
-
-    def get_client() -> redis_lib.Redis:
-        global _client
-        if _client is None:
-            _client = redis_lib.Redis.from_url(os.environ["REDIS_URL"])
-        return _client
-
-
-    def named_lock(name: str, ttl: int = 300):
-        return get_client().lock(f"lock:{name}", timeout=ttl)
-"""
+LOCK_HELPERS = REDIS_LOCK_HELPERS
 
 LOCKED_JOB = """\
     import boto3

@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from samples import REDIS_LOCK_HELPERS
 
 from onceguard.config import Config
 from onceguard.engine.check import check_source
@@ -125,24 +126,7 @@ async def nightly(work):
 
 
 # -- a lock made by a helper that returns the client's lock --------------------------------------------------
-_COORDINATION = """
-import os
-
-import redis as redis_lib
-
-_client = None
-
-
-def get_client() -> redis_lib.Redis:
-    global _client
-    if _client is None:
-        _client = redis_lib.Redis.from_url(os.environ["REDIS_URL"])
-    return _client
-
-
-def named_lock(name: str, ttl: int = 300):
-    return get_client().lock(f"lock:{name}", timeout=ttl)
-"""
+_COORDINATION = REDIS_LOCK_HELPERS
 
 HELPER_WAITING = [
     'guard = named_lock("sitemap-rebuild")\n    guard.acquire()  # OG103\n    work()',
