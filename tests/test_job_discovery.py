@@ -473,7 +473,8 @@ DAEMON = """\
         async def _announce(self) -> None:
             deadline = time.monotonic() + 5
             while self._pending and time.monotonic() < deadline:
-                await hooks.post("/forgotten", json=self._pending.pop())
+                self._pending.pop()
+                await hooks.post("/forgotten", json={{"left": len(self._pending)}})
                 await asyncio.sleep(0.1)
 
         async def {entry}(self){returns}:
@@ -747,3 +748,53 @@ def test_a_registration_made_by_a_helper_called_as_a_statement(tmp_path, options
                      "ops/schedule.py": STATEMENT_HELPER.format(options=options, spread=spread, register=register)})
     found = findings(tmp_path, "ops/schedule.py")
     assert [code for _, code in found] == (["OG201"] if flagged else [])
+
+
+PRICE_CACHE = """\
+    import asyncio
+    from contextlib import asynccontextmanager
+
+    from fastapi import FastAPI
+    from sqlalchemy import select
+
+    from svc.db import Price, Session
+
+    PRICES = {{}}
+
+
+    async def refresh_prices():
+        while True:
+            async with Session() as session:
+                query = select(Price).where(Price.active == True)
+                {narrowed}
+                rows = (await session.execute(query)).scalars().all()
+            PRICES.clear()
+            PRICES.update({{row.sku: row.amount for row in rows}})
+            await asyncio.sleep(60)
+
+
+    @asynccontextmanager
+    async def lifespan(app):
+        task = asyncio.create_task(refresh_prices())
+        yield
+        task.cancel()
+
+
+    api = FastAPI(lifespan=lifespan)
+"""
+
+
+@pytest.mark.parametrize("narrowed", [
+    "query = query.order_by(Price.sku)",
+    "query = query.limit(500)\n                query = query.order_by(Price.sku)",
+])
+def test_a_statement_built_up_in_a_name_is_judged_by_what_it_is(tmp_path, narrowed):
+    """A ``select`` narrowed in steps under one name is still a read: refreshing the process's own cache
+    from it is per-replica work (the chain is followed through the name to the ``select`` it started as)."""
+    write(tmp_path, {"svc/__init__.py": "", "svc/db.py": "Price = Session = None\n",
+                     "svc/prices.py": PRICE_CACHE.format(narrowed=narrowed)})
+    assert findings(tmp_path, "svc/prices.py", codes=("OG201", "OG204")) == []
+    sent = PRICE_CACHE.format(narrowed=narrowed).replace("PRICES.clear()", "await api.state.bus.publish(rows)")
+    write(tmp_path, {"svc/prices.py": sent})
+    index.clear_cache()
+    assert [code for _, code in findings(tmp_path, "svc/prices.py")] == ["OG201"]

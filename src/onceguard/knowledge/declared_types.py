@@ -45,4 +45,7 @@ PROCESS_LOCAL_CLASSES: FrozenSet[str] = frozenset({
     "queue.Queue", "queue.SimpleQueue", "threading.Event", "threading.Lock", "threading.RLock",
     "threading.Condition", "threading.Semaphore", "collections.deque", "collections.OrderedDict",
     "collections.Counter", "collections.defaultdict",
+    "asyncio.BoundedSemaphore", "asyncio.PriorityQueue", "asyncio.LifoQueue", "threading.BoundedSemaphore",
+    "anyio.Semaphore", "anyio.Lock", "anyio.Event", "anyio.Condition", "anyio.CapacityLimiter",
+    "anyio.CancelScope", "anyio.abc.TaskGroup", "asyncio.TaskGroup", "asyncio.Task", "asyncio.Future",
 })

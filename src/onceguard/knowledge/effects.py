@@ -53,6 +53,9 @@ PURE_CALLS: FrozenSet[str] = frozenset({
     "asyncio.create_task", "asyncio.ensure_future", "asyncio.gather", "asyncio.wait_for", "asyncio.wait",
     "asyncio.shield", "asyncio.get_event_loop", "asyncio.get_running_loop", "asyncio.Queue",
     "asyncio.Semaphore", "asyncio.current_task", "asyncio.iscoroutinefunction", "asyncio.to_thread",
+    "anyio.sleep", "anyio.sleep_until", "anyio.sleep_forever", "anyio.current_time", "anyio.Event", "anyio.Lock",
+    "anyio.Semaphore", "anyio.CapacityLimiter", "anyio.CancelScope", "anyio.move_on_after", "anyio.fail_after",
+    "anyio.get_cancelled_exc_class", "trio.sleep", "trio.sleep_until", "trio.current_time",
 })
 #: Calls that return a new container of the process's own (a listing, a sorted copy): methods called on
 #: what they return (``files.sort()``) change only the process's memory.
@@ -200,3 +203,21 @@ STATEMENT_SENDERS: FrozenSet[str] = frozenset({
 })
 #: ``insert(...).on_conflict_do_nothing()``: a repeat of the insert adds nothing.
 INSERT_IGNORING_CONFLICTS: FrozenSet[str] = frozenset({"on_conflict_do_nothing", "prefix_with"})
+
+# -- this replica's own share of the work (``project.own_share``) -----------------------------------------
+#: Methods that put an item into a container: a registry the process fills this way as it serves holds
+#: what this replica served.
+REGISTRY_FILL_METHODS: FrozenSet[str] = frozenset({
+    "append", "appendleft", "add", "extend", "insert", "setdefault", "update", "put", "put_nowait",
+})
+#: Builtins whose result is drawn from their first argument (a copy, a view, an order of its items).
+ITEM_VIEWS: FrozenSet[str] = frozenset({
+    "sorted", "list", "tuple", "set", "frozenset", "reversed", "iter", "next", "enumerate", "filter",
+})
+#: Calls whose value is this replica's alone: a fresh random id, this host's name, this process's id.
+REPLICA_IDENTITY_CALLS: FrozenSet[str] = frozenset({
+    "uuid.uuid4", "uuid.uuid1", "secrets.token_hex", "secrets.token_urlsafe", "secrets.token_bytes",
+    "os.getpid", "socket.gethostname", "socket.getfqdn", "platform.node",
+})
+#: Query methods that pick the rows a statement acts on.
+ROW_SELECTION_METHODS: FrozenSet[str] = frozenset({"where", "filter", "filter_by", "exclude"})

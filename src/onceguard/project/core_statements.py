@@ -27,6 +27,26 @@ def _chain(expr: ast.AST):
     return calls
 
 
+def _statement_chain(statement: ast.AST, function: Optional[FunctionNode]):
+    """``_chain``, continued through the names a statement is built up in: ``stmt = select(Job).where(...)``
+    then ``stmt = stmt.with_for_update(skip_locked=True)`` is one chain from ``with_for_update`` to ``select``."""
+    calls = []
+    for _ in range(_NAME_HOPS):
+        part = _chain(statement)
+        calls.extend(part)
+        head = part[-1].func if part else None
+        if not (isinstance(head, ast.Attribute) and isinstance(head.value, ast.Name)):
+            break
+        statement = assigned_before(head.value, function)
+        if statement is None:
+            break
+    return calls
+
+
+#: Names a statement may pass through on its way to being sent.
+_NAME_HOPS = 4
+
+
 def statement_effect(call: ast.Call, facts: ModuleFacts, function: Optional[FunctionNode]) -> Optional[str]:
     """"read", "idempotent" or "other" for a call that sends a Core statement, else None."""
     func = call.func
@@ -37,7 +57,7 @@ def statement_effect(call: ast.Call, facts: ModuleFacts, function: Optional[Func
         statement = assigned_before(statement, function)
     if statement is None:
         return None
-    calls = _chain(statement)
+    calls = _statement_chain(statement, function)
     if not calls:
         return None
     head = calls[-1]

@@ -33,6 +33,7 @@ from .core_statements import builds_statement, statement_effect
 from . import declared_types as declared
 from .declared_types import (ClassRef, annotation_class as _annotation_class, attribute_writes as _attribute_writes,
                              class_of as _class_of, parameter_annotation as _parameter_annotation)
+from .own_share import acts_on_own_share
 from .row_claims import claimed_row_calls
 from ..knowledge import orm as orm_known
 from ..knowledge.declared_types import PROCESS_LOCAL_CLASSES as _PROCESS_LOCAL_CLASSES
@@ -85,6 +86,9 @@ class Effects:
     drain: Optional[ast.AST] = None
     idempotent: List[ast.AST] = field(default_factory=list)
     other: List[ast.AST] = field(default_factory=list)
+    #: Effects on this replica's own share (``own_share``): items of a registry it fills as it serves, rows
+    #: picked by its own identity. Every replica must do its own; another replica's run does not repeat it.
+    own: List[ast.AST] = field(default_factory=list)
     #: The effect a report shows as the reason a claim is needed: the first that plainly acts outside the
     #: process (an SQL write, a call named ``send_…`` or ``publish``), else the first unknown call.
     first_other: Optional["Evidence"] = None
@@ -96,10 +100,11 @@ class Effects:
             self.first_other = more.first_other
         self.idempotent.extend(more.idempotent)
         self.other.extend(more.other)
+        self.own.extend(more.own)
 
     @property
     def process_only(self) -> bool:
-        return not self.idempotent and not self.other
+        return not self.idempotent and not self.other and not self.own
 
 
 # ------------------------------------------------------------------------------------------------
@@ -534,6 +539,8 @@ class Summaries:
         sql = _sql_effect(call, entries) or statement_effect(call, facts, function)
         if sql == "read":
             return Effects()
+        if not _is_log_call(call) and acts_on_own_share(call, function, facts, self_class):
+            return Effects(own=[call])
         if sql == "idempotent":
             return Effects(idempotent=[call])
         if sql == "other":

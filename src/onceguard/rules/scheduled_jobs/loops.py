@@ -131,6 +131,10 @@ class LoopRegistrations:
             return True
         if isinstance(node, ast.Await) and isinstance(node.value, ast.Call):
             func = node.value.func
+            if isinstance(func, ast.Attribute) and func.attr == "get" and node.value.args:
+                # ``await queue.get()`` waits for the next item and names none; ``await client.get(url)`` and
+                # ``await cache.get(key)`` read the thing they name, and a loop of them is still a ticker.
+                return False
             return isinstance(func, ast.Attribute) and func.attr in known.CONSUMER_METHODS
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             attr = node.func.attr

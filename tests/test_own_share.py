@@ -1,0 +1,215 @@
+"""A repeated job that works only on this replica's own share: items of a registry the process fills as it
+serves, rows picked by the replica's own identity. Every replica must do its own; OG201 stays silent. The
+same job over what start-up or the loop itself put there is the same work in every replica, and reported."""
+from __future__ import annotations
+
+import pytest
+from test_job_discovery import findings, write
+
+from onceguard.project import deployment, index
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    index.clear_cache()
+    deployment.clear_cache()
+    yield
+    index.clear_cache()
+    deployment.clear_cache()
+
+
+ROOMS = """\
+    import asyncio
+    import time
+
+    import httpx
+
+    broker = httpx.AsyncClient(base_url="https://rooms.example.org")
+
+
+    class RoomKeeper:
+        def __init__(self) -> None:
+            self._open = {{}}
+            self._task = None
+
+        async def start(self) -> None:
+            self._task = asyncio.create_task(self._loop())
+
+        def join(self, room_id: str) -> None:
+            self._remember(room_id)
+
+        def _remember(self, room_id: str) -> None:
+            self._open[room_id] = time.monotonic()
+
+        async def _loop(self) -> None:
+            while True:
+                await asyncio.sleep(30)
+                {body}
+"""
+SWEEP_OWN = """\
+idle = [room for room, seen in self._open.items() if time.monotonic() - seen > 600]
+                for room in idle:
+                    self._open.pop(room, None)
+                    await broker.post(f"/rooms/{room}/close")"""
+SWEEP_ALL = """\
+await broker.post("/rooms/close-idle")"""
+
+APP = """\
+    from contextlib import asynccontextmanager
+
+    from fastapi import FastAPI
+
+    from svc.rooms import RoomKeeper
+
+    keeper = RoomKeeper()
+
+
+    @asynccontextmanager
+    async def lifespan(app):
+        await keeper.start()
+        yield
+
+
+    api = FastAPI(lifespan=lifespan)
+
+
+    @api.post("/rooms/{room_id}/join")
+    async def join(room_id: str):
+        keeper.join(room_id)
+"""
+
+
+@pytest.mark.parametrize("body, flagged", [
+    (SWEEP_OWN, False),  # closes the rooms this replica's requests opened: its own share
+    (SWEEP_ALL, True),  # one shared call, the same from every replica
+])
+def test_a_sweep_of_what_this_replica_served(tmp_path, body, flagged):
+    write(tmp_path, {"svc/__init__.py": "", "svc/rooms.py": ROOMS.format(body=body), "svc/app.py": APP})
+    assert findings(tmp_path, "svc/app.py") == ([(12, "OG201")] if flagged else [])
+
+
+def test_a_registry_start_up_fills_is_the_same_in_every_replica(tmp_path):
+    """Rooms joined at start-up (module level here) are joined by every replica: closing them repeats."""
+    registered = APP.replace("keeper = RoomKeeper()\n", "keeper = RoomKeeper()\n    keeper.join(\"lobby\")\n")
+    write(tmp_path, {"svc/__init__.py": "", "svc/rooms.py": ROOMS.format(body=SWEEP_OWN), "svc/app.py": registered})
+    assert findings(tmp_path, "svc/app.py") == [(13, "OG201")]
+
+
+def test_a_registry_the_loop_fills_itself_is_the_same_in_every_replica(tmp_path):
+    """The loop loads every open room from the shared service into its own dict: each replica loads the same
+    rooms, and each closes them. (An awaited ``get`` of a URL is a fetch, not a queue's next item.)"""
+    loads = SWEEP_OWN.replace("idle = [", "for room in (await broker.get('/rooms')).json():\n"
+                                          "                    self._open[room] = 0.0\n                idle = [")
+    write(tmp_path, {"svc/__init__.py": "", "svc/rooms.py": ROOMS.format(body=loads),
+                     "svc/app.py": APP.split("\n\n\n    @api.post")[0] + "\n"})
+    assert "join" not in (tmp_path / "svc/app.py").read_text()
+    assert findings(tmp_path, "svc/app.py") == [(12, "OG201")]
+
+
+SOCKETS = """\
+    import asyncio
+    from contextlib import asynccontextmanager
+
+    from fastapi import FastAPI, WebSocket
+
+    listeners = set()
+
+
+    async def notify_all(count):
+        await api.state.bus.publish("listeners", count)
+
+
+    async def ping_listeners():
+        while True:
+            await asyncio.sleep(20)
+            for socket in list(listeners):
+                {send}
+
+
+    @asynccontextmanager
+    async def lifespan(app):
+        task = asyncio.create_task(ping_listeners())
+        yield
+        task.cancel()
+
+
+    api = FastAPI(lifespan=lifespan)
+
+
+    @api.websocket("/events")
+    async def events(socket: WebSocket):
+        await socket.accept()
+        listeners.add(socket)
+"""
+
+
+@pytest.mark.parametrize("send, flagged", [
+    ("await socket.send_json({'type': 'ping'})", False),  # the sockets connected to this replica
+    ("await notify_all(len(listeners))", True),  # a project-wide call, made by every replica
+])
+def test_a_module_registry_of_connections(tmp_path, send, flagged):
+    write(tmp_path, {"app.py": SOCKETS.format(send=send)})
+    assert bool(findings(tmp_path, "app.py")) is flagged
+
+
+HEARTBEAT = """\
+    import asyncio
+    import uuid
+    from contextlib import asynccontextmanager
+
+    from fastapi import FastAPI
+    from sqlalchemy import update
+
+    from svc.db import Job, Session
+
+
+    class Leases:
+        def __init__(self) -> None:
+            self.holder = uuid.uuid4().hex
+
+        async def beat(self) -> None:
+            while True:
+                async with Session() as session:
+                    statement = update(Job).where({picked}).values(beats=Job.beats + 1)
+                    await session.execute(statement)
+                    await session.commit()
+                await asyncio.sleep(15)
+
+
+    leases = Leases()
+
+
+    @asynccontextmanager
+    async def lifespan(app):
+        task = asyncio.create_task(leases.beat())
+        yield
+        task.cancel()
+
+
+    api = FastAPI(lifespan=lifespan)
+"""
+DB = """\
+    from sqlalchemy import Column, Integer, String
+    from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
+    from sqlalchemy.orm import declarative_base
+
+    Base = declarative_base()
+    Session = async_sessionmaker(create_async_engine("postgresql+asyncpg://db/app"))
+
+
+    class Job(Base):
+        __tablename__ = "jobs"
+        id = Column(Integer, primary_key=True)
+        holder = Column(String)
+        status = Column(String)
+        beats = Column(Integer)
+"""
+
+
+@pytest.mark.parametrize("picked, flagged", [
+    ("Job.holder == self.holder", False),  # the rows this replica holds: its own heartbeat
+    ("Job.status == 'running'", True),  # every running row, counted once by each replica
+])
+def test_rows_picked_by_the_replicas_own_identity(tmp_path, picked, flagged):
+    write(tmp_path, {"svc/__init__.py": "", "svc/db.py": DB, "svc/main.py": HEARTBEAT.format(picked=picked)})
+    assert bool(findings(tmp_path, "svc/main.py")) is flagged
