@@ -213,3 +213,124 @@ DB = """\
 def test_rows_picked_by_the_replicas_own_identity(tmp_path, picked, flagged):
     write(tmp_path, {"svc/__init__.py": "", "svc/db.py": DB, "svc/main.py": HEARTBEAT.format(picked=picked)})
     assert bool(findings(tmp_path, "svc/main.py")) is flagged
+
+
+# -- a generic ticker repeats the work it is handed ----------------------------------------------------------
+REPEAT = """\
+    import asyncio
+    import logging
+
+    log = logging.getLogger(__name__)
+
+
+    async def keep_running(job, pause):
+        while True:
+            try:
+                await job()
+            except Exception:
+                log.exception("pass failed")
+            await asyncio.sleep(pause)
+"""
+REMINDERS = """\
+    import httpx
+
+    from svc.db import claim_slot
+
+
+    async def remind_owners():
+        {claim}
+        async with httpx.AsyncClient() as client:
+            await client.post("https://push.example.org/remind")
+"""
+STARTS = {
+    "create_task": "asyncio.create_task(repeat.keep_running(reminders.remind_owners, 60))",
+    "keyword": "asyncio.create_task(repeat.keep_running(pause=60, job=reminders.remind_owners))",
+}
+REPEAT_APP = """\
+    import asyncio
+    from contextlib import asynccontextmanager
+
+    from fastapi import FastAPI
+
+    from svc import reminders, repeat
+
+
+    @asynccontextmanager
+    async def lifespan(app):
+        task = {start}
+        yield
+        task.cancel()
+
+
+    api = FastAPI(lifespan=lifespan)
+"""
+
+
+@pytest.mark.parametrize("start", sorted(STARTS))
+@pytest.mark.parametrize("claim, flagged", [
+    ("pass", True),
+    ("if not await claim_slot('remind_owners', 60):\n            return", False),
+])
+def test_the_work_a_generic_ticker_is_handed_is_the_job(tmp_path, start, claim, flagged):
+    """``keep_running(job, pause)`` calls what it is handed on every pass: the handed function is the job, and
+    its own leading claim is what guards it (the ticker, which knows nothing of it, has none)."""
+    write(tmp_path, {"svc/__init__.py": "", "svc/repeat.py": REPEAT,
+                     "svc/db.py": "async def claim_slot(name, seconds):\n    return True\n",
+                     "svc/reminders.py": REMINDERS.format(claim=claim),
+                     "svc/app.py": REPEAT_APP.format(start=STARTS[start])})
+    assert findings(tmp_path, "svc/app.py") == ([(11, "OG201")] if flagged else [])
+
+
+def test_a_generic_ticker_in_the_same_module_offers_the_claim_in_the_work(tmp_path):
+    """Reported at the work's def, with the claim that belongs there: a ``return`` at the top of the work,
+    not a ``continue`` in a loop it does not have."""
+    from onceguard.config import from_mapping
+    from onceguard.engine.check import check_source
+
+    body = REMINDERS.format(claim="pass").replace("    from svc.db import claim_slot\n", "")
+    start = REPEAT_APP.format(start="asyncio.create_task(keep_running(remind_owners, 60))")
+    text = REPEAT + body + start.replace("    from svc import reminders, repeat\n", "")
+    write(tmp_path, {"svc/__init__.py": "", "svc/one.py": text})
+    path = tmp_path / "svc/one.py"
+    found = [d for d in check_source(path.read_bytes(), str(path), from_mapping({}, root=str(tmp_path)),
+                                     cross_file=True) if d.code == "OG201"]
+    assert len(found) == 1
+    assert path.read_text().splitlines()[found[0].line - 1].startswith("async def remind_owners")
+    assert found[0].fix is not None and ": return" in found[0].fix.description
+
+
+def test_a_thread_handed_its_work(tmp_path):
+    ticker = """\
+        import threading
+        import time
+
+        import requests
+
+
+        def every(work, seconds):
+            while True:
+                work()
+                time.sleep(seconds)
+
+
+        def export_orders():
+            requests.post("https://erp.example.org/orders/export")
+
+
+        def start():
+            threading.Thread(target=every, args=(export_orders, 300), daemon=True).start()
+    """
+    app = """\
+        from django.apps import AppConfig
+
+
+        class OrdersConfig(AppConfig):
+            name = "orders"
+
+            def ready(self):
+                from orders.ticker import start
+
+                start()
+    """
+    write(tmp_path, {"orders/__init__.py": "", "orders/ticker.py": ticker, "orders/apps.py": app})
+    assert findings(tmp_path, "orders/ticker.py") == [(13, "OG201")]

@@ -321,7 +321,7 @@ def job_claim(scheduled: object, function: ast.AST, name: str, facts: object) ->
 def offer_claim(diagnostic: Diagnostic, verdict: object, facts: object) -> Diagnostic:
     """OG201's finding with the claim-period fix attached when the job's def is in this file and is what
     the scheduler calls on every tick (a ticker's loop function or a re-arming Timer is not: a claim
-    before the loop would stop the ticker)."""
+    before the loop would stop the ticker; the work a generic ticker is handed is)."""
     from dataclasses import replace
 
     from ..knowledge import schedulers as known
@@ -331,7 +331,8 @@ def offer_claim(diagnostic: Diagnostic, verdict: object, facts: object) -> Diagn
     target = getattr(scheduled, "target", None)
     if (scheduled is None or target is None
             or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
-            or scheduled.family in (known.ASYNCIO_TICKER, known.THREAD_TICKER, known.TIMER)):
+            or (scheduled.family in (known.ASYNCIO_TICKER, known.THREAD_TICKER, known.TIMER)
+                and not getattr(scheduled, "repeater", ""))):
         return diagnostic
     foreign = getattr(target, "foreign", True)
     if not foreign and diagnostic.line != function.lineno:

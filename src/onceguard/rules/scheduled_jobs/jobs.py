@@ -51,6 +51,8 @@ class Scheduled:
     skip: Optional[Callable[[ast.stmt], bool]] = None
     #: places in other files the registration depends on (the scheduler made in another module)
     related: List[Related] = field(default_factory=list)
+    #: the generic ticker that repeats the target it was handed (``forever`` of ``forever(work, 30)``), as written
+    repeater: str = ""
 
 
 def _keywords(call: Optional[ast.Call]) -> Dict[str, ast.AST]:

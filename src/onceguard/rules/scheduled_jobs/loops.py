@@ -8,11 +8,11 @@ from typing import List, Optional, Tuple
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, walk, walk_no_nested_functions
 from ...knowledge import schedulers as known
 from ...analysis.names import dotted
-from ...project.reach import Reach, endless
+from ...project.reach import Reach, endless, runs
 from ...project.startup import StartupMap
 from ...project.summaries import callers
 from ...model import Related
-from .jobs import Scheduled, _argument
+from .jobs import Scheduled, Target, _argument
 
 
 #: Functions followed up from a timer's start to the code that first runs it.
@@ -46,11 +46,6 @@ class LoopRegistrations:
                 family, target_expr = self._ticker_start(call, name)
                 if target_expr is None:
                     continue
-                if startup is None:
-                    startup = StartupMap.of_module(facts)
-                reason = startup.reason_for_node(call)
-                if reason is None:
-                    continue
                 # A def of this module, a method (of ``self`` or of a module-level instance), or a loop
                 # imported from another module of the project, started here at start-up.
                 target = self.resolve(target_expr) if isinstance(target_expr, (ast.Name, ast.Attribute)) else None
@@ -61,10 +56,61 @@ class LoopRegistrations:
                 loop = self._ticker_loop(function, target_facts)
                 if loop is None:
                     continue
-                scheduled = Scheduled(family, dotted(call.func) or name, call, target, call)
+                if startup is None:
+                    startup = StartupMap.of_module(facts)
+                reason, related = startup.reason_for_node(call), []
+                if reason is None and facts.context.cross_file:
+                    # Started in a function that start-up code elsewhere calls (``ready()`` importing and
+                    # calling ``start()`` of this module).
+                    found = runs(call, facts, startup_only=True)
+                    if found.every_replica:
+                        reason, related = found.reason, [*found.entry, *found.calls]
+                if reason is None:
+                    continue
+                # A generic ticker (``forever(work, seconds)``) repeats the work it is handed: that work is the
+                # job, judged (claims, effects) where it is defined.
+                handed = self._handed_work(call, name, function, loop)
+                repeater = ""
+                if handed is not None:
+                    repeater, target = target.label or function.name, handed
+                scheduled = Scheduled(family, dotted(call.func) or name, call, target, call, repeater=repeater)
                 scheduled.detail = reason
+                scheduled.related.extend(related)
                 scheduled.skip = lambda statement, _facts=target_facts: self._is_sleep_statement(statement, _facts)
                 self.add(scheduled)
+
+    def _handed_work(self, call: ast.Call, name: str, function: FunctionNode, loop: ast.While) -> Optional[Target]:
+        """The project function a ticker's start hands it, when the ticker's loop calls that parameter:
+        ``create_task(forever(alerts.push, 30))`` with ``async def forever(work, seconds)`` calling ``work()``
+        on each pass, ``task_group.start_soon(forever, alerts.push, 30)``, ``Thread(target=every, args=(push, 30))``."""
+        arguments = function.args
+        parameters = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+        if parameters and parameters[0] in ("self", "cls"):
+            parameters = parameters[1:]
+        keyword_only = {a.arg for a in arguments.kwonlyargs}
+        called = [node.func.id for node in walk_no_nested_functions(loop) if isinstance(node, ast.Call)
+                  and isinstance(node.func, ast.Name) and (node.func.id in parameters or node.func.id in keyword_only)]
+        if not called:
+            return None
+        if name == "start_soon":
+            given, given_keywords = call.args[1:], call.keywords
+        elif name == "Thread":
+            handed_args = _argument(call, 3, "args")
+            given = handed_args.elts if isinstance(handed_args, (ast.Tuple, ast.List)) else []
+            given_keywords = []
+        elif call.args and isinstance(call.args[0], ast.Call):
+            given, given_keywords = call.args[0].args, call.args[0].keywords
+        else:
+            return None
+        for parameter in called:
+            expr = next((k.value for k in given_keywords if k.arg == parameter), None)
+            if expr is None and parameter in parameters and parameters.index(parameter) < len(given) \
+                    and not any(isinstance(a, ast.Starred) for a in given):
+                expr = given[parameters.index(parameter)]
+            work = self.resolve(expr) if isinstance(expr, (ast.Name, ast.Attribute, ast.Call, ast.Lambda)) else None
+            if work is not None and (work.function is not None or work.claimed):
+                return work
+        return None
 
     def _ticker_start(self, call: ast.Call, name: str) -> Tuple[str, Optional[ast.AST]]:
         facts = self.facts

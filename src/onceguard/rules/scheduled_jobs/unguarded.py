@@ -100,7 +100,7 @@ def _suggestion(scheduled: Scheduled, claim: JobClaim) -> str:
     call = claim.call()
     imported = f"(`from onceguard.guards import {'aclaim_period' if claim.asynchronous else 'claim_period'}`)"
     begin = f"Begin the job with `{claim.statement()}` {imported}"
-    if scheduled.family in (known.ASYNCIO_TICKER, known.THREAD_TICKER):
+    if scheduled.family in (known.ASYNCIO_TICKER, known.THREAD_TICKER) and not scheduled.repeater:
         begin = f"Begin each iteration of its loop with `if not {call}: continue` {imported}"  # a return ends it
     elif scheduled.family == known.TIMER:
         begin = f"Guard the work of each run (not its re-arming) with `if {call}:` {imported}"
@@ -129,6 +129,9 @@ def _message(scheduled: Scheduled, name: str) -> str:
     family = scheduled.family
     if family in (known.ASYNCIO_TICKER, known.THREAD_TICKER):
         kind = "an asyncio ticker" if family == known.ASYNCIO_TICKER else "a thread ticker"
+        if scheduled.repeater:
+            return (f"`{name}` is the work {kind} (`{scheduled.repeater}`) repeats and does not begin with a claim, "
+                    "so every replica runs it on every pass.")
         return f"`{name}` is {kind} whose loop does not begin with a claim, so every replica runs each iteration's work."
     if family == known.WORKER_LOOP:
         return (f"`{name}` is called on every pass of a loop that a long-running program repeats and does not "
