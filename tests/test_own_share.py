@@ -170,7 +170,7 @@ HEARTBEAT = """\
         async def beat(self) -> None:
             while True:
                 async with Session() as session:
-                    statement = update(Job).where({picked}).values(beats=Job.beats + 1)
+                    statement = update(Job).where({picked}).values(beats=Job.beats + 1, holder=self.holder)
                     await session.execute(statement)
                     await session.commit()
                 await asyncio.sleep(15)
@@ -334,3 +334,86 @@ def test_a_thread_handed_its_work(tmp_path):
     """
     write(tmp_path, {"orders/__init__.py": "", "orders/ticker.py": ticker, "orders/apps.py": app})
     assert findings(tmp_path, "orders/ticker.py") == [(13, "OG201")]
+
+
+KEEPALIVE = """\
+    import asyncio
+    import socket
+    from contextlib import asynccontextmanager
+
+    from fastapi import FastAPI
+
+    from svc.bus import bus
+
+    NODE = f"{{socket.gethostname()}}-api"
+
+
+    async def announce():
+        while True:
+            await bus.publish("nodes", {message})
+            await asyncio.sleep(10)
+
+
+    @asynccontextmanager
+    async def lifespan(app):
+        task = asyncio.create_task(announce())
+        yield
+        task.cancel()
+
+
+    api = FastAPI(lifespan=lifespan)
+"""
+
+
+@pytest.mark.parametrize("message, flagged", [
+    ('{{"alive": NODE}}', False),  # the replica saying it is alive: each must say it for itself
+    ('{{"alive": "api"}}', True),  # the same message from every replica
+])
+def test_what_a_replica_says_of_itself(tmp_path, message, flagged):
+    write(tmp_path, {"svc/__init__.py": "", "svc/bus.py": "bus = None\n",
+                     "svc/main.py": KEEPALIVE.format(message=message)})
+    assert bool(findings(tmp_path, "svc/main.py")) is flagged
+
+
+CLEANUP = """\
+    import asyncio
+    import shutil
+    import tempfile
+    import time
+    from contextlib import asynccontextmanager
+    from pathlib import Path
+
+    from fastapi import FastAPI
+
+    SCRATCH = Path(tempfile.gettempdir()) / "renders"
+
+
+    async def sweep_scratch():
+        while True:
+            cutoff = time.time() - 3600
+            for entry in SCRATCH.iterdir():
+                if entry.stat().st_mtime < cutoff:
+                    {remove}
+            await asyncio.sleep(600)
+
+
+    @asynccontextmanager
+    async def lifespan(app):
+        task = asyncio.create_task(sweep_scratch())
+        yield
+        task.cancel()
+
+
+    api = FastAPI(lifespan=lifespan)
+"""
+
+
+@pytest.mark.parametrize("remove", [
+    "shutil.rmtree(entry, ignore_errors=True)",
+    "entry.unlink(missing_ok=True)",
+])
+def test_deleting_files_repeats_to_the_same_end(tmp_path, remove):
+    """Each replica sweeping a scratch directory deletes what is there; a second sweep finds it gone. At most
+    duplicate work (OG204, off by default), never a duplicated effect."""
+    write(tmp_path, {"app.py": CLEANUP.format(remove=remove)})
+    assert findings(tmp_path, "app.py", codes=("OG201", "OG204"), select=["OG", "OG204"]) == [(13, "OG204")]

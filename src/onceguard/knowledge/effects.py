@@ -56,7 +56,19 @@ PURE_CALLS: FrozenSet[str] = frozenset({
     "anyio.sleep", "anyio.sleep_until", "anyio.sleep_forever", "anyio.current_time", "anyio.Event", "anyio.Lock",
     "anyio.Semaphore", "anyio.CapacityLimiter", "anyio.CancelScope", "anyio.move_on_after", "anyio.fail_after",
     "anyio.get_cancelled_exc_class", "trio.sleep", "trio.sleep_until", "trio.current_time",
+    # The process looking at itself: its tasks, threads, frames and memory.
+    "asyncio.all_tasks", "threading.enumerate", "sys._current_frames", "traceback.format_stack",
+    "traceback.format_exc", "traceback.extract_stack", "gc.get_objects", "gc.get_stats", "gc.get_count",
+    "tracemalloc.take_snapshot", "tracemalloc.get_traced_memory", "resource.getrusage",
 })
+#: Calls that delete a path on this host's file system: a second run finds it gone (or deletes the same
+#: file again), so repeating one changes nothing more.
+PATH_DELETES: FrozenSet[str] = frozenset({
+    "shutil.rmtree", "os.remove", "os.unlink", "os.rmdir", "os.removedirs",
+})
+#: ``path.unlink()`` / ``path.rmdir()`` on a ``pathlib`` path; ``proc.terminate()`` / ``proc.kill()`` of a
+#: process: stopping what is already stopped, or deleting what is gone, does nothing more.
+STOP_OR_DELETE_METHODS: FrozenSet[str] = frozenset({"unlink", "rmdir", "terminate", "kill"})
 #: Calls that return a new container of the process's own (a listing, a sorted copy): methods called on
 #: what they return (``files.sort()``) change only the process's memory.
 FRESH_CONTAINER_CALLS: FrozenSet[str] = frozenset({
@@ -125,6 +137,9 @@ READ_ANYWHERE_METHODS: FrozenSet[str] = frozenset({
     # pydantic validation and parsing
     "validate_python", "validate_json", "validate_strings", "model_validate", "model_validate_json",
     "parse_obj", "parse_raw", "model_copy",
+    # a file system's paths looked at (``pathlib``): listing, testing and reading them
+    "iterdir", "rglob", "glob", "exists", "is_dir", "is_file", "is_symlink", "lstat", "stat", "read_text",
+    "read_bytes", "resolve", "relative_to", "with_suffix", "with_name",
 })
 
 #: Metrics a process keeps in its own memory (Prometheus client, OpenTelemetry instruments): exported by

@@ -26,10 +26,10 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from . import index as project
 from .declared_types import ClassRef, attribute_writes
-from ..analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, call_name, walk, walk_no_nested_functions
 from ..analysis.names import dotted
 from ..knowledge.effects import (EMPTY_FACTORIES, ITEM_VIEWS, REGISTRY_FILL_METHODS, REPLICA_IDENTITY_CALLS,
-                                 ROW_SELECTION_METHODS)
+                                 ROW_SELECTION_METHODS, STATEMENT_SENDERS)
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
@@ -46,7 +46,30 @@ def acts_on_own_share(call: ast.Call, function: FunctionNode, facts: ModuleFacts
     if isinstance(func, ast.Attribute) and share.item(func.value):
         return True
     values = [*call.args, *(k.value for k in call.keywords)]
-    return any(share.item(v) or share.selected(v) for v in values) or share.selected(call)
+    if any(share.item(v) or share.selected(v) for v in values) or share.selected(call):
+        return True
+    # What the replica says of itself (a keep-alive naming it, a key or file named after it) is its own;
+    # a statement's rows are its own only when picked by the identity (above), not when stamped with it.
+    return not _sends_a_statement(call, facts) and any(share.identity(v) for v in values)
+
+
+def _sends_a_statement(call: ast.Call, facts: ModuleFacts) -> bool:
+    """A call that sends SQL or builds or runs a query: ``execute(...)``, ``filter(...).update(...)``."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in STATEMENT_SENDERS:
+        return True
+    for node in walk(call):
+        if isinstance(node, ast.Attribute) and node.attr in _QUERY_WORDS:
+            return True
+        if isinstance(node, ast.Call) and (call_name(node) or "") in _STATEMENT_BUILDERS:
+            return True
+    return False
+
+
+#: Words of a query chain (Django managers and querysets, SQLAlchemy statements).
+_QUERY_WORDS = frozenset({"objects", "query", "values", "update", "update_or_create", "get_or_create"}) | \
+    ROW_SELECTION_METHODS
+_STATEMENT_BUILDERS = frozenset({"update", "insert", "delete", "select", "text"})
 
 
 class _Share:

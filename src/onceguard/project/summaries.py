@@ -50,6 +50,7 @@ CALL_BUDGET = 600
 #: mostly validation, parsing and accessors of the libraries the helpers wrap.
 UNKNOWN_DEPTH = 2
 
+from ..knowledge.effects import PATH_DELETES as _PATH_DELETES, STOP_OR_DELETE_METHODS as _STOP_OR_DELETE_METHODS
 from ..knowledge.effects import (CONTAINER_METHODS as _CONTAINER_METHODS, DRAIN_METHODS as _DRAIN_METHODS,
                                  EMPTY_FACTORIES as _EMPTY_FACTORIES, FRESH_CONTAINER_CALLS as _FRESH_CONTAINER_CALLS,
                                  FILE_OPENERS as _FILE_OPENERS, FILE_WRITE_MODE_CHARACTERS as _FILE_WRITE_MODE_CHARACTERS,
@@ -472,6 +473,15 @@ def _orm_idempotent(call: ast.Call, function: Optional[FunctionNode] = None) -> 
     return statement.kind == "delete" or all(isinstance(v, ast.Constant) for v in statement.values)
 
 
+def _stops_or_deletes(call: ast.Call, facts: ModuleFacts) -> bool:
+    """``shutil.rmtree(tmp)``, ``stale.unlink(missing_ok=True)``, ``proc.terminate()``: a path removed, a
+    process stopped. Repeated, it removes or stops nothing more (OG204 at most, never a duplicated effect)."""
+    if (facts.callee(call) or "") in _PATH_DELETES:
+        return True
+    func = call.func
+    return isinstance(func, ast.Attribute) and func.attr in _STOP_OR_DELETE_METHODS and len(call.args) <= 1
+
+
 class Summaries:
     """Effects of functions, cached per def for one run."""
 
@@ -545,7 +555,7 @@ class Summaries:
             return Effects(idempotent=[call])
         if sql == "other":
             return _outside(call, facts, True, depth)
-        if _orm_idempotent(call, function):
+        if _orm_idempotent(call, function) or _stops_or_deletes(call, facts):
             return Effects(idempotent=[call])
         if builds_statement(call, facts) or _composes_query(call, function):
             return Effects()
