@@ -145,7 +145,7 @@ SOCKETS = """\
 
 @pytest.mark.parametrize("send, flagged", [
     ("await socket.send_json({'type': 'ping'})", False),  # the sockets connected to this replica
-    ("await notify_all(len(listeners))", True),  # a project-wide call, made by every replica
+    ("await notify_all('ping')", True),  # the same call from every replica
 ])
 def test_a_module_registry_of_connections(tmp_path, send, flagged):
     write(tmp_path, {"app.py": SOCKETS.format(send=send)})
@@ -317,10 +317,10 @@ def test_a_thread_handed_its_work(tmp_path):
             requests.post("https://erp.example.org/orders/export")
 
 
-        def start():
-            threading.Thread(target=every, args=(export_orders, 300), daemon=True).start()
     """
     app = """\
+        import threading
+
         from django.apps import AppConfig
 
 
@@ -328,12 +328,12 @@ def test_a_thread_handed_its_work(tmp_path):
             name = "orders"
 
             def ready(self):
-                from orders.ticker import start
+                from orders.ticker import every, export_orders
 
-                start()
+                threading.Thread(target=every, args=(export_orders, 300), daemon=True).start()
     """
     write(tmp_path, {"orders/__init__.py": "", "orders/ticker.py": ticker, "orders/apps.py": app})
-    assert findings(tmp_path, "orders/ticker.py") == [(13, "OG201")]
+    assert findings(tmp_path, "orders/apps.py") == [(12, "OG201")]
 
 
 KEEPALIVE = """\
@@ -417,3 +417,61 @@ def test_deleting_files_repeats_to_the_same_end(tmp_path, remove):
     duplicate work (OG204, off by default), never a duplicated effect."""
     write(tmp_path, {"app.py": CLEANUP.format(remove=remove)})
     assert findings(tmp_path, "app.py", codes=("OG201", "OG204"), select=["OG", "OG204"]) == [(13, "OG204")]
+
+
+PUSHER = """\
+    import threading
+    import time
+
+    import httpx
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client import multiprocess
+
+    PUSH_URL = "https://metrics.example.org/push"
+
+
+    def _samples():
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        for metric in registry.collect():
+            for sample in metric.samples:
+                yield (sample.name, sample.value)
+
+
+    def push_forever(stop):
+        with httpx.Client() as client:
+            while not stop.is_set():
+                {body}
+                stop.wait(15)
+
+"""
+PUSH_BODIES = {
+    "own metrics, through a generator": (
+        "lines = [f'{name} {value}' for name, value in _samples()]\n"
+        "                client.post(PUSH_URL, content='\\n'.join(lines))", False),
+    "own metrics, the exposition": ("client.post(PUSH_URL, content=generate_latest())", False),
+    "a shared counter": ("client.post(PUSH_URL, content='tick')", True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PUSH_BODIES))
+def test_pushing_this_process_metrics(tmp_path, case):
+    """Flushing the process's own metrics (a Prometheus registry's samples, the exposition text) is what each
+    replica must do for itself."""
+    body, flagged = PUSH_BODIES[case]
+    app = """\
+        import threading
+
+        from django.apps import AppConfig
+
+
+        class MetricsConfig(AppConfig):
+            name = "metrics"
+
+            def ready(self):
+                from metrics.push import push_forever
+
+                threading.Thread(target=push_forever, args=(threading.Event(),), daemon=True).start()
+    """
+    write(tmp_path, {"metrics/__init__.py": "", "metrics/push.py": PUSHER.format(body=body), "metrics/apps.py": app})
+    assert bool(findings(tmp_path, "metrics/apps.py")) is flagged

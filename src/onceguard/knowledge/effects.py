@@ -60,6 +60,9 @@ PURE_CALLS: FrozenSet[str] = frozenset({
     "asyncio.all_tasks", "threading.enumerate", "sys._current_frames", "traceback.format_stack",
     "traceback.format_exc", "traceback.extract_stack", "gc.get_objects", "gc.get_stats", "gc.get_count",
     "tracemalloc.take_snapshot", "tracemalloc.get_traced_memory", "resource.getrusage",
+    # The process's own metrics written out as text.
+    "prometheus_client.generate_latest", "prometheus_client.exposition.generate_latest",
+    "prometheus_client.openmetrics.exposition.generate_latest",
 })
 #: Calls that delete a path on this host's file system: a second run finds it gone (or deletes the same
 #: file again), so repeating one changes nothing more.
@@ -225,10 +228,14 @@ INSERT_IGNORING_CONFLICTS: FrozenSet[str] = frozenset({"on_conflict_do_nothing",
 REGISTRY_FILL_METHODS: FrozenSet[str] = frozenset({
     "append", "appendleft", "add", "extend", "insert", "setdefault", "update", "put", "put_nowait",
 })
-#: Builtins whose result is drawn from their first argument (a copy, a view, an order of its items).
-ITEM_VIEWS: FrozenSet[str] = frozenset({
-    "sorted", "list", "tuple", "set", "frozenset", "reversed", "iter", "next", "enumerate", "filter",
+#: The process's own metrics: a Prometheus registry (the default one, or one made to collect this host's
+#: worker processes) and the exposition text made from it. Pushing them is each replica's own work.
+PROCESS_METRICS_SOURCES: FrozenSet[str] = frozenset({
+    "prometheus_client.REGISTRY", "prometheus_client.registry.REGISTRY", "prometheus_client.CollectorRegistry",
+    "prometheus_client.registry.CollectorRegistry", "prometheus_client.generate_latest",
+    "prometheus_client.exposition.generate_latest", "prometheus_client.openmetrics.exposition.generate_latest",
 })
+PROCESS_METRICS_MODULES: FrozenSet[str] = frozenset({"prometheus_client"})
 #: Calls whose value is this replica's alone: a fresh random id, this host's name, this process's id.
 REPLICA_IDENTITY_CALLS: FrozenSet[str] = frozenset({
     "uuid.uuid4", "uuid.uuid1", "secrets.token_hex", "secrets.token_urlsafe", "secrets.token_bytes",

@@ -28,8 +28,9 @@ from . import index as project
 from .declared_types import ClassRef, attribute_writes
 from ..analysis.facts import FunctionNode, ModuleFacts, call_name, walk, walk_no_nested_functions
 from ..analysis.names import dotted
-from ..knowledge.effects import (EMPTY_FACTORIES, ITEM_VIEWS, REGISTRY_FILL_METHODS, REPLICA_IDENTITY_CALLS,
-                                 ROW_SELECTION_METHODS, STATEMENT_SENDERS)
+from ..knowledge.effects import (EMPTY_FACTORIES, PROCESS_METRICS_MODULES, PROCESS_METRICS_SOURCES,
+                                 REGISTRY_FILL_METHODS, REPLICA_IDENTITY_CALLS, ROW_SELECTION_METHODS,
+                                 STATEMENT_SENDERS)
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
@@ -84,53 +85,64 @@ class _Share:
         self.items: Set[str] = set()
         self.ids: Set[str] = set()
         self.picked: Set[str] = set()
-        self._returns: Dict[str, bool] = {}
+        self._returns: Dict[Tuple[int, str], bool] = {}
         self._settle()
 
     # -- the three kinds of value ---------------------------------------------------------------------------
     def item(self, value: ast.AST) -> bool:
+        """``value`` is drawn from the replica's own items: a registry's entries, the process's own metrics
+        (a Prometheus registry's samples, its exposition text), or what is computed from either."""
         while True:
             if isinstance(value, ast.Name):
                 if value.id in self.items:
                     return True
-                return value.id in self.module_registries and value.id not in self._bound \
-                    and self.module_registries[value.id]()
+                if value.id in self._bound:
+                    return False
+                if value.id in self.module_registries:
+                    return self.module_registries[value.id]()
+                return (self.facts.qualify(value) or "") in PROCESS_METRICS_SOURCES
             if isinstance(value, ast.Attribute):
                 if _is_self(value.value) and value.attr in self.registries:
                     return self.registries[value.attr]()
                 value = value.value
-            elif isinstance(value, (ast.Subscript, ast.Starred, ast.Await)):
+            elif isinstance(value, (ast.Subscript, ast.Starred, ast.Await, ast.NamedExpr)):
                 value = value.value
             elif isinstance(value, ast.Call):
-                func = value.func
-                if isinstance(func, ast.Attribute):
-                    if func.attr == "format" and isinstance(func.value, ast.Constant):
-                        return any(self.item(a) for a in [*value.args, *(k.value for k in value.keywords)])
-                    if _is_self(func.value) and self.cls is not None:
-                        return self._method_returns_items(func.attr)
-                    value = func.value  # a method of an item, or a view of the registry (``.values()``)
-                elif isinstance(func, ast.Name) and func.id in ITEM_VIEWS and value.args:
-                    value = value.args[0]
-                elif isinstance(func, ast.Name) and func.id == "str" and value.args:
-                    value = value.args[0]
-                else:
-                    return False
-            elif isinstance(value, (ast.Tuple, ast.List)):
-                return bool(value.elts) and all(self.item(e) for e in value.elts)
+                return self._call_item(value)
+            elif isinstance(value, (ast.Tuple, ast.List, ast.Set)):
+                return any(self.item(e) for e in value.elts)
+            elif isinstance(value, ast.Dict):
+                return any(self.item(v) for v in value.values)
             elif isinstance(value, ast.IfExp):
                 return all(self.item(v) or _is_none(v) for v in (value.body, value.orelse)) \
                     and not (_is_none(value.body) and _is_none(value.orelse))
-            elif isinstance(value, ast.NamedExpr):
-                value = value.value
             elif isinstance(value, _COMPREHENSIONS):
-                value = value.generators[0].iter
+                element = value.value if isinstance(value, ast.DictComp) else value.elt
+                return self.item(value.generators[0].iter) or self.item(element)
             elif isinstance(value, ast.JoinedStr):
                 # ``f"/rooms/{room}/close"``: a name made from an item names that item.
                 return any(isinstance(part, ast.FormattedValue) and self.item(part.value) for part in value.values)
-            elif isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Add, ast.Mod)):
+            elif isinstance(value, ast.BinOp):
                 return self.item(value.left) or self.item(value.right)
             else:
                 return False
+
+    def _call_item(self, call: ast.Call) -> bool:
+        """A method of an item (``tracked.backend``, ``self._open.items()``), what the class's or module's own
+        function returns of them, the process's metrics, or anything computed from an item
+        (``sorted(...)``, ``"\\n".join(lines)``, ``encode(sample)``)."""
+        func = call.func
+        if (self.facts.callee(call) or "") in PROCESS_METRICS_SOURCES:
+            return True
+        if isinstance(func, ast.Attribute):
+            if _is_self(func.value) and self.cls is not None and self._returns_items(func.attr, self.cls.body):
+                return True
+            if not _is_self(func.value) and self.item(func.value):
+                return True
+        elif isinstance(func, ast.Name) and func.id not in self._bound \
+                and self._returns_items(func.id, self.facts.tree.body):
+            return True
+        return any(self.item(a) for a in [*call.args, *(k.value for k in call.keywords)])
 
     def identity(self, value: ast.AST) -> bool:
         for node in walk(value):
@@ -190,19 +202,23 @@ class _Share:
                         named.add(name)
                         changed = True
 
-    def _method_returns_items(self, name: str) -> bool:
-        if name in self._returns:
-            return self._returns[name]
-        self._returns[name] = False  # recursion guard
-        method = next((s for s in self.cls.body if isinstance(s, _FUNCTIONS) and s.name == name), None)
+    def _returns_items(self, name: str, scope: List[ast.stmt]) -> bool:
+        """The def ``name`` of ``scope`` (the class's body, the module's) returns or yields only items."""
+        key = (id(scope), name)
+        if key in self._returns:
+            return self._returns[key]
+        self._returns[key] = False  # recursion guard
+        defined = next((s for s in scope if isinstance(s, _FUNCTIONS) and s.name == name), None)
         result = False
-        if method is not None and method is not self.function:
-            share = _Share(method, self.facts, self.cls, self.registries, self.identities, self.module_registries,
-                           self.module_identities)
-            returned = [n.value for n in walk_no_nested_functions(method)
-                        if isinstance(n, ast.Return) and n.value is not None and not _is_none(n.value)]
-            result = bool(returned) and all(share.item(v) for v in returned)
-        self._returns[name] = result
+        if defined is not None and defined is not self.function:
+            share = _Share(defined, self.facts, self.cls if scope is not self.facts.tree.body else None,
+                           self.registries, self.identities, self.module_registries, self.module_identities)
+            share._returns = self._returns
+            given = [n.value for n in walk_no_nested_functions(defined)
+                     if isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom)) and n.value is not None
+                     and not _is_none(n.value)]
+            result = bool(given) and all(share.item(v) for v in given)
+        self._returns[key] = result
         return result
 
 
@@ -216,10 +232,21 @@ def _share_of(function: FunctionNode, facts: ModuleFacts, self_class: Optional[C
     registries, identities = _class_share(cls, cls_facts) if cls is not None else ({}, frozenset())
     module_registries, module_identities = _module_share(facts)
     share = None
-    if registries or identities or module_registries or module_identities or _names_identity_call(function, facts):
+    if registries or identities or module_registries or module_identities or _reads_process_metrics(facts) \
+            or _names_identity_call(function, facts):
         share = _Share(function, facts, cls, registries, identities, module_registries, module_identities)
     function._og_own_share = (key, share)
     return share
+
+
+def _reads_process_metrics(facts: ModuleFacts) -> bool:
+    """The module imports the metrics library whose registry holds this process's own metrics."""
+    def build(_facts: ModuleFacts) -> bool:
+        return any(isinstance(n, (ast.Import, ast.ImportFrom)) and any(
+            (getattr(n, "module", None) or alias.name).split(".")[0] in PROCESS_METRICS_MODULES for alias in n.names)
+            for n in facts.tree.body)
+
+    return facts.cached("own-share:metrics", build)
 
 
 def _names_identity_call(function: FunctionNode, facts: ModuleFacts) -> bool:

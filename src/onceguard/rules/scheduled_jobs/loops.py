@@ -8,7 +8,7 @@ from typing import List, Optional, Tuple
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, walk, walk_no_nested_functions
 from ...knowledge import schedulers as known
 from ...analysis.names import dotted
-from ...project.reach import Reach, endless, runs
+from ...project.reach import Reach, endless
 from ...project.startup import StartupMap
 from ...project.summaries import callers
 from ...model import Related
@@ -58,13 +58,7 @@ class LoopRegistrations:
                     continue
                 if startup is None:
                     startup = StartupMap.of_module(facts)
-                reason, related = startup.reason_for_node(call), []
-                if reason is None and facts.context.cross_file:
-                    # Started in a function that start-up code elsewhere calls (``ready()`` importing and
-                    # calling ``start()`` of this module).
-                    found = runs(call, facts, startup_only=True)
-                    if found.every_replica:
-                        reason, related = found.reason, [*found.entry, *found.calls]
+                reason = startup.reason_for_node(call)
                 if reason is None:
                     continue
                 # A generic ticker (``forever(work, seconds)``) repeats the work it is handed: that work is the
@@ -75,7 +69,6 @@ class LoopRegistrations:
                     repeater, target = target.label or function.name, handed
                 scheduled = Scheduled(family, dotted(call.func) or name, call, target, call, repeater=repeater)
                 scheduled.detail = reason
-                scheduled.related.extend(related)
                 scheduled.skip = lambda statement, _facts=target_facts: self._is_sleep_statement(statement, _facts)
                 self.add(scheduled)
 
