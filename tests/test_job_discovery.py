@@ -474,7 +474,7 @@ DAEMON = """\
             deadline = time.monotonic() + 5
             while self._pending and time.monotonic() < deadline:
                 self._pending.pop()
-                await hooks.post("/forgotten", json={{"left": len(self._pending)}})
+                await hooks.post("/forgotten", json={{"event": "forgotten"}})
                 await asyncio.sleep(0.1)
 
         async def {entry}(self){returns}:
