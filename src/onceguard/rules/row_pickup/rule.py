@@ -35,6 +35,9 @@ _STATE_WRITE_WORDS = (b"save(", b"commit(", b".update_", b".save_", b".put_", b"
 # prose or in ``unused``.
 CHECK_THEN_ACT_TRIGGERS = tuple((b"if ", joiner + word, write) for word in _STATE_TRIGGER_WORDS
                                 for joiner in (b".", b"_", b'"', b"'") for write in _STATE_WRITE_WORDS)
+#: Prefilter words for rows picked elsewhere and moved out of their state here: a state field set, and how
+#: it is persisted.
+SET_STATE_TRIGGERS = tuple((b"." + word + b" = ", write) for word in _STATE_TRIGGER_WORDS for write in _STATE_WRITE_WORDS)
 #: Prefilter: an equality test, a return, and the word of the consuming call (also under an alias).
 CONSUME_TRIGGERS = tuple((b"==", b"return", word) for word in (b"delete", b"remove", b"consume", b"invalidate"))
 
@@ -44,7 +47,8 @@ class UnclaimedRowPickup(Rule):
     code = "OG302"
     name = "unclaimed-row-pickup"
     summary = "a worker selects rows by status and updates them without claiming them first"
-    triggers = orm.ROW_PICKUP_TRIGGERS + CHECK_THEN_ACT_TRIGGERS + CONSUME_TRIGGERS + STORE_MARKER_TRIGGERS
+    triggers = (orm.ROW_PICKUP_TRIGGERS + CHECK_THEN_ACT_TRIGGERS + SET_STATE_TRIGGERS + CONSUME_TRIGGERS
+                + STORE_MARKER_TRIGGERS)
     skips_tests = True
     skips_migration_code = True
 
@@ -266,7 +270,8 @@ class UnclaimedRowPickup(Rule):
                           f"that updates them, or move each row with `session.execute(update({model}).where("
                           f"{model}.id == row.id, {model}.{field} == <pending>).values({field}=<running>))` and "
                           f"process it only when `rowcount == 1`.")
-        return self.finding(pickup.node, hazard, suggestion)
+        return self.finding(pickup.node, hazard, suggestion,
+                            related=[pickup.selected_in] if pickup.selected_in is not None else [])
 
     # raw SQL ---------------------------------------------------------------------------------------------
     def _raw_sql(self, facts: ModuleFacts) -> Iterable[Diagnostic]:

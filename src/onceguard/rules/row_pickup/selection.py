@@ -13,6 +13,7 @@ from ...analysis.executed_sql import ExecutedSql, bound_value
 from ...analysis.facts import FunctionNode, ModuleFacts, call_name, parent, walk
 from ...knowledge import orm
 from ...analysis.names import dotted
+from ...model import Related
 from ...analysis.sql import parse_statements
 from ..data_races import (
     _FETCH, chain, django_instance_loader, django_queryset, function_nodes, later, names_in, sa_source,
@@ -122,6 +123,8 @@ class Pickup:
     column: str
     rows: Set[str]  # local names holding the rows or one of them (loop targets)
     session: Optional[str] = None
+    #: where the rows are selected when another function picks them and returns them (a repository's)
+    selected_in: Optional[Related] = None
 
 
 def _rows_names(expr: ast.AST, facts: ModuleFacts) -> Set[str]:
@@ -154,6 +157,12 @@ def _functions_filtering(facts: ModuleFacts) -> Set[int]:
 
 
 def _pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]:
+    """Rows ``function`` picks by their state: with a query of its own, or through a project function that
+    picks them and returns them."""
+    return _local_pickups(function, facts) + _returned_pickups(function, facts)
+
+
+def _local_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]:
     found: List[Pickup] = []
     if id(function) not in _functions_filtering(facts):
         return found
@@ -182,6 +191,86 @@ def _pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]:
             if column:
                 found.append(Pickup("sqlalchemy", node, loaded.model, column, _rows_names(node, facts), loaded.session))
     return found
+
+
+def _returned_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]:
+    """Rows another function of the project picks by their state and returns (a repository's
+    ``due_invoices(session)``), picked where it is called: the call is the pickup, the names its result is
+    bound to hold the rows, and the session is what the caller hands in for the callee's session."""
+    if id(function) not in _functions_writing_rows(facts):
+        return []
+    from ...project.summaries import resolve
+
+    found: List[Pickup] = []
+    for node in function_nodes(function, facts):
+        if not isinstance(node, ast.Call):
+            continue
+        statement = facts.statement_of(node)
+        if isinstance(statement, ast.Assign):
+            bound = statement.value
+        elif isinstance(statement, (ast.For, ast.AsyncFor)):
+            bound = statement.iter
+        else:
+            continue
+        if unwrap(bound) is not node:
+            continue
+        for target, target_facts in resolve(node, facts, function, by_name=False):
+            picked = next((p for p in _local_pickups(target, target_facts) if _returns_rows(p, target)), None)
+            if picked is not None:
+                session = _handed_session(picked.session, target, node)
+                where = Related(target_facts.context.path, picked.node.lineno, picked.node.col_offset + 1,
+                                f"`{target.name}` selects the rows by `{picked.column}` and returns them")
+                found.append(Pickup(picked.framework, node, picked.model, picked.column, _rows_names(node, facts),
+                                    session, where))
+                break
+    return found
+
+
+def _returns_rows(pickup: Pickup, function: FunctionNode) -> bool:
+    """``function`` hands back what the pickup selected: the selection itself, or a name holding it."""
+    for node in walk(function):
+        if isinstance(node, ast.Return) and node.value is not None and (
+                _contains(node.value, pickup.node) or names_in(node.value) & pickup.rows):
+            return True
+    return False
+
+
+def _handed_session(session: Optional[str], callee: FunctionNode, call: ast.Call) -> Optional[str]:
+    """The caller's spelling of the session the callee selected through: the argument given for that
+    parameter (``due_invoices(db)`` for ``def due_invoices(session)``), else the callee's own name for it."""
+    arguments = callee.args
+    parameters = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+    if parameters and parameters[0] in ("self", "cls"):
+        parameters = parameters[1:]
+    if session is None or session not in parameters + [a.arg for a in arguments.kwonlyargs]:
+        return session
+    given = next((k.value for k in call.keywords if k.arg == session), None)
+    index = parameters.index(session) if session in parameters else len(call.args)
+    if given is None and index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args):
+        given = call.args[index]
+    return dotted(given) if given is not None else None
+
+
+def _functions_writing_rows(facts: ModuleFacts) -> Set[int]:
+    """Functions that set an attribute of a local name and persist something (``row.state = "sent"`` ...
+    ``session.commit()`` / ``row.save()``): only they can move rows picked elsewhere out of their state."""
+    def build(_facts: ModuleFacts) -> Set[int]:
+        setting, persisting = set(), set()
+        for function in facts.functions:
+            for node in function_nodes(function, facts):
+                if isinstance(node, (ast.Assign, ast.AugAssign)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) for t in targets):
+                        setting.add(id(function))
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                        and node.func.attr in _PERSISTING:
+                    persisting.add(id(function))
+        return setting & persisting
+
+    return facts.cached("row_pickup:writing-rows", build)
+
+
+_PERSISTING = orm.SA_FLUSH | orm.DJANGO_INSTANCE_WRITES
 
 
 #: Calls that take a queryset or select as part of another query: the rows are never loaded themselves.
