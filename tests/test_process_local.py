@@ -2,6 +2,8 @@
 the rewrites that must not change the answer."""
 from __future__ import annotations
 
+import pytest
+
 from onceguard.testing import findings_in_written_file, write_source as write
 
 
@@ -189,6 +191,63 @@ def test_django_settings_with_a_locmem_cache_and_split_settings(tmp_path):
         REST_FRAMEWORK = {"DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.AnonRateThrottle"]}
     """
     assert og(tmp_path, "OG604", "site/settings/production.py", split) == []
+
+
+QUOTA = """
+    import time
+    from collections import defaultdict, deque
+
+    PER_MINUTE = 30
+    _recent = defaultdict(deque)
+
+
+    def permitted(caller):
+        now = time.monotonic()
+        window = _recent[caller]
+        while window and now - window[0] > 60:
+            window.popleft()
+        if len(window) >= PER_MINUTE:
+            return False
+        window.append(now)
+        return True
+"""
+
+
+@pytest.mark.parametrize("spelled", [
+    ("from svc import quota as gate", "gate.permitted"),
+    ("from svc.quota import permitted", "permitted"),
+])
+def test_a_verdict_whose_callers_in_another_module_refuse(tmp_path, spelled):
+    """The counting module says nothing of 429 and never says "limit": the function answers yes or no, and a
+    caller elsewhere turns the no into a 429. The state is still one replica's count."""
+    imported, called = spelled
+    write(tmp_path, "svc/__init__.py", "")
+    write(tmp_path, "svc/deps.py", f"""
+        from fastapi import HTTPException, Request
+
+        {imported}
+
+
+        def enforce(request: Request) -> None:
+            if not {called}(request.client.host):
+                raise HTTPException(status_code=429, detail="slow down")
+    """)
+    found = og(tmp_path, "OG604", "svc/quota.py", QUOTA, cross_file=True)
+    assert [d.line for d in found] == [line_of(QUOTA, "_recent = defaultdict")]
+    assert found[0].related[0].path.endswith("deps.py")
+
+
+def test_a_verdict_nobody_refuses_on_is_left_alone(tmp_path):
+    write(tmp_path, "svc/__init__.py", "")
+    write(tmp_path, "svc/deps.py", """
+        from svc.quota import permitted
+
+
+        def note(host):
+            if not permitted(host):
+                print("busy")
+    """)
+    assert og(tmp_path, "OG604", "svc/quota.py", QUOTA, cross_file=True) == []
 
 
 def test_a_container_of_timestamps_without_a_refusal_is_left_alone(tmp_path):

@@ -132,6 +132,9 @@ REGISTRY_INSTEAD = ("Publish through a shared channel and let each replica deliv
 #: A hand-written limiter's module may hold no status code (the refusal is in the function it hands the
 #: limiter to): the words a limiter is described with keep it.
 RATE_LIMIT_TRIGGERS = (b"Limiter", b"MemoryStorage", b"memory://", b"429", b"TOO_MANY_REQUESTS", b"TooManyRequests",
-                       b"THROTTLE", b"limit", b"Limit", b"throttl", b"Throttl")
+                       b"THROTTLE", b"limit", b"Limit", b"throttl", b"Throttl",
+                       # a hand-written window of timestamps, whose refusal may be written in another module
+                       (b"deque", b"monotonic"), (b"deque", b"time.time"), (b"defaultdict", b"monotonic"),
+                       (b"defaultdict", b"time.time"), (b"= {}", b"monotonic"))
 BROADCAST_TRIGGERS = (b"SocketIO", b"socketio", b"InMemoryChannelLayer", b"send_text", b"send_json", b"send_bytes",
                       b"send_str")

@@ -362,11 +362,19 @@ _MUTATORS = frozenset({"append", "appendleft", "add", "setdefault", "update", "p
 
 
 def _mutates(name: str, function: FunctionNode) -> bool:
-    """``function`` writes into the container ``name`` (``hits[ip] = ...``, ``hits[ip].append(now)``)."""
+    """``function`` writes into the container ``name`` (``hits[ip] = ...``, ``hits[ip].append(now)``), also
+    through a name bound to one of its entries (``window = hits[ip]`` ... ``window.append(now)``)."""
+    roots = {name}
+
     def rooted(node: ast.AST) -> bool:
         while isinstance(node, (ast.Subscript, ast.Attribute, ast.Call)):
             node = node.func if isinstance(node, ast.Call) else node.value
-        return isinstance(node, ast.Name) and node.id == name
+        return isinstance(node, ast.Name) and node.id in roots
+
+    for node in walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, (ast.Subscript, ast.Call)) and rooted(node.value):
+            roots.add(node.targets[0].id)
 
     for node in walk(function):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
@@ -379,17 +387,20 @@ def _mutates(name: str, function: FunctionNode) -> bool:
     return False
 
 
-def _refusal_for(name: str, function: FunctionNode, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
-    """Where ``function`` (or a function it hands ``name`` to) refuses with 429."""
+def _refusal_for(name: str, function: FunctionNode, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts, str]]:
+    """Where ``function`` (or a function it hands ``name`` to, or a caller acting on its answer) refuses with
+    429, and which of the three it is: ``here``, ``handed`` or ``caller``."""
     found = _refuses_too_many(function)
     if found is not None:
-        return found, facts
-    if _only_returns(function):  # a small helper (``def _check(a): return guard.check(a)``): its callers refuse
-        for call in facts.calls_named(function.name):
-            caller = facts.enclosing_function(call)
+        return found, facts, "here"
+    if _only_returns(function) or _answers_yes_or_no(function):
+        # A small helper (``def _check(a): return guard.check(a)``) or a verdict (``return False`` over the
+        # limit): its callers, here or (command line) in other modules, turn the no into the refusal.
+        for call, where in _callers_here_and_elsewhere(function, facts):
+            caller = where.enclosing_function(call)
             found = _refuses_too_many(caller) if caller is not None and caller is not function else None
             if found is not None:
-                return found, facts
+                return found, where, "caller"
     for node in walk(function):
         if not isinstance(node, ast.Call):
             continue
@@ -401,8 +412,23 @@ def _refusal_for(name: str, function: FunctionNode, facts: ModuleFacts) -> Optio
             target, where = callee
             refusal = _refuses_too_many(target, _parameter_for(node, name, target))
             if refusal is not None:
-                return refusal, where
+                return refusal, where, "handed"
     return None
+
+
+def _answers_yes_or_no(function: FunctionNode) -> bool:
+    """``function`` returns ``True`` or ``False`` somewhere: a yes-or-no its callers act on."""
+    return any(isinstance(n, ast.Return) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, bool)
+               for n in walk_no_nested_functions(function))
+
+
+def _callers_here_and_elsewhere(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.Call, ModuleFacts]]:
+    found = [(call, facts) for call in facts.calls_named(function.name)]
+    if facts.context.cross_file:
+        from ..project.summaries import callers
+
+        found += [(call, where) for call, where in callers(function, facts) if where is not facts]
+    return found
 
 
 def _parameter_for(call: ast.Call, name: str, target: ast.AST) -> Optional[str]:
@@ -461,12 +487,14 @@ def _handwritten(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
         if refusal is None:
             continue
         _, cls = kind
-        function, (node, where) = refusal
+        function, (node, where, how) = refusal
         described = f"a `{cls.name}` kept at module level" if cls is not None else "a module-level container"
+        refuses = (f"a caller of `{function.name}()` refuses with 429 on its answer" if how == "caller"
+                   else f"`{function.name}()` refuses with 429 on it")
         yield rule.finding(
             statement,
-            f"`{name}` ({described}) holds rate-limit state in process memory and `{function.name}()` refuses with "
-            "429 on it, so N replicas allow N times the limit.",
+            f"`{name}` ({described}) holds rate-limit state in process memory and {refuses}, so N replicas allow N "
+            "times the limit.",
             "Each replica keeps its own counts, and a client blocked on one replica is let in by the others. "
             + known.HANDWRITTEN_INSTEAD,
             related=[Related(where.context.path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1,
