@@ -391,6 +391,19 @@ class UnlockNotGuaranteed(Rule):
                 continue  # unlocked on a second checkout: OG101 reports that unlock, the real fault
             if release_helpers - {id(use.scope)}:
                 continue  # a release helper elsewhere in the module
+            helper_call = _release_helper_call(use, facts)
+            if helper_call is not None:
+                if not ModuleFacts.in_finally(helper_call, use.scope):
+                    yield self.finding(
+                        helper_call,
+                        f"`{dotted(helper_call.func) or 'this call'}` unlocks outside a `finally:` block, so an "
+                        f"exception after `{function.name}` (line {use.call.lineno}) leaves the lock held and stops "
+                        "the job on every replica.",
+                        "An exception in the work skips the unlock and the connection keeps the lock until it dies. "
+                        + _lease_first(use, facts, "Call the release helper in `try: ... finally:`, or use "
+                                                   "`pg_try_advisory_xact_lock` inside a transaction"),
+                    )
+                continue  # released by a project helper (in another module too) called in this function
             receiver = use.receiver_text
             if receiver and any(ModuleFacts.in_finally(c, use.scope)
                                 for c in _calls_on(receiver.split(".")[0], ("close",), use.scope)):
@@ -416,6 +429,26 @@ class UnlockNotGuaranteed(Rule):
         if release_helpers or any(u.function.unlock and u.scope is use.scope for u in uses):
             return False  # released somewhere, on whichever connection: OG101 judges that
         return try_lock_result_ignored(use, facts)
+
+
+def _release_helper_call(use: LockUse, facts: ModuleFacts) -> Optional[ast.Call]:
+    """A call after the lock, in the same function, to a project function that unlocks and takes no lock of
+    its own (``pglocks.release(conn, KEY)`` with ``release`` running ``pg_advisory_unlock``), handed the
+    locking connection when it is handed a connection at all."""
+    from ..project.summaries import resolve
+
+    receiver = (use.receiver_text or "").split(".")[0]
+    for node in walk_no_nested_functions(use.scope):
+        if not isinstance(node, ast.Call) or position(node) <= position(use.call):
+            continue
+        names = {n.id for a in node.args for n in walk(a) if isinstance(n, ast.Name)}
+        if receiver and names and receiver not in names and not isinstance(node.func, ast.Attribute):
+            continue
+        for target, target_facts in resolve(node, facts, use.scope, by_name=False):
+            inside = [u for u in lock_uses(target_facts) if u.scope is target]
+            if any(u.function.unlock for u in inside) and not any(u.function.is_lock for u in inside):
+                return node
+    return None
 
 
 # -- try-lock results -------------------------------------------------------------------------------
