@@ -255,17 +255,21 @@ def _functions_writing_rows(facts: ModuleFacts) -> Set[int]:
     """Functions that set an attribute of a local name and persist something (``row.state = "sent"`` ...
     ``session.commit()`` / ``row.save()``): only they can move rows picked elsewhere out of their state."""
     def build(_facts: ModuleFacts) -> Set[int]:
-        setting, persisting = set(), set()
-        for function in facts.functions:
+        # The persisting calls come from the module's index of calls by name; only their functions are walked.
+        persisting = {}
+        for call in facts.calls_named(*_PERSISTING):
+            function = facts.enclosing_function(call)
+            if function is not None and isinstance(call.func, ast.Attribute):
+                persisting[id(function)] = function
+        found = set()
+        for key, function in persisting.items():
             for node in function_nodes(function, facts):
-                if isinstance(node, (ast.Assign, ast.AugAssign)):
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) for t in targets):
-                        setting.add(id(function))
-                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                        and node.func.attr in _PERSISTING:
-                    persisting.add(id(function))
-        return setting & persisting
+                if isinstance(node, (ast.Assign, ast.AugAssign)) and any(
+                        isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])):
+                    found.add(key)
+                    break
+        return found
 
     return facts.cached("row_pickup:writing-rows", build)
 
