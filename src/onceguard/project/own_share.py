@@ -28,7 +28,7 @@ from . import index as project
 from .declared_types import ClassRef, attribute_writes
 from ..analysis.facts import FunctionNode, ModuleFacts, call_name, walk, walk_no_nested_functions
 from ..analysis.names import dotted
-from ..knowledge.effects import (EMPTY_FACTORIES, PROCESS_METRICS_MODULES, PROCESS_METRICS_SOURCES,
+from ..knowledge.effects import (CONTAINER_METHODS, EMPTY_FACTORIES, PROCESS_METRICS_MODULES, PROCESS_METRICS_SOURCES,
                                  REGISTRY_FILL_METHODS, REPLICA_IDENTITY_CALLS, ROW_SELECTION_METHODS,
                                  STATEMENT_SENDERS)
 
@@ -44,6 +44,8 @@ def acts_on_own_share(call: ast.Call, function: FunctionNode, facts: ModuleFacts
     if share is None:
         return False
     func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in CONTAINER_METHODS and share.is_registry(func.value):
+        return False  # the registry's own bookkeeping (``_seen.add(key)``): the process's memory, judged as such
     if isinstance(func, ast.Attribute) and share.item(func.value):
         return True
     values = [*call.args, *(k.value for k in call.keywords)]
@@ -126,6 +128,14 @@ class _Share:
                 return self.item(value.left) or self.item(value.right)
             else:
                 return False
+
+    def is_registry(self, value: ast.AST) -> bool:
+        """``value`` is a registry container itself (or one of its slots), not an item drawn from it."""
+        while isinstance(value, ast.Subscript):
+            value = value.value
+        if isinstance(value, ast.Attribute) and _is_self(value.value):
+            return value.attr in self.registries
+        return isinstance(value, ast.Name) and value.id in self.module_registries and value.id not in self._bound
 
     def _call_item(self, call: ast.Call) -> bool:
         """A method of an item (``tracked.backend``, ``self._open.items()``), what the class's or module's own
