@@ -5,18 +5,7 @@ still makes it safe."""
 from __future__ import annotations
 
 import pytest
-from test_job_discovery import findings, write
-
-from onceguard.project import deployment, index
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    index.clear_cache()
-    deployment.clear_cache()
-    yield
-    index.clear_cache()
-    deployment.clear_cache()
+from test_job_discovery import findings, fresh_caches, write  # noqa: F401 (fresh_caches: autouse here too)
 
 
 MODELS = """\
