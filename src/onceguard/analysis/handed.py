@@ -47,6 +47,19 @@ def call_argument(call: ast.Call, position: Optional[int], keyword: Optional[str
     return None
 
 
+def positional_parameters(function: ast.AST) -> List[str]:
+    """A def's positional parameter names, without the ``self``/``cls`` a method is called through."""
+    arguments = function.args  # type: ignore[attr-defined]
+    names = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+    return names[1:] if names and names[0] in ("self", "cls") else names
+
+
+def argument_for(call: ast.Call, function: ast.AST, parameter: str) -> Optional[ast.AST]:
+    """The argument ``call`` gives ``function``'s ``parameter``: by keyword, else at its position."""
+    positional = positional_parameters(function)
+    return call_argument(call, positional.index(parameter) if parameter in positional else None, parameter)
+
+
 def unwrapped(value: Optional[ast.AST], facts: ModuleFacts) -> Optional[ast.AST]:
     """The function a handed value runs, as a name or a dotted reference: ``fn`` for ``fn``, for
     ``functools.partial(fn, x)`` and for ``lambda: fn(x)``; None when it is none of these."""

@@ -53,7 +53,7 @@ def acts_on_own_share(call: ast.Call, function: FunctionNode, facts: ModuleFacts
         return True
     # What the replica says of itself (a keep-alive naming it, a key or file named after it) is its own;
     # a statement's rows are its own only when picked by the identity (above), not when stamped with it.
-    return not _sends_a_statement(call, facts) and any(share.identity(v) for v in values)
+    return any(share.identity(v) for v in values) and not _sends_a_statement(call, facts)
 
 
 def _sends_a_statement(call: ast.Call, facts: ModuleFacts) -> bool:

@@ -11,6 +11,7 @@ from pglast.enums import BoolExprType
 from ...project.claims import is_log_call
 from ...analysis.executed_sql import ExecutedSql, bound_value
 from ...analysis.facts import FunctionNode, ModuleFacts, call_name, parent, walk
+from ...analysis.handed import argument_for, positional_parameters
 from ...knowledge import orm
 from ...analysis.names import dotted
 from ...model import Related
@@ -238,16 +239,9 @@ def _returns_rows(pickup: Pickup, function: FunctionNode) -> bool:
 def _handed_session(session: Optional[str], callee: FunctionNode, call: ast.Call) -> Optional[str]:
     """The caller's spelling of the session the callee selected through: the argument given for that
     parameter (``due_invoices(db)`` for ``def due_invoices(session)``), else the callee's own name for it."""
-    arguments = callee.args
-    parameters = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
-    if parameters and parameters[0] in ("self", "cls"):
-        parameters = parameters[1:]
-    if session is None or session not in parameters + [a.arg for a in arguments.kwonlyargs]:
+    if session is None or session not in {*positional_parameters(callee), *(a.arg for a in callee.args.kwonlyargs)}:
         return session
-    given = next((k.value for k in call.keywords if k.arg == session), None)
-    index = parameters.index(session) if session in parameters else len(call.args)
-    if given is None and index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args):
-        given = call.args[index]
+    given = argument_for(call, callee, session)
     return dotted(given) if given is not None else None
 
 

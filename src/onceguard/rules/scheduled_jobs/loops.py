@@ -6,6 +6,7 @@ import ast
 from typing import List, Optional, Tuple
 
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, walk, walk_no_nested_functions
+from ...analysis.handed import argument_for, positional_parameters
 from ...knowledge import schedulers as known
 from ...analysis.names import dotted
 from ...project.reach import Reach, endless
@@ -76,30 +77,24 @@ class LoopRegistrations:
         """The project function a ticker's start hands it, when the ticker's loop calls that parameter:
         ``create_task(forever(alerts.push, 30))`` with ``async def forever(work, seconds)`` calling ``work()``
         on each pass, ``task_group.start_soon(forever, alerts.push, 30)``, ``Thread(target=every, args=(push, 30))``."""
-        arguments = function.args
-        parameters = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
-        if parameters and parameters[0] in ("self", "cls"):
-            parameters = parameters[1:]
-        keyword_only = {a.arg for a in arguments.kwonlyargs}
+        parameters = {*positional_parameters(function), *(a.arg for a in function.args.kwonlyargs)}
         called = [node.func.id for node in walk_no_nested_functions(loop) if isinstance(node, ast.Call)
-                  and isinstance(node.func, ast.Name) and (node.func.id in parameters or node.func.id in keyword_only)]
+                  and isinstance(node.func, ast.Name) and node.func.id in parameters]
         if not called:
             return None
+        # The call that hands the ticker its arguments, as one call whatever the start's spelling.
         if name == "start_soon":
-            given, given_keywords = call.args[1:], call.keywords
+            handing = ast.Call(func=call.func, args=call.args[1:], keywords=call.keywords)
         elif name == "Thread":
             handed_args = _argument(call, 3, "args")
-            given = handed_args.elts if isinstance(handed_args, (ast.Tuple, ast.List)) else []
-            given_keywords = []
+            handing = ast.Call(func=call.func, keywords=[],
+                               args=handed_args.elts if isinstance(handed_args, (ast.Tuple, ast.List)) else [])
         elif call.args and isinstance(call.args[0], ast.Call):
-            given, given_keywords = call.args[0].args, call.args[0].keywords
+            handing = call.args[0]
         else:
             return None
         for parameter in called:
-            expr = next((k.value for k in given_keywords if k.arg == parameter), None)
-            if expr is None and parameter in parameters and parameters.index(parameter) < len(given) \
-                    and not any(isinstance(a, ast.Starred) for a in given):
-                expr = given[parameters.index(parameter)]
+            expr = argument_for(handing, function, parameter)
             work = self.resolve(expr) if isinstance(expr, (ast.Name, ast.Attribute, ast.Call, ast.Lambda)) else None
             if work is not None and (work.function is not None or work.claimed):
                 return work
