@@ -398,6 +398,29 @@ class ModuleFacts:
                 skip_to = nodes.index(_last_descendant(node), position)
         return found
 
+    def own_subtree(self, function: FunctionNode) -> List[ast.AST]:
+        """``walk_no_nested_functions(function)`` without the shared operator and context nodes: every node
+        under ``function`` in source order, a function, class or lambda nested in it included but not what
+        is inside it, read off the module's pre-order list in runs between the nested scopes."""
+        run = self._run_of(function)
+        if run is None:
+            return [node for node in walk_no_nested_functions(function) if not isinstance(node, _SHARED_NODES)]
+        start, end = run
+        segment = self._linked[start + 1:end + 1]
+        nested = _NESTED_SCOPE_KINDS
+        marks = [index for index, node in enumerate(segment) if type(node) in nested]
+        if not marks:
+            return segment
+        found: List[ast.AST] = []
+        resume = 0
+        for index in marks:
+            if index < resume:
+                continue  # (a scope inside one already skipped)
+            found.extend(segment[resume:index + 1])
+            resume = segment.index(_last_descendant(segment[index]), index) + 1
+        found.extend(segment[resume:])
+        return found
+
     def functions_around_nodes(self) -> List[Optional[FunctionNode]]:
         """For each node of ``nodes`` (same index), the nearest function whose subtree holds it, through
         classes and lambdas (a def's decorators and defaults are in its subtree); a function itself maps to

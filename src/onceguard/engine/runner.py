@@ -64,10 +64,44 @@ def _check_chunk(items: List[WorkItem]) -> List[WorkResult]:
     return [check_one(item) for item in items]
 
 
-def _warm_up() -> None:
+#: In a worker: the pool's shared cursors (see ``WorkerPool.check``).
+_cursors = None
+
+
+def _warm_up(cursors=None) -> None:
     """A worker's start: the rule modules imported (and the rule catalogue read) before the first chunk."""
+    global _cursors
+    _cursors = cursors
     _fewer_collections()
     rule_classes()
+
+
+def _next_chunk(own: int, ranges: int) -> Optional[Tuple[int, int]]:
+    """(range, chunk) this worker checks next: the front of its own range, else the back of the range with the
+    most left (the far end from where its owner works); None when every range is done."""
+    cursors = _cursors
+    with cursors.get_lock():
+        front, back = cursors[2 * own], cursors[2 * own + 1]
+        if front < back:
+            cursors[2 * own] = front + 1
+            return own, front
+        other = max(range(ranges), key=lambda r: cursors[2 * r + 1] - cursors[2 * r])
+        front, back = cursors[2 * other], cursors[2 * other + 1]
+        if front >= back:
+            return None
+        cursors[2 * other + 1] = back - 1
+        return other, back - 1
+
+
+def _check_range(own: int, ranges: List[List[List[WorkItem]]]) -> List[Tuple[int, int, List[WorkResult]]]:
+    """A worker's share of a run: the chunks of its own range in order, then what is left of the others."""
+    done = []
+    while True:
+        taken = _next_chunk(own, len(ranges))
+        if taken is None:
+            return done
+        which, index = taken
+        done.append((which, index, _check_chunk(ranges[which][index])))
 
 
 def _ready() -> None:
@@ -84,12 +118,27 @@ class WorkerPool:
             # Forked workers inherit the modules this process has imported: the rules imported (and their
             # sources compiled) once here, not once in every worker.
             rule_classes()
-        self.executor = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_warm_up)
+        self.jobs = jobs
+        # Per range of the work, the next chunk from its front and the end of what is left: shared by the
+        # workers, which take chunks from them (``_next_chunk``).
+        self.cursors = context.Array("q", 2 * jobs)
+        self.executor = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_warm_up,
+                                            initargs=(self.cursors,))
         for _ in range(jobs):  # a task per worker makes every process start now
             self.executor.submit(_ready)
 
     def check(self, chunks: List[List[WorkItem]]) -> List[WorkResult]:
-        return [r for chunk in self.executor.map(_check_chunk, chunks) for r in chunk]
+        """Each worker owns a run of consecutive chunks (files of the same packages, which read the same other
+        modules: each worker parses them once, not every worker each), then helps with what the others
+        have left, from its far end."""
+        ranges = _ranges(chunks, self.jobs)
+        cursors = self.cursors
+        with cursors.get_lock():
+            for index, owned in enumerate(ranges):
+                cursors[2 * index], cursors[2 * index + 1] = 0, len(owned)
+        futures = [self.executor.submit(_check_range, own, ranges) for own in range(len(ranges))]
+        by_place = {(which, index): results for future in futures for which, index, results in future.result()}
+        return [r for which, owned in enumerate(ranges) for index in range(len(owned)) for r in by_place[which, index]]
 
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
@@ -145,6 +194,26 @@ def check_files(files: Sequence[Tuple[str, Config]], jobs: int, cache: Optional[
             cache.store(path, config_digest, digest, signature, found, others)
         results.extend(found)
     return results
+
+
+def _ranges(chunks: List[List[WorkItem]], count: int) -> List[List[List[WorkItem]]]:
+    """``chunks`` cut into ``count`` runs of consecutive chunks holding about as many bytes of source each
+    (a file's size is the best cheap guess at what checking it costs)."""
+    sizes = [sum(_size(item[0]) for item in chunk) for chunk in chunks]
+    total = sum(sizes) or 1
+    ranges: List[List[List[WorkItem]]] = [[] for _ in range(count)]
+    done = 0
+    for chunk, size in zip(chunks, sizes):
+        ranges[min(count - 1, done * count // total)].append(chunk)
+        done += size
+    return ranges
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def default_jobs() -> int:

@@ -103,19 +103,52 @@ def _build(facts: ModuleFacts) -> ModuleFacts:
     # Only the top-level statements that hold a call of a helper are visited: the others have nothing to
     # replace, and a visit of a whole module is the most of what this costs.
     called = {call.lineno for name in helpers for call in facts.calls_by_name.get(name, ())}
+    visited = []
     for statement in tree.body:
-        first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", ())])
-        last = getattr(statement, "end_lineno", None) or statement.lineno
+        first, last = _lines(statement)
         if any(first <= line <= last for line in called):
             inliner.visit(statement)
+            visited.append(statement)
     if not inliner.replaced:
         return facts
     # A private helper no longer named in its module is no caller of what it forwarded to.
-    left = {node.id for node in walk(tree) if isinstance(node, ast.Name)}
+    left = _names_left(tree, visited, facts)
     tree.body = [statement for statement in tree.body if not (
         isinstance(statement, _FUNCTION_TYPES) and statement.name in fresh and statement.name not in left
         and statement.name.startswith("_"))]
     return ModuleFacts(tree, facts.context, facts.lines)
+
+
+def _lines(statement: ast.AST):
+    """(first, last) line of a top-level statement, its decorators included."""
+    first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", ())])
+    return first, getattr(statement, "end_lineno", None) or statement.lineno
+
+
+def _names_left(tree: ast.Module, visited, facts: ModuleFacts):
+    """The names read anywhere in ``tree`` after the inlining. Only the statements the inliner visited changed:
+    they (and any statement sharing a line with one) are walked; every other statement is the same text as in
+    ``facts``, whose names are read off its list of nodes instead of walking the tree again."""
+    if len(tree.body) != len(facts.tree.body):  # (facts of a window of a large file: walk it all)
+        return {node.id for node in walk(tree) if isinstance(node, ast.Name)}
+    spans = [_lines(statement) for statement in visited]
+    walked = {id(statement) for statement in visited}
+    grown = True
+    while grown:  # (``x = 1; y = helper()`` shares its line with the next statement, and so on)
+        grown = False
+        for statement in tree.body:
+            if id(statement) not in walked:
+                first, last = _lines(statement)
+                if any(first <= end and start <= last for start, end in spans):
+                    walked.add(id(statement))
+                    spans.append((first, last))
+                    grown = True
+    left = {node.id for statement in tree.body if id(statement) in walked
+            for node in walk(statement) if isinstance(node, ast.Name)}
+    Name = ast.Name
+    lines = {line for start, end in spans for line in range(start, end + 1)}
+    left.update(node.id for node in facts.nodes if type(node) is Name and node.lineno not in lines)
+    return left
 
 
 _COPY_BUDGET = 20_000

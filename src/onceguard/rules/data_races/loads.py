@@ -69,7 +69,7 @@ def later(node: ast.AST, than: ast.AST) -> bool:
 
 
 def function_nodes(function: FunctionNode, facts: ModuleFacts) -> List[ast.AST]:
-    return facts.cached(f"function_nodes:{id(function)}", lambda _f: list(walk_no_nested_functions(function)))
+    return facts.cached(f"function_nodes:{id(function)}", lambda _f: facts.own_subtree(function))
 
 
 def module_imports_any(facts: ModuleFacts, modules: Iterable[str]) -> bool:
