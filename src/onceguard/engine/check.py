@@ -115,7 +115,8 @@ def applicable_rules(source: bytes, rules: Sequence[Rule], context: Optional[Fil
         config = context.config
         ignored = config.ignored_for_path(context.path) if config.per_file_ignores and context.path else ()
         rules = [r for r in rules if r.applies_to(context) and not any(r.code.startswith(c) for c in ignored)]
-        extra = tuple(tuple(r.config_triggers(context.config)) for r in rules)
+        extra = tuple(tuple(r.config_triggers(config)) + (tuple(r.project_triggers(config)) if context.cross_file else ())
+                      for r in rules)
     else:
         extra = tuple(() for _ in rules)
     matched = _index_for(rules, extra).matching(source)

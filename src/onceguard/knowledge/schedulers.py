@@ -26,6 +26,8 @@ THREAD_TICKER = "thread ticker"
 TIMER = "threading.Timer"
 #: A long-running program's own ``while True:`` loop with a sleep, run from its ``__main__`` block.
 WORKER_LOOP = "worker loop"
+#: A never-ending loop that calls every function a project's own decorator or register call put in a container.
+REGISTRY_LOOP = "registry loop"
 CELERY_BEAT = "Celery beat"
 RQ_SCHEDULER = "rq-scheduler"
 DJANGO_CELERY_BEAT = "django-celery-beat"

@@ -39,6 +39,12 @@ class Rule:
         """Triggers that come from the configuration (e.g. claim functions named there)."""
         return ()
 
+    @staticmethod
+    def project_triggers(config) -> Tuple[Trigger, ...]:
+        """Triggers the project itself gives (the names of its own registering decorators), asked only when
+        the whole project is read: a file may hold a finding only another file's code explains."""
+        return ()
+
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         raise NotImplementedError
 

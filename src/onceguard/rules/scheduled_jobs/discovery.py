@@ -12,6 +12,7 @@ from ...analysis.facts import FunctionNode, ModuleFacts, parent
 from ...knowledge import schedulers as known
 from ...model import Related
 from ...analysis.names import dotted
+from ...project.registries import registering_names, registration_of
 from ...project.summaries import _annotation_class, _parameter_annotation, resolve_reference
 from .beat import BeatRegistrations
 from .daemons import DaemonRegistrations
@@ -38,6 +39,7 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         self.made_elsewhere: Dict[int, Related] = {}
         self._beat_launch: Optional[object] = _UNASKED
         self._decorators()
+        self._registry_calls()
         self._method_calls()
         self._module_functions()
         self._schedule_library()
@@ -203,6 +205,8 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         facts = self.facts
         for function in facts.functions:
             for decorator in decorators(function, facts):
+                if self._registry_decorator(function, decorator):
+                    continue
                 if not isinstance(decorator, ast.Call):
                     continue
                 if self._schedule_repeat(function, decorator):
@@ -227,6 +231,54 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                     scheduled.related.append(self.made_elsewhere[id(decorator.func.value)])
                 self._classify_trigger(scheduled)
                 self.add(scheduled)
+
+    def _registry_calls(self) -> None:
+        """``periodic(seconds=60)(export)`` and ``register(export)``: a registering decorator called by hand."""
+        facts = self.facts
+        for name in sorted(registering_names(facts)):
+            for call in facts.calls_by_name.get(name, ()):
+                outer = parent(call)
+                if isinstance(outer, _FUNCTION_TYPES + (ast.ClassDef,)):
+                    continue  # a decorator: ``_decorators`` read it
+                if isinstance(outer, ast.Call) and outer.func is call and outer.args:
+                    registering, handed, site = call, outer.args[0], outer
+                elif call.args:
+                    registering, handed, site = call.func, call.args[0], call
+                else:
+                    continue
+                target = self.resolve(handed) if isinstance(handed, (ast.Name, ast.Attribute)) else None
+                if target is None or target.function is None:
+                    continue
+                registry = registration_of(registering, facts)
+                if registry is not None:
+                    self._add_registered(target, site, registering, registry)
+
+    def _add_registered(self, target: Target, site: ast.AST, registering: ast.AST, registry) -> None:
+        spelled = dotted(registering.func if isinstance(registering, ast.Call) else registering) or registry.short
+        how = f"{spelled}(...)" if site is not registering else "@" + spelled
+        scheduled = Scheduled(known.REGISTRY_LOOP, how, site, target,
+                              registering if isinstance(registering, ast.Call) else None)
+        loop_owner = f"`{registry.caller.name}`" if registry.caller is not None else "a module-level loop"
+        scheduled.detail = f"the loop in {loop_owner} calls everything in `{registry.short}` on each pass"
+        scheduled.related.extend(registry.where.via)
+        scheduled.related.append(Related(registry.facts.context.path, registry.loop.lineno,
+                                         registry.loop.col_offset + 1,
+                                         f"this loop calls each function registered in `{registry.short}`, then pauses"))
+        self.add(scheduled)
+
+    def _registry_decorator(self, function: FunctionNode, decorator: ast.AST) -> bool:
+        """``@periodic(seconds=60)`` / ``@register``: a project decorator that puts the function in a container
+        a never-ending loop calls the items of, on every pass (``project/registries``)."""
+        if isinstance(decorator, ast.Call):
+            if (self.facts.callee(decorator) or "") in known.DECORATORS:
+                return False
+        elif not isinstance(decorator, (ast.Name, ast.Attribute)):
+            return False
+        registry = registration_of(decorator, self.facts)
+        if registry is None:
+            return False
+        self._add_registered(self._local(function), decorator, decorator, registry)
+        return True
 
     def _schedule_repeat(self, function: FunctionNode, decorator: ast.Call) -> bool:
         """``@schedule.repeat(schedule.every(10).minutes)``: the schedule library's decorator form."""

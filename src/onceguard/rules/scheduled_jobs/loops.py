@@ -10,6 +10,7 @@ from ...analysis.handed import argument_for, positional_parameters
 from ...knowledge import schedulers as known
 from ...analysis.names import dotted
 from ...project.reach import Reach, endless
+from ...project.registries import repeats_a_registry
 from ...project.startup import StartupMap
 from ...project.summaries import callers
 from ...model import Related
@@ -55,7 +56,7 @@ class LoopRegistrations:
                 function = target.function
                 target_facts = target.facts or facts
                 loop = self._ticker_loop(function, target_facts)
-                if loop is None:
+                if loop is None or repeats_a_registry(loop, target_facts):
                     continue
                 if startup is None:
                     startup = StartupMap.of_module(facts)

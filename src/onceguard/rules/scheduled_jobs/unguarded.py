@@ -14,6 +14,7 @@ from ...model import Diagnostic, Related
 from ...analysis.names import dotted
 from ..registry import register
 from ...noqa import ALL, line_codes
+from ...project.registries import registering_words
 from ...project.summaries import Evidence, summaries_for
 from ..base import Rule
 from .discovery import Scheduled, _resolver, scheduled_in
@@ -35,6 +36,7 @@ _FAMILY_NOTES = {
     known.ROCKETRY: "Rocketry runs in-process.",
     known.TIMER: "The timer re-arms itself in each process.",
     known.WORKER_LOOP: "Every replica runs this program, and each repeats its loop.",
+    known.REGISTRY_LOOP: "Every replica runs the loop, and each calls everything registered with it.",
     known.CELERY_BEAT: "Beat is run per replica here (single-scheduler = false).",
     known.RQ_SCHEDULER: "Each replica runs its own rq-scheduler here (single-scheduler = false).",
     known.DJANGO_CELERY_BEAT: "Beat is run per replica here (single-scheduler = false).",
@@ -136,6 +138,9 @@ def _message(scheduled: Scheduled, name: str) -> str:
     if family == known.WORKER_LOOP:
         return (f"`{name}` is called on every pass of a loop that a long-running program repeats and does not "
                 "begin with a claim, so every replica that runs the program runs it on every pass.")
+    if family == known.REGISTRY_LOOP:
+        return (f"`{name}` is registered with `{scheduled.how}`, and {scheduled.detail}; it does not begin with a "
+                "claim, so every replica that runs the loop runs it on every pass.")
     if family == known.TIMER:
         return (f"`{name}` re-arms itself with `{scheduled.how}` and does not begin with a claim, so every process "
                 "that starts it runs it at every interval.")
@@ -296,6 +301,11 @@ class UnguardedScheduledJob(Rule):
     )
     skips_tests = True
 
+    @staticmethod
+    def project_triggers(config) -> tuple:
+        """A module that only decorates its jobs with the project's own registering decorator."""
+        return registering_words(config)
+
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         for verdict in _verdicts(facts):
             if verdict.kind != "job":
@@ -317,6 +327,7 @@ class UnguardedIdempotentSweep(Rule):
     summary = ("a scheduled sweep whose only effects are idempotent set-based statements runs in every replica "
                "(duplicate work and lock contention; off by default)")
     triggers = UnguardedScheduledJob.triggers
+    project_triggers = staticmethod(registering_words)
     skips_tests = True
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:

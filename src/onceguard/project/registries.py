@@ -1,0 +1,429 @@
+"""Registries a loop repeats: a module-level container whose items a never-ending loop calls on every pass,
+and the project functions that put functions into it.
+
+``@periodic(seconds=60)`` on ``export`` hands ``export`` to ``register``, which appends it (or an object that
+holds it) to ``REGISTRY``; ``run_all`` calls ``entry.func()`` for each entry on every pass of a ``while True``
+loop with a sleep.  Whatever the names, that is a scheduler: every function put into the container is a job,
+run wherever the loop runs.  Nothing here depends on a name: the container is found by what is stored in it
+and what the loop does with its items.
+
+Two ways in:
+
+- ``registration_of(expr, facts)``: the expression used as a decorator (``periodic(seconds=60)`` or
+  ``register``) or called with a function (``register(export)``), resolved to a project function that stores
+  its first parameter into a repeated container: the container and its loop;
+- ``registering_words(config)``: the names of every such function of the project, found from the loops, for
+  the prefilter (a module that only decorates its jobs holds none of the scheduler words).
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
+
+from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ..analysis.handed import positional_parameters
+from ..config import Config
+from ..knowledge import schedulers as known
+from . import index as project
+from .definitions import definition_facts, top_level
+from .reach import Runs, endless, runs
+
+_FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: Container methods that put their (last) argument in: ``jobs.append(f)``, ``jobs.setdefault(name, f)``.
+_PUTS: FrozenSet[str] = frozenset({"append", "appendleft", "add", "insert", "setdefault"})
+#: Views of a container whose items a loop reads as the container's own (``for name, job in JOBS.items()``).
+_VIEWS: FrozenSet[str] = frozenset({"values", "items", "copy"})
+_COPIES: FrozenSet[str] = frozenset({"list", "tuple", "sorted", "reversed"})
+#: At most this many candidate loop modules are parsed for one project.
+_MAX_LOOP_FILES = 60
+
+
+@dataclass(frozen=True)
+class RepeatedRegistry:
+    """A container whose items a never-ending loop calls, and where that loop runs."""
+
+    container: str  # qualified name (``housekeeper.periodic.REGISTRY``)
+    loop: ast.AST  # the ``while`` loop that repeats it
+    caller: Optional[FunctionNode]  # the function holding the loop
+    facts: ModuleFacts  # the loop's module
+    where: Runs  # where the loop runs (``runs`` of the loop)
+
+    @property
+    def short(self) -> str:
+        return self.container.rsplit(".", 1)[-1]
+
+
+# -- what a registering function stores -------------------------------------------------------------------
+def _first_parameter(function: FunctionNode) -> Optional[str]:
+    parameters = positional_parameters(function)
+    return parameters[0] if parameters else None
+
+
+def _defined_functions(facts: ModuleFacts) -> Iterator[FunctionNode]:
+    """The module's top-level functions and the methods of its top-level classes."""
+    for statement in facts.tree.body:
+        if isinstance(statement, _FUNCTION_TYPES):
+            yield statement
+        elif isinstance(statement, ast.ClassDef):
+            yield from (s for s in statement.body if isinstance(s, _FUNCTION_TYPES))
+
+
+def _stores_into(function: FunctionNode, facts: ModuleFacts, name: str) -> bool:
+    """``function`` puts its parameter into ``name``, itself or through the function it returns."""
+    if stored_into(function, facts) == name:
+        return True
+    returned = _returned_function(function)
+    return returned is not None and stored_into(returned, facts) == name
+
+
+def _holds(value: ast.AST, name: str) -> bool:
+    """``value`` is ``name``, or a holder made of it right there: ``Entry(name, 60)``, ``(name, 60)``,
+    ``{"func": name}``."""
+    if isinstance(value, ast.Name):
+        return value.id == name
+    if isinstance(value, ast.Call):
+        parts = list(value.args) + [k.value for k in value.keywords]
+    elif isinstance(value, (ast.Tuple, ast.List)):
+        parts = list(value.elts)
+    elif isinstance(value, ast.Dict):
+        parts = list(value.values)
+    else:
+        return False
+    return any(isinstance(part, ast.Name) and part.id == name for part in parts)
+
+
+def _module_level_names(facts: ModuleFacts) -> Set[str]:
+    names: Set[str] = set()
+    for statement in facts.tree.body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else (
+            [statement.target] if isinstance(statement, ast.AnnAssign) and statement.value is not None else [])
+        names.update(target.id for target in targets if isinstance(target, ast.Name))
+    return names
+
+
+def stored_into(function: FunctionNode, facts: ModuleFacts) -> Optional[str]:
+    """The module-level container of ``facts``'s module that ``function`` puts its first parameter into
+    (``REGISTRY.append(Entry(func, seconds))``, ``JOBS[name] = func``), or None."""
+    parameter = _first_parameter(function)
+    if parameter is None:
+        return None
+    module_names = facts.cached("registries:module-names", _module_level_names)
+    for node in walk_no_nested_functions(function):
+        container = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _PUTS \
+                and isinstance(node.func.value, ast.Name) and node.args and _holds(node.args[-1], parameter):
+            container = node.func.value.id
+        elif isinstance(node, ast.Assign) and _holds(node.value, parameter):
+            for target in node.targets:
+                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                    container = target.value.id
+        if container is not None and container in module_names:
+            return container
+    return None
+
+
+def _returned_function(factory: FunctionNode) -> Optional[FunctionNode]:
+    """The function a decorator factory defines in its body and returns (``def periodic(seconds): def
+    register(func): ...; return register``)."""
+    nested = {s.name: s for s in factory.body if isinstance(s, _FUNCTION_TYPES)}
+    for statement in factory.body:
+        if isinstance(statement, ast.Return) and isinstance(statement.value, ast.Name):
+            return nested.get(statement.value.id)
+    return None
+
+
+# -- the loops that call a container's items -------------------------------------------------------------
+def _iterated(expr: ast.AST) -> ast.AST:
+    """The container a ``for`` reads: ``JOBS`` of ``JOBS.values()``, ``list(JOBS)``, ``sorted(JOBS.items())``."""
+    while True:
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _VIEWS \
+                and not expr.args:
+            expr = expr.func.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in _COPIES \
+                and len(expr.args) == 1:
+            expr = expr.args[0]
+        else:
+            return expr
+
+
+def _calls_item(loop: ast.For) -> bool:
+    """The ``for`` body calls the item (``job()``), a part of it (``entry.func()``, ``entry["func"]()``), or the
+    value of an ``items()`` pair."""
+    names = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    for node in (n for statement in loop.body for n in [statement, *walk_no_nested_functions(statement)]):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        while isinstance(func, (ast.Attribute, ast.Subscript)):
+            func = func.value
+        if isinstance(func, ast.Name) and func.id in names:
+            return True
+    return False
+
+
+def _sleeps(nodes: List[ast.AST], facts: ModuleFacts) -> bool:
+    for node in nodes:
+        if isinstance(node, ast.Call):
+            if (facts.callee(node) or "") in known.SLEEPS:
+                return True
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "wait" and (
+                    len(node.args) == 1 or any(k.arg == "timeout" for k in node.keywords)):
+                return True
+    return False
+
+
+def _repeating_loops(facts: ModuleFacts) -> List[ast.While]:
+    return [loop for loop in facts.loops if type(loop) is ast.While and endless(loop)
+            and _sleeps(list(walk_no_nested_functions(loop)), facts)]
+
+
+def _called_by_name(loop: ast.While, facts: ModuleFacts) -> Set[str]:
+    """Names of this module's functions a pass of ``loop`` calls (``run_pending()``, ``self.tick()``)."""
+    names = set()
+    for node in walk_no_nested_functions(loop):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name):
+                names.add(func.id)
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+                names.add(func.attr)
+    return names
+
+
+def repeated_in(facts: ModuleFacts) -> List[Tuple[str, ast.While]]:
+    """(qualified container, loop) for each container whose items a never-ending loop with a pause of this
+    module calls on each pass: in the loop itself, or in a function of this module the loop calls."""
+    def build(_facts: ModuleFacts) -> List[Tuple[str, ast.While]]:
+        found: List[Tuple[str, ast.While]] = []
+        loops = _repeating_loops(facts)
+        if not loops:
+            return found
+        module = _module_name(facts)
+        defined = {f.name: f for f in facts.functions}
+        for loop in loops:
+            scopes: List[ast.AST] = [loop]
+            scopes.extend(defined[name] for name in sorted(_called_by_name(loop, facts)) if name in defined)
+            for scope in scopes:
+                for node in walk_no_nested_functions(scope):
+                    if not isinstance(node, ast.For) or not _calls_item(node):
+                        continue
+                    container = _iterated(node.iter)
+                    if not isinstance(container, ast.Name):
+                        continue
+                    qualified = facts.imports.qualify_dotted(container.id) if facts.imports.is_imported(
+                        container.id) else (f"{module}.{container.id}" if module else "")
+                    if qualified and (qualified, loop) not in found:
+                        found.append((qualified, loop))
+        return found
+
+    return facts.cached("registries:repeated", build)
+
+
+def _module_name(facts: ModuleFacts) -> str:
+    from .claims import own_module_names
+
+    names = sorted(own_module_names(facts), key=len, reverse=True)
+    return names[0] if names else ""
+
+
+#: Text a module that repeats a registry must hold: a ``for`` whose target is then called (or a part of it).
+_FOR_TARGET = re.compile(rb"for\s+([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)\s+in\s")
+
+
+def _may_repeat(source: bytes) -> bool:
+    if b"while" not in source or not (b"sleep" in source or b".wait(" in source):
+        return False
+    for match in _FOR_TARGET.finditer(source):
+        for name in match.group(1).split(b","):
+            name = name.strip()
+            if re.search(rb"(?<![\w.])" + re.escape(name) + rb"(?:\.\w+|\[[^\]\n]*\])*\s*\(", source[match.end():]):
+                return True
+    return False
+
+
+@dataclass(frozen=True)
+class _LoopSite:
+    line: int
+    column: int
+    path: str  # the loop's module
+    home: str  # the module that defines the container
+
+
+_loops_by_root: Dict[str, Dict[str, List[_LoopSite]]] = {}
+
+
+def _project_root(config: Config, facts: Optional[ModuleFacts] = None) -> str:
+    return config.root or (project.search_root(facts) if facts is not None else "")
+
+
+def _loop_sites(config: Config, root: str) -> Dict[str, List[_LoopSite]]:
+    """qualified container -> where loops repeat it, over the project: only the modules whose text may repeat
+    a registry are parsed (once per project and process)."""
+    cached = _loops_by_root.get(root)
+    if cached is not None:
+        return cached
+    found: Dict[str, List[_LoopSite]] = {}
+    candidates = [path for path in project.files_mentioning("while", root) if _may_repeat(project.read_bytes(path))]
+    for path in candidates[:_MAX_LOOP_FILES]:
+        facts = project.module_facts(path, config)
+        if facts is None or facts.context.is_test:
+            continue
+        for container, loop in repeated_in(facts):
+            home = _home_of(container, facts)
+            if home:
+                found.setdefault(container, []).append(
+                    _LoopSite(loop.lineno, loop.col_offset, os.path.abspath(path), home))
+    _loops_by_root[root] = found
+    return found
+
+
+def _home_of(container: str, facts: ModuleFacts) -> str:
+    """The file that defines ``container`` (qualified) as the loop's module sees it."""
+    name = container.rpartition(".")[2]
+    if not facts.imports.is_imported(name):
+        return os.path.abspath(facts.context.path or "")
+    located = definition_facts(container, facts)
+    return os.path.abspath(located[0].context.path or "") if located is not None else ""
+
+
+project.on_clear(_loops_by_root.clear)
+
+
+def repeated_registry(container: str, facts: ModuleFacts) -> Optional[RepeatedRegistry]:
+    """The loop that calls the items of ``container`` (qualified, defined in ``facts``'s module), when it runs
+    in every replica: a loop of this module, else (CLI) one anywhere in the project."""
+    candidates: List[Tuple[ast.While, ModuleFacts]] = [(loop, facts) for name, loop in repeated_in(facts)
+                                                        if name == container]
+    if facts.context.cross_file:
+        for site in _loop_sites(facts.config, _project_root(facts.config, facts)).get(container, ()):
+            loop_facts = project.module_facts(site.path, facts.config)
+            if loop_facts is None or loop_facts is facts:
+                continue
+            # Found by its place: the index may have parsed the module again since.
+            candidates.extend((loop, loop_facts) for name, loop in repeated_in(loop_facts)
+                              if name == container and (loop.lineno, loop.col_offset) == (site.line, site.column))
+    for loop, loop_facts in candidates:
+        where = runs(loop, loop_facts)
+        if where.every_replica:
+            return RepeatedRegistry(container, loop, loop_facts.enclosing_function(loop), loop_facts, where)
+    return None
+
+
+def _registering_function(reference: ast.AST, qualified: str,
+                          facts: ModuleFacts) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
+    """The def ``reference`` names: a function of this or another module of the project, or a method of a
+    module-level instance (``tasks.routine`` with ``tasks = Tasks()``)."""
+    if "." not in qualified:
+        found = top_level(facts, qualified)
+        return (found, facts) if isinstance(found, _FUNCTION_TYPES) else None
+    local = facts.module_method(reference)
+    if local is not None:
+        return local, facts
+    located = definition_facts(qualified, facts)
+    if located is not None:
+        found = top_level(located[0], located[1])
+        if isinstance(found, _FUNCTION_TYPES):
+            return found, located[0]
+    owner, _, method = qualified.rpartition(".")
+    located = definition_facts(owner, facts) if "." in owner else None
+    if located is not None:
+        where, instance = located
+        found = where.module_method(ast.Attribute(value=ast.Name(id=instance, ctx=ast.Load()), attr=method))
+        if found is not None:
+            return found, where
+    return None
+
+
+# -- from a decorator or a registering call -----------------------------------------------------------------
+def registration_of(expr: ast.AST, facts: ModuleFacts) -> Optional[RepeatedRegistry]:
+    """``expr`` (a decorator, or the function of a call handed a job) puts the function it is given into a
+    container a never-ending loop repeats: ``@periodic(seconds=60)`` (a factory whose returned function stores
+    its parameter), ``@register`` or ``register(job)`` (a function that stores it)."""
+    factory = isinstance(expr, ast.Call)
+    reference = expr.func if factory else expr
+    if not isinstance(reference, (ast.Name, ast.Attribute)):
+        return None
+    qualified = facts.qualify(reference) or ""
+    if not qualified:
+        return None
+    if facts.context.cross_file and "." in qualified:
+        # Another module's function is read only when the project's loops show it registers (most
+        # decorators of a project are routes, properties and fixtures).
+        spelled = qualified.rpartition(".")[2].encode()
+        if spelled not in registering_words(facts.config, _project_root(facts.config, facts)):
+            return None
+    found = _registering_function(reference, qualified, facts)
+    if found is None:
+        return None
+    function, where = found
+    if factory:
+        function = _returned_function(function)
+        if function is None:
+            return None
+    container = stored_into(function, where)
+    if container is None:
+        return None
+    module = _module_name(where)
+    return repeated_registry(f"{module}.{container}", where) if module else None
+
+
+_words_by_root: Dict[str, Tuple[bytes, ...]] = {}
+project.on_clear(_words_by_root.clear)
+
+
+def registering_words(config: Config, root: str = "") -> Tuple[bytes, ...]:
+    """The names of the project's functions that put a function into a repeated container (directly or as a
+    decorator factory's returned function), for the prefilter: a file that uses one may hold a job."""
+    root = root or _project_root(config)
+    if not root:
+        return ()
+    cached = _words_by_root.get(root)
+    if cached is None:
+        cached = _words_by_root[root] = _registering_words(config, root)
+    return cached
+
+
+def _registering_words(config: Config, root: str) -> Tuple[bytes, ...]:
+    words: Set[bytes] = set()
+    for container, sites in _loop_sites(config, root).items():
+        name = container.rpartition(".")[2]
+        for home in {site.home for site in sites}:
+            facts = project.module_facts(home, config)
+            if facts is None:
+                continue
+            words.update(function.name.encode() for function in _defined_functions(facts)
+                         if _stores_into(function, facts, name))
+    return tuple(sorted(words))
+
+
+def registering_names(facts: ModuleFacts) -> Set[str]:
+    """Names a call of this module may register a job by: the project's registering functions (CLI), and this
+    module's own functions that put a function into a container a loop of this module repeats."""
+    names = {word.decode() for word in registering_words(facts.config, _project_root(facts.config, facts))} \
+        if facts.context.cross_file else set()
+    module = _module_name(facts)
+    local = {container.rpartition(".")[2] for container, _ in repeated_in(facts)
+             if container.rpartition(".")[0] == module}
+    names.update(function.name for function in _defined_functions(facts) for name in local
+                 if _stores_into(function, facts, name))
+    return names
+
+
+def repeats_a_registry(loop: ast.AST, facts: ModuleFacts) -> bool:
+    """``loop`` calls the items of a container that a function of the project registers jobs into: the jobs are
+    judged one by one where they are registered, not the loop as one job."""
+    for container, repeated in repeated_in(facts):
+        if repeated is not loop:
+            continue
+        name = container.rpartition(".")[2]
+        home = facts if not facts.imports.is_imported(name) else (
+            definition_facts(container, facts) or (None,))[0]
+        if home is None:
+            continue
+        if any(_stores_into(function, home, name) for function in _defined_functions(home)):
+            return True
+    return False
