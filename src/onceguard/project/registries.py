@@ -30,6 +30,7 @@ from ..knowledge import schedulers as known
 from . import index as project
 from .definitions import definition_facts, top_level
 from .reach import Runs, endless, runs
+from .renamed_callers import _import_statements, spells
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: Container methods that put their (last) argument in: ``jobs.append(f)``, ``jobs.setdefault(name, f)``.
@@ -230,19 +231,44 @@ def _module_name(facts: ModuleFacts) -> str:
     return names[0] if names else ""
 
 
-#: Text a module that repeats a registry must hold: a ``for`` whose target is then called (or a part of it).
-_FOR_TARGET = re.compile(rb"for\s+([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)\s+in\s")
+#: Text a module that repeats a registry must hold, as the reading above accepts it: an endless ``while``, and a
+#: ``for`` over a plain name (or a view or copy of it) whose target is then called, or a part of it.
+_ENDLESS = re.compile(rb"while\s*\(?\s*(?:True|1)\b")
+_FOR_OVER_NAME = re.compile(
+    rb"for\s+\(?\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*\)?\s+in\s+"
+    rb"(?:(?:list|tuple|sorted|reversed)\(\s*)*([A-Za-z_][A-Za-z0-9_]*)(?:\.(?:values|items|copy)\(\s*\))*[\s)]*:")
+#: How far after a ``for`` its body is looked for a call of the target (a loop body longer than this is rare).
+_BODY_BYTES = 4000
 
 
 def _may_repeat(source: bytes) -> bool:
-    if b"while" not in source or not (b"sleep" in source or b".wait(" in source):
+    if not (b"sleep" in source or b".wait(" in source) or _ENDLESS.search(source) is None:
         return False
-    for match in _FOR_TARGET.finditer(source):
+    for match in _FOR_OVER_NAME.finditer(source):
+        if not _module_level(match.group(2), source):
+            continue
         for name in match.group(1).split(b","):
-            name = name.strip()
-            if re.search(rb"(?<![\w.])" + re.escape(name) + rb"(?:\.\w+|\[[^\]\n]*\])*\s*\(", source[match.end():]):
+            called = _item_call(name.strip())
+            if called.search(source, match.end(), match.end() + _BODY_BYTES) is not None:
                 return True
     return False
+
+
+def _module_level(name: bytes, source: bytes) -> bool:
+    """``name`` is bound at the top of the module (``JOBS = []``, ``JOBS: list = []``) or imported."""
+    binding = re.search(rb"(?m)^" + re.escape(name) + rb"\s*(?::[^=\n]*)?=", source)
+    return binding is not None or any(spells(statement, name) for statement in _import_statements(source))
+
+
+_item_calls: Dict[bytes, "re.Pattern[bytes]"] = {}
+
+
+def _item_call(name: bytes) -> "re.Pattern[bytes]":
+    pattern = _item_calls.get(name)
+    if pattern is None:
+        pattern = _item_calls[name] = re.compile(
+            rb"(?<![\w.])" + re.escape(name) + rb"(?:\.\w+|\[[^\]\n]*\])*\s*\(")
+    return pattern
 
 
 @dataclass(frozen=True)
