@@ -16,7 +16,7 @@ from ..knowledge import schema as schema_known
 from ..knowledge import lock_libraries as lock_known
 from ..project.forwarding import forwarded
 from ..project.lock_libraries import LibraryLock, library_locks, spin_waits
-from ..model import Diagnostic, Fix
+from ..model import Diagnostic, Fix, Related
 from ..analysis.names import dotted
 from .registry import register
 from ..analysis.sql import tokens
@@ -169,6 +169,79 @@ def _parameter_names(node: ast.AST, facts: ModuleFacts) -> Set[str]:
     return {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
 
 
+def _fixed_at_callers(keys: List[ast.AST], use: LockUse, facts: ModuleFacts) -> tuple:
+    """A lock helper keyed on its parameters (``def wait_for(conn, key)`` running ``pg_advisory_lock(:k)`` with
+    ``key``) locks a job-wide key when every caller the project shows hands it a fixed one: those calls (through
+    callers that only pass on their own parameter too), less the ones in migration code or in a lock helper of
+    their own (where waiting is what the lock is for). Empty when a caller passes a key of its own making, or
+    when no caller is seen."""
+    scope = use.scope
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or not keys:
+        return ()
+    parameters = _parameter_names(keys[0], facts)
+    # The bound values of the statement's parameters (``{"k": key}``, ``(key,)``) are the key.
+    keys = [part for key in keys for part in (
+        key.values if isinstance(key, ast.Dict) else key.elts if isinstance(key, (ast.Tuple, ast.List)) else [key])]
+    if not keys or not all(isinstance(key, ast.Name) and key.id in parameters for key in keys):
+        return ()
+    return tuple(_fixed_callers(scope, [key.id for key in keys], facts, 0) or ())
+
+
+#: How many callers that pass their own parameter on are followed up.
+_MAX_FORWARDS = 3
+
+
+def _fixed_callers(function: ast.AST, names: List[str], facts: ModuleFacts, depth: int):
+    """The calls that run ``function`` with fixed values for its parameters ``names``, or None when a caller
+    hands it a value of its own making (or none is seen)."""
+    from ..analysis.handed import argument_for
+
+    if depth > _MAX_FORWARDS:
+        return None
+    seen = _callers_of(function, facts)
+    found = []
+    for call, other in seen:
+        if other.context.is_test:
+            continue
+        arguments = [argument_for(call, function, name) for name in names]
+        if any(argument is None for argument in arguments):
+            return None
+        caller = other.enclosing_function(call)
+        if not _is_fixed_key(arguments, other):
+            # ``def _hold(c, k): return hold(c, k)``: the key is what the forwarding function's callers pass.
+            own = _parameter_names(call, other)
+            if caller is None or not all(isinstance(a, ast.Name) and a.id in own for a in arguments):
+                return None
+            outer = _fixed_callers(caller, [a.id for a in arguments], other, depth + 1)
+            if outer is None:
+                return None
+            found.extend(outer)
+            continue
+        if other.context.is_migration or _runs_migrations(caller, other) or _yields_to_caller(caller):
+            continue
+        found.append((call, other))
+    return found if seen else None
+
+
+def _callers_of(function: ast.AST, facts: ModuleFacts) -> list:
+    """The calls of this module that name ``function``, or reach it as a method of a module-level instance
+    (``locks.hold(conn, KEY)``); then, reading the project, the callers in other modules."""
+    from ..project.renamed_callers import project_callers
+
+    seen = [(call, facts) for call in facts.calls_by_name.get(function.name, ())
+            if facts.enclosing_function(call) is not function
+            and ((isinstance(call.func, ast.Name) and parent(function) is facts.tree)
+                 or facts.module_method(call.func) is function)]
+    if facts.context.cross_file:
+        known_calls = {id(call) for call, _ in seen}
+        seen += [(call, other) for call, other in project_callers(function, facts) if id(call) not in known_calls]
+    return seen
+
+
+def _short_path(facts: ModuleFacts) -> str:
+    return facts.context.rel_path or (facts.context.path or "").rsplit("/", 1)[-1]
+
+
 def _yields_to_caller(scope: Optional[ast.AST]) -> bool:
     """A generator (a ``@contextmanager`` lock helper) hands the locked section to its caller.
 
@@ -243,13 +316,19 @@ class BlockingLockInJob(Rule):
             if not (function.blocking and function.is_lock):
                 continue
             keys = key_expressions(use)
+            callers = ()
             if not _is_fixed_key(keys, facts):
-                continue  # a per-row/per-user key serialises requests on purpose
+                callers = _fixed_at_callers(keys, use, facts)
+                if not callers:
+                    continue  # a per-row/per-user key serialises requests on purpose
             if _yields_to_caller(use.scope) or _locks_for_caller(use):
                 continue  # a critical section: every caller's block must run, one at a time
             if _runs_migrations(use.scope, facts):
                 continue  # a migration runner wherever it lives: pods should wait for each other there
             instead = "pg_try_advisory_xact_lock" if not function.session else "pg_try_advisory_lock"
+            if callers:
+                yield self._helper_finding(use, callers, instead)
+                continue
             yield self.finding(
                 use.call,
                 f"`{function.name}` waits until the lock is free, so a second replica queues behind the first and "
@@ -262,6 +341,25 @@ class BlockingLockInJob(Rule):
                                  blocking=True),
             )
 
+
+    def _helper_finding(self, use: LockUse, callers, instead: str) -> Diagnostic:
+        """A lock helper keyed on its parameter, every caller handing it a fixed key: reported at the lock, with
+        the callers that make the key job-wide (no fix here: the callers would have to read the answer)."""
+        call, other = callers[0]
+        shown = dotted(call.func) or "the helper"
+        return self.finding(
+            use.call,
+            f"`{use.function.name}` waits until the lock is free, and `{shown}(...)` is called with a fixed key "
+            f"({_short_path(other)}:{call.lineno}), so a second replica queues behind the first and then runs "
+            "the same job again.",
+            f"Make the helper try instead of wait: `{instead}`, returned to the caller, which skips its work when it "
+            "is false; for a periodic job, `if not claim_period(key, period): return` (`from onceguard.guards "
+            "import claim_period`) at the caller's top also stops a replica that arrives after the run has "
+            "finished. Blocking locks belong in migration runners, where pods should wait for each other",
+            related=[Related(o.context.path, c.lineno, c.col_offset + 1,
+                             f"`{o.enclosing_function(c).name if o.enclosing_function(c) else 'module-level code'}` "
+                             "passes a fixed key and waits here") for c, o in callers],
+        )
 
     def _library_locks(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         """Lock libraries that wait by default (redis-py, python-redis-lock, pottery, django-pglocks,

@@ -258,8 +258,7 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         how = f"{spelled}(...)" if site is not registering else "@" + spelled
         scheduled = Scheduled(known.REGISTRY_LOOP, how, site, target,
                               registering if isinstance(registering, ast.Call) else None)
-        loop_owner = f"`{registry.caller.name}`" if registry.caller is not None else "a module-level loop"
-        scheduled.detail = f"the loop in {loop_owner} calls everything in `{registry.short}` on each pass"
+        scheduled.detail = f"the loop in `{registry.caller.name}`" if registry.caller is not None else "a module-level loop"
         scheduled.related.extend(registry.where.via)
         scheduled.related.append(Related(registry.facts.context.path, registry.loop.lineno,
                                          registry.loop.col_offset + 1,

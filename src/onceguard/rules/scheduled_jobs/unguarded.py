@@ -139,8 +139,8 @@ def _message(scheduled: Scheduled, name: str) -> str:
         return (f"`{name}` is called on every pass of a loop that a long-running program repeats and does not "
                 "begin with a claim, so every replica that runs the program runs it on every pass.")
     if family == known.REGISTRY_LOOP:
-        return (f"`{name}` is registered with `{scheduled.how}`, and {scheduled.detail}; it does not begin with a "
-                "claim, so every replica that runs the loop runs it on every pass.")
+        return (f"`{name}` is registered with `{scheduled.how}` and called on each pass of {scheduled.detail}; it "
+                "does not begin with a claim, so every replica running that loop runs it.")
     if family == known.TIMER:
         return (f"`{name}` re-arms itself with `{scheduled.how}` and does not begin with a claim, so every process "
                 "that starts it runs it at every interval.")
