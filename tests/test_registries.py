@@ -208,3 +208,62 @@ def test_the_registry_module_alone_in_one_file(tmp_path):
     write(tmp_path, {"pyproject.toml": "[project]\nname = 'one'\n", "one.py": single})
     assert findings(tmp_path, "one.py", cross_file=False) == [(25, "OG201")]
     assert findings(tmp_path, "one.py") == [(25, "OG201")]
+
+
+CLASS_TICKER = """\
+    import time
+
+
+    class Ticker:
+        def __init__(self) -> None:
+            self.entries = []
+
+        def every(self, minutes: int):
+            def attach(fn):
+                self.entries.append((fn, minutes * 60))
+                return fn
+
+            return attach
+
+        def run_forever(self) -> None:
+            while True:
+                for fn, period in self.entries:
+                    fn()
+                time.sleep(5)
+
+
+    ticker = Ticker()
+"""
+
+CLASS_JOB = """\
+    import httpx
+
+    from billing.ticker import ticker
+
+
+    @ticker.every(minutes=30)
+    def charge_overdue() -> None:
+        httpx.post("https://payments.example.org/charge-overdue")
+"""
+
+CLASS_MAIN = """\
+    from billing import charges  # noqa: F401
+    from billing.ticker import ticker
+
+    if __name__ == "__main__":
+        ticker.run_forever()
+"""
+
+
+def test_a_scheduler_object_whose_method_fills_its_own_list(tmp_path):
+    # The container is an attribute of the instance; the decorator is a method of a module-level instance.
+    write(tmp_path, {**DEPLOYED, "billing/ticker.py": CLASS_TICKER, "billing/charges.py": CLASS_JOB,
+                     "billing/main.py": CLASS_MAIN})
+    assert findings(tmp_path, "billing/charges.py") == [(7, "OG201")]
+
+
+def test_a_scheduler_object_no_deployment_runs_is_silent(tmp_path):
+    files = {name: text for name, text in DEPLOYED.items() if name != "Dockerfile"}
+    write(tmp_path, {**files, "billing/ticker.py": CLASS_TICKER, "billing/charges.py": CLASS_JOB,
+                     "billing/main.py": CLASS_MAIN})
+    assert findings(tmp_path, "billing/charges.py") == []

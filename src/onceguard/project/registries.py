@@ -72,6 +72,14 @@ def _defined_functions(facts: ModuleFacts) -> Iterator[FunctionNode]:
             yield from (s for s in statement.body if isinstance(s, _FUNCTION_TYPES))
 
 
+def _relative(container: str, home: ModuleFacts) -> str:
+    """``JOBS`` or ``Class.jobs`` of ``pkg.tasks.JOBS`` / ``pkg.tasks.Class.jobs``, relative to its module."""
+    module = _module_name(home)
+    if module and container.startswith(module + "."):
+        return container[len(module) + 1:]
+    return container.rpartition(".")[2]
+
+
 def _stores_into(function: FunctionNode, facts: ModuleFacts, name: str) -> bool:
     """``function`` puts its parameter into ``name``, itself or through the function it returns."""
     if stored_into(function, facts) == name:
@@ -105,23 +113,50 @@ def _module_level_names(facts: ModuleFacts) -> Set[str]:
     return names
 
 
+def _instance_of(function: FunctionNode, facts: ModuleFacts) -> Tuple[Optional[str], Optional[ast.ClassDef]]:
+    """The name ``self`` has in ``function`` and the class it is an instance of: ``function`` is a method, or a
+    function nested in one (a decorator a method returns closes over its ``self``)."""
+    current: Optional[ast.AST] = function
+    while current is not None:
+        cls = facts.enclosing_class(current)
+        outer = facts.enclosing_function(current)
+        if cls is not None and (outer is None or facts.enclosing_class(outer) is not cls):
+            arguments = current.args.posonlyargs + current.args.args  # type: ignore[attr-defined]
+            return (arguments[0].arg if arguments else None), cls
+        current = outer
+    return None, None
+
+
+def _container_of(target: ast.AST, own_self: Optional[str], cls: Optional[ast.ClassDef],
+                  module_names: Set[str]) -> Optional[str]:
+    """``JOBS`` (a module-level name) or ``Class.jobs`` (``self.jobs`` of an instance of that class)."""
+    if isinstance(target, ast.Name) and target.id in module_names:
+        return target.id
+    if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and own_self
+            and target.value.id == own_self and cls is not None):
+        return f"{cls.name}.{target.attr}"
+    return None
+
+
 def stored_into(function: FunctionNode, facts: ModuleFacts) -> Optional[str]:
-    """The module-level container of ``facts``'s module that ``function`` puts its first parameter into
-    (``REGISTRY.append(Entry(func, seconds))``, ``JOBS[name] = func``), or None."""
+    """The container, relative to ``facts``'s module, that ``function`` puts its first parameter into: a
+    module-level name (``REGISTRY.append(Entry(func, seconds))``, ``JOBS[name] = func``) or an attribute of
+    the instance a method works on (``self.jobs.append((func, seconds))``, as ``Class.jobs``), or None."""
     parameter = _first_parameter(function)
     if parameter is None:
         return None
     module_names = facts.cached("registries:module-names", _module_level_names)
+    own_self, cls = _instance_of(function, facts)
     for node in walk_no_nested_functions(function):
         container = None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _PUTS \
-                and isinstance(node.func.value, ast.Name) and node.args and _holds(node.args[-1], parameter):
-            container = node.func.value.id
+                and node.args and _holds(node.args[-1], parameter):
+            container = _container_of(node.func.value, own_self, cls, module_names)
         elif isinstance(node, ast.Assign) and _holds(node.value, parameter):
             for target in node.targets:
-                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
-                    container = target.value.id
-        if container is not None and container in module_names:
+                if isinstance(target, ast.Subscript):
+                    container = _container_of(target.value, own_self, cls, module_names) or container
+        if container is not None:
             return container
     return None
 
@@ -213,10 +248,14 @@ def repeated_in(facts: ModuleFacts) -> List[Tuple[str, ast.While]]:
                     if not isinstance(node, ast.For) or not _calls_item(node):
                         continue
                     container = _iterated(node.iter)
-                    if not isinstance(container, ast.Name):
-                        continue
-                    qualified = facts.imports.qualify_dotted(container.id) if facts.imports.is_imported(
-                        container.id) else (f"{module}.{container.id}" if module else "")
+                    if isinstance(container, ast.Name):
+                        qualified = facts.imports.qualify_dotted(container.id) if facts.imports.is_imported(
+                            container.id) else (f"{module}.{container.id}" if module else "")
+                    else:  # ``for job in self.jobs`` in a method: the attribute of every instance of the class
+                        function = facts.enclosing_function(node)
+                        own_self, cls = _instance_of(function, facts) if function is not None else (None, None)
+                        attribute = _container_of(container, own_self, cls, set())
+                        qualified = f"{module}.{attribute}" if attribute and module else ""
                     if qualified and (qualified, loop) not in found:
                         found.append((qualified, loop))
         return found
@@ -236,7 +275,7 @@ def _module_name(facts: ModuleFacts) -> str:
 _ENDLESS = re.compile(rb"while\s*\(?\s*(?:True|1)\b")
 _FOR_OVER_NAME = re.compile(
     rb"for\s+\(?\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*\)?\s+in\s+"
-    rb"(?:(?:list|tuple|sorted|reversed)\(\s*)*([A-Za-z_][A-Za-z0-9_]*)(?:\.(?:values|items|copy)\(\s*\))*[\s)]*:")
+    rb"(?:(?:list|tuple|sorted|reversed)\(\s*)*(self\.)?([A-Za-z_][A-Za-z0-9_]*)(?:\.(?:values|items|copy)\(\s*\))*[\s)]*:")
 #: How far after a ``for`` its body is looked for a call of the target (a loop body longer than this is rare).
 _BODY_BYTES = 4000
 
@@ -245,7 +284,7 @@ def _may_repeat(source: bytes) -> bool:
     if not (b"sleep" in source or b".wait(" in source) or _ENDLESS.search(source) is None:
         return False
     for match in _FOR_OVER_NAME.finditer(source):
-        if not _module_level(match.group(2), source):
+        if match.group(2) is None and not _module_level(match.group(3), source):
             continue
         for name in match.group(1).split(b","):
             called = _item_call(name.strip())
@@ -416,11 +455,11 @@ def registering_words(config: Config, root: str = "") -> Tuple[bytes, ...]:
 def _registering_words(config: Config, root: str) -> Tuple[bytes, ...]:
     words: Set[bytes] = set()
     for container, sites in _loop_sites(config, root).items():
-        name = container.rpartition(".")[2]
         for home in {site.home for site in sites}:
             facts = project.module_facts(home, config)
             if facts is None:
                 continue
+            name = _relative(container, facts)
             words.update(function.name.encode() for function in _defined_functions(facts)
                          if _stores_into(function, facts, name))
     return tuple(sorted(words))
@@ -432,8 +471,8 @@ def registering_names(facts: ModuleFacts) -> Set[str]:
     names = {word.decode() for word in registering_words(facts.config, _project_root(facts.config, facts))} \
         if facts.context.cross_file else set()
     module = _module_name(facts)
-    local = {container.rpartition(".")[2] for container, _ in repeated_in(facts)
-             if container.rpartition(".")[0] == module}
+    local = {_relative(container, facts) for container, _ in repeated_in(facts)
+             if module and container.startswith(module + ".")}
     names.update(function.name for function in _defined_functions(facts) for name in local
                  if _stores_into(function, facts, name))
     return names
@@ -445,11 +484,11 @@ def repeats_a_registry(loop: ast.AST, facts: ModuleFacts) -> bool:
     for container, repeated in repeated_in(facts):
         if repeated is not loop:
             continue
-        name = container.rpartition(".")[2]
-        home = facts if not facts.imports.is_imported(name) else (
+        home = facts if not facts.imports.is_imported(_relative(container, facts).split(".")[0]) else (
             definition_facts(container, facts) or (None,))[0]
         if home is None:
             continue
+        name = _relative(container, home)
         if any(_stores_into(function, home, name) for function in _defined_functions(home)):
             return True
     return False
