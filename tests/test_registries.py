@@ -267,3 +267,14 @@ def test_a_scheduler_object_no_deployment_runs_is_silent(tmp_path):
     write(tmp_path, {**files, "billing/ticker.py": CLASS_TICKER, "billing/charges.py": CLASS_JOB,
                      "billing/main.py": CLASS_MAIN})
     assert findings(tmp_path, "billing/charges.py") == []
+
+
+def test_a_loop_that_hands_each_arriving_message_to_every_handler_is_a_consumer(tmp_path):
+    # Its passes follow what arrives, not the clock: the handlers are event handlers, not scheduled jobs.
+    dispatch = TASKS.replace("    def forever(pause: float = 1.0) -> None:\n        while True:\n",
+                             "    def forever(pause: float = 1.0) -> None:\n        while True:\n"
+                             "            message = inbox.get(timeout=pause)\n") \
+                    .replace("import time\n", "import queue\nimport time\n\ninbox = queue.Queue()\n", 1)
+    assert "inbox.get(timeout=pause)" in dispatch
+    write(tmp_path, {**DEPLOYED, "billing/tasks.py": dispatch, "billing/reports.py": REPORTS})
+    assert findings(tmp_path, "billing/reports.py") == []

@@ -200,21 +200,52 @@ def _calls_item(loop: ast.For) -> bool:
     return False
 
 
+def is_pause(node: ast.AST, facts: ModuleFacts) -> bool:
+    """A sleep (awaited or not), or an Event's timed wait used as an interruptible one (``stop.wait(60)``)."""
+    if isinstance(node, ast.Await):
+        node = node.value
+    if not isinstance(node, ast.Call):
+        return False
+    if (facts.callee(node) or "") in known.SLEEPS:
+        return True
+    func = node.func
+    return isinstance(func, ast.Attribute) and func.attr == "wait" and (
+        len(node.args) == 1 or any(k.arg == "timeout" for k in node.keywords))
+
+
 def _sleeps(nodes: List[ast.AST], facts: ModuleFacts) -> bool:
-    for node in nodes:
-        if isinstance(node, ast.Call):
-            if (facts.callee(node) or "") in known.SLEEPS:
-                return True
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr == "wait" and (
-                    len(node.args) == 1 or any(k.arg == "timeout" for k in node.keywords)):
-                return True
+    return any(is_pause(node, facts) for node in nodes)
+
+
+def consumes(node: ast.AST) -> bool:
+    """A queue, stream or notification consumer is a worker, not a ticker: its passes follow what arrives."""
+    if isinstance(node, ast.AsyncFor):
+        return True
+    if isinstance(node, ast.Await) and isinstance(node.value, ast.Call):
+        func = node.value.func
+        if isinstance(func, ast.Attribute) and func.attr == "get" and node.value.args:
+            # ``await queue.get()`` waits for the next item and names none; ``await client.get(url)`` and
+            # ``await cache.get(key)`` read the thing they name, and a loop of them is still a ticker.
+            return False
+        return isinstance(func, ast.Attribute) and func.attr in known.CONSUMER_METHODS
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        attr = node.func.attr
+        if attr in known.CONSUMER_METHODS and attr not in ("get", "get_nowait"):
+            return True
+        if attr == "get" and any(k.arg in ("block", "timeout") for k in node.keywords):
+            return True
     return False
 
 
 def _repeating_loops(facts: ModuleFacts) -> List[ast.While]:
-    return [loop for loop in facts.loops if type(loop) is ast.While and endless(loop)
-            and _sleeps(list(walk_no_nested_functions(loop)), facts)]
+    """The module's never-ending loops that pause between passes and wait for nothing to arrive."""
+    found = []
+    for loop in facts.loops:
+        if type(loop) is ast.While and endless(loop):
+            nodes = list(walk_no_nested_functions(loop))
+            if _sleeps(nodes, facts) and not any(consumes(node) for node in nodes):
+                found.append(loop)
+    return found
 
 
 def _called_by_name(loop: ast.While, facts: ModuleFacts) -> Set[str]:

@@ -10,7 +10,7 @@ from ...analysis.handed import argument_for, positional_parameters
 from ...knowledge import schedulers as known
 from ...analysis.names import dotted
 from ...project.reach import Reach, endless
-from ...project.registries import repeats_a_registry
+from ...project.registries import consumes, is_pause, repeats_a_registry
 from ...project.startup import StartupMap
 from ...project.summaries import callers
 from ...model import Related
@@ -133,16 +133,7 @@ class LoopRegistrations:
         return known.ASYNCIO_TICKER, None
 
     def _sleep_call(self, node: ast.AST, facts: Optional[ModuleFacts] = None) -> bool:
-        if isinstance(node, ast.Await):
-            node = node.value
-        if not isinstance(node, ast.Call):
-            return False
-        if ((facts or self.facts).callee(node) or "") in known.SLEEPS:
-            return True
-        func = node.func
-        # ``stop.wait(60)``: an Event used as an interruptible sleep.
-        return isinstance(func, ast.Attribute) and func.attr == "wait" and (
-            len(node.args) == 1 or any(k.arg == "timeout" for k in node.keywords))
+        return is_pause(node, facts or self.facts)
 
     def _is_sleep_statement(self, statement: ast.stmt, facts: Optional[ModuleFacts] = None) -> bool:
         return isinstance(statement, ast.Expr) and self._sleep_call(statement.value, facts)
@@ -159,25 +150,7 @@ class LoopRegistrations:
             return node
         return None
 
-    @staticmethod
-    def _consumes(node: ast.AST) -> bool:
-        """A queue, stream or notification consumer is a worker, not a ticker."""
-        if isinstance(node, ast.AsyncFor):
-            return True
-        if isinstance(node, ast.Await) and isinstance(node.value, ast.Call):
-            func = node.value.func
-            if isinstance(func, ast.Attribute) and func.attr == "get" and node.value.args:
-                # ``await queue.get()`` waits for the next item and names none; ``await client.get(url)`` and
-                # ``await cache.get(key)`` read the thing they name, and a loop of them is still a ticker.
-                return False
-            return isinstance(func, ast.Attribute) and func.attr in known.CONSUMER_METHODS
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            attr = node.func.attr
-            if attr in known.CONSUMER_METHODS and attr not in ("get", "get_nowait"):
-                return True
-            if attr == "get" and any(k.arg in ("block", "timeout") for k in node.keywords):
-                return True
-        return False
+    _consumes = staticmethod(consumes)
 
     # -- a long-running program's own loop -----------------------------------------------------------
     def _worker_loops(self) -> None:
