@@ -311,11 +311,24 @@ _FOR_OVER_NAME = re.compile(
 _BODY_BYTES = 4000
 
 
+#: How near an endless ``while`` the ``for`` over the container stands (in the loop, or in a small function of
+#: the module the loop calls): far apart in a large module, they are two unrelated loops.
+_NEAR_BYTES = 4000
+
+
 def _may_repeat(source: bytes) -> bool:
-    if not (b"sleep" in source or b".wait(" in source) or _ENDLESS.search(source) is None:
+    if not (b"sleep" in source or b".wait(" in source):
+        return False
+    loops = [match.start() for match in _ENDLESS.finditer(source)]
+    if not loops:
         return False
     for match in _FOR_OVER_NAME.finditer(source):
-        if match.group(2) is None and not _module_level(match.group(3), source):
+        if not any(abs(match.start() - at) < _NEAR_BYTES for at in loops):
+            continue
+        owned, name = match.group(2) is not None, match.group(3)
+        if owned and not _filled_here(b"self." + name, source):
+            continue  # an attribute: the class that loops over it fills it, in this file
+        if not owned and not (_module_level(name, source) and (_filled_here(name, source) or _imported(name, source))):
             continue
         for name in match.group(1).split(b","):
             called = _item_call(name.strip())
@@ -327,7 +340,19 @@ def _may_repeat(source: bytes) -> bool:
 def _module_level(name: bytes, source: bytes) -> bool:
     """``name`` is bound at the top of the module (``JOBS = []``, ``JOBS: list = []``) or imported."""
     binding = re.search(rb"(?m)^" + re.escape(name) + rb"\s*(?::[^=\n]*)?=", source)
-    return binding is not None or any(spells(statement, name) for statement in _import_statements(source))
+    return binding is not None or _imported(name, source)
+
+
+def _imported(name: bytes, source: bytes) -> bool:
+    return any(spells(statement, name) for statement in _import_statements(source))
+
+
+def _filled_here(spelled: bytes, source: bytes) -> bool:
+    """Something is put into ``spelled`` in this text: ``JOBS.append(``, ``self.jobs[name] =``, as
+    ``stored_into`` reads a registration."""
+    return re.search(rb"(?<![\w.])" + re.escape(spelled)
+                     + rb"(?:\.(?:append|appendleft|add|insert|setdefault)\s*\(|\[[^\]\n]*\]\s*=[^=])",
+                     source) is not None
 
 
 _item_calls: Dict[bytes, "re.Pattern[bytes]"] = {}
