@@ -14,6 +14,7 @@ from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
 from ..knowledge import schema as schema_known
 from ..knowledge import lock_libraries as lock_known
+from ..project.fixed_arguments import fixed_at_callers
 from ..project.forwarding import forwarded
 from ..project.lock_libraries import LibraryLock, library_locks, spin_waits
 from ..model import Diagnostic, Fix, Related
@@ -184,58 +185,12 @@ def _fixed_at_callers(keys: List[ast.AST], use: LockUse, facts: ModuleFacts) -> 
         key.values if isinstance(key, ast.Dict) else key.elts if isinstance(key, (ast.Tuple, ast.List)) else [key])]
     if not keys or not all(isinstance(key, ast.Name) and key.id in parameters for key in keys):
         return ()
-    return tuple(_fixed_callers(scope, [key.id for key in keys], facts, 0) or ())
 
-
-#: How many callers that pass their own parameter on are followed up.
-_MAX_FORWARDS = 3
-
-
-def _fixed_callers(function: ast.AST, names: List[str], facts: ModuleFacts, depth: int):
-    """The calls that run ``function`` with fixed values for its parameters ``names``, or None when a caller
-    hands it a value of its own making (or none is seen)."""
-    from ..analysis.handed import argument_for
-
-    if depth > _MAX_FORWARDS:
-        return None
-    seen = _callers_of(function, facts)
-    found = []
-    for call, other in seen:
-        if other.context.is_test:
-            continue
-        arguments = [argument_for(call, function, name) for name in names]
-        if any(argument is None for argument in arguments):
-            return None
+    def waiting_is_right(call: ast.Call, other: ModuleFacts) -> bool:
         caller = other.enclosing_function(call)
-        if not _is_fixed_key(arguments, other):
-            # ``def _hold(c, k): return hold(c, k)``: the key is what the forwarding function's callers pass.
-            own = _parameter_names(call, other)
-            if caller is None or not all(isinstance(a, ast.Name) and a.id in own for a in arguments):
-                return None
-            outer = _fixed_callers(caller, [a.id for a in arguments], other, depth + 1)
-            if outer is None:
-                return None
-            found.extend(outer)
-            continue
-        if other.context.is_migration or _runs_migrations(caller, other) or _yields_to_caller(caller):
-            continue
-        found.append((call, other))
-    return found if seen else None
+        return other.context.is_migration or _runs_migrations(caller, other) or _yields_to_caller(caller)
 
-
-def _callers_of(function: ast.AST, facts: ModuleFacts) -> list:
-    """The calls of this module that name ``function``, or reach it as a method of a module-level instance
-    (``locks.hold(conn, KEY)``); then, reading the project, the callers in other modules."""
-    from ..project.renamed_callers import project_callers
-
-    seen = [(call, facts) for call in facts.calls_by_name.get(function.name, ())
-            if facts.enclosing_function(call) is not function
-            and ((isinstance(call.func, ast.Name) and parent(function) is facts.tree)
-                 or facts.module_method(call.func) is function)]
-    if facts.context.cross_file:
-        known_calls = {id(call) for call, _ in seen}
-        seen += [(call, other) for call, other in project_callers(function, facts) if id(call) not in known_calls]
-    return seen
+    return tuple(fixed_at_callers(scope, [key.id for key in keys], facts, _is_fixed_key, waiting_is_right) or ())
 
 
 def _short_path(facts: ModuleFacts) -> str:
