@@ -109,8 +109,9 @@ _NODE_KINDS = tuple(kind for kind in vars(__import__("ast")).values()
 @SETTINGS
 @given(hypothesmith.from_node())
 def test_a_functions_own_nodes_match_a_walk_on_generated_programs(source):
-    """Reading a function's own nodes off the module's pre-order list agrees with walking its tree, on
-    whatever shapes the generator writes (a wrong end of a function's run would add or drop nodes)."""
+    """Reading a function's own nodes (of some kinds, or all of them) off the module's pre-order list agrees
+    with walking its tree, on whatever shapes the generator writes (a wrong end of a function's run, or of a
+    nested scope's, would add or drop nodes)."""
     import ast
 
     from onceguard.analysis.facts import ModuleFacts, walk_no_nested_functions
@@ -121,6 +122,7 @@ def test_a_functions_own_nodes_match_a_walk_on_generated_programs(source):
         walked = [node for node in walk_no_nested_functions(function)
                   if not isinstance(node, (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop))]
         assert facts.own_nodes(function, _NODE_KINDS) == walked
+        assert facts.own_subtree(function) == walked
 
 
 _SHARED = tuple(getattr(__import__("ast"), name) for name in ("expr_context", "operator", "unaryop", "boolop", "cmpop"))

@@ -8,7 +8,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ...project import index as project
 from ...analysis.executed_sql import bound_value
-from ...analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
+from ...analysis.facts import FunctionNode, ModuleFacts, walk
 from ...project.db_handles import ProjectHandles
 from ...project.definitions import definition
 from ...knowledge.databases import FLASK_SQLALCHEMY as FLASK_SQLALCHEMY_HANDLE
