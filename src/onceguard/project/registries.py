@@ -1,5 +1,6 @@
-"""Registries a loop repeats: a module-level container whose items a never-ending loop calls on every pass,
-and the project functions that put functions into it.
+"""Registries a loop repeats: a container whose items a never-ending loop calls on every pass (a module-level
+list or dict, or an attribute of the scheduler object whose method the loop is), and the project functions
+that put functions into it.
 
 ``@periodic(seconds=60)`` on ``export`` hands ``export`` to ``register``, which appends it (or an object that
 holds it) to ``REGISTRY``; ``run_all`` calls ``entry.func()`` for each entry on every pass of a ``while True``
@@ -30,7 +31,7 @@ from ..knowledge import schedulers as known
 from . import index as project
 from .definitions import definition_facts, top_level
 from .reach import Runs, endless, runs
-from .renamed_callers import _import_statements, spells
+from .renamed_callers import import_statements, spells
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: Container methods that put their (last) argument in: ``jobs.append(f)``, ``jobs.setdefault(name, f)``.
@@ -344,7 +345,7 @@ def _module_level(name: bytes, source: bytes) -> bool:
 
 
 def _imported(name: bytes, source: bytes) -> bool:
-    return any(spells(statement, name) for statement in _import_statements(source))
+    return any(spells(statement, name) for statement in import_statements(source))
 
 
 def _filled_here(spelled: bytes, source: bytes) -> bool:

@@ -137,12 +137,12 @@ def _may_reach(source: bytes, word: bytes, tails: Set[bytes]) -> bool:
     that names the word (``from app.steps import prepare as prepare_db``, a re-export) or one that names a
     module it lives in (``from app import steps`` ... ``steps.prepare()``) -- a name is resolved through the
     module's imports, and either spells one of those. Asked of the text, so that only such files are parsed."""
-    if any(spells(statement, word) for statement in _import_statements(source)):
+    if any(spells(statement, word) for statement in import_statements(source)):
         return True
     return any(spells(source, tail) for tail in tails)
 
 
-def _import_statements(source: bytes) -> Iterator[bytes]:
+def import_statements(source: bytes) -> Iterator[bytes]:
     """The text of each ``import`` statement: from the start of its line to the end of its parenthesised list,
     or of its line and the lines a backslash continues it onto."""
     at = source.find(b"import")
