@@ -557,6 +557,9 @@ _VIA_FUNCTION = ("def run() -> None:\n        while True:\n            try:\n   
                  "            except Exception:\n                pass\n            time.sleep(300)\n\n\n"
                  "    if __name__ == '__main__':\n        run()")
 _ENDS = "if __name__ == '__main__':\n        for _ in range(3):\n            push_totals()\n            time.sleep(300)"
+# Until a shutdown sets the event: the loop ends only when the process is told to stop.
+_UNTIL_STOPPED = ("import threading\n\n    stop = threading.Event()\n\n    if __name__ == '__main__':\n"
+                  "        while not stop.is_set():\n            push_totals()\n            stop.wait(300)")
 
 
 @pytest.mark.parametrize("main, claim, flagged", [
@@ -564,6 +567,9 @@ _ENDS = "if __name__ == '__main__':\n        for _ in range(3):\n            pus
     (_VIA_FUNCTION, "pass", True),
     (_IN_MAIN, "if not take('totals', 300):\n            return", False),  # the job claims each period
     (_ENDS, "pass", False),  # a program that ends: a person's run, not a worker kept up per replica
+    (_UNTIL_STOPPED, "pass", True),
+    # the loop sets its own event: it ends after one pass, a person's run
+    (_UNTIL_STOPPED.replace("stop.wait(300)", "stop.set()\n            stop.wait(300)"), "pass", False),
     ("def run() -> None:\n        while True:\n            push_totals()\n            time.sleep(300)", "pass", False),
 ])
 def test_a_long_running_programs_own_loop_schedules_what_it_calls(tmp_path, main, claim, flagged):

@@ -274,7 +274,17 @@ def test_a_loop_that_hands_each_arriving_message_to_every_handler_is_a_consumer(
     dispatch = TASKS.replace("    def forever(pause: float = 1.0) -> None:\n        while True:\n",
                              "    def forever(pause: float = 1.0) -> None:\n        while True:\n"
                              "            message = inbox.get(timeout=pause)\n") \
-                    .replace("import time\n", "import queue\nimport time\n\ninbox = queue.Queue()\n", 1)
-    assert "inbox.get(timeout=pause)" in dispatch
+                    .replace("    import time\n", "    import queue\n    import time\n\n    inbox = queue.Queue()\n", 1)
+    assert "inbox.get(timeout=pause)" in dispatch and "    inbox = queue.Queue()" in dispatch
     write(tmp_path, {**DEPLOYED, "billing/tasks.py": dispatch, "billing/reports.py": REPORTS})
     assert findings(tmp_path, "billing/reports.py") == []
+
+
+def test_a_loop_that_runs_until_a_shutdown_event_repeats_its_registry(tmp_path):
+    until_stopped = TASKS.replace("    def forever(pause: float = 1.0) -> None:\n        while True:\n",
+                                  "    def forever(pause: float = 1.0) -> None:\n        while not halt.is_set():\n") \
+                         .replace("            time.sleep(pause)\n", "            halt.wait(pause)\n") \
+                         .replace("    import time\n", "    import threading\n    import time\n\n    halt = threading.Event()\n", 1)
+    assert "while not halt.is_set():" in until_stopped and "halt.wait(pause)" in until_stopped
+    write(tmp_path, {**DEPLOYED, "billing/tasks.py": until_stopped, "billing/reports.py": REPORTS})
+    assert findings(tmp_path, "billing/reports.py") == [(9, "OG201")]

@@ -27,6 +27,7 @@ from ..analysis.applied_decorators import decorators
 from ..analysis.executed_sql import bound_value
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, body_nodes, call_name, walk_no_nested_functions
 from ..analysis.handed import handed_callable, handed_sites
+from ..analysis.names import dotted
 from ..knowledge import startup as known
 from ..model import Related
 from . import deployment
@@ -53,6 +54,15 @@ def _in_class_body(node: ast.AST) -> bool:
     return False
 
 
+def _stop_event(test: ast.AST) -> Optional[str]:
+    """``stop`` of a ``not stop.is_set()`` loop test (``self._stop`` as written), else None."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call):
+        func = test.operand.func
+        if isinstance(func, ast.Attribute) and func.attr == "is_set" and not test.operand.args:
+            return dotted(func.value)
+    return None
+
+
 def _main_block(node: ast.AST) -> Optional[ast.If]:
     for above in ancestors(node):
         if isinstance(above, ast.If) and is_main_guard(above.test):
@@ -61,13 +71,19 @@ def _main_block(node: ast.AST) -> Optional[ast.If]:
 
 
 def endless(loop: ast.While) -> bool:
-    """``while True:`` (any constant true test) that no ``break`` or ``return`` of its own leaves."""
-    if not (isinstance(loop.test, ast.Constant) and loop.test.value):
+    """A loop that runs until the process stops: ``while True:`` (any constant true test), or ``while not
+    stop.is_set():`` on an event only something outside the loop sets (a shutdown signal), that no ``break``
+    or ``return`` of its own leaves (nor a ``stop.set()`` of its own)."""
+    stop = _stop_event(loop.test)
+    if not (isinstance(loop.test, ast.Constant) and loop.test.value) and stop is None:
         return False
     pending: List[ast.AST] = list(loop.body)
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.Break, ast.Return)):
+            return False
+        if stop is not None and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "set" and dotted(node.func.value) == stop:
             return False
         if not isinstance(node, (ast.While, ast.For, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef,
                                  ast.ClassDef, ast.Lambda)):

@@ -304,7 +304,7 @@ def _module_name(facts: ModuleFacts) -> str:
 
 #: Text a module that repeats a registry must hold, as the reading above accepts it: an endless ``while``, and a
 #: ``for`` over a plain name (or a view or copy of it) whose target is then called, or a part of it.
-_ENDLESS = re.compile(rb"while\s*\(?\s*(?:True|1)\b")
+_ENDLESS = re.compile(rb"while\s*\(?\s*(?:True\b|1\b|not\s+[\w.]+\.is_set\(\))")
 _FOR_OVER_NAME = re.compile(
     rb"for\s+\(?\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*\)?\s+in\s+"
     rb"(?:(?:list|tuple|sorted|reversed)\(\s*)*(self\.)?([A-Za-z_][A-Za-z0-9_]*)(?:\.(?:values|items|copy)\(\s*\))*[\s)]*:")
