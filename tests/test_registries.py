@@ -288,3 +288,25 @@ def test_a_loop_that_runs_until_a_shutdown_event_repeats_its_registry(tmp_path):
     assert "while not halt.is_set():" in until_stopped and "halt.wait(pause)" in until_stopped
     write(tmp_path, {**DEPLOYED, "billing/tasks.py": until_stopped, "billing/reports.py": REPORTS})
     assert findings(tmp_path, "billing/reports.py") == [(9, "OG201")]
+
+
+def test_a_loop_in_another_module_that_imports_the_registry_of_a_src_layout(tmp_path):
+    # The loop spells the container as its import does (``billing.tasks.PLANNED``), not as the path under the
+    # project's root (``src.billing.tasks.PLANNED``): both name the same list.
+    loop = """\
+        import time
+
+        from billing.tasks import PLANNED
+
+
+        def forever(pause: float = 1.0) -> None:
+            while True:
+                for item in PLANNED:
+                    item.run()
+                time.sleep(pause)
+    """
+    write(tmp_path, {"pyproject.toml": DEPLOYED["pyproject.toml"], "Dockerfile": DEPLOYED["Dockerfile"],
+                     "src/billing/__init__.py": "", "src/billing/tasks.py": TASKS.split("    def forever")[0],
+                     "src/billing/loop.py": loop, "src/billing/reports.py": REPORTS,
+                     "src/billing/main.py": MAIN.replace("billing.tasks import forever", "billing.loop import forever")})
+    assert findings(tmp_path, "src/billing/reports.py") == [(9, "OG201")]

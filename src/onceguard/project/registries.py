@@ -74,11 +74,19 @@ def _defined_functions(facts: ModuleFacts) -> Iterator[FunctionNode]:
 
 
 def _relative(container: str, home: ModuleFacts) -> str:
-    """``JOBS`` or ``Class.jobs`` of ``pkg.tasks.JOBS`` / ``pkg.tasks.Class.jobs``, relative to its module."""
-    module = _module_name(home)
-    if module and container.startswith(module + "."):
-        return container[len(module) + 1:]
+    """``JOBS`` or ``Class.jobs`` of ``pkg.tasks.JOBS`` / ``pkg.tasks.Class.jobs``, relative to its module
+    (spelled by any of the names the module is imported as)."""
+    for module in _module_names(home):
+        if container.startswith(module + "."):
+            return container[len(module) + 1:]
     return container.rpartition(".")[2]
+
+
+def _spellings(relative: str, home: ModuleFacts) -> Set[str]:
+    """``JOBS`` of ``home`` qualified by each name the module is imported as: a loop in another module spells
+    the container as its import does (``billing.tasks.JOBS``), which need not be the path under the project's
+    root (``svc.billing.tasks.JOBS``)."""
+    return {f"{module}.{relative}" for module in _module_names(home)}
 
 
 def _stores_into(function: FunctionNode, facts: ModuleFacts, name: str) -> bool:
@@ -295,10 +303,16 @@ def repeated_in(facts: ModuleFacts) -> List[Tuple[str, ast.While]]:
     return facts.cached("registries:repeated", build)
 
 
-def _module_name(facts: ModuleFacts) -> str:
+def _module_names(facts: ModuleFacts) -> List[str]:
+    """The names the module may be imported as, longest first."""
     from .claims import own_module_names
 
-    names = sorted(own_module_names(facts), key=len, reverse=True)
+    return sorted(own_module_names(facts), key=len, reverse=True)
+
+
+def _module_name(facts: ModuleFacts) -> str:
+    """One name of the module, for the containers its own loops read (compared through ``_spellings``)."""
+    names = _module_names(facts)
     return names[0] if names else ""
 
 
@@ -415,20 +429,24 @@ def _home_of(container: str, facts: ModuleFacts) -> str:
 project.on_clear(_loops_by_root.clear)
 
 
-def repeated_registry(container: str, facts: ModuleFacts) -> Optional[RepeatedRegistry]:
-    """The loop that calls the items of ``container`` (qualified, defined in ``facts``'s module), when it runs
-    in every replica: a loop of this module, else (CLI) one anywhere in the project."""
-    candidates: List[Tuple[ast.While, ModuleFacts]] = [(loop, facts) for name, loop in repeated_in(facts)
-                                                        if name == container]
+def repeated_registry(relative: str, facts: ModuleFacts) -> Optional[RepeatedRegistry]:
+    """The loop that calls the items of the container ``relative`` of ``facts``'s module (``JOBS``,
+    ``Class.jobs``), when it runs in every replica: a loop of this module, else (CLI) one anywhere in the
+    project, whatever name it imports the module by."""
+    spellings = _spellings(relative, facts)
+    candidates: List[Tuple[str, ast.While, ModuleFacts]] = [(name, loop, facts) for name, loop in repeated_in(facts)
+                                                             if name in spellings]
     if facts.context.cross_file:
-        for site in _loop_sites(facts.config, _project_root(facts.config, facts)).get(container, ()):
-            loop_facts = project.module_facts(site.path, facts.config)
-            if loop_facts is None or loop_facts is facts:
-                continue
-            # Found by its place: the index may have parsed the module again since.
-            candidates.extend((loop, loop_facts) for name, loop in repeated_in(loop_facts)
-                              if name == container and (loop.lineno, loop.col_offset) == (site.line, site.column))
-    for loop, loop_facts in candidates:
+        sites = _loop_sites(facts.config, _project_root(facts.config, facts))
+        for container in sorted(spellings & set(sites)):
+            for site in sites[container]:
+                loop_facts = project.module_facts(site.path, facts.config)
+                if loop_facts is None or loop_facts is facts:
+                    continue
+                # Found by its place: the index may have parsed the module again since.
+                candidates.extend((name, loop, loop_facts) for name, loop in repeated_in(loop_facts)
+                                  if name == container and (loop.lineno, loop.col_offset) == (site.line, site.column))
+    for container, loop, loop_facts in candidates:
         where = runs(loop, loop_facts)
         if where.every_replica:
             return RepeatedRegistry(container, loop, loop_facts.enclosing_function(loop), loop_facts, where)
@@ -489,8 +507,7 @@ def registration_of(expr: ast.AST, facts: ModuleFacts) -> Optional[RepeatedRegis
     container = stored_into(function, where)
     if container is None:
         return None
-    module = _module_name(where)
-    return repeated_registry(f"{module}.{container}", where) if module else None
+    return repeated_registry(container, where)
 
 
 _words_by_root: Dict[str, Tuple[bytes, ...]] = {}
@@ -527,9 +544,9 @@ def registering_names(facts: ModuleFacts) -> Set[str]:
     module's own functions that put a function into a container a loop of this module repeats."""
     names = {word.decode() for word in registering_words(facts.config, _project_root(facts.config, facts))} \
         if facts.context.cross_file else set()
-    module = _module_name(facts)
+    modules = _module_names(facts)
     local = {_relative(container, facts) for container, _ in repeated_in(facts)
-             if module and container.startswith(module + ".")}
+             if any(container.startswith(module + ".") for module in modules)}
     names.update(function.name for function in _defined_functions(facts) for name in local
                  if _stores_into(function, facts, name))
     return names
