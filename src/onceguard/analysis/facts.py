@@ -374,52 +374,45 @@ class ModuleFacts:
 
     def own_nodes(self, function: FunctionNode, kinds: Tuple[type, ...]) -> List[ast.AST]:
         """The nodes of ``kinds`` in ``function`` and not in a function, class or lambda nested in it, in
-        source order: what ``nodes_of_kinds`` finds, read off the module's pre-order list, where a
-        function's subtree is one run that ends at its last descendant (a scan of that run in C instead of a
-        walk of the tree in Python)."""
-        run = self._run_of(function)
-        if run is None:
+        source order: what ``nodes_of_kinds`` finds, read off the module's pre-order list (``_own_runs``)."""
+        runs = self._own_runs(function)
+        if runs is None:
             return nodes_of_kinds(function, kinds)  # (released, or a function of another tree)
-        nodes = self._linked
-        start, end = run
-        wanted = frozenset(kinds)
-        nested = _NESTED_SCOPE_KINDS
-        marked = wanted | nested
-        found: List[ast.AST] = []
-        skip_to = start
-        for position in [k for k in range(start + 1, end + 1) if type(nodes[k]) in marked]:
-            if position <= skip_to:
-                continue
-            node = nodes[position]
-            kind = type(node)
-            if kind in wanted:
-                found.append(node)
-            if kind in nested:
-                skip_to = nodes.index(_last_descendant(node), position)
-        return found
+        nodes, wanted = self._linked, frozenset(kinds)
+        return [node for first, last in runs for node in nodes[first:last] if type(node) in wanted]
 
     def own_subtree(self, function: FunctionNode) -> List[ast.AST]:
         """``walk_no_nested_functions(function)`` without the shared operator and context nodes: every node
         under ``function`` in source order, a function, class or lambda nested in it included but not what
-        is inside it, read off the module's pre-order list in runs between the nested scopes."""
+        is inside it, read off the module's pre-order list (``_own_runs``)."""
+        runs = self._own_runs(function)
+        if runs is None:
+            return [node for node in walk_no_nested_functions(function) if not isinstance(node, _SHARED_NODES)]
+        nodes = self._linked
+        if len(runs) == 1:
+            return nodes[runs[0][0]:runs[0][1]]
+        return [node for first, last in runs for node in nodes[first:last]]
+
+    def _own_runs(self, function: FunctionNode) -> Optional[List[Tuple[int, int]]]:
+        """The slices of ``nodes`` that hold ``function``'s own nodes: its subtree is one run of the pre-order
+        list ending at its last descendant, less the inside of each scope nested in it (the nested def itself
+        kept); a scan of that run in C instead of a walk of the tree in Python. None once released, or for a
+        function of another tree."""
         run = self._run_of(function)
         if run is None:
-            return [node for node in walk_no_nested_functions(function) if not isinstance(node, _SHARED_NODES)]
+            return None
         start, end = run
-        segment = self._linked[start + 1:end + 1]
+        nodes = self._linked
         nested = _NESTED_SCOPE_KINDS
-        marks = [index for index, node in enumerate(segment) if type(node) in nested]
-        if not marks:
-            return segment
-        found: List[ast.AST] = []
-        resume = 0
-        for index in marks:
-            if index < resume:
+        runs: List[Tuple[int, int]] = []
+        resume = start + 1
+        for position in [k for k in range(start + 1, end + 1) if type(nodes[k]) in nested]:
+            if position < resume:
                 continue  # (a scope inside one already skipped)
-            found.extend(segment[resume:index + 1])
-            resume = segment.index(_last_descendant(segment[index]), index) + 1
-        found.extend(segment[resume:])
-        return found
+            runs.append((resume, position + 1))
+            resume = nodes.index(_last_descendant(nodes[position]), position) + 1
+        runs.append((resume, end + 1))
+        return runs
 
     def functions_around_nodes(self) -> List[Optional[FunctionNode]]:
         """For each node of ``nodes`` (same index), the nearest function whose subtree holds it, through

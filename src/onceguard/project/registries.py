@@ -246,15 +246,19 @@ def consumes(node: ast.AST) -> bool:
     return False
 
 
-def _repeating_loops(facts: ModuleFacts) -> List[ast.While]:
-    """The module's never-ending loops that pause between passes and wait for nothing to arrive."""
-    found = []
-    for loop in facts.loops:
-        if type(loop) is ast.While and endless(loop):
-            nodes = list(walk_no_nested_functions(loop))
-            if _sleeps(nodes, facts) and not any(consumes(node) for node in nodes):
-                found.append(loop)
-    return found
+def repeating_loops(facts: ModuleFacts) -> List[ast.While]:
+    """The module's never-ending loops that pause between passes and wait for nothing to arrive: a program's
+    own worker loop, a registry's loop (built once per module)."""
+    def build(_facts: ModuleFacts) -> List[ast.While]:
+        found = []
+        for loop in facts.loops:
+            if type(loop) is ast.While and endless(loop):
+                nodes = list(walk_no_nested_functions(loop))
+                if _sleeps(nodes, facts) and not any(consumes(node) for node in nodes):
+                    found.append(loop)
+        return found
+
+    return facts.cached("registries:repeating-loops", build)
 
 
 def _called_by_name(loop: ast.While, facts: ModuleFacts) -> Set[str]:
@@ -275,7 +279,7 @@ def repeated_in(facts: ModuleFacts) -> List[Tuple[str, ast.While]]:
     module calls on each pass: in the loop itself, or in a function of this module the loop calls."""
     def build(_facts: ModuleFacts) -> List[Tuple[str, ast.While]]:
         found: List[Tuple[str, ast.While]] = []
-        loops = _repeating_loops(facts)
+        loops = repeating_loops(facts)
         if not loops:
             return found
         module = _module_name(facts)

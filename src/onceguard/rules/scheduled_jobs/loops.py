@@ -9,8 +9,8 @@ from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, walk, walk_n
 from ...analysis.handed import argument_for, positional_parameters
 from ...knowledge import schedulers as known
 from ...analysis.names import dotted
-from ...project.reach import Reach, endless
-from ...project.registries import consumes, is_pause, repeats_a_registry
+from ...project.reach import Reach
+from ...project.registries import consumes, is_pause, repeating_loops, repeats_a_registry
 from ...project.startup import StartupMap
 from ...project.summaries import callers
 from ...model import Related
@@ -160,12 +160,8 @@ class LoopRegistrations:
         function a pass calls as a statement is a job of it, judged as a ticker's work is (claims, effects)."""
         facts = self.facts
         reach = None
-        for loop in facts.loops:
-            if type(loop) is not ast.While or not endless(loop):
-                continue
+        for loop in repeating_loops(facts):
             nodes = list(walk_no_nested_functions(loop))
-            if not any(self._sleep_call(n) for n in nodes) or any(self._consumes(n) for n in nodes):
-                continue
             if reach is None:
                 reach = Reach.of_module(facts)
             # A program a deployment file runs in every replica (a container's command, a Procfile process):
