@@ -745,7 +745,9 @@ STATEMENT_HELPER = """\
 @pytest.mark.parametrize("options, spread, register, flagged", [
     (", **at", "**at", "nightly(push_report, hour=2)", True),
     ("", "hour=2", "nightly(push_report)", True),  # a helper with no options to spread
-    (", **at", "**at", "handle = nightly(push_report, hour=2)", False),  # its value is used: not the statement
+    # its value is used, so the call is not the helper's one statement; the helper still hands its parameter to
+    # ``add_job``, and the caller fills it with the job (``project/handed_values``)
+    (", **at", "**at", "handle = nightly(push_report, hour=2)", True),
 ])
 def test_a_registration_made_by_a_helper_called_as_a_statement(tmp_path, options, spread, register, flagged):
     """``def nightly(job, **at): planner.add_job(job, "cron", **at)`` called as ``nightly(push_report, hour=2)`` is

@@ -566,15 +566,19 @@ class ClaimAnalyzer:
         return False
 
     def _returns_claim(self, function: FunctionNode, depth: int) -> bool:
-        bound: Dict[str, ClaimHit] = {}
-        for statement in _real_statements(function.body):
+        return self._block_returns_claim(function.body, depth, {}) is True
+
+    def _block_returns_claim(self, body: List[ast.stmt], depth: int, bound: Dict[str, ClaimHit]) -> Optional[bool]:
+        """True when the block's first return gives a claim's answer, False when it gives something else or work
+        comes first, None when the block ends without returning (a ``with`` body: what follows decides)."""
+        for statement in _real_statements(body):
             if isinstance(statement, ast.Return):
                 if statement.value is None:
                     return False
-                if isinstance(statement.value, ast.Name) and statement.value.id in bound:
+                # The answer read off the claim's result: ``return bool(result.scalar_one())``, ``return row[0]``.
+                if any(isinstance(n, ast.Name) and n.id in bound for n in walk(statement.value)):
                     return True
-                hit = self.claim_in(statement.value, depth)
-                return hit is not None
+                return self.claim_in(statement.value, depth) is not None
             if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
                 hit = self.claim_in(statement.value, depth)
                 if hit is not None:
@@ -582,16 +586,14 @@ class ClaimAnalyzer:
                         bound[name] = hit
                 continue
             if isinstance(statement, (ast.With, ast.AsyncWith)):
-                inner = _real_statements(statement.body)
-                if inner and isinstance(inner[-1], ast.Return):
-                    hit = self.claim_in(inner[-1].value, depth) if inner[-1].value is not None else None
-                    if hit is not None:
-                        return True
+                inner = self._block_returns_claim(statement.body, depth, bound)
+                if inner is not None:
+                    return inner
                 continue
             if _is_preamble(statement):
                 continue
             return False
-        return False
+        return None
 
     # -- leading statements ---------------------------------------------------------------------
     def lead(self, function: FunctionNode, skip: Optional[Callable[[ast.stmt], bool]] = None,

@@ -643,6 +643,10 @@ def _module_files(module: str, directory: str) -> List[str]:
     while True:
         path = project.module_path(module, current)
         if path is not None:
+            # ``python -m pkg`` runs the package's ``__main__.py`` (after importing the package itself).
+            main = os.path.join(os.path.dirname(path), "__main__.py")
+            if os.path.basename(path) == "__init__.py" and os.path.isfile(main):
+                return [os.path.abspath(main), os.path.abspath(path)]
             return [os.path.abspath(path)]
         above = os.path.dirname(current)
         if above == current:

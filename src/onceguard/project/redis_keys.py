@@ -8,6 +8,7 @@ from ..analysis.facts import ModuleFacts, walk, walk_no_nested_functions
 from ..analysis.redis_arguments import words
 from ..knowledge import redis_clients as known
 from .definitions import definition, definition_facts
+from .index import find_function, roots_for
 from .redis_clients import RedisClients
 
 _MAX_TEXT_DEPTH = 6
@@ -53,6 +54,8 @@ def key_text(node: ast.AST, facts: ModuleFacts, depth: int = 0) -> Optional[str]
             return key_text(func.value, facts, depth)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
             return _member_text(func.value, func.attr, facts, depth, called=True)
+        if isinstance(func, ast.Name):
+            return _returned_text(func, facts, depth)
         return None
     if isinstance(node, ast.Name):
         return _name_text(node, facts, depth)
@@ -63,6 +66,25 @@ def key_text(node: ast.AST, facts: ModuleFacts, depth: int = 0) -> Optional[str]
         if qualified and "." in qualified:
             return _imported_text(qualified, facts, depth)
     return None
+
+
+def _returned_text(func: ast.Name, facts: ModuleFacts, depth: int) -> Optional[str]:
+    """``_key(job)`` where ``def _key(job): return f"app:lease:{job}"``: the text the function's one ``return``
+    gives (its parameters are the variable parts), for a function of this module or (CLI) one it imports."""
+    where, function = facts, next((s for s in facts.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                   and s.name == func.id), None)
+    if function is None:
+        qualified = facts.qualify(func)
+        if not qualified or qualified == func.id or not facts.context.cross_file:
+            return None
+        found = find_function(qualified, facts.config, roots_for(facts))
+        if found is None:
+            return None
+        function, where = found
+    returns = [n for n in walk_no_nested_functions(function) if isinstance(n, ast.Return)]
+    if len(returns) != 1 or returns[0].value is None:
+        return None
+    return key_text(returns[0].value, where, depth)
 
 
 def _hole_text(value: ast.AST, facts: ModuleFacts, depth: int) -> Optional[str]:

@@ -16,8 +16,10 @@ from ..data_races import (
 from ..redis_leases import result_tested, short
 from .selection import (
     Pickup, _django_status_filter, _loop_rows, _only_writes_rows, _pickups, _reread_locked, _row_walk,
-    _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, _writes_table, holds_row)
+    _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, hands_back, helper_writes, holds_row, may_pick_by_state, sql_pickup)
 from .callers import _locked_before, runs_claimed
+from ...project.fixed_arguments import callers_of
+from ...model import Related
 from .check_then_act import (
     StateRead, StateWrite, _SENT_WORDS, _effects, _function_locks_rows, _guard_matches_write, _persist_call,
     _after_an_insert_claim, _insert_claims, _reaches, _region, _root, _rows_source, _source_locks, _state_reads, _state_writes, _words)
@@ -276,33 +278,55 @@ class UnclaimedRowPickup(Rule):
     # raw SQL ---------------------------------------------------------------------------------------------
     def _raw_sql(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         for executions in _sql_by_function(facts):
+            function = facts.enclosing_function(executions[0].call)
             for select in executions:
-                if select.sql.statement_types != ("SelectStmt",) or select.sql.for_update:
+                if select.sql.statement_types != ("SelectStmt",):
                     continue
-                statement = parse_statements(select.text)[0]
-                column = _sql_status_column(statement.whereClause, pickup=True)
-                tables = _tables(statement.fromClause)
-                if column is None or len(tables) != 1:
+                picked = sql_pickup(select, [e for e in executions if later(e.call, select.call)])
+                where, runner = None, function
+                further = picked is None and function is not None and may_pick_by_state(select)
+                if further:  # the writes behind project functions called after it
+                    picked = sql_pickup(select, helper_writes(function, facts, select.call))
+                if further and picked is None and hands_back(select, function):
+                    # A loader: the rows go back to its callers, which work through them and write them.
+                    picked, where, runner = self._picked_by_callers(select, function, facts)
+                if picked is None:
                     continue
-                table = next(iter(tables))
-                writes = [e for e in executions if later(e.call, select.call) and _writes_table(e, table)]
-                if not writes:
-                    continue
-                if any(_sql_status_column(parse_statements(w.text)[0].whereClause) and _sql_result_checked(w, facts)
+                table, column, writes = picked
+                written_in = facts if where is None else where[1]
+                if any(_sql_status_column(parse_statements(w.text)[0].whereClause) and _sql_result_checked(w, written_in)
                        for w in writes):
                     continue
-                function = facts.enclosing_function(select.call)
-                if function is not None and runs_claimed(function, facts):
+                if runner is not None and runs_claimed(runner, facts if where is None else where[1]):
                     continue  # one replica at a time picks: the run itself is claimed, as for ORM pickups
                 write = writes[0]
                 yield self.finding(
                     select.call,
-                    f"The SELECT here picks `{table}` rows by `{column}` without claiming them, so two replicas "
-                    f"both process the same rows.",
-                    f"The statement on line {write.call.lineno} updates them only afterwards, and nothing stops "
-                    f"another replica picking them first. Claim the rows: add `FOR UPDATE SKIP LOCKED` to this SELECT and update them in the same "
-                    f"transaction, or claim with one statement (`UPDATE {table} SET {column} = 'running' WHERE id IN "
-                    f"(SELECT id FROM {table} WHERE {column} = 'pending' LIMIT 10 FOR UPDATE SKIP LOCKED) RETURNING "
-                    f"id`), or move each row with `UPDATE {table} SET … WHERE id = :id AND {column} = 'pending'` and "
-                    f"act only when a row changed.",
+                    f"The SELECT here picks `{table}` rows by `{column}` without claiming them, so two replicas both "
+                    f"process the same rows.",
+                    (f"The statement on line {write.call.lineno} updates" if where is None else
+                     f"`{runner.name}` updates") + " them only afterwards, and nothing stops "
+                    f"another replica picking them first. Claim the rows: add `FOR UPDATE SKIP LOCKED` to the SELECT "
+                    f"and update them in the same transaction, or claim with one statement (`UPDATE {table} SET "
+                    f"{column} = 'running' WHERE id IN (SELECT id FROM {table} WHERE {column} = 'pending' LIMIT 10 FOR "
+                    f"UPDATE SKIP LOCKED) RETURNING id`), or move each row with `UPDATE {table} SET … WHERE id = :id "
+                    f"AND {column} = 'pending'` and act only when a row changed.",
+                    related=[where[0]] if where is not None else [],
                 )
+
+    def _picked_by_callers(self, select, loader: FunctionNode, facts: ModuleFacts):
+        """(pickup, (where a caller writes the rows, its module), that caller) for the first caller of a loader
+        that writes the table it selected from after the call (its own SQL, or a project function it calls)."""
+        for call, other in callers_of(loader, facts):
+            caller = other.enclosing_function(call)
+            if caller is None or other.context.is_test:
+                continue
+            theirs = [e for group in _sql_by_function(other) for e in group
+                      if other.enclosing_function(e.call) is caller and later(e.call, call)]
+            picked = sql_pickup(select, theirs + helper_writes(caller, other, call))
+            if picked is not None:
+                write = picked[2][0]
+                where = Related(other.context.path, write.call.lineno, write.call.col_offset + 1,
+                                f"`{caller.name}` works through the rows and updates them here")
+                return picked, (where, other), caller
+        return None, None, None

@@ -17,8 +17,8 @@ from ...analysis.names import dotted
 from ...model import Related
 from ...analysis.sql import parse_statements
 from ..data_races import (
-    _FETCH, chain, django_instance_loader, django_queryset, function_nodes, later, names_in, sa_source,
-    sa_statement, target_names, unwrap)
+    _FETCH, _sql_by_function, _tables, chain, django_instance_loader, django_queryset, function_nodes, later,
+    names_in, sa_source, sa_statement, target_names, unwrap)
 from ..redis_leases import result_tested
 
 
@@ -464,3 +464,149 @@ def _sql_result_checked(executed: ExecutedSql, facts: ModuleFacts) -> bool:
                 node.attr == "rowcount" or node.attr in _FETCH):
             return True
     return False
+
+
+# -- raw SQL: a SELECT by state, then an UPDATE of the same table -----------------------------------------------
+def sql_pickup(select: ExecutedSql, later_sql: List[ExecutedSql]) -> Optional[Tuple[str, str, List[ExecutedSql]]]:
+    """(table, state column, the writes of that table) when ``select`` picks rows by their state without locking
+    them and some of ``later_sql`` writes that table. The state column is one the WHERE tests against a constant
+    or NULL: named for a state (``status``, ``sent_at IS NULL``), or one the later UPDATE sets (``WHERE warned_at
+    IS NULL`` ... ``SET warned_at = now()``: the rows move out of what picked them). Of joined tables, the one
+    written is the one picked."""
+    if select.sql.statement_types != ("SelectStmt",) or select.sql.for_update:
+        return None
+    statement = parse_statements(select.text)[0]
+    where = statement.whereClause
+    named = _sql_status_column(where, pickup=True)
+    tested = _constant_tests(where)
+    if tested is None:
+        return None  # pinned to a caller-given value: one entity's rows, not a queue
+    for table in sorted(_tables(statement.fromClause)):
+        writes = [w for w in later_sql if _writes_table(w, table)]
+        if not writes:
+            continue
+        if named is not None:
+            return table, named, writes
+        # Known only from the write: the write must move rows handed to it from Python (its WHERE takes a
+        # parameter: ``WHERE id = %s``), not re-select them by their state in SQL (a set-based backfill).
+        per_row = [w for w in writes if _takes_parameter(w)]
+        moved = next((column for column in tested if any(column in _set_columns(w) for w in per_row)), None)
+        if moved is not None:
+            return table, moved, per_row
+    return None
+
+
+def may_pick_by_state(select: ExecutedSql) -> bool:
+    """The SELECT could be a pickup (unlocked, its WHERE tests a column against a constant or NULL and is not
+    pinned to a caller-given value): worth looking further for the writes that would make it one."""
+    if select.sql.statement_types != ("SelectStmt",) or select.sql.for_update:
+        return False
+    return bool(_constant_tests(parse_statements(select.text)[0].whereClause))
+
+
+def _constant_tests(where) -> Optional[List[str]]:
+    """Columns a WHERE compares with a constant or NULL (``col IS NULL``, ``col = 'x'``, ``col IN (...)``,
+    ``NOT col``); None when it also pins the rows to a caller-given value (``user_id = $1``)."""
+    if where is None:
+        return []
+    is_and = isinstance(where, pg.BoolExpr) and where.boolop == BoolExprType.AND_EXPR
+    found: List[str] = []
+    for condition in (list(where.args) if is_and else [where]):
+        if isinstance(condition, pg.NullTest) and isinstance(condition.arg, pg.ColumnRef):
+            found.append(_column_name(condition.arg) or "")
+        elif isinstance(condition, pg.BoolExpr) and condition.boolop == BoolExprType.NOT_EXPR \
+                and isinstance(condition.args[0], pg.ColumnRef):
+            found.append(_column_name(condition.args[0]) or "")
+        elif isinstance(condition, pg.A_Expr) and isinstance(condition.lexpr, pg.ColumnRef):
+            operator = condition.name[0].sval if condition.name else ""
+            if operator == "=" and isinstance(condition.rexpr, pg.ParamRef):
+                return None
+            if operator in ("=", "") and isinstance(condition.rexpr, (pg.A_Const, tuple, list)):
+                found.append(_column_name(condition.lexpr) or "")
+    return [column for column in found if column]
+
+
+def _takes_parameter(executed: ExecutedSql) -> bool:
+    statement = parse_statements(executed.text)[0]
+    where = getattr(statement, "whereClause", None)
+    if where is None or any(isinstance(node, pg.SubLink) for node in _nodes(where)):
+        return False
+    return any(isinstance(node, pg.ParamRef) for node in _nodes(where))
+
+
+def _nodes(node):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (tuple, list)):
+            stack.extend(current)
+        elif isinstance(current, pg.Node):
+            yield current
+            stack.extend(getattr(current, name) for name in current if isinstance(getattr(current, name, None),
+                                                                                (pg.Node, tuple, list)))
+
+
+def _set_columns(executed: ExecutedSql) -> Set[str]:
+    statement = parse_statements(executed.text)[0]
+    if not isinstance(statement, pg.UpdateStmt):
+        return set()
+    return {target.name for target in statement.targetList or () if isinstance(target, pg.ResTarget) and target.name}
+
+
+def hands_back(select: ExecutedSql, function: FunctionNode) -> bool:
+    """A ``return`` of ``function`` gives what ``select`` read: the call itself, a fetch on its cursor, or a name
+    bound to either."""
+    receiver = dotted(select.receiver) if select.receiver is not None else None
+
+    def reads(expr: ast.AST) -> bool:
+        return any(n is select.call or (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                                        and receiver is not None and dotted(n.func.value) == receiver)
+                   for n in walk(expr))
+
+    holding: Set[str] = set()
+    for node in walk(function):
+        if isinstance(node, ast.Assign) and reads(node.value):
+            holding.update(n for t in node.targets for n in target_names(t))
+    for node in walk(function):
+        if isinstance(node, ast.Return) and node.value is not None and (reads(node.value) or names_in(node.value) & holding):
+            return True
+    return False
+
+
+def helper_writes(function: FunctionNode, facts: ModuleFacts, after: ast.AST) -> List[ExecutedSql]:
+    """The UPDATEs and DELETEs that project functions called in ``function`` after ``after`` send
+    (``mark_done(conn, row.id)`` whose body runs ``UPDATE ... WHERE id = %s``), each placed at its call here."""
+    from dataclasses import replace
+    from ...project.summaries import resolve
+
+    found: List[ExecutedSql] = []
+    for node in function_nodes(function, facts):
+        if not (isinstance(node, ast.Call) and later(node, after)) or isinstance(node.func, ast.Attribute) \
+                and node.func.attr in _NOT_HELPERS:
+            continue
+        for target, target_facts in resolve(node, facts, function, by_name=False):
+            for group in _sql_by_function(target_facts):
+                for executed in group:
+                    if target_facts.enclosing_function(executed.call) is target and \
+                            executed.sql.statement_types in (("UpdateStmt",), ("DeleteStmt",)):
+                        found.append(replace(executed, call=node, receiver=None))
+    return found
+
+
+#: Calls that run SQL or move a cursor rather than call a project helper: read as SQL where they are written.
+_NOT_HELPERS = frozenset({"execute", "executemany", "fetchall", "fetchone", "fetchmany", "commit", "rollback",
+                          "cursor", "scalars", "scalar", "all", "first", "one"})
+
+
+
+def moves_picked_rows(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """``function`` selects rows by their state and moves them out of it (``WHERE warned_at IS NULL`` ... ``SET
+    warned_at = now()``, ``filter(status="pending")`` ... ``row.status = "sent"; save()``): what it has done is
+    marked in the rows, so a later run finds nothing left of it."""
+    executions = [e for group in _sql_by_function(facts) for e in group if facts.enclosing_function(e.call) is function]
+    for select in executions:
+        if may_pick_by_state(select) and (
+                sql_pickup(select, [e for e in executions if later(e.call, select.call)]) is not None
+                or sql_pickup(select, helper_writes(function, facts, select.call)) is not None):
+            return True
+    return id(function) in _functions_writing_rows(facts) and bool(_pickups(function, facts))

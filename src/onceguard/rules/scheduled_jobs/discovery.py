@@ -6,7 +6,8 @@ from typing import Dict, List, Optional, Tuple
 
 from ...project import deployment, index as project, process_roles
 from ...project.through_helpers import through_helpers
-from ...project.claims import Bindings, ClaimAnalyzer, own_module_names
+from ...project.claims import Bindings, ClaimAnalyzer, own_module_name, own_module_names
+from ...project.handed_values import cases_of
 from ...analysis.applied_decorators import decorators
 from ...analysis.facts import FunctionNode, ModuleFacts, parent
 from ...knowledge import schedulers as known
@@ -38,6 +39,8 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         #: id(receiver) -> where the scheduler it names is made, when that is another module
         self.made_elsewhere: Dict[int, Related] = {}
         self._beat_launch: Optional[object] = _UNASKED
+        #: receivers whose scheduler is being looked up through callers (a circle of hand-offs ends there)
+        self._asking: set = set()
         self._decorators()
         self._registry_calls()
         self._method_calls()
@@ -67,6 +70,9 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             family = self._annotated_scheduler(receiver)
             if family is not None:
                 return family, None  # a scheduler handed in: its options are the caller's
+            family = self._handed_scheduler(receiver)
+            if family is not None:
+                return family, None
         qualified = (self.bindings.imported_name(receiver)
                      if expr is None and isinstance(receiver, ast.Name) and self.cross_file else None)
         if qualified:
@@ -81,6 +87,20 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                             f"`{receiver.id}` is made here ({family})")
                         return family, None  # the constructor lives in another file: its options are not ours
         return None, None
+
+    def _handed_scheduler(self, receiver: ast.Name) -> Optional[str]:
+        """A parameter (of a method too) every caller of this module fills with the same kind of scheduler."""
+        asking = self._asking
+        if id(receiver) in asking:
+            return None  # (callers that hand the parameter round in a circle)
+        asking.add(id(receiver))
+        try:
+            cases = cases_of([receiver.id], receiver, self.facts)
+            families = {self.scheduler_of(case.values[receiver.id])[0] if case.facts is self.facts else None
+                        for case in cases or ()}
+        finally:
+            asking.discard(id(receiver))
+        return families.pop() if len(families) == 1 else None
 
     def _annotated_scheduler(self, receiver: ast.Name) -> Optional[str]:
         """``def register(scheduler: AsyncIOScheduler)``: a parameter whose type is a scheduler class."""
@@ -153,6 +173,35 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
             return self.resolve_string(expr.value, expr)
         return None
+
+    def targets(self, written: ast.AST, trigger: Optional[ast.AST], call: ast.Call):
+        """(target, where it is registered, its trigger, the way there) for each function a registration call
+        schedules. A job handed in as a parameter or a loop variable (``def _register(s, func, trigger):
+        s.add_job(func, trigger)`` called for each row of ``JOBS``) is each value its callers or its loop give, with
+        the trigger given alongside it; a value in this module is reported where it is written."""
+        target = self.resolve(written)
+        if target is None and isinstance(written, ast.Name):
+            names = [written.id] + ([trigger.id] if isinstance(trigger, ast.Name) and trigger.id != written.id else [])
+            cases = cases_of(names, call, self.facts) or (cases_of([written.id], call, self.facts) if len(names) > 1
+                                                          else None)
+            found = []
+            for case in cases or ():
+                value = case.values[written.id]
+                here = case.facts is self.facts
+                handed = self.resolve(value) if here else _resolve_in(value, case.facts)
+                if handed is None or handed.function is None:
+                    continue
+                if not here:
+                    handed.foreign = True
+                given = case.values.get(trigger.id) if isinstance(trigger, ast.Name) else None
+                if given is None:
+                    given = trigger
+                elif not here:
+                    given = None  # (written in another module: its names are not read with this module's imports)
+                found.append((handed, value if here else call, given, [] if here else case.via))
+            if found:
+                return found
+        return [(target or Target(label=dotted(written) or _const(written) or ""), call, trigger, [])]
 
     def resolve_string(self, reference: str, node: ast.AST) -> Optional[Target]:
         """``"app.jobs:send_digest"`` or ``"app.jobs.send_digest"``."""
@@ -344,20 +393,20 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                 target_expr = _argument(call, registration.func_position, registration.func_keyword)
                 if target_expr is None:
                     continue
-                target = self.resolve(target_expr) or Target(label=dotted(target_expr) or "")
-                trigger = _argument(call, registration.trigger_position, registration.trigger_keyword)
-                scheduled = Scheduled(family, dotted(func) or name, call, target, call, ctor, trigger)
-                scheduled.registration = call
-                if id(func.value) in self.made_elsewhere:
-                    scheduled.related.append(self.made_elsewhere[id(func.value)])
-                if family in (known.APS3, known.FLASK_APS):
-                    alias = _const(trigger)
-                    if (trigger is None and not _has_splat(call)) or alias in known.APS3_ONE_OFF_TRIGGERS:
-                        scheduled.periodic = False  # (a ``**trigger_kwargs`` splat may hold a periodic trigger)
-                if family == known.APS4 and ctor is not None and self._aps4_shared_store(ctor):
-                    scheduled.coordinated = True
-                self._classify_trigger(scheduled)
-                self.add(scheduled)
+                written = _argument(call, registration.trigger_position, registration.trigger_keyword)
+                for target, site, trigger, via in self.targets(target_expr, written, call):
+                    scheduled = Scheduled(family, dotted(func) or name, site, target, call, ctor, trigger)
+                    scheduled.related.extend(via)
+                    if id(func.value) in self.made_elsewhere:
+                        scheduled.related.append(self.made_elsewhere[id(func.value)])
+                    if family in (known.APS3, known.FLASK_APS):
+                        alias = _const(trigger)
+                        if (trigger is None and not _has_splat(call)) or alias in known.APS3_ONE_OFF_TRIGGERS:
+                            scheduled.periodic = False  # (a ``**trigger_kwargs`` splat may hold a periodic trigger)
+                    if family == known.APS4 and ctor is not None and self._aps4_shared_store(ctor):
+                        scheduled.coordinated = True
+                    self._classify_trigger(scheduled)
+                    self.add(scheduled)
 
     def _celery_sender(self, receiver: ast.AST) -> bool:
         """``def setup(sender, **kw)`` connected to ``app.on_after_configure`` / ``on_after_finalize``."""
@@ -398,14 +447,16 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                 target_expr = _argument(call, registration.func_position, registration.func_keyword)
                 if target_expr is None:
                     continue
-                target = self.resolve(target_expr) or Target(label=dotted(target_expr) or _const(target_expr) or "")
-                trigger = _argument(call, registration.trigger_position, registration.trigger_keyword)
-                scheduled = Scheduled(registration.family, dotted(call.func) or name, call, target, call, None, trigger)
-                if registration.family == known.ARQ:
-                    unique = _keywords(call).get(known.ARQ_UNIQUE_KEYWORD)
-                    scheduled.coordinated = not _is_true_constant(unique, False)
-                self._classify_trigger(scheduled)
-                self.add(scheduled)
+                written = _argument(call, registration.trigger_position, registration.trigger_keyword)
+                for target, site, trigger, via in self.targets(target_expr, written, call):
+                    scheduled = Scheduled(registration.family, dotted(call.func) or name, site, target, call, None,
+                                          trigger)
+                    scheduled.related.extend(via)
+                    if registration.family == known.ARQ:
+                        unique = _keywords(call).get(known.ARQ_UNIQUE_KEYWORD)
+                        scheduled.coordinated = not _is_true_constant(unique, False)
+                    self._classify_trigger(scheduled)
+                    self.add(scheduled)
 
     # -- schedule.every(...)....do(job) -----------------------------------------------------------
     def _schedule_library(self) -> None:
@@ -417,12 +468,13 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             every, at = self._every_chain(func.value)
             if every is None or not self._schedule_receiver(every):
                 continue
-            target = self.resolve(call.args[0]) or Target(label=dotted(call.args[0]) or "")
-            scheduled = Scheduled(known.SCHEDULE, "schedule.every(...)" + ("" if at is None else ".at(...)") + ".do",
-                                  call, target, call, None, at)
-            if at is not None and at.args and isinstance(_const(at.args[0]), str) and _HH_MM.match(at.args[0].value):
-                scheduled.wall_clock = True
-            self.add(scheduled)
+            for target, site, _, via in self.targets(call.args[0], None, call):
+                scheduled = Scheduled(known.SCHEDULE, "schedule.every(...)" + ("" if at is None else ".at(...)") + ".do",
+                                      site, target, call, None, at)
+                scheduled.related.extend(via)
+                if at is not None and at.args and isinstance(_const(at.args[0]), str) and _HH_MM.match(at.args[0].value):
+                    scheduled.wall_clock = True
+                self.add(scheduled)
 
     def _schedule_receiver(self, every: ast.Call) -> bool:
         func = every.func
@@ -471,6 +523,21 @@ def scheduled_in(facts: ModuleFacts) -> List[Scheduled]:
     the module's forwarding helpers."""
     facts = through_helpers(facts)
     return facts.cached("scheduled-jobs", lambda f: _Collector(f).found)
+
+
+def _resolve_in(value: ast.AST, facts: ModuleFacts) -> Optional[Target]:
+    """The function a reference written in another module names (a def of its own, or what it imports)."""
+    if isinstance(value, ast.Name):
+        for statement in facts.tree.body:
+            if isinstance(statement, _FUNCTION_TYPES) and statement.name == value.id:
+                return Target(statement, facts, True, False, f"{own_module_name(facts)}.{value.id}")
+    qualified = facts.qualify(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
+    if not qualified or facts.context.is_test:
+        return None
+    found = project.find_function(qualified, facts.config, project.roots_for(facts))
+    if found is None or found[1].context.is_test:
+        return None
+    return Target(found[0], found[1], True, False, qualified.replace(":", "."))
 
 
 def _resolver(call: ast.Call, facts: ModuleFacts):

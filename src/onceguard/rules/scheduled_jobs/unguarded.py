@@ -17,6 +17,7 @@ from ...noqa import ALL, line_codes
 from ...project.registries import registering_words
 from ...project.summaries import Evidence, summaries_for
 from ..base import Rule
+from ..row_pickup.selection import moves_picked_rows
 from .discovery import Scheduled, _resolver, scheduled_in
 
 
@@ -233,16 +234,17 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
                 continue
             function = target.function
             # A def here is reported once at the def; a def elsewhere at each registration.
-            key = id(scheduled.registration) if target.foreign else id(function)
+            key = (id(scheduled.registration), id(function)) if target.foreign else id(function)
             if function is None or target.facts is None or key in reported:
                 continue
             analyzer = ClaimAnalyzer.of_module(target.facts, resolver)
             analyzer.by_name = bool(resolver)
             lead = analyzer.lead(function, skip=scheduled.skip)
             if lead.claimed and lead.kind in _RELEASABLE_CLAIMS and not scheduled.wall_clock \
-                    and _released_after_work(function):
+                    and _released_after_work(function) and not moves_picked_rows(function, target.facts):
                 # Taken and given back around the work: it stops two runs overlapping, but a replica whose
-                # interval fires after the release runs the same period again.
+                # interval fires after the release runs the same period again (unless the work marks what it
+                # did in the rows it picks: then the next run finds nothing left).
                 lead = Lead(False, None, function)
             if lead.claimed or lead.first_work is None:
                 continue

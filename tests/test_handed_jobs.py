@@ -1,0 +1,336 @@
+"""Jobs, rows and keys handed through the project's own plumbing.
+
+- A job handed to a scheduler as a parameter (``def _plan(s, fn, when): s.add_job(fn, when)``) is each function
+  the callers pass, and a loop over a table of (function, trigger) rows passes each row (OG201).
+- A claim helper that answers with something read off the claim's result (``return bool(res.scalar_one())``)
+  is a claim.
+- A claim given back after the work is enough when the work marks what it did in the rows it picks (OG201).
+- Rows a loader selects by their state and hands back, worked through and updated by its caller through other
+  helpers, are picked without a claim (OG302); so are rows whose state column is known only because the update
+  sets the column the SELECT tested.
+- A lock key built by a small function of the project is read through it (OG502).
+"""
+from __future__ import annotations
+
+import pytest
+from test_job_discovery import findings, fresh_caches, write  # noqa: F401 (fresh_caches: autouse here too)
+
+
+PLANNING = """\
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    from .work import nightly_totals, refresh_local_menu
+
+    ROWS = [
+        (nightly_totals, IntervalTrigger(hours=24)),
+        (refresh_local_menu, IntervalTrigger(minutes=5)),
+    ]
+
+
+    def _plan(sched: AsyncIOScheduler, fn, when) -> None:
+        sched.add_job(fn, when, id=fn.__name__)
+        print("planned", fn.__name__)
+
+
+    def make_scheduler() -> AsyncIOScheduler:
+        sched = AsyncIOScheduler()
+        for fn, when in ROWS:
+            _plan(sched, fn, when)
+        return sched
+"""
+
+WORK = """\
+    import httpx
+
+    MENU = {}
+
+
+    async def nightly_totals() -> None:
+        async with httpx.AsyncClient() as client:
+            await client.post("https://ledger.example.org/totals", json={"day": "today"})
+
+
+    async def refresh_local_menu() -> None:
+        MENU.clear()
+        MENU["soup"] = 4
+"""
+
+APP = """\
+    from contextlib import asynccontextmanager
+
+    from fastapi import FastAPI
+
+    from .planning import make_scheduler
+
+
+    @asynccontextmanager
+    async def lifespan(app):
+        sched = make_scheduler()
+        sched.start()
+        yield
+
+
+    app = FastAPI(lifespan=lifespan)
+"""
+
+
+def test_a_job_handed_through_a_parameter_from_a_table_is_each_row(tmp_path):
+    write(tmp_path, {"diner/__init__.py": "", "diner/planning.py": PLANNING, "diner/work.py": WORK,
+                     "diner/app.py": APP})
+    # nightly_totals reaches out of the process; refresh_local_menu only refills this process's memory
+    assert findings(tmp_path, "diner/planning.py") == [(7, "OG201")]
+
+
+ONE_MODULE = """\
+    import httpx
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+
+    async def nightly_totals() -> None:
+        async with httpx.AsyncClient() as client:
+            await client.post("https://ledger.example.org/totals", json={"day": "today"})
+
+
+    ROWS = {"totals": (nightly_totals, "interval")}
+
+
+    def _plan(sched, fn, how) -> None:
+        sched.add_job(fn, how, hours=24)
+
+
+    def make_scheduler() -> AsyncIOScheduler:
+        sched = AsyncIOScheduler()
+        for name, (fn, how) in ROWS.items():
+            _plan(sched, fn, how)
+        return sched
+"""
+
+
+def test_a_job_of_the_same_module_is_reported_at_its_def(tmp_path):
+    write(tmp_path, {"diner/__init__.py": "", "diner/planning.py": ONE_MODULE, "diner/app.py": APP})
+    assert findings(tmp_path, "diner/planning.py") == [(5, "OG201")]
+
+
+def test_a_caller_handing_its_own_function_directly_is_followed(tmp_path):
+    planning = PLANNING.replace("""        for fn, when in ROWS:
+            _plan(sched, fn, when)""", """        _plan(sched, nightly_totals, IntervalTrigger(hours=24))""")
+    write(tmp_path, {"diner/__init__.py": "", "diner/planning.py": planning, "diner/work.py": WORK,
+                     "diner/app.py": APP})
+    assert findings(tmp_path, "diner/planning.py") == [(19, "OG201")]
+
+
+CLAIMED_WORK = WORK.replace("""    async def nightly_totals() -> None:
+        async with httpx.AsyncClient() as client:""", """    async def nightly_totals() -> None:
+        if not await take_turn("nightly_totals"):
+            return
+        async with httpx.AsyncClient() as client:""").replace("import httpx\n", """import httpx
+    from sqlalchemy import text
+
+    from .db import Session
+
+
+    async def take_turn(name: str) -> bool:
+        async with Session() as session:
+            result = await session.execute(text("SELECT pg_try_advisory_xact_lock(hashtext(:n))"), {"n": name})
+            return bool(result.scalar_one())
+""")
+
+
+def test_a_claim_helper_answering_from_the_claims_result_is_a_claim(tmp_path):
+    write(tmp_path, {"diner/__init__.py": "", "diner/planning.py": PLANNING, "diner/work.py": CLAIMED_WORK,
+                     "diner/db.py": "Session = None\n", "diner/app.py": APP})
+    assert findings(tmp_path, "diner/planning.py") == []
+
+
+# -- a lease given back, over work that marks its rows ------------------------------------------------------
+LEASE = """\
+    import uuid
+
+    import redis
+
+    r = redis.Redis()
+    _DROP = r.register_script("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0")
+
+
+    def take(name: str, seconds: int):
+        token = uuid.uuid4().hex
+        if not r.set(f"turn:{name}", token, nx=True, ex=seconds):
+            return None
+        return token
+
+
+    def give_back(name: str, token: str) -> None:
+        _DROP(keys=[f"turn:{name}"], args=[token])
+"""
+
+REMIND = """\
+    import httpx
+    from sqlalchemy import create_engine, text
+
+    from . import lease
+
+    engine = create_engine("postgresql://db/app")
+
+
+    def remind_renewals() -> None:
+        token = lease.take("renewals", 600)
+        if token is None:
+            return
+        try:
+            with engine.begin() as conn:
+                rows = conn.execute(text(
+                    "SELECT s.id, u.email FROM subscriptions s JOIN users u ON u.id = s.user_id "
+                    "WHERE s.reminded_on IS NULL AND s.renews_at < now() + interval '3 days'")).all()
+                for row in rows:
+                    httpx.post("https://mail.example.org/send", json={"to": row.email})
+                    conn.execute(text("UPDATE subscriptions SET reminded_on = now() WHERE id = :id"), {"id": row.id})
+        finally:
+            lease.give_back("renewals", token)
+"""
+
+#: ``python -m subs`` runs the package's ``__main__.py`` in every replica.
+DOCKERFILE = """\
+    FROM python:3.12-slim
+    COPY . /srv
+    WORKDIR /srv
+    CMD ["python", "-m", "subs"]
+"""
+
+LOOP = """\
+    import time
+
+    from .remind import remind_renewals
+
+
+    def main() -> None:
+        while True:
+            remind_renewals()
+            time.sleep(60)
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def test_a_lease_given_back_is_enough_when_the_work_marks_the_rows_it_picks(tmp_path):
+    write(tmp_path, {"subs/__init__.py": "", "subs/lease.py": LEASE, "subs/remind.py": REMIND,
+                     "subs/__main__.py": LOOP, "Dockerfile": DOCKERFILE})
+    assert findings(tmp_path, "subs/__main__.py", codes=("OG201",)) == []
+    assert findings(tmp_path, "subs/remind.py", codes=("OG302",)) == []
+
+
+def test_the_same_lease_over_work_that_marks_nothing_is_reported(tmp_path):
+    unmarked = REMIND.replace("""                    conn.execute(text("UPDATE subscriptions SET reminded_on = now() WHERE id = :id"), {"id": row.id})\n""",
+                              "")
+    write(tmp_path, {"subs/__init__.py": "", "subs/lease.py": LEASE, "subs/remind.py": unmarked,
+                     "subs/__main__.py": LOOP, "Dockerfile": DOCKERFILE})
+    assert findings(tmp_path, "subs/__main__.py", codes=("OG201",)) == [(8, "OG201")]
+
+
+def test_rows_picked_by_a_column_the_update_sets_are_picked_by_state(tmp_path):
+    unleased = REMIND.replace("""        token = lease.take("renewals", 600)
+        if token is None:
+            return
+""", "        token = None\n")
+    write(tmp_path, {"subs/__init__.py": "", "subs/lease.py": LEASE, "subs/remind.py": unleased,
+                     "subs/__main__.py": LOOP, "Dockerfile": DOCKERFILE})
+    assert findings(tmp_path, "subs/remind.py", codes=("OG302",)) == [(13, "OG302")]
+
+
+# -- a loader hands the rows back; its caller updates them through helpers -----------------------------------
+QUEUE = """\
+    def waiting(conn, limit: int):
+        with conn.cursor() as cur:
+            cur.execute("SELECT id, phone FROM texts WHERE phase = 'waiting' ORDER BY id LIMIT %s", (limit,))
+            return cur.fetchall()
+
+
+    def finished(conn, text_id: int) -> None:
+        conn.execute("UPDATE texts SET phase = 'finished' WHERE id = %s", (text_id,))
+"""
+
+SENDER = """\
+    import httpx
+
+    from .queue import finished, waiting
+
+
+    def send_some(pool) -> int:
+        with pool.connection() as conn:
+            batch = waiting(conn, 20)
+            for text_id, phone in batch:
+                httpx.post("https://sms.example.org", json={"to": phone})
+                finished(conn, text_id)
+        return len(batch)
+"""
+
+
+def test_a_loader_whose_caller_updates_the_rows_through_a_helper_picks_them(tmp_path):
+    write(tmp_path, {"sms/__init__.py": "", "sms/queue.py": QUEUE, "sms/sender.py": SENDER})
+    assert findings(tmp_path, "sms/queue.py", codes=("OG302",)) == [(3, "OG302")]
+
+
+def test_a_loader_that_claims_with_skip_locked_is_clean(tmp_path):
+    claimed = QUEUE.replace("LIMIT %s", "LIMIT %s FOR UPDATE SKIP LOCKED")
+    write(tmp_path, {"sms/__init__.py": "", "sms/queue.py": claimed, "sms/sender.py": SENDER})
+    assert findings(tmp_path, "sms/queue.py", codes=("OG302",)) == []
+
+
+@pytest.mark.parametrize("cross_file", [True, False])
+def test_a_loader_nobody_updates_after_is_clean(tmp_path, cross_file):
+    reader = SENDER.replace("                finished(conn, text_id)\n", "")
+    write(tmp_path, {"sms/__init__.py": "", "sms/queue.py": QUEUE, "sms/sender.py": reader})
+    assert findings(tmp_path, "sms/queue.py", codes=("OG302",), cross_file=cross_file) == []
+
+
+# -- a lock key from a small function ----------------------------------------------------------------------
+KEYED = """\
+    import redis
+
+    r = redis.Redis()
+
+
+    def _slot(job: str) -> str:
+        return f"shop:lease:{job}"
+
+
+    def take(job: str) -> bool:
+        return bool(r.set(_slot(job), "1", nx=True, ex=60))
+
+
+    def drop(job: str) -> None:
+        r.delete(_slot(job))
+"""
+
+
+def test_a_lock_key_built_by_a_function_is_read_through_it(tmp_path):
+    write(tmp_path, {"shop/__init__.py": "", "shop/turns.py": KEYED})
+    assert findings(tmp_path, "shop/turns.py", codes=("OG502",)) == [(15, "OG502")]
+
+
+BACKFILL = """\
+    def fill_missing(cur, suffix: str) -> None:
+        cur.execute("SELECT user_id FROM profiles WHERE full_id IS NULL")
+        if cur.fetchall():
+            cur.execute(
+                "UPDATE profiles SET full_id = user_id || %s WHERE user_id IN "
+                "(SELECT user_id FROM profiles WHERE full_id IS NULL)", (suffix,))
+"""
+
+
+def test_a_set_based_update_that_selects_by_the_state_again_is_no_pickup(tmp_path):
+    """The rows read are only counted; the UPDATE picks its rows by the state itself, in one statement."""
+    write(tmp_path, {"users/__init__.py": "", "users/backfill.py": BACKFILL})
+    assert findings(tmp_path, "users/backfill.py", codes=("OG302",)) == []
+
+
+def test_the_same_column_moved_row_by_row_is_a_pickup(tmp_path):
+    per_row = BACKFILL.replace("""        if cur.fetchall():
+            cur.execute(
+                "UPDATE profiles SET full_id = user_id || %s WHERE user_id IN "
+                "(SELECT user_id FROM profiles WHERE full_id IS NULL)", (suffix,))""", """        for (user_id,) in cur.fetchall():
+            cur.execute("UPDATE profiles SET full_id = %s WHERE user_id = %s", (user_id + suffix, user_id))""")
+    write(tmp_path, {"users/__init__.py": "", "users/backfill.py": per_row})
+    assert findings(tmp_path, "users/backfill.py", codes=("OG302",)) == [(2, "OG302")]
