@@ -334,3 +334,51 @@ def test_the_same_column_moved_row_by_row_is_a_pickup(tmp_path):
             cur.execute("UPDATE profiles SET full_id = %s WHERE user_id = %s", (user_id + suffix, user_id))""")
     write(tmp_path, {"users/__init__.py": "", "users/backfill.py": per_row})
     assert findings(tmp_path, "users/backfill.py", codes=("OG302",)) == [(2, "OG302")]
+
+
+# -- a row changed where it is loaded, committed by the caller that handed in the session -------------------
+WALLET = """\
+    from sqlalchemy.orm import Session
+
+    from .models import Account
+
+
+    def spend(session: Session, account_id: int, cost: int) -> Account:
+        row = session.get(Account, account_id)
+        row.credits = row.credits - cost
+        return row
+"""
+
+ROUTE = """\
+    from fastapi import APIRouter, Depends
+
+    from .db import get_session
+    from .wallet import spend
+
+    router = APIRouter()
+
+
+    @router.post("/buy")
+    def buy(account_id: int, session=Depends(get_session)):
+        spend(session, account_id, 5)
+        session.commit()
+"""
+
+
+def _shop(tmp_path, wallet=WALLET, route=ROUTE):
+    write(tmp_path, {"shop/__init__.py": "", "shop/wallet.py": wallet, "shop/routes.py": route,
+                     "shop/models.py": "class Account: pass\n", "shop/db.py": "def get_session(): ...\n"})
+    return findings(tmp_path, "shop/wallet.py", codes=("OG301",))
+
+
+def test_a_row_changed_in_a_helper_and_committed_by_the_caller_is_a_lost_update(tmp_path):
+    assert _shop(tmp_path) == [(8, "OG301")]
+
+
+def test_the_same_helper_loading_under_a_row_lock_is_clean(tmp_path):
+    assert _shop(tmp_path, wallet=WALLET.replace("session.get(Account, account_id)",
+                                                 "session.get(Account, account_id, with_for_update=True)")) == []
+
+
+def test_a_caller_that_never_commits_the_session_it_handed_in_is_clean(tmp_path):
+    assert _shop(tmp_path, route=ROUTE.replace("        session.commit()\n", "")) == []

@@ -126,6 +126,9 @@ READ_MODIFY_WRITE_TRIGGERS = (
     # SQLAlchemy: an instance loaded by a Session, changed, committed or flushed.
     *((writer, library, op) for writer in (b"commit(", b"flush(") for library in _SQLALCHEMY_WORDS
       for op in _ARITHMETIC_WORDS),
+    # SQLAlchemy: a row loaded through a session the function is handed and changed there; the caller commits.
+    *((library, loader, op) for library in _SQLALCHEMY_WORDS
+      for loader in (b"session.get(", b"session.scalar(", b".scalars(", b"session.execute(") for op in _ARITHMETIC_WORDS),
     # Raw SQL: SELECT, then UPDATE with the value computed in Python.
     *((b"UPDATE", b"SELECT", op) for op in _ARITHMETIC_WORDS),
     *((b"update ", b"select ", op) for op in _ARITHMETIC_WORDS),

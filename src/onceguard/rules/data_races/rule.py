@@ -24,6 +24,7 @@ from .loads import (
     unwrap)
 from .flow import Flow, _first_arithmetic, _keyed, plain_name
 from .writers import sole_writer
+from .handed_sessions import changed_for_callers
 from .changes import Change, _fresh_object, _functions_writing_instances, _written_back, instance_changes
 
 
@@ -104,6 +105,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
 
     def _all(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         yield from self._orm(facts)
+        yield from self._committed_by_callers(facts)
         yield from self._raw_sql(facts)
         yield from self._core_updates(facts)
         yield from self._model_methods(facts)
@@ -152,6 +154,26 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                         f"change the counters in SQL (`F()` expressions, `jsonb_set`).",
                     )
                     break
+
+    # a row changed where it is loaded, written back where its session is committed ---------------------
+    def _committed_by_callers(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for function, change, loaded, commit in changed_for_callers(facts):
+            if _relocked_before(change.instance, change.statement, function, facts) \
+                    or sole_writer(change.instance, change.back, function, facts) is not None:
+                continue
+            obj, field, model = change.instance, change.field, loaded.model.rsplit(".", 1)[-1]
+            what = {"arithmetic": "changed in Python", "merge": "merged in Python"}[change.kind]
+            yield self.finding(
+                change.statement,
+                f"`{obj}.{field}` is read by `{short(loaded.call, 50)}`, {what}, and written back when a caller "
+                f"commits the session it handed in, so one of two replicas' updates is lost.",
+                f"Two replicas (or requests) start from the same value, and the later commit overwrites the other's "
+                f"change. Let the database do the arithmetic: `session.execute(update({model}).where({model}.id == "
+                f"{obj}.id).values({field}={model}.{field} {change.op} {change.amount}))` and check `rowcount` (put a "
+                f"limit in the `where`); or load the row with `.with_for_update()` so it stays locked until the "
+                f"caller's commit.",
+                related=[commit],
+            )
 
     # next-number allocation: the highest value read, one added in Python, stored in a row ---------------
     def _next_numbers(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
