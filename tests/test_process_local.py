@@ -554,3 +554,341 @@ def test_a_helper_defined_in_the_connect_handler_answers_its_own_client(tmp_path
             await reply("welcome", {})
     """
     assert og(tmp_path, "OG605", "app/live.py", source) == []
+
+
+# A registry whose delivery runs for the messages of a shared channel: every replica receives each message and
+# delivers it to its own sockets.
+RELAY_HUB = """
+    import json
+
+    import redis.asyncio as aioredis
+    from starlette.websockets import WebSocket
+
+    redis = aioredis.from_url("redis://cache:6379/0")
+
+
+    class Scoreboard:
+        def __init__(self):
+            self._fans = {}
+
+        async def join(self, match: str, ws: WebSocket):
+            await ws.accept()
+            self._fans.setdefault(match, set()).add(ws)
+
+        async def publish(self, match: str, score: dict):
+            await redis.publish(f"score:{match}", json.dumps(score))
+
+        async def relay(self):
+            pubsub = redis.pubsub()
+            await pubsub.psubscribe("score:*")
+            async for event in pubsub.listen():
+                if event["type"] == "pmessage":
+                    await self._forward(event["channel"][6:], json.loads(event["data"]))
+
+        async def _forward(self, match, score):
+            await self._deliver_here(match, score)
+
+        async def _deliver_here(self, match, score):
+            for ws in list(self._fans.get(match, ())):
+                await ws.send_json(score)
+
+
+    board = Scoreboard()
+"""
+
+
+def test_a_delivery_reached_only_from_a_pubsub_listen_loop_is_per_replica(tmp_path):
+    assert og(tmp_path, "OG605", "live/board.py", RELAY_HUB) == []
+    assert og(tmp_path, "OG605", "live/board.py", RELAY_HUB, cross_file=True) == []
+    # the same loop also called by a job of this module: what the job sends reaches this replica's fans only
+    called_directly = RELAY_HUB + """
+
+    async def final_whistle(match):
+        await board._deliver_here(match, {"final": True})
+"""
+    loop = line_of(called_directly, "for ws in list(self._fans")
+    assert [d.line for d in og(tmp_path, "OG605", "live/board.py", called_directly)] == [loop]
+
+
+def test_a_delivery_also_called_from_a_handler_in_another_module_is_reported_by_the_command_line(tmp_path):
+    write(tmp_path, "live/__init__.py", "")
+    write(tmp_path, "live/routes.py", """
+        from fastapi import APIRouter
+
+        from live.board import board
+
+        router = APIRouter()
+
+
+        @router.post("/matches/{match}/final")
+        async def final(match: str):
+            await board._deliver_here(match, {"final": True})
+    """)
+    found = og(tmp_path, "OG605", "live/board.py", RELAY_HUB, cross_file=True)
+    assert [d.line for d in found] == [line_of(RELAY_HUB, "for ws in list(self._fans")]
+
+
+def test_other_subscriptions_to_a_shared_channel_feed_a_per_replica_delivery(tmp_path):
+    get_message_loop = """
+        import redis
+        from fastapi import FastAPI, WebSocket
+
+        app = FastAPI()
+        client = redis.Redis()
+        watchers = []
+
+
+        @app.websocket("/ws")
+        async def feed(websocket: WebSocket):
+            await websocket.accept()
+            watchers.append(websocket)
+
+
+        def deliver(text):
+            for ws in watchers:
+                ws.send_text(text)
+
+
+        def pump():
+            pubsub = client.pubsub()
+            pubsub.subscribe("alerts")
+            while True:
+                message = pubsub.get_message(timeout=1.0)
+                if message:
+                    deliver(message["data"])
+    """
+    assert og(tmp_path, "OG605", "app/alerts.py", get_message_loop) == []
+    listener = """
+        import asyncpg
+        from fastapi import FastAPI, WebSocket
+
+        app = FastAPI()
+        watchers = []
+
+
+        @app.websocket("/ws")
+        async def feed(websocket: WebSocket):
+            await websocket.accept()
+            watchers.append(websocket)
+
+
+        async def on_notify(connection, pid, channel, payload):
+            for ws in watchers:
+                await ws.send_text(payload)
+
+
+        async def listen(dsn):
+            connection = await asyncpg.connect(dsn)
+            await connection.add_listener("alerts", on_notify)
+    """
+    assert og(tmp_path, "OG605", "app/alerts.py", listener) == []
+    broadcaster = """
+        from broadcaster import Broadcast
+        from fastapi import FastAPI, WebSocket
+
+        app = FastAPI()
+        bus = Broadcast("redis://cache:6379")
+        watchers = []
+
+
+        @app.websocket("/ws")
+        async def feed(websocket: WebSocket):
+            await websocket.accept()
+            watchers.append(websocket)
+
+
+        async def relay():
+            async with bus.subscribe(channel="alerts") as subscriber:
+                async for event in subscriber:
+                    for ws in watchers:
+                        await ws.send_text(event.message)
+    """
+    assert og(tmp_path, "OG605", "app/alerts.py", broadcaster) == []
+
+
+def test_a_subscription_that_is_not_every_replicas_copy_does_not_excuse_the_delivery(tmp_path):
+    # a callback registered with a scheduler, not a channel (APScheduler's add_listener(callback, mask))
+    scheduler_listener = """
+        from apscheduler.schedulers.asyncio import AsyncIOScheduler
+        from fastapi import FastAPI, WebSocket
+        import asyncpg
+
+        app = FastAPI()
+        scheduler = AsyncIOScheduler()
+        watchers = []
+
+
+        @app.websocket("/ws")
+        async def feed(websocket: WebSocket):
+            await websocket.accept()
+            watchers.append(websocket)
+
+
+        def on_job_event(event):
+            for ws in watchers:
+                ws.send_text(str(event))
+
+
+        scheduler.add_listener(on_job_event)
+    """
+    assert [d.line for d in og(tmp_path, "OG605", "app/jobs.py", scheduler_listener)] == [
+        line_of(scheduler_listener, "for ws in watchers")]
+    # a NATS queue group hands each message to one subscriber only
+    queue_group = """
+        import nats
+        from fastapi import FastAPI, WebSocket
+
+        app = FastAPI()
+        watchers = []
+
+
+        @app.websocket("/ws")
+        async def feed(websocket: WebSocket):
+            await websocket.accept()
+            watchers.append(websocket)
+
+
+        async def on_message(msg):
+            for ws in watchers:
+                await ws.send_bytes(msg.data)
+
+
+        async def consume():
+            nc = await nats.connect("nats://bus:4222")
+            await nc.subscribe("alerts", queue="web", cb=on_message)
+    """
+    assert [d.line for d in og(tmp_path, "OG605", "app/alerts.py", queue_group)] == [
+        line_of(queue_group, "for ws in watchers")]
+    assert og(tmp_path, "OG605", "app/alerts.py", queue_group.replace('queue="web", ', "")) == []
+    # the module's own in-process bus: what one replica publishes there stays in it
+    own_bus = """
+        import asyncio
+
+        import redis
+        from fastapi import FastAPI, WebSocket
+
+        app = FastAPI()
+        watchers = []
+
+
+        class Bus:
+            def __init__(self):
+                self.queue = asyncio.Queue()
+
+            async def listen(self):
+                while True:
+                    yield await self.queue.get()
+
+
+        bus = Bus()
+
+
+        @app.websocket("/ws")
+        async def feed(websocket: WebSocket):
+            await websocket.accept()
+            watchers.append(websocket)
+
+
+        async def relay():
+            async for text in bus.listen():
+                for ws in watchers:
+                    await ws.send_text(text)
+    """
+    assert [d.line for d in og(tmp_path, "OG605", "app/alerts.py", own_bus)] == [
+        line_of(own_bus, "for ws in watchers")]
+
+
+def test_a_delivery_in_another_module_fed_by_a_relay_here_is_per_replica(tmp_path):
+    write(tmp_path, "live/__init__.py", "")
+    write(tmp_path, "live/relay.py", """
+        import json
+
+        import redis.asyncio as aioredis
+
+        from live.board import board
+
+
+        async def relay():
+            pubsub = aioredis.from_url("redis://cache").pubsub()
+            await pubsub.subscribe("scores")
+            async for event in pubsub.listen():
+                if event["type"] == "message":
+                    await board.deliver_here(json.loads(event["data"]))
+    """)
+    source = """
+        from starlette.websockets import WebSocket
+
+
+        class Board:
+            def __init__(self):
+                self.fans = []
+
+            async def join(self, ws: WebSocket):
+                await ws.accept()
+                self.fans.append(ws)
+
+            async def deliver_here(self, score):
+                for ws in self.fans:
+                    await ws.send_json(score)
+
+
+        board = Board()
+    """
+    assert og(tmp_path, "OG605", "live/board.py", source, cross_file=True) == []
+    # read alone, nothing in the module calls the delivery: a send to the registry, reported
+    assert [d.line for d in og(tmp_path, "OG605", "live/board.py", source)] == [line_of(source, "for ws in self.fans")]
+
+
+def test_socketio_sends_of_what_a_shared_channel_brought_and_start_up_code_also_called_by_a_handler(tmp_path):
+    relay = """
+        import redis.asyncio as aioredis
+        import socketio
+
+        sio = socketio.AsyncServer(async_mode="asgi")
+
+
+        async def relay():
+            pubsub = aioredis.from_url("redis://cache").pubsub()
+            await pubsub.subscribe("alerts")
+            async for event in pubsub.listen():
+                await sio.emit("alert", event["data"])
+    """
+    assert og(tmp_path, "OG605", "app/live.py", relay) == []
+    ticker = """
+        import asyncio
+        from contextlib import asynccontextmanager
+
+        import socketio
+        from fastapi import FastAPI
+
+        sio = socketio.AsyncServer(async_mode="asgi")
+
+
+        async def tick():
+            await sio.emit("tick", {})
+
+
+        @asynccontextmanager
+        async def lifespan(app: FastAPI):
+            async def heartbeat():
+                while True:
+                    await tick()
+                    await asyncio.sleep(5)
+
+            task = asyncio.create_task(heartbeat())
+            yield
+            task.cancel()
+
+
+        app = FastAPI(lifespan=lifespan)
+    """
+    assert og(tmp_path, "OG605", "app/live.py", ticker) == []
+    # a handler that also runs the start-up code's send: what it sends reaches this replica's clients only
+    also_from_handler = ticker + """
+
+        @app.post("/tick")
+        async def tick_now():
+            await tick()
+    """
+    assert [d.line for d in og(tmp_path, "OG605", "app/live.py", also_from_handler)] == [
+        line_of(also_from_handler, "sio = socketio")]

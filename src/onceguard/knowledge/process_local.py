@@ -121,6 +121,32 @@ SOCKET_ONLY_METHODS: FrozenSet[str] = frozenset({"accept", "send_text", "send_js
 #: Methods that put a connection into a registry.
 REGISTER_METHODS: FrozenSet[str] = frozenset({"append", "add", "setdefault", "insert"})
 
+# -- channels every replica subscribes to: what a subscriber receives, every replica received ----------------
+#: Packages of brokers whose channels give every subscriber each message (Redis pub/sub and streams read with
+#: ``XREAD``, broadcaster, Postgres LISTEN/NOTIFY, NATS core subjects).
+SHARED_CHANNEL_PACKAGES: FrozenSet[str] = frozenset({
+    "redis", "aioredis", "coredis", "valkey", "broadcaster", "asyncpg", "psycopg", "psycopg2", "aiopg", "nats",
+})
+#: Methods that read the next messages of such a channel (``pubsub.listen()``, ``pubsub.get_message()``,
+#: ``XREAD``, psycopg's ``conn.notifies()``, a NATS subscription's ``next_msg()``).  ``XREADGROUP`` is not one:
+#: a consumer group hands each entry to one consumer.
+SHARED_CHANNEL_RECEIVES: FrozenSet[str] = frozenset({"listen", "get_message", "xread", "notifies", "next_msg"})
+#: Methods that subscribe to such a channel (redis-py, broadcaster's ``async with broadcast.subscribe(...)``,
+#: NATS).
+SHARED_CHANNEL_SUBSCRIBES: FrozenSet[str] = frozenset({"subscribe", "psubscribe", "ssubscribe"})
+#: Methods that hand such a channel's messages to a callback: asyncpg ``add_listener(channel, callback)``,
+#: redis-py ``pubsub.subscribe(**{channel: handler})``, NATS ``subscribe(subject, cb=handler)``.  The first
+#: positional argument is the channel (APScheduler's ``add_listener(callback, mask)`` is not a subscription).
+SHARED_CHANNEL_CALLBACKS: FrozenSet[str] = SHARED_CHANNEL_SUBSCRIBES | {"add_listener"}
+#: Keywords that make a subscription share the messages out among its subscribers (a NATS queue group):
+#: then each message reaches one replica only.
+SHARED_CHANNEL_SPLIT_KEYWORDS: FrozenSet[str] = frozenset({"queue"})
+#: Methods only a Redis client has, opening a pub/sub subscriber: the broker is in sight even when the client
+#: comes from another module.
+PUBSUB_FACTORIES: FrozenSet[str] = frozenset({"pubsub"})
+#: The SQL statement that subscribes a Postgres connection to a channel.
+LISTEN_STATEMENT = "LISTEN"
+
 SOCKETIO_INSTEAD = ("Give the server a message queue every replica shares: `SocketIO(app, message_queue=\"redis://...\")` "
                     "(Flask-SocketIO) or `client_manager=socketio.AsyncRedisManager(\"redis://...\")` (python-socketio)")
 CHANNELS_INSTEAD = ("Use a shared channel layer: `\"BACKEND\": \"channels_redis.core.RedisChannelLayer\"` "

@@ -19,7 +19,7 @@ from ..model import Diagnostic, Related
 from ..project import index as project
 from ..project.claims import own_module_names
 from ..project.forwarding import forwarded
-from ..project.startup import StartupMap
+from ..project.shared_channels import per_replica_by_design
 from .base import Rule
 from .fix_plans import shared_store_snippet
 from .rate_limits import project_mentions
@@ -33,10 +33,7 @@ def _string(node: Optional[ast.AST]) -> Optional[str]:
 
 
 def _keyword(call: ast.Call, name: str) -> Optional[ast.AST]:
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    return None
+    return next((keyword.value for keyword in call.keywords if keyword.arg == name), None)
 
 
 def _place(facts: ModuleFacts, node: ast.AST, message: str) -> Related:
@@ -107,19 +104,6 @@ def _own_sid(node: ast.AST, function: Optional[FunctionNode]) -> bool:
     return False
 
 
-def _per_replica_by_design(node: ast.AST, facts: ModuleFacts) -> bool:
-    """Code that start-up runs in every replica (a watcher, a ticker) tells its own clients about what every
-    replica sees: each replica's broadcast together reaches every client.  What one replica alone learns (a
-    request, an event from one client, a job) is what must reach the others."""
-    startup = StartupMap.of_module(facts)
-    function = ModuleFacts.enclosing_function(node)
-    while function is not None:
-        if startup.reason(function) is not None:
-            return True
-        function = ModuleFacts.enclosing_function(function)
-    return False
-
-
 def _server_send_reaches_others(call: ast.Call) -> Optional[str]:
     """How ``server.emit(...)`` addresses clients beyond the connection served, or None when it answers it."""
     function = ModuleFacts.enclosing_function(call)
@@ -150,8 +134,6 @@ def _sends_in(facts: ModuleFacts, names: Set[str], flask: bool) -> List[Tuple[as
     or as the last attribute of a chain) and, for Flask-SocketIO, its context functions."""
     found = []
     for call in facts.calls_named(*known.SOCKETIO_SEND_METHODS):
-        if _per_replica_by_design(call, facts):
-            continue
         func = call.func
         if flask and (facts.callee(call) or "") in known.FLASK_SOCKETIO_CONTEXT_SENDS:
             judge = _context_send_reaches_others
@@ -166,7 +148,7 @@ def _sends_in(facts: ModuleFacts, names: Set[str], flask: bool) -> List[Tuple[as
         sites = _helper_sites(call, facts)
         for site in (sites if sites is not None else [call]):
             how = judge(site)
-            if how and (site is call or not _per_replica_by_design(site, facts)):
+            if how and not per_replica_by_design(site, facts):
                 found.append((site, how))
     return found
 
@@ -303,11 +285,6 @@ def _socket_parameters(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
     return found
 
 
-def _registry_key(node: ast.AST) -> Optional[str]:
-    """``connections`` / ``self.active`` / ``manager.active``: the registry a chain names (for matching)."""
-    return dotted(node)
-
-
 def _registries_of_module(facts: ModuleFacts) -> Dict[str, ast.AST]:
     """Registries of this module: containers at module or class level, or assigned to ``self.<attr>`` in a
     class, into which a function puts a WebSocket connection.  Key: ``name`` or ``.attr`` (instance)."""
@@ -412,9 +389,7 @@ def _registry_at(node: ast.AST, registries: Dict[str, ast.AST]) -> Optional[str]
 
 def _send_target(call: ast.Call) -> Optional[ast.AST]:
     func = call.func
-    if isinstance(func, ast.Attribute) and func.attr in known.SOCKET_SEND_METHODS:
-        return func.value
-    return None
+    return func.value if isinstance(func, ast.Attribute) and func.attr in known.SOCKET_SEND_METHODS else None
 
 
 def _registry_sends(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
@@ -424,8 +399,6 @@ def _registry_sends(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
     foreign: Dict[str, Optional[Tuple[str, ModuleFacts]]] = {}
     reported: Set[int] = set()
     for function in facts.functions:
-        if _per_replica_by_design(function.body[0] if function.body else function, facts):
-            continue
         own = _socket_parameters(function, facts)
         picked = _picked_sockets(function, facts, registries, foreign)
         for node in walk(function):
@@ -452,6 +425,8 @@ def _registry_sends(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
             if id(pick) in reported:
                 continue
             reported.add(id(pick))
+            if per_replica_by_design(pick, facts):
+                continue
             yield rule.finding(
                 pick,
                 f"`{function.name}()` sends to {how} `{_shown(registry)}`, a registry of this process's WebSocket "
