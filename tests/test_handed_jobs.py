@@ -382,3 +382,60 @@ def test_the_same_helper_loading_under_a_row_lock_is_clean(tmp_path):
 
 def test_a_caller_that_never_commits_the_session_it_handed_in_is_clean(tmp_path):
     assert _shop(tmp_path, route=ROUTE.replace("        session.commit()\n", "")) == []
+
+
+# -- a loop that runs until a flag, flipped only from outside it, says stop -----------------------------------
+FLAG_WORKER = """\
+    import signal
+    import time
+
+    import httpx
+
+    _running = True
+
+
+    def _stop(*_):
+        global _running
+        _running = False
+
+
+    def charge_due() -> None:
+        httpx.post("https://billing.example.org/charge-due", json={})
+
+
+    def main() -> None:
+        signal.signal(signal.SIGTERM, _stop)
+        while _running:
+            charge_due()
+            time.sleep(300)
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+FLAG_DOCKERFILE = """\
+    FROM python:3.12-slim
+    COPY . /srv
+    WORKDIR /srv
+    CMD ["python", "-m", "dues.worker"]
+"""
+
+
+def test_a_loop_until_a_flag_only_a_signal_handler_clears_runs_until_the_process_stops(tmp_path):
+    """``charge_due`` is also a one-call helper, read in its place at the call: the job is still ``charge_due``."""
+    write(tmp_path, {"dues/__init__.py": "", "dues/worker.py": FLAG_WORKER, "Dockerfile": FLAG_DOCKERFILE})
+    assert findings(tmp_path, "dues/worker.py") == [(14, "OG201")]
+
+
+def test_a_private_one_call_job_of_a_worker_loop_is_still_the_job(tmp_path):
+    private = FLAG_WORKER.replace("charge_due", "_charge_due").replace("while _running:", "while True:")
+    write(tmp_path, {"dues/__init__.py": "", "dues/worker.py": private, "Dockerfile": FLAG_DOCKERFILE})
+    assert findings(tmp_path, "dues/worker.py") == [(14, "OG201")]
+
+
+def test_a_loop_that_clears_its_own_flag_ends_on_its_own(tmp_path):
+    ends = FLAG_WORKER.replace("""            time.sleep(300)""", """            time.sleep(300)
+            _running = time.time() < 10""")
+    write(tmp_path, {"dues/__init__.py": "", "dues/worker.py": ends, "Dockerfile": FLAG_DOCKERFILE})
+    assert findings(tmp_path, "dues/worker.py") == []

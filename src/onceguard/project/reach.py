@@ -70,12 +70,35 @@ def _main_block(node: ast.AST) -> Optional[ast.If]:
     return None
 
 
+def _stop_flag(loop: ast.While) -> Optional[str]:
+    """``running`` of ``while running:`` / ``while not self.stopped:``, when the flag is only ever given ``True``
+    or ``False`` (a module or class attribute flipped by a signal handler or a ``stop()`` method), else None."""
+    test = loop.test.operand if isinstance(loop.test, ast.UnaryOp) and isinstance(loop.test.op, ast.Not) else loop.test
+    flag = dotted(test) if isinstance(test, ast.Name) or (
+        isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id in ("self", "cls")) else None
+    if flag is None:
+        return None
+    scope = next((a for a in ancestors(loop) if isinstance(a, ast.ClassDef)), None) if "." in flag else None
+    scope = scope or next((a for a in ancestors(loop) if isinstance(a, ast.Module)), None)
+    if scope is None:
+        return None
+    values = [statement.value for statement in ast.walk(scope)
+              if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+              and any(dotted(target) == flag for target in
+                      (statement.targets if isinstance(statement, ast.Assign) else [statement.target]))]
+    if not values or not all(isinstance(v, ast.Constant) and isinstance(v.value, bool) for v in values):
+        return None
+    return flag
+
+
 def endless(loop: ast.While) -> bool:
-    """A loop that runs until the process stops: ``while True:`` (any constant true test), or ``while not
-    stop.is_set():`` on an event only something outside the loop sets (a shutdown signal), that no ``break``
-    or ``return`` of its own leaves (nor a ``stop.set()`` of its own)."""
+    """A loop that runs until the process stops: ``while True:`` (any constant true test); ``while not
+    stop.is_set():`` on an event only something outside the loop sets (a shutdown signal); or ``while running:``
+    on a flag only ever set to ``True`` or ``False`` that the loop itself does not set — that no ``break`` or
+    ``return`` of its own leaves (nor a ``stop.set()`` of its own)."""
     stop = _stop_event(loop.test)
-    if not (isinstance(loop.test, ast.Constant) and loop.test.value) and stop is None:
+    flag = _stop_flag(loop) if stop is None and not isinstance(loop.test, ast.Constant) else None
+    if not (isinstance(loop.test, ast.Constant) and loop.test.value) and stop is None and flag is None:
         return False
     pending: List[ast.AST] = list(loop.body)
     while pending:
@@ -84,6 +107,9 @@ def endless(loop: ast.While) -> bool:
             return False
         if stop is not None and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr == "set" and dotted(node.func.value) == stop:
+            return False
+        if flag is not None and isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and any(
+                dotted(target) == flag for target in (node.targets if isinstance(node, ast.Assign) else [node.target])):
             return False
         if not isinstance(node, (ast.While, ast.For, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef,
                                  ast.ClassDef, ast.Lambda)):

@@ -116,7 +116,9 @@ def _build(facts: ModuleFacts) -> ModuleFacts:
     tree.body = [statement for statement in tree.body if not (
         isinstance(statement, _FUNCTION_TYPES) and statement.name in fresh and statement.name not in left
         and statement.name.startswith("_"))]
-    return ModuleFacts(tree, facts.context, facts.lines)
+    derived = ModuleFacts(tree, facts.context, facts.lines)
+    derived.origin = facts  # the module as written: a helper left out here is still defined there
+    return derived
 
 
 def _lines(statement: ast.AST):
@@ -215,6 +217,7 @@ class _Inline(ast.NodeTransformer):
             declared = declared if declared is not None else helper.returns
         if made is node:
             return node
+        made._og_helper = node.func.id  # the helper the caller named: the job a loop's pass runs, for one
         if declared is not None:
             made._og_returns = declared  # read by ``declared_types``: the caller still gets what the helper declared
         self.replaced += 1

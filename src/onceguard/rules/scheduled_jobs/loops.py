@@ -179,12 +179,25 @@ class LoopRegistrations:
                         or not isinstance(call.func, (ast.Name, ast.Attribute)):
                     continue
                 target = self.resolve(call.func)
+                if (target is None or target.function is None) and getattr(call, "_og_helper", None):
+                    target = self._inlined_helper(call._og_helper)
                 if target is None or target.function is None:
                     continue
                 scheduled = Scheduled(known.WORKER_LOOP, "while True", call, target, call, trigger=pause)
                 scheduled.related.append(Related(facts.context.path, loop.lineno, loop.col_offset + 1,
                                                  "the program repeats this loop until it is stopped"))
                 self.add(scheduled)
+
+    def _inlined_helper(self, name: str) -> Optional[Target]:
+        """The module's own function a pass called before its one call was read in its place (``charge_due()``
+        doing ``httpx.post(...)``): that function is the job, as written in the module."""
+        facts = self.facts
+        for where in (facts, getattr(facts, "origin", None)):
+            function = next((f for f in (where.functions_by_name.get(name, ()) if where is not None else ())
+                             if where.enclosing_function(f) is None and where.enclosing_class(f) is None), None)
+            if function is not None:
+                return Target(function, where, False, False, name)
+        return None
 
     # -- threading.Timer that re-arms itself --------------------------------------------------------
     def _timers(self) -> None:
