@@ -190,6 +190,34 @@ def test_manage_py_execute_from_command_line_is_not_flagged_but_wsgi_migrate_is(
     assert findings(tmp_path, wsgi, "shop/wsgi.py") == [(6, "OG401")]
 
 
+@pytest.mark.parametrize("call", [
+    'call_command("migrate", "--check", interactive=False)',
+    'call_command("migrate", check_unapplied=True)',
+    'call_command("migrate", "--plan")',
+    'execute_from_command_line(["manage.py", "migrate", "--check"])',
+])
+def test_a_migrate_that_only_reports_unapplied_migrations_writes_no_schema(tmp_path, call):
+    wsgi = f"""
+        from django.core.management import call_command, execute_from_command_line
+        from django.core.wsgi import get_wsgi_application
+
+        application = get_wsgi_application()
+        {call}
+    """
+    assert findings(tmp_path, wsgi, "shop/wsgi.py") == []
+    applying = wsgi.replace(', "--check"', "").replace("check_unapplied=True", "interactive=False").replace(
+        ', "--plan"', "")
+    assert findings(tmp_path, applying, "shop/wsgi.py") == [(6, "OG401")]
+
+
+def test_a_deployed_migrate_check_is_no_migration_step():
+    from onceguard.project import deployment
+
+    assert deployment._step_kind(["django-admin", "migrate", "--check"]) is None
+    assert deployment._step_kind(["python", "-m", "django", "migrate", "--plan"]) is None
+    assert deployment._step_kind(["django-admin", "migrate"]) == (deployment.DJANGO_MIGRATE, "")
+
+
 def test_tests_and_migrations_are_exempt(tmp_path):
     src = """
         from sqlalchemy import create_engine

@@ -173,6 +173,10 @@ DJANGO_CALL_COMMAND: FrozenSet[str] = frozenset({
     "django.core.management.call_command",
 })
 DJANGO_SCHEMA_COMMANDS: FrozenSet[str] = frozenset({"migrate", "createcachetable"})
+#: Options with which ``migrate`` only reports: ``--check`` exits non-zero on unapplied migrations, ``--plan``
+#: lists them; neither applies anything (``call_command("migrate", "--check")`` or ``check_unapplied=True``).
+DJANGO_MIGRATE_READ_ONLY_OPTIONS: FrozenSet[str] = frozenset({"--check", "--plan"})
+DJANGO_MIGRATE_READ_ONLY_KEYWORDS: FrozenSet[str] = frozenset({"check_unapplied", "plan"})
 #: ``execute_from_command_line(["manage.py", "migrate"])``: a literal argv naming a schema command.
 DJANGO_EXECUTE_FROM_COMMAND_LINE: FrozenSet[str] = frozenset({
     "django.core.management.execute_from_command_line",

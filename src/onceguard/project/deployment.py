@@ -29,6 +29,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..config import Config
 from ..knowledge import deployment as known
+from ..knowledge import schema as schema_known
 from . import index as project
 
 # -- what a step is ------------------------------------------------------------------------------------
@@ -481,7 +482,7 @@ def _step_kind(words: Sequence[str]) -> Optional[Tuple[str, str]]:
         return _flask_step(rest)
     if program in known.DJANGO_ADMIN_COMMANDS:
         positional = [w for w in rest if not w.startswith("-")]
-        if positional and positional[0] in known.DJANGO_MIGRATE_SUBCOMMANDS:
+        if positional and positional[0] in known.DJANGO_MIGRATE_SUBCOMMANDS and not _reports_only(rest):
             return DJANGO_MIGRATE, ""
         return None
     if program in known.SERVER_COMMANDS:
@@ -506,7 +507,7 @@ def _python_step(rest: List[str]) -> Optional[Tuple[str, str]]:
                 return _flask_step(after)
             if module == "django":
                 positional = [w for w in after if not w.startswith("-")]
-                return (DJANGO_MIGRATE, "") if positional[:1] == ["migrate"] else None
+                return (DJANGO_MIGRATE, "") if positional[:1] == ["migrate"] and not _reports_only(after) else None
             if top in known.SERVER_MODULES:
                 return SERVER, module
             return PYTHON_MODULE, module
@@ -521,12 +522,17 @@ def _python_step(rest: List[str]) -> Optional[Tuple[str, str]]:
         script = word
         positional = [w for w in rest[index + 1:] if not w.startswith("-")]
         if os.path.basename(script) in known.DJANGO_MANAGE_SCRIPTS and positional:
-            if positional[0] in known.DJANGO_MIGRATE_SUBCOMMANDS:
+            if positional[0] in known.DJANGO_MIGRATE_SUBCOMMANDS and not _reports_only(rest):
                 return DJANGO_MIGRATE, ""
             if positional[0] in known.SERVER_SUBCOMMANDS:
                 return SERVER, script
         return PYTHON_SCRIPT, script
     return None
+
+
+def _reports_only(words: List[str]) -> bool:
+    """``migrate --check`` / ``--plan``: the command reads the migration state and applies nothing."""
+    return any(word in schema_known.DJANGO_MIGRATE_READ_ONLY_OPTIONS for word in words)
 
 
 def _alembic_step(rest: List[str]) -> Optional[Tuple[str, str]]:

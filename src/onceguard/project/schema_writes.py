@@ -237,7 +237,8 @@ def _collect_schema_writes(facts: ModuleFacts) -> List[SchemaWrite]:
     for call in facts.calls_named("call_command"):
         if (facts.callee(call) or "") in known.DJANGO_CALL_COMMAND and call.args:
             first = call.args[0]
-            if isinstance(first, ast.Constant) and first.value in known.DJANGO_SCHEMA_COMMANDS:
+            if isinstance(first, ast.Constant) and first.value in known.DJANGO_SCHEMA_COMMANDS \
+                    and not _only_reports(call.args[1:], call.keywords):
                 found.append(SchemaWrite(call, call, f'call_command("{first.value}")', known.DJANGO,
                                          applies_migrations=first.value == "migrate"))
     for call in facts.calls_named("execute_from_command_line"):
@@ -246,7 +247,7 @@ def _collect_schema_writes(facts: ModuleFacts) -> List[SchemaWrite]:
             if isinstance(argv, (ast.List, ast.Tuple)):
                 commands = [e.value for e in argv.elts
                             if isinstance(e, ast.Constant) and e.value in known.DJANGO_SCHEMA_COMMANDS]
-                if commands:
+                if commands and not _only_reports(argv.elts, []):
                     what = f'execute_from_command_line([..., "{commands[0]}"])'
                     applies = commands[0] == "migrate"
                     found.append(SchemaWrite(call, call, what, known.DJANGO, applies_migrations=applies))
@@ -540,3 +541,10 @@ def is_lock_helper(node: ast.AST) -> bool:
         name == "acquire" and known.LOCK_HELPER_WORD in (dotted(node.func) or "").lower()
     )
 
+
+def _only_reports(arguments, keywords) -> bool:
+    """``migrate --check`` / ``--plan`` (or ``check_unapplied=True``, ``plan=True``): it reads the migration state
+    and applies nothing."""
+    if any(isinstance(a, ast.Constant) and a.value in known.DJANGO_MIGRATE_READ_ONLY_OPTIONS for a in arguments):
+        return True
+    return any(k.arg in known.DJANGO_MIGRATE_READ_ONLY_KEYWORDS and is_true(k.value) for k in keywords)
