@@ -218,6 +218,62 @@ def test_a_deployed_migrate_check_is_no_migration_step():
     assert deployment._step_kind(["django-admin", "migrate"]) == (deployment.DJANGO_MIGRATE, "")
 
 
+SQL_FILE_STARTUP = """
+    from contextlib import asynccontextmanager
+    from pathlib import Path
+
+    import asyncpg
+    from fastapi import FastAPI
+
+    HERE = Path(__file__).parent
+
+
+    def _bootstrap_sql() -> str:
+        return (HERE / "sql" / "bootstrap.sql").read_text()
+
+
+    @asynccontextmanager
+    async def lifespan(app):
+        pool = await asyncpg.create_pool("postgresql://app@db/app")
+        text = _bootstrap_sql()
+        async with pool.acquire() as conn:
+            await conn.execute(text)
+        yield
+
+
+    app = FastAPI(lifespan=lifespan)
+"""
+
+
+def _with_sql_file(tmp_path, body: str) -> None:
+    os.makedirs(os.path.join(str(tmp_path), "app", "sql"), exist_ok=True)
+    with open(os.path.join(str(tmp_path), "app", "sql", "bootstrap.sql"), "w", encoding="utf-8") as handle:
+        handle.write(body)
+
+
+def test_ddl_read_from_a_sql_file_and_sent_at_start_up_writes_schema(tmp_path):
+    _with_sql_file(tmp_path, "-- tables\nCREATE TABLE IF NOT EXISTS lockers (id bigint PRIMARY KEY);\n")
+    assert findings(tmp_path, SQL_FILE_STARTUP) == [(20, "OG401")]
+
+
+def test_a_sql_file_of_plain_queries_writes_no_schema(tmp_path):
+    _with_sql_file(tmp_path, "UPDATE lockers SET seen = now() WHERE seen IS NULL;\n")
+    assert findings(tmp_path, SQL_FILE_STARTUP) == []
+
+
+def test_start_up_ddl_under_a_blocking_advisory_lock_on_its_connection_is_serialised(tmp_path):
+    _with_sql_file(tmp_path, "CREATE TABLE IF NOT EXISTS lockers (id bigint PRIMARY KEY);\n")
+    locked = SQL_FILE_STARTUP.replace("""            await conn.execute(text)""", """            await conn.execute("SELECT pg_advisory_lock(8812)")
+                try:
+                    await conn.execute(text)
+                finally:
+                    await conn.execute("SELECT pg_advisory_unlock(8812)")""")
+    assert findings(tmp_path, locked) == []
+    full = os.path.join(str(tmp_path), "app/main.py")
+    found = check_source(textwrap.dedent(locked).encode(), full, from_mapping({}, root=str(tmp_path)))
+    assert [d.code for d in found if d.code == "OG103"] == []  # a migration's lock: replicas should wait there
+
+
 def test_tests_and_migrations_are_exempt(tmp_path):
     src = """
         from sqlalchemy import create_engine

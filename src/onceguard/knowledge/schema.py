@@ -285,6 +285,8 @@ OG401_TRIGGERS: Tuple[Union[bytes, Tuple[bytes, ...]], ...] = (
     b"create sequence", b"create view", b"create or replace", b"create materialized", b"create function",
     b"create trigger", b"create domain", b"alter table", b"alter type", b"alter sequence",
     b"drop table", b"drop index", b"drop schema", b"drop type", b"drop view",
+    # SQL read from a .sql file of the project and sent (``conn.execute(Path("schema.sql").read_text())``)
+    *((b".sql", read, b"execute") for read in (b"read_text", b".read(", b"read_bytes")),
 )
 #: OG402 looks at migration code only (the rule says so to the engine), so any DSN source may matter.
 OG402_TRIGGERS: Tuple[bytes, ...] = (

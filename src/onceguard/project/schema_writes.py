@@ -17,6 +17,7 @@ from ..knowledge import databases as dbknown
 from ..knowledge import schema as known
 from . import deployment
 from . import index as project_index
+from .sql_files import sql_file_executions
 from .reach import enclosing_function
 
 
@@ -254,12 +255,15 @@ def _collect_schema_writes(facts: ModuleFacts) -> List[SchemaWrite]:
     found.extend(_schema_commands_run(facts))
     items = executed_sql(facts)
     temporary = _temporary_tables(items)
-    for item in items:
+    # SQL read from a .sql file of the project and sent (``conn.execute(Path("schema.sql").read_text())``)
+    for item in items + sql_file_executions(facts):
         receiver = facts.qualify(item.receiver) if item.receiver is not None else ""
         if (receiver or "").startswith(("alembic.op", "alembic.context")):
             continue
         if _writes_shared_schema(item, temporary):
-            what = f"raw {_ddl_words(item.text)} sent by `{describe_call(item.call)}`"
+            source = f" from {item.sql_node.value}" if isinstance(item.sql_node, ast.Constant) \
+                and isinstance(item.sql_node.value, str) and item.sql_node.value.lower().endswith(".sql") else ""
+            what = f"raw {_ddl_words(item.text)}{source} sent by `{describe_call(item.call)}`"
             found.append(SchemaWrite(item.call, item.call, what, known.RAW_SQL))
     seen: Set[int] = set()
     unique = []

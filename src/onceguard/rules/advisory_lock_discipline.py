@@ -8,7 +8,7 @@ import ast
 from typing import Iterable, Iterator, List, Optional, Set
 
 from ..analysis.executed_sql import bound_value
-from ..analysis.facts import ModuleFacts, parent, position, walk, walk_no_nested_functions
+from ..analysis.facts import ModuleFacts, ancestors, parent, position, walk, walk_no_nested_functions
 from .fix_plans import try_lock_fix
 from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
@@ -250,7 +250,10 @@ def _runs_migrations(scope: Optional[ast.AST], facts: ModuleFacts) -> bool:
         if (callee in schema_known.DJANGO_CALL_COMMAND and node.args and isinstance(node.args[0], ast.Constant)
                 and node.args[0].value in schema_known.DJANGO_SCHEMA_COMMANDS):
             return True
-    return False
+    # or writes the schema itself: DDL it sends (from a .sql file of the project too) is a migration's work
+    from ..project.schema_writes import schema_writes
+
+    return any(scope in ancestors(write.call) for write in schema_writes(facts))
 
 
 @register

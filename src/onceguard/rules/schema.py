@@ -38,6 +38,8 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str, T
         for write in writes:
             if _under_lock_helper(write.call) or _only_called_under_lock_helpers(write.call, facts):
                 continue  # serialized by the project's own lock: the later replicas find the schema there
+            if write.framework == known.RAW_SQL and _raw_ddl_locked(write, facts):
+                continue  # sent on a connection holding a blocking advisory lock: replicas queue for it
             reason = reach.reason(write.call)
             related: Tuple[Related, ...] = ()
             if reason is None and write.registers_hook:
@@ -59,6 +61,16 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str, T
         return reported
 
     return facts.cached("schema:reported", build)
+
+
+def _raw_ddl_locked(write: SchemaWrite, facts: ModuleFacts) -> bool:
+    """Raw DDL sent on a connection that holds a blocking advisory lock taken before it (and not released in
+    between), in its function or in every caller: the later replicas wait, then find the schema there."""
+    receiver = write.call.func.value if isinstance(write.call.func, ast.Attribute) else None
+    if receiver is None:
+        return False
+    finder = facts.cached("schema:lock-finder", LockFinder)
+    return finder.held(Apply(write.call, write.what, receiver, known.RAW_SQL))
 
 
 @dataclass(frozen=True)
