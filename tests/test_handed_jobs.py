@@ -439,3 +439,46 @@ def test_a_loop_that_clears_its_own_flag_ends_on_its_own(tmp_path):
             _running = time.time() < 10""")
     write(tmp_path, {"dues/__init__.py": "", "dues/worker.py": ends, "Dockerfile": FLAG_DOCKERFILE})
     assert findings(tmp_path, "dues/worker.py") == []
+
+
+LEDGER = """\
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+
+    async def debit(session: AsyncSession, acct, amount) -> None:
+        if acct.balance < amount:
+            raise ValueError("short")
+        acct.balance -= amount
+"""
+
+CHARGE_ROUTE = """\
+    from sqlalchemy import select
+
+    import cards.ledger as ledger
+    from cards.models import Account
+
+
+    async def charge(session, number: str, amount) -> None:
+        acct = await session.scalar(select(Account).where(Account.number == number))
+        await ledger.debit(session, acct, amount)
+        await session.commit()
+"""
+
+
+def _cards(tmp_path, route=CHARGE_ROUTE):
+    write(tmp_path, {"cards/__init__.py": "", "cards/ledger.py": LEDGER, "cards/routes.py": route,
+                     "cards/models.py": "class Account: pass\n"})
+    return findings(tmp_path, "cards/ledger.py", codes=("OG301",))
+
+
+def test_a_row_handed_to_a_helper_of_another_module_and_committed_by_the_caller(tmp_path):
+    assert _cards(tmp_path) == [(7, "OG301")]
+
+
+def test_the_caller_loading_the_row_under_a_lock_keeps_the_helper_clean(tmp_path):
+    assert _cards(tmp_path, CHARGE_ROUTE.replace(".where(Account.number == number)",
+                                                 ".where(Account.number == number).with_for_update()")) == []
+
+
+def test_a_caller_that_never_writes_the_row_back_keeps_the_helper_clean(tmp_path):
+    assert _cards(tmp_path, CHARGE_ROUTE.replace("        await session.commit()\n", "")) == []

@@ -129,6 +129,8 @@ READ_MODIFY_WRITE_TRIGGERS = (
     # SQLAlchemy: a row loaded through a session the function is handed and changed there; the caller commits.
     *((library, loader, op) for library in _SQLALCHEMY_WORDS
       for loader in (b"session.get(", b"session.scalar(", b".scalars(", b"session.execute(") for op in _ARITHMETIC_WORDS),
+    # A row handed in (``def debit(session: Session, acct, amount)``) changed here, written back by the caller.
+    (b"Session", b"+="), (b"Session", b"-="),
     # Raw SQL: SELECT, then UPDATE with the value computed in Python.
     *((b"UPDATE", b"SELECT", op) for op in _ARITHMETIC_WORDS),
     *((b"update ", b"select ", op) for op in _ARITHMETIC_WORDS),

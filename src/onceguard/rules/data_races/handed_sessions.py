@@ -1,13 +1,16 @@
-"""A row changed where it is loaded, written back where the session is committed.
+"""A row changed in one function and written back in its caller.
 
 ``def spend(session, account_id, cost): row = session.get(Account, account_id); row.credits = row.credits - cost``
 leaves the commit to its caller: the route that hands in its session and calls ``session.commit()`` afterwards
-stores the value computed from the stale read. The helper alone shows no write-back, and the caller shows no
-change; the lost update is the two together, so it is read through the session the helper is handed.
+stores the value computed from the stale read. ``def debit(session, acct, amount): acct.balance -= amount`` is
+handed the row itself, which a caller in another module loaded and commits (or saves) after the call. The helper
+alone shows no write-back, and the caller shows no change; the lost update is the two together, so it is read
+through what the helper is handed and reported at the change.
 """
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Iterator, List, Optional, Tuple
 
 from ...analysis.facts import FunctionNode, ModuleFacts
@@ -19,11 +22,22 @@ from ...project.fixed_arguments import callers_of
 from .changes import Change, instance_changes
 from .loads import Loaded, _instance_bindings, _loader_before, function_nodes, later, unwrap
 
+@dataclass
+class WrittenByCaller:
+    """A column changed in ``function`` and written back by its caller ``caller`` (at ``write_back``)."""
+
+    function: FunctionNode
+    change: Change
+    loaded: Loaded
+    write_back: Related
+    caller: str
+
+
 #: Calls through which a session loads a row (``session.get(M, pk)``, ``session.scalar(select(M)...)``).
 _LOADS = ("get", "scalar", "scalars", "execute", "query", "first", "one", "one_or_none", "scalar_one")
 
 
-def changed_for_callers(facts: ModuleFacts) -> Iterator[Tuple[FunctionNode, Change, Loaded, Related]]:
+def changed_for_callers(facts: ModuleFacts) -> Iterator[WrittenByCaller]:
     """(function, change, its loader, where a caller commits) for each column a function changes from its own
     value on a row it loaded through a session it was handed, and does not write back itself, when a caller
     commits (or flushes) that session after the call."""
@@ -48,11 +62,11 @@ def changed_for_callers(facts: ModuleFacts) -> Iterator[Tuple[FunctionNode, Chan
                 continue
             commit = _caller_commit(function, loaded.session, facts)
             if commit is not None:
-                yield function, change, loaded, commit
+                yield WrittenByCaller(function, change, loaded, commit[0], commit[1])
                 break  # one finding per function: its first changed column
 
 
-def _caller_commit(function: FunctionNode, session: str, facts: ModuleFacts) -> Optional[Related]:
+def _caller_commit(function: FunctionNode, session: str, facts: ModuleFacts) -> Optional[Tuple[Related, str]]:
     """Where the first caller that hands in its own session commits or flushes it after the call."""
     for call, other in callers_of(function, facts):
         caller = other.enclosing_function(call)
@@ -64,8 +78,59 @@ def _caller_commit(function: FunctionNode, session: str, facts: ModuleFacts) -> 
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in orm.SA_FLUSH \
                     and not node.args and later(node, call) and dotted(unwrap(node.func.value)) == spelled:
                 return Related(other.context.path, node.lineno, node.col_offset + 1,
-                               f"`{caller.name}` commits the session it handed in here")
+                               f"`{caller.name}` commits the session it handed in here"), caller.name
     return None
 
 
-__all__: List[str] = ["changed_for_callers"]
+def changed_rows_handed_in(facts: ModuleFacts) -> Iterator[WrittenByCaller]:
+    """(function, change, the caller's loader, where the caller writes the row back) for a column a function
+    changes from its own value on a row handed in as a parameter, when a caller in another module loaded that row
+    without a lock and commits its session (or saves the row) after the call. Callers in the module itself are
+    read from the caller's side (``_callee_changes``)."""
+    if not facts.context.cross_file:
+        return
+    candidates = {}
+    for assign in facts.assigns:
+        target = assign.target if isinstance(assign, (ast.AugAssign, ast.AnnAssign)) else (
+            assign.targets[0] if len(assign.targets) == 1 else None)
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+            function = facts.enclosing_function(assign)
+            if function is not None and target.value.id in _parameters(function) - {"self", "cls"}:
+                candidates.setdefault(id(function), function)
+    for function in candidates.values():
+        parameters = _parameters(function)
+        for change in instance_changes(function, facts):
+            if change.kind == "in place" or change.instance not in parameters:
+                continue
+            found = _caller_write_back(function, change.instance, facts)
+            if found is not None:
+                yield WrittenByCaller(function, change, *found)
+                break
+
+
+def _parameters(function: FunctionNode) -> set:
+    return {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
+
+
+def _caller_write_back(function: FunctionNode, parameter: str,
+                       facts: ModuleFacts) -> Optional[Tuple[Loaded, Related, str]]:
+    for call, other in callers_of(function, facts):
+        caller = other.enclosing_function(call)
+        handed = argument_for(call, function, parameter)
+        if caller is None or other is facts or other.context.is_test or not isinstance(handed, ast.Name):
+            continue
+        loaded = _loader_before(_instance_bindings(caller, other).get(handed.id, []), call)
+        if loaded is None or loaded.locked:
+            continue
+        for node in function_nodes(caller, other):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and later(node, call)):
+                continue
+            receiver = dotted(unwrap(node.func.value))
+            if (loaded.framework == "sqlalchemy" and node.func.attr in orm.SA_FLUSH and not node.args
+                    and receiver == loaded.session) or (node.func.attr in orm.DJANGO_SAVE and receiver == handed.id):
+                return loaded, Related(other.context.path, node.lineno, node.col_offset + 1,
+                                       f"`{caller.name}` loaded the row and writes it back here"), caller.name
+    return None
+
+
+__all__: List[str] = ["WrittenByCaller", "changed_for_callers", "changed_rows_handed_in"]

@@ -24,7 +24,7 @@ from .loads import (
     unwrap)
 from .flow import Flow, _first_arithmetic, _keyed, plain_name
 from .writers import sole_writer
-from .handed_sessions import changed_for_callers
+from .handed_sessions import changed_for_callers, changed_rows_handed_in
 from .changes import Change, _fresh_object, _functions_writing_instances, _written_back, instance_changes
 
 
@@ -157,7 +157,8 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
 
     # a row changed where it is loaded, written back where its session is committed ---------------------
     def _committed_by_callers(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
-        for function, change, loaded, commit in changed_for_callers(facts):
+        for found in [*changed_for_callers(facts), *changed_rows_handed_in(facts)]:
+            function, change, loaded = found.function, found.change, found.loaded
             if _relocked_before(change.instance, change.statement, function, facts) \
                     or sole_writer(change.instance, change.back, function, facts) is not None:
                 continue
@@ -165,14 +166,18 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
             what = {"arithmetic": "changed in Python", "merge": "merged in Python"}[change.kind]
             yield self.finding(
                 change.statement,
-                f"`{obj}.{field}` is read by `{short(loaded.call, 50)}`, {what}, and written back when a caller "
-                f"commits the session it handed in, so one of two replicas' updates is lost.",
-                f"Two replicas (or requests) start from the same value, and the later commit overwrites the other's "
-                f"change. Let the database do the arithmetic: `session.execute(update({model}).where({model}.id == "
-                f"{obj}.id).values({field}={model}.{field} {change.op} {change.amount}))` and check `rowcount` (put a "
-                f"limit in the `where`); or load the row with `.with_for_update()` so it stays locked until the "
-                f"caller's commit.",
-                related=[commit],
+                f"`{obj}.{field}` is read by `{short(loaded.call, 50)}`, {what}, and written back by the caller "
+                f"`{found.caller}`, so one of two replicas' updates is lost.",
+                "Two replicas (or requests) start from the same value, and the later write overwrites the other's "
+                "change. " + (
+                    f"Let the database do the arithmetic: `{model}.objects.filter(pk={obj}.pk).update({field}=F("
+                    f"\"{field}\") {change.op} {change.amount})` and check the count (put a limit in the filter); or load "
+                    f"the row with `select_for_update()` inside `transaction.atomic()`." if loaded.framework == "django"
+                    else f"Let the database do the arithmetic: `session.execute(update({model}).where({model}.id == "
+                    f"{obj}.id).values({field}={model}.{field} {change.op} {change.amount}))` and check `rowcount` (put "
+                    f"a limit in the `where`); or load the row with `.with_for_update()` so it stays locked until the "
+                    f"caller's commit."),
+                related=[found.write_back],
             )
 
     # next-number allocation: the highest value read, one added in Python, stored in a row ---------------
