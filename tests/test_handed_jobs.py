@@ -482,3 +482,37 @@ def test_the_caller_loading_the_row_under_a_lock_keeps_the_helper_clean(tmp_path
 
 def test_a_caller_that_never_writes_the_row_back_keeps_the_helper_clean(tmp_path):
     assert _cards(tmp_path, CHARGE_ROUTE.replace("        await session.commit()\n", "")) == []
+
+
+# -- a nested function that re-arms a Timer by its own name; its work assigned from a call --------------------
+REARMING = """\
+    import threading
+
+    import httpx
+
+
+    def post_due() -> int:
+        return httpx.post("https://school.example.org/remind").status_code
+
+
+    def arm(interval: float = 300) -> None:
+        def _fire() -> None:
+            sent = post_due()
+            print("sent", sent)
+            threading.Timer(interval, _fire).start()
+
+        threading.Timer(interval, _fire).start()
+"""
+
+
+def test_a_nested_function_re_arming_its_own_timer_is_a_scheduled_job(tmp_path):
+    write(tmp_path, {"school/__init__.py": "", "school/remind.py": REARMING})
+    assert findings(tmp_path, "school/remind.py") == [(11, "OG201")]
+
+
+def test_the_same_timer_whose_work_claims_first_is_clean(tmp_path):
+    claimed = REARMING.replace("""            sent = post_due()""", """            if not claim_period("school:remind", 300):
+                return
+            sent = post_due()""").replace("import httpx\n", "import httpx\n\nfrom school.turns import claim_period\n")
+    write(tmp_path, {"school/__init__.py": "", "school/remind.py": claimed})
+    assert findings(tmp_path, "school/remind.py") == []

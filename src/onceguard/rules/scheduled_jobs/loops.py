@@ -210,7 +210,10 @@ class LoopRegistrations:
             if function is None or target_expr is None:
                 continue
             found = self.resolve(target_expr) if isinstance(target_expr, (ast.Name, ast.Attribute)) else None
-            same = found is not None and found.function is function
+            # a nested def re-arms itself by its own name (``def _fire(): ...; Timer(300, _fire).start()``)
+            same = (found is not None and found.function is function) or (
+                isinstance(target_expr, ast.Name) and target_expr.id == function.name
+                and facts.enclosing_function(function) is not None)
             if not same or self._started_only_by_operators(function):
                 continue
             scheduled = Scheduled(known.TIMER, dotted(call.func) or "Timer", call, self._local(function), call)

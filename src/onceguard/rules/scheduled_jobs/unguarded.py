@@ -246,8 +246,12 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
                 # interval fires after the release runs the same period again (unless the work marks what it
                 # did in the rows it picks: then the next run finds nothing left).
                 lead = Lead(False, None, function)
-            if lead.claimed or lead.first_work is None:
+            if lead.claimed:
                 continue
+            if lead.first_work is None:
+                # Nothing before the end reads as work to the claim scan (``sent = send_due()``, assignments are
+                # read as set-up): whether the job acts is the effects' question, asked of the whole body.
+                lead = Lead(False, None, function)
             if lead.first_work is not function and analyzer.guarded_later(function) is not None:
                 continue  # the claim comes after reading config or metrics, or in a helper called first
             effects = summaries.effects(function, target.facts, skip=_skipped_calls(function, scheduled),
