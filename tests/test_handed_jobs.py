@@ -516,3 +516,38 @@ def test_the_same_timer_whose_work_claims_first_is_clean(tmp_path):
             sent = post_due()""").replace("import httpx\n", "import httpx\n\nfrom school.turns import claim_period\n")
     write(tmp_path, {"school/__init__.py": "", "school/remind.py": claimed})
     assert findings(tmp_path, "school/remind.py") == []
+
+
+# -- an entry stored in process memory under a key the writer mints and hands out ----------------------------
+TOKENS = """\
+    import secrets
+
+    from cachetools import TTLCache
+
+
+    class SignInLinks:
+        def __init__(self) -> None:
+            self._waiting = TTLCache(maxsize=10_000, ttl=900)
+
+        def issue(self, member_id: int) -> str:
+            token = secrets.token_urlsafe(32)
+            self._waiting[token] = member_id
+            return token
+
+        def redeem(self, token: str):
+            return self._waiting.pop(token, None)
+
+
+    links = SignInLinks()
+"""
+
+
+def test_an_entry_under_a_key_the_writer_mints_is_a_store_other_replicas_never_see(tmp_path):
+    write(tmp_path, {"garden/__init__.py": "", "garden/links.py": TOKENS})
+    assert findings(tmp_path, "garden/links.py", codes=("OG607",)) == [(8, "OG607")]
+
+
+def test_a_cache_keyed_by_what_the_reader_computes_is_left_alone(tmp_path):
+    memo = TOKENS.replace("token = secrets.token_urlsafe(32)", "token = str(member_id)")
+    write(tmp_path, {"garden/__init__.py": "", "garden/links.py": memo})
+    assert findings(tmp_path, "garden/links.py", codes=("OG607",)) == []

@@ -121,3 +121,9 @@ STATE_CONTAINER_BYTES = (b"= {}", b"set()", b"defaultdict(", b"Counter(", b"{} f
                          b"defaultdict as ", b"Counter as ", b"OrderedDict as ")
 STATE_WRITE_BYTES = (b"+= ", b"+ 1", b"time()", b"now(", b".add(", b"] = ")
 STATE_TRIGGERS = tuple((container, write) for container in STATE_CONTAINER_BYTES for write in STATE_WRITE_BYTES)
+
+#: Calls that mint a key no other process can compute (a one-time token, a job id): an entry stored under one
+#: is meant to be found again by whoever is handed the key -- a later request, served by any replica.
+MINTED_KEY_CALLS: FrozenSet[str] = frozenset({
+    "uuid.uuid4", "uuid.uuid1", "secrets.token_hex", "secrets.token_urlsafe", "secrets.token_bytes", "os.urandom",
+})
