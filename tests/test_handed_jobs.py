@@ -551,3 +551,51 @@ def test_a_cache_keyed_by_what_the_reader_computes_is_left_alone(tmp_path):
     memo = TOKENS.replace("token = secrets.token_urlsafe(32)", "token = str(member_id)")
     write(tmp_path, {"garden/__init__.py": "", "garden/links.py": memo})
     assert findings(tmp_path, "garden/links.py", codes=("OG607",)) == []
+
+
+# -- huey: consumers told not to schedule, one scheduling consumer pinned to one replica ----------------------
+HUEY_TASKS = """\
+    import httpx
+    from huey import RedisHuey, crontab
+
+    huey = RedisHuey("vets")
+
+
+    @huey.periodic_task(crontab(minute="*/5"))
+    def push_updates() -> None:
+        httpx.post("https://partner.example.org/updates", json={})
+"""
+
+HUEY_COMPOSE = """\
+    services:
+      worker:
+        build: .
+        command: ["huey_consumer", "vets.tasks.huey", "--workers", "4"{flag}]
+        deploy:
+          replicas: 3
+      scheduler:
+        build: .
+        command: ["huey_consumer", "vets.tasks.huey", "--workers", "1"]
+        deploy:
+          replicas: 1
+"""
+
+
+@pytest.mark.parametrize("flag, reported", [(', "--no-periodic"', False), (', "-n"', False), ("", True)])
+def test_huey_periodic_tasks_run_where_the_deployment_schedules_them(tmp_path, flag, reported):
+    write(tmp_path, {"vets/__init__.py": "", "vets/tasks.py": HUEY_TASKS,
+                     "docker-compose.yml": HUEY_COMPOSE.replace("{flag}", flag)})
+    assert [code for _, code in findings(tmp_path, "vets/tasks.py")] == (["OG201"] if reported else [])
+
+
+def test_a_service_pinned_to_one_replica_is_no_per_replica_launch(tmp_path):
+    import textwrap
+
+    import yaml
+
+    from onceguard.project import deployment
+
+    path = str(tmp_path / "docker-compose.yml")
+    launches = deployment._compose(yaml.compose(textwrap.dedent(HUEY_COMPOSE.replace("{flag}", ""))), path)
+    assert {launch.where: launch.per_replica for launch in launches} == {
+        "docker-compose.yml service worker command": True, "docker-compose.yml service scheduler command": False}

@@ -60,6 +60,13 @@ SERVER_COMMANDS: FrozenSet[str] = frozenset({
     "uvicorn", "gunicorn", "hypercorn", "daphne", "granian", "waitress-serve", "uwsgi", "celery", "dramatiq",
     "rq", "huey_consumer", "huey_consumer.py", "arq", "fastapi", "streamlit", "twistd", "supervisord",
 })
+#: huey's consumer runs the periodic scheduler too, unless told not to (``-n`` / ``--no-periodic``): a consumer
+#: so told only runs what the one scheduling consumer enqueues. ``manage.py run_huey`` is django-huey's.
+HUEY_CONSUMER_COMMANDS: FrozenSet[str] = frozenset({"huey_consumer", "huey_consumer.py", "run_huey"})
+HUEY_NO_PERIODIC_FLAGS: FrozenSet[str] = frozenset({"-n", "--no-periodic"})
+#: ``deploy: replicas: 1`` (compose) or ``spec.replicas: 1`` (Kubernetes): a service the project pins to one
+#: process, as a single scheduler is.
+SINGLE_REPLICA = "1"
 #: ``python -m <module>`` for these modules starts a server.
 SERVER_MODULES: FrozenSet[str] = frozenset({
     "uvicorn", "gunicorn", "hypercorn", "daphne", "granian", "celery", "flask", "waitress", "twisted",

@@ -410,7 +410,8 @@ def _compose(document, path: str) -> List[Launch]:
     file_name = os.path.basename(path)
     for name_node, service in services:
         name = str(name_node.value)
-        per_replica = name not in one_shot and "migrat" not in name.lower()
+        replicas = _scalar(_get(_get(service, "deploy"), "replicas"))
+        per_replica = name not in one_shot and "migrat" not in name.lower() and replicas != known.SINGLE_REPLICA
         for key in ("entrypoint", "command"):
             node = _get(service, key)
             if node is None:
@@ -435,7 +436,8 @@ def _kubernetes(document, path: str) -> List[Launch]:
         pod = spec
     else:
         return []
-    per_replica = kind in known.KUBERNETES_REPLICATED_KINDS and not hook
+    per_replica = (kind in known.KUBERNETES_REPLICATED_KINDS and not hook
+                   and _scalar(_get(spec, "replicas")) != known.SINGLE_REPLICA)
     where = f"Kubernetes {kind} {name}" + (" (a deploy hook)" if hook else "")
     found = []
     for list_key in ("initContainers", "containers"):
@@ -936,6 +938,17 @@ def embedded_beat_for(facts) -> Optional[Launch]:
         return embedded_beat(facts.config, top)
 
     return facts.cached("deployment:embedded-beat", build)
+
+
+def huey_schedulers(facts) -> Optional[List[Launch]]:
+    """The huey consumers the deployment runs in every replica that also run the periodic scheduler (no ``-n``
+    / ``--no-periodic``); None when the deployment runs no huey consumer at all (nothing known)."""
+    consumers = [launch for launch in launches_for(facts)
+                 if any(os.path.basename(word) in known.HUEY_CONSUMER_COMMANDS for word in launch.words[:3])]
+    if not consumers:
+        return None
+    return [launch for launch in consumers
+            if launch.per_replica and not any(word in known.HUEY_NO_PERIODIC_FLAGS for word in launch.words)]
 
 
 # =====================================================================================================

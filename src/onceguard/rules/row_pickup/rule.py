@@ -297,7 +297,8 @@ class UnclaimedRowPickup(Rule):
                 if any(_sql_status_column(parse_statements(w.text)[0].whereClause) and _sql_result_checked(w, written_in)
                        for w in writes):
                     continue
-                if runner is not None and runs_claimed(runner, facts if where is None else where[1]):
+                runner_facts = facts if where is None else where[1]
+                if runner is not None and (runs_claimed(runner, runner_facts) or _scheduled_once(runner, runner_facts)):
                     continue  # one replica at a time picks: the run itself is claimed, as for ORM pickups
                 write = writes[0]
                 yield self.finding(
@@ -330,3 +331,12 @@ class UnclaimedRowPickup(Rule):
                                 f"`{caller.name}` works through the rows and updates them here")
                 return picked, (where, other), caller
         return None, None, None
+
+
+def _scheduled_once(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """``function`` is a scheduled job the deployment runs once per tick (one scheduling process, a leader's
+    scheduler): one run at a time picks the rows, as a claimed run does."""
+    from ..scheduled_jobs.discovery import scheduled_in
+
+    found = [s for s in scheduled_in(facts) if s.target.function is function]
+    return bool(found) and all(s.coordinated or s.gated for s in found)

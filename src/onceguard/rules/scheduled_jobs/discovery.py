@@ -241,6 +241,16 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             # added only where a setting that programs of the project fix for their own process says so,
             # and those programs are one process each: the deployment dedicates a process to the job
             scheduled.gated = True
+        if scheduled.family == known.HUEY and self.cross_file:
+            running = deployment.huey_schedulers(self.facts)
+            if running is not None and not running:
+                # every consumer of the replicas is told not to schedule (``--no-periodic``): the periodic
+                # tasks are enqueued once, by a consumer the deployment runs as one process
+                scheduled.coordinated = True
+            elif running:
+                launch = running[0]
+                scheduled.related.append(Related(launch.path, launch.line, 1,
+                                                 "this consumer runs the periodic scheduler, in every replica"))
         if self.single and scheduled.family in known.BEAT_FAMILIES:
             launch = self._embedded_beat()
             if launch is not None:
