@@ -599,3 +599,43 @@ def test_a_service_pinned_to_one_replica_is_no_per_replica_launch(tmp_path):
     launches = deployment._compose(yaml.compose(textwrap.dedent(HUEY_COMPOSE.replace("{flag}", ""))), path)
     assert {launch.where: launch.per_replica for launch in launches} == {
         "docker-compose.yml service worker command": True, "docker-compose.yml service scheduler command": False}
+
+
+# -- a plain SET after waiting for the key to go, deleted by the object's release ------------------------------
+MUTEX = """\
+    import asyncio
+
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis()
+
+
+    class ProfileMutex:
+        def __init__(self, key: str) -> None:
+            self.key = key
+
+        async def wait_and_take(self) -> None:
+            while await client.exists(self.key):
+                await asyncio.sleep(0.05)
+            await client.set(self.key, "1", ex=3)
+
+        async def release(self) -> None:
+            await client.delete(self.key)
+"""
+
+
+def test_a_plain_set_after_waiting_for_absence_released_by_its_object_is_a_lock(tmp_path):
+    write(tmp_path, {"track/__init__.py": "", "track/mutex.py": MUTEX})
+    assert findings(tmp_path, "track/mutex.py", codes=("OG501", "OG502")) == [(15, "OG501"), (18, "OG502")]
+
+
+def test_a_cache_filled_after_a_miss_and_dropped_by_an_invalidation_is_no_lock(tmp_path):
+    cache = MUTEX.replace("""            while await client.exists(self.key):
+                await asyncio.sleep(0.05)
+            await client.set(self.key, "1", ex=3)""", """            value = await client.get(self.key)
+            if value is None:
+                value = "computed"
+                await client.set(self.key, value, ex=3)
+            return value""").replace("async def release", "async def invalidate")
+    write(tmp_path, {"track/__init__.py": "", "track/mutex.py": cache})
+    assert findings(tmp_path, "track/mutex.py", codes=("OG501", "OG502")) == []

@@ -231,9 +231,16 @@ class Leases:
             tested = result_tested(acquire.call, facts)
             return tested and (acquire.two_step_expiry is not None or key_names_a_lock(acquire.key, facts))
         # A plain SET is a lock only when its absence was checked first, it stores a marker (not the value the
-        # caller reads back) and the same function drops it again when the work is done.
-        return (self._released_after(acquire, facts) and _checked_before(acquire, facts)
-                and _stores_a_marker(acquire, facts))
+        # caller reads back) and it is dropped again when the work is done: by the same function, or by a
+        # release of the same object (``wait_and_take()`` sets ``self.key``, ``release()`` deletes it).
+        return ((self._released_after(acquire, facts) or self._released_by_its_object(acquire, facts))
+                and _checked_before(acquire, facts) and _stores_a_marker(acquire, facts))
+
+    def _released_by_its_object(self, acquire: Acquire, facts: ModuleFacts) -> bool:
+        owner = facts.enclosing_class(acquire.call)
+        return owner is not None and any(
+            r.identity == acquire.identity and facts.enclosing_class(r.call) is owner and _names_a_release(r, facts)
+            for r in self.releases)
 
 
 def _names_a_release(release: Release, facts: ModuleFacts) -> bool:
