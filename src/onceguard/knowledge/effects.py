@@ -157,6 +157,8 @@ PURE_MODULES: Tuple[str, ...] = (
     "itertools.", "functools.", "operator.", "copy.", "datetime.", "uuid.", "random.", "decimal.",
     "fractions.", "statistics.", "textwrap.", "urllib.parse.", "collections.", "dataclasses.", "enum.",
     "ipaddress.", "secrets.", "traceback.", "warnings.", "contextlib.", "types.", "weakref.",
+    # this host's own counters and processes, read (a process stopped through it is judged by ``kill``/``terminate``)
+    "psutil.",
 )
 
 #: Name prefixes of accessors and predicates: ``get_settings()``, ``is_enabled()``.  A name that also says
