@@ -639,3 +639,27 @@ def test_a_cache_filled_after_a_miss_and_dropped_by_an_invalidation_is_no_lock(t
             return value""").replace("async def release", "async def invalidate")
     write(tmp_path, {"track/__init__.py": "", "track/mutex.py": cache})
     assert findings(tmp_path, "track/mutex.py", codes=("OG501", "OG502")) == []
+
+
+SAMPLER = """\
+    import psutil
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    sched = BackgroundScheduler()
+    LAST = {"sent": 0}
+
+
+    @sched.scheduled_job("interval", seconds=2)
+    def sample_network() -> None:
+        counters = psutil.net_io_counters()
+        LAST["sent"] = counters.bytes_sent
+"""
+
+
+def test_a_job_that_samples_this_hosts_counters_into_its_memory_is_per_replica(tmp_path):
+    write(tmp_path, {"panel/__init__.py": "", "panel/stats.py": SAMPLER})
+    assert findings(tmp_path, "panel/stats.py") == []
+    posting = SAMPLER.replace('LAST["sent"] = counters.bytes_sent', 'requests.post("https://stats.example.org", '
+                              'json={"sent": counters.bytes_sent})').replace("import psutil\n", "import psutil\n    import requests\n")
+    write(tmp_path, {"panel/pushed.py": posting})
+    assert findings(tmp_path, "panel/pushed.py") == [(10, "OG201")]
