@@ -194,6 +194,172 @@ def test_a_seen_marker_outside_request_and_job_code_is_left_alone(tmp_path):
     assert found(tmp_path, "svc/logs.py", source, "OG608") == []
 
 
+# A "sent" marker kept by a helper module whose only callers are in other modules: the effect (a push through
+# another module's client) and the request that runs it both live elsewhere.
+PUSH_ONCE = """
+    from svc import push
+
+    _pushed: set[str] = set()
+
+
+    def push_once(order_id: str, device: str) -> bool:
+        key = f"{order_id}:{device}"
+        if key in _pushed:
+            return False
+        push.send(device, f"order {order_id} is ready")
+        _pushed.add(key)
+        return True
+"""
+PUSH_CLIENT = """
+    import httpx
+
+    _client = httpx.Client(base_url="https://push.example")
+
+
+    def send(device: str, text: str) -> None:
+        _client.post("/messages", json={"to": device, "text": text}).raise_for_status()
+"""
+
+
+def test_a_seen_marker_in_a_helper_run_by_another_modules_route_is_found_by_the_cli(tmp_path):
+    write(tmp_path, "svc/__init__.py", "")
+    write(tmp_path, "svc/push.py", PUSH_CLIENT)
+    write(tmp_path, "svc/orders.py", """
+        from fastapi import APIRouter
+
+        from .notify import push_once
+
+        router = APIRouter()
+
+
+        def _announce(order_id: str, devices: list[str]) -> int:
+            return sum(1 for device in devices if push_once(order_id, device))
+
+
+        @router.post("/orders/{order_id}/ready")
+        def ready(order_id: str, devices: list[str]) -> dict:
+            return {"pushed": _announce(order_id, devices)}
+    """)
+    cli = found(tmp_path, "svc/notify.py", PUSH_ONCE, "OG608", cross_file=True)
+    assert [d.line for d in cli] == [4]
+    assert any(r.line == 9 and "decides" in r.message for r in cli[0].related)
+    assert any(r.path.endswith("orders.py") and "ready()" in r.message for r in cli[0].related)
+    assert found(tmp_path, "svc/notify.py", PUSH_ONCE, "OG608") == []  # flake8: no caller in view
+
+
+def test_a_seen_marker_on_an_instance_another_modules_job_calls_is_found_by_the_cli(tmp_path):
+    # The module-level instance is imported by the job's module, which spells the call by the instance's
+    # name, not by its class.
+    write(tmp_path, "svc/__init__.py", "")
+    write(tmp_path, "svc/push.py", PUSH_CLIENT)
+    write(tmp_path, "svc/tasks.py", """
+        from celery import shared_task
+
+        from .notify import pusher
+
+
+        @shared_task
+        def order_ready(order_id: str, device: str) -> None:
+            pusher.push_once(order_id, device)
+    """)
+    source = """
+        from svc import push
+
+
+        class Pusher:
+            def __init__(self) -> None:
+                self._pushed = set()
+
+            def push_once(self, order_id: str, device: str) -> None:
+                if (order_id, device) in self._pushed:
+                    return
+                push.send(device, f"order {order_id} is ready")
+                self._pushed.add((order_id, device))
+
+
+        pusher = Pusher()
+    """
+    cli = found(tmp_path, "svc/notify.py", source, "OG608", cross_file=True)
+    assert [d.line for d in cli] == [7]
+    assert any(r.path.endswith("tasks.py") and "order_ready()" in r.message for r in cli[0].related)
+
+
+def test_a_seen_marker_in_a_helper_run_only_at_start_up_or_by_a_script_is_left_alone(tmp_path):
+    # Once per process as it starts, or by a person: no request or job of a replica runs it again.
+    write(tmp_path, "svc/__init__.py", "")
+    write(tmp_path, "svc/push.py", PUSH_CLIENT)
+    write(tmp_path, "svc/main.py", """
+        from contextlib import asynccontextmanager
+
+        from fastapi import FastAPI
+
+        from .notify import push_once
+
+
+        @asynccontextmanager
+        async def lifespan(app):
+            push_once("boot", "ops-pager")
+            yield
+
+
+        app = FastAPI(lifespan=lifespan)
+    """)
+    write(tmp_path, "scripts/announce.py", """
+        import sys
+
+        from svc.notify import push_once
+
+
+        def main() -> None:
+            push_once(sys.argv[1], sys.argv[2])
+
+
+        if __name__ == "__main__":
+            main()
+    """)
+    assert found(tmp_path, "svc/notify.py", PUSH_ONCE, "OG608", cross_file=True) == []
+
+
+def test_a_seen_marker_on_a_new_object_each_request_builds_is_left_alone(tmp_path):
+    # The route makes a new batch, whose constructor fills its own set: the de-duplication is meant to last
+    # as long as that batch. The module-level default batch is never run by a request.
+    write(tmp_path, "svc/__init__.py", "")
+    write(tmp_path, "svc/push.py", PUSH_CLIENT)
+    write(tmp_path, "svc/api.py", """
+        from fastapi import FastAPI
+
+        from .batch import Batch
+
+        app = FastAPI()
+
+
+        @app.post("/orders/{order_id}/ready")
+        def ready(order_id: str, devices: list[str]) -> dict:
+            Batch(order_id, devices)
+            return {"ok": True}
+    """)
+    source = """
+        from svc import push
+
+
+        class Batch:
+            def __init__(self, order_id: str, devices: list[str]) -> None:
+                self._pushed = set()
+                for device in devices:
+                    self.push_once(order_id, device)
+
+            def push_once(self, order_id: str, device: str) -> None:
+                if device in self._pushed:
+                    return
+                push.send(device, f"order {order_id} is ready")
+                self._pushed.add(device)
+
+
+        EMPTY = Batch("", [])
+    """
+    assert found(tmp_path, "svc/batch.py", source, "OG608", cross_file=True) == []
+
+
 def test_a_local_copy_read_from_the_state_is_not_a_counter(tmp_path):
     source = """
         from flask import Flask

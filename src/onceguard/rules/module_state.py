@@ -23,7 +23,8 @@ from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_ne
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
 from ..project.forwarding import forwarded
-from ..project.reach import Reach
+from ..project.reach import Reach, _method_callers_by_name
+from ..project.renamed_callers import project_callers
 from ..project.summaries import summaries_for
 from .base import Rule
 from .registry import register
@@ -191,27 +192,35 @@ def _accessor_of(function: FunctionNode, writer: FunctionNode, facts: ModuleFact
 _EVICTIONS = frozenset({"pop", "popleft", "popitem", "remove", "discard"})
 
 
+#: How many calls up, across the modules of the project, request or job code may be from the function that
+#: uses the state (a route calling a service calling the helper that keeps the marker is two).
+_MAX_CALLER_HOPS = 4
+
+
 class _RequestCode:
     """Which functions of the module run in request or job code: what ``Reach`` knows, plus methods of a
     class called on a module-level instance from there (``registry.register(...)`` in a route), plus every
-    method of a daemon (its loop is the job)."""
+    method of a daemon (its loop is the job), plus, when asked for a binding on the command line, functions
+    the project's request or job code calls from another module, a few calls up (``alerts.alert_once()``
+    called by a route in ``ingest.py``): the state lives in the helper's module, the request that runs it in
+    another."""
 
     def __init__(self, facts: ModuleFacts) -> None:
         self.facts = facts
+        self._elsewhere: dict = {}  # (function id, binding id) -> (reason, the calls on the way) or None
 
     @property
     def reach(self) -> Reach:
         return Reach.of_module(self.facts)  # cached per module
 
-    def runs(self, function: FunctionNode, receivers: Set[str], loop_methods: FrozenSet[str] = frozenset()) -> Optional[str]:
+    def runs(self, function: FunctionNode, receivers: Set[str], loop_methods: FrozenSet[str] = frozenset(),
+             binding: Optional[state.Binding] = None) -> Optional[str]:
         if function.name in loop_methods and self.facts.enclosing_class(function) is not None:
             return "in the daemon's loop"
         if self.reach.is_request_or_job(function):
             return self.reach.function_reason(function)
         cls = self.facts.enclosing_class(function)
-        if cls is None or not receivers:
-            return None
-        for call in self.facts.calls_named(function.name):
+        for call in self.facts.calls_named(function.name) if cls is not None and receivers else ():
             receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
             if isinstance(receiver, ast.Name) and receiver.id in receivers:
                 caller = self.facts.enclosing_function(call)
@@ -219,7 +228,60 @@ class _RequestCode:
                     continue  # ``@registry.add("x")`` on a def runs once, when the module is imported
                 if caller is not None and self.reach.is_request_or_job(caller):
                     return f"called from {caller.name}(), {self.reach.function_reason(caller) or 'request code'}"
+        if binding is None:
+            return None
+        key = (id(function), id(binding))
+        if key not in self._elsewhere:
+            fresh = binding.owner if binding.scope == state.INSTANCE else None
+            self._elsewhere[key] = _request_callers(function, self.facts, 0, set(), fresh)
+        found = self._elsewhere[key]
+        return found[0] if found is not None else None
+
+    def way(self, function: Optional[FunctionNode], binding: state.Binding) -> List[Related]:
+        """The calls from request or job code of another module down to ``function``, when that is how it
+        runs (for the finding to show)."""
+        found = self._elsewhere.get((id(function), id(binding))) if function is not None else None
+        return list(found[1]) if found is not None else []
+
+
+def _request_callers(function: FunctionNode, facts: ModuleFacts, hops: int, seen: Set[int],
+                     fresh: Optional[ast.ClassDef]) -> Optional[Tuple[str, Tuple[Related, ...]]]:
+    """Why ``function`` runs in request or job code of the project: one of its callers (in any module, under
+    any name it is imported as) is such code, or is called from it, at most ``_MAX_CALLER_HOPS`` calls up.
+    A caller at module level, in a decorator, at start-up, in a test, a migration or a script a person runs
+    is no way there: those run once per process, or not in a replica at all.  Nor is the constructor of
+    ``fresh``, the class whose instances hold the state: whoever calls it makes a new object with its own
+    empty state, not the one that lives as long as the process.  Only the command line reads the other
+    modules (``project_callers`` answers from this file alone otherwise, and ``Reach`` has already said what
+    this file shows)."""
+    if hops >= _MAX_CALLER_HOPS or id(function) in seen or not facts.context.cross_file:
         return None
+    if fresh is not None and function.name == "__init__" and facts.enclosing_class(function) is fresh:
+        return None
+    seen.add(id(function))
+    calls = project_callers(function, facts)
+    if not calls:
+        # A method called on an object the caller's spelling does not name by its class (``notifier.notify()``
+        # on a module-level instance imported from here): the calls that resolve to it.
+        calls = _method_callers_by_name(function, facts)
+    for call, other in calls:
+        context = other.context
+        caller = other.enclosing_function(call)
+        if caller is None or _decorates(call, caller) or context.is_test or context.is_migration:
+            continue
+        reach = Reach.of_module(other)
+        if reach.module_is_one_off or reach.runs_at_startup(caller):
+            continue
+        step = Related(context.path, call.lineno, call.col_offset + 1, f"{caller.name}() calls {function.name}()")
+        if reach.is_request_or_job(caller):
+            why = reach.function_reason(caller) or "request or job code"
+            entry = Related(context.path, caller.lineno, caller.col_offset + 1,
+                            f"every replica runs {caller.name}() ({why})")
+            return f"called from {caller.name}() in `{context.path}`, {why}", (entry, step)
+        above = _request_callers(caller, other, hops + 1, seen, fresh)
+        if above is not None:
+            return above[0], above[1] + (step,)
+    return None
 
 
 def _decorates(node: ast.AST, function: FunctionNode) -> bool:
@@ -280,9 +342,13 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: _RequestCode, re
     marks = found.of_kind(state.WRITE_MARK)
     if marks and not found.of_kind("unmark"):
         for decision in decisions:
-            if _membership_test(decision, matcher) and request.runs(decision.function, receivers, daemon()):
+            if _membership_test(decision, matcher) and request.runs(decision.function, receivers, daemon(),
+                                                                    binding):
                 return _Finding("mark", marks[0], decision)
     records = found.of_kind(state.WRITE_RECORD)
+    # A registry keeps to the request and job code this module shows: followed through the project's
+    # callers, a reader is as often work the writer itself runs (a queue it drains through its own pool) or
+    # set-up that builds a new object as another request.
     if records and not found.of_kind(state.WRITE_OBJECT):
         for record in records:
             writer = record.function
@@ -403,12 +469,13 @@ class ModuleStateAsSharedMemory(Rule):
             finding = _judge(binding, facts, request, receivers, daemon)
             if finding is None or request.reach.module_is_one_off:
                 continue  # (a script a person runs is one process)
-            if finding.kind in ("mark", "clock") and _decides_only_process_work(finding, binding, facts):
-                continue
             if binding.scope == state.INSTANCE:
                 lifetime = lifetime_of()
                 if lifetime is None and not receivers:
                     continue  # an instance that may live for one request only
+            # (after the lifetime: what the work reaches is followed through the project, the dearer question)
+            if finding.kind in ("mark", "clock") and _decides_only_process_work(finding, binding, facts):
+                continue
             related: List[Related] = []
             if lifetime is not None:
                 related.append(Related(lifetime.path, lifetime.line, 1, lifetime.why))
@@ -421,6 +488,7 @@ class ModuleStateAsSharedMemory(Rule):
                 related.append(Related(context.path, finding.decision.node.lineno,
                                        finding.decision.node.col_offset + 1,
                                        f"{getattr(finding.decision.function, 'name', '?')}() decides from it"))
+                related.extend(request.way(finding.decision.function, binding))
             message, why = _describe(finding, binding)
             yield self.finding(binding.statement, message, why + _SUGGESTION,
                                fix=Fix("shared-state-snippet", _SNIPPETS[finding.kind], "display-only"), related=related)
