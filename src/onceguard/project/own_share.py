@@ -80,14 +80,17 @@ class _Share:
 
     def __init__(self, function: FunctionNode, facts: ModuleFacts, cls: Optional[ast.ClassDef],
                  registries: Dict[str, "_Registry"], identities: FrozenSet[str],
-                 module_registries: Dict[str, "_Registry"], module_identities: FrozenSet[str]) -> None:
+                 module_registries: Dict[str, "_Registry"], module_identities: FrozenSet[str],
+                 returns: Optional[Dict[Tuple[int, str], bool]] = None) -> None:
         self.function, self.facts, self.cls = function, facts, cls
         self.registries, self.identities = registries, identities
         self.module_registries, self.module_identities = module_registries, module_identities
         self.items: Set[str] = set()
         self.ids: Set[str] = set()
         self.picked: Set[str] = set()
-        self._returns: Dict[Tuple[int, str], bool] = {}
+        # What the defs asked about return, shared with the shares of those defs (and theirs) from the start:
+        # settling a share asks again, and helpers that call each other would otherwise ask without end.
+        self._returns: Dict[Tuple[int, str], bool] = returns if returns is not None else {}
         self._settle()
 
     # -- the three kinds of value ---------------------------------------------------------------------------
@@ -222,8 +225,8 @@ class _Share:
         result = False
         if defined is not None and defined is not self.function:
             share = _Share(defined, self.facts, self.cls if scope is not self.facts.tree.body else None,
-                           self.registries, self.identities, self.module_registries, self.module_identities)
-            share._returns = self._returns
+                           self.registries, self.identities, self.module_registries, self.module_identities,
+                           self._returns)
             given = [n.value for n in walk_no_nested_functions(defined)
                      if isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom)) and n.value is not None
                      and not _is_none(n.value)]
