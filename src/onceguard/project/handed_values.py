@@ -22,7 +22,8 @@ _MAX_DEPTH = 3
 #: Cases beyond this many are not listed: a name filled from so many places is a general-purpose helper's.
 _MAX_CASES = 40
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
-#: Calls that read a container's items in order (``JOBS.items()``, ``list(JOBS)``): the loop reads ``JOBS``.
+#: Views and copies of a container whose items a loop reads as the container's own (``for name, job in
+#: JOBS.items()``, ``list(JOBS)``): the loop reads ``JOBS``.
 _VIEWS = frozenset({"values", "items", "copy"})
 _COPIES = frozenset({"list", "tuple", "sorted", "reversed"})
 
@@ -72,7 +73,7 @@ def _loop_binding(names: Sequence[str], at: ast.AST, function: Optional[ast.AST]
 
 
 def _items(names: Sequence[str], loop: ast.For, facts: ModuleFacts, depth: int) -> Optional[List[Case]]:
-    container = _literal(_iterated(loop.iter), facts)
+    container = _literal(iterated(loop.iter), facts)
     if container is None:
         return None
     items: List[ast.AST]
@@ -98,7 +99,8 @@ def _items(names: Sequence[str], loop: ast.For, facts: ModuleFacts, depth: int) 
     return cases or None
 
 
-def _iterated(expr: ast.AST) -> ast.AST:
+def iterated(expr: ast.AST) -> ast.AST:
+    """The container a ``for`` reads: ``JOBS`` of ``JOBS.values()``, ``list(JOBS)``, ``sorted(JOBS.items())``."""
     while True:
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _VIEWS \
                 and not expr.args:

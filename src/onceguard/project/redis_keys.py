@@ -56,6 +56,9 @@ def key_text(node: ast.AST, facts: ModuleFacts, depth: int = 0) -> Optional[str]
             return _member_text(func.value, func.attr, facts, depth, called=True)
         if isinstance(func, ast.Name):
             return _returned_text(func, facts, depth)
+        method = facts.module_method(func)  # ``slots._slot(job)`` on a module-level instance
+        if method is not None:
+            return _function_text(method, facts, depth)
         return None
     if isinstance(node, ast.Name):
         return _name_text(node, facts, depth)
@@ -81,6 +84,10 @@ def _returned_text(func: ast.Name, facts: ModuleFacts, depth: int) -> Optional[s
         if found is None:
             return None
         function, where = found
+    return _function_text(function, where, depth)
+
+
+def _function_text(function: ast.AST, where: ModuleFacts, depth: int) -> Optional[str]:
     returns = [n for n in walk_no_nested_functions(function) if isinstance(n, ast.Return)]
     if len(returns) != 1 or returns[0].value is None:
         return None

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
+from .handed_values import iterated as _iterated
 from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
 from ..analysis.handed import positional_parameters
 from ..config import Config
@@ -36,9 +37,6 @@ from .renamed_callers import import_statements, spells
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: Container methods that put their (last) argument in: ``jobs.append(f)``, ``jobs.setdefault(name, f)``.
 _PUTS: FrozenSet[str] = frozenset({"append", "appendleft", "add", "insert", "setdefault"})
-#: Views of a container whose items a loop reads as the container's own (``for name, job in JOBS.items()``).
-_VIEWS: FrozenSet[str] = frozenset({"values", "items", "copy"})
-_COPIES: FrozenSet[str] = frozenset({"list", "tuple", "sorted", "reversed"})
 #: At most this many candidate loop modules are parsed for one project.
 _MAX_LOOP_FILES = 60
 
@@ -181,19 +179,6 @@ def _returned_function(factory: FunctionNode) -> Optional[FunctionNode]:
 
 
 # -- the loops that call a container's items -------------------------------------------------------------
-def _iterated(expr: ast.AST) -> ast.AST:
-    """The container a ``for`` reads: ``JOBS`` of ``JOBS.values()``, ``list(JOBS)``, ``sorted(JOBS.items())``."""
-    while True:
-        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _VIEWS \
-                and not expr.args:
-            expr = expr.func.value
-        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in _COPIES \
-                and len(expr.args) == 1:
-            expr = expr.args[0]
-        else:
-            return expr
-
-
 def _calls_item(loop: ast.For) -> bool:
     """The ``for`` body calls the item (``job()``), a part of it (``entry.func()``, ``entry["func"]()``), or the
     value of an ``items()`` pair."""

@@ -22,6 +22,7 @@ from ..project import process_state as state
 from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_nested_functions
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
+from ..project import index as project_index
 from ..project.forwarding import forwarded
 from ..project.reach import Reach, _method_callers_by_name
 from ..project.renamed_callers import project_callers
@@ -119,10 +120,14 @@ def _first_instance_writes(facts: ModuleFacts) -> dict:
 
 
 class _Finding:
-    def __init__(self, kind: str, write: state.Access, decision: Optional[state.Access]) -> None:
+    def __init__(self, kind: str, write: state.Access, decision: Optional[state.Access],
+                 elsewhere: bool = False) -> None:
         self.kind = kind
         self.write = write
         self.decision = decision
+        #: the decision runs in request or job code only if another module's code calls it: asked last, it is
+        #: the dearest question (the project's callers, a few calls up)
+        self.elsewhere = elsewhere
 
 
 def _test_of(access: state.Access) -> Optional[ast.AST]:
@@ -194,7 +199,10 @@ _EVICTIONS = frozenset({"pop", "popleft", "popitem", "remove", "discard"})
 
 #: How many calls up, across the modules of the project, request or job code may be from the function that
 #: uses the state (a route calling a service calling the helper that keeps the marker is two).
-_MAX_CALLER_HOPS = 4
+#: Each hop reads the callers across the project, the dearest question a run asks; deeper chains stay unseen.
+_MAX_CALLER_HOPS = 2
+#: Files that may mention a function whose callers are read (its own included).
+_MAX_CALLER_FILES = 6
 
 
 class _RequestCode:
@@ -259,8 +267,12 @@ def _request_callers(function: FunctionNode, facts: ModuleFacts, hops: int, seen
     if fresh is not None and function.name == "__init__" and facts.enclosing_class(function) is fresh:
         return None
     seen.add(id(function))
+    # A name many files mention is a library's shared helper, not one request path's: its callers are not read
+    # (the reading is the dearest question a run asks, and a helper of every module is no dedupe of one flow).
+    if len(project_index.files_mentioning(function.name, project_index.search_root(facts))) > _MAX_CALLER_FILES:
+        return None
     calls = project_callers(function, facts)
-    if not calls:
+    if not calls and hops == 0:
         # A method called on an object the caller's spelling does not name by its class (``notifier.notify()``
         # on a module-level instance imported from here): the calls that resolve to it.
         calls = _method_callers_by_name(function, facts)
@@ -341,10 +353,12 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: _RequestCode, re
                 return _Finding("clock", clock, decision)
     marks = found.of_kind(state.WRITE_MARK)
     if marks and not found.of_kind("unmark"):
-        for decision in decisions:
-            if _membership_test(decision, matcher) and request.runs(decision.function, receivers, daemon(),
-                                                                    binding):
+        tested = [decision for decision in decisions if _membership_test(decision, matcher)]
+        for decision in tested:
+            if request.runs(decision.function, receivers, daemon()):
                 return _Finding("mark", marks[0], decision)
+        if tested and facts.context.cross_file:
+            return _Finding("mark", marks[0], tested[0], elsewhere=True)
     records = found.of_kind(state.WRITE_RECORD)
     # A registry keeps to the request and job code this module shows: followed through the project's
     # callers, a reader is as often work the writer itself runs (a queue it drains through its own pool) or
@@ -476,6 +490,8 @@ class ModuleStateAsSharedMemory(Rule):
             # (after the lifetime: what the work reaches is followed through the project, the dearer question)
             if finding.kind in ("mark", "clock") and _decides_only_process_work(finding, binding, facts):
                 continue
+            if finding.elsewhere and not request.runs(finding.decision.function, receivers, daemon(), binding):
+                continue  # no request or job code of the project is seen calling it
             related: List[Related] = []
             if lifetime is not None:
                 related.append(Related(lifetime.path, lifetime.line, 1, lifetime.why))

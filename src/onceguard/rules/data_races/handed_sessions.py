@@ -18,9 +18,10 @@ from ...analysis.handed import argument_for
 from ...analysis.names import dotted
 from ...knowledge import orm
 from ...model import Related
+from ...project import index as project_index
 from ...project.fixed_arguments import callers_of
 from .changes import Change, instance_changes
-from .loads import Loaded, _instance_bindings, _loader_before, function_nodes, later, unwrap
+from .loads import Loaded, _instance_bindings, _loader_before, function_nodes, later, module_imports_any, unwrap
 
 @dataclass
 class WrittenByCaller:
@@ -44,7 +45,9 @@ def changed_for_callers(facts: ModuleFacts) -> Iterator[WrittenByCaller]:
     candidates = {}
     for call in facts.calls_named(*_LOADS):
         function = facts.enclosing_function(call)
-        if function is not None and isinstance(call.func, ast.Attribute):
+        # the load goes through something the function is handed (``session.get(...)`` on its parameter)
+        if function is not None and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
+                and call.func.value.id in _parameters(function):
             candidates.setdefault(id(function), function)
     for function in candidates.values():
         parameters = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
@@ -87,8 +90,8 @@ def changed_rows_handed_in(facts: ModuleFacts) -> Iterator[WrittenByCaller]:
     changes from its own value on a row handed in as a parameter, when a caller in another module loaded that row
     without a lock and commits its session (or saves the row) after the call. Callers in the module itself are
     read from the caller's side (``_callee_changes``)."""
-    if not facts.context.cross_file:
-        return
+    if not facts.context.cross_file or not module_imports_any(facts, orm.ORM_MODULES):
+        return  # (a row is an ORM's: a module that imports none is handed other objects)
     candidates = {}
     for assign in facts.assigns:
         target = assign.target if isinstance(assign, (ast.AugAssign, ast.AnnAssign)) else (
@@ -112,8 +115,14 @@ def _parameters(function: FunctionNode) -> set:
     return {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
 
 
+#: Files that may mention a helper whose callers are read: a name many files use is a library's shared helper.
+_MAX_CALLER_FILES = 8
+
+
 def _caller_write_back(function: FunctionNode, parameter: str,
                        facts: ModuleFacts) -> Optional[Tuple[Loaded, Related, str]]:
+    if len(project_index.files_mentioning(function.name, project_index.search_root(facts))) > _MAX_CALLER_FILES:
+        return None
     for call, other in callers_of(function, facts):
         caller = other.enclosing_function(call)
         handed = argument_for(call, function, parameter)

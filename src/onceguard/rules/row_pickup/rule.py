@@ -11,7 +11,7 @@ from ..registry import register
 from ...analysis.sql import parse_statements
 from ..base import Rule
 from ..data_races import (
-    _operator_only, _session_matches, _single_process, _sql_by_function, _tables, django_queryset, function_nodes,
+    _operator_only, _session_matches, _single_process, _sql_by_function, django_queryset, function_nodes,
     later, names_in, unwrap)
 from ..redis_leases import result_tested, short
 from .selection import (
@@ -306,7 +306,7 @@ class UnclaimedRowPickup(Rule):
                     f"The SELECT here picks `{table}` rows by `{column}` without claiming them, so two replicas both "
                     f"process the same rows.",
                     (f"The statement on line {write.call.lineno} updates" if where is None else
-                     f"`{runner.name}` updates") + " them only afterwards, and nothing stops "
+                     f"The caller `{runner.name}` updates") + " them only afterwards, and nothing stops "
                     f"another replica picking them first. Claim the rows: add `FOR UPDATE SKIP LOCKED` to the SELECT "
                     f"and update them in the same transaction, or claim with one statement (`UPDATE {table} SET "
                     f"{column} = 'running' WHERE id IN (SELECT id FROM {table} WHERE {column} = 'pending' LIMIT 10 FOR "
