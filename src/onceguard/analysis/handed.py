@@ -54,6 +54,15 @@ def positional_parameters(function: ast.AST) -> List[str]:
     return names[1:] if names and names[0] in ("self", "cls") else names
 
 
+def parameter_names(function: ast.AST, receiver: bool = True) -> List[str]:
+    """A def's parameters a call can name (positional and keyword-only); ``receiver=False`` leaves out the
+    ``self``/``cls`` a method is called through."""
+    arguments = function.args  # type: ignore[attr-defined]
+    positional = ([a.arg for a in (*arguments.posonlyargs, *arguments.args)] if receiver
+                  else positional_parameters(function))
+    return positional + [a.arg for a in arguments.kwonlyargs]
+
+
 def argument_for(call: ast.Call, function: ast.AST, parameter: str) -> Optional[ast.AST]:
     """The argument ``call`` gives ``function``'s ``parameter``: by keyword, else at its position."""
     positional = positional_parameters(function)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import FrozenSet, List, Optional, Tuple
+from typing import FrozenSet, Iterator, List, Optional, Tuple
 
 import pglast
 from pglast import ast as pg
@@ -69,6 +69,21 @@ def parse_statements(text: str) -> Optional[Tuple[pg.Node, ...]]:
         return tuple(raw.stmt for raw in pglast.parse_sql(normalise_placeholders(text)))
     except (ParseError, ValueError, IndexError, TypeError):
         return None
+
+
+def sql_nodes(node) -> Iterator[pg.Node]:
+    """Every pglast node in ``node`` (a node, or a tuple or list of them), ``node`` itself first."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (tuple, list)):
+            stack.extend(current)
+        elif isinstance(current, pg.Node):
+            yield current
+            for name in current:
+                value = getattr(current, name, None)
+                if isinstance(value, (pg.Node, tuple, list)):
+                    stack.append(value)
 
 
 @lru_cache(maxsize=4096)

@@ -8,7 +8,7 @@ import ast
 from typing import Callable, List, Optional, Tuple
 
 from ..analysis.facts import ModuleFacts, parent
-from ..analysis.handed import argument_for, positional_parameters
+from ..analysis.handed import argument_for, parameter_names
 
 #: How many callers that pass their own parameter on are followed up.
 _MAX_FORWARDS = 3
@@ -34,7 +34,7 @@ def fixed_at_callers(function: ast.AST, names: List[str], facts: ModuleFacts,
             return None
         if not is_fixed(arguments, other):
             caller = other.enclosing_function(call)
-            own = set(_parameters(caller)) if caller is not None else set()
+            own = set(parameter_names(caller, receiver=False)) if caller is not None else set()
             if caller is None or not all(isinstance(a, ast.Name) and a.id in own for a in arguments):
                 return None
             outer = fixed_at_callers(caller, [a.id for a in arguments], other, is_fixed, left_out, depth + 1)
@@ -47,8 +47,13 @@ def fixed_at_callers(function: ast.AST, names: List[str], facts: ModuleFacts,
     return found if seen else None
 
 
-def _parameters(function: ast.AST) -> List[str]:
-    return positional_parameters(function) + [a.arg for a in function.args.kwonlyargs]  # type: ignore[attr-defined]
+def named_in_few_files(function: ast.AST, facts: ModuleFacts, most: int) -> bool:
+    """At most ``most`` files of the project (its own included) mention ``function``'s name. A name many files
+    use is a library's shared helper, not one flow's: reading its callers is the dearest question a run asks,
+    and what they hand it is everyone's."""
+    from . import index as project_index
+
+    return len(project_index.files_mentioning(function.name, project_index.search_root(facts))) <= most  # type: ignore[attr-defined]
 
 
 def callers_of(function: ast.AST, facts: ModuleFacts) -> List[Call]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 from ..analysis.facts import ModuleFacts, parent
-from ..analysis.handed import argument_for
+from ..analysis.handed import argument_for, parameter_names
 from ..model import Related
 from .fixed_arguments import callers_of
 
@@ -48,14 +48,9 @@ def cases_of(names: Sequence[str], at: ast.AST, facts: ModuleFacts, depth: int =
     loop = _loop_binding(names, at, function)
     if loop is not None:
         return _items(names, loop, facts, depth)
-    if function is not None and all(name in _parameters(function) for name in names):
+    if function is not None and all(name in parameter_names(function) for name in names):
         return _callers(names, function, facts, depth)
     return None
-
-
-def _parameters(function: ast.AST) -> List[str]:
-    arguments = function.args  # type: ignore[attr-defined]
-    return [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
 
 
 def _loop_binding(names: Sequence[str], at: ast.AST, function: Optional[ast.AST]) -> Optional[ast.For]:
@@ -172,6 +167,6 @@ def _callers(names: Sequence[str], function: ast.AST, facts: ModuleFacts, depth:
 def _fills_slot(name: ast.Name, at: ast.AST, facts: ModuleFacts) -> bool:
     """The name is itself a slot the caller's own callers or loop fill: a parameter or a ``for`` variable."""
     function = facts.enclosing_function(at)
-    if function is not None and name.id in _parameters(function):
+    if function is not None and name.id in parameter_names(function):
         return True
     return _loop_binding([name.id], at, function) is not None

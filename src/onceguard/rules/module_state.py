@@ -22,7 +22,7 @@ from ..project import process_state as state
 from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_nested_functions
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
-from ..project import index as project_index
+from ..project.fixed_arguments import named_in_few_files
 from ..project.forwarding import forwarded
 from ..project.reach import Reach, _method_callers_by_name
 from ..project.renamed_callers import project_callers
@@ -269,7 +269,7 @@ def _request_callers(function: FunctionNode, facts: ModuleFacts, hops: int, seen
     seen.add(id(function))
     # A name many files mention is a library's shared helper, not one request path's: its callers are not read
     # (the reading is the dearest question a run asks, and a helper of every module is no dedupe of one flow).
-    if len(project_index.files_mentioning(function.name, project_index.search_root(facts))) > _MAX_CALLER_FILES:
+    if not named_in_few_files(function, facts, _MAX_CALLER_FILES):
         return None
     calls = project_callers(function, facts)
     if not calls and hops == 0:

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from typing import Iterator, List, Optional, Tuple
 
 from ...analysis.facts import FunctionNode, ModuleFacts
-from ...analysis.handed import argument_for
+from ...analysis.handed import argument_for, parameter_names
 from ...analysis.names import dotted
 from ...knowledge import orm
 from ...model import Related
-from ...project import index as project_index
-from ...project.fixed_arguments import callers_of
+from ...project.fixed_arguments import callers_of, named_in_few_files
 from .changes import Change, instance_changes
 from .loads import Loaded, _instance_bindings, _loader_before, function_nodes, later, module_imports_any, unwrap
 
@@ -47,7 +46,7 @@ def changed_for_callers(facts: ModuleFacts) -> Iterator[WrittenByCaller]:
         function = facts.enclosing_function(call)
         # the load goes through something the function is handed (``session.get(...)`` on its parameter)
         if function is not None and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
-                and call.func.value.id in _parameters(function):
+                and call.func.value.id in parameter_names(function):
             candidates.setdefault(id(function), function)
     for function in candidates.values():
         parameters = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
@@ -98,10 +97,10 @@ def changed_rows_handed_in(facts: ModuleFacts) -> Iterator[WrittenByCaller]:
             assign.targets[0] if len(assign.targets) == 1 else None)
         if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
             function = facts.enclosing_function(assign)
-            if function is not None and target.value.id in _parameters(function) - {"self", "cls"}:
+            if function is not None and target.value.id in parameter_names(function, receiver=False):
                 candidates.setdefault(id(function), function)
     for function in candidates.values():
-        parameters = _parameters(function)
+        parameters = parameter_names(function)
         for change in instance_changes(function, facts):
             if change.kind == "in place" or change.instance not in parameters:
                 continue
@@ -111,17 +110,13 @@ def changed_rows_handed_in(facts: ModuleFacts) -> Iterator[WrittenByCaller]:
                 break
 
 
-def _parameters(function: FunctionNode) -> set:
-    return {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
-
-
 #: Files that may mention a helper whose callers are read: a name many files use is a library's shared helper.
 _MAX_CALLER_FILES = 8
 
 
 def _caller_write_back(function: FunctionNode, parameter: str,
                        facts: ModuleFacts) -> Optional[Tuple[Loaded, Related, str]]:
-    if len(project_index.files_mentioning(function.name, project_index.search_root(facts))) > _MAX_CALLER_FILES:
+    if not named_in_few_files(function, facts, _MAX_CALLER_FILES):
         return None
     for call, other in callers_of(function, facts):
         caller = other.enclosing_function(call)

@@ -12,7 +12,7 @@ from ...analysis.facts import FunctionNode, ModuleFacts
 from ...knowledge import orm
 from ...model import Diagnostic
 from ...analysis.names import dotted
-from ...analysis.sql import parse_statements, placeholder_names
+from ...analysis.sql import parse_statements, placeholder_names, sql_nodes
 from .loads import _core_reads, _names_compared, chain, later, module_chain
 from .flow import Flow, _merged
 
@@ -33,42 +33,14 @@ def _sql_by_function(facts: ModuleFacts) -> List[List[ExecutedSql]]:
 
 def _columns(node) -> Set[str]:
     """Column names a pglast expression mentions."""
-    found: Set[str] = set()
     if node is None:
-        return found
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, pg.ColumnRef):
-            last = current.fields[-1]
-            if isinstance(last, pg.String):
-                found.add(last.sval)
-            continue
-        if isinstance(current, (tuple, list)):
-            stack.extend(current)
-        elif isinstance(current, pg.Node):
-            for name in current:
-                value = getattr(current, name, None)
-                if isinstance(value, (pg.Node, tuple, list)):
-                    stack.append(value)
-    return found
+        return set()
+    return {current.fields[-1].sval for current in sql_nodes(node)
+            if isinstance(current, pg.ColumnRef) and isinstance(current.fields[-1], pg.String)}
 
 
 def _tables(statement) -> Set[str]:
-    names: Set[str] = set()
-    stack = [statement]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, pg.RangeVar):
-            names.add(current.relname)
-        elif isinstance(current, (tuple, list)):
-            stack.extend(current)
-        elif isinstance(current, pg.Node):
-            for name in current:
-                value = getattr(current, name, None)
-                if isinstance(value, (pg.Node, tuple, list)):
-                    stack.append(value)
-    return names
+    return {current.relname for current in sql_nodes(statement) if isinstance(current, pg.RangeVar)}
 
 
 def _selected_columns(select: ExecutedSql, table: str) -> Set[str]:

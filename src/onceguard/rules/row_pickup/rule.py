@@ -16,9 +16,11 @@ from ..data_races import (
 from ..redis_leases import result_tested, short
 from .selection import (
     Pickup, _django_status_filter, _loop_rows, _only_writes_rows, _pickups, _reread_locked, _row_walk,
-    _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, hands_back, helper_writes, holds_row, may_pick_by_state, sql_pickup)
+    _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, hands_back, helper_writes, holds_row, may_pick_by_state,
+    picked_and_written_after, sql_pickup)
 from .callers import _locked_before, runs_claimed
 from ...project.fixed_arguments import callers_of
+from ...project.scheduled.discovery import scheduled_once
 from ...model import Related
 from .check_then_act import (
     StateRead, StateWrite, _SENT_WORDS, _effects, _function_locks_rows, _guard_matches_write, _persist_call,
@@ -282,23 +284,20 @@ class UnclaimedRowPickup(Rule):
             for select in executions:
                 if select.sql.statement_types != ("SelectStmt",):
                     continue
-                picked = sql_pickup(select, [e for e in executions if later(e.call, select.call)])
+                picked = picked_and_written_after(select, executions, function, facts)
                 where, runner = None, function
-                further = picked is None and function is not None and may_pick_by_state(select)
-                if further:  # the writes behind project functions called after it
-                    picked = sql_pickup(select, helper_writes(function, facts, select.call))
-                if further and picked is None and hands_back(select, function):
+                if (picked is None and function is not None and may_pick_by_state(select)
+                        and hands_back(select, function)):
                     # A loader: the rows go back to its callers, which work through them and write them.
                     picked, where, runner = self._picked_by_callers(select, function, facts)
                 if picked is None:
                     continue
                 table, column, writes = picked
-                written_in = facts if where is None else where[1]
-                if any(_sql_status_column(parse_statements(w.text)[0].whereClause) and _sql_result_checked(w, written_in)
+                runner_facts = facts if where is None else where[1]
+                if any(_sql_status_column(parse_statements(w.text)[0].whereClause) and _sql_result_checked(w, runner_facts)
                        for w in writes):
                     continue
-                runner_facts = facts if where is None else where[1]
-                if runner is not None and (runs_claimed(runner, runner_facts) or _scheduled_once(runner, runner_facts)):
+                if runner is not None and (runs_claimed(runner, runner_facts) or scheduled_once(runner, runner_facts)):
                     continue  # one replica at a time picks: the run itself is claimed, as for ORM pickups
                 write = writes[0]
                 yield self.finding(
@@ -332,11 +331,3 @@ class UnclaimedRowPickup(Rule):
                 return picked, (where, other), caller
         return None, None, None
 
-
-def _scheduled_once(function: FunctionNode, facts: ModuleFacts) -> bool:
-    """``function`` is a scheduled job the deployment runs once per tick (one scheduling process, a leader's
-    scheduler): one run at a time picks the rows, as a claimed run does."""
-    from ..scheduled_jobs.discovery import scheduled_in
-
-    found = [s for s in scheduled_in(facts) if s.target.function is function]
-    return bool(found) and all(s.coordinated or s.gated for s in found)

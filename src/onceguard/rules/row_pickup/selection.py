@@ -15,7 +15,7 @@ from ...analysis.handed import argument_for, positional_parameters
 from ...knowledge import orm
 from ...analysis.names import dotted
 from ...model import Related
-from ...analysis.sql import parse_statements
+from ...analysis.sql import parse_statements, sql_nodes
 from ..data_races import (
     _FETCH, _sql_by_function, _tables, chain, django_instance_loader, django_queryset, function_nodes, later,
     names_in, sa_source, sa_statement, target_names, unwrap)
@@ -529,21 +529,9 @@ def _constant_tests(where) -> Optional[List[str]]:
 def _takes_parameter(executed: ExecutedSql) -> bool:
     statement = parse_statements(executed.text)[0]
     where = getattr(statement, "whereClause", None)
-    if where is None or any(isinstance(node, pg.SubLink) for node in _nodes(where)):
+    if where is None or any(isinstance(node, pg.SubLink) for node in sql_nodes(where)):
         return False
-    return any(isinstance(node, pg.ParamRef) for node in _nodes(where))
-
-
-def _nodes(node):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, (tuple, list)):
-            stack.extend(current)
-        elif isinstance(current, pg.Node):
-            yield current
-            stack.extend(getattr(current, name) for name in current if isinstance(getattr(current, name, None),
-                                                                                (pg.Node, tuple, list)))
+    return any(isinstance(node, pg.ParamRef) for node in sql_nodes(where))
 
 
 def _set_columns(executed: ExecutedSql) -> Set[str]:
@@ -599,14 +587,22 @@ _NOT_HELPERS = frozenset({"execute", "executemany", "fetchall", "fetchone", "fet
 
 
 
+def picked_and_written_after(select: ExecutedSql, executions: List[ExecutedSql], function: Optional[FunctionNode],
+                             facts: ModuleFacts):
+    """``sql_pickup`` of ``select`` against the statements its function runs after it, or, for a SELECT that may
+    pick rows by their state, against the writes behind the project functions it calls after it."""
+    picked = sql_pickup(select, [e for e in executions if later(e.call, select.call)])
+    if picked is None and function is not None and may_pick_by_state(select):
+        picked = sql_pickup(select, helper_writes(function, facts, select.call))
+    return picked
+
+
 def moves_picked_rows(function: FunctionNode, facts: ModuleFacts) -> bool:
     """``function`` selects rows by their state and moves them out of it (``WHERE warned_at IS NULL`` ... ``SET
     warned_at = now()``, ``filter(status="pending")`` ... ``row.status = "sent"; save()``): what it has done is
     marked in the rows, so a later run finds nothing left of it."""
     executions = [e for group in _sql_by_function(facts) for e in group if facts.enclosing_function(e.call) is function]
-    for select in executions:
-        if may_pick_by_state(select) and (
-                sql_pickup(select, [e for e in executions if later(e.call, select.call)]) is not None
-                or sql_pickup(select, helper_writes(function, facts, select.call)) is not None):
-            return True
+    if any(may_pick_by_state(select) and picked_and_written_after(select, executions, function, facts) is not None
+           for select in executions):
+        return True
     return id(function) in _functions_writing_rows(facts) and bool(_pickups(function, facts))

@@ -4,7 +4,7 @@ OG201 unguarded-scheduled-job, OG202 implicit-schedule-timezone, OG203 loud-skip
 The scheduler APIs are data in ``knowledge/schedulers.py``; what counts as a
 claim is ``onceguard.project.claims``.
 """
-from .discovery import Scheduled, Target, scheduled_in
+from ...project.scheduled.discovery import Scheduled, Target, scheduled_in
 from .skip_log import LoudSkipLog
 from .timezones import ImplicitScheduleTimezone
 from .unguarded import UnguardedIdempotentSweep, UnguardedScheduledJob

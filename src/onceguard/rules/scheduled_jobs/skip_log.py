@@ -11,8 +11,8 @@ from ...knowledge import claims as claim_data
 from ...model import Diagnostic, Fix
 from ..registry import register
 from ..base import Rule
-from .discovery import _resolver
-from .jobs import _const
+from ...project.scheduled.discovery import _resolver
+from ...project.scheduled.jobs import _const
 
 
 # ------------------------------------------------------------------------------------------------

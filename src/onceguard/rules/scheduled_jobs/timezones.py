@@ -12,8 +12,8 @@ from ...model import Diagnostic
 from ...analysis.names import dotted
 from ..registry import register
 from ..base import Rule
-from .discovery import Scheduled, scheduled_in
-from .jobs import _argument, _const, _cron_wall_clock, _fields_wall_clock, _has_splat, _keywords
+from ...project.scheduled.discovery import Scheduled, scheduled_in
+from ...project.scheduled.jobs import _argument, _const, _cron_wall_clock, _fields_wall_clock, _has_splat, _keywords
 
 
 # ------------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from ...project.registries import registering_words
 from ...project.summaries import Evidence, summaries_for
 from ..base import Rule
 from ..row_pickup.selection import moves_picked_rows
-from .discovery import Scheduled, _resolver, scheduled_in
+from ...project.scheduled.discovery import Scheduled, _resolver, scheduled_in
 
 
 # ------------------------------------------------------------------------------------------------

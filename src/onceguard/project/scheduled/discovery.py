@@ -563,3 +563,10 @@ def _resolver(call: ast.Call, facts: ModuleFacts):
     if found is None or found[1].context.is_test:
         return None
     return found
+
+
+def scheduled_once(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """``function`` is a scheduled job the deployment runs once per tick (one scheduling process, a leader's
+    scheduler): one run at a time does its work, as a claimed run does."""
+    found = [s for s in scheduled_in(facts) if s.target.function is function]
+    return bool(found) and all(s.coordinated or s.gated for s in found)
