@@ -292,6 +292,8 @@ OG401_TRIGGERS: Tuple[Union[bytes, Tuple[bytes, ...]], ...] = (
 OG402_TRIGGERS: Tuple[bytes, ...] = (
     b"6432", b"pgbouncer", b"PGBOUNCER", b"PgBouncer", b"pooler", b"pgcat", b"odyssey", b"supavisor",
     b"environ", b"getenv",
+    # a URL the migration code takes from the app's settings: where it points is in the project's other files
+    b"sqlalchemy.url", b"create_engine", b"create_async_engine",
 )
 OG403_TRIGGERS: Tuple[bytes, ...] = (
     # command.upgrade is OG403's only when the runner hands env.py its connection (config.attributes);

@@ -18,6 +18,7 @@ from ..analysis.executed_sql import ExecutedSql, executed_sql
 from ..analysis.facts import ModuleFacts, ancestors, position, walk, walk_no_nested_functions
 from ..analysis.handles import Handle
 from ..project.db_handles import ProjectHandles
+from ..project.poolers import pooled_everywhere
 from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
 from ..knowledge.advisory_locks import AdvisoryFunction
@@ -536,10 +537,16 @@ class SessionLockThroughPooler(Rule):
             return
         evidence = _pgbouncer_evidence(facts)
         by_config = facts.config.transaction_pooler and not facts.context.is_migration
-        if evidence is None and not by_config:
+        shown = (pooled_everywhere(facts) if evidence is None and not by_config and not facts.context.is_migration
+                 else None)
+        if evidence is None and not by_config and shown is None:
             return
-        why = (f"this file connects through PgBouncer (line {evidence.lineno})" if evidence is not None
-               else "the project uses a transaction pooler (`transaction-pooler = true`)")
+        if evidence is not None:
+            why = f"this file connects through PgBouncer (line {evidence.lineno})"
+        elif by_config:
+            why = "the project uses a transaction pooler (`transaction-pooler = true`)"
+        else:
+            why = f"every database URL the project shows goes through a pooler ({shown.describe(facts.config.root)})"
         for use in uses:
             yield self.finding(
                 use.call,

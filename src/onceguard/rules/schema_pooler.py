@@ -3,15 +3,14 @@ pooled URL (seed 000 "Migrations"; reference/frameworks.md §4)."""
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator, List, Optional, Set, Tuple
-from urllib.parse import parse_qsl, urlsplit
 
 from ..analysis.executed_sql import bound_value, sql_text
 from ..analysis.facts import ModuleFacts, position
 from ..knowledge import schema as known
 from ..model import Diagnostic
+from ..project.poolers import host_or_port, pooled_everywhere, pooled_variable, pooler_sign
 from .base import Rule
 from .registry import register
 
@@ -19,60 +18,6 @@ from .registry import register
 # =====================================================================================================
 # OG402
 # =====================================================================================================
-_LIBPQ_PAIR = re.compile(r"(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
-_BARE_HOST = re.compile(r"(?P<host>[A-Za-z][A-Za-z0-9.-]*)(?::(?P<port>\d+))?")
-
-
-def _pooler_sign(text: str) -> Optional[str]:
-    """What in a DSN shows it goes through a pooler: ``port 6432``, ``host pgbouncer``..., or None."""
-    if "://" in text:
-        try:
-            parts = urlsplit(text)
-            host = parts.hostname or ""
-            try:
-                port = parts.port
-            except ValueError:
-                port = None
-            options = parse_qsl(parts.query)
-        except ValueError:
-            return None
-        for key, value in options:
-            if key.lower() in ("host", "hostaddr"):
-                host = host or value
-            if key.lower() == "port" and value.isdigit():
-                port = port or int(value)
-        sign = _host_or_port(host, port)
-        if sign:
-            return sign
-        for key, value in options:
-            if any(word in key.lower() or word in value.lower() for word in known.POOLER_OPTION_WORDS):
-                return f"URL option {key}={value}"
-        return None
-    bare = _BARE_HOST.fullmatch(text.strip())
-    if bare:  # a piece of a DSN built from parts: ``DB_HOST = "pgbouncer.svc"`` or ``"pgbouncer:6432"``
-        return _host_or_port(bare.group("host"), int(bare.group("port")) if bare.group("port") else None)
-    pairs = {key.lower(): value.strip("'") for key, value in _LIBPQ_PAIR.findall(text)}
-    if "host" in pairs or "port" in pairs or "dbname" in pairs:
-        port = int(pairs["port"]) if pairs.get("port", "").isdigit() else None
-        sign = _host_or_port(pairs.get("host", ""), port)
-        if sign:
-            return sign
-        for key in pairs:
-            if any(word in key for word in known.POOLER_OPTION_WORDS):
-                return f"option {key}"
-    return None
-
-
-def _host_or_port(host: str, port: Optional[int]) -> Optional[str]:
-    if port in known.PGBOUNCER_PORTS:
-        return f"port {port}, PgBouncer's port"
-    lowered = host.lower()
-    for word in known.POOLER_HOST_WORDS:
-        if word in lowered:
-            return f"host {host}"
-    return None
-
-
 def _env_name(node: ast.AST, facts: ModuleFacts) -> Optional[str]:
     """``X`` of ``os.environ["X"]``, ``os.environ.get("X")``, ``os.getenv("X")``."""
     if isinstance(node, ast.Subscript) and (facts.qualify(node.value) or "") in known.ENV_MAPPINGS:
@@ -197,18 +142,28 @@ class MigrationThroughPooler(Rule):
         if (facts.callee(call) or "") in known.URL_CREATE:
             keyword = next(k for k in call.keywords if k.value is expr)
             for node, text in parts.texts:
-                if keyword.arg == "host" and _host_or_port(text, None):
+                if keyword.arg == "host" and host_or_port(text, None):
                     return node, f"host={text!r}, a pooler host"
             if keyword.arg == "port" and isinstance(expr, ast.Constant) and expr.value in known.PGBOUNCER_PORTS:
                 return expr, f"port={expr.value}, PgBouncer's port"
             return None
         for node, text in parts.texts:
-            sign = _pooler_sign(text)
+            sign = pooler_sign(text)
             if sign:
                 return node, f"a DSN that goes through the pooler ({sign})"
         for node, name in parts.env:
             if any(word in name.lower() for word in known.POOLER_HOST_WORDS):
                 return node, f"{name}, a URL named for the pooler"
+            shown = pooled_variable(name, facts)
+            if shown is not None:  # the deployment sets it, whatever default the code gives
+                return node, (f"{name}, which the deployment sets to a pooled URL",
+                              f"{shown.describe(facts.config.root)}. ")
+        if not parts.texts and not parts.env:
+            # A value the code does not show (``settings.database_url``): every URL the project shows is pooled.
+            shown = pooled_everywhere(facts)
+            if shown is not None:
+                return expr, ("the app's database URL, which goes through the pooler",
+                              f"Every PostgreSQL URL the project shows is pooled: {shown.describe(facts.config.root)}. ")
         if direct and parts.env and all(name != direct for _, name in parts.env):
             for node, name in parts.env:
                 if _looks_like_db_url_variable(name):

@@ -1,0 +1,217 @@
+"""Whether the project talks to PostgreSQL through a transaction pooler, from evidence anywhere in the project.
+
+A lock or a migration is judged by the connection it runs on. Where the code builds that connection from a
+value it does not show (``settings.database_url``, an environment variable), the project's own files say where
+the value points: the environment its deployment files set (compose ``environment:``, Kubernetes ConfigMaps and
+container ``env``, ``.env`` files, Dockerfile ``ENV``) and the PostgreSQL URLs written in its modules.
+
+- A URL goes through a pooler when it names PgBouncer's port (6432), a host named for a pooler, or a pooler
+  URL option (``pooler_sign``).
+- ``pooled_everywhere``: every PostgreSQL URL the project shows goes through a pooler, and no pooler is set to
+  session mode (``pool_mode = session``): whatever value a connection is built from, it is pooled. A project
+  that also shows a direct URL (a ``DIRECT_DATABASE_URL`` for migrations, a development default for a variable
+  the deployment does not set) gives no such answer.
+- ``pooled_variable``: the deployment sets an environment variable only to pooled URLs.
+
+A URL that is the default of an environment read (``os.environ.get("DATABASE_URL", "postgresql://...")``) of a
+variable the deployment sets is not what runs there, and is left out. Tests are not deployed: their URLs are
+not read.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+from urllib.parse import parse_qsl, urlsplit
+
+from ..knowledge import schema as known
+from . import deployment
+from . import index as project
+
+#: A PostgreSQL URL in any text: ``postgresql://``, ``postgres://``, ``postgresql+psycopg://`` ...
+_URL = re.compile(rb"""postgres(?:ql)?(?:\+[A-Za-z0-9_]+)?://[^\s'"`<>]+""")
+#: ``NAME: value`` / ``NAME=value`` / ``"NAME": "value"`` ending where the URL starts.
+_NAMED = re.compile(rb"""["']?([A-Za-z_][A-Za-z0-9_]*)["']?\s*[:=]\s*["']?$""")
+#: A Kubernetes ``- name: X`` line above a ``value:`` line.
+_ENV_NAME = re.compile(rb"""name:\s*["']?([A-Za-z_][A-Za-z0-9_]*)""")
+#: ``os.environ.get("X", "<url>")`` / ``os.getenv("X", "<url>")`` / ``env("X", default="<url>")``: the
+#: variable whose default the URL is.
+_DEFAULT_OF = re.compile(rb"""["']([A-Za-z_][A-Za-z0-9_]*)["']\s*,\s*(?:default\s*=\s*)?[rbuRBU]?["']$""")
+#: ``pool_mode = session`` (pgbouncer.ini), ``POOL_MODE: session`` / ``PGBOUNCER_POOL_MODE=session`` (images).
+_POOL_MODE = re.compile(rb"""(?i)pool_mode["']?\s*[:=]\s*["']?([a-z]+)""")
+
+_LIBPQ_PAIR = re.compile(r"(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
+_BARE_HOST = re.compile(r"(?P<host>[A-Za-z][A-Za-z0-9.-]*)(?::(?P<port>\d+))?")
+_ENV_FILE = re.compile(r"(?:^|\.)env(?:\.|$)|\.env$")
+
+
+def pooler_sign(text: str) -> Optional[str]:
+    """What in a DSN shows it goes through a pooler: ``port 6432``, ``host pgbouncer``..., or None."""
+    if "://" in text:
+        try:
+            parts = urlsplit(text)
+            host = parts.hostname or ""
+            try:
+                port = parts.port
+            except ValueError:
+                port = None
+            options = parse_qsl(parts.query)
+        except ValueError:
+            return None
+        for key, value in options:
+            if key.lower() in ("host", "hostaddr"):
+                host = host or value
+            if key.lower() == "port" and value.isdigit():
+                port = port or int(value)
+        sign = host_or_port(host, port)
+        if sign:
+            return sign
+        for key, value in options:
+            if any(word in key.lower() or word in value.lower() for word in known.POOLER_OPTION_WORDS):
+                return f"URL option {key}={value}"
+        return None
+    bare = _BARE_HOST.fullmatch(text.strip())
+    if bare:  # a piece of a DSN built from parts: ``DB_HOST = "pgbouncer.svc"`` or ``"pgbouncer:6432"``
+        return host_or_port(bare.group("host"), int(bare.group("port")) if bare.group("port") else None)
+    pairs = {key.lower(): value.strip("'") for key, value in _LIBPQ_PAIR.findall(text)}
+    if "host" in pairs or "port" in pairs or "dbname" in pairs:
+        port = int(pairs["port"]) if pairs.get("port", "").isdigit() else None
+        sign = host_or_port(pairs.get("host", ""), port)
+        if sign:
+            return sign
+        for key in pairs:
+            if any(word in key for word in known.POOLER_OPTION_WORDS):
+                return f"option {key}"
+    return None
+
+
+def host_or_port(host: str, port: Optional[int]) -> Optional[str]:
+    if port in known.PGBOUNCER_PORTS:
+        return f"port {port}, PgBouncer's port"
+    lowered = host.lower()
+    for word in known.POOLER_HOST_WORDS:
+        if word in lowered:
+            return f"host {host}"
+    return None
+
+
+@dataclass(frozen=True)
+class ShownUrl:
+    """A PostgreSQL URL a project file shows."""
+
+    url: str
+    path: str
+    line: int
+    variable: Optional[str]  # the environment variable it is the value (or, in code, the default) of
+    in_code: bool
+    sign: Optional[str]  # how it goes through a pooler; None for a direct URL
+
+    def describe(self, root: str = "") -> str:
+        where = os.path.relpath(self.path, root) if root else os.path.basename(self.path)
+        named = f"`{self.variable}` " if self.variable else "the URL "
+        return f"{named}in {where}:{self.line}: {self.sign}"
+
+
+@dataclass(frozen=True)
+class _Shown:
+    urls: Tuple[ShownUrl, ...]
+    session_mode: bool  # a pooler of the project is set to session mode
+
+
+def _is_env_file(name: str) -> bool:
+    return bool(_ENV_FILE.search(name.lower())) and not name.lower().endswith((".py", ".md", ".txt"))
+
+
+def _urls_in(data: bytes, path: str, in_code: bool) -> List[ShownUrl]:
+    found = []
+    for match in _URL.finditer(data):
+        start = data.rfind(b"\n", 0, match.start()) + 1
+        before = data[start:match.start()]
+        line = data.count(b"\n", 0, match.start()) + 1
+        url = match.group(0).decode("utf-8", "replace").rstrip(",;)]}")
+        if in_code:
+            named = _DEFAULT_OF.search(before)
+        else:
+            named = _NAMED.search(before)
+            if named is not None and named.group(1).lower() == b"value":  # Kubernetes ``- name: X`` / ``value:``
+                above = data.rfind(b"\n", 0, max(start - 1, 0)) + 1
+                named = _ENV_NAME.search(data[above:start])
+        variable = named.group(1).decode("ascii") if named is not None else None
+        found.append(ShownUrl(url, path, line, variable, in_code, pooler_sign(url)))
+    return found
+
+
+def _shown(facts) -> _Shown:
+    config = facts.config
+    root = project.search_root(facts)
+
+    def scan() -> Tuple[_Shown, Tuple[str, ...]]:
+        urls: List[ShownUrl] = []
+        session = False
+        read: List[str] = []
+        for base in deployment.deployment_bases(config, root):
+            for path in project.files_named(base, lambda name: deployment._is_deployment_file(name)
+                                            or _is_env_file(name) or name.lower().endswith(".ini"),
+                                            config, key="poolers"):
+                if path in read:
+                    continue
+                read.append(path)
+                data = project.read_bytes(path)
+                session = session or any(m.group(1).lower() == b"session" for m in _POOL_MODE.finditer(data))
+                if not path.lower().endswith(".ini"):  # (alembic.ini's URL is a template the env.py replaces)
+                    urls.extend(_urls_in(data, path, in_code=False))
+        for path in project.files_mentioning("postgres", root):
+            if _is_test_path(path):
+                continue
+            urls.extend(_urls_in(project.read_bytes(path), path, in_code=True))
+        return _Shown(tuple(urls), session), tuple(read)
+
+    return project.scan_once(_scans, (config.root or "", root), scan)
+
+
+_scans: Dict = {}
+
+
+def _is_test_path(path: str) -> bool:
+    parts = path.replace(os.sep, "/").split("/")
+    name = parts[-1]
+    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+            or any(part in ("tests", "test") for part in parts[:-1]))
+
+
+def _deployed(shown: _Shown) -> Dict[str, List[ShownUrl]]:
+    by_variable: Dict[str, List[ShownUrl]] = {}
+    for url in shown.urls:
+        if not url.in_code and url.variable:
+            by_variable.setdefault(url.variable, []).append(url)
+    return by_variable
+
+
+def pooled_everywhere(facts) -> Optional[ShownUrl]:
+    """A pooled URL of the project, when every PostgreSQL URL it shows is pooled (a code default of a variable
+    the deployment sets left out) and no pooler is set to session mode; None otherwise (the CLI only)."""
+    if not facts.context.cross_file:
+        return None
+    shown = _shown(facts)
+    if shown.session_mode:
+        return None
+    deployed = _deployed(shown)
+    kept = [url for url in shown.urls if not (url.in_code and url.variable in deployed)]
+    if not kept or any(url.sign is None for url in kept):
+        return None
+    return next((url for url in kept if not url.in_code), kept[0])
+
+
+def pooled_variable(variable: str, facts) -> Optional[ShownUrl]:
+    """Where the deployment sets ``variable`` to a pooled URL, when it sets it only to pooled ones."""
+    if not facts.context.cross_file:
+        return None
+    shown = _shown(facts)
+    values = _deployed(shown).get(variable, [])
+    if shown.session_mode or not values or any(url.sign is None for url in values):
+        return None
+    return values[0]
+
+
+project.on_clear(_scans.clear)
