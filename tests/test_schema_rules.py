@@ -8,7 +8,7 @@ import pytest
 
 from onceguard.config import from_mapping
 from onceguard.engine.check import check_source
-from onceguard.rules.schema_pooler import _pooler_sign
+from onceguard.project.poolers import pooler_sign
 
 
 def findings(tmp_path, source: str, path: str = "app/main.py", config: dict | None = None):
@@ -392,7 +392,7 @@ def test_an_upgrade_handed_to_a_runner_runs_where_the_runner_is_called(tmp_path,
     ("SELECT 1", None),
 ])
 def test_pooler_signs(dsn, sign):
-    found = _pooler_sign(dsn)
+    found = pooler_sign(dsn)
     if sign is None:
         assert found is None
     else:
