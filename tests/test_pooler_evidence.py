@@ -203,3 +203,23 @@ def test_migrations_with_the_apps_url_and_a_direct_one_shown_are_not_reported(tm
                      "docker-compose.yml": COMPOSE_POOLED.replace("DATABASE_URL: postgresql://shelf:shelf@bouncer:6432",
                                                                   "DATABASE_URL: postgresql://shelf:shelf@postgres:5432")})
     assert findings(tmp_path, "migrations/env.py", codes=("OG402",)) == []
+
+
+def test_a_url_handed_in_as_a_parameter_is_its_callers_to_say(tmp_path):
+    """``def run(url): create_engine(url)``: the callers give the URL (here a variable the project never sets);
+    that every URL the project shows is pooled says nothing about it."""
+    runner = """\
+        import os
+
+        from sqlalchemy import create_engine
+
+
+        def run(url: str) -> None:
+            engine = create_engine(url)
+            engine.dispose()
+
+
+        run(os.environ["MIGRATOR_URL"])
+    """
+    write(tmp_path, {"migrations/run.py": runner, "docker-compose.yml": COMPOSE_POOLED})
+    assert findings(tmp_path, "migrations/run.py", codes=("OG402",)) == []

@@ -133,6 +133,14 @@ def _annotation_target(node: Optional[ast.AST]) -> Optional[ast.AST]:
 _BINDING_KINDS = (ast.Assign, ast.AnnAssign, ast.With, ast.AsyncWith, ast.NamedExpr)
 
 
+def cursor_of(expr: ast.AST) -> Optional[str]:
+    """``conn`` of ``conn.cursor(...)``: a handle on its receiver's connection, whose block closes only itself."""
+    if (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "cursor"
+            and isinstance(expr.func.value, ast.Name)):
+        return expr.func.value.id
+    return None
+
+
 class Handles:
     """Database handles by default; a subclass binds other kinds of objects (Redis clients) by giving
     its own tables and, where its objects are made differently, its own ``_of_call``."""
@@ -246,7 +254,7 @@ class Handles:
         qualified = self.facts.qualify(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else None
         if qualified in self.OBJECTS:
             kind, library = self.OBJECTS[qualified]
-            return Handle(kind, library, qualified.rsplit(".", 1)[-1])
+            return Handle(kind, library, db.MODULE_OBJECT)
         if isinstance(expr, ast.Call):
             return self._of_call(expr, depth)
         if isinstance(expr, ast.Name):
@@ -373,12 +381,19 @@ class Handles:
             root = root.value if isinstance(root, ast.Attribute) else root.func
         if not isinstance(root, ast.Name):
             return None
+        name = root.id
         for above in ancestors(call):
             if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 return None
             if isinstance(above, (ast.With, ast.AsyncWith)):
                 for item in above.items:
-                    if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == root.id:
+                    if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name:
+                        opened = cursor_of(item.context_expr)
+                        if opened is not None:
+                            # ``with conn.cursor() as cur``: the block closes a cursor, not a checkout; the
+                            # connection's own block (if any) is the scope.
+                            name = opened
+                            break
                         handle = self.of(item.context_expr)
                         if handle is None or not (handle.pinned or handle.how in db.SESSION_HOWS
                                                   or handle.how == "session"):

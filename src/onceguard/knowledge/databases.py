@@ -45,6 +45,9 @@ CONSTRUCTORS: Dict[str, tuple] = {
 OBJECTS: Dict[str, tuple] = {
     "django.db.connection": (PINNED, "django"),
 }
+#: ``Handle.how`` of an object in ``OBJECTS``: one connection the module keeps (Django's per-thread
+#: ``connection``), not a checkout; two ``with connection.cursor()`` blocks run on the same session.
+MODULE_OBJECT = "module object"
 
 #: Methods that, called on a pooled handle, check out one connection for as long as it is held.
 PIN_METHODS: FrozenSet[str] = frozenset({

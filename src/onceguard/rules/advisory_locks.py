@@ -16,7 +16,7 @@ from typing import Iterable, Iterator, List, Optional, Set, Tuple
 
 from ..analysis.executed_sql import ExecutedSql, executed_sql
 from ..analysis.facts import ModuleFacts, ancestors, position, walk, walk_no_nested_functions
-from ..analysis.handles import Handle
+from ..analysis.handles import Handle, cursor_of
 from ..project.db_handles import ProjectHandles
 from ..project.poolers import pooled_everywhere
 from ..knowledge import advisory_locks as known
@@ -501,7 +501,10 @@ def _checkout_of(use: LockUse) -> Optional[ast.AST]:
             if isinstance(above, (ast.With, ast.AsyncWith)):
                 for item in above.items:
                     if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == root:
-                        return item
+                        opened = cursor_of(item.context_expr)
+                        if opened is None:
+                            return item
+                        root = opened  # a cursor's block: the checkout is its connection's
             if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 break
     return use.handle.origin if use.handle is not None else None

@@ -36,6 +36,20 @@ def _looks_like_db_url_variable(name: str) -> bool:
     return upper.endswith(known.DB_URL_ENV_SUFFIXES) and any(word in upper for word in known.DB_URL_ENV_WORDS)
 
 
+def _read_from_configuration(expr: ast.AST, facts: ModuleFacts) -> bool:
+    """The DSN is an attribute or an entry of the app's configuration (``settings.database_url``,
+    ``app.config["SQLALCHEMY_DATABASE_URI"]``), also through a name bound to one; not a parameter, whose value
+    its callers give."""
+    node = expr
+    for _ in range(6):
+        if not isinstance(node, ast.Name):
+            break
+        node = bound_value(node, facts)
+        if node is None:
+            return False
+    return isinstance(node, (ast.Attribute, ast.Subscript)) and _env_name(node, facts) is None
+
+
 @dataclass(frozen=True)
 class _DsnParts:
     texts: Tuple[Tuple[ast.AST, str], ...]  # (node, text) of every string that makes up the DSN
@@ -158,7 +172,7 @@ class MigrationThroughPooler(Rule):
             if shown is not None:  # the deployment sets it, whatever default the code gives
                 return node, (f"{name}, which the deployment sets to a pooled URL",
                               f"{shown.describe(facts.config.root)}. ")
-        if not parts.texts and not parts.env:
+        if not parts.texts and not parts.env and _read_from_configuration(expr, facts):
             # A value the code does not show (``settings.database_url``): every URL the project shows is pooled.
             shown = pooled_everywhere(facts)
             if shown is not None:
