@@ -7,6 +7,7 @@ then written unconditionally around the work it guards (check-then-act), and a s
 without reading the row count before success is returned.
 
 - ``selection``: status filters and the rows they select
+- ``moved``: rows a loader hands back, the writes behind helpers, functions that move the rows they pick
 - ``callers``: claims and serialising locks taken by a function's callers
 - ``check_then_act``: one row's state tested, then written around the work
 - ``consumes``: single-use entries deleted without a row count

@@ -16,8 +16,9 @@ from ..data_races import (
 from ..redis_leases import result_tested, short
 from .selection import (
     Pickup, _django_status_filter, _loop_rows, _only_writes_rows, _pickups, _reread_locked, _row_walk,
-    _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, hands_back, helper_writes, holds_row, may_pick_by_state,
-    picked_and_written_after, sql_pickup)
+    _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, holds_row, may_pick_by_state,
+    sql_pickup)
+from .moved_rows import hands_back, helper_writes, picked_and_written_after
 from .callers import _locked_before, runs_claimed
 from ...project.fixed_arguments import callers_of
 from ...project.scheduled.discovery import scheduled_once
@@ -71,10 +72,10 @@ class UnclaimedRowPickup(Rule):
                 write = self._orm_write(pickup, function, facts)
                 if write is None or self._orm_claimed(pickup, function, facts):
                     continue
-                if pickup.node.lineno in reported or _only_writes_rows(pickup, function, facts) or runs_claimed(
+                if pickup.at.lineno in reported or _only_writes_rows(pickup, function, facts) or runs_claimed(
                         function, facts):
                     continue  # (``(await session.scalars(...)).all()``: the awaited call and the chain are one pickup)
-                reported.add(pickup.node.lineno)
+                reported.add(pickup.at.lineno)
                 yield self._report(pickup, write)
         yield from self._raw_sql(facts)
         for finding in [*self._check_then_act(facts), *self._consumes(facts), *self._store_markers(facts)]:
@@ -259,8 +260,9 @@ class UnclaimedRowPickup(Rule):
 
     def _report(self, pickup: Pickup, write: ast.AST) -> Diagnostic:
         model = pickup.model.rsplit(".", 1)[-1]
-        hazard = (f"`{short(pickup.node, 60)}` picks {model} rows by `{pickup.column}` without claiming them, so two "
-                  "replicas both process the same rows.")
+        run = f" (run by `{short(pickup.node, 40)}`, line {pickup.node.lineno})" if pickup.statement is not None else ""
+        hazard = (f"`{short(pickup.at, 60)}`{run} picks {model} rows by `{pickup.column}` without claiming them, so "
+                  "two replicas both process the same rows.")
         why = (f"The rows are updated only afterwards (`{short(write, 40)}`, line {write.lineno}), and nothing stops "
                "another replica picking them first. ")
         field = pickup.column.split("__")[0]
@@ -274,7 +276,7 @@ class UnclaimedRowPickup(Rule):
                           f"that updates them, or move each row with `session.execute(update({model}).where("
                           f"{model}.id == row.id, {model}.{field} == <pending>).values({field}=<running>))` and "
                           f"process it only when `rowcount == 1`.")
-        return self.finding(pickup.node, hazard, suggestion,
+        return self.finding(pickup.at, hazard, suggestion,
                             related=[pickup.selected_in] if pickup.selected_in is not None else [])
 
     # raw SQL ---------------------------------------------------------------------------------------------

@@ -15,9 +15,10 @@ from ...analysis.handed import argument_for, positional_parameters
 from ...knowledge import orm
 from ...analysis.names import dotted
 from ...model import Related
+from ...project.row_claims import hands_back_rows
 from ...analysis.sql import parse_statements, sql_nodes
 from ..data_races import (
-    _FETCH, _sql_by_function, _tables, chain, django_instance_loader, django_queryset, function_nodes, later,
+    _FETCH, _tables, chain, django_instance_loader, django_queryset, function_nodes, later,
     names_in, sa_source, sa_statement, target_names, unwrap)
 from ..redis_leases import result_tested
 
@@ -126,6 +127,13 @@ class Pickup:
     session: Optional[str] = None
     #: where the rows are selected when another function picks them and returns them (a repository's)
     selected_in: Optional[Related] = None
+    #: the statement that selects them when it is built into a name before it runs (``stmt = select(...)``)
+    statement: Optional[ast.AST] = None
+
+    @property
+    def at(self) -> ast.AST:
+        """Where the selection is written: the statement built into a name, else the query itself."""
+        return self.statement if self.statement is not None else self.node
 
 
 def _rows_names(expr: ast.AST, facts: ModuleFacts) -> Set[str]:
@@ -190,7 +198,8 @@ def _local_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]:
             links = _sa_links(node, facts)
             column = _sa_status_condition(links, pickup=True)
             if column:
-                found.append(Pickup("sqlalchemy", node, loaded.model, column, _rows_names(node, facts), loaded.session))
+                found.append(Pickup("sqlalchemy", node, loaded.model, column, _rows_names(node, facts), loaded.session,
+                                    statement=_built_statement(node, facts)))
     return found
 
 
@@ -219,7 +228,7 @@ def _returned_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup
             picked = next((p for p in _local_pickups(target, target_facts) if _returns_rows(p, target)), None)
             if picked is not None:
                 session = _handed_session(picked.session, target, node)
-                where = Related(target_facts.context.path, picked.node.lineno, picked.node.col_offset + 1,
+                where = Related(target_facts.context.path, picked.at.lineno, picked.at.col_offset + 1,
                                 f"`{target.name}` selects the rows by `{picked.column}` and returns them")
                 found.append(Pickup(picked.framework, node, picked.model, picked.column, _rows_names(node, facts),
                                     session, where))
@@ -301,6 +310,19 @@ def _expression_ancestors(node: ast.AST):
         above = parent(above)
 
 
+def _built_statement(node: ast.AST, facts: ModuleFacts) -> Optional[ast.AST]:
+    """The ``select(...)`` a query runs when it was built into a name first (``stmt = select(Job).where(...)``
+    ... ``session.scalars(stmt)``): the statement, where its conditions and any row lock are written."""
+    _, links = chain(node)
+    for _, call in links:
+        if isinstance(call, ast.Call) and call.args and isinstance(unwrap(call.args[0]), ast.Name):
+            value = bound_value(unwrap(call.args[0]), facts) if sa_statement(call.args[0], facts) else None
+            # the function's own statement (one a module builds for several functions is not this pickup's)
+            if value is not None and facts.enclosing_function(value) is facts.enclosing_function(node):
+                return value
+    return None
+
+
 def _sa_links(node: ast.AST, facts: ModuleFacts):
     head, links = chain(node)
     result = list(links)
@@ -367,9 +389,10 @@ _PURE_CALLS = frozenset({
 def _only_writes_rows(pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> bool:
     """The loop over the picked rows does nothing but write them (delete them, set a constant): two
     replicas repeating that is duplicate work, not a duplicate effect.  Anything else it calls (send,
-    publish, run, allocate a number) makes the pickup a hazard."""
+    publish, run, allocate a number) makes the pickup a hazard.  So does handing the marked rows back
+    (``return jobs``): the work on them is the caller's, and every replica's caller gets the same rows."""
     loops, rows = _row_walk(pickup, function, facts)
-    if not loops:
+    if not loops or hands_back_rows(rows, function):
         return False
     for loop in loops:
         skipped: Set[int] = set()
@@ -539,70 +562,3 @@ def _set_columns(executed: ExecutedSql) -> Set[str]:
     if not isinstance(statement, pg.UpdateStmt):
         return set()
     return {target.name for target in statement.targetList or () if isinstance(target, pg.ResTarget) and target.name}
-
-
-def hands_back(select: ExecutedSql, function: FunctionNode) -> bool:
-    """A ``return`` of ``function`` gives what ``select`` read: the call itself, a fetch on its cursor, or a name
-    bound to either."""
-    receiver = dotted(select.receiver) if select.receiver is not None else None
-
-    def reads(expr: ast.AST) -> bool:
-        return any(n is select.call or (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                                        and receiver is not None and dotted(n.func.value) == receiver)
-                   for n in walk(expr))
-
-    holding: Set[str] = set()
-    for node in walk(function):
-        if isinstance(node, ast.Assign) and reads(node.value):
-            holding.update(n for t in node.targets for n in target_names(t))
-    for node in walk(function):
-        if isinstance(node, ast.Return) and node.value is not None and (reads(node.value) or names_in(node.value) & holding):
-            return True
-    return False
-
-
-def helper_writes(function: FunctionNode, facts: ModuleFacts, after: ast.AST) -> List[ExecutedSql]:
-    """The UPDATEs and DELETEs that project functions called in ``function`` after ``after`` send
-    (``mark_done(conn, row.id)`` whose body runs ``UPDATE ... WHERE id = %s``), each placed at its call here."""
-    from dataclasses import replace
-    from ...project.summaries import resolve
-
-    found: List[ExecutedSql] = []
-    for node in function_nodes(function, facts):
-        if not (isinstance(node, ast.Call) and later(node, after)) or isinstance(node.func, ast.Attribute) \
-                and node.func.attr in _NOT_HELPERS:
-            continue
-        for target, target_facts in resolve(node, facts, function, by_name=False):
-            for group in _sql_by_function(target_facts):
-                for executed in group:
-                    if target_facts.enclosing_function(executed.call) is target and \
-                            executed.sql.statement_types in (("UpdateStmt",), ("DeleteStmt",)):
-                        found.append(replace(executed, call=node, receiver=None))
-    return found
-
-
-#: Calls that run SQL or move a cursor rather than call a project helper: read as SQL where they are written.
-_NOT_HELPERS = frozenset({"execute", "executemany", "fetchall", "fetchone", "fetchmany", "commit", "rollback",
-                          "cursor", "scalars", "scalar", "all", "first", "one"})
-
-
-
-def picked_and_written_after(select: ExecutedSql, executions: List[ExecutedSql], function: Optional[FunctionNode],
-                             facts: ModuleFacts):
-    """``sql_pickup`` of ``select`` against the statements its function runs after it, or, for a SELECT that may
-    pick rows by their state, against the writes behind the project functions it calls after it."""
-    picked = sql_pickup(select, [e for e in executions if later(e.call, select.call)])
-    if picked is None and function is not None and may_pick_by_state(select):
-        picked = sql_pickup(select, helper_writes(function, facts, select.call))
-    return picked
-
-
-def moves_picked_rows(function: FunctionNode, facts: ModuleFacts) -> bool:
-    """``function`` selects rows by their state and moves them out of it (``WHERE warned_at IS NULL`` ... ``SET
-    warned_at = now()``, ``filter(status="pending")`` ... ``row.status = "sent"; save()``): what it has done is
-    marked in the rows, so a later run finds nothing left of it."""
-    executions = [e for group in _sql_by_function(facts) for e in group if facts.enclosing_function(e.call) is function]
-    if any(may_pick_by_state(select) and picked_and_written_after(select, executions, function, facts) is not None
-           for select in executions):
-        return True
-    return id(function) in _functions_writing_rows(facts) and bool(_pickups(function, facts))

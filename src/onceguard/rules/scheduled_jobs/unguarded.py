@@ -15,9 +15,10 @@ from ...analysis.names import dotted
 from ..registry import register
 from ...noqa import ALL, line_codes
 from ...project.registries import registering_words
+from ...project.row_claims import takes_claimed_rows
 from ...project.summaries import Evidence, summaries_for
 from ..base import Rule
-from ..row_pickup.selection import moves_picked_rows
+from ..row_pickup.moved_rows import moves_picked_rows, picks_rows
 from ...project.scheduled.discovery import Scheduled, _resolver, scheduled_in
 
 
@@ -236,6 +237,11 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
             # A def here is reported once at the def; a def elsewhere at each registration.
             key = (id(scheduled.registration), id(function)) if target.foreign else id(function)
             if function is None or target.facts is None or key in reported:
+                continue
+            if scheduled.family == known.WORKER_LOOP and takes_claimed_rows(scheduled.registration, facts,
+                                                                            picks_rows):
+                # The pass hands it a row it took: a consumer's work on that row, not a job every replica repeats
+                # (each takes other rows; rows picked without a claim are OG302's, at the pickup).
                 continue
             analyzer = ClaimAnalyzer.of_module(target.facts, resolver)
             analyzer.by_name = bool(resolver)

@@ -1,0 +1,96 @@
+"""Rows that leave the function that selected them, and functions that move the rows they pick.
+
+- ``hands_back``: a loader's SELECT whose rows a ``return`` gives its callers;
+- ``helper_writes``: the UPDATEs and DELETEs behind the project functions a function calls after a SELECT;
+- ``picked_and_written_after``: a SELECT by state, then a write of its table (its own, or a helper's);
+- ``moves_picked_rows`` / ``picks_rows``: a function picks rows by their state and moves them out of it (asked
+  by OG201 too: the work on such rows is a consumer's, judged at the pickup).
+"""
+
+import ast
+from typing import List, Optional, Set
+
+from ...analysis.executed_sql import ExecutedSql
+from ...analysis.facts import FunctionNode, ModuleFacts, walk
+from ...analysis.names import dotted
+from ..data_races import _sql_by_function, function_nodes, later, names_in, target_names
+from .selection import _contains, _functions_writing_rows, _pickups, may_pick_by_state, sql_pickup
+
+
+def hands_back(select: ExecutedSql, function: FunctionNode) -> bool:
+    """A ``return`` of ``function`` gives what ``select`` read: the call itself, a fetch on its cursor, or a name
+    bound to either."""
+    receiver = dotted(select.receiver) if select.receiver is not None else None
+
+    def reads(expr: ast.AST) -> bool:
+        return any(n is select.call or (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                                        and receiver is not None and dotted(n.func.value) == receiver)
+                   for n in walk(expr))
+
+    holding: Set[str] = set()
+    for node in walk(function):
+        if isinstance(node, ast.Assign) and reads(node.value):
+            holding.update(n for t in node.targets for n in target_names(t))
+    for node in walk(function):
+        if isinstance(node, ast.Return) and node.value is not None and (reads(node.value) or names_in(node.value) & holding):
+            return True
+    return False
+
+
+def helper_writes(function: FunctionNode, facts: ModuleFacts, after: ast.AST) -> List[ExecutedSql]:
+    """The UPDATEs and DELETEs that project functions called in ``function`` after ``after`` send
+    (``mark_done(conn, row.id)`` whose body runs ``UPDATE ... WHERE id = %s``), each placed at its call here."""
+    from dataclasses import replace
+    from ...project.summaries import resolve
+
+    found: List[ExecutedSql] = []
+    for node in function_nodes(function, facts):
+        if not (isinstance(node, ast.Call) and later(node, after)) or isinstance(node.func, ast.Attribute) \
+                and node.func.attr in _NOT_HELPERS:
+            continue
+        for target, target_facts in resolve(node, facts, function, by_name=False):
+            for group in _sql_by_function(target_facts):
+                for executed in group:
+                    if target_facts.enclosing_function(executed.call) is target and \
+                            executed.sql.statement_types in (("UpdateStmt",), ("DeleteStmt",)):
+                        found.append(replace(executed, call=node, receiver=None))
+    return found
+
+
+#: Calls that run SQL or move a cursor rather than call a project helper: read as SQL where they are written.
+_NOT_HELPERS = frozenset({"execute", "executemany", "fetchall", "fetchone", "fetchmany", "commit", "rollback",
+                          "cursor", "scalars", "scalar", "all", "first", "one"})
+
+
+
+def picked_and_written_after(select: ExecutedSql, executions: List[ExecutedSql], function: Optional[FunctionNode],
+                             facts: ModuleFacts):
+    """``sql_pickup`` of ``select`` against the statements its function runs after it, or, for a SELECT that may
+    pick rows by their state, against the writes behind the project functions it calls after it."""
+    picked = sql_pickup(select, [e for e in executions if later(e.call, select.call)])
+    if picked is None and function is not None and may_pick_by_state(select):
+        picked = sql_pickup(select, helper_writes(function, facts, select.call))
+    return picked
+
+
+def moves_picked_rows(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """``function`` selects rows by their state and moves them out of it (``WHERE warned_at IS NULL`` ... ``SET
+    warned_at = now()``, ``filter(status="pending")`` ... ``row.status = "sent"; save()``): what it has done is
+    marked in the rows, so a later run finds nothing left of it."""
+    executions = [e for group in _sql_by_function(facts) for e in group if facts.enclosing_function(e.call) is function]
+    if any(may_pick_by_state(select) and picked_and_written_after(select, executions, function, facts) is not None
+           for select in executions):
+        return True
+    return id(function) in _functions_writing_rows(facts) and bool(_pickups(function, facts))
+
+
+def picks_rows(function: FunctionNode, facts: ModuleFacts, rows: Optional[ast.AST] = None) -> bool:
+    """``function`` picks rows by their state and moves them out of it (:func:`moves_picked_rows`); given
+    ``rows`` (what a loop of ``function`` walks), those are the picked rows: the ORM selection itself, or a
+    name it was bound to (``labels = queued(session)`` ... ``for label in labels``)."""
+    if rows is None:
+        return moves_picked_rows(function, facts)
+    if id(function) not in _functions_writing_rows(facts):
+        return False
+    return any(_contains(rows, pickup.node) or (isinstance(rows, ast.Name) and rows.id in pickup.rows)
+               for pickup in _pickups(function, facts))
