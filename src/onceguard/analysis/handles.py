@@ -253,8 +253,9 @@ class Handles:
             return self.of(expr.value, depth)
         qualified = self.facts.qualify(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else None
         if qualified in self.OBJECTS:
-            kind, library = self.OBJECTS[qualified]
-            return Handle(kind, library, db.MODULE_OBJECT)
+            entry = self.OBJECTS[qualified]
+            # (kind, library[, how]): without its own ``how``, an object is named for what made it
+            return Handle(entry[0], entry[1], entry[2] if len(entry) > 2 else qualified.rsplit(".", 1)[-1])
         if isinstance(expr, ast.Call):
             return self._of_call(expr, depth)
         if isinstance(expr, ast.Name):

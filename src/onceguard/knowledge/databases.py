@@ -42,12 +42,12 @@ CONSTRUCTORS: Dict[str, tuple] = {
 }
 
 #: Module-level objects that are handles by themselves.
-OBJECTS: Dict[str, tuple] = {
-    "django.db.connection": (PINNED, "django"),
-}
-#: ``Handle.how`` of an object in ``OBJECTS``: one connection the module keeps (Django's per-thread
-#: ``connection``), not a checkout; two ``with connection.cursor()`` blocks run on the same session.
+#: ``Handle.how`` of a module's own connection (Django's per-thread ``connection``): not a checkout; two
+#: ``with connection.cursor()`` blocks run on the same session.
 MODULE_OBJECT = "module object"
+OBJECTS: Dict[str, tuple] = {
+    "django.db.connection": (PINNED, "django", MODULE_OBJECT),
+}
 
 #: Methods that, called on a pooled handle, check out one connection for as long as it is held.
 PIN_METHODS: FrozenSet[str] = frozenset({
