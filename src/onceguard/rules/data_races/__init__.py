@@ -9,6 +9,7 @@ or a store client whose origin is known.  Arithmetic done by the database (``F("
 - ``loads``: chains and ORM loaders (shared with OG302)
 - ``flow``: how a value read flows within a function
 - ``changes``: instance fields changed from their own value, and the write that stores them
+- ``returned_loads``: a row a project function loads and returns, read as that load at the call
 - ``stores``: Redis and cache read-modify-write
 - ``sql_reads``: SELECT then UPDATE with a Python value
 - ``rule``: the OG301 rule

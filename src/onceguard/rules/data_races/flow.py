@@ -215,7 +215,10 @@ def _set_algebra(node: ast.BinOp) -> bool:
 
 
 def _text(node: ast.AST) -> bool:
-    """A string literal or f-string: ``obj.prefix + "TEST-"`` builds text, it does not count."""
+    """A string literal or f-string: ``obj.prefix + "TEST-"`` builds text, it does not count; nor does a choice
+    between two of them (``obj.notes += f"\n{line}" if obj.notes else f"{line}"``)."""
+    if isinstance(node, ast.IfExp):
+        return _text(node.body) and _text(node.orelse)
     return isinstance(node, ast.JoinedStr) or isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 

@@ -13,6 +13,7 @@ from ...project.db_handles import ProjectHandles
 from ...project.definitions import definition
 from ...knowledge.databases import FLASK_SQLALCHEMY as FLASK_SQLALCHEMY_HANDLE
 from ...knowledge import orm
+from ...model import Related
 from ...analysis.names import dotted
 
 
@@ -93,6 +94,8 @@ class Loaded:
     call: ast.AST  # the loader expression
     locked: bool
     session: Optional[str] = None  # SQLAlchemy: the dotted session the write must go through
+    #: where the row is loaded when a project function loads it and returns it to the caller
+    where: Optional[Related] = None
 
 
 def django_queryset(expr: ast.AST) -> Optional[Tuple[str, Links]]:
@@ -206,12 +209,14 @@ def sa_source(expr: ast.AST, facts: ModuleFacts, many: bool) -> Optional[Loaded]
         if len(expr.args) >= 2 and _is_flask_sqlalchemy(expr.func.value, facts):
             return Loaded("sqlalchemy", dotted(expr.args[0]) or "Model", expr, False, FLASK_SESSION)
         return None
-    # session.get(Model, pk)
-    if not many and len(links) == 1 and links[0][0] in orm.SA_SESSION_GET and isinstance(expr, ast.Call):
+    # session.get(Model, pk), also on a session reached through an attribute (``db.session.get(...)``)
+    if not many and links[-1][0] in orm.SA_SESSION_GET and isinstance(expr, ast.Call) \
+            and all(call is None for _, call in links[:-1]):
         if len(expr.args) >= 2 and _is_sa_session(expr.func.value, facts):
             locked = any(k.arg == orm.SA_ROW_LOCK_KEYWORD and not _falsy(k.value) for k in expr.keywords)
             return Loaded("sqlalchemy", dotted(expr.args[0]) or "Model", expr, locked, dotted(expr.func.value))
-        return None
+        if len(links) == 1:
+            return None
     for index, (name, call) in enumerate(links):
         if call is None or not isinstance(call, ast.Call):
             continue

@@ -19,12 +19,13 @@ from .stores import StoreChecks
 from .keyed_stores import KeyedStoreChecks
 from .sql_reads import SqlChecks
 from .loads import (
-    Loaded, _instance_bindings, column_type, _loader_before, _model_columns, _model_method, _operator_only,
-    _relocked_before, _single_process, django_instance_loader, function_nodes, later, module_imports_any, sa_source,
-    unwrap)
+    FLASK_SESSION, Loaded, _instance_bindings, column_type, _loader_before, _model_columns, _model_method,
+    _operator_only, _relocked_before, _single_process, django_instance_loader, function_nodes, later,
+    module_imports_any, sa_source, unwrap)
 from .flow import Flow, _first_arithmetic, _keyed, plain_name
 from .writers import sole_writer
 from .handed_sessions import changed_for_callers, changed_rows_handed_in
+from .returned_loads import returned_row
 from .changes import Change, _fresh_object, _functions_writing_instances, _written_back, instance_changes
 
 
@@ -213,7 +214,16 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                     continue
                 if _fresh_object(change.instance, change, function, facts):
                     continue
-                write = _written_back(change, function, facts, bindings)
+                seen_by = bindings
+                if loaded is None:
+                    # No load in view: the row may come from a project function that loads it and returns it.
+                    returned = returned_row(change.instance, change.back, function, facts)
+                    if returned is not None:
+                        if returned[1].locked:
+                            continue
+                        loaded = returned[1]
+                        seen_by = {**bindings, change.instance: [*bindings.get(change.instance, []), returned]}
+                write = _written_back(change, function, facts, seen_by)
                 if write is None:
                     continue
                 if sole_writer(change.instance, change.statement, function, facts) is not None:
@@ -272,8 +282,9 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
         if change.kind == "arithmetic" and column not in ("text", "json"):
             fix = orm_update_fix(change.statement, obj, field, "django" if django else "sqlalchemy",
                                  loaded.model if loaded is not None else None,
-                                 loaded.session if loaded is not None else None, write)
-        return self.finding(change.statement, hazard, why + suggestion, fix=fix)
+                                 _fix_session(loaded, write), write)
+        related = [loaded.where] if loaded is not None and loaded.where is not None else []
+        return self.finding(change.statement, hazard, why + suggestion, fix=fix, related=related)
 
     # changes made by a callee: a model method on ``self``, a helper on its parameter ----------------------------
     def _model_methods(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
@@ -389,6 +400,15 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                     "transaction.",
                 )
                 break
+
+
+def _fix_session(loaded: Optional[Loaded], write: ast.Call) -> Optional[str]:
+    """The session the fix's UPDATE runs on: the one the row was loaded through, and for Flask-SQLAlchemy's
+    ``Model.query`` (which names none) the ``<db>.session`` the function commits."""
+    if loaded is None or loaded.session != FLASK_SESSION:
+        return loaded.session if loaded is not None else None
+    receiver = dotted(write.func.value) if write.func.attr in orm.SA_FLUSH else None
+    return receiver if receiver and receiver.endswith("session") else None
 
 
 def _whole_value_suggestion(obj: str, field: str, column: str, django: bool) -> str:
