@@ -2,6 +2,7 @@
 command or a script (reference/frameworks.md §0.3).  ``project.startup`` and ``project.reach`` read these."""
 from __future__ import annotations
 
+import re
 from typing import FrozenSet, Tuple
 
 #: Decorators (qualified, or method names on an app object) that register a start-up hook.
@@ -78,6 +79,10 @@ JOB_DECORATORS: FrozenSet[str] = frozenset({
 JOB_REGISTRATION_METHODS: FrozenSet[str] = frozenset({"add_job", "add_schedule", "do"})
 #: Django function views: first parameter named ``request`` in a module that imports Django.
 REQUEST_PARAMETER = "request"
+#: Falcon resources: a method ``on_get``/``on_post``/... (also with a suffix, ``on_get_item``) taking the
+#: request and the response, in a module that imports Falcon, is a responder the app routes requests to.
+RESPONDER_MODULES: Tuple[str, ...] = ("falcon",)
+RESPONDER_METHOD = re.compile(r"on_(get|post|put|patch|delete|head|options)(_\w+)?")
 
 # -- OG610: start-up writes to rows every replica shares ---------------------------------------------------
 #: Where a query chain names its model: ``Model.objects`` (Django), ``Model.query`` (Flask-SQLAlchemy).

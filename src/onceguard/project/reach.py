@@ -158,6 +158,7 @@ class Reach:
                               if self.programs or self._starts_server(block)}
         self.extra: Dict[int, str] = {}
         self._startup_extra: Set[int] = set()  # ids in ``extra`` that run at start-up (not request/job)
+        self._entries: Set[int] = set()  # request handlers and jobs themselves (not what they call)
         self._find_server_main_callees()
         self._find_server_commands()
         self._find_request_and_job_code()
@@ -290,10 +291,12 @@ class Reach:
         facts = self.facts
         pending: List[FunctionNode] = []
         imports_django = _imports_module(facts, ("django", "rest_framework"))
+        imports_responders = _imports_module(facts, known.RESPONDER_MODULES)
 
         def mark(function: Optional[FunctionNode], reason: str) -> None:
             if function is not None and id(function) not in self.extra and self.startup.reason(function) is None:
                 self.extra[id(function)] = reason
+                self._entries.add(id(function))
                 pending.append(function)
 
         for function in facts.functions:
@@ -308,10 +311,18 @@ class Reach:
                     mark(function, f"in the job {function.name}()")  # (also imported under another name)
             if imports_django and self._first_parameter(function) == known.REQUEST_PARAMETER:
                 mark(function, f"in the request handler {function.name}()")
+            elif imports_responders and self._is_responder(function):
+                mark(function, f"in the request handler {function.name}()")
         for call in facts.calls_named(*known.JOB_REGISTRATION_METHODS):
             if call.args:
                 mark(self._function_named(call.args[0]), "in a scheduled job")
         self._propagate(pending, "which is request/job code")
+
+    def _is_responder(self, function: FunctionNode) -> bool:
+        """A Falcon responder: ``def on_post(self, req, resp, ...)`` of a class (``on_get_item`` too)."""
+        positional = function.args.posonlyargs + function.args.args
+        return (known.RESPONDER_METHOD.fullmatch(function.name) is not None and len(positional) >= 3
+                and positional[0].arg == "self" and self.facts.enclosing_class(function) is not None)
 
     @staticmethod
     def _first_parameter(function: FunctionNode) -> str:
@@ -394,6 +405,11 @@ class Reach:
         """Start-up code of this module: a framework hook or what it calls, or what a server's ``__main__``
         block or a server-starting command calls (not request or job code)."""
         return self.startup.reason(function) is not None or id(function) in self._startup_extra
+
+    def is_entry(self, function: FunctionNode) -> bool:
+        """A request handler or a job itself, which the framework calls (what it returns goes to the client
+        or the queue), not a function it calls."""
+        return id(function) in self._entries
 
     def is_request_or_job(self, function: FunctionNode) -> bool:
         """Request handler or job code of this module, or what it calls here."""

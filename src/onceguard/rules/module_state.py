@@ -6,7 +6,10 @@ code remembers something about the world in it and decides from it: per-key coun
 (quotas, login lockouts), "last done at" watermarks that skip work done recently, "already handled" markers
 (``if event_id in _seen: return``), and registries one request writes and another request reads.  Behind a
 load balancer each replica, and each worker process of one replica, keeps its own copy, and a restart
-forgets it.
+forgets it.  A marker may only answer, the work being its caller's: a method of a long-lived object that tests
+its own container and fills it (``if key in self._seen: return False`` … ``self._seen[key] = now``), or returns
+the test next to another method that fills it; then a caller in request or job code, in this module or another,
+must act on the answer with work that leaves the process.
 
 Silent on purpose: memoisation (a function that fills the state on a miss with a computed value), state that
 holds this process's own objects (events, queues, tasks, sockets), markers that are taken out again when the
@@ -16,10 +19,10 @@ updated and never read to decide (metrics).
 from __future__ import annotations
 
 import ast
-from typing import FrozenSet, Iterator, List, Optional, Set, Tuple
+from typing import Callable, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from ..project import process_state as state
-from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
 from ..project.fixed_arguments import named_in_few_files
@@ -128,10 +131,17 @@ class _Finding:
         #: the decision runs in request or job code only if another module's code calls it: asked last, it is
         #: the dearest question (the project's callers, a few calls up)
         self.elsewhere = elsewhere
+        #: the decision hands its answer back, and its callers act on it
+        self.answered = False
 
 
 def _test_of(access: state.Access) -> Optional[ast.AST]:
-    return getattr(access.node, "test", None) if access.function is not None else None
+    """What a deciding access tests; for a returned answer (``return key in self._seen``), the answer."""
+    if access.function is None:
+        return None
+    if isinstance(access.node, ast.Return):
+        return access.node.value
+    return getattr(access.node, "test", None)
 
 
 def _membership_test(access: state.Access, matcher: state.StateMatcher) -> bool:
@@ -143,6 +153,21 @@ def _membership_test(access: state.Access, matcher: state.StateMatcher) -> bool:
         if isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
             if any(matcher.derives(c, names, access.function) for c in node.comparators):
                 return True
+    return False
+
+
+def _fill_of(fills: List[state.Access], decision: state.Access) -> state.Access:
+    """The write that marks what ``decision`` tests: the one in the same function, else the first."""
+    return next((fill for fill in fills if fill.function is decision.function), fills[0])
+
+
+def _work_ended(found: state.Accesses, matcher: state.StateMatcher, stamped: bool) -> bool:
+    """A member is taken out again: a marker of work in flight in this process.  For entries stamped with the
+    time they were seen, a loop over the state that drops entries (``for key, at in list(self._seen.items()):``
+    … ``del self._seen[key]``) is their expiry, not the end of the work."""
+    for access in found.of_kind("unmark"):
+        if not (stamped and state.in_loop_over_state(access, matcher)):
+            return True
     return False
 
 
@@ -215,45 +240,71 @@ class _RequestCode:
 
     def __init__(self, facts: ModuleFacts) -> None:
         self.facts = facts
-        self._elsewhere: dict = {}  # (function id, binding id) -> (reason, the calls on the way) or None
+        #: (function id, binding id, asked about its answer) -> (reason, the calls on the way) or None
+        self._elsewhere: dict = {}
 
     @property
     def reach(self) -> Reach:
         return Reach.of_module(self.facts)  # cached per module
 
     def runs(self, function: FunctionNode, receivers: Set[str], loop_methods: FrozenSet[str] = frozenset(),
-             binding: Optional[state.Binding] = None) -> Optional[str]:
-        if function.name in loop_methods and self.facts.enclosing_class(function) is not None:
-            return "in the daemon's loop"
-        if self.reach.is_request_or_job(function):
-            return self.reach.function_reason(function)
+             binding: Optional[state.Binding] = None, answer: Optional[Callable] = None) -> Optional[str]:
+        """Why ``function`` runs in request or job code, or None.  With ``answer`` (``function`` hands back
+        whether a key is marked, and what the mark guards is its caller's work), only calls whose caller acts
+        on the answer with work that leaves the process count (``answer(call, facts)``)."""
         cls = self.facts.enclosing_class(function)
-        for call in self.facts.calls_named(function.name) if cls is not None and receivers else ():
-            receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
-            if isinstance(receiver, ast.Name) and receiver.id in receivers:
-                caller = self.facts.enclosing_function(call)
-                if caller is not None and _decorates(call, caller):
-                    continue  # ``@registry.add("x")`` on a def runs once, when the module is imported
-                if caller is not None and self.reach.is_request_or_job(caller):
-                    return f"called from {caller.name}(), {self.reach.function_reason(caller) or 'request code'}"
+        if answer is None:
+            if function.name in loop_methods and cls is not None:
+                return "in the daemon's loop"
+            if self.reach.is_request_or_job(function):
+                return self.reach.function_reason(function)
+        for call in self.facts.calls_named(function.name) if (cls is not None and receivers) or answer else ():
+            caller = self.facts.enclosing_function(call)
+            if caller is None or _decorates(call, caller):
+                continue  # ``@registry.add("x")`` on a def runs once, when the module is imported
+            if not _calls_here(call, caller, cls, receivers, self.facts, answer is not None) \
+                    or (answer is not None and not answer(call, self.facts)):
+                continue
+            if cls is not None and caller.name in loop_methods and self.facts.enclosing_class(caller) is cls:
+                return "called in the daemon's loop"
+            if self.reach.is_request_or_job(caller):
+                return f"called from {caller.name}(), {self.reach.function_reason(caller) or 'request code'}"
         if binding is None:
             return None
-        key = (id(function), id(binding))
+        key = (id(function), id(binding), answer is not None)
         if key not in self._elsewhere:
             fresh = binding.owner if binding.scope == state.INSTANCE else None
-            self._elsewhere[key] = _request_callers(function, self.facts, 0, set(), fresh)
+            self._elsewhere[key] = _request_callers(function, self.facts, 0, set(), fresh, answer)
         found = self._elsewhere[key]
         return found[0] if found is not None else None
 
     def way(self, function: Optional[FunctionNode], binding: state.Binding) -> List[Related]:
         """The calls from request or job code of another module down to ``function``, when that is how it
         runs (for the finding to show)."""
-        found = self._elsewhere.get((id(function), id(binding))) if function is not None else None
+        if function is None:
+            return []
+        found = (self._elsewhere.get((id(function), id(binding), True))  # (the callers acting on its answer)
+                 or self._elsewhere.get((id(function), id(binding), False)))
         return list(found[1]) if found is not None else []
 
 
+def _calls_here(call: ast.Call, caller: FunctionNode, cls: Optional[ast.ClassDef], receivers: Set[str],
+                facts: ModuleFacts, direct: bool) -> bool:
+    """``call`` (named as the function) runs it: a method called on a module-level instance of this module;
+    with ``direct``, also a module-level function called by its name, or a method called on ``self`` by
+    another method of its class."""
+    func = call.func
+    if cls is None:
+        return direct and isinstance(func, ast.Name)
+    receiver = func.value if isinstance(func, ast.Attribute) else None
+    if not isinstance(receiver, ast.Name):
+        return False
+    return receiver.id in receivers or (direct and receiver.id == "self" and facts.enclosing_class(caller) is cls)
+
+
 def _request_callers(function: FunctionNode, facts: ModuleFacts, hops: int, seen: Set[int],
-                     fresh: Optional[ast.ClassDef]) -> Optional[Tuple[str, Tuple[Related, ...]]]:
+                     fresh: Optional[ast.ClassDef], answer: Optional[Callable] = None
+                     ) -> Optional[Tuple[str, Tuple[Related, ...]]]:
     """Why ``function`` runs in request or job code of the project: one of its callers (in any module, under
     any name it is imported as) is such code, or is called from it, at most ``_MAX_CALLER_HOPS`` calls up.
     A caller at module level, in a decorator, at start-up, in a test, a migration or a script a person runs
@@ -261,7 +312,8 @@ def _request_callers(function: FunctionNode, facts: ModuleFacts, hops: int, seen
     ``fresh``, the class whose instances hold the state: whoever calls it makes a new object with its own
     empty state, not the one that lives as long as the process.  Only the command line reads the other
     modules (``project_callers`` answers from this file alone otherwise, and ``Reach`` has already said what
-    this file shows)."""
+    this file shows).  With ``answer``, a direct caller counts only where ``answer(call, facts)`` holds (it
+    acts on ``function``'s answer with work that leaves the process)."""
     if hops >= _MAX_CALLER_HOPS or id(function) in seen or not facts.context.cross_file:
         return None
     if fresh is not None and function.name == "__init__" and facts.enclosing_class(function) is fresh:
@@ -284,6 +336,8 @@ def _request_callers(function: FunctionNode, facts: ModuleFacts, hops: int, seen
         reach = Reach.of_module(other)
         if reach.module_is_one_off or reach.runs_at_startup(caller):
             continue
+        if answer is not None and hops == 0 and not answer(call, other):
+            continue  # (after the cheap questions: what the caller's test decides is followed into its calls)
         step = Related(context.path, call.lineno, call.col_offset + 1, f"{caller.name}() calls {function.name}()")
         if reach.is_request_or_job(caller):
             why = reach.function_reason(caller) or "request or job code"
@@ -351,14 +405,21 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: _RequestCode, re
             if decision.function is clock.function and _compares_field(decision, matcher, field) \
                     and not _only_evicts(decision, matcher):
                 return _Finding("clock", clock, decision)
+    # A "seen" marker: a member added, or an entry stamped with the time it was seen by the function that
+    # tests for it (a dedupe that forgets old ids: ``if key in self._seen: return False`` … ``self._seen[key]
+    # = now``); the test may be a method's answer (``return key in self._seen``) that its caller acts on.
     marks = found.of_kind(state.WRITE_MARK)
-    if marks and not found.of_kind("unmark"):
-        tested = [decision for decision in decisions if _membership_test(decision, matcher)]
+    stamps = [c for c in found.of_kind(state.WRITE_CLOCK) if state.field_of(_target(c.node)) == "[]"]
+    if (marks or stamps) and not _work_ended(found, matcher, stamped=not marks):
+        tested = [d for d in decisions if _membership_test(d, matcher)
+                  and (marks or any(stamp.function is d.function for stamp in stamps))]
+        tested += [a for a in found.of_kind("read") if state.answers_membership(a, matcher)]
+        fills = marks + stamps
         for decision in tested:
             if request.runs(decision.function, receivers, daemon()):
-                return _Finding("mark", marks[0], decision)
+                return _Finding("mark", _fill_of(fills, decision), decision)
         if tested and facts.context.cross_file:
-            return _Finding("mark", marks[0], tested[0], elsewhere=True)
+            return _Finding("mark", _fill_of(fills, tested[0]), tested[0], elsewhere=True)
     records = found.of_kind(state.WRITE_RECORD)
     # A registry keeps to the request and job code this module shows: followed through the project's
     # callers, a reader is as often work the writer itself runs (a queue it drains through its own pool) or
@@ -376,32 +437,6 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: _RequestCode, re
     return None
 
 
-def _decided_work(decision: state.Access) -> Optional[List[ast.AST]]:
-    """The statements a test decides: its branches, and what follows it in the same block when a branch leaves
-    early (``if key in _seen: return`` … the work).  None when the test is not a statement, or when a branch
-    returns a value or raises: then the decision goes back to the caller (``if token in _used: return False``)
-    and what it decides is not here to judge."""
-    node = decision.node
-    if not isinstance(node, (ast.If, ast.While)):
-        return None
-    branches = [*node.body, *node.orelse]
-    exits = False
-    for statement in branches:
-        for part in [statement, *walk_no_nested_functions(statement)]:
-            if isinstance(part, ast.Raise) or (isinstance(part, ast.Return) and part.value is not None):
-                return None
-            exits = exits or isinstance(part, (ast.Return, ast.Continue, ast.Break))
-    if not exits:
-        return branches
-    above = parent(node)
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(above, field, None)
-        for index, statement in enumerate(block if isinstance(block, list) else ()):
-            if statement is node:
-                return branches + block[index + 1:]
-    return branches
-
-
 def _decides_only_process_work(finding: _Finding, binding: state.Binding, facts: ModuleFacts) -> bool:
     """What a "handled" mark or a "last done" watermark lets through stays in this process (a log line, a
     warning, a refresh of its own cache): each replica doing it once is what it is for.  A call the analysis
@@ -409,7 +444,7 @@ def _decides_only_process_work(finding: _Finding, binding: state.Binding, facts:
     decision = finding.decision
     if decision is None or decision.function is None:
         return False
-    work = _decided_work(decision)
+    work = state.decided_work(decision.node)
     if work is None:
         return False
     matcher = state.StateMatcher(binding, facts)
@@ -418,6 +453,39 @@ def _decides_only_process_work(finding: _Finding, binding: state.Binding, facts:
            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
            and matcher.derives(node.func.value, names, decision.function)}  # the state's own bookkeeping
     return summaries_for(facts).effects_of(work, decision.function, facts, skip=own).process_only
+
+
+def _answered(finding: _Finding, binding: state.Binding, facts: ModuleFacts, reach: Reach) -> Optional[Callable]:
+    """When the marker's function hands back whether a key was seen and does nothing itself past the test but
+    keep the marker (``if key in self._seen: return False`` … ``self._seen[key] = now; return True``, or
+    ``return key in self._seen``), the work the marker guards is its caller's: the question each call must
+    answer yes to (``state.acts_on_answer``).  None when the function does the work itself, raises, or is a
+    request handler or a job (its answer leaves the process)."""
+    decision = finding.decision
+    node = decision.node if decision is not None else None
+    if node is None or decision.function is None or reach.is_entry(decision.function):
+        return None
+    fills: FrozenSet[str] = frozenset()
+    if isinstance(node, ast.Return):
+        writer = finding.write.function
+        if writer is not None and writer is not decision.function:
+            fills = frozenset({writer.name})  # checked by one method, filled by another the caller calls
+    elif isinstance(node, (ast.If, ast.While)) and state.decided_work(node) is None:
+        if any(isinstance(part, ast.Raise) for statement in node.body + node.orelse
+               for part in walk_no_nested_functions(statement)):
+            return None
+        rest = [*node.body, *node.orelse, *state.following_statements(node)]
+        matcher = state.StateMatcher(binding, facts)
+        names = matcher.aliases(decision.function)
+        calls = [part for statement in rest for part in walk(statement) if isinstance(part, ast.Call)]
+        own = {id(call) for call in calls if isinstance(call.func, ast.Attribute)
+               and matcher.derives(call.func.value, names, decision.function)}
+        if len(own) < len(calls) and not summaries_for(facts).effects_of(rest, decision.function, facts,
+                                                                          skip=own).process_only:
+            return None  # (only calls besides the marker's own are followed)
+    else:
+        return None
+    return lambda call, other: state.acts_on_answer(call, other, fills)
 
 
 def _describe(finding: _Finding, binding: state.Binding) -> Tuple[str, str]:
@@ -435,6 +503,10 @@ def _describe(finding: _Finding, binding: state.Binding) -> Tuple[str, str]:
         return (f"{name} ({where} container in process memory) remembers when something was last done and "
                 f"{decider}() skips it while recent, so every replica does the work again.",
                 "Every other replica has its own watermark, and a restart forgets it. ")
+    if finding.kind == "mark" and finding.answered:
+        return (f"{name} ({where} container in process memory) remembers what was handled and {decider}() "
+                "answers from it whether to do the work, so another replica does it again.",
+                "Another replica, or this one after a restart, has no such entry. ")
     if finding.kind == "mark":
         return (f"{name} ({where} container in process memory) remembers what was handled and {decider}() skips "
                 "it, so another replica handles it again.",
@@ -492,6 +564,12 @@ class ModuleStateAsSharedMemory(Rule):
                 continue
             if finding.elsewhere and not request.runs(finding.decision.function, receivers, daemon(), binding):
                 continue  # no request or job code of the project is seen calling it
+            # (once some request or job code runs it: whether a caller acts on its answer is followed further)
+            answer = _answered(finding, binding, facts, request.reach) if finding.kind == "mark" else None
+            finding.answered = answer is not None
+            if answer is not None and not request.runs(finding.decision.function, receivers, daemon(), binding,
+                                                       answer):
+                continue  # no caller acts on its answer with work that leaves the process
             related: List[Related] = []
             if lifetime is not None:
                 related.append(Related(lifetime.path, lifetime.line, 1, lifetime.why))
