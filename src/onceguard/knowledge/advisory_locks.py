@@ -42,3 +42,34 @@ ADVISORY_FUNCTIONS: Dict[str, AdvisoryFunction] = {
 
 #: Byte strings that let the prefilter keep a file that may take an advisory lock.
 TRIGGERS = (b"advisory",)
+
+#: Built-ins whose value differs from one process to the next, and why (a lock key every replica must agree on).
+UNSTABLE_CALLS: Dict[str, str] = {
+    "hash": "the built-in `hash()` of text is salted per process (PYTHONHASHSEED), so each replica computes a "
+            "different key",
+    "id": "`id()` is a memory address, different in every process",
+}
+
+#: Qualified calls (or prefixes) whose value differs between processes.
+UNSTABLE_QUALIFIED_PREFIXES: Dict[str, str] = {
+    "random.": "a random key is different in every replica",
+    "secrets.": "a random key is different in every replica",
+    "uuid.uuid4": "a random UUID is different in every replica",
+    "uuid.uuid1": "a time-and-host UUID is different in every replica",
+    "os.getpid": "a process id is different in every replica",
+    "os.urandom": "a random key is different in every replica",
+    "threading.get_ident": "a thread id is different in every process",
+    "socket.gethostname": "each replica runs on its own host name",
+    "platform.node": "each replica runs on its own host name",
+    "time.monotonic": "a monotonic clock starts anywhere in each process",
+    "time.perf_counter": "a performance counter starts anywhere in each process",
+}
+
+#: Clock readings: a key from one differs between replicas unless it is cut into periods (``//``, ``/``).
+CLOCK_CALLS: Dict[str, str] = {
+    "time.time": "a clock reading is different in every replica unless it is cut into periods",
+    "time.time_ns": "a clock reading is different in every replica unless it is cut into periods",
+}
+
+#: The environment variable that fixes the built-in ``hash()`` of text for every process started with it.
+HASH_SEED_VARIABLE = "PYTHONHASHSEED"

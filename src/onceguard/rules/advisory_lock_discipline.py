@@ -1,13 +1,14 @@
 """OG103–OG106: what a lock is keyed on, whether taking it waits, whether it is always released, and
 whether its answer is read.  Lock uses and connection handles come from ``advisory_locks``; lock libraries
-from ``project.lock_libraries``.
+from ``project.lock_libraries``; what a key's value is, through the project's functions that compute it, from
+``project.process_values``; locks taken and released through the project's own helpers from
+``project.advisory_helpers``.
 """
 from __future__ import annotations
 
 import ast
-from typing import Iterable, Iterator, List, Optional, Set
+from typing import Iterator, List, Optional, Set
 
-from ..analysis.executed_sql import bound_value
 from ..analysis.facts import ModuleFacts, ancestors, parent, position, walk, walk_no_nested_functions
 from .fix_plans import try_lock_fix
 from ..knowledge import advisory_locks as known
@@ -17,6 +18,10 @@ from ..knowledge import lock_libraries as lock_known
 from ..project.fixed_arguments import fixed_at_callers
 from ..project.forwarding import forwarded
 from ..project.lock_libraries import LibraryLock, library_locks, spin_waits
+from ..project.advisory_helpers import helper_pairs, helper_words, release_guaranteed
+from ..project.process_values import (RETURNED_TRIGGERS, calling_modules, is_fixed_key as _is_fixed_key,
+                                      parameter_names_around as _parameter_names, returned_unstable, same_place,
+                                      unstable_call, unstable_parts)
 from ..model import Diagnostic, Fix, Related
 from ..analysis.names import dotted
 from .registry import register
@@ -27,56 +32,15 @@ from .advisory_locks import LockUse, SessionLockOnPool, _calls_on, _guard_key, _
 
 # -- lock keys --------------------------------------------------------------------------------------
 
-_UNSTABLE_CALLS = {
-    "hash": "the built-in `hash()` is salted per process (PYTHONHASHSEED), so each replica computes a different key",
-    "id": "`id()` is a memory address, different in every process",
-}
-_UNSTABLE_QUALIFIED_PREFIXES = {
-    "random.": "a random key is different in every replica",
-    "secrets.": "a random key is different in every replica",
-    "uuid.uuid4": "a random UUID is different in every replica",
-    "uuid.uuid1": "a time-and-host UUID is different in every replica",
-    "os.getpid": "a process id is different in every replica",
-}
-
-
 def key_expressions(use: LockUse) -> List[ast.AST]:
     """The Python expressions the lock key is computed from: parameters and f-string holes."""
     executed = use.executed
     return list(executed.params) + list(executed.holes)
 
 
-def _expand(nodes: Iterable[ast.AST], facts: ModuleFacts, depth: int = 2) -> Iterator[ast.AST]:
-    """Walk key expressions, following names to the value they were bound to (two levels)."""
-    stack = [(n, depth) for n in nodes]
-    seen: Set[int] = set()
-    while stack:
-        node, level = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        for inner in walk(node):
-            yield inner
-            if isinstance(inner, ast.Name) and level > 0:
-                value = bound_value(inner, facts)
-                if value is not None:
-                    stack.append((value, level - 1))
-
-
-def _builtin_unshadowed(name: str, facts: ModuleFacts) -> bool:
-    return not facts.imports.is_imported(name) and name not in facts.functions_by_name
-
-
-def unstable_key_call(call: ast.Call, facts: ModuleFacts) -> Optional[str]:
-    func = call.func
-    if isinstance(func, ast.Name) and func.id in _UNSTABLE_CALLS and _builtin_unshadowed(func.id, facts):
-        return _UNSTABLE_CALLS[func.id]
-    qualified = facts.callee(call) or ""
-    if facts.imports.is_imported((dotted(func) or "").split(".", 1)[0]):
-        for prefix, why in _UNSTABLE_QUALIFIED_PREFIXES.items():
-            if qualified.startswith(prefix):
-                return why
-    return None
+unstable_key_call = unstable_call
+_STABLE_KEY = ("Derive the key with a stable digest: a constant, `zlib.crc32(name.encode())`, or "
+               "`int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), 'big', signed=True)`")
 
 
 @register
@@ -84,91 +48,54 @@ class UnstableLockKey(Rule):
     code = "OG104"
     name = "unstable-lock-key"
     summary = "advisory lock key computed with hash(), id(), random or uuid4: every replica locks a different key"
-    triggers = known.TRIGGERS
+    triggers = known.TRIGGERS + RETURNED_TRIGGERS
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         reported: Set[int] = set()
+        yield from self._returned_here(facts, reported)
         for use in lock_uses(facts):
             if use.function.name == "pg_advisory_unlock_all":
                 continue
-            for node in _expand(key_expressions(use), facts):
-                if not isinstance(node, ast.Call) or id(node) in reported:
-                    continue
-                why = unstable_key_call(node, facts)
-                if why is None:
+            # The key's parts, through the names and the project's functions that compute it; a part computed
+            # in another module is reported there (``_returned_here``), where it can be mended.
+            for part in unstable_parts(key_expressions(use), facts):
+                node = part.call
+                if part.facts is not facts or id(node) in reported:
                     continue
                 reported.add(id(node))
                 fix = None
                 if isinstance(node.func, ast.Name) and node.func.id == "hash" and len(node.args) == 1:
                     fix = Fix("stable-lock-key", "replace hash() with zlib.crc32() of the encoded value", "unsafe")
+                via = f" in `{part.helper.name}`, which computes it" if part.helper is not None else ""
                 yield self.finding(
                     node,
                     f"the key of `{use.function.name}` (line {use.call.lineno}) comes from "
-                    f"`{dotted(node.func) or 'a call'}(...)`, so each replica locks a different key and all run "
+                    f"`{dotted(node.func) or 'a call'}(...)`{via}, so each replica locks a different key and all run "
                     "the guarded work.",
-                    f"The key is not the same in every process: {why}. "
-                    "Derive the key with a stable digest: a constant, `zlib.crc32(name.encode())`, or "
-                    "`int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), 'big', signed=True)`",
-                    fix,
+                    f"The key is not the same in every process: {part.why}. " + _STABLE_KEY, fix,
+                )
+
+    def _returned_here(self, facts: ModuleFacts, reported: Set[int]) -> Iterator[Diagnostic]:
+        """A def of this module returning an unstable value that a lock of another module is keyed on."""
+        for part in returned_unstable(facts):
+            for other in calling_modules(part.helper, facts):
+                use = next((u for u in lock_uses(other) for p in unstable_parts(key_expressions(u), other)
+                            if same_place(p, part)), None)
+                if use is None or id(part.call) in reported:
+                    continue
+                reported.add(id(part.call))
+                yield self.finding(
+                    part.call,
+                    f"`{part.helper.name}` returns a value computed with `{dotted(part.call.func) or 'a call'}(...)`, "
+                    f"and the lock `{use.function.name}` is keyed on it, so each replica locks a different key and "
+                    "all run the guarded work.",
+                    f"The key is not the same in every process: {part.why}. " + _STABLE_KEY,
+                    related=[Related(other.context.path, use.call.lineno, use.call.col_offset + 1,
+                                     f"`{use.function.name}` is keyed on it here")],
                 )
 
 
 # -- blocking locks ---------------------------------------------------------------------------------
-
-_STABLE_DIGESTS = ("zlib.crc32", "binascii.crc32", "hashlib.")
-
-
-def _is_fixed_key(nodes: List[ast.AST], facts: ModuleFacts) -> bool:
-    """True when the key is the same for every call (a job-wide mutex), not a per-row or per-user key."""
-    for node in nodes:
-        if not _fixed(node, facts, 3):
-            return False
-    return True
-
-
-def _fixed(node: ast.AST, facts: ModuleFacts, depth: int) -> bool:
-    if depth < 0:
-        return False
-    if isinstance(node, ast.Constant):
-        return True
-    if isinstance(node, (ast.Tuple, ast.List)):
-        return all(_fixed(e, facts, depth) for e in node.elts)
-    if isinstance(node, ast.Dict):
-        return all(_fixed(v, facts, depth) for v in node.values)
-    if isinstance(node, ast.UnaryOp):
-        return _fixed(node.operand, facts, depth)
-    if isinstance(node, ast.BinOp):
-        return _fixed(node.left, facts, depth) and _fixed(node.right, facts, depth)
-    if isinstance(node, ast.JoinedStr):  # f"lock:{JOB}": fixed when every part is
-        return all(_fixed(v, facts, depth) for v in node.values)
-    if isinstance(node, ast.FormattedValue):
-        return _fixed(node.value, facts, depth) and (node.format_spec is None or _fixed(node.format_spec, facts, depth))
-    if isinstance(node, ast.Name):
-        value = bound_value(node, facts)
-        if value is not None:
-            return _fixed(value, facts, depth - 1)
-        # An upper-case name bound elsewhere (``from .locks import NIGHTLY_KEY``) is a constant by convention.
-        return node.id.isupper() and node.id not in _parameter_names(node, facts)
-    if isinstance(node, ast.Attribute):
-        return node.attr.isupper()  # settings.NIGHTLY_LOCK_KEY, LockKeys.NIGHTLY
-    if isinstance(node, ast.Call):
-        callee = facts.callee(node) or ""
-        if callee.startswith(_STABLE_DIGESTS) or callee.endswith((".encode", ".digest", ".hexdigest")) or callee in ("int", "str"):
-            return all(_fixed(a, facts, depth) for a in node.args) and (
-                not isinstance(node.func, ast.Attribute) or callee.startswith(_STABLE_DIGESTS)
-                or _fixed(node.func.value, facts, depth))
-        if isinstance(node.func, ast.Name) and node.func.id == "hash":
-            return all(_fixed(a, facts, depth) for a in node.args)
-    return False
-
-
-def _parameter_names(node: ast.AST, facts: ModuleFacts) -> Set[str]:
-    function = facts.enclosing_function(node)
-    if function is None:
-        return set()
-    args = function.args
-    return {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
-
 
 def _fixed_at_callers(keys: List[ast.AST], use: LockUse, facts: ModuleFacts) -> tuple:
     """A lock helper keyed on its parameters (``def wait_for(conn, key)`` running ``pg_advisory_lock(:k)`` with
@@ -398,7 +325,13 @@ class UnlockNotGuaranteed(Rule):
     summary = "session-level advisory lock whose unlock is missing or not in a finally block"
     triggers = known.TRIGGERS
 
+    @staticmethod
+    def project_triggers(config) -> tuple:
+        """A module that locks and unlocks only through the project's helpers (``db.take_job_lock(K)``)."""
+        return helper_words(config)
+
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        yield from self._through_helpers(facts)
         uses = lock_uses(facts)
         # Scopes that unlock without locking are release helpers: a lock elsewhere may be released there.
         release_helpers = ({id(u.scope) for u in uses if u.function.unlock}
@@ -424,7 +357,7 @@ class UnlockNotGuaranteed(Rule):
                        and (u.receiver_text == use.receiver_text or u.function.name == "pg_advisory_unlock_all")
                        and position(u.call) > position(use.call)]
             if unlocks:
-                if any(ModuleFacts.in_finally(u.call, use.scope) for u in unlocks):
+                if release_guaranteed(use.call, [u.call for u in unlocks], use.scope, facts):
                     continue
                 first = min(unlocks, key=lambda u: position(u.call))
                 yield self.finding(
@@ -474,6 +407,28 @@ class UnlockNotGuaranteed(Rule):
                              "`pg_try_advisory_xact_lock` inside a transaction"),
             )
 
+
+    def _through_helpers(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        """A lock taken through a project helper (``db.try_advisory_lock(K)``, a method running the SQL) and
+        released after the work, through a helper or by SQL, where an exception can skip the release."""
+        for pair in helper_pairs(facts):
+            if release_guaranteed(pair.lock, list(pair.releases), pair.scope, facts):
+                continue
+            release = min(pair.releases, key=position)
+            role = pair.role
+            shown = dotted(pair.lock.func) or "the helper"
+            yield self.finding(
+                release,
+                f"`{dotted(release.func) if isinstance(release, ast.Call) else 'the unlock'}(...)` is not in a "
+                f"`finally:` block, so an exception after `{shown}(...)` (line {pair.lock.lineno}) leaves the lock "
+                "held and stops the job on every replica.",
+                f"`{shown}` takes the session-level `{role.advisory}`, which outlives any exception in the work: the "
+                "unlock is skipped and the connection keeps the lock until it dies. Call the release in "
+                "`try: ... finally:` on the same connection, or use `pg_try_advisory_xact_lock` inside a "
+                "transaction, which is released at COMMIT/ROLLBACK",
+                related=[Related(role.sql_facts.context.path, role.sql_call.lineno, role.sql_call.col_offset + 1,
+                                 f"`{role.helper.name}` sends `{role.advisory}` here")],
+            )
 
     @staticmethod
     def _ignored_and_kept_by_pool(use: LockUse, uses: List[LockUse], facts: ModuleFacts,
