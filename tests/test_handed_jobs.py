@@ -663,3 +663,23 @@ def test_a_job_that_samples_this_hosts_counters_into_its_memory_is_per_replica(t
                               'json={"sent": counters.bytes_sent})').replace("import psutil\n", "import psutil\n    import requests\n")
     write(tmp_path, {"panel/pushed.py": posting})
     assert findings(tmp_path, "panel/pushed.py") == [(10, "OG201")]
+
+
+#: The rows' state read against another column of the same row: a reminder is due while the cycle it was sent
+#: for differs from the current one, and sending it moves the row out (``SET reminded_for = renews_on``).
+_BY_COLUMN = REMIND.replace("WHERE s.reminded_on IS NULL AND", "WHERE s.reminded_for IS DISTINCT FROM s.renews_on AND") \
+    .replace("SET reminded_on = now() WHERE id = :id", "SET reminded_for = renews_on WHERE id = :id")
+
+
+def test_a_lease_given_back_over_rows_moved_out_of_a_column_to_column_state(tmp_path):
+    assert _BY_COLUMN != REMIND
+    write(tmp_path, {"subs/__init__.py": "", "subs/lease.py": LEASE, "subs/remind.py": _BY_COLUMN,
+                     "subs/__main__.py": LOOP, "Dockerfile": DOCKERFILE})
+    assert findings(tmp_path, "subs/__main__.py", codes=("OG201",)) == []
+
+
+def test_a_column_to_column_state_that_the_work_never_moves_is_reported(tmp_path):
+    unmoved = _BY_COLUMN.replace("SET reminded_for = renews_on WHERE id = :id", "SET last_seen = now() WHERE id = :id")
+    write(tmp_path, {"subs/__init__.py": "", "subs/lease.py": LEASE, "subs/remind.py": unmoved,
+                     "subs/__main__.py": LOOP, "Dockerfile": DOCKERFILE})
+    assert findings(tmp_path, "subs/__main__.py", codes=("OG201",)) == [(8, "OG201")]

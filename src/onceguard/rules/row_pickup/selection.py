@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Set, Tuple
 
 from pglast import ast as pg
-from pglast.enums import BoolExprType
+from pglast.enums import A_Expr_Kind, BoolExprType
 
 from ...project.claims import is_log_call
 from ...analysis.executed_sql import ExecutedSql, bound_value
@@ -545,6 +545,11 @@ def _constant_tests(where) -> Optional[List[str]]:
             if operator == "=" and isinstance(condition.rexpr, pg.ParamRef):
                 return None
             if operator in ("=", "") and isinstance(condition.rexpr, (pg.A_Const, tuple, list)):
+                found.append(_column_name(condition.lexpr) or "")
+            elif isinstance(condition.rexpr, pg.ColumnRef) and (
+                    condition.kind == A_Expr_Kind.AEXPR_DISTINCT or operator in ("<>", "!=")):
+                # ``reminded_for IS DISTINCT FROM due_on``: the row's state against another column of it, moved
+                # out of it by ``SET reminded_for = due_on``.
                 found.append(_column_name(condition.lexpr) or "")
     return [column for column in found if column]
 
