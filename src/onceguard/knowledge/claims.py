@@ -47,6 +47,11 @@ HUEY_LOCK_METHOD = "lock_task"
 CACHE_ADD_METHOD = "add"
 DJANGO_CACHES: FrozenSet[str] = frozenset({"django.core.cache.cache", "django.core.cache.caches"})
 
+#: Decorators that make a generator a context manager: what it yields is what ``with ... as`` binds.
+CONTEXT_MANAGER_DECORATORS: FrozenSet[str] = frozenset({
+    "contextlib.contextmanager", "contextlib.asynccontextmanager",
+})
+
 #: Exceptions raised when a lock is not obtained: their ``except`` branch is the "skip" branch.
 LOCK_FAILED_EXCEPTIONS: FrozenSet[str] = frozenset({
     "LockError", "LockNotOwnedError", "TaskLockedException", "NotAcquired", "ExtendFailed",

@@ -8,7 +8,9 @@ PostgreSQL try-lock executed and tested, Redis ``SET NX`` with an expiry
 tested, a Redis lock (``acquire(blocking=False)`` tested, or ``with``), a
 row claim (``FOR UPDATE SKIP LOCKED``, a conditional ``UPDATE`` whose row
 count is checked), or a call to a function whose own leading statement is a
-claim.
+claim.  A helper may instead answer whether it got a claim: by what it
+returns, or (a ``@contextmanager``, ``claim_contexts``) by what it yields to
+``with ... as name:``; the job then tests that answer.
 """
 from __future__ import annotations
 
@@ -37,10 +39,15 @@ ROW_LOCK = "FOR UPDATE SKIP LOCKED"
 CONDITIONAL_UPDATE = "conditional UPDATE"
 HELPER_GUARD = "claiming helper"
 HELPER_RESULT = "claiming helper result"
+#: A context manager of the project that yields a claim's answer: the name ``with ... as`` binds is tested.
+HELPER_CONTEXT = "claiming context manager"
 HUEY_LOCK = "huey lock_task"
 
 #: Kinds whose result must be tested before the work.
-NEEDS_TEST = frozenset({CLAIM_FUNCTION, TRY_LOCK, SET_NX, LOCK_ACQUIRE, CACHE_ADD, CONDITIONAL_UPDATE, HELPER_RESULT})
+NEEDS_TEST = frozenset({CLAIM_FUNCTION, TRY_LOCK, SET_NX, LOCK_ACQUIRE, CACHE_ADD, CONDITIONAL_UPDATE, HELPER_RESULT,
+                        HELPER_CONTEXT})
+#: Kinds whose result answers whether the claim was obtained: what a helper hands back of one is that answer.
+ANSWER_KINDS = frozenset({SET_NX, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE, HELPER_RESULT})
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -488,7 +495,22 @@ class ClaimAnalyzer:
         if found is None:
             return self._aliased_helper_kind(call, depth)
         function, analyzer = found
-        return analyzer.helper_kind(function, depth + 1)
+        kind = analyzer.helper_kind(function, depth + 1)
+        # Calling a claiming context manager only makes it: the answer arrives through ``with ... as``.
+        return None if kind == HELPER_CONTEXT else kind
+
+    def context_claim(self, expr: ast.AST, depth: int = 0) -> Optional[ClaimHit]:
+        """``exclusive(key)`` in ``with exclusive(key) as acquired:`` when ``exclusive`` is a context manager of
+        the project that yields its claim's answer: then ``acquired`` holds that answer."""
+        if not isinstance(expr, ast.Call) or depth >= self.MAX_HELPER_DEPTH:
+            return None
+        found = self._helper_target(expr)
+        if found is None:
+            return None
+        function, analyzer = found
+        if analyzer.helper_kind(function, depth + 1) != HELPER_CONTEXT:
+            return None
+        return ClaimHit(HELPER_CONTEXT, expr)
 
     def _aliased_helper_kind(self, call: ast.Call, depth: int) -> Optional[str]:
         """``take_sweep = sweep_lease.take`` (perhaps in one arm of a setting, ``lambda: True`` in the other)
@@ -517,6 +539,9 @@ class ClaimAnalyzer:
             kind = None
             if self.lead(function, depth=depth).claimed:
                 kind = HELPER_GUARD
+            elif is_context_factory(function, self.facts):
+                # What ``with`` binds is what the generator yields, not what it returns.
+                kind = HELPER_CONTEXT if yields_claim(self, function, depth) else None
             elif self._returns_claim(function, depth) or self._reports_claim(function, depth):
                 kind = HELPER_RESULT
         finally:
@@ -527,35 +552,30 @@ class ClaimAnalyzer:
     def _reports_claim(self, function: FunctionNode, depth: int) -> bool:
         """``acquired = await cache.set(key, me, nx=True, ex=ttl); if acquired: ...; return True`` (and
         ``return False`` otherwise): a helper that takes a claim and returns whether it got it."""
-        claimed: Set[str] = set()
-        found = False
-        kinds = (SET_NX, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE, HELPER_RESULT)
         if depth >= self.MAX_HELPER_DEPTH:
             return False
         for node in walk_no_nested_functions(function):
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            if isinstance(node, ast.Return) and node.value is not None:
                 hit = self.claim_in(node.value, depth + 1)
-                if hit is not None and hit.kind in kinds:
-                    found = True
-                    claimed.update(_target_names(node))
-                    # ``self.acquired = r.set(...)`` ... ``return self.acquired``: the attribute holds the answer
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    claimed.update(text for text in map(_dotted, targets) if text)
-            elif isinstance(node, ast.Return) and node.value is not None:
-                hit = self.claim_in(node.value, depth + 1)
-                if hit is not None and hit.kind in kinds:
+                if hit is not None and hit.kind in ANSWER_KINDS:
                     return True
             elif isinstance(node, ast.If):
                 # ``if await locks.acquire(...): return Lease.LEADER``: the answer depends on the claim.
                 hit = self.claim_in(node.test, depth + 1)
-                if hit is not None and hit.kind in kinds and any(
+                if hit is not None and hit.kind in ANSWER_KINDS and any(
                         isinstance(s, ast.Return) and s.value is not None for s in node.body):
                     return True
-        if not found:
+        executed: Dict[str, ClaimHit] = {}
+        claimed = self.answer_names(function, depth, executed=executed)
+        if not claimed and not executed:
             return False
         for node in walk_no_nested_functions(function):
             if isinstance(node, ast.Return) and node.value is not None:
                 value = node.value
+                if _fetch_from(value, executed) is not None:
+                    return True  # ``return cur.fetchone()[0]`` after ``cur.execute(<try-lock>)``
+                if not claimed:
+                    continue
                 if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "bool" \
                         and len(value.args) == 1:
                     value = value.args[0]
@@ -564,6 +584,52 @@ class ClaimAnalyzer:
                 if isinstance(value, ast.Constant) and value.value is True:
                     return True
         return False
+
+    def answer_names(self, function: FunctionNode, depth: int, contexts: bool = False,
+                     executed: Optional[Dict[str, ClaimHit]] = None) -> Set[str]:
+        """The names (and ``self.x`` texts) that hold the answer of a claim ``function`` takes: assigned a
+        claim's result (``acquired = r.set(key, me, nx=True, ex=ttl)``, ``row = conn.execute(<try-lock>)
+        .fetchone()``), fetched from a cursor that executed a try-lock (``got = cur.fetchone()[0]``), computed
+        from one of those (``acquired = bool(row and row[0])``), and with ``contexts`` bound by ``with`` to a
+        claiming context manager (``with exclusive(key) as got:``; returned out of the ``with``, the claim is
+        already given back, so only what is handed on inside it counts).  ``executed`` is filled with the
+        cursors that executed a try-lock, whatever is fetched from them later being its answer."""
+        if depth >= self.MAX_HELPER_DEPTH:
+            return set()
+        claimed: Set[str] = set()
+        if executed is None:
+            executed = {}
+        others: List[ast.AST] = []
+        for node in walk_no_nested_functions(function):
+            if isinstance(node, ast.Expr):
+                value = node.value.value if isinstance(node.value, ast.Await) else node.value
+                entry = self._sql.get(id(value))
+                if (entry is not None and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                        and any(name in known.TRY_LOCK_FUNCTIONS for name in entry.sql.function_names)):
+                    receiver = _dotted(value.func.value)
+                    if receiver:
+                        executed[receiver] = ClaimHit(TRY_LOCK, value)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                hit = self.claim_in(node.value, depth + 1)
+                if hit is not None and hit.kind in ANSWER_KINDS:
+                    claimed.update(_assigned(node))
+                else:
+                    others.append(node)
+            elif contexts and isinstance(node, (ast.With, ast.AsyncWith)):
+                for item in node.items:
+                    if isinstance(item.optional_vars, ast.Name) and self.context_claim(item.context_expr, depth):
+                        claimed.add(item.optional_vars.id)
+        grown = True
+        while grown and (claimed or executed):
+            grown = False
+            for node in others:
+                names = _assigned(node)
+                if names <= claimed:
+                    continue
+                if _fetch_from(node.value, executed) is not None or mentions(node.value, claimed):
+                    claimed.update(names)
+                    grown = True
+        return claimed
 
     def _returns_claim(self, function: FunctionNode, depth: int) -> bool:
         return self._block_returns_claim(function.body, depth, {}) is True
@@ -659,6 +725,12 @@ class ClaimAnalyzer:
                 if found is not None:
                     return found
                 continue
+            if isinstance(statement, (ast.With, ast.AsyncWith)):
+                for item in statement.items:
+                    if isinstance(item.optional_vars, ast.Name):
+                        hit = self.context_claim(item.context_expr, depth)
+                        if hit is not None:
+                            pending[item.optional_vars.id] = hit
             if isinstance(statement, (ast.With, ast.AsyncWith, ast.Try) + _TRY_STAR):
                 found = self._guard_in(statement.body, depth, pending)
                 if found is not None:
@@ -866,6 +938,36 @@ def _fetch_from(value: ast.AST, executed: Dict[str, ClaimHit]) -> Optional[Claim
     return None
 
 
+def _assigned(statement: ast.AST) -> Set[str]:
+    """The names an assignment binds (unpacking too), and the dotted text of an attribute it sets
+    (``self.acquired``); not the names a subscript or an attribute target only reads."""
+    stack = list(statement.targets) if isinstance(statement, ast.Assign) else [statement.target]
+    found: Set[str] = set()
+    while stack:
+        target = stack.pop()
+        if isinstance(target, ast.Name):
+            found.add(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            stack.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            stack.append(target.value)
+        elif isinstance(target, ast.Attribute):
+            text = _dotted(target)
+            if text:
+                found.add(text)
+    return found
+
+
+def mentions(expr: ast.AST, names: Set[str]) -> bool:
+    """Whether ``expr`` reads one of ``names`` (plain names, or dotted texts such as ``self.acquired``)."""
+    for node in walk(expr):
+        if isinstance(node, ast.Name) and node.id in names:
+            return True
+        if isinstance(node, ast.Attribute) and _dotted(node) in names:
+            return True
+    return False
+
+
 def _target_names(statement: ast.AST) -> List[str]:
     targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
     names = []
@@ -1003,6 +1105,9 @@ class _Scan:
     pending: Dict[str, ClaimHit] = field(default_factory=dict)
     executed: Dict[str, ClaimHit] = field(default_factory=dict)
     untested: Optional[ast.AST] = None  # the first claim-shaped statement whose result is not tested yet
+    #: The pending names that hold an answer as a value (assigned, or bound by ``with``), not as a cursor: what
+    #: is computed from them is the answer too.
+    answers: Set[str] = field(default_factory=set)
 
     def block(self, body: List[ast.stmt]) -> Tuple[str, Optional[ast.AST], Optional[str]]:
         for index, statement in enumerate(body):
@@ -1056,6 +1161,14 @@ class _Scan:
                 hit = self._claim(expr)
                 if hit is not None and not hit.needs_test:
                     return _CLAIM, None, hit.kind
+                if isinstance(item.optional_vars, ast.Name):
+                    # ``with exclusive(key) as acquired:``: the name holds the answer, to be tested first.
+                    hit = self.analyzer.context_claim(expr, self.depth)
+                    if hit is not None:
+                        self.pending[item.optional_vars.id] = hit
+                        self.answers.add(item.optional_vars.id)
+                        if self.untested is None:
+                            self.untested = statement
             return self.block(statement.body)
         if isinstance(statement, (ast.Try,) + _TRY_STAR):
             return self.block(statement.body)
@@ -1064,7 +1177,8 @@ class _Scan:
             hit = self._claim(header)
             if hit is not None and not hit.needs_test:
                 return _CLAIM, None, hit.kind
-            inner = _Scan(self.analyzer, self.skip, self.depth, dict(self.pending), dict(self.executed))
+            inner = _Scan(self.analyzer, self.skip, self.depth, dict(self.pending), dict(self.executed),
+                          answers=set(self.answers))
             outcome = inner.block(statement.body)
             if outcome[0] == _CLAIM:
                 return outcome
@@ -1080,12 +1194,17 @@ class _Scan:
             hit = self._claim(value)
             if hit is None and self.executed:
                 hit = _fetch_from(value, self.executed)
+            if hit is None and self.answers:
+                # ``acquired = bool(row and row[0])``: computed from the answer, it is the answer.
+                hit = next((self.pending[n.id] for n in walk(value)
+                            if isinstance(n, ast.Name) and n.id in self.answers), None)
             if hit is not None:
                 if not hit.needs_test or self._wraps_job(hit):
                     return _CLAIM, None, hit.kind
                 if not isinstance(statement, ast.AugAssign):
                     for name in _target_names(statement):
                         self.pending[name] = hit
+                    self.answers.update(name for name in _assigned(statement) if "." not in name)
                 if self.untested is None:
                     self.untested = statement
                 return _CONTINUE, None, None
@@ -1220,3 +1339,6 @@ def _catches_lock_failure(handler: ast.ExceptHandler, facts: ModuleFacts) -> boo
         if name in known.LOCK_FAILED_EXCEPTIONS or name.rsplit(".", 1)[-1] in known.LOCK_FAILED_EXCEPTIONS:
             return True
     return False
+
+
+from .claim_contexts import is_context_factory, yields_claim  # noqa: E402 (it reads claims through this module)

@@ -1,0 +1,95 @@
+"""A context manager of the project that answers whether it got a claim.
+
+``@contextmanager`` (or ``@asynccontextmanager``) over a generator hands the ``with`` block what the generator
+yields, as a plain helper hands its caller what it returns.  So a context manager that takes a claim and yields
+its answer is a claim helper like one that returns it: the name ``with exclusive(key) as acquired:`` binds holds
+the answer while the claim is held, and ``if not acquired: return`` at the top of the block (or the work inside
+``if acquired:``) leads the job with a claim, as ``if not try_exclusive(key): return`` does.
+
+The answer is what ``ClaimAnalyzer.answer_names`` reads for returns too: a try-lock's result, or a value read
+or computed from it (``bool(row and row[0])``, ``cur.fetchone()[0]``, ``res.scalar()``), a Redis ``SET NX``
+with an expiry, a lock's ``acquire(blocking=False)``, another claim helper's answer, and here also the name
+another claiming context manager binds (a lock nested in a lock).  Every value the generator yields must be
+that answer: the answer itself (or read off it), or a constant yielded where the answer decided the way
+(``if not got: yield False; return`` then ``yield True``).  A context manager that yields anything else
+(``yield conn``, a ``yield True`` no claim decides) hands the job nothing that says whether another replica has
+the work, and a blocking lock (``pg_advisory_xact_lock``) is no claim at all: the replicas queue on it and each
+runs the work in turn.
+"""
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Dict, Optional, Set
+
+from ..analysis.applied_decorators import decorators
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
+from ..knowledge import claims as known
+
+if TYPE_CHECKING:  # (claims.py imports this module)
+    from .claims import ClaimAnalyzer
+
+_FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def is_context_factory(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """``function`` is made a context manager by ``contextlib`` (``@contextmanager``, ``@asynccontextmanager``,
+    or ``name = contextmanager(name)`` after it)."""
+    return any((facts.qualify(decorator) or "") in known.CONTEXT_MANAGER_DECORATORS
+               for decorator in decorators(function, facts))
+
+
+def yields_claim(analyzer: "ClaimAnalyzer", function: FunctionNode, depth: int) -> bool:
+    """Whether every value the generator ``function`` yields is the answer of a claim it takes."""
+    yields = [node for node in walk_no_nested_functions(function) if isinstance(node, ast.Yield)]
+    if not yields:
+        return False
+    executed: Dict[str, object] = {}
+    answers = analyzer.answer_names(function, depth, contexts=True, executed=executed)
+    return all(_is_answer(analyzer, node, answers, executed, depth) for node in yields)
+
+
+def _is_answer(analyzer: "ClaimAnalyzer", node: ast.Yield, answers: Set[str], executed: Dict[str, object],
+               depth: int) -> bool:
+    from .claims import _fetch_from
+
+    value = node.value
+    if value is None:
+        return False
+    if _depends(analyzer, value, answers, depth) or _fetch_from(value, executed) is not None:
+        return True
+    return isinstance(value, ast.Constant) and _decided(analyzer, node, answers, depth)
+
+
+def _depends(analyzer: "ClaimAnalyzer", expr: ast.AST, answers: Set[str], depth: int) -> bool:
+    """``expr`` reads a claim's answer, or takes the claim itself (``yield r.set(key, me, nx=True, ex=60)``)."""
+    from .claims import ANSWER_KINDS, mentions
+
+    if answers and mentions(expr, answers):
+        return True
+    hit = analyzer.claim_in(expr, depth + 1)
+    return hit is not None and hit.kind in ANSWER_KINDS
+
+
+def _decided(analyzer: "ClaimAnalyzer", node: ast.Yield, answers: Set[str], depth: int) -> bool:
+    """A constant yielded in a branch the claim's answer chose (``if acquired: yield True``), or after a test of
+    it whose other way leaves (``if not acquired: yield False; return`` ... ``yield True``)."""
+    child: Optional[ast.AST] = node
+    for above in ancestors(node):
+        if isinstance(above, ast.If) and child is not above.test and _depends(analyzer, above.test, answers, depth):
+            return True
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(above, name, None)
+            if not isinstance(block, list) or not any(statement is child for statement in block):
+                continue
+            for earlier in block[:next(i for i, statement in enumerate(block) if statement is child)]:
+                if (isinstance(earlier, ast.If) and _depends(analyzer, earlier.test, answers, depth)
+                        and (_leaves(earlier.body) or _leaves(earlier.orelse))):
+                    return True
+        if isinstance(above, _FUNCTION_TYPES):
+            return False
+        child = above
+    return False
+
+
+def _leaves(body: list) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
