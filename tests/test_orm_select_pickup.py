@@ -263,7 +263,7 @@ def test_the_finding_names_the_statement_and_where_it_runs(tmp_path):
     found = [d for d in check_source(path.read_bytes(), str(path), from_mapping({}, root=str(tmp_path)),
                                      cross_file=True) if d.code == "OG302"]
     assert len(found) == 1
-    assert "select(Label)" in found[0].message and "session.scalars(stmt)" in found[0].message
+    assert "select(Label)" in found[0].message and "session.scalars(stmt)" in found[0].suggestion
 
 
 def test_a_loop_that_only_marks_rows_it_keeps_is_still_duplicate_work_only(tmp_path):

@@ -422,7 +422,7 @@ class UnlockNotGuaranteed(Rule):
                 f"`{dotted(release.func) if isinstance(release, ast.Call) else 'the unlock'}(...)` is not in a "
                 f"`finally:` block, so an exception after `{shown}(...)` (line {pair.lock.lineno}) leaves the lock "
                 "held and stops the job on every replica.",
-                f"`{shown}` takes the session-level `{role.advisory}`, which outlives any exception in the work: the "
+                f"The helper `{shown}` takes the session-level `{role.advisory}`, which outlives any exception in the work: the "
                 "unlock is skipped and the connection keeps the lock until it dies. Call the release in "
                 "`try: ... finally:` on the same connection, or use `pg_try_advisory_xact_lock` inside a "
                 "transaction, which is released at COMMIT/ROLLBACK",

@@ -260,11 +260,12 @@ class UnclaimedRowPickup(Rule):
 
     def _report(self, pickup: Pickup, write: ast.AST) -> Diagnostic:
         model = pickup.model.rsplit(".", 1)[-1]
-        run = f" (run by `{short(pickup.node, 40)}`, line {pickup.node.lineno})" if pickup.statement is not None else ""
-        hazard = (f"`{short(pickup.at, 60)}`{run} picks {model} rows by `{pickup.column}` without claiming them, so "
-                  "two replicas both process the same rows.")
-        why = (f"The rows are updated only afterwards (`{short(write, 40)}`, line {write.lineno}), and nothing stops "
-               "another replica picking them first. ")
+        hazard = (f"`{short(pickup.at, 60)}` picks {model} rows by `{pickup.column}` without claiming them, so two "
+                  "replicas both process the same rows.")
+        run = (f"The statement runs at line {pickup.node.lineno} (`{short(pickup.node, 40)}`). "
+               if pickup.statement is not None else "")
+        why = (f"{run}The rows are updated only afterwards (`{short(write, 40)}`, line {write.lineno}), and nothing "
+               "stops another replica picking them first. ")
         field = pickup.column.split("__")[0]
         if pickup.framework == "django":
             suggestion = (f"{why}Claim the rows: inside `transaction.atomic()` select them with "
