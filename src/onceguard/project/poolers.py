@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 from urllib.parse import parse_qsl, urlsplit
 
+from ..analysis.context import FileContext
 from ..knowledge import schema as known
 from . import deployment
 from . import index as project
@@ -162,7 +163,7 @@ def _shown(facts) -> _Shown:
                 if not path.lower().endswith(".ini"):  # (alembic.ini's URL is a template the env.py replaces)
                     urls.extend(_urls_in(data, path, in_code=False))
         for path in project.files_mentioning("postgres", root):
-            if _is_test_path(path):
+            if FileContext(path, config).is_test:
                 continue
             urls.extend(_urls_in(project.read_bytes(path), path, in_code=True))
         return _Shown(tuple(urls), session), tuple(read)
@@ -171,13 +172,6 @@ def _shown(facts) -> _Shown:
 
 
 _scans: Dict = {}
-
-
-def _is_test_path(path: str) -> bool:
-    parts = path.replace(os.sep, "/").split("/")
-    name = parts[-1]
-    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
-            or any(part in ("tests", "test") for part in parts[:-1]))
 
 
 def _deployed(shown: _Shown) -> Dict[str, List[ShownUrl]]:
