@@ -25,6 +25,16 @@ def parent(node: ast.AST) -> Optional[ast.AST]:
     return getattr(node, PARENT, None)
 
 
+def statement_list(statement: ast.AST) -> Optional[list]:
+    """The ``body``, ``orelse`` or ``finalbody`` list of its parent that holds ``statement``."""
+    above = parent(statement)
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(above, name, None)
+        if isinstance(block, list) and any(s is statement for s in block):
+            return block
+    return None
+
+
 def ancestors(node: ast.AST) -> Iterator[ast.AST]:
     node = getattr(node, PARENT, None)
     while node is not None:
@@ -635,4 +645,4 @@ def walk_no_nested_functions(node: ast.AST) -> Iterator[ast.AST]:
                 push(value)
 
 
-__all__ = ["ModuleFacts", "position", "walk", "walk_no_nested_functions", "nodes_of_kinds", "parent", "ancestors", "call_name", "dotted", "FunctionNode"]
+__all__ = ["ModuleFacts", "position", "walk", "walk_no_nested_functions", "nodes_of_kinds", "parent", "ancestors", "statement_list", "call_name", "dotted", "FunctionNode"]

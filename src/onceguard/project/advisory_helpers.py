@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from ..analysis.executed_sql import executed_sql
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent, position, walk, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent, position, statement_list, walk, walk_no_nested_functions
 from ..analysis.names import dotted
 from ..config import Config
 from . import index as project
@@ -209,13 +209,6 @@ def exit_callbacks(scope: FunctionNode) -> List[ast.AST]:
             and node.func.attr in _EXIT_CALLBACKS and node.args and isinstance(node.args[0], (ast.Name, ast.Attribute))]
 
 
-def _block_of(statement: ast.AST) -> Optional[list]:
-    above = parent(statement)
-    for name in ("body", "orelse", "finalbody"):
-        block = getattr(above, name, None)
-        if isinstance(block, list) and any(s is statement for s in block):
-            return block
-    return None
 
 
 def _shielded(lock: ast.AST, release: ast.AST, scope: ast.AST, facts: ModuleFacts) -> bool:
@@ -225,7 +218,7 @@ def _shielded(lock: ast.AST, release: ast.AST, scope: ast.AST, facts: ModuleFact
     for statement in [a for a in ancestors(release) if isinstance(a, ast.stmt)]:
         if statement is scope:
             return False
-        block = _block_of(statement)
+        block = statement_list(statement)
         if block is None:
             continue
         top = next((s for s in lock_chain if any(s is b for b in block)), None)

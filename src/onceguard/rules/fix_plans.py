@@ -10,7 +10,7 @@ import ast
 import re
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from ..analysis.facts import walk
+from ..analysis.facts import statement_list, walk
 from ..model import Diagnostic, Fix
 
 GUARDS_MODULE = "onceguard.guards"
@@ -444,15 +444,6 @@ def try_lock_fix(call: ast.Call, scope: Optional[ast.AST], library: Optional[str
 _ARITHMETIC = {ast.Add: "+", ast.Sub: "-"}
 
 
-def _sibling_list(statement: ast.stmt) -> Optional[list]:
-    from ..analysis.facts import parent
-
-    above = parent(statement)
-    for name in ("body", "orelse", "finalbody"):
-        statements = getattr(above, name, None)
-        if isinstance(statements, list) and any(s is statement for s in statements):
-            return statements
-    return None
 
 
 def _arithmetic(statement: ast.AST, instance: str, field: str) -> Optional[Tuple[str, ast.AST]]:
@@ -520,7 +511,7 @@ def orm_update_fix(statement: ast.AST, instance: str, field: str, framework: Opt
     read_after = _read_after(function, instance, field, getattr(write, "lineno", statement.lineno))
     if framework == "django":
         save_statement = _statement_of(write)
-        siblings = _sibling_list(statement)
+        siblings = statement_list(statement)
         if (siblings is None or not isinstance(save_statement, ast.Expr) or save_statement.value is not write
                 or write.args or not _saves_only(write, field) or not any(s is save_statement for s in siblings)):
             return None
