@@ -341,3 +341,39 @@ def test_a_worker_loops_job_claiming_through_the_context_manager(tmp_path, locks
     write(tmp_path, {"ledger/__init__.py": "", "ledger/db.py": DB, "ledger/locks.py": locks,
                      "ledger/rollup.py": ROLLUP, "ledger/worker.py": WORKER, "Dockerfile": DOCKERFILE})
     assert findings(tmp_path, "ledger/worker.py") == reported
+
+
+# -- OG203: the skip taken when the claim the ``with`` bound was not won ---------------------------------------
+LOUD_SKIP = JOBS.replace(
+    "import BackgroundScheduler\n",
+    "import BackgroundScheduler\n    import logging\n\n    log = logging.getLogger(__name__)\n",
+).replace(
+    "            if not got:\n                return\n",
+    "            if not got:\n                log.warning(\"interest posting skipped: another node has it\")\n"
+    "                return\n",
+)
+
+
+def _skip_log_line(jobs: str) -> int:
+    ast.parse(textwrap.dedent(jobs))  # a broken variant would be silently clean
+    return next(i for i, line in enumerate(textwrap.dedent(jobs).splitlines(), 1) if "log.warning" in line)
+
+
+@pytest.mark.parametrize("jobs", [LOUD_SKIP, LOUD_SKIP.replace("got", "acquired_it")])
+def test_a_loud_log_where_the_with_bound_claim_failed_is_reported(tmp_path, jobs):
+    files = {"ledger/__init__.py": "", "ledger/db.py": DB, "ledger/locks.py": LOCKS, "ledger/jobs.py": jobs}
+    write(tmp_path, files)
+    assert findings(tmp_path, "ledger/jobs.py", codes=("OG203",)) == [(_skip_log_line(jobs), "OG203")]
+
+
+@pytest.mark.parametrize("jobs", [
+    LOUD_SKIP.replace("log.warning", "log.debug"),
+    # the manager yields a connection: a falsy one is a failure worth a warning, not a lost claim
+    LOUD_SKIP,
+])
+def test_a_quiet_skip_or_a_with_that_binds_no_claim_is_not_reported(tmp_path, jobs):
+    ast.parse(textwrap.dedent(jobs))
+    locks = LOCKS if "log.debug" in jobs else LOCKS.replace("yield got", "yield conn")
+    files = {"ledger/__init__.py": "", "ledger/db.py": DB, "ledger/locks.py": locks, "ledger/jobs.py": jobs}
+    write(tmp_path, files)
+    assert findings(tmp_path, "ledger/jobs.py", codes=("OG203",)) == []

@@ -794,6 +794,13 @@ class ClaimAnalyzer:
                 hit = self.claim_in(node.value)
                 if hit is not None and hit.kind in NEEDS_TEST:
                     found = hit
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                # ``with exclusive(key) as got:``: a project context manager that yields its claim's answer.
+                for item in node.items:
+                    if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name:
+                        hit = self.context_claim(item.context_expr)
+                        if hit is not None:
+                            found = hit
         self._bound_claims[key] = found
         return found
 

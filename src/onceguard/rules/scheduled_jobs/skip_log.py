@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from ...project.through_helpers import through_helpers
-from ...project.claims import CLAIM_FUNCTION, CACHE_ADD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, ClaimAnalyzer, failed_lock_handlers, is_log_call
+from ...project.claim_helper_words import claim_helper_words
+from ...project.claims import (CLAIM_FUNCTION, CACHE_ADD, HELPER_CONTEXT, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK,
+                               ClaimAnalyzer, failed_lock_handlers, is_log_call)
 from ...analysis.facts import ModuleFacts, ancestors
 from ...knowledge import claims as claim_data
 from ...model import Diagnostic, Fix
@@ -18,7 +20,8 @@ from ...project.scheduled.jobs import _const
 # ------------------------------------------------------------------------------------------------
 # OG203
 # ------------------------------------------------------------------------------------------------
-_LOUD_CLAIM_KINDS = frozenset({CLAIM_FUNCTION, TRY_LOCK, SET_NX, LOCK_ACQUIRE, CACHE_ADD, HELPER_RESULT})
+_LOUD_CLAIM_KINDS = frozenset({CLAIM_FUNCTION, TRY_LOCK, SET_NX, LOCK_ACQUIRE, CACHE_ADD, HELPER_RESULT,
+                               HELPER_CONTEXT})
 
 
 def _loud_level(call: ast.Call, facts: ModuleFacts) -> Optional[str]:
@@ -38,6 +41,16 @@ def _loud_level(call: ast.Call, facts: ModuleFacts) -> Optional[str]:
     return None
 
 
+def _loud_calls(facts: ModuleFacts) -> List[Tuple[ast.Call, str]]:
+    loud = []
+    for method in claim_data.LOUD_LOG_METHODS | {"log"}:
+        for call in facts.calls_by_name.get(method, ()):
+            level = _loud_level(call, facts)
+            if level is not None:
+                loud.append((call, level))
+    return loud
+
+
 @register
 class LoudSkipLog(Rule):
     code = "OG203"
@@ -53,16 +66,18 @@ class LoudSkipLog(Rule):
         names = {name.rsplit(".", 1)[-1].encode() for name in config.claim_functions}
         return tuple((name, log) for name in sorted(names) for log in claim_data.LOUD_LOG_CALL_WORDS)
 
+    @staticmethod
+    def project_triggers(config) -> tuple:
+        """A job that claims through the project's own helper names the helper, not the claim."""
+        return claim_helper_words(config, claim_data.LOUD_LOG_CALL_WORDS)
+
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if facts.context.is_test:
             return
+        if not _loud_calls(facts):
+            return  # asked of the module as written first: reading it through its helpers costs parses
         facts = through_helpers(facts)  # as ``scheduled_in`` reads it
-        loud = []
-        for method in claim_data.LOUD_LOG_METHODS | {"log"}:
-            for call in facts.calls_by_name.get(method, ()):
-                level = _loud_level(call, facts)
-                if level is not None:
-                    loud.append((call, level))
+        loud = _loud_calls(facts)
         if not loud:
             return
         analyzer = ClaimAnalyzer.of_module(facts, _resolver if facts.context.cross_file else None)

@@ -1,0 +1,79 @@
+"""The names of the project's functions that may answer whether a claim was won, for the prefilter.
+
+A job that claims through a helper of its project (``with exclusive(key) as got:``, ``if not take_slot(name):``)
+spells the helper's name and no word of the claim itself, which the helper's module holds.  Its loud skip log
+(OG203) is to be read all the same, so a file that calls such a helper and logs loudly is parsed.  A helper is
+a ``def`` whose text, up to the next ``def``, holds a word a claim's code contains; what it really does is read
+when the job's module is checked (``ClaimAnalyzer``), so this list only has to hold every helper, not only
+helpers.
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, Set, Tuple
+
+import ahocorasick_rs
+
+from ..config import Config
+from . import index as project
+
+#: ``def name(`` at a line's start (after indentation and ``async``): where one def's text begins.
+_DEF = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(", re.MULTILINE)
+#: Words the claim itself is written with, inside a helper whose name need not say it: a try-lock, a Redis
+#: ``SET NX``, a skip-locked pickup, a conditional update's row count, a non-blocking acquire.  ``claim`` and
+#: ``lock(`` are left out: a helper called by them is found by the prefilter's own words already.
+_CLAIM_BODY_WORDS: Tuple[bytes, ...] = (
+    b"advisory", b"nx=", b"setnx", b"skip_locked", b"SKIP LOCKED", b"skip locked", b"rowcount", b"acquire(",
+    b"run_once", b"run_exclusive", b"locked_run", b"cache.add(",
+)
+_AUTOMATON = ahocorasick_rs.BytesAhoCorasick(list(_CLAIM_BODY_WORDS))
+
+_words_by_root: Dict[Tuple[str, Tuple[bytes, ...]], tuple] = {}
+
+
+def claim_helper_words(config: Config, beside: Tuple[bytes, ...] = ()) -> tuple:
+    """Each name a project def that may answer a claim is called by, followed by ``(``; with ``beside``, a
+    trigger per name and word of it (``(b"exclusive(", b".warning(")``).  Once per project: the prefilter
+    asks for every file."""
+    root = config.root
+    if not root:
+        return ()
+    key = (root, beside)
+    cached = _words_by_root.get(key)
+    if cached is None:
+        names = _words_by_root.get((root, ()))
+        if names is None:
+            names = _words_by_root[(root, ())] = _claim_helper_words(root)
+        cached = _words_by_root[key] = tuple((name, word) for name in names for word in beside) if beside else names
+    return cached
+
+
+def _claim_helper_words(root: str) -> Tuple[bytes, ...]:
+    names: Set[bytes] = set()
+    for path in project.project_files(root):
+        source = project.read_bytes(path)
+        if _AUTOMATON.find_matches_as_indexes(source):
+            names.update(_claiming_defs(source))
+    return tuple(sorted(name + b"(" for name in names))
+
+
+def _claiming_defs(source: bytes) -> Set[bytes]:
+    """The defs whose own text holds a claim word and hands something back (a claim helper answers)."""
+    matches = list(_DEF.finditer(source))
+    found: Set[bytes] = set()
+    for index, match in enumerate(matches):
+        name = match.group(1)
+        if name.startswith(b"__"):
+            continue  # a dunder is called by its class's name or by the language, never by its own
+        end = matches[index + 1].start() if index + 1 < len(matches) else len(source)
+        text = source[match.end():end]
+        if (b"return" in text or b"yield" in text) and _AUTOMATON.find_matches_as_indexes(text):
+            found.add(name)
+    return found
+
+
+def _clear() -> None:
+    _words_by_root.clear()
+
+
+project.on_clear(_clear)
