@@ -108,6 +108,13 @@ CONTAINER_FACTORIES: FrozenSet[str] = frozenset({
     "collections.deque", "defaultdict", "OrderedDict", "Counter", "deque",
 })
 
+#: In-memory caches that are mappings (``cache[key] = value``, ``key in cache``): a dict whose entries expire,
+#: made empty whatever sizes its arguments give.
+MAPPING_CACHE_FACTORIES: FrozenSet[str] = frozenset({
+    "cachetools.TTLCache", "cachetools.LRUCache", "cachetools.LFUCache", "cachetools.TLRUCache",
+    "cachetools.FIFOCache", "cachetools.RRCache", "cachetools.MRUCache", "cachetools.Cache",
+})
+
 #: Byte strings that let the prefilter keep a file that may hold such state.
 #: (an import under another name, ``from threading import Lock as L``, is the only spelling without ``Lock(``)
 LOCK_TRIGGERS = (b"Lock(", b"Condition(", b"Lock as ", b"Condition as ")
@@ -118,7 +125,8 @@ CACHE_TRIGGERS = (b"TTLCache", b"LRUCache", b"LFUCache", b"TLRUCache", b"FIFOCac
 #: OG608 needs both an empty container made somewhere in the file and a write that accumulates into state (a
 #: count, a clock reading, a member added, an item set): every pair is a trigger.
 STATE_CONTAINER_BYTES = (b"= {}", b"set()", b"defaultdict(", b"Counter(", b"{} for ", b"dict()", b"OrderedDict(",
-                         b"defaultdict as ", b"Counter as ", b"OrderedDict as ")
+                         b"defaultdict as ", b"Counter as ", b"OrderedDict as ", b"TTLCache(", b"LRUCache(",
+                         b"LFUCache(", b"FIFOCache(", b"RRCache(", b"MRUCache(", b"cachetools")
 STATE_WRITE_BYTES = (b"+= ", b"+ 1", b"time()", b"now(", b".add(", b"] = ")
 STATE_TRIGGERS = tuple((container, write) for container in STATE_CONTAINER_BYTES for write in STATE_WRITE_BYTES)
 

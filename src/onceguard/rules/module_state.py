@@ -65,8 +65,14 @@ def _is_container(value: Optional[ast.AST], facts: ModuleFacts) -> bool:
         if through is not None:
             value, facts = through.call, through.facts
         qualified = facts.callee(value) or ""
+        if qualified in known.MAPPING_CACHE_FACTORIES:
+            return True  # its arguments are sizes and lifetimes: it starts empty
         return qualified in known.CONTAINER_FACTORIES and not (value.args and qualified not in _FACTORY_WITH_DEFAULT)
     return False
+
+
+def _is_mapping_cache(value: ast.AST, facts: ModuleFacts) -> bool:
+    return isinstance(value, ast.Call) and (facts.callee(value) or "") in known.MAPPING_CACHE_FACTORIES
 
 
 #: Factories whose argument is the default of a missing key, not initial content.
@@ -555,6 +561,9 @@ class ModuleStateAsSharedMemory(Rule):
             finding = _judge(binding, facts, request, receivers, daemon)
             if finding is None or request.reach.module_is_one_off:
                 continue  # (a script a person runs is one process)
+            if finding.kind == "registry" and _is_mapping_cache(binding.value, facts):
+                continue  # a per-process cache used as a store is OG607's to say
+
             if binding.scope == state.INSTANCE:
                 lifetime = lifetime_of()
                 if lifetime is None and not receivers:
