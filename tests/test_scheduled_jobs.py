@@ -577,6 +577,53 @@ def test_psycopg_cursor_try_lock_fetched_then_tested(tmp_path):
     assert run(source, tmp_path) == [(14, "OG203")]
 
 
+_STANDBY = """\
+    import logging
+    import time
+
+    import redis
+
+    log = logging.getLogger(__name__)
+    r = redis.Redis()
+
+
+    class Standby:
+        def __init__(self) -> None:
+            self.primary = False
+
+        def tick(self) -> None:
+            if self.primary:
+                self.primary = bool(r.expire("standby:primary", 30))
+                if not self.primary:
+                    log.warning("primary role dropped")
+            else:
+                self.primary = bool(r.set("standby:primary", "me", nx=True, ex=30))
+                if not self.primary:
+                    log.warning("another node is primary")
+            if self.primary:
+                r.incr("standby:beats")
+
+
+    def main() -> None:
+        node = Standby()
+        while True:
+            node.tick()
+            time.sleep(10)
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def test_a_lost_renewal_is_a_failure_and_a_lost_acquisition_is_the_skip(tmp_path):
+    # The claim tested is the one written ahead of the test: the other arm's SET NX is not what the renewal's
+    # branch reads, and the attribute tested is ``self.primary``, not every name written on ``self``.
+    lines = textwrap.dedent(_STANDBY).splitlines()
+    skip = next(i for i, line in enumerate(lines, 1) if "another node is primary" in line)
+    assert [f for f in run(_STANDBY, tmp_path) if f[1] == "OG203"] == [(skip, "OG203")]
+
+
 def test_claim_result_ignored_is_not_a_claim(tmp_path):
     source = """\
         import redis

@@ -750,19 +750,25 @@ class ClaimAnalyzer:
         return None
 
     # -- OG203: the branch taken when a claim fails --------------------------------------------
-    def bound_claim(self, scope: ast.AST, name: str) -> Optional[ClaimHit]:
+    def bound_claim(self, scope: ast.AST, name: str, before: Optional[ast.AST] = None) -> Optional[ClaimHit]:
         """The claim whose result ``name`` holds in ``scope`` (a function or the module), or None.
 
         ``acquired = r.set(..., nx=True, ex=...)``; ``(got,) = cur.fetchone()`` after
-        ``cur.execute("SELECT pg_try_advisory_xact_lock(...)")``; ``cur`` itself after that execute.
+        ``cur.execute("SELECT pg_try_advisory_xact_lock(...)")``; ``cur`` itself after that execute;
+        ``self.is_leader = await self.lease.try_acquire()`` for ``self.is_leader``.  With ``before``, only what
+        is written ahead of it can be what a test there reads: a claim bound further down (the other arm of
+        ``if self.is_leader: ... renew ... else: ... try_acquire``) is not the one tested.
         """
-        key = (id(scope), name)
+        limit = (before.end_lineno, before.end_col_offset) if before is not None else None
+        key = (id(scope), name, limit)
         if key in self._bound_claims:
             return self._bound_claims[key]
         found: Optional[ClaimHit] = None
         executed: Dict[str, ClaimHit] = {}
         nodes = walk_no_nested_functions(scope) if scope is not self.facts.tree else _module_level(scope)
         for node in nodes:
+            if limit is not None and (getattr(node, "lineno", 0), getattr(node, "col_offset", 0)) >= limit:
+                continue
             if isinstance(node, ast.Expr):
                 value = node.value.value if isinstance(node.value, ast.Await) else node.value
                 if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
@@ -784,7 +790,7 @@ class ClaimAnalyzer:
                     if hit is not None and hit.kind in (TRY_LOCK, CONDITIONAL_UPDATE):
                         for target in _target_names(node):
                             executed[target] = hit
-                if name in _target_names(node):
+                if name in (_target_names(node) if "." not in name else _target_attributes(node)):
                     hit = self.claim_in(node.value)
                     if hit is None and executed:
                         hit = _fetch_from(node.value, executed)
@@ -880,7 +886,9 @@ class ClaimAnalyzer:
             root = root.value
         if isinstance(root, ast.Name):
             scope = self.facts.enclosing_function(node) or self.facts.tree
-            hit = self.bound_claim(scope, root.id)
+            # ``self.is_leader`` is one attribute of the instance, not every name written on ``self``
+            held = _dotted(test) if root.id in ("self", "cls") and isinstance(test, ast.Attribute) else root.id
+            hit = self.bound_claim(scope, held or root.id, before=test)
             if hit is not None:
                 return hit
         hit = self.claim_in(test)
@@ -983,6 +991,12 @@ def _target_names(statement: ast.AST) -> List[str]:
             if isinstance(node, ast.Name):
                 names.append(node.id)
     return names
+
+
+def _target_attributes(statement: ast.AST) -> List[str]:
+    """The attributes an assignment writes, dotted (``self.is_leader``)."""
+    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    return [_dotted(node) or "" for target in targets for node in walk(target) if isinstance(node, ast.Attribute)]
 
 
 def is_log_call(node: ast.AST) -> bool:
