@@ -312,10 +312,20 @@ def _instance_bindings(function: FunctionNode, facts: ModuleFacts) -> Dict[str, 
         else:
             continue
         loaded = (django_instance_loader(node.value, facts) or sa_source(node.value, facts, many=False)
-                  or _session_get(node.value, facts))
+                  or _session_get(node.value, facts) or _row_locking_load(node.value))
         if loaded is not None:
             table.setdefault(name, []).append((node, loaded))
     return table
+
+
+def _row_locking_load(expr: ast.AST) -> Optional[Loaded]:
+    """A load whose chain takes a row lock, in any ORM (``await Night.filter(...).select_for_update().first()``,
+    peewee's ``.for_update()``): the row stays locked until the transaction that read it ends, so no other
+    writer can read it in between."""
+    head, links = chain(expr)
+    if any(call is not None and name in orm.ROW_LOCK_KEYWORDS for name, call in links):
+        return Loaded("other", dotted(head) or "Model", expr, True)
+    return None
 
 
 def _core_reads(model: str, before: ast.AST, function: FunctionNode, facts: ModuleFacts) -> Dict[int, Optional[str]]:

@@ -4,10 +4,11 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from ...analysis.facts import FunctionNode, ModuleFacts, parent
+from ...analysis.facts import FunctionNode, ModuleFacts, parent, walk_no_nested_functions
 from ..fix_plans import orm_update_fix
 from ...knowledge import orm
 from ...model import Diagnostic
+from ...project import index as project
 from ...project.definitions import definition
 from ...analysis.names import dotted
 from ..registry import register
@@ -19,7 +20,7 @@ from .stores import StoreChecks
 from .keyed_stores import KeyedStoreChecks
 from .sql_reads import SqlChecks
 from .loads import (
-    FLASK_SESSION, Loaded, _instance_bindings, column_type, _loader_before, _model_columns, _model_method,
+    FLASK_SESSION, Loaded, _instance_bindings, chain, column_type, _loader_before, _model_columns, _model_method,
     _operator_only, _relocked_before, _single_process, django_instance_loader, function_nodes, later,
     module_imports_any, sa_source, unwrap)
 from .flow import Flow, _first_arithmetic, _keyed, plain_name
@@ -76,6 +77,24 @@ def _imported_helper(call: ast.Call, facts: ModuleFacts) -> Optional[Tuple[Funct
     if found is None or not isinstance(found[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     return found[0], found[1]
+
+
+def _tortoise_instance(change: Change, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """The changed instance is a Tortoise model's: the module imports Tortoise, or the class the instance was
+    loaded from (``night = await ObservingNight.get_or_none(...)``) is defined in a module that does."""
+    if module_imports_any(facts, ("tortoise",)):
+        return True
+    if not facts.context.cross_file:
+        return False
+    for node in walk_no_nested_functions(function):
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == change.instance and later(change.statement, node)):
+            head, _ = chain(node.value)
+            qualified = facts.qualify(head) if isinstance(head, (ast.Name, ast.Attribute)) else None
+            found = project.find_class(qualified, facts.config, project.search_root(facts)) if qualified else None
+            if found is not None:
+                return module_imports_any(found[1], ("tortoise",))
+    return False
 
 
 def _names_a_class(node: ast.AST, facts: ModuleFacts) -> bool:
@@ -229,17 +248,21 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                 if sole_writer(change.instance, change.statement, function, facts) is not None:
                     continue
                 reported[change.instance] = change.field
-                yield self._report(change, loaded, write, self._column(change, loaded, function, facts))
+                yield self._report(change, loaded, write, self._column(change, loaded, function, facts),
+                                   tortoise=_tortoise_instance(change, function, facts))
             seen: Set[int] = set()
             for change, at in self._callee_changes(function, facts, bindings):
                 if id(at) in seen or _fresh_object(change.instance, change, function, facts):
                     continue
+                loaded = _loader_before(bindings.get(change.instance, []), change.back)
+                if loaded is not None and loaded.locked:
+                    continue
                 write = _written_back(change, function, facts, bindings)
                 if write is not None and sole_writer(change.instance, change.back, function, facts) is None:
                     seen.add(id(at))
-                    loaded = _loader_before(bindings.get(change.instance, []), change.back)
                     change.statement = at
-                    yield self._report(change, loaded, write, self._column(change, loaded, function, facts))
+                    yield self._report(change, loaded, write, self._column(change, loaded, function, facts),
+                                       tortoise=_tortoise_instance(change, function, facts))
 
 
     @staticmethod
@@ -248,7 +271,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
         return column_type(loaded.model if loaded is not None else None, change.field, facts, own)
 
     def _report(self, change: Change, loaded: Optional[Loaded], write: ast.Call,
-                column: Optional[str] = None) -> Diagnostic:
+                column: Optional[str] = None, tortoise: bool = False) -> Diagnostic:
         obj, field, op, amount = change.instance, change.field, change.op, change.amount
         origin = f"read by `{short(loaded.call, 50)}`" if loaded is not None else "read when the instance was loaded"
         what = {"arithmetic": "changed in Python", "merge": "merged in Python",
@@ -266,6 +289,12 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                     else "`.with_for_update()` (or `session.get(..., with_for_update=True)`) in the same transaction")
             suggestion = (f"Re-read the row under a lock before merging ({lock}), change only the keys you own in "
                           f"SQL (`jsonb_set`, `||`, `array_append`), or compare-and-set on a version column and retry.")
+        elif django and tortoise:
+            # Tortoise spells Django's queries without a manager, awaited, and locks inside ``in_transaction()``.
+            suggestion = (f"Let the database do the arithmetic: `await {model}.filter(pk={obj}.pk).update("
+                          f"{field}=F(\"{field}\") {op} {amount})` (`F` from `tortoise.expressions`); for a limit, "
+                          f"filter on it and check the returned count; or load the row with `select_for_update()` "
+                          f"inside `in_transaction()`.")
         elif django:
             suggestion = (f"Let the database do the arithmetic: `{model}.objects.filter(pk={obj}.pk).update("
                           f"{field}=F(\"{field}\") {op} {amount})`; for a limit, filter on it "
@@ -279,7 +308,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
         if change.kind == "arithmetic" and column in ("text", "json"):
             suggestion = _whole_value_suggestion(obj, field, column, django)
         fix = None
-        if change.kind == "arithmetic" and column not in ("text", "json"):
+        if change.kind == "arithmetic" and column not in ("text", "json") and not tortoise:
             fix = orm_update_fix(change.statement, obj, field, "django" if django else "sqlalchemy",
                                  loaded.model if loaded is not None else None,
                                  _fix_session(loaded, write), write)
