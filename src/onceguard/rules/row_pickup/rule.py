@@ -19,7 +19,8 @@ from .selection import (
     _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, holds_row, may_pick_by_state,
     sql_pickup)
 from .moved_rows import hands_back, helper_writes, picked_and_written_after
-from .callers import _locked_before, runs_claimed
+from .callers import _locked_before, _resolver, runs_claimed
+from ...project.claims import ClaimAnalyzer
 from ...project.fixed_arguments import callers_of
 from ...project.scheduled.discovery import scheduled_once
 from ...model import Related
@@ -85,8 +86,13 @@ class UnclaimedRowPickup(Rule):
 
     # a marker in a shared store tested, then set around the work -------------------------------------------
     def _store_markers(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        analyzer = None
         for found in checks_then_sets(facts):
             write, read = found.write.call, found.read.call
+            if analyzer is None:
+                analyzer = ClaimAnalyzer.of_module(facts, _resolver if facts.context.cross_file else None)
+            if analyzer.dominating_claim(found.guard) is not None:
+                continue  # tested and set only by the replica that won the claim: one at a time
             yield self.finding(
                 write,
                 f"`{short(write, 50)}` sets the marker tested on line {read.lineno} around "
