@@ -230,12 +230,17 @@ def _shielded(lock: ast.AST, release: ast.AST, scope: ast.AST, facts: ModuleFact
     return False
 
 
+#: What can raise: a call, an await, a raise, and a yield -- a generator's consumer throws its own exception in
+#: there (the body of ``with`` over a ``@contextmanager`` raises at the ``yield``).
+_MAY_RAISE = (ast.Call, ast.Await, ast.Raise, ast.Yield, ast.YieldFrom)
+
+
 def _cannot_raise_out(statement: ast.stmt, facts: ModuleFacts) -> bool:
-    if not any(isinstance(n, (ast.Call, ast.Await, ast.Raise)) for n in walk(statement)):
+    if not any(isinstance(n, _MAY_RAISE) for n in walk(statement)):
         return True
     if not isinstance(statement, ast.Try) or not any(_catches_all(h, facts) for h in statement.handlers):
         return False
-    return not any(isinstance(n, (ast.Call, ast.Await, ast.Raise)) for part in (statement.orelse, statement.finalbody)
+    return not any(isinstance(n, _MAY_RAISE) for part in (statement.orelse, statement.finalbody)
                    for s in part for n in walk(s)) and not any(
         isinstance(n, ast.Raise) for h in statement.handlers for n in walk(h))
 
