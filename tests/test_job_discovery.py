@@ -571,6 +571,14 @@ _UNTIL_STOPPED = ("import threading\n\n    stop = threading.Event()\n\n    if __
     # the loop sets its own event: it ends after one pass, a person's run
     (_UNTIL_STOPPED.replace("stop.wait(300)", "stop.set()\n            stop.wait(300)"), "pass", False),
     ("def run() -> None:\n        while True:\n            push_totals()\n            time.sleep(300)", "pass", False),
+    # the pass's own pause on the shutdown event is its only way out: a worker until the process is stopped
+    (_UNTIL_STOPPED.replace("while not stop.is_set():", "while True:").replace(
+        "stop.wait(300)", "if stop.wait(300):\n                break"), "pass", True),
+    (_UNTIL_STOPPED.replace("while not stop.is_set():", "while True:").replace(
+        "stop.wait(300)", "if stop.is_set():\n                break\n            time.sleep(300)"), "pass", True),
+    # a break on anything else ends the program: a person's run
+    (_UNTIL_STOPPED.replace("while not stop.is_set():", "while True:").replace(
+        "stop.wait(300)", "if push_totals():\n                break\n            stop.wait(300)"), "pass", False),
 ])
 def test_a_long_running_programs_own_loop_schedules_what_it_calls(tmp_path, main, claim, flagged):
     """``while True: push_totals(); time.sleep(300)`` run from ``__main__`` (in the block or a function it calls) is

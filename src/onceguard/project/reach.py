@@ -100,10 +100,12 @@ def endless(loop: ast.While) -> bool:
     flag = _stop_flag(loop) if stop is None and not isinstance(loop.test, ast.Constant) else None
     if not (isinstance(loop.test, ast.Constant) and loop.test.value) and stop is None and flag is None:
         return False
-    pending: List[ast.AST] = list(loop.body)
+    pending: List[Tuple[ast.AST, ast.AST]] = [(statement, loop) for statement in loop.body]
     while pending:
-        node = pending.pop()
+        node, above = pending.pop()
         if isinstance(node, (ast.Break, ast.Return)):
+            if _shutdown_exit(node, above, loop):
+                continue  # leaves only when the process is told to stop, as ``while not stop.is_set()`` does
             return False
         if stop is not None and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr == "set" and dotted(node.func.value) == stop:
@@ -113,8 +115,23 @@ def endless(loop: ast.While) -> bool:
             return False
         if not isinstance(node, (ast.While, ast.For, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef,
                                  ast.ClassDef, ast.Lambda)):
-            pending.extend(ast.iter_child_nodes(node))
+            pending.extend((child, node) for child in ast.iter_child_nodes(node))
     return True
+
+
+def _shutdown_exit(leave: ast.AST, above: ast.AST, loop: ast.While) -> bool:
+    """``if stop.wait(60): break`` / ``if stop.is_set(): return``: the pass's pause (or a look) on an event that
+    only something outside the loop sets -- a shutdown signal -- is the only way out."""
+    if not isinstance(above, ast.If) or not any(statement is leave for statement in above.body):
+        return False
+    test = above.test.value if isinstance(above.test, ast.Await) else above.test
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute)
+            and test.func.attr in ("wait", "is_set")):
+        return False
+    event = dotted(test.func.value)
+    return event is not None and not any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set"
+        and dotted(node.func.value) == event for node in ast.walk(loop))
 
 
 def _imports_module(facts: ModuleFacts, prefixes: Iterable[str]) -> bool:
