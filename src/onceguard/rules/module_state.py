@@ -27,6 +27,7 @@ from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
 from ..project.fixed_arguments import named_in_few_files
 from ..project.forwarding import forwarded
+from ..project.minted_keys import minted_key
 from ..project.reach import Reach, _method_callers_by_name
 from ..project.renamed_callers import project_callers
 from ..project.summaries import summaries_for
@@ -430,16 +431,20 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: _RequestCode, re
     # A registry keeps to the request and job code this module shows: followed through the project's
     # callers, a reader is as often work the writer itself runs (a queue it drains through its own pool) or
     # set-up that builds a new object as another request.
+    # An entry under a key its writer mints (a job id from ``uuid4()``) is there for a later request that is
+    # handed the key: then both are followed through the project's callers, as a marker's are.
     if records and not found.of_kind(state.WRITE_OBJECT):
         for record in records:
             writer = record.function
-            if writer is None or request.runs(writer, receivers) is None:
+            minted = facts.context.cross_file and minted_key(record.node, facts)
+            follow = binding if minted else None
+            if writer is None or request.runs(writer, receivers, binding=follow) is None:
                 continue
             for reader in decisions + found.of_kind("read"):
                 if reader.function is not None and reader.function is not writer \
                         and not _accessor_of(reader.function, writer, facts) \
-                        and request.runs(reader.function, receivers) is not None:
-                    return _Finding("registry", record, reader)
+                        and request.runs(reader.function, receivers, binding=follow) is not None:
+                    return _Finding("registry", record, reader, elsewhere=minted)
     return None
 
 

@@ -20,8 +20,8 @@ from ..project import process_state as state
 from ..analysis.facts import ModuleFacts, parent, walk
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
-from ..analysis.executed_sql import bound_value
 from ..project.forwarding import forwarded
+from ..project.minted_keys import minted_key
 from ..project.reach import Reach
 from .base import Rule
 from .registry import register
@@ -81,24 +81,6 @@ def _status_record(value: ast.AST, facts: ModuleFacts) -> bool:
     return False
 
 
-def _minted_key(node: ast.AST, facts: ModuleFacts) -> bool:
-    """The entry is stored under a key the writer mints (``token = secrets.token_urlsafe(32); cache[token] =
-    member``): no other process can compute it, so it is there to be found by whoever is handed it."""
-    if isinstance(node, (ast.Assign, ast.AnnAssign)):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        keys = [t.slice for t in targets if isinstance(t, ast.Subscript)]
-    elif isinstance(node, ast.Call) and node.args:
-        keys = [node.args[0]]  # ``cache.set(key, value)``
-    else:
-        return False
-    for key in keys:
-        for part in walk(key):
-            value = bound_value(part, facts) if isinstance(part, ast.Name) else part
-            if isinstance(value, ast.Call) and (facts.callee(value) or "") in known.MINTED_KEY_CALLS:
-                return True
-    return False
-
-
 def _written_value(node: ast.AST) -> Optional[ast.AST]:
     if isinstance(node, (ast.Assign, ast.AnnAssign)):
         return node.value
@@ -113,7 +95,7 @@ def _store_use(binding: state.Binding, facts: ModuleFacts):
     found = state.accesses(binding, facts)
     writes = [a for a in found.of_kind(state.WRITE_RECORD, state.WRITE_MARK)
               if a.function is not None and (_status_record(_written_value(a.node) or a.node, facts)
-                                             or _minted_key(a.node, facts))]
+                                             or minted_key(a.node, facts))]
     if not writes:
         return None
     writers = found.functions(state.WRITE_RECORD, state.WRITE_MARK, state.WRITE_DERIVED, state.WRITE_OBJECT,

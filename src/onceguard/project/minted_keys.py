@@ -1,0 +1,49 @@
+"""Keys a writer mints: an entry stored under one is there to be found by whoever is handed the key.
+
+``token = secrets.token_urlsafe(32); cache[token] = member`` or ``job = Job(id=uuid4().hex, ...)`` then
+``self._jobs[job.id] = job``: no other process can compute the key, so the writer hands it out (a one-time
+link, a job id in the response) and a later request -- served by any replica -- reads the entry back by it.
+An entry under such a key in one process's memory is a store the other replicas never see.
+"""
+from __future__ import annotations
+
+import ast
+from typing import List
+
+from ..analysis.executed_sql import bound_value
+from ..analysis.facts import ModuleFacts, walk
+from ..knowledge import process_state as known
+
+
+def minted_key(node: ast.AST, facts: ModuleFacts) -> bool:
+    """``node`` (``store[key] = value`` or ``cache.set(key, value)``) stores its entry under a minted key."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        keys = [t.slice for t in targets if isinstance(t, ast.Subscript)]
+    elif isinstance(node, ast.Call) and node.args:
+        keys = [node.args[0]]  # ``cache.set(key, value)``
+    else:
+        return False
+    return any(_mints(part, facts) for key in keys for part in _key_parts(key, facts))
+
+
+def _key_parts(key: ast.AST, facts: ModuleFacts) -> List[ast.AST]:
+    """The key's nodes, a name read through its binding, and ``record.id`` through the keyword ``id=`` of the
+    constructor ``record`` was made by."""
+    parts: List[ast.AST] = []
+    for part in walk(key):
+        if isinstance(part, ast.Name):
+            parts.append(bound_value(part, facts) or part)
+        elif isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name):
+            made = bound_value(part.value, facts)
+            if isinstance(made, ast.Call):
+                parts.extend(k.value for k in made.keywords if k.arg == part.attr)
+            parts.append(part)
+        else:
+            parts.append(part)
+    return parts
+
+
+def _mints(value: ast.AST, facts: ModuleFacts) -> bool:
+    return any(isinstance(node, ast.Call) and (facts.callee(node) or "") in known.MINTED_KEY_CALLS
+               for node in walk(value))
