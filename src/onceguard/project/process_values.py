@@ -61,14 +61,25 @@ def unstable_parts(nodes: Iterable[ast.AST], facts: ModuleFacts) -> Iterator[Uns
         if id(node) in seen:
             continue
         seen.add(id(node))
+        skipped: Set[int] = set()
         for inner in walk(node):
+            if id(inner) in skipped:
+                continue
             if isinstance(inner, ast.Name) and names > 0 and isinstance(inner.ctx, ast.Load):
                 value = bound_value(inner, where)
                 if value is not None:
                     stack.append((value, where, names - 1, helpers, given, through, helper))
                 continue
+            if isinstance(inner, ast.Attribute) and names > 0 and isinstance(inner.ctx, ast.Load):
+                field = instance_field(inner, where)
+                if field is not None:
+                    stack.append((field[0], field[1], names - 1, helpers, given, through, helper))
+                continue
             if not isinstance(inner, ast.Call):
                 continue
+            overridden = _deployed_default(inner, where)
+            if overridden is not None:
+                skipped.update(id(n) for n in walk(overridden))  # the deployment sets the variable
             why = unstable_call(inner, where, given)
             if why is not None:
                 yield Unstable(inner, where, why, through, helper)
@@ -82,6 +93,61 @@ def unstable_parts(nodes: Iterable[ast.AST], facts: ModuleFacts) -> Iterator[Uns
                 for value in _returned(target):
                     stack.append((value, target_facts, _NAME_STEPS, helpers - 1, passed, through or inner,
                                   target))
+
+
+def instance_field(node: ast.Attribute, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+    """``settings.key_prefix`` where ``settings`` is a module-level instance of a project class (made here or in
+    the module it is imported from): the value the class gives the field -- its class-body default
+    (``key_prefix: str = os.environ.get(...)``, a dataclass field) or what ``__init__`` assigns it."""
+    if not isinstance(node.value, ast.Name):
+        return None
+    made = bound_value(node.value, facts)
+    where = facts
+    if made is None and facts.context.cross_file:
+        qualified = facts.qualify(node.value)
+        found = project.find_assignment(qualified, facts.config, project.search_root(facts)) if qualified else None
+        if found is not None:
+            made, where = found
+    if not isinstance(made, ast.Call) or made.args or made.keywords:
+        return None  # (a field given at construction is the caller's value, not the default)
+    cls_name = where.qualify(made.func) if isinstance(made.func, (ast.Name, ast.Attribute)) else None
+    cls, cls_facts = None, where
+    local = isinstance(made.func, ast.Name) and next(
+        (c for c in where.classes if c.name == made.func.id and where.enclosing_function(c) is None), None)
+    if local:
+        cls = local
+    elif cls_name and where.context.cross_file:
+        found_class = project.find_class(cls_name, where.config, project.search_root(where))
+        if found_class is not None:
+            cls, cls_facts = found_class
+    if cls is None:
+        return None
+    for statement in cls.body:
+        target = statement.target if isinstance(statement, ast.AnnAssign) else (
+            statement.targets[0] if isinstance(statement, ast.Assign) and len(statement.targets) == 1 else None)
+        if isinstance(target, ast.Name) and target.id == node.attr and statement.value is not None:
+            return statement.value, cls_facts
+        if isinstance(statement, _FUNCTION_TYPES) and statement.name == "__init__":
+            for inner in walk_no_nested_functions(statement):
+                if isinstance(inner, ast.Assign) and any(
+                        isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                        and t.attr == node.attr for t in inner.targets):
+                    return inner.value, cls_facts
+    return None
+
+
+#: ``os.environ.get(NAME, default)`` / ``os.getenv(NAME, default)``: the default runs where NAME is not set.
+_ENVIRONMENT_READS = frozenset({"os.environ.get", "os.getenv"})
+
+
+def _deployed_default(call: ast.Call, facts: ModuleFacts) -> Optional[ast.AST]:
+    """The default of an environment read whose variable the deployment files set (never used there)."""
+    if (facts.callee(call) or "") not in _ENVIRONMENT_READS or len(call.args) < 2:
+        return None
+    name = call.args[0]
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+        return None
+    return call.args[1] if name.value in deployed_variables(facts) else None
 
 
 def _is_library_call(call: ast.Call, facts: ModuleFacts) -> bool:
@@ -346,6 +412,45 @@ def same_place(one: Unstable, other: Unstable) -> bool:
 
 def _path(facts: ModuleFacts) -> str:
     return os.path.abspath(facts.context.path or "")
+
+
+# -- variables the deployment sets ------------------------------------------------------------------------
+
+#: ``NAME=`` (Dockerfile ``ENV``, ``.env``, a shell line), ``NAME:`` (compose ``environment:``), and the
+#: Kubernetes ``- name: NAME`` of a container's ``env``.
+_SET_VARIABLE = re.compile(rb"(?:^|[\s\-\"'])([A-Z][A-Z0-9_]*)[\"']?\s*[=:]|name:\s*[\"']?([A-Z][A-Z0-9_]*)")
+_deployed_variables: Dict[Tuple[str, ...], Set[str]] = {}
+project.on_clear(_deployed_variables.clear)
+
+
+def deployed_variables(facts: ModuleFacts) -> Set[str]:
+    """The environment variables the project's deployment files (and ``.env`` files) set (the CLI only)."""
+    context = facts.context
+    if not context.cross_file or not context.path:
+        return set()
+
+    def build(_facts: ModuleFacts) -> Set[str]:
+        from . import deployment
+
+        top = deployment.project_directory(context.path, facts.config, project.search_root(facts))
+        bases = tuple(deployment.deployment_bases(facts.config, top))
+        if bases not in _deployed_variables:
+            found: Set[str] = set()
+            for base in bases:
+                for path in project.files_named(base, _sets_environment, facts.config, key="environment"):
+                    for match in _SET_VARIABLE.finditer(project.read_bytes(path)):
+                        found.add((match.group(1) or match.group(2)).decode("ascii"))
+            _deployed_variables[bases] = found
+        return _deployed_variables[bases]
+
+    return facts.cached("process_values:deployed-variables", build)
+
+
+def _sets_environment(name: str) -> bool:
+    from . import deployment
+
+    lowered = name.lower()
+    return deployment._is_deployment_file(name) or lowered == ".env" or lowered.startswith(".env.")
 
 
 # -- a hash seed the deployment fixes ---------------------------------------------------------------------

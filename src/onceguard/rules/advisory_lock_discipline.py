@@ -48,7 +48,8 @@ class UnstableLockKey(Rule):
     code = "OG104"
     name = "unstable-lock-key"
     summary = "advisory lock key computed with hash(), id(), random or uuid4: every replica locks a different key"
-    triggers = known.TRIGGERS + RETURNED_TRIGGERS
+    # (a lock library's words admit the same files OG103 reads: they are parsed for it already)
+    triggers = known.TRIGGERS + RETURNED_TRIGGERS + lock_known.TRIGGERS
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         reported: Set[int] = set()
@@ -73,6 +74,30 @@ class UnstableLockKey(Rule):
                     f"`{dotted(node.func) or 'a call'}(...)`{via}, so each replica locks a different key and all run "
                     "the guarded work.",
                     f"The key is not the same in every process: {part.why}. " + _STABLE_KEY, fix,
+                )
+        yield from self._library_lock_keys(facts, reported)
+
+    def _library_lock_keys(self, facts: ModuleFacts, reported: Set[int]) -> Iterator[Diagnostic]:
+        """A lock library's lock (a Redis lock, a django-pglocks key) named from a per-process value: the same
+        hazard under another API.  Reported where the value is computed, in this module or another."""
+        for lock in library_locks(facts):
+            if lock.key is None:
+                continue
+            for part in unstable_parts([lock.key], facts):
+                if id(part.call) in reported:
+                    continue
+                reported.add(id(part.call))
+                here = part.facts is facts
+                where = "" if here else f" ({_short_path(part.facts)}:{part.call.lineno})"
+                yield self.finding(
+                    part.call if here else lock.made,
+                    f"the name of this {lock.api.library} lock (line {lock.made.lineno}) comes from "
+                    f"`{dotted(part.call.func) or 'a call'}(...)`{where}, so each replica locks a different name and "
+                    "all run the guarded work.",
+                    f"The name is not the same in every process: {part.why}. Build it from constants and the job's "
+                    "own name only (keep per-host values for the lock's token, not its name)",
+                    related=[] if here else [Related(part.facts.context.path, part.call.lineno,
+                                                     part.call.col_offset + 1, "the per-process value is computed here")],
                 )
 
     def _returned_here(self, facts: ModuleFacts, reported: Set[int]) -> Iterator[Diagnostic]:
