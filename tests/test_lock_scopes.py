@@ -230,3 +230,46 @@ def test_a_pool_a_function_binds_under_global_is_the_modules_name(tmp_path):
         index.clear_cache()
         found = check_source(path.read_bytes(), str(path), Config(root=str(tmp_path)), cross_file=True)
         assert sorted((d.line, d.code) for d in found if d.code == "OG101") == marked(POOL_USER), declaration
+
+
+# -- peewee: the Database's own connection for the length of connection_context() -----------------------------
+_PEEWEE_WORKER = """
+    from playhouse.pool import PooledPostgresqlDatabase
+
+    store = PooledPostgresqlDatabase("depot", host="db", max_connections=8)
+
+
+    def restock() -> None:
+        with store.connection_context():
+            got = store.execute_sql("SELECT pg_try_advisory_lock(%s)", (31,)).fetchone()[0]  # here
+        if not got:
+            return
+        try:
+            store.execute_sql("UPDATE bins SET level = capacity WHERE level < 5")
+        finally:
+            with store.connection_context():
+                store.execute_sql("SELECT pg_advisory_unlock(%s)", (31,))
+"""
+
+
+def test_a_peewee_lock_taken_in_connection_context_and_held_after_it_is_reported():
+    assert [f for f in codes(_PEEWEE_WORKER) if f[1] == "OG101"] == marked(_PEEWEE_WORKER)
+
+
+def test_a_peewee_lock_work_and_unlock_in_one_connection_context_are_not():
+    inside = """
+        from playhouse.pool import PooledPostgresqlDatabase
+
+        store = PooledPostgresqlDatabase("depot", host="db", max_connections=8)
+
+
+        def restock() -> None:
+            with store.connection_context():
+                if not store.execute_sql("SELECT pg_try_advisory_lock(%s)", (31,)).fetchone()[0]:
+                    return
+                try:
+                    store.execute_sql("UPDATE bins SET level = capacity WHERE level < 5")
+                finally:
+                    store.execute_sql("SELECT pg_advisory_unlock(%s)", (31,))
+    """
+    assert [f for f in codes(inside) if f[1] == "OG101"] == []

@@ -388,6 +388,9 @@ class Handles:
                 return None
             if isinstance(above, (ast.With, ast.AsyncWith)):
                 for item in above.items:
+                    implicit = self._implicit_checkout(item, name)
+                    if implicit is not None:
+                        return ConnectionScope(item, above, replace(implicit, origin=item))
                     if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name:
                         opened = cursor_of(item.context_expr)
                         if opened is not None:
@@ -401,6 +404,20 @@ class Handles:
                             return None
                         return ConnectionScope(item, above, replace(handle, origin=item))
         return None
+
+    def _implicit_checkout(self, item: ast.withitem, name: str) -> Optional[Handle]:
+        """``with db.connection_context():`` around a call on ``db``: the block's connection (see
+        ``IMPLICIT_CHECKOUTS``), or None."""
+        expr = item.context_expr
+        if item.optional_vars is not None or not isinstance(expr, ast.Call) \
+                or not isinstance(expr.func, ast.Attribute) or not isinstance(expr.func.value, ast.Name) \
+                or expr.func.value.id != name:
+            return None
+        handle = self.of(expr.func.value)
+        if handle is None or expr.func.attr not in db.IMPLICIT_CHECKOUTS.get(handle.library, ()):
+            return None
+        checkout = self.of(expr)
+        return checkout if checkout is not None and checkout.pinned else None
 
     def _null_pool(self, call: ast.Call) -> bool:
         for keyword in call.keywords:

@@ -54,6 +54,11 @@ PIN_METHODS: FrozenSet[str] = frozenset({
     "connect", "begin", "acquire", "connection", "getconn", "raw_connection", "connection_context",
 })
 
+#: Blocks that hand the handle itself a connection for their length, without naming it: peewee's
+#: ``with db.connection_context():`` opens one on the Database (from its pool) and closes it at the block's end;
+#: ``db.execute_sql(...)`` inside runs on it.  library -> the methods.
+IMPLICIT_CHECKOUTS: Dict[str, FrozenSet[str]] = {"peewee": frozenset({"connection_context"})}
+
 #: How a SQLAlchemy Session handle was made (``Handle.how``).  Such a Session holds a connection only
 #: for its current transaction: COMMIT, ROLLBACK or close hands it back to the pool.
 SESSION_HOWS: FrozenSet[str] = frozenset({"session", "Session", "AsyncSession", "scoped_session"})
