@@ -18,6 +18,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
+from pglast.enums import OnConflictAction
+
 from ..analysis.applied_decorators import decorators
 from ..analysis.executed_sql import ExecutedSql, executed_sql
 from ..analysis.facts import (PARENT, FunctionNode, ModuleFacts, ancestors, call_name, parent, walk,
@@ -37,6 +39,9 @@ LOCK_WITH = "Redis lock"
 CACHE_ADD = "cache.add"
 ROW_LOCK = "FOR UPDATE SKIP LOCKED"
 CONDITIONAL_UPDATE = "conditional UPDATE"
+#: ``INSERT ... ON CONFLICT DO NOTHING``: the replica whose row goes in has the claim; the row count (or the
+#: ``RETURNING`` value) says which one.
+UNIQUE_INSERT = "INSERT ... ON CONFLICT DO NOTHING"
 HELPER_GUARD = "claiming helper"
 HELPER_RESULT = "claiming helper result"
 #: A context manager of the project that yields a claim's answer: the name ``with ... as`` binds is tested.
@@ -44,8 +49,8 @@ HELPER_CONTEXT = "claiming context manager"
 HUEY_LOCK = "huey lock_task"
 
 #: Kinds whose result must be tested before the work.
-NEEDS_TEST = frozenset({CLAIM_FUNCTION, TRY_LOCK, SET_NX, LOCK_ACQUIRE, CACHE_ADD, CONDITIONAL_UPDATE, HELPER_RESULT,
-                        HELPER_CONTEXT})
+NEEDS_TEST = frozenset({CLAIM_FUNCTION, TRY_LOCK, SET_NX, LOCK_ACQUIRE, CACHE_ADD, CONDITIONAL_UPDATE, UNIQUE_INSERT,
+                        HELPER_RESULT, HELPER_CONTEXT})
 #: Kinds whose result answers whether the claim was obtained: what a helper hands back of one is that answer.
 ANSWER_KINDS = frozenset({SET_NX, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE, HELPER_RESULT})
 
@@ -400,6 +405,8 @@ class ClaimAnalyzer:
                 return ROW_LOCK
             if "UpdateStmt" in sql.statement_types and _update_has_where(entry.text):
                 return CONDITIONAL_UPDATE
+            if "InsertStmt" in sql.statement_types and _inserts_unless_present(entry.text):
+                return UNIQUE_INSERT
         if self.is_claim_function(call):
             return CLAIM_FUNCTION
         func = call.func
@@ -776,7 +783,7 @@ class ClaimAnalyzer:
                     receiver = _dotted(value.func.value)
                     if receiver:
                         hit = self.claim_in(value)
-                        if hit is not None and hit.kind in (TRY_LOCK, CONDITIONAL_UPDATE):
+                        if hit is not None and hit.kind in (TRY_LOCK, CONDITIONAL_UPDATE, UNIQUE_INSERT):
                             executed[receiver] = hit
                             if receiver.split(".", 1)[0] == name:
                                 found = hit
@@ -787,7 +794,7 @@ class ClaimAnalyzer:
                     # ``result = await session.execute(text("SELECT pg_try_advisory_lock(...)"))``: what is
                     # later fetched from ``result`` is the claim's answer.
                     hit = self.claim_in(value)
-                    if hit is not None and hit.kind in (TRY_LOCK, CONDITIONAL_UPDATE):
+                    if hit is not None and hit.kind in (TRY_LOCK, CONDITIONAL_UPDATE, UNIQUE_INSERT):
                         for target in _target_names(node):
                             executed[target] = hit
                 if name in (_target_names(node) if "." not in name else _target_attributes(node)):
@@ -896,6 +903,12 @@ class ClaimAnalyzer:
 
 
 _SQL_SENDERS = frozenset({"execute", "exec_driver_sql", "executemany"})
+
+
+def _inserts_unless_present(text: str) -> bool:
+    statements = parse_statements(text)
+    return any(type(s).__name__ == "InsertStmt" and getattr(s, "onConflictClause", None) is not None
+               and int(s.onConflictClause.action) == int(OnConflictAction.ONCONFLICT_NOTHING) for s in statements)
 
 
 def _update_has_where(text: str) -> bool:
@@ -1240,7 +1253,7 @@ class _Scan:
             if not hit.needs_test or self._wraps_job(hit):
                 return _CLAIM, None, hit.kind
             call = value.value if isinstance(value, ast.Await) else value
-            if (hit.kind in (TRY_LOCK, CONDITIONAL_UPDATE) and isinstance(call, ast.Call)
+            if (hit.kind in (TRY_LOCK, CONDITIONAL_UPDATE, UNIQUE_INSERT) and isinstance(call, ast.Call)
                     and isinstance(call.func, ast.Attribute)):
                 # ``cur.execute(<claim>)``: the result is read next (fetchone / rowcount) and tested.
                 receiver = _dotted(call.func.value)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from .handed_values import iterated as _iterated
-from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk_no_nested_functions
 from ..analysis.handed import positional_parameters
 from ..config import Config
 from ..knowledge import schedulers as known
@@ -287,9 +287,75 @@ def repeated_in(facts: ModuleFacts) -> List[Tuple[str, ast.While]]:
                         qualified = f"{module}.{attribute}" if attribute and module else ""
                     if qualified and (qualified, loop) not in found:
                         found.append((qualified, loop))
+        for qualified, loop in _fanned_out(facts, loops, module):
+            if (qualified, loop) not in found:
+                found.append((qualified, loop))
         return found
 
     return facts.cached("registries:repeated", build)
+
+
+def _fanned_out(facts: ModuleFacts, loops: List[ast.While], module: str) -> Iterator[Tuple[str, ast.While]]:
+    """One loop per entry: ``[create_task(_loop(job)) for job in REGISTRY]`` (or a ``for`` statement, a thread
+    per entry) hands each item to a def of this module whose never-ending loop calls that parameter
+    (``await job.func()`` then a sleep): every entry is repeated, each by its own loop."""
+    repeating = {id(loop) for loop in loops}
+    owners = {}
+    for loop in loops:
+        function = facts.enclosing_function(loop)
+        if function is not None and facts.enclosing_class(function) is None:
+            owners.setdefault(function.name, []).append((function, loop))
+    if not owners or not module:
+        return
+    for over in [n for n in facts.nodes if isinstance(n, (ast.For, ast.comprehension))]:
+        if not isinstance(over.target, ast.Name):
+            continue
+        container = _iterated(over.iter)
+        if not isinstance(container, ast.Name):
+            continue
+        qualified = facts.imports.qualify_dotted(container.id) if facts.imports.is_imported(container.id) \
+            else f"{module}.{container.id}"
+        # a ``for`` statement's body; a comprehension's whole expression (its element and conditions)
+        scope = over.body if isinstance(over, ast.For) else [parent(over) or over]
+        for node in (n for statement in scope for n in [statement, *walk_no_nested_functions(statement)]):
+            handed = _handed_item(node, over.target.id, owners)
+            if handed is None:
+                continue
+            name, index = handed
+            for function, loop in owners[name]:
+                parameters = positional_parameters(function)
+                if index < len(parameters) and id(loop) in repeating and _calls_name(loop, parameters[index]):
+                    yield qualified, loop
+
+
+def _handed_item(node: ast.AST, item: str, owners: Dict[str, list]) -> Optional[Tuple[str, int]]:
+    """(def name, position) when ``node`` runs a def of ``owners`` with ``item`` as a positional argument:
+    ``_repeat(entry)`` (also inside ``create_task(...)``), or ``Thread(target=_repeat, args=(entry,))``."""
+    if not isinstance(node, ast.Call):
+        return None
+    if isinstance(node.func, ast.Name) and node.func.id in owners:
+        for index, argument in enumerate(node.args):
+            if isinstance(argument, ast.Name) and argument.id == item:
+                return node.func.id, index
+    keywords = {k.arg: k.value for k in node.keywords if k.arg}
+    target, arguments = keywords.get("target"), keywords.get("args")
+    if isinstance(target, ast.Name) and target.id in owners and isinstance(arguments, (ast.Tuple, ast.List)):
+        for index, argument in enumerate(arguments.elts):
+            if isinstance(argument, ast.Name) and argument.id == item:
+                return target.id, index
+    return None
+
+
+def _calls_name(loop: ast.While, name: str) -> bool:
+    """The loop calls ``name`` or a part of it (``job()``, ``job.func()``, ``job["run"]()``)."""
+    for node in walk_no_nested_functions(loop):
+        if isinstance(node, ast.Call):
+            func = node.func
+            while isinstance(func, (ast.Attribute, ast.Subscript)):
+                func = func.value
+            if isinstance(func, ast.Name) and func.id == name:
+                return True
+    return False
 
 
 def _module_names(facts: ModuleFacts) -> List[str]:
@@ -338,6 +404,26 @@ def _may_repeat(source: bytes) -> bool:
             called = _item_call(name.strip())
             if called.search(source, match.end(), match.end() + _BODY_BYTES) is not None:
                 return True
+    return _may_fan_out(source, loops)
+
+
+#: ``for job in REGISTRY`` as a statement or a comprehension's clause (no colon after a comprehension's).
+_FOR_IN_NAME = re.compile(
+    rb"for\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\s+(?:(?:list|tuple|sorted|reversed)\(\s*)*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _may_fan_out(source: bytes, loops: List[int]) -> bool:
+    """``[create_task(_loop(job)) for job in REGISTRY]`` near an endless loop: each item handed to a call (the
+    loop of its own, as ``_fanned_out`` reads it)."""
+    for match in _FOR_IN_NAME.finditer(source):
+        if not any(abs(match.start() - at) < _NEAR_BYTES for at in loops):
+            continue
+        item, name = match.group(1), match.group(2)
+        if not (_module_level(name, source) and (_filled_here(name, source) or _imported(name, source))):
+            continue
+        handed = re.compile(rb"\(\s*" + re.escape(item) + rb"\s*[,)]")
+        if handed.search(source, max(0, match.start() - _BODY_BYTES), match.end() + _BODY_BYTES) is not None:
+            return True
     return False
 
 
