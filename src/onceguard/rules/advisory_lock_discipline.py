@@ -18,6 +18,7 @@ from ..knowledge import lock_libraries as lock_known
 from ..project.fixed_arguments import fixed_at_callers
 from ..project.forwarding import forwarded
 from ..project.lock_libraries import LibraryLock, library_locks, spin_waits
+from ..project.locked_sections import jobs_entering
 from ..project.advisory_helpers import helper_pairs, helper_words, release_guaranteed
 from ..project.process_values import (RETURNED_TRIGGERS, calling_modules, is_fixed_key as _is_fixed_key,
                                       parameter_names_around as _parameter_names, returned_unstable, same_place,
@@ -277,9 +278,15 @@ class BlockingLockInJob(Rule):
         ``pg_advisory_lock``."""
         reported: Set[int] = set()
         for lock in library_locks(facts):
-            if not lock.waits or lock.key is None or not _is_fixed_key([lock.key], facts):
+            if not lock.waits or lock.key is None or _runs_migrations(lock.scope, facts) or id(lock.taken) in reported:
                 continue
-            if _yields_to_caller(lock.scope) or _runs_migrations(lock.scope, facts) or id(lock.taken) in reported:
+            entering: List = []
+            if _yields_to_caller(lock.scope):
+                # a mutex around its caller's block: waiting is what it is for, unless a job enters it
+                entering = jobs_entering(lock.scope, lock.key, facts, _is_fixed_key) if facts.context.cross_file else []
+                if not entering:
+                    continue
+            elif not _is_fixed_key([lock.key], facts):
                 continue
             reported.add(id(lock.taken))
             how = ("`guard.run(...)` waits for the lock and then runs the callable" if lock.api.runs_callable
@@ -288,6 +295,8 @@ class BlockingLockInJob(Rule):
                 lock.taken,
                 f"{how}, so a second replica queues behind the first and then runs the same job again.",
                 _library_suggestion(lock),
+                related=[Related(other.context.path, call.lineno, call.col_offset + 1,
+                                 f"the scheduled job `{job.name}` enters it here") for call, other, job in entering],
             )
         for spin in spin_waits(facts):
             if spin.key is None or not _is_fixed_key([spin.key], facts) or id(spin.claim) in reported:

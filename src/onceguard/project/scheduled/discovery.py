@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from typing import Dict, List, Optional, Tuple
 
 from ...project import deployment, index as project, process_roles
@@ -570,3 +571,25 @@ def scheduled_once(function: FunctionNode, facts: ModuleFacts) -> bool:
     scheduler): one run at a time does its work, as a claimed run does."""
     found = [s for s in scheduled_in(facts) if s.target.function is function]
     return bool(found) and all(s.coordinated or s.gated for s in found)
+
+
+def scheduled_by_all(function: FunctionNode, facts: ModuleFacts) -> List[Scheduled]:
+    """Where ``function`` is scheduled: in its own module (a decorator, a registration there) or in a module
+    that calls it (a worker loop, a ticker's registration of another module's def), and not coordinated
+    there (one scheduling process, a leader's scheduler)."""
+    path = os.path.abspath(facts.context.path or "")
+
+    def same(target: Target) -> bool:
+        other = target.function
+        return other is function or (
+            other is not None and target.facts is not None and other.name == function.name
+            and other.lineno == function.lineno and os.path.abspath(target.facts.context.path or "") == path)
+
+    found = [s for s in scheduled_in(facts) if same(s.target)]
+    if facts.context.cross_file:
+        from ..renamed_callers import project_callers
+
+        for _, other in project_callers(function, facts):
+            if other is not facts:
+                found.extend(s for s in scheduled_in(other) if same(s.target))
+    return [s for s in found if not (s.coordinated or s.gated)]

@@ -1,0 +1,39 @@
+"""Lock helpers that hand the locked section to their caller, and the jobs that enter them.
+
+A ``@contextmanager`` that takes a lock, yields, and releases it is a mutex around its caller's block: request
+code whose every call must do its work waits on it on purpose.  A scheduled job that enters it with a job-wide
+key is another matter: with a lock that waits, every replica's run queues behind the first and then does the
+work again.  ``jobs_entering`` says which jobs enter such a helper with a fixed key.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Callable, List, Tuple
+
+from ..analysis.facts import FunctionNode, ModuleFacts, walk
+from ..analysis.handed import parameter_names
+from .fixed_arguments import callers_of, fixed_at_callers
+from .scheduled.discovery import scheduled_by_all
+
+#: (the call entering the helper, its module, the job it is in)
+Entry = Tuple[ast.Call, ModuleFacts, FunctionNode]
+
+
+def jobs_entering(helper: FunctionNode, key: ast.AST, facts: ModuleFacts,
+                  is_fixed: Callable[[List[ast.AST], ModuleFacts], bool]) -> List[Entry]:
+    """The calls of ``helper`` made by scheduled jobs of the project, when the lock's ``key`` is the same for
+    every call: fixed in the helper, or built from parameters every caller hands a fixed value."""
+    if is_fixed([key], facts):
+        callers = callers_of(helper, facts)
+    else:
+        own = set(parameter_names(helper, receiver=False))
+        names = sorted({n.id for n in walk(key) if isinstance(n, ast.Name) and n.id in own})
+        if not names:
+            return []
+        callers = fixed_at_callers(helper, names, facts, is_fixed, lambda call, other: False) or []
+    found: List[Entry] = []
+    for call, other in callers:
+        job = other.enclosing_function(call)
+        if job is not None and not other.context.is_test and scheduled_by_all(job, other):
+            found.append((call, other, job))
+    return found

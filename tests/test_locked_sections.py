@@ -1,0 +1,90 @@
+"""OG103: a lock helper that hands its locked section to the caller (a ``@contextmanager`` around a lock that
+waits) is a mutex its callers' blocks queue on.  Request code queues on purpose; a scheduled job that enters it
+with a job-wide key has every replica's run wait for the first and then do the work again.  Reported at the lock,
+with the job that enters it; the key may be the helper's parameter, fixed by the job.
+"""
+from __future__ import annotations
+
+import textwrap
+
+from test_job_discovery import findings, fresh_caches, write  # noqa: F401 (fresh_caches: autouse here too)
+
+GATES = """\
+    from contextlib import contextmanager
+
+    import redis
+
+    client = redis.Redis(host="redis")
+
+
+    @contextmanager
+    def gate(name: str):
+        held = client.lock(f"gates:{name}", timeout=120)
+        held.acquire()
+        try:
+            yield
+        finally:
+            held.release()
+"""
+
+JOBS = """\
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from yard.gates import gate
+
+    sched = BackgroundScheduler(timezone="UTC")
+
+
+    def reorder_stock() -> None:
+        with gate("reorder"):
+            client_total = 1
+            print(client_total)
+
+
+    sched.add_job(reorder_stock, "interval", minutes=10)
+    sched.start()
+"""
+
+VIEWS = """\
+    from flask import Flask
+
+    from yard.gates import gate
+
+    app = Flask(__name__)
+
+
+    @app.post("/stock/<sku>/count")
+    def count(sku: str):
+        with gate("counting"):
+            return {"sku": sku}
+"""
+
+
+def _line(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(textwrap.dedent(text).splitlines(), 1) if needle in line)
+
+
+def _check(tmp_path, files):
+    write(tmp_path, {"yard/__init__.py": "", "yard/gates.py": GATES, **files})
+    return findings(tmp_path, "yard/gates.py", codes=("OG103",))
+
+
+def test_a_scheduled_job_entering_a_waiting_lock_helper_with_a_fixed_name_is_reported(tmp_path):
+    assert _check(tmp_path, {"yard/jobs.py": JOBS}) == [(_line(GATES, "held.acquire()"), "OG103")]
+
+
+def test_request_code_queueing_on_the_helper_is_left_alone(tmp_path):
+    assert _check(tmp_path, {"yard/views.py": VIEWS}) == []
+
+
+def test_a_job_entering_it_with_a_key_of_its_own_making_is_left_alone(tmp_path):
+    per_row = JOBS.replace("def reorder_stock() -> None:", 'def reorder_stock(sku: str = "all") -> None:').replace(
+        'with gate("reorder"):', 'with gate(f"reorder:{sku}"):')
+    assert _check(tmp_path, {"yard/jobs.py": per_row}) == []
+
+
+def test_a_helper_that_does_not_wait_is_left_alone(tmp_path):
+    gates = GATES.replace("held.acquire()", "if not held.acquire(blocking=False):\n            yield False\n"
+                          "            return")
+    write(tmp_path, {"yard/__init__.py": "", "yard/gates.py": gates, "yard/jobs.py": JOBS})
+    assert findings(tmp_path, "yard/gates.py", codes=("OG103",)) == []
