@@ -88,3 +88,30 @@ def test_a_helper_that_does_not_wait_is_left_alone(tmp_path):
                           "            return")
     write(tmp_path, {"yard/__init__.py": "", "yard/gates.py": gates, "yard/jobs.py": JOBS})
     assert findings(tmp_path, "yard/gates.py", codes=("OG103",)) == []
+
+
+PG_GATES = """\
+    from contextlib import contextmanager
+
+    import psycopg
+
+    conn = psycopg.connect("postgresql://db/yard", autocommit=True)
+
+
+    @contextmanager
+    def gate(key: int):
+        conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+"""
+
+
+def test_a_postgres_lock_helper_a_job_enters_with_a_fixed_key_is_reported(tmp_path):
+    jobs = JOBS.replace('with gate("reorder"):', "with gate(4401):")
+    write(tmp_path, {"yard/__init__.py": "", "yard/gates.py": PG_GATES, "yard/jobs.py": jobs})
+    assert findings(tmp_path, "yard/gates.py", codes=("OG103",)) == [(_line(PG_GATES, "pg_advisory_lock("), "OG103")]
+    views = VIEWS.replace('with gate("counting"):', "with gate(4402):")
+    write(tmp_path, {"yard/jobs.py": "", "yard/views.py": views})
+    assert findings(tmp_path, "yard/gates.py", codes=("OG103",)) == []

@@ -19,15 +19,16 @@ from .scheduled.discovery import scheduled_by_all
 Entry = Tuple[ast.Call, ModuleFacts, FunctionNode]
 
 
-def jobs_entering(helper: FunctionNode, key: ast.AST, facts: ModuleFacts,
+def jobs_entering(helper: FunctionNode, keys: List[ast.AST], facts: ModuleFacts,
                   is_fixed: Callable[[List[ast.AST], ModuleFacts], bool]) -> List[Entry]:
-    """The calls of ``helper`` made by scheduled jobs of the project, when the lock's ``key`` is the same for
-    every call: fixed in the helper, or built from parameters every caller hands a fixed value."""
-    if is_fixed([key], facts):
+    """The calls of ``helper`` made by scheduled jobs of the project, when the lock's key (``keys``: what it is
+    computed from) is the same for every call: fixed in the helper, or built from parameters every caller hands
+    a fixed value."""
+    if is_fixed(keys, facts):
         callers = callers_of(helper, facts)
     else:
         own = set(parameter_names(helper, receiver=False))
-        names = sorted({n.id for n in walk(key) if isinstance(n, ast.Name) and n.id in own})
+        names = sorted({n.id for key in keys for n in walk(key) if isinstance(n, ast.Name) and n.id in own})
         if not names:
             return []
         callers = fixed_at_callers(helper, names, facts, is_fixed, lambda call, other: False) or []

@@ -1,7 +1,7 @@
-"""OG103–OG106: what a lock is keyed on, whether taking it waits, whether it is always released, and
-whether its answer is read.  Lock uses and connection handles come from ``advisory_locks``; lock libraries
-from ``project.lock_libraries``; what a key's value is, through the project's functions that compute it, from
-``project.process_values``; locks taken and released through the project's own helpers from
+"""OG103, OG105, OG106: whether taking a lock waits, whether it is always released, and whether its answer
+is read (what it is keyed on, OG104, is ``lock_keys``).  Lock uses and connection handles come from
+``advisory_locks``; lock libraries from ``project.lock_libraries``; which jobs enter a lock helper from
+``project.locked_sections``; locks taken and released through the project's own helpers from
 ``project.advisory_helpers``.
 """
 from __future__ import annotations
@@ -20,10 +20,8 @@ from ..project.forwarding import forwarded
 from ..project.lock_libraries import LibraryLock, library_locks, spin_waits
 from ..project.locked_sections import jobs_entering
 from ..project.advisory_helpers import helper_pairs, helper_words, release_guaranteed
-from ..project.process_values import (RETURNED_TRIGGERS, calling_modules, is_fixed_key as _is_fixed_key,
-                                      parameter_names_around as _parameter_names, returned_unstable, same_place,
-                                      unstable_call, unstable_parts)
-from ..model import Diagnostic, Fix, Related
+from ..project.process_values import is_fixed_key as _is_fixed_key, parameter_names_around as _parameter_names
+from ..model import Diagnostic, Related
 from ..analysis.names import dotted
 from .registry import register
 from ..analysis.sql import tokens
@@ -37,88 +35,6 @@ def key_expressions(use: LockUse) -> List[ast.AST]:
     """The Python expressions the lock key is computed from: parameters and f-string holes."""
     executed = use.executed
     return list(executed.params) + list(executed.holes)
-
-
-unstable_key_call = unstable_call
-_STABLE_KEY = ("Derive the key with a stable digest: a constant, `zlib.crc32(name.encode())`, or "
-               "`int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), 'big', signed=True)`")
-
-
-@register
-class UnstableLockKey(Rule):
-    code = "OG104"
-    name = "unstable-lock-key"
-    summary = "advisory lock key computed with hash(), id(), random or uuid4: every replica locks a different key"
-    # (a lock library's words admit the same files OG103 reads: they are parsed for it already)
-    triggers = known.TRIGGERS + RETURNED_TRIGGERS + lock_known.TRIGGERS
-
-    def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
-        reported: Set[int] = set()
-        yield from self._returned_here(facts, reported)
-        for use in lock_uses(facts):
-            if use.function.name == "pg_advisory_unlock_all":
-                continue
-            # The key's parts, through the names and the project's functions that compute it; a part computed
-            # in another module is reported there (``_returned_here``), where it can be mended.
-            for part in unstable_parts(key_expressions(use), facts):
-                node = part.call
-                if part.facts is not facts or id(node) in reported:
-                    continue
-                reported.add(id(node))
-                fix = None
-                if isinstance(node.func, ast.Name) and node.func.id == "hash" and len(node.args) == 1:
-                    fix = Fix("stable-lock-key", "replace hash() with zlib.crc32() of the encoded value", "unsafe")
-                via = f" in `{part.helper.name}`, which computes it" if part.helper is not None else ""
-                yield self.finding(
-                    node,
-                    f"the key of `{use.function.name}` (line {use.call.lineno}) comes from "
-                    f"`{dotted(node.func) or 'a call'}(...)`{via}, so each replica locks a different key and all run "
-                    "the guarded work.",
-                    f"The key is not the same in every process: {part.why}. " + _STABLE_KEY, fix,
-                )
-        yield from self._library_lock_keys(facts, reported)
-
-    def _library_lock_keys(self, facts: ModuleFacts, reported: Set[int]) -> Iterator[Diagnostic]:
-        """A lock library's lock (a Redis lock, a django-pglocks key) named from a per-process value: the same
-        hazard under another API.  Reported where the value is computed, in this module or another."""
-        for lock in library_locks(facts):
-            if lock.key is None:
-                continue
-            for part in unstable_parts([lock.key], facts):
-                if id(part.call) in reported:
-                    continue
-                reported.add(id(part.call))
-                here = part.facts is facts
-                where = "" if here else f" ({_short_path(part.facts)}:{part.call.lineno})"
-                yield self.finding(
-                    part.call if here else lock.made,
-                    f"the name of this {lock.api.library} lock (line {lock.made.lineno}) comes from "
-                    f"`{dotted(part.call.func) or 'a call'}(...)`{where}, so each replica locks a different name and "
-                    "all run the guarded work.",
-                    f"The name is not the same in every process: {part.why}. Build it from constants and the job's "
-                    "own name only (keep per-host values for the lock's token, not its name)",
-                    related=[] if here else [Related(part.facts.context.path, part.call.lineno,
-                                                     part.call.col_offset + 1, "the per-process value is computed here")],
-                )
-
-    def _returned_here(self, facts: ModuleFacts, reported: Set[int]) -> Iterator[Diagnostic]:
-        """A def of this module returning an unstable value that a lock of another module is keyed on."""
-        for part in returned_unstable(facts):
-            for other in calling_modules(part.helper, facts):
-                use = next((u for u in lock_uses(other) for p in unstable_parts(key_expressions(u), other)
-                            if same_place(p, part)), None)
-                if use is None or id(part.call) in reported:
-                    continue
-                reported.add(id(part.call))
-                yield self.finding(
-                    part.call,
-                    f"`{part.helper.name}` returns a value computed with `{dotted(part.call.func) or 'a call'}(...)`, "
-                    f"and the lock `{use.function.name}` is keyed on it, so each replica locks a different key and "
-                    "all run the guarded work.",
-                    f"The key is not the same in every process: {part.why}. " + _STABLE_KEY,
-                    related=[Related(other.context.path, use.call.lineno, use.call.col_offset + 1,
-                                     f"`{use.function.name}` is keyed on it here")],
-                )
 
 
 # -- blocking locks ---------------------------------------------------------------------------------
@@ -228,6 +144,12 @@ class BlockingLockInJob(Rule):
                 continue
             keys = key_expressions(use)
             callers = ()
+            if _yields_to_caller(use.scope) and facts.context.cross_file:
+                # a mutex around its caller's block: waiting is what it is for, unless a job enters it
+                entering = jobs_entering(use.scope, keys, facts, _is_fixed_key)
+                if entering and not _runs_migrations(use.scope, facts):
+                    yield self._entered_by_jobs(use, entering)
+                continue
             if not _is_fixed_key(keys, facts):
                 callers = _fixed_at_callers(keys, use, facts)
                 if not callers:
@@ -252,6 +174,19 @@ class BlockingLockInJob(Rule):
                                  blocking=True),
             )
 
+
+    def _entered_by_jobs(self, use: LockUse, entering) -> Diagnostic:
+        return self.finding(
+            use.call,
+            f"`{use.function.name}` waits until the lock is free, and a scheduled job enters this helper with a "
+            "job-wide key, so a second replica queues behind the first and then runs the same job again.",
+            "Make the helper try instead of wait (`pg_try_advisory_lock`) and yield whether it got the lock, and "
+            "let the job return when it did not; for a periodic job, `if not claim_period(key, period): return` "
+            "(`from onceguard.guards import claim_period`) also stops a replica that arrives after the run has "
+            "finished. Blocking locks belong in migration runners, where pods should wait for each other",
+            related=[Related(other.context.path, call.lineno, call.col_offset + 1,
+                             f"the scheduled job `{job.name}` enters it here") for call, other, job in entering],
+        )
 
     def _helper_finding(self, use: LockUse, callers, instead: str) -> Diagnostic:
         """A lock helper keyed on its parameter, every caller handing it a fixed key: reported at the lock, with
@@ -283,7 +218,7 @@ class BlockingLockInJob(Rule):
             entering: List = []
             if _yields_to_caller(lock.scope):
                 # a mutex around its caller's block: waiting is what it is for, unless a job enters it
-                entering = jobs_entering(lock.scope, lock.key, facts, _is_fixed_key) if facts.context.cross_file else []
+                entering = jobs_entering(lock.scope, [lock.key], facts, _is_fixed_key) if facts.context.cross_file else []
                 if not entering:
                     continue
             elif not _is_fixed_key([lock.key], facts):

@@ -567,8 +567,10 @@ class SessionLockThroughPooler(Rule):
 # The rules of the same family that judge keys, waiting, unlocking and answers (OG103–OG106) live in
 # ``advisory_lock_discipline``, which imports this module; callers that import them from here get them
 # lazily, so that neither module needs the other half-initialised.
-_MOVED = frozenset({"BlockingLockInJob", "TryLockResultIgnored", "UnlockNotGuaranteed", "UnstableLockKey",
-                    "key_expressions", "try_lock_result_ignored", "unstable_key_call"})
+_MOVED = frozenset({"BlockingLockInJob", "TryLockResultIgnored", "UnlockNotGuaranteed", "key_expressions",
+                    "try_lock_result_ignored"})
+#: OG104 lives in ``lock_keys``.
+_MOVED_TO_KEYS = frozenset({"UnstableLockKey", "unstable_key_call"})
 
 
 def __getattr__(name: str):
@@ -576,4 +578,8 @@ def __getattr__(name: str):
         from . import advisory_lock_discipline
 
         return getattr(advisory_lock_discipline, name)
+    if name in _MOVED_TO_KEYS:
+        from . import lock_keys
+
+        return getattr(lock_keys, name)
     raise AttributeError(name)

@@ -1,0 +1,108 @@
+"""OG104: a lock every replica must agree on, keyed on a value that differs from one process to the next.
+
+An advisory lock's key (its parameters and f-string holes), or the name of a lock library's lock, is followed
+through names, settings objects and the project's small functions (``project.process_values``); a built-in
+``hash()`` of text, ``id()``, a random value, a uuid4, a process id or a host name there makes each replica lock
+its own key, and all of them run the guarded work.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Set
+
+from ..analysis.facts import ModuleFacts
+from ..analysis.names import dotted
+from ..knowledge import advisory_locks as known
+from ..knowledge import lock_libraries as lock_known
+from ..model import Diagnostic, Fix, Related
+from ..project.lock_libraries import library_locks
+from ..project.process_values import (RETURNED_TRIGGERS, calling_modules, returned_unstable, same_place,
+                                      unstable_call, unstable_parts)
+from .advisory_lock_discipline import _short_path, key_expressions
+from .advisory_locks import lock_uses
+from .base import Rule
+from .registry import register
+
+
+unstable_key_call = unstable_call
+_STABLE_KEY = ("Derive the key with a stable digest: a constant, `zlib.crc32(name.encode())`, or "
+               "`int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), 'big', signed=True)`")
+
+
+@register
+class UnstableLockKey(Rule):
+    code = "OG104"
+    name = "unstable-lock-key"
+    summary = "advisory lock key computed with hash(), id(), random or uuid4: every replica locks a different key"
+    # (a lock library's words admit the same files OG103 reads: they are parsed for it already)
+    triggers = known.TRIGGERS + RETURNED_TRIGGERS + lock_known.TRIGGERS
+
+    def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        reported: Set[int] = set()
+        yield from self._returned_here(facts, reported)
+        for use in lock_uses(facts):
+            if use.function.name == "pg_advisory_unlock_all":
+                continue
+            # The key's parts, through the names and the project's functions that compute it; a part computed
+            # in another module is reported there (``_returned_here``), where it can be mended.
+            for part in unstable_parts(key_expressions(use), facts):
+                node = part.call
+                if part.facts is not facts or id(node) in reported:
+                    continue
+                reported.add(id(node))
+                fix = None
+                if isinstance(node.func, ast.Name) and node.func.id == "hash" and len(node.args) == 1:
+                    fix = Fix("stable-lock-key", "replace hash() with zlib.crc32() of the encoded value", "unsafe")
+                via = f" in `{part.helper.name}`, which computes it" if part.helper is not None else ""
+                yield self.finding(
+                    node,
+                    f"the key of `{use.function.name}` (line {use.call.lineno}) comes from "
+                    f"`{dotted(node.func) or 'a call'}(...)`{via}, so each replica locks a different key and all run "
+                    "the guarded work.",
+                    f"The key is not the same in every process: {part.why}. " + _STABLE_KEY, fix,
+                )
+        yield from self._library_lock_keys(facts, reported)
+
+    def _library_lock_keys(self, facts: ModuleFacts, reported: Set[int]) -> Iterator[Diagnostic]:
+        """A lock library's lock (a Redis lock, a django-pglocks key) named from a per-process value: the same
+        hazard under another API.  Reported where the value is computed, in this module or another."""
+        for lock in library_locks(facts):
+            if lock.key is None:
+                continue
+            for part in unstable_parts([lock.key], facts):
+                if id(part.call) in reported:
+                    continue
+                reported.add(id(part.call))
+                here = part.facts is facts
+                where = "" if here else f" ({_short_path(part.facts)}:{part.call.lineno})"
+                yield self.finding(
+                    part.call if here else lock.made,
+                    f"the name of this {lock.api.library} lock (line {lock.made.lineno}) comes from "
+                    f"`{dotted(part.call.func) or 'a call'}(...)`{where}, so each replica locks a different name and "
+                    "all run the guarded work.",
+                    f"The name is not the same in every process: {part.why}. Build it from constants and the job's "
+                    "own name only (keep per-host values for the lock's token, not its name)",
+                    related=[] if here else [Related(part.facts.context.path, part.call.lineno,
+                                                     part.call.col_offset + 1, "the per-process value is computed here")],
+                )
+
+    def _returned_here(self, facts: ModuleFacts, reported: Set[int]) -> Iterator[Diagnostic]:
+        """A def of this module returning an unstable value that a lock of another module is keyed on."""
+        for part in returned_unstable(facts):
+            for other in calling_modules(part.helper, facts):
+                use = next((u for u in lock_uses(other) for p in unstable_parts(key_expressions(u), other)
+                            if same_place(p, part)), None)
+                if use is None or id(part.call) in reported:
+                    continue
+                reported.add(id(part.call))
+                yield self.finding(
+                    part.call,
+                    f"`{part.helper.name}` returns a value computed with `{dotted(part.call.func) or 'a call'}(...)`, "
+                    f"and the lock `{use.function.name}` is keyed on it, so each replica locks a different key and "
+                    "all run the guarded work.",
+                    f"The key is not the same in every process: {part.why}. " + _STABLE_KEY,
+                    related=[Related(other.context.path, use.call.lineno, use.call.col_offset + 1,
+                                     f"`{use.function.name}` is keyed on it here")],
+                )
+
+
