@@ -15,7 +15,7 @@ returns, or (a ``@contextmanager``, ``claim_contexts``) by what it yields to
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from pglast.enums import OnConflictAction
@@ -25,8 +25,8 @@ from ..analysis.executed_sql import ExecutedSql, executed_sql
 from ..analysis.facts import (PARENT, FunctionNode, ModuleFacts, ancestors, call_name, parent, walk,
                               walk_no_nested_functions)
 from ..knowledge import claims as known
-from ..analysis.names import ImportTable
 from ..analysis.sql import parse_statements
+from .bindings import Bindings, _module_level, own_module_names
 from .forwarding import forwarded
 from .lock_libraries import waits_when_entered
 
@@ -55,6 +55,7 @@ NEEDS_TEST = frozenset({CLAIM_FUNCTION, TRY_LOCK, SET_NX, LOCK_ACQUIRE, CACHE_AD
 ANSWER_KINDS = frozenset({SET_NX, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE, HELPER_RESULT})
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+_TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
 _SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
@@ -76,241 +77,6 @@ class Lead:
     kind: Optional[str] = None
     #: The first statement that does work before any claim (None when claimed or when nothing happens).
     first_work: Optional[ast.AST] = None
-
-
-# ------------------------------------------------------------------------------------------------
-# Name bindings: what a name or ``self.x`` was assigned, within one module.
-# ------------------------------------------------------------------------------------------------
-class Bindings:
-    """Values bound to names by assignment and ``with ... as`` in a function and at module level.
-
-    Only what is visible: parameters and names bound by loops or imports have no value here.
-    """
-
-    def __init__(self, facts: ModuleFacts) -> None:
-        self.facts = facts
-        self._scopes: Dict[int, Dict[str, List[ast.AST]]] = {}
-        self._params: Dict[int, Set[str]] = {}
-        self._classes: Dict[int, Dict[str, List[ast.AST]]] = {}
-        self._def_tables: Dict[int, Dict[str, FunctionNode]] = {}
-
-    @classmethod
-    def of_module(cls, facts: ModuleFacts) -> "Bindings":
-        return facts.cached("scheduled-bindings", cls)
-
-    def _table(self, scope: ast.AST) -> Dict[str, List[ast.AST]]:
-        key = id(scope)
-        table = self._scopes.get(key)
-        if table is not None:
-            return table
-        table = {}
-        nodes = walk_no_nested_functions(scope) if scope is not self.facts.tree else _module_level(scope)
-        for node in nodes:
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    if isinstance(target, ast.Name):
-                        table.setdefault(target.id, []).append(node.value)
-            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-                table.setdefault(node.target.id, []).append(node.value)
-            elif isinstance(node, (ast.With, ast.AsyncWith)):
-                for item in node.items:
-                    if isinstance(item.optional_vars, ast.Name):
-                        table.setdefault(item.optional_vars.id, []).append(item.context_expr)
-            elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
-                table.setdefault(node.target.id, []).append(node.value)
-            elif isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name):
-                # A loop variable has no single value: mark it bound but unknown.
-                table.setdefault(node.target.id, []).append(node.target)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)) and scope is not self.facts.tree:
-                for alias in node.names:
-                    name = (alias.asname or alias.name).split(".", 1)[0]
-                    table.setdefault(name, []).append(node)
-        self._scopes[key] = table
-        return table
-
-    def _parameters(self, function: ast.AST) -> Set[str]:
-        key = id(function)
-        found = self._params.get(key)
-        if found is None:
-            args = function.args
-            found = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
-            if args.vararg:
-                found.add(args.vararg.arg)
-            if args.kwarg:
-                found.add(args.kwarg.arg)
-            self._params[key] = found
-        return found
-
-    def scope_of(self, name: ast.Name) -> Tuple[Optional[ast.AST], List[ast.AST]]:
-        """(scope, values) of the innermost scope that binds ``name``; scope None when nothing does."""
-        for above in ancestors(name):
-            if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                if isinstance(above, ast.Lambda):
-                    if name.id in {a.arg for a in above.args.args}:
-                        return above, []
-                    continue
-                if name.id in self._parameters(above):
-                    return above, []
-                values = self._table(above).get(name.id)
-                if values:
-                    return above, values
-        values = self._table(self.facts.tree).get(name.id)
-        if values:
-            return self.facts.tree, values
-        return None, []
-
-    def imported_name(self, expr: ast.AST) -> Optional[str]:
-        """What ``expr`` (a name or a dotted chain on one) names when an import binds its head where it is
-        used: at module level, or in a function around it (``from billing import collector`` inside
-        ``ready()`` before ``collector.run_forever``); None when an assignment, a parameter or a loop binds
-        the head there instead, or no import does."""
-        head = expr
-        while isinstance(head, ast.Attribute):
-            head = head.value
-        if not isinstance(head, ast.Name) or not self.facts.imports.is_imported(head.id):
-            return None
-        scope, values = self.scope_of(head)
-        if scope is None:
-            return self.facts.qualify(expr)
-        if values and all(isinstance(value, (ast.Import, ast.ImportFrom)) for value in values):
-            return ImportTable(values, self.facts.imports.package).qualify(expr)
-        return None
-
-    def values(self, expr: ast.AST) -> List[ast.AST]:
-        """What ``expr`` (a Name or ``self.attr``) was bound to; empty when not visible."""
-        if isinstance(expr, ast.Name):
-            return self.scope_of(expr)[1]
-        if (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self"):
-            cls_node = self.facts.enclosing_class(expr)
-            if cls_node is None:
-                return []
-            return self._class_attributes(cls_node).get(expr.attr, [])
-        return []
-
-    def _class_attributes(self, cls_node: ast.ClassDef) -> Dict[str, List[ast.AST]]:
-        key = id(cls_node)
-        table = self._classes.get(key)
-        if table is not None:
-            return table
-        table = {}
-        for node in walk(cls_node):
-            if isinstance(node, ast.Assign):
-                targets, value = node.targets, node.value
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                targets, value = [node.target], node.value
-            else:
-                continue
-            for target in targets:
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-                    table.setdefault(target.attr, []).append(value)
-        self._classes[key] = table
-        return table
-
-    def origin(self, expr: ast.AST, depth: int = 0) -> Optional[ast.AST]:
-        """The single expression ``expr`` stands for, following aliases (``a = b``); None if ambiguous."""
-        if depth > 6:
-            return None
-        if isinstance(expr, ast.Await):
-            return self.origin(expr.value, depth + 1)
-        if isinstance(expr, ast.Name) or (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)
-                                          and expr.value.id == "self"):
-            values = self.values(expr)
-            if len(values) != 1:
-                return None
-            value = values[0]
-            if isinstance(value, (ast.Name, ast.Attribute, ast.Await)) and value is not expr:
-                return self.origin(value, depth + 1) or value
-            return value
-        return expr
-
-    def _defs(self, scope: ast.AST) -> Dict[str, FunctionNode]:
-        """name -> the last ``def`` directly inside ``scope`` (a function, or the module's top level)."""
-        key = id(scope)
-        table = self._def_tables.get(key)
-        if table is None:
-            table = {}
-            nodes = scope.body if scope is self.facts.tree else walk_no_nested_functions(scope)
-            for node in nodes:
-                if isinstance(node, _FUNCTION_TYPES):
-                    table[node.name] = node
-            self._def_tables[key] = table
-        return table
-
-    def module_function(self, name: ast.Name) -> Optional[FunctionNode]:
-        """The ``def`` a name refers to: a def of an enclosing function or of the module, not shadowed (a
-        rebinding that decorates it, ``job = app.task(job)``, still names that def)."""
-        for above in ancestors(name):
-            if isinstance(above, _FUNCTION_TYPES):
-                if name.id in self._parameters(above):
-                    return None
-                found = self._defs(above).get(name.id)
-                if found is not None:
-                    return found
-                if self._table(above).get(name.id):
-                    return None
-        found = self._defs(self.facts.tree).get(name.id)
-        values = self._table(self.facts.tree).get(name.id)
-        if values and not (found is not None and all(self._decorates(v, name.id) for v in values)):
-            return None
-        return found
-
-    @staticmethod
-    def _decorates(value: ast.AST, name: str) -> bool:
-        """``deco(...)(name)`` or ``a(b(name))``: the def of ``name``, decorated."""
-        depth = 0
-        while isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
-            value, depth = value.args[0], depth + 1
-        return depth > 0 and isinstance(value, ast.Name) and value.id == name
-
-    def method(self, expr: ast.Attribute) -> Optional[FunctionNode]:
-        """``self.name`` -> the method ``name`` of the enclosing class."""
-        if not (isinstance(expr.value, ast.Name) and expr.value.id == "self"):
-            return None
-        cls_node = self.facts.enclosing_class(expr)
-        if cls_node is None:
-            return None
-        for statement in cls_node.body:
-            if isinstance(statement, _FUNCTION_TYPES) and statement.name == expr.attr:
-                return statement
-        return None
-
-
-def _module_level(tree: ast.Module) -> Iterable[ast.AST]:
-    """Statements of the module outside functions and classes (including if/try/with blocks)."""
-    stack = list(reversed(tree.body))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        yield node
-        children = list(ast.iter_child_nodes(node))
-        children.reverse()
-        stack.extend(c for c in children if not isinstance(c, _SCOPE_TYPES))
-
-
-def own_module_name(facts: ModuleFacts) -> str:
-    """Dotted name of the checked module (``app.jobs``), as far as ``__init__.py`` files show it."""
-    filename = facts.context.filename
-    stem = filename[:-3] if filename.endswith(".py") else filename
-    package = facts.context.package
-    if stem == "__init__":
-        return package
-    return f"{package}.{stem}" if package else stem
-
-
-def own_module_names(facts: ModuleFacts) -> Set[str]:
-    """Every dotted name the checked module may be imported as: by packages, and by its path under the root."""
-    names = {own_module_name(facts)}
-    rel = facts.context.rel_path
-    if rel.endswith(".py") and not rel.startswith("../") and not rel.startswith("/"):
-        dotted_path = rel[:-3].replace("/", ".")
-        if dotted_path.endswith(".__init__"):
-            dotted_path = dotted_path[: -len(".__init__")]
-        names.add(dotted_path)
-        if dotted_path.startswith("src."):
-            names.add(dotted_path[4:])
-    names.discard("")
-    return names
 
 
 # ------------------------------------------------------------------------------------------------
@@ -680,15 +446,17 @@ class ClaimAnalyzer:
 
     def lead_body(self, body: List[ast.stmt], skip: Optional[Callable[[ast.stmt], bool]] = None,
                   depth: int = 0) -> Lead:
-        scan = _Scan(self, skip or (lambda statement: False), depth)
+        from .claim_leads import CLAIMED, FAILED, LeadScan  # (it reads claims through this analyzer)
+
+        scan = LeadScan(self, skip or (lambda statement: False), depth)
         outcome, node, kind = scan.block(body)
-        if outcome == _CLAIM:
+        if outcome == CLAIMED:
             return Lead(True, kind)
-        if outcome != _FAIL and scan.untested is not None:
+        if outcome != FAILED and scan.untested is not None:
             # A claim-shaped statement whose result nobody tested is work like any other
             # (``UPDATE ... WHERE ...`` with no row count check).
             return Lead(False, None, scan.untested)
-        return Lead(False, None, node if outcome == _FAIL else None)
+        return Lead(False, None, node if outcome == FAILED else None)
 
     # -- a claim further in --------------------------------------------------------------------
     def guarded_later(self, function: FunctionNode, depth: int = 0) -> Optional[ast.AST]:
@@ -1065,19 +833,6 @@ def _real_statements(body: List[ast.stmt]) -> List[ast.stmt]:
     return [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
 
 
-def _bails(body: List[ast.stmt], skip: Optional[Callable[[ast.stmt], bool]] = None) -> bool:
-    """A branch that leaves: ``return``/``continue``/``break``/``raise`` after nothing but logging (and, in a
-    loop, its own machinery: ``await asyncio.sleep(retry); continue`` waits for the next try)."""
-    if not body:
-        return False
-    *head, last = body
-    if not isinstance(last, (ast.Return, ast.Continue, ast.Break, ast.Raise)):
-        return False
-    if isinstance(last, ast.Return) and last.value is not None and _has_call(last.value):
-        return False
-    return all(_is_preamble(s) or (skip is not None and skip(s)) for s in head)
-
-
 def _negative_test(test: ast.AST) -> bool:
     """``not got``, ``got is False``, ``lease is Lease.FOLLOWER``, ``got == 0``: true when the claim failed."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -1088,16 +843,6 @@ def _negative_test(test: ast.AST) -> bool:
             return (isinstance(right, ast.Constant) and right.value in (None, False, 0)) or isinstance(
                 right, ast.Attribute)
     return False
-
-
-def _presence_test(test: ast.AST) -> bool:
-    """``x``, ``self.x and self.x.client``, ``x is not None``: a test that something is configured."""
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return all(_presence_test(value) for value in test.values)
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
-        right = test.comparators[0]
-        return isinstance(right, ast.Constant) and right.value is None and _presence_test(test.left)
-    return isinstance(test, (ast.Name, ast.Attribute))
 
 
 def _leaves(body: List[ast.stmt]) -> bool:
@@ -1112,226 +857,6 @@ def _leaves(body: List[ast.stmt]) -> bool:
 
 def _has_call(node: ast.AST) -> bool:
     return any(isinstance(n, (ast.Call, ast.Await)) for n in walk(node))
-
-
-def _trivial_rest(rest: List[ast.stmt], skip: Callable[[ast.stmt], bool]) -> bool:
-    for statement in rest:
-        if skip(statement):
-            continue
-        if isinstance(statement, ast.Return) and (statement.value is None or not _has_call(statement.value)):
-            continue
-        if isinstance(statement, ast.Expr) and (isinstance(statement.value, ast.Constant) or is_log_call(statement.value)):
-            continue
-        if isinstance(statement, ast.Pass):
-            continue
-        return False
-    return True
-
-
-_CLAIM, _FAIL, _CONTINUE, _END = "claim", "fail", "continue", "end"
-
-
-@dataclass
-class _Scan:
-    analyzer: ClaimAnalyzer
-    skip: Callable[[ast.stmt], bool]
-    depth: int
-    pending: Dict[str, ClaimHit] = field(default_factory=dict)
-    executed: Dict[str, ClaimHit] = field(default_factory=dict)
-    untested: Optional[ast.AST] = None  # the first claim-shaped statement whose result is not tested yet
-    #: The pending names that hold an answer as a value (assigned, or bound by ``with``), not as a cursor: what
-    #: is computed from them is the answer too.
-    answers: Set[str] = field(default_factory=set)
-
-    def block(self, body: List[ast.stmt]) -> Tuple[str, Optional[ast.AST], Optional[str]]:
-        for index, statement in enumerate(body):
-            if self.skip(statement):
-                continue
-            outcome = self.statement(statement, body[index + 1:])
-            if outcome[0] != _CONTINUE:
-                return outcome
-        return _CONTINUE, None, None
-
-    def _claim(self, expr: Optional[ast.AST]) -> Optional[ClaimHit]:
-        return self.analyzer.claim_in(expr, self.depth)
-
-    def _involves(self, test: ast.AST) -> Optional[ClaimHit]:
-        for node in walk(test):
-            if isinstance(node, ast.Name) and node.id in self.pending:
-                return self.pending[node.id]
-        return self._claim(test)
-
-    def statement(self, statement: ast.stmt, rest: List[ast.stmt]) -> Tuple[str, Optional[ast.AST], Optional[str]]:
-        fail = (_FAIL, statement, None)
-        if isinstance(statement, ast.If):
-            hit = self._involves(statement.test)
-            if hit is not None:
-                if (not hit.needs_test or _bails(statement.body, self.skip) or _bails(statement.orelse, self.skip)
-                        or _trivial_rest(rest, self.skip)):
-                    return _CLAIM, None, hit.kind
-                return fail
-            if _bails(statement.body) and not statement.orelse:
-                return _CONTINUE, None, None  # a config guard: ``if not settings.ENABLED: return``
-            if _presence_test(statement.test) and statement.body:
-                # ``if lock_manager and lock_manager.redis: <claim first> ...``: where the shared backend is
-                # configured the job claims first; without one there is no other replica to share with.
-                inner = self.analyzer.lead_body(statement.body, self.skip, self.depth)
-                if inner.claimed:
-                    return _CLAIM, None, inner.kind
-            if self._absent_claimer(statement, rest):
-                # ``if lock_manager is None: return run()`` before ``if not lock_manager.acquire(...)``:
-                # a deployment with nothing to claim with (no shared store) is a single-instance one.
-                return _CONTINUE, None, None
-            if all(_is_preamble(s) for s in statement.body + statement.orelse):
-                return _CONTINUE, None, None  # ``if settings.DEBUG: log.debug(...)``
-            return fail
-        if isinstance(statement, (ast.With, ast.AsyncWith)):
-            for item in statement.items:
-                expr = item.context_expr
-                if self.analyzer._lock_object(expr):
-                    return _CLAIM, None, HUEY_LOCK if _is_huey_lock_expr(expr) else LOCK_WITH
-                if isinstance(expr, ast.Call) and self.analyzer.is_claim_function(expr):
-                    return _CLAIM, None, CLAIM_FUNCTION
-                hit = self._claim(expr)
-                if hit is not None and not hit.needs_test:
-                    return _CLAIM, None, hit.kind
-                if isinstance(item.optional_vars, ast.Name):
-                    # ``with exclusive(key) as acquired:``: the name holds the answer, to be tested first.
-                    hit = self.analyzer.context_claim(expr, self.depth)
-                    if hit is not None:
-                        self.pending[item.optional_vars.id] = hit
-                        self.answers.add(item.optional_vars.id)
-                        if self.untested is None:
-                            self.untested = statement
-            return self.block(statement.body)
-        if isinstance(statement, (ast.Try,) + _TRY_STAR):
-            return self.block(statement.body)
-        if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
-            header = statement.test if isinstance(statement, ast.While) else statement.iter
-            hit = self._claim(header)
-            if hit is not None and not hit.needs_test:
-                return _CLAIM, None, hit.kind
-            inner = _Scan(self.analyzer, self.skip, self.depth, dict(self.pending), dict(self.executed),
-                          answers=set(self.answers))
-            outcome = inner.block(statement.body)
-            if outcome[0] == _CLAIM:
-                return outcome
-            if outcome[0] == _FAIL:
-                return _FAIL, outcome[1], None
-            if inner.untested is not None:
-                return _FAIL, inner.untested, None
-            return fail
-        if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            value = statement.value
-            if value is None:
-                return _CONTINUE, None, None
-            hit = self._claim(value)
-            if hit is None and self.executed:
-                hit = _fetch_from(value, self.executed)
-            if hit is None and self.answers:
-                # ``acquired = bool(row and row[0])``: computed from the answer, it is the answer.
-                hit = next((self.pending[n.id] for n in walk(value)
-                            if isinstance(n, ast.Name) and n.id in self.answers), None)
-            if hit is not None:
-                if not hit.needs_test or self._wraps_job(hit):
-                    return _CLAIM, None, hit.kind
-                if not isinstance(statement, ast.AugAssign):
-                    for name in _target_names(statement):
-                        self.pending[name] = hit
-                    self.answers.update(name for name in _assigned(statement) if "." not in name)
-                if self.untested is None:
-                    self.untested = statement
-                return _CONTINUE, None, None
-            return _CONTINUE, None, None
-        if isinstance(statement, ast.Expr):
-            value = statement.value
-            if isinstance(value, ast.Constant) or is_log_call(value):
-                return _CONTINUE, None, None
-            hit = self._claim(value)
-            if hit is None:
-                return fail
-            if not hit.needs_test or self._wraps_job(hit):
-                return _CLAIM, None, hit.kind
-            call = value.value if isinstance(value, ast.Await) else value
-            if (hit.kind in (TRY_LOCK, CONDITIONAL_UPDATE, UNIQUE_INSERT) and isinstance(call, ast.Call)
-                    and isinstance(call.func, ast.Attribute)):
-                # ``cur.execute(<claim>)``: the result is read next (fetchone / rowcount) and tested.
-                receiver = _dotted(call.func.value)
-                if receiver:
-                    self.executed[receiver] = hit
-                    self.pending[receiver.split(".", 1)[0]] = hit
-                    if self.untested is None:
-                        self.untested = statement
-                    return _CONTINUE, None, None
-            return fail
-        if isinstance(statement, ast.Return):
-            if statement.value is None or not _has_call(statement.value):
-                return _END, None, None
-            hit = self._claim(statement.value)
-            if hit is not None and (not hit.needs_test or self._wraps_job(hit)):
-                return _CLAIM, None, hit.kind
-            return fail
-        if isinstance(statement, ast.Raise):
-            return _END, None, None
-        if _is_preamble(statement):
-            return _CONTINUE, None, None
-        return fail
-
-    def _absent_claimer(self, statement: ast.If, rest: List[ast.stmt]) -> bool:
-        names = set()
-        for node in walk(statement.test):
-            if (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Is)
-                    and isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None):
-                root = node.left
-                while isinstance(root, ast.Attribute):
-                    root = root.value
-                if isinstance(root, ast.Name):
-                    names.add(root.id)
-        if not names or statement.orelse:
-            return False
-        for later in rest[:3]:
-            for node in walk(later):
-                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                        and isinstance(node.func.value, ast.Name) and node.func.value.id in names
-                        and self.analyzer.call_claim(node, self.depth) is not None):
-                    return True
-        return False
-
-    def _wraps_job(self, hit: ClaimHit) -> bool:
-        """``run_exclusive(key, ttl, fn)``: the job is handed to the claim function, which runs it."""
-        if hit.kind not in (CLAIM_FUNCTION, HELPER_RESULT) or not isinstance(hit.node, ast.Call):
-            return False
-        call = hit.node
-        arguments = list(call.args) + [k.value for k in call.keywords]
-        return any(self._callable_argument(argument) for argument in arguments)
-
-    def _callable_argument(self, node: ast.AST) -> bool:
-        facts = self.analyzer.facts
-        if isinstance(node, ast.Lambda):
-            return True
-        if isinstance(node, ast.Call):
-            return (facts.callee(node) or "") in ("functools.partial", "partial")
-        if isinstance(node, ast.Attribute):
-            return isinstance(node.value, ast.Name) and (node.value.id == "self" or facts.imports.is_imported(node.value.id)
-                                                         or facts.module_method(node) is not None)
-        if isinstance(node, ast.Name):
-            bindings = self.analyzer.bindings
-            if bindings.module_function(node) is not None:
-                return True
-            if bindings.imported_name(node) is not None:
-                return True
-            scope, values = bindings.scope_of(node)
-            if scope is None:
-                return True  # bound nowhere visible (a star import, a builtin): do not guess it is a key
-            if not values and isinstance(scope, _FUNCTION_TYPES):
-                return True  # a parameter: the job handed in
-            return any(isinstance(v, (ast.Lambda, ast.Attribute, ast.Name)) or (
-                isinstance(v, ast.Call) and (facts.callee(v) or "") in ("functools.partial", "partial"))
-                for v in values)
-        return False
-
-
-_TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
 
 
 def _is_huey_lock_expr(node: ast.AST) -> bool:

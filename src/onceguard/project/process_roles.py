@@ -188,7 +188,7 @@ def _one_process(program: ModuleFacts, facts: ModuleFacts) -> bool:
             first = _constant_string(call.args[0]) or ""
             if os.path.basename(first) in known.SERVER_COMMANDS:
                 return False
-    from .claims import own_module_names
+    from .bindings import own_module_names
 
     served = {f"{name}:" for name in own_module_names(program)}
     for launch in deployment.launches_for(facts):
@@ -326,7 +326,7 @@ def _read_key(node: ast.AST, facts: ModuleFacts) -> Optional[str]:
 
 
 def _bound_once(name: ast.Name, facts: ModuleFacts) -> Optional[ast.AST]:
-    from .claims import Bindings
+    from .bindings import Bindings
 
     origin = Bindings.of_module(facts).origin(name)
     return origin if origin is not None and origin is not name and not isinstance(origin, ast.Name) else None

@@ -360,7 +360,7 @@ def _calls_name(loop: ast.While, name: str) -> bool:
 
 def _module_names(facts: ModuleFacts) -> List[str]:
     """The names the module may be imported as, longest first."""
-    from .claims import own_module_names
+    from .bindings import own_module_names
 
     return sorted(own_module_names(facts), key=len, reverse=True)
 

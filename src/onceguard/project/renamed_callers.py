@@ -41,7 +41,7 @@ def project_callers(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[as
 
 def _renamed_callers(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.Call, ModuleFacts]]:
     from . import index as project
-    from .claims import own_module_names
+    from .bindings import own_module_names
 
     cls = facts.enclosing_class(function)
     if cls is None and function.name == "__init__":

@@ -74,7 +74,7 @@ def _imported_in_project(facts: ModuleFacts) -> bool:
     """Whether some other file of the project imports this module (also one of its parent packages' names
     ending in it, or a relative import), or holds its dotted name as text.  Unreadable files count as
     importing it."""
-    from .claims import own_module_names
+    from .bindings import own_module_names
     from .renamed_callers import spells
 
     names = own_module_names(facts)

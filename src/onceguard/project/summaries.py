@@ -765,7 +765,7 @@ def summaries_for(facts: ModuleFacts) -> Summaries:
 def callers(function: FunctionNode, facts: ModuleFacts, limit: int = 40) -> List[Tuple[ast.Call, ModuleFacts]]:
     """The calls in the project that run ``function`` (``Class(...)`` for an ``__init__``), at most
     ``limit``.  Only files whose text names it are parsed."""
-    from .claims import own_module_names
+    from .bindings import own_module_names
 
     if not facts.context.cross_file:
         return []

@@ -271,7 +271,7 @@ XACT_SUGGESTION = (
 
 def _guard_key(use: LockUse, facts: ModuleFacts) -> str:
     """The guard's key as the OG201 fix writes it: ``module.function`` of the locked work."""
-    from ..project.claims import own_module_name
+    from ..project.bindings import own_module_name
 
     name = getattr(use.scope, "name", None) or "job"
     module = own_module_name(facts)

@@ -17,7 +17,7 @@ from ..analysis.names import dotted
 from ..knowledge import process_local as known
 from ..model import Diagnostic, Related
 from ..project import index as project
-from ..project.claims import own_module_names
+from ..project.bindings import own_module_names
 from ..project.forwarding import forwarded
 from ..project.shared_channels import per_replica_by_design
 from .base import Rule

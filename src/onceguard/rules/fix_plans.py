@@ -302,7 +302,7 @@ class JobClaim(NamedTuple):
 
 
 def job_claim(scheduled: object, function: ast.AST, name: str, facts: object) -> JobClaim:
-    from ..project.claims import own_module_name
+    from ..project.bindings import own_module_name
     from ..knowledge import schedulers as known
 
     target = getattr(scheduled, "target", None)

@@ -46,7 +46,7 @@ def _counts(call: ast.Call, facts: ModuleFacts, user: ModuleFacts) -> bool:
         return False
     if facts.context.path == user.context.path:
         return True
-    from ..project.claims import own_module_names
+    from ..project.bindings import own_module_names
 
     names = own_module_names(user)
     if any(value == name or value.startswith(name + ".") for value in facts.imports.aliases.values() for name in names):

@@ -360,7 +360,7 @@ class HostLocalLock(Rule):
 def _shared_lock_suggestion(scope: object, facts: ModuleFacts) -> str:
     """A lease every replica sees first (the others skip, as a file lock with ``timeout=0`` makes them), then
     the transaction-scoped lock and work that is safe to repeat."""
-    from ..project.claims import own_module_name
+    from ..project.bindings import own_module_name
 
     module, name = own_module_name(facts), getattr(scope, "name", None) or "job"
     asynchronous = isinstance(scope, ast.AsyncFunctionDef)

@@ -5,7 +5,7 @@ import ast
 from typing import Optional
 
 from ...analysis.applied_decorators import decorators
-from ...project.claims import own_module_names
+from ...project.bindings import own_module_names
 from ...knowledge import schedulers as known
 from ...analysis.names import dotted
 from .jobs import Scheduled, Target, _const, _keywords

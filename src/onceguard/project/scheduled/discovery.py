@@ -7,7 +7,8 @@ from typing import Dict, List, Optional, Tuple
 
 from ...project import deployment, index as project, process_roles
 from ...project.through_helpers import through_helpers
-from ...project.claims import Bindings, ClaimAnalyzer, own_module_name, own_module_names
+from ...project.bindings import Bindings, own_module_name, own_module_names
+from ...project.claims import ClaimAnalyzer
 from ...project.handed_values import cases_of
 from ...analysis.applied_decorators import decorators
 from ...analysis.facts import FunctionNode, ModuleFacts, parent

@@ -5,7 +5,7 @@ import ast
 from typing import Iterable, Optional
 
 from ...project.through_helpers import through_helpers
-from ...project.claims import Bindings
+from ...project.bindings import Bindings
 from ...analysis.facts import ModuleFacts, parent
 from ...knowledge import schedulers as known
 from ...model import Diagnostic
