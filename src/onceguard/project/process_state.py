@@ -3,19 +3,24 @@
 A lock, a cache or a container outlives one request when it is bound at module level, in a class body, or
 on an instance that itself lives as long as the process (made at module level, or running its own polling
 loop).  Each replica, and each worker process of one replica, then has its own copy: the rules ask this
-module which copy an expression names (``binding_of``), how long the instance holding it lives
-(``long_lived_instance``), and what the functions using it do with it (``accesses``).
+module which copy an expression names (``binding_of``) and what the functions using it do with it
+(``accesses``); how long the instance holding it lives is ``instance_lifetimes``', what a test of it decides
+``state_answers``' (both re-exported here).
 """
 from __future__ import annotations
 
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from ..knowledge import process_state as known
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent, walk, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk, walk_no_nested_functions
 from ..analysis.names import dotted
+from .instance_lifetimes import (Lifetime, _assigns_locally, _call_last_name, _top_level_statements, daemon_lifetime,
+                                 long_lived_instance, module_global_receivers)
+from .state_answers import (acts_on_answer, answer_dropped, answer_test, answers_membership, decided_work,
+                            following_statements, in_loop_over_state)
 
 MODULE, CLASS, INSTANCE = "module", "class", "instance"
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -74,47 +79,6 @@ def module_binding(name: str, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ast
                 and statement.target.id == name and statement.value is not None:
             found.append((statement.value, statement))
     return found[0] if len(found) == 1 else None
-
-
-def _top_level_statements(tree: ast.Module) -> Iterator[ast.stmt]:
-    stack = list(reversed(tree.body))
-    while stack:
-        statement = stack.pop()
-        yield statement
-        if isinstance(statement, (ast.If, ast.Try)):
-            for block in (statement.body, statement.orelse, getattr(statement, "finalbody", []),
-                          *[h.body for h in getattr(statement, "handlers", [])]):
-                stack.extend(reversed(block))
-
-
-def _assigns_locally(function: Optional[FunctionNode], name: str) -> bool:
-    """``name`` is a local of ``function`` (assigned there without ``global``, or a parameter)."""
-    while function is not None:
-        arguments = function.args
-        if any(a.arg == name for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs):
-            return True
-        if name in _local_names(function):
-            return True
-        function = ModuleFacts.enclosing_function(function)
-    return False
-
-
-def _local_names(function: FunctionNode) -> FrozenSet[str]:
-    """The names ``function`` assigns without declaring them ``global`` or ``nonlocal`` (Python rejects an
-    assignment before such a declaration), found once per function."""
-    cached = getattr(function, "_og_local_names", None)
-    if cached is not None:
-        return cached
-    stored: Set[str] = set()
-    declared: Set[str] = set()
-    for node in walk_no_nested_functions(function):
-        if isinstance(node, (ast.Global, ast.Nonlocal)):
-            declared.update(node.names)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            stored.add(node.id)
-    names = frozenset(stored - declared)
-    function._og_local_names = names
-    return names
 
 
 def class_attribute_binding(cls: ast.ClassDef, attr: str, facts: ModuleFacts) -> Optional[Binding]:
@@ -180,133 +144,6 @@ def binding_of(expr: ast.AST, facts: ModuleFacts) -> Optional[Binding]:
                 found = class_attribute_binding(statement, expr.attr, facts)
                 return found if found is not None and found.scope == CLASS else None
     return None
-
-
-# ------------------------------------------------------------------------------------------------
-# How long an instance lives
-# ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Lifetime:
-    """Why the instances of a class live as long as the process, and where that shows."""
-
-    why: str
-    path: str
-    line: int
-    daemon: bool = False
-    #: For a daemon: its loop's method and the methods of the class it calls on ``self``, which are its job.
-    loop_methods: FrozenSet[str] = frozenset()
-
-
-def long_lived_instance(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifetime]:
-    """Instances of ``cls`` outlive a request: one is made at module level (this module, or on the command line
-    any module of the project), a module-level name of this module holds one (``app_state = Registry()`` in
-    the ``__main__`` block), or the class runs its own loop that sleeps between rounds (a daemon)."""
-    found = daemon_lifetime(cls, facts)
-    if found is not None:
-        return found
-    for statement in _top_level_statements(facts.tree):
-        for call in _module_level_calls(statement):
-            if isinstance(call.func, ast.Name) and call.func.id == cls.name:
-                return Lifetime(f"one `{cls.name}` is made at module level, so each process has its own",
-                                facts.context.path, call.lineno)
-    if not facts.context.cross_file:
-        return None
-    init = next((s for s in cls.body if isinstance(s, _FUNCTIONS) and s.name == "__init__"), None)
-    if init is None:
-        return None
-    from .renamed_callers import project_callers  # (also ``Guard()`` after ``import X as Guard``)
-
-    for call, other in project_callers(init, facts):
-        if other.enclosing_function(call) is None and other.enclosing_class(call) is None:
-            return Lifetime(f"one `{cls.name}` is made at module level of `{other.context.rel_path}`, so each "
-                            "process has its own", other.context.path, call.lineno)
-    return None
-
-
-def daemon_lifetime(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifetime]:
-    """The part of ``long_lived_instance`` this module alone shows: ``cls`` runs its own loop that sleeps
-    between rounds. Asked first, and on its own where only a daemon's loop methods matter, because the rest
-    searches the whole project for the module-level line that makes an instance."""
-    loop = _polling_loop(cls, facts)
-    if loop is None:
-        return None
-    return Lifetime(f"`{cls.name}` runs its own polling loop, so each process keeps one for its lifetime",
-                    facts.context.path, loop.lineno, daemon=True, loop_methods=_called_on_self(cls, loop))
-
-
-def _called_on_self(cls: ast.ClassDef, loop: ast.AST) -> FrozenSet[str]:
-    """The method holding ``loop`` and the methods it reaches through ``self.method(...)`` calls."""
-    methods = {s.name: s for s in cls.body if isinstance(s, _FUNCTIONS)}
-    start = ModuleFacts.enclosing_function(loop)
-    pending = [start] if start is not None else []
-    seen: Set[str] = {start.name} if start is not None else set()
-    while pending:
-        function = pending.pop()
-        for node in walk_no_nested_functions(function):
-            func = node.func if isinstance(node, ast.Call) else None
-            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
-                    and func.attr in methods and func.attr not in seen:
-                seen.add(func.attr)
-                pending.append(methods[func.attr])
-    return frozenset(seen)
-
-
-def _module_level_calls(statement: ast.stmt) -> Iterator[ast.Call]:
-    if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Expr)) and statement.value is not None:
-        for node in walk(statement.value):
-            if isinstance(node, ast.Call):
-                yield node
-
-
-def _polling_loop(cls: ast.ClassDef, facts: Optional[ModuleFacts] = None) -> Optional[ast.AST]:
-    """A ``while`` loop in a method of ``cls`` whose body sleeps (``await asyncio.sleep(n)``, ``time.sleep(n)``,
-    also through a small helper that returns the sleep)."""
-    for method in cls.body:
-        if not isinstance(method, _FUNCTIONS):
-            continue
-        loops = facts.own_nodes(method, (ast.While,)) if facts is not None else [
-            node for node in walk_no_nested_functions(method) if isinstance(node, ast.While)]
-        for node in loops:
-            for inner in walk_no_nested_functions(node):
-                if isinstance(inner, ast.Call) and (_call_last_name(inner) == "sleep" or (
-                        facts is not None and _sleeps_through_helper(inner, facts))):
-                    return node
-    return None
-
-
-def _sleeps_through_helper(call: ast.Call, facts: ModuleFacts) -> bool:
-    from .forwarding import forwarded
-
-    through = forwarded(call, facts)
-    return through is not None and _call_last_name(through.call) == "sleep"
-
-
-def _call_last_name(call: ast.Call) -> str:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-
-
-def module_global_receivers(cls: ast.ClassDef, facts: ModuleFacts) -> Set[str]:
-    """Module-level names of this module that hold an instance of ``cls`` however it was made (a tuple from a
-    factory in the ``__main__`` block): names bound at the top level whose methods called in the module are
-    methods of ``cls``."""
-    methods = {s.name for s in cls.body if isinstance(s, _FUNCTIONS) and not s.name.startswith("__")}
-    top_level: Set[str] = set()
-    for statement in _top_level_statements(facts.tree):
-        targets = statement.targets if isinstance(statement, ast.Assign) else (
-            [statement.target] if isinstance(statement, ast.AnnAssign) else [])
-        for target in targets:
-            for node in walk(target):
-                if isinstance(node, ast.Name):
-                    top_level.add(node.id)
-    found: Set[str] = set()
-    for name in methods:
-        for call in facts.calls_named(name):
-            receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
-            if isinstance(receiver, ast.Name) and receiver.id in top_level \
-                    and not _assigns_locally(facts.enclosing_function(call), receiver.id):
-                found.add(receiver.id)
-    return found
 
 
 # ------------------------------------------------------------------------------------------------
@@ -787,140 +624,6 @@ def read_through(function: FunctionNode, binding: Binding, facts: ModuleFacts) -
         if tests and kind in (WRITE_DERIVED, WRITE_OBJECT):
             return True
     return False
-
-
-# ------------------------------------------------------------------------------------------------
-# What a test decides, and where a function's answer is tested
-# ------------------------------------------------------------------------------------------------
-def decided_work(node: ast.AST, answers_exit: bool = False) -> Optional[List[ast.AST]]:
-    """The statements a test decides: its branches, and what follows it in the same block when a branch leaves
-    early (``if key in _seen: return`` … the work).  None when the test is not a statement, or when a branch
-    returns a value or raises: then the decision goes back to the caller (``if token in _used: return False``)
-    and what it decides is not here to judge; with ``answers_exit`` (the test is where the caller acts on an
-    answer) those leave early too."""
-    if not isinstance(node, (ast.If, ast.While)):
-        return None
-    branches = [*node.body, *node.orelse]
-    exits = False
-    for statement in branches:
-        for part in [statement, *walk_no_nested_functions(statement)]:
-            if not answers_exit and (isinstance(part, ast.Raise)
-                                     or (isinstance(part, ast.Return) and part.value is not None)):
-                return None
-            exits = exits or isinstance(part, (ast.Return, ast.Continue, ast.Break, ast.Raise))
-    if not exits:
-        return branches
-    return branches + following_statements(node)
-
-
-def following_statements(node: ast.stmt) -> List[ast.stmt]:
-    """The statements after ``node`` in its block."""
-    above = parent(node)
-    for field_name in ("body", "orelse", "finalbody"):
-        block = getattr(above, field_name, None)
-        for index, statement in enumerate(block if isinstance(block, list) else ()):
-            if statement is node:
-                return block[index + 1:]
-    return []
-
-
-def answer_test(call: ast.Call, facts: ModuleFacts) -> Optional[ast.AST]:
-    """The ``if``/``while`` of the caller that tests what ``call`` answers: the call in its test
-    (``if not store.first_time(key):``), or a local bound to the answer and tested after
-    (``fresh = store.first_time(key)`` … ``if not fresh:``)."""
-    statement = ModuleFacts.statement_of(call)
-    if isinstance(statement, (ast.If, ast.While)) and any(part is call for part in walk(statement.test)):
-        return statement
-    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name) and _unawaited(statement.value) is call):
-        return None
-    name = statement.targets[0].id
-    function = facts.enclosing_function(call)
-    if function is None:
-        return None
-    for node in facts.own_nodes(function, (ast.If, ast.While)):
-        if node.lineno > statement.lineno and any(isinstance(part, ast.Name) and part.id == name
-                                                  for part in walk(node.test)):
-            return node
-    return None
-
-
-def answer_dropped(call: ast.Call) -> bool:
-    """``store.first_time(key)`` as a statement of its own: the caller does not look at the answer."""
-    statement = ModuleFacts.statement_of(call)
-    return isinstance(statement, ast.Expr) and _unawaited(statement.value) is call
-
-
-def answers_membership(access: Access, matcher: StateMatcher) -> bool:
-    """``return key in self._seen`` (also negated, or one part of ``and``/``or``): the function answers whether
-    a key is marked, and its caller decides on the answer."""
-    if not isinstance(access.node, ast.Return) or access.function is None:
-        return False
-    names = matcher.aliases(access.function)
-    pending = [access.node.value]
-    while pending:
-        value = pending.pop()
-        if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
-            pending.append(value.operand)
-        elif isinstance(value, ast.BoolOp):
-            pending.extend(value.values)
-        elif isinstance(value, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in value.ops) \
-                and any(matcher.derives(c, names, access.function) for c in value.comparators):
-            return True
-    return False
-
-
-def acts_on_answer(call: ast.Call, facts: ModuleFacts, fills: FrozenSet[str] = frozenset()) -> bool:
-    """The caller of a marker's method acts on its answer: it tests what ``call`` answers and what the test
-    decides leaves the process (``if not seen_events.first_time(event_id): return`` … ``credit_delivery(...)``);
-    when another function fills the marker (``fills``: ``store.seen(key)`` … ``store.remember(key)``), the
-    caller calls it too.  An answer thrown away decides nothing; one passed on (returned, summed) is not
-    followed and counts as deciding; the marker's own bookkeeping on the same object is no work."""
-    from ..analysis.facts import call_name
-    from .summaries import summaries_for
-
-    if answer_dropped(call):
-        return False
-    test = answer_test(call, facts)
-    if test is None:
-        return True
-    caller = facts.enclosing_function(call)
-    if caller is None:
-        return False
-    if fills and not any(facts.enclosing_function(other) is caller for other in facts.calls_named(*fills)):
-        return False
-    work = decided_work(test, answers_exit=True) or []
-    receiver = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
-    own = {id(part) for statement in work for part in walk(statement)
-           if isinstance(part, ast.Call) and ((receiver and isinstance(part.func, ast.Attribute)
-                                               and dotted(part.func.value) == receiver)
-                                              or call_name(part) in fills)}
-    return not summaries_for(facts).effects_of(work, caller, facts, skip=own).process_only
-
-
-def in_loop_over_state(access: Access, matcher: StateMatcher) -> bool:
-    """``access`` sits in a loop over the state itself (``for key, at in list(self._seen.items()):`` … ``del
-    self._seen[key]``): entries dropped as the loop finds them old, not one key's work ending."""
-    if access.function is None:
-        return False
-    names = matcher.aliases(access.function)
-    for above in ancestors(access.node):
-        if above is access.function:
-            return False
-        if isinstance(above, (ast.For, ast.AsyncFor)) and matcher.touches(above.iter, names, access.function):
-            return True
-    return False
-
-
-def _unawaited(value: ast.AST) -> ast.AST:
-    while isinstance(value, ast.Await):
-        value = value.value
-    return value
-
-
-def enclosing_statement_list(node: ast.AST) -> List[ast.stmt]:
-    above = parent(node)
-    return getattr(above, "body", []) if above is not None else []
 
 
 __all__ = ["Binding", "Lifetime", "Access", "Accesses", "StateMatcher", "binding_of", "constructed",

@@ -1,0 +1,184 @@
+"""How long an instance lives: whether the objects of a class outlive one request.
+
+An instance made at module level (in its module, or on the command line in any module of the project that
+imports the class) lives as long as the process; so does one whose class runs its own polling loop (a daemon:
+a thread or task started on ``self`` that loops with a pause), whose loop and the methods it calls are its job.
+State kept on such an instance is kept once per process.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import FrozenSet, Iterator, Optional, Set
+
+from ..analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+# ------------------------------------------------------------------------------------------------
+# How long an instance lives
+# ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Lifetime:
+    """Why the instances of a class live as long as the process, and where that shows."""
+
+    why: str
+    path: str
+    line: int
+    daemon: bool = False
+    #: For a daemon: its loop's method and the methods of the class it calls on ``self``, which are its job.
+    loop_methods: FrozenSet[str] = frozenset()
+
+
+def long_lived_instance(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifetime]:
+    """Instances of ``cls`` outlive a request: one is made at module level (this module, or on the command line
+    any module of the project), a module-level name of this module holds one (``app_state = Registry()`` in
+    the ``__main__`` block), or the class runs its own loop that sleeps between rounds (a daemon)."""
+    found = daemon_lifetime(cls, facts)
+    if found is not None:
+        return found
+    for statement in _top_level_statements(facts.tree):
+        for call in _module_level_calls(statement):
+            if isinstance(call.func, ast.Name) and call.func.id == cls.name:
+                return Lifetime(f"one `{cls.name}` is made at module level, so each process has its own",
+                                facts.context.path, call.lineno)
+    if not facts.context.cross_file:
+        return None
+    init = next((s for s in cls.body if isinstance(s, _FUNCTIONS) and s.name == "__init__"), None)
+    if init is None:
+        return None
+    from .renamed_callers import project_callers  # (also ``Guard()`` after ``import X as Guard``)
+
+    for call, other in project_callers(init, facts):
+        if other.enclosing_function(call) is None and other.enclosing_class(call) is None:
+            return Lifetime(f"one `{cls.name}` is made at module level of `{other.context.rel_path}`, so each "
+                            "process has its own", other.context.path, call.lineno)
+    return None
+
+
+def daemon_lifetime(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifetime]:
+    """The part of ``long_lived_instance`` this module alone shows: ``cls`` runs its own loop that sleeps
+    between rounds. Asked first, and on its own where only a daemon's loop methods matter, because the rest
+    searches the whole project for the module-level line that makes an instance."""
+    loop = _polling_loop(cls, facts)
+    if loop is None:
+        return None
+    return Lifetime(f"`{cls.name}` runs its own polling loop, so each process keeps one for its lifetime",
+                    facts.context.path, loop.lineno, daemon=True, loop_methods=_called_on_self(cls, loop))
+
+
+def _called_on_self(cls: ast.ClassDef, loop: ast.AST) -> FrozenSet[str]:
+    """The method holding ``loop`` and the methods it reaches through ``self.method(...)`` calls."""
+    methods = {s.name: s for s in cls.body if isinstance(s, _FUNCTIONS)}
+    start = ModuleFacts.enclosing_function(loop)
+    pending = [start] if start is not None else []
+    seen: Set[str] = {start.name} if start is not None else set()
+    while pending:
+        function = pending.pop()
+        for node in walk_no_nested_functions(function):
+            func = node.func if isinstance(node, ast.Call) else None
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+                    and func.attr in methods and func.attr not in seen:
+                seen.add(func.attr)
+                pending.append(methods[func.attr])
+    return frozenset(seen)
+
+
+def _module_level_calls(statement: ast.stmt) -> Iterator[ast.Call]:
+    if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Expr)) and statement.value is not None:
+        for node in walk(statement.value):
+            if isinstance(node, ast.Call):
+                yield node
+
+
+def _polling_loop(cls: ast.ClassDef, facts: Optional[ModuleFacts] = None) -> Optional[ast.AST]:
+    """A ``while`` loop in a method of ``cls`` whose body sleeps (``await asyncio.sleep(n)``, ``time.sleep(n)``,
+    also through a small helper that returns the sleep)."""
+    for method in cls.body:
+        if not isinstance(method, _FUNCTIONS):
+            continue
+        loops = facts.own_nodes(method, (ast.While,)) if facts is not None else [
+            node for node in walk_no_nested_functions(method) if isinstance(node, ast.While)]
+        for node in loops:
+            for inner in walk_no_nested_functions(node):
+                if isinstance(inner, ast.Call) and (_call_last_name(inner) == "sleep" or (
+                        facts is not None and _sleeps_through_helper(inner, facts))):
+                    return node
+    return None
+
+
+def _sleeps_through_helper(call: ast.Call, facts: ModuleFacts) -> bool:
+    from .forwarding import forwarded
+
+    through = forwarded(call, facts)
+    return through is not None and _call_last_name(through.call) == "sleep"
+
+
+def _call_last_name(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def module_global_receivers(cls: ast.ClassDef, facts: ModuleFacts) -> Set[str]:
+    """Module-level names of this module that hold an instance of ``cls`` however it was made (a tuple from a
+    factory in the ``__main__`` block): names bound at the top level whose methods called in the module are
+    methods of ``cls``."""
+    methods = {s.name for s in cls.body if isinstance(s, _FUNCTIONS) and not s.name.startswith("__")}
+    top_level: Set[str] = set()
+    for statement in _top_level_statements(facts.tree):
+        targets = statement.targets if isinstance(statement, ast.Assign) else (
+            [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        for target in targets:
+            for node in walk(target):
+                if isinstance(node, ast.Name):
+                    top_level.add(node.id)
+    found: Set[str] = set()
+    for name in methods:
+        for call in facts.calls_named(name):
+            receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+            if isinstance(receiver, ast.Name) and receiver.id in top_level \
+                    and not _assigns_locally(facts.enclosing_function(call), receiver.id):
+                found.add(receiver.id)
+    return found
+
+
+def _top_level_statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    stack = list(reversed(tree.body))
+    while stack:
+        statement = stack.pop()
+        yield statement
+        if isinstance(statement, (ast.If, ast.Try)):
+            for block in (statement.body, statement.orelse, getattr(statement, "finalbody", []),
+                          *[h.body for h in getattr(statement, "handlers", [])]):
+                stack.extend(reversed(block))
+
+
+def _assigns_locally(function: Optional[FunctionNode], name: str) -> bool:
+    """``name`` is a local of ``function`` (assigned there without ``global``, or a parameter)."""
+    while function is not None:
+        arguments = function.args
+        if any(a.arg == name for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs):
+            return True
+        if name in _local_names(function):
+            return True
+        function = ModuleFacts.enclosing_function(function)
+    return False
+
+
+def _local_names(function: FunctionNode) -> FrozenSet[str]:
+    """The names ``function`` assigns without declaring them ``global`` or ``nonlocal`` (Python rejects an
+    assignment before such a declaration), found once per function."""
+    cached = getattr(function, "_og_local_names", None)
+    if cached is not None:
+        return cached
+    stored: Set[str] = set()
+    declared: Set[str] = set()
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stored.add(node.id)
+    names = frozenset(stored - declared)
+    function._og_local_names = names
+    return names
