@@ -66,6 +66,10 @@ class UnstableLockKey(Rule):
     def _library_lock_keys(self, facts: ModuleFacts, reported: Set[int]) -> Iterator[Diagnostic]:
         """A lock library's lock (a Redis lock, a django-pglocks key) named from a per-process value: the same
         hazard under another API.  Reported where the value is computed, in this module or another."""
+        text = "\n".join(facts.lines).encode("utf-8", "replace")
+        if not any(all(word in text for word in ((trigger,) if isinstance(trigger, bytes) else trigger))
+                   for trigger in lock_known.TRIGGERS):
+            return  # no lock library's words: finding its locks would resolve every call of the module for nothing
         for lock in library_locks(facts):
             if lock.key is None:
                 continue
