@@ -377,3 +377,38 @@ def test_a_quiet_skip_or_a_with_that_binds_no_claim_is_not_reported(tmp_path, jo
     files = {"ledger/__init__.py": "", "ledger/db.py": DB, "ledger/locks.py": locks, "ledger/jobs.py": jobs}
     write(tmp_path, files)
     assert findings(tmp_path, "ledger/jobs.py", codes=("OG203",)) == []
+
+
+# -- a class whose __enter__ answers the claim ------------------------------------------------------------------
+CLASS_LOCKS = """\
+    import redis
+
+    client = redis.Redis(host="redis")
+
+
+    class Exclusive:
+        def __init__(self, key: int) -> None:
+            self.name = f"ledger:{key}"
+
+        def take(self) -> bool:
+            return bool(client.set(self.name, "1", nx=True, ex=600))
+
+        def __enter__(self) -> bool:
+            self.won = self.take()
+            return self.won
+
+        def __exit__(self, *exc) -> None:
+            if self.won:
+                client.delete(self.name)
+"""
+
+
+@pytest.mark.parametrize("enter, reported", [
+    ("self.won = self.take()\n            return self.won", False),
+    ("self.won = True\n            return self.won", True),  # nothing claimed: the answer is a constant
+])
+def test_a_class_whose_enter_returns_its_claims_answer_leads_the_job(tmp_path, enter, reported):
+    locks = CLASS_LOCKS.replace("self.won = self.take()\n            return self.won", enter)
+    jobs = JOBS.replace("from ledger.locks import exclusive", "from ledger.locks import Exclusive").replace(
+        "with exclusive(7001) as got:", "with Exclusive(7001) as got:")
+    assert _check(tmp_path, jobs=jobs, locks=locks) == (_reported(jobs) if reported else [])

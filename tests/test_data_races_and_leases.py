@@ -580,3 +580,27 @@ def test_wrapped_cache_lookalikes_stay_clean():
         seen = {who: len(who) + 1}
         cache.set_cache(key="a", value=seen)
     """) == []
+
+
+_REJECTS = """\
+    import psycopg
+
+
+    def mark_rejects(dsn: str, rejects: list) -> None:
+        with psycopg.connect(dsn) as conn:
+            last = conn.execute("SELECT {picked} FROM parcels WHERE returned_at IS NOT NULL").fetchone()
+            for parcel_id in rejects:
+                conn.execute("UPDATE parcels SET returned_at = now() WHERE id = %s", (parcel_id,))
+            print(last)
+"""
+
+
+@pytest.mark.parametrize("picked, reported", [
+    ("max(batch_no)", False),  # one number summarising the rows: nothing picked to work on
+    ("count(*), min(batch_no)", False),
+    ("id, batch_no", True),
+])
+def test_a_select_of_aggregates_picks_no_rows(picked, reported):
+    source = textwrap.dedent(_REJECTS.format(picked=picked))
+    found = [d.code for d in check_source(source.encode(), "app/returns.py", Config()) if d.code == "OG302"]
+    assert found == (["OG302"] if reported else [])

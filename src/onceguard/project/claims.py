@@ -278,12 +278,37 @@ class ClaimAnalyzer:
         if not isinstance(expr, ast.Call) or depth >= self.MAX_HELPER_DEPTH:
             return None
         found = self._helper_target(expr)
-        if found is None:
+        if found is not None:
+            function, analyzer = found
+            if analyzer.helper_kind(function, depth + 1) == HELPER_CONTEXT:
+                return ClaimHit(HELPER_CONTEXT, expr)
+        return self._entered_claim(expr, depth)
+
+    def _entered_claim(self, expr: ast.Call, depth: int) -> Optional[ClaimHit]:
+        """``with Lease(client, "batch", ttl_s=600) as held:``: a class of the project whose ``__enter__`` (or
+        ``__aenter__``) returns a claim's answer binds that answer, as a claiming ``@contextmanager`` does."""
+        if not isinstance(expr.func, (ast.Name, ast.Attribute)):
             return None
-        function, analyzer = found
-        if analyzer.helper_kind(function, depth + 1) != HELPER_CONTEXT:
+        cls, where = None, self.facts
+        if isinstance(expr.func, ast.Name):
+            cls = next((c for c in self.facts.classes if c.name == expr.func.id
+                        and self.facts.enclosing_function(c) is None), None)
+        if cls is None and self.facts.context.cross_file:
+            from . import index as project
+
+            qualified = self.facts.qualify(expr.func)
+            found = project.find_class(qualified, self.facts.config, project.search_root(self.facts)) \
+                if qualified else None
+            if found is not None:
+                cls, where = found
+        if cls is None:
             return None
-        return ClaimHit(HELPER_CONTEXT, expr)
+        analyzer = self if where is self.facts else ClaimAnalyzer.of_module(where, self.resolver)
+        for statement in cls.body:
+            if isinstance(statement, _FUNCTION_TYPES) and statement.name in ("__enter__", "__aenter__"):
+                if analyzer.helper_kind(statement, depth + 1) == HELPER_RESULT:
+                    return ClaimHit(HELPER_CONTEXT, expr)
+        return None
 
     def _aliased_helper_kind(self, call: ast.Call, depth: int) -> Optional[str]:
         """``take_sweep = sweep_lease.take`` (perhaps in one arm of a setting, ``lambda: True`` in the other)

@@ -13,6 +13,7 @@ from typing import List, Optional, Set
 from ...analysis.executed_sql import ExecutedSql
 from ...analysis.facts import FunctionNode, ModuleFacts, walk
 from ...analysis.names import dotted
+from ...analysis.sql import parse_statements
 from ..data_races import _sql_by_function, function_nodes, later, names_in, target_names
 from .selection import _contains, _functions_writing_rows, _pickups, may_pick_by_state, sql_pickup
 
@@ -94,3 +95,27 @@ def picks_rows(function: FunctionNode, facts: ModuleFacts, rows: Optional[ast.AS
         return False
     return any(_contains(rows, pickup.node) or (isinstance(rows, ast.Name) and rows.id in pickup.rows)
                for pickup in _pickups(function, facts))
+
+
+#: Aggregates: a SELECT of nothing else (and no GROUP BY) returns one row of numbers, not rows to work on.
+_AGGREGATES = frozenset({"count", "max", "min", "sum", "avg", "bool_or", "bool_and", "every", "array_agg",
+                         "string_agg", "json_agg", "jsonb_agg"})
+
+
+def aggregates_only(select: ExecutedSql) -> bool:
+    """``SELECT max(batch_id) FROM trips WHERE ...``: a summary of the rows, none of them picked."""
+    statements = parse_statements(select.text)
+    if len(statements) != 1 or type(statements[0]).__name__ != "SelectStmt":
+        return False
+    statement = statements[0]
+    if getattr(statement, "groupClause", None) or not getattr(statement, "targetList", None):
+        return False
+    for target in statement.targetList:
+        value = getattr(target, "val", None)
+        if type(value).__name__ != "FuncCall":
+            return False
+        name = getattr(value.funcname[-1], "sval", "") if value.funcname else ""
+        if name.lower() not in _AGGREGATES:
+            return False
+    return True
+

@@ -18,7 +18,7 @@ from .selection import (
     Pickup, _django_status_filter, _loop_rows, _only_writes_rows, _pickups, _reread_locked, _row_walk,
     _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, holds_row, may_pick_by_state,
     sql_pickup)
-from .moved_rows import hands_back, helper_writes, picked_and_written_after
+from .moved_rows import aggregates_only, hands_back, helper_writes, picked_and_written_after
 from .callers import _locked_before, _resolver, runs_claimed
 from ...project.claims import ClaimAnalyzer
 from ...project.fixed_arguments import callers_of
@@ -291,7 +291,7 @@ class UnclaimedRowPickup(Rule):
         for executions in _sql_by_function(facts):
             function = facts.enclosing_function(executions[0].call)
             for select in executions:
-                if select.sql.statement_types != ("SelectStmt",):
+                if select.sql.statement_types != ("SelectStmt",) or aggregates_only(select):
                     continue
                 picked = picked_and_written_after(select, executions, function, facts)
                 where, runner = None, function
