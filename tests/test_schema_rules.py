@@ -850,3 +850,51 @@ def test_a_schema_write_whose_every_caller_holds_a_lock_helper(tmp_path, call, f
     full.write_text(source, encoding="utf-8")
     found = check_source(source.encode(), str(full), from_mapping({}, root=str(tmp_path)), cross_file=True)
     assert [d.code for d in found if d.code == "OG401"] == (["OG401"] if flagged else [])
+
+
+TWO_BRANCH_ENV = """
+    def run_migrations_online():
+        handed = config.attributes.get("connection")
+        if handed is not None:
+            context.configure(connection=handed)
+            with context.begin_transaction():
+                context.run_migrations()
+            return
+        engine = engine_from_config(config.get_section(config.config_ini_section, {}), poolclass=pool.NullPool)
+        with engine.connect() as connection:
+            context.configure(connection=connection)
+            with context.begin_transaction():
+                context.run_migrations()
+"""
+
+
+def test_the_own_connection_branch_of_env_is_not_what_a_runner_handing_its_connection_runs(tmp_path):
+    # The start-up runner hands env.py its locked connection: env.py takes the handed branch for it, so the
+    # branch that opens its own connection is run by nothing every replica runs.
+    runner = """
+        from contextlib import asynccontextmanager
+
+        from alembic import command
+        from alembic.config import Config
+        from fastapi import FastAPI
+        from sqlalchemy import create_engine, text
+
+        engine = create_engine("postgresql+psycopg://app@db/app")
+
+
+        @asynccontextmanager
+        async def lifespan(app):
+            with engine.connect() as connection:
+                connection.execute(text("SELECT pg_advisory_lock(7)"))
+                cfg = Config("alembic.ini")
+                cfg.attributes["connection"] = connection
+                command.upgrade(cfg, "head")
+            yield
+
+
+        app = FastAPI(lifespan=lifespan)
+    """
+    files = _startup_upgrade_project(TWO_BRANCH_ENV)
+    files["app/main.py"] = runner
+    assert project_findings(tmp_path, files, "app/main.py") == []
+    assert project_findings(tmp_path, files, "alembic/env.py") == []

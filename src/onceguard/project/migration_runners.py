@@ -13,6 +13,7 @@ from ..knowledge import schema as known
 from ..model import Related
 from . import deployment
 from . import index as project_index
+from .migration_locks import shared_alembic_connections
 from .reach import enclosing_function, place, runs
 from .schema_writes import SchemaWrite, keyword_of, schema_writes
 
@@ -164,11 +165,15 @@ def _runner_calls(facts: ModuleFacts) -> Iterator[Tuple[SchemaWrite, ModuleFacts
                 yield write, other
 
 
-def env_evidence(facts: ModuleFacts,
-                 reported_at_runner: Callable[[SchemaWrite, ModuleFacts], bool]) -> Optional[List[Related]]:
+def env_evidence(facts: ModuleFacts, reported_at_runner: Callable[[SchemaWrite, ModuleFacts], bool],
+                 past_handing_runners: bool = False) -> Optional[List[Related]]:
     """Why every replica runs this env.py, as the places on the way (entry point first), or None: start-up
     code reaches a ``command.upgrade`` of this directory, or a deployment file runs the upgrade in every
-    replica.  Operator paths (commands, scripts, a Job, a release phase) are no evidence."""
+    replica.  Operator paths (commands, scripts, a Job, a release phase) are no evidence.
+
+    With ``past_handing_runners`` (asked for the branch of env.py that opens its own connection, when another
+    branch takes ``config.attributes["connection"]``), a runner that hands env.py its connection is no
+    evidence: env.py runs its other branch for it, and OG403 judges that runner's lock."""
 
     def build(_facts: ModuleFacts) -> Optional[List[Related]]:
         env_directory = _directory_of(facts)
@@ -180,6 +185,9 @@ def env_evidence(facts: ModuleFacts,
                 continue
             if reported_at_runner(write, other):
                 continue  # one root cause, one finding: the runner's report names this env.py
+            runner = other.enclosing_function(write.call)
+            if past_handing_runners and runner is not None and id(runner) in shared_alembic_connections(other):
+                continue
             chain = _replica_chain(write.call, other)
             if chain is not None:
                 return chain + [place(other, write.call, f"`{write.what}` runs the migrations in "
@@ -201,7 +209,7 @@ def env_evidence(facts: ModuleFacts,
                 return [Related(step.launch.path, step.launch.line, 1, step.describe())]
         return None
 
-    return facts.cached("schema:env-evidence", build)
+    return facts.cached(f"schema:env-evidence:{past_handing_runners}", build)
 
 
 def _relative_directory(facts: ModuleFacts, directory: str) -> str:

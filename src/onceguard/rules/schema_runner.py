@@ -12,7 +12,7 @@ from ..knowledge import databases as dbknown
 from ..knowledge import schema as known
 from ..model import Diagnostic, Related
 from ..project.migration_locks import (
-    DJANGO_CONNECTION, Apply, LockFinder, env_applications, shared_alembic_connections,
+    DJANGO_CONNECTION, Apply, LockFinder, env_applications, handed_in_by_runner, shared_alembic_connections,
 )
 from ..project.migration_runners import env_evidence
 from ..project import deployment
@@ -169,7 +169,9 @@ class UnlockedMigrationRunner(Rule):
                 # no runner, or only an operator's (a command, a script, a Job, a release phase): silent.
                 if not facts.context.cross_file:
                     continue
-                evidence = env_evidence(facts, _reported_by_og401)
+                own_branch = not handed_in_by_runner(apply.connection, facts) and any(
+                    handed_in_by_runner(other.connection, facts) for other in applications)
+                evidence = env_evidence(facts, _reported_by_og401, past_handing_runners=own_branch)
                 if evidence is None:
                     continue
                 related = evidence
