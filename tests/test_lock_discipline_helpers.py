@@ -465,3 +465,40 @@ def test_host_names_and_clocks(tmp_path, value, flagged):
     """
     write(tmp_path, {"ledger/__init__.py": "", "ledger/night.py": job})
     assert findings(tmp_path, "ledger/night.py", codes=("OG104",)) == ([(8, "OG104")] if flagged else [])
+
+
+# -- OG106: a helper's answer dropped ----------------------------------------------------------------------------
+TRY_HELPER = """\
+    from sqlalchemy import text
+
+
+    def hold_slot(session, key: int) -> bool:
+        return bool(session.scalar(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": key}))
+"""
+
+SWEEP = """\
+    from sqlalchemy import select
+
+    from kennel.db import Session
+    from kennel.slots import hold_slot
+
+
+    def sweep_bookings() -> None:
+        with Session() as session, session.begin():
+            {call}
+            for booking in session.scalars(select(Booking).where(Booking.reminded.is_(False))):
+                booking.reminded = True
+"""
+
+
+@pytest.mark.parametrize("call, reported", [
+    ("hold_slot(session, 4410)", True),
+    ("if not hold_slot(session, 4410):\n                return", False),
+    ("got = hold_slot(session, 4410)\n            if not got:\n                return", False),
+])
+def test_a_dropped_answer_of_a_project_try_lock_helper_is_og106(tmp_path, call, reported):
+    sweep = SWEEP.replace("{call}", call)
+    write(tmp_path, {"kennel/__init__.py": "", "kennel/db.py": "Session = None\n", "kennel/slots.py": TRY_HELPER,
+                     "kennel/sweep.py": sweep})
+    line = next(i for i, text in enumerate(sweep.splitlines(), 1) if "hold_slot(session" in text)
+    assert findings(tmp_path, "kennel/sweep.py", codes=("OG106",)) == ([(line, "OG106")] if reported else [])

@@ -261,6 +261,10 @@ class ClaimAnalyzer:
                 return function, analyzer
         return None
 
+    def helper_of(self, call: ast.Call) -> Optional[Tuple[FunctionNode, "ClaimAnalyzer"]]:
+        """The project function ``call`` runs, with the analyzer of its module, or None."""
+        return self._helper_target(call)
+
     def _helper_kind(self, call: ast.Call, depth: int) -> Optional[str]:
         if depth >= self.MAX_HELPER_DEPTH:
             return None

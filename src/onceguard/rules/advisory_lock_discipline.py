@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Set
 
-from ..analysis.facts import ModuleFacts, ancestors, parent, position, walk, walk_no_nested_functions
+from ..analysis.facts import ModuleFacts, ancestors, call_name, parent, position, walk, walk_no_nested_functions
 from .fix_plans import try_lock_fix
 from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
@@ -20,6 +20,9 @@ from ..project.forwarding import forwarded
 from ..project.lock_libraries import LibraryLock, library_locks, spin_waits
 from ..project.locked_sections import jobs_entering
 from ..project.advisory_helpers import helper_pairs, helper_words, release_guaranteed
+from ..project.claim_helper_words import claim_helper_words
+from ..project.claims import HELPER_RESULT, ClaimAnalyzer
+from ..project.scheduled.discovery import _resolver as claim_resolver
 from ..project.process_values import is_fixed_key as _is_fixed_key, parameter_names_around as _parameter_names
 from ..model import Diagnostic, Related
 from ..analysis.names import dotted
@@ -490,7 +493,20 @@ class TryLockResultIgnored(Rule):
     summary = "result of pg_try_advisory_* never read: the work runs whether or not the lock was acquired"
     triggers = known.TRIGGERS + lock_known.TRIGGERS
 
+    @staticmethod
+    def project_triggers(config) -> tuple:
+        """A module that tries the lock only through the project's own helper (``await claim_run(s, KEY)``)."""
+        return claim_helper_words(config)
+
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        for call in _dropped_helper_answers(facts):
+            yield self.finding(
+                call,
+                f"`{dotted(call.func) or 'this call'}(...)` answers whether this replica got the lock, and the answer "
+                "is dropped, so every replica runs the work below.",
+                "The helper tries the lock and returns whether it got it; nothing here reads that. Test it and skip "
+                "the run when it is false: `if not await claim(...): return`",
+            )
         for lock in library_locks(facts):
             if not lock.waits and _acquired_dropped(lock, facts):
                 yield self.finding(
@@ -511,6 +527,26 @@ class TryLockResultIgnored(Rule):
                     fix=try_lock_fix(use.call, use.scope, use.handle.library if use.handle else None,
                                      use.receiver_text),
                 )
+
+
+def _dropped_helper_answers(facts: ModuleFacts) -> Iterator[ast.Call]:
+    """Calls made as statements of a project helper that returns a claim's answer (``claim_run(session, KEY)``
+    returning ``pg_try_advisory_xact_lock``'s): the answer goes nowhere."""
+    if not facts.context.cross_file:
+        return
+    names = {word[:-1].decode() for word in claim_helper_words(facts.config)}
+    analyzer = None
+    for statement in facts.nodes:
+        if not isinstance(statement, ast.Expr):
+            continue
+        call = statement.value.value if isinstance(statement.value, ast.Await) else statement.value
+        if not isinstance(call, ast.Call) or call_name(call) not in names:
+            continue
+        if analyzer is None:
+            analyzer = ClaimAnalyzer.of_module(facts, claim_resolver)
+        target = analyzer.helper_of(call)  # the helper's own body says what it answers, not its name
+        if target is not None and target[1].helper_kind(target[0]) == HELPER_RESULT:
+            yield call
 
 
 def _acquired_dropped(lock: LibraryLock, facts: ModuleFacts) -> bool:
