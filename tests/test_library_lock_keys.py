@@ -85,3 +85,38 @@ def test_a_name_built_here_from_the_process_id_is_reported_at_the_call(tmp_path)
     locks = LOCKS.replace("import redis\n", "import os\n\n    import redis\n").replace(
         'f"{config.namespace}:firing"', 'f"kiln:{os.getpid()}:firing"')
     assert _check(tmp_path, locks=locks) == [(_line(locks, "client.lock("), "OG104")]
+
+
+# -- a key read off a typed parameter: the class's field default ---------------------------------------------
+TICKS = """\
+    import random
+    from dataclasses import dataclass, field
+
+    import psycopg
+
+
+    @dataclass
+    class Tick:
+        name: str
+        key: int = field(default_factory=lambda: random.getrandbits(60))
+
+
+    TICKS = [Tick("rollup"), Tick("purge")]
+
+
+    def run_tick(conn: psycopg.Connection, tick: Tick) -> None:
+        with conn.transaction():
+            if conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (tick.key,)).fetchone()[0]:
+                conn.execute("DELETE FROM events WHERE kind = %s", (tick.name,))
+"""
+
+
+def test_a_key_from_a_typed_parameters_field_default_is_reported_at_the_default(tmp_path):
+    write(tmp_path, {"kiln/__init__.py": "", "kiln/ticks.py": TICKS})
+    assert findings(tmp_path, "kiln/ticks.py", codes=("OG104",)) == [(_line(TICKS, "default_factory"), "OG104")]
+
+
+def test_a_field_every_construction_passes_is_the_callers_value(tmp_path):
+    ticks = TICKS.replace('Tick("rollup"), Tick("purge")', 'Tick("rollup", 11), Tick("purge", key=12)')
+    write(tmp_path, {"kiln/__init__.py": "", "kiln/ticks.py": ticks})
+    assert findings(tmp_path, "kiln/ticks.py", codes=("OG104",)) == []

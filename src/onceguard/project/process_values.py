@@ -97,43 +97,100 @@ def unstable_parts(nodes: Iterable[ast.AST], facts: ModuleFacts) -> Iterator[Uns
 
 def instance_field(node: ast.Attribute, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
     """``settings.key_prefix`` where ``settings`` is a module-level instance of a project class (made here or in
-    the module it is imported from): the value the class gives the field -- its class-body default
-    (``key_prefix: str = os.environ.get(...)``, a dataclass field) or what ``__init__`` assigns it."""
+    the module it is imported from), or ``job.lock_key`` where ``job`` is a parameter typed with one: the value
+    the class gives the field -- its class-body default (``key_prefix: str = os.environ.get(...)``, a dataclass
+    ``field(default=...)`` or ``field(default_factory=lambda: ...)``) or what ``__init__`` assigns it.  For a
+    typed parameter, only when no construction in the class's module passes the field."""
     if not isinstance(node.value, ast.Name):
         return None
-    made = bound_value(node.value, facts)
+    found = _instance_class(node.value, facts)
+    if found is None:
+        return None
+    cls, cls_facts, by_type = found
+    value = _class_field(cls, node.attr)
+    if value is None or (by_type and _passed_at_construction(cls, node.attr, cls_facts)):
+        return None
+    return value, cls_facts
+
+
+def _instance_class(name: ast.Name, facts: ModuleFacts) -> Optional[Tuple[ast.ClassDef, ModuleFacts, bool]]:
+    made = bound_value(name, facts)
     where = facts
     if made is None and facts.context.cross_file:
-        qualified = facts.qualify(node.value)
+        qualified = facts.qualify(name)
         found = project.find_assignment(qualified, facts.config, project.search_root(facts)) if qualified else None
         if found is not None:
             made, where = found
+    by_type = False
+    if made is None:
+        annotation = _parameter_annotation(name, facts)
+        if annotation is None:
+            return None
+        made, by_type = ast.Call(func=annotation, args=[], keywords=[]), True
     if not isinstance(made, ast.Call) or made.args or made.keywords:
         return None  # (a field given at construction is the caller's value, not the default)
-    cls_name = where.qualify(made.func) if isinstance(made.func, (ast.Name, ast.Attribute)) else None
-    cls, cls_facts = None, where
+    if not isinstance(made.func, (ast.Name, ast.Attribute)):
+        return None
     local = isinstance(made.func, ast.Name) and next(
         (c for c in where.classes if c.name == made.func.id and where.enclosing_function(c) is None), None)
     if local:
-        cls = local
-    elif cls_name and where.context.cross_file:
+        return local, where, by_type
+    cls_name = where.qualify(made.func)
+    if cls_name and where.context.cross_file:
         found_class = project.find_class(cls_name, where.config, project.search_root(where))
         if found_class is not None:
-            cls, cls_facts = found_class
-    if cls is None:
+            return found_class[0], found_class[1], by_type
+    return None
+
+
+def _parameter_annotation(name: ast.Name, facts: ModuleFacts) -> Optional[ast.AST]:
+    """The annotation of the parameter ``name`` reads (``job: PeriodicJob``), when it is a plain class name."""
+    function = facts.enclosing_function(name)
+    if function is None:
         return None
+    arguments = function.args
+    for argument in arguments.posonlyargs + arguments.args + arguments.kwonlyargs:
+        if argument.arg == name.id and isinstance(argument.annotation, (ast.Name, ast.Attribute)):
+            return argument.annotation
+    return None
+
+
+#: ``dataclasses.field`` and the like: the default is a keyword of the call, not the call.
+_FIELD_CALLS = frozenset({"field", "Field", "attrib", "attr.ib"})
+
+
+def _class_field(cls: ast.ClassDef, attr: str) -> Optional[ast.AST]:
     for statement in cls.body:
         target = statement.target if isinstance(statement, ast.AnnAssign) else (
             statement.targets[0] if isinstance(statement, ast.Assign) and len(statement.targets) == 1 else None)
-        if isinstance(target, ast.Name) and target.id == node.attr and statement.value is not None:
-            return statement.value, cls_facts
+        if isinstance(target, ast.Name) and target.id == attr and statement.value is not None:
+            value = statement.value
+            if isinstance(value, ast.Call) and (dotted(value.func) or "").rsplit(".", 1)[-1] in _FIELD_CALLS:
+                keywords = {k.arg: k.value for k in value.keywords if k.arg}
+                factory = keywords.get("default_factory") or keywords.get("factory")
+                if isinstance(factory, ast.Lambda):
+                    return factory.body
+                return keywords.get("default")
+            return value
         if isinstance(statement, _FUNCTION_TYPES) and statement.name == "__init__":
             for inner in walk_no_nested_functions(statement):
                 if isinstance(inner, ast.Assign) and any(
                         isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
-                        and t.attr == node.attr for t in inner.targets):
-                    return inner.value, cls_facts
+                        and t.attr == attr for t in inner.targets):
+                    return inner.value
     return None
+
+
+def _passed_at_construction(cls: ast.ClassDef, attr: str, facts: ModuleFacts) -> bool:
+    """A call of the class in its own module passes ``attr`` (by keyword, or by its place among the fields)."""
+    fields = [s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+    place = fields.index(attr) if attr in fields else None
+    for call in facts.calls_by_name.get(cls.name, ()):
+        if any(k.arg == attr or k.arg is None for k in call.keywords):
+            return True
+        if place is not None and len(call.args) > place or any(isinstance(a, ast.Starred) for a in call.args):
+            return True
+    return False
 
 
 #: ``os.environ.get(NAME, default)`` / ``os.getenv(NAME, default)``: the default runs where NAME is not set.
