@@ -814,3 +814,56 @@ def test_a_statement_built_up_in_a_name_is_judged_by_what_it_is(tmp_path, narrow
     write(tmp_path, {"svc/prices.py": sent})
     index.clear_cache()
     assert [code for _, code in findings(tmp_path, "svc/prices.py")] == ["OG201"]
+
+
+# -- a Django management command deployed as a process -------------------------------------------------------
+_DISPATCH = """\
+    import time
+
+    from django.core.management.base import BaseCommand
+
+    from depot.exports import push_totals, next_slot
+
+
+    class Command(BaseCommand):
+        help = "Push totals every five minutes."
+
+        def handle(self, *args, **options):
+            while True:
+                slot = next_slot()
+                {work}
+                time.sleep(300)
+"""
+
+_PUSHES = """\
+    import datetime as dt
+
+    import boto3
+
+    bucket = boto3.client("s3")
+
+
+    def push_totals() -> None:
+        bucket.put_object(Bucket="totals", Key="latest.csv", Body=b"...")
+
+
+    def next_slot():
+        return dt.datetime.now(dt.timezone.utc).replace(second=0, microsecond=0)
+"""
+
+
+@pytest.mark.parametrize("work, flagged", [
+    ("push_totals()", True),
+    ("pushed = push_totals()", True),  # a kept result: still the pass's work, seen acting outside
+    ("pass", False),  # next_slot() computes a value: not a job
+])
+def test_a_deployed_management_commands_loop_schedules_what_it_calls(tmp_path, work, flagged):
+    write(tmp_path, {"depot/__init__.py": "", "depot/exports.py": _PUSHES,
+                     "depot/management/__init__.py": "", "depot/management/commands/__init__.py": "",
+                     "depot/management/commands/push_loop.py": _DISPATCH.replace("{work}", work)})
+    assert findings(tmp_path, "depot/management/commands/push_loop.py") == []  # nothing shows it deployed
+    write(tmp_path, {"Procfile": "web: gunicorn depot.wsgi\npusher: python manage.py push_loop\n"})
+    index.clear_cache()
+    deployment.clear_cache()
+    found = findings(tmp_path, "depot/management/commands/push_loop.py")
+    assert [code for _, code in found] == (["OG201"] if flagged else [])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, List, Tuple
 
+from ..analysis.executed_sql import bound_value
 from ..analysis.facts import FunctionNode, ModuleFacts, walk
 from ..analysis.handed import parameter_names
 from .fixed_arguments import callers_of, fixed_at_callers
@@ -28,6 +29,9 @@ def jobs_entering(helper: FunctionNode, keys: List[ast.AST], facts: ModuleFacts,
         callers = callers_of(helper, facts)
     else:
         own = set(parameter_names(helper, receiver=False))
+        # ``key = f"app:lock:{name}"`` then ``r.set(key, ...)``: the key's local is read through its binding
+        keys = [bound_value(key, facts) or key if isinstance(key, ast.Name) and key.id not in own else key
+                for key in keys]
         names = sorted({n.id for key in keys for n in walk(key) if isinstance(n, ast.Name) and n.id in own})
         if not names:
             return []

@@ -237,9 +237,14 @@ class BlockingLockInJob(Rule):
                                  f"the scheduled job `{job.name}` enters it here") for call, other, job in entering],
             )
         for spin in spin_waits(facts):
-            if spin.key is None or not _is_fixed_key([spin.key], facts) or id(spin.claim) in reported:
+            if spin.key is None or id(spin.claim) in reported or _runs_migrations(spin.scope, facts):
                 continue
-            if _yields_to_caller(spin.scope) or _runs_migrations(spin.scope, facts):
+            entering = []
+            if _yields_to_caller(spin.scope):
+                entering = jobs_entering(spin.scope, [spin.key], facts, _is_fixed_key) if facts.context.cross_file else []
+                if not entering:
+                    continue
+            elif not _is_fixed_key([spin.key], facts):
                 continue
             reported.add(id(spin.claim))
             yield self.finding(
@@ -249,6 +254,8 @@ class BlockingLockInJob(Rule):
                 "Retrying the claim and sleeping makes a hand-made blocking lock. Try once and skip: `if not r.set(key, token, nx=True, ex=ttl): return` (or "
                 "`run_exclusive(key, ttl, work)` from onceguard.guards); for a periodic job, `claim_period(key, "
                 "period)` also stops a replica that arrives after the run has finished",
+                related=[Related(other.context.path, call.lineno, call.col_offset + 1,
+                                 f"the scheduled job `{job.name}` enters it here") for call, other, job in entering],
             )
 
 

@@ -53,6 +53,9 @@ class Scheduled:
     related: List[Related] = field(default_factory=list)
     #: the generic ticker that repeats the target it was handed (``forever`` of ``forever(work, 30)``), as written
     repeater: str = ""
+    #: a worker loop's pass keeps what the call returns (``count = send(day)``): called perhaps for its value,
+    #: it is the pass's work only when it is seen to act outside the process
+    value_kept: bool = False
 
 
 def _keywords(call: Optional[ast.Call]) -> Dict[str, ast.AST]:

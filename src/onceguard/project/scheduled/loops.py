@@ -17,6 +17,25 @@ from ...model import Related
 from .jobs import Scheduled, Target, _argument
 
 
+def _deployed_command_loop(loop: ast.AST, facts: ModuleFacts) -> bool:
+    """``loop`` is in the ``handle`` of a Django management command (``management/commands/<name>.py``) that a
+    deployment file runs in every replica (``python manage.py <name>`` as a container's command, a Procfile
+    process): the command is that replica's long-running program."""
+    from ...project import deployment
+
+    path = (facts.context.path or "").replace("\\", "/")
+    if "/management/commands/" not in path or not facts.context.cross_file:
+        return False
+    handle = facts.enclosing_function(loop)
+    while handle is not None and facts.enclosing_function(handle) is not None:
+        handle = facts.enclosing_function(handle)
+    if handle is None or handle.name != "handle" or facts.enclosing_class(handle) is None:
+        return False
+    launch = deployment.launch_naming(facts, [facts.context.filename[:-3]])
+    return launch is not None and launch.per_replica and any(
+        word.endswith("manage.py") or word == "django-admin" for word in launch.words)
+
+
 #: Functions followed up from a timer's start to the code that first runs it.
 _MAX_START_DEPTH = 3
 
@@ -166,13 +185,14 @@ class LoopRegistrations:
                 reach = Reach.of_module(facts)
             # A program a deployment file runs in every replica (a container's command, a Procfile process):
             # a worker nothing shows deployed may be the one process of its kind, and is not reported.
-            if not reach.programs or not reach.run_by_main_block(loop):
+            if not (reach.programs and reach.run_by_main_block(loop)) and not _deployed_command_loop(loop, facts):
                 continue
             # the pause between passes as written (``time.sleep(60)``): the period a claim is taken for
             pause = next((_argument(n, 0, None) for n in nodes if isinstance(n, ast.Call) and self._sleep_call(n)),
                          None)
             for node in nodes:
-                if not isinstance(node, ast.Expr):
+                # the pass's work: a call made as a statement, or whose result is kept (``count = send(day)``)
+                if not isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign)) or node.value is None:
                     continue
                 call = node.value.value if isinstance(node.value, ast.Await) else node.value
                 if not isinstance(call, ast.Call) or self._sleep_call(call) \
@@ -183,7 +203,8 @@ class LoopRegistrations:
                     target = self._inlined_helper(call._og_helper)
                 if target is None or target.function is None:
                     continue
-                scheduled = Scheduled(known.WORKER_LOOP, "while True", call, target, call, trigger=pause)
+                scheduled = Scheduled(known.WORKER_LOOP, "while True", call, target, call, trigger=pause,
+                                      value_kept=not isinstance(node, ast.Expr))
                 scheduled.related.append(Related(facts.context.path, loop.lineno, loop.col_offset + 1,
                                                  "the program repeats this loop until it is stopped"))
                 self.add(scheduled)

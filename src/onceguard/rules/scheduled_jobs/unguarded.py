@@ -7,7 +7,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 from ...project.through_helpers import through_helpers
 from ...project.claims import HELPER_GUARD, HELPER_RESULT, SET_NX, Bindings, ClaimAnalyzer, Lead
-from ...analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
+from ...analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_nested_functions
 from ..fix_plans import JobClaim, job_claim, offer_claim
 from ...knowledge import schedulers as known
 from ...model import Diagnostic, Related
@@ -265,6 +265,9 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
             reported.add(key)
             if effects.drain is not None:
                 continue  # flushes what this process buffered: every replica must run it
+            if scheduled.value_kept and not (effects.first_other is not None and effects.first_other.plain) \
+                    and not any(_made_for_effect(call) for call in effects.other):
+                continue  # a value the pass computes: nothing it does is seen acting, or called for its effect
             if effects.other:
                 kind = "job"
             elif effects.idempotent:
@@ -279,6 +282,14 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
         return found
 
     return facts.cached("scheduled-jobs:verdicts", build)
+
+
+def _made_for_effect(call: ast.AST) -> bool:
+    """A call made as a statement (its result dropped): made for what it does, not for a value."""
+    above = parent(call)
+    if isinstance(above, ast.Await):
+        above = parent(above)
+    return isinstance(above, ast.Expr)
 
 
 def _report(rule: Rule, verdict: _Verdict, message: str, suggestion: str,
@@ -310,6 +321,8 @@ class UnguardedScheduledJob(Rule):
         b"beat_schedule", b"BEAT_SCHEDULE", b"PeriodicTask", b"interval=",
         # a program's own loop: ``while True:`` with a sleep (or an Event's timed wait), run from ``__main__``
         (b"__main__", b"while ", b"sleep"), (b"__main__", b"while ", b".wait("),
+        # or a Django management command's (``manage.py <name>`` deployed as a process)
+        (b"BaseCommand", b"while ", b"sleep"), (b"BaseCommand", b"while ", b".wait("),
     )
     skips_tests = True
 
