@@ -22,6 +22,8 @@ RUNNER_FUNCTIONS: Dict[str, Slot] = {
     "anyio.from_thread.run_sync": (0, None),
     "starlette.concurrency.run_in_threadpool": (0, None),
     "fastapi.concurrency.run_in_threadpool": (0, None),
+    "twisted.internet.threads.deferToThread": (0, None),
+    "twisted.internet.threads.deferToThreadPool": (2, None),
 }
 
 #: Methods that do the same on their receiver (an executor, an event loop, a task group, a future).

@@ -31,6 +31,8 @@ REGISTRY_LOOP = "registry loop"
 CELERY_BEAT = "Celery beat"
 RQ_SCHEDULER = "rq-scheduler"
 DJANGO_CELERY_BEAT = "django-celery-beat"
+TWISTED_LOOPING_CALL = "Twisted LoopingCall"
+TORNADO_PERIODIC = "Tornado PeriodicCallback"
 
 #: Families that run ONE scheduler by design (Celery beat, rq-scheduler's daemon lock,
 #: django-celery-beat's beat): reported only with ``single-scheduler = false``.
@@ -141,6 +143,10 @@ FUNCTIONS: Dict[str, Registration] = {
     "arq.cron": Registration(ARQ, "cron", False, 0, "coroutine"),
     "arq.cron.cron": Registration(ARQ, "cron", False, 0, "coroutine"),
     "arq.worker.cron": Registration(ARQ, "cron", False, 0, "coroutine"),
+    # A callable made repeatable, then started (``LoopingCall(f).start(300)``, ``PeriodicCallback(f, ms).start()``).
+    "twisted.internet.task.LoopingCall": Registration(TWISTED_LOOPING_CALL, "LoopingCall", False, 0, "f"),
+    "tornado.ioloop.PeriodicCallback": Registration(TORNADO_PERIODIC, "PeriodicCallback", False, 0, "callback", 1,
+                                                    "callback_time"),
 }
 
 #: ``schedule`` fluent API: ``schedule.every(...)....do(job)``.

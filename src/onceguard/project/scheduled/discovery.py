@@ -445,10 +445,10 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             return False
         return True
 
-    # -- module functions: arq cron(...), aiocron.crontab(spec, func) ----------------------------
+    # -- module functions: arq cron(...), aiocron.crontab(spec, func), LoopingCall(f) ---------------
     def _module_functions(self) -> None:
         facts = self.facts
-        for name in ("cron", "crontab"):
+        for name in sorted({qualified.rsplit(".", 1)[-1] for qualified in known.FUNCTIONS}):
             for call in facts.calls_by_name.get(name, ()):
                 registration = known.FUNCTIONS.get(facts.callee(call) or "")
                 if registration is None:

@@ -11,6 +11,7 @@ from ...analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_n
 from ..fix_plans import JobClaim, job_claim, offer_claim
 from ...knowledge import schedulers as known
 from ...model import Diagnostic, Related
+from ...analysis.handed import handed_callable
 from ...analysis.names import dotted
 from ..registry import register
 from ...noqa import ALL, line_codes
@@ -252,7 +253,7 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
                 # interval fires after the release runs the same period again (unless the work marks what it
                 # did in the rows it picks: then the next run finds nothing left).
                 lead = Lead(False, None, function)
-            if lead.claimed:
+            if lead.claimed or _hands_claimed_work(function, lead, analyzer):
                 continue
             if lead.first_work is None:
                 # Nothing before the end reads as work to the claim scan (``sent = send_due()``, assignments are
@@ -282,6 +283,30 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
         return found
 
     return facts.cached("scheduled-jobs:verdicts", build)
+
+
+def _hands_claimed_work(function: FunctionNode, lead: Lead, analyzer: ClaimAnalyzer) -> bool:
+    """The job's first work hands a project function to a runner (``threads.deferToThread(fees.charge)``,
+    ``asyncio.to_thread(sweep)``): the job's work is that function's, and a claim leading it claims the run."""
+    first = lead.first_work
+    if first is None or first is function:
+        return False
+    # up to the first work: ``d = deferToThread(charge)`` reads as set-up, ``d.addCallbacks(...)`` as the work
+    leading = []
+    for statement in function.body:
+        leading.append(statement)
+        if statement is first or any(node is first for node in walk(statement)):
+            break
+    for node in (n for statement in leading for n in [statement, *walk(statement)]):
+        if not isinstance(node, ast.Call):
+            continue
+        handed = handed_callable(node, analyzer.facts)
+        if not isinstance(handed, (ast.Name, ast.Attribute)):
+            continue
+        target = analyzer.helper_of(ast.copy_location(ast.Call(func=handed, args=[], keywords=[]), node))
+        if target is not None and target[0] is not function and target[1].lead(target[0]).claimed:
+            return True
+    return False
 
 
 def _made_for_effect(call: ast.AST) -> bool:

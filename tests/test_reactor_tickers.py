@@ -1,0 +1,78 @@
+"""OG201 for the event loops' own tickers: Twisted's ``LoopingCall(f).start(interval)`` and Tornado's
+``PeriodicCallback(f, ms).start()`` repeat ``f`` in every process that starts them.  A tick that hands the work
+to a thread (``threads.deferToThread(charge)``) does that function's work: a claim leading it claims the run.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from test_job_discovery import findings, fresh_caches, write  # noqa: F401 (fresh_caches: autouse here too)
+
+BILLING = """\
+    import psycopg
+    import stripe
+
+
+    def bill_overdue() -> None:
+        with psycopg.connect("postgresql://db/marina") as conn, conn.transaction():
+            {claim}
+            for (customer,) in conn.execute("SELECT customer FROM berths WHERE overdue").fetchall():
+                stripe.PaymentIntent.create(customer=customer, amount=900, currency="eur", confirm=True)
+"""
+
+CLAIM = ('if not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (5150,)).fetchone()[0]:\n'
+         "                return")
+
+TWISTED = """\
+    from twisted.internet import reactor, task, threads
+
+    from marina.billing import bill_overdue
+
+
+    def tick():
+        d = threads.deferToThread(bill_overdue)
+        d.addErrback(lambda failure: None)
+        return d
+
+
+    def main() -> None:
+        task.LoopingCall(tick).start(300, now=False)
+        reactor.run()
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+TORNADO = """\
+    from tornado.ioloop import IOLoop, PeriodicCallback
+
+    from marina.billing import bill_overdue
+
+
+    def main() -> None:
+        PeriodicCallback(bill_overdue, 300_000).start()
+        IOLoop.current().start()
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def _check(tmp_path, runner: str, claim: str):
+    write(tmp_path, {"marina/__init__.py": "", "marina/billing.py": BILLING.replace("{claim}", claim),
+                     "marina/runner.py": runner,
+                     "Dockerfile": 'FROM python:3.12-slim\nCMD ["python", "-m", "marina.runner"]\n'})
+    return [code for _, code in findings(tmp_path, "marina/runner.py")]
+
+
+@pytest.mark.parametrize("runner", [TWISTED, TORNADO], ids=["twisted", "tornado"])
+def test_a_reactor_ticker_repeats_its_callable_in_every_replica(tmp_path, runner):
+    assert _check(tmp_path, runner, "pass") == ["OG201"]
+
+
+@pytest.mark.parametrize("runner", [TWISTED, TORNADO], ids=["twisted", "tornado"])
+def test_a_claim_leading_the_work_the_tick_hands_on_claims_the_run(tmp_path, runner):
+    assert _check(tmp_path, runner, CLAIM) == []
