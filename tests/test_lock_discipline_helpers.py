@@ -502,3 +502,19 @@ def test_a_dropped_answer_of_a_project_try_lock_helper_is_og106(tmp_path, call, 
                      "kennel/sweep.py": sweep})
     line = next(i for i, text in enumerate(sweep.splitlines(), 1) if "hold_slot(session" in text)
     assert findings(tmp_path, "kennel/sweep.py", codes=("OG106",)) == ([(line, "OG106")] if reported else [])
+
+
+def test_a_dropped_row_count_of_an_update_helper_is_no_lock_answer(tmp_path):
+    # A helper returning how many rows its conditional UPDATE changed answers something else than a lock.
+    counting = """\
+        from sqlalchemy import text
+
+
+        def hold_slot(session, key: int) -> int:
+            result = session.execute(text("UPDATE slots SET held = true WHERE id = :k AND NOT held"), {"k": key})
+            return result.rowcount
+    """
+    sweep = SWEEP.replace("{call}", "hold_slot(session, 4410)")
+    write(tmp_path, {"kennel/__init__.py": "", "kennel/db.py": "Session = None\n", "kennel/slots.py": counting,
+                     "kennel/sweep.py": sweep})
+    assert findings(tmp_path, "kennel/sweep.py", codes=("OG106",)) == []

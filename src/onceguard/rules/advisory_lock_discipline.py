@@ -21,7 +21,7 @@ from ..project.lock_libraries import LibraryLock, library_locks, spin_waits
 from ..project.locked_sections import jobs_entering
 from ..project.advisory_helpers import helper_pairs, helper_words, release_guaranteed
 from ..project.claim_helper_words import claim_helper_words
-from ..project.claims import HELPER_RESULT, ClaimAnalyzer
+from ..project.claims import CACHE_ADD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, ClaimAnalyzer
 from ..project.scheduled.discovery import _resolver as claim_resolver
 from ..project.process_values import is_fixed_key as _is_fixed_key, parameter_names_around as _parameter_names
 from ..model import Diagnostic, Related
@@ -552,8 +552,18 @@ def _dropped_helper_answers(facts: ModuleFacts) -> Iterator[ast.Call]:
         if analyzer is None:
             analyzer = ClaimAnalyzer.of_module(facts, claim_resolver)
         target = analyzer.helper_of(call)  # the helper's own body says what it answers, not its name
-        if target is not None and target[1].helper_kind(target[0]) == HELPER_RESULT:
+        if target is not None and target[1].helper_kind(target[0]) == HELPER_RESULT and _tries_a_lock(*target):
             yield call
+
+
+#: Claims that are locks tried once: a helper answering one of them answers "did I get the lock" (a row count of
+#: a conditional UPDATE it returns is the number of rows it changed, something else).
+_LOCK_TRIES = frozenset({TRY_LOCK, SET_NX, LOCK_ACQUIRE, CACHE_ADD})
+
+
+def _tries_a_lock(function, analyzer: ClaimAnalyzer) -> bool:
+    return any(isinstance(node, ast.Call) and analyzer.call_claim(node) in _LOCK_TRIES
+               for node in walk_no_nested_functions(function))
 
 
 def _acquired_dropped(lock: LibraryLock, facts: ModuleFacts) -> bool:
