@@ -76,3 +76,46 @@ def test_a_reactor_ticker_repeats_its_callable_in_every_replica(tmp_path, runner
 @pytest.mark.parametrize("runner", [TWISTED, TORNADO], ids=["twisted", "tornado"])
 def test_a_claim_leading_the_work_the_tick_hands_on_claims_the_run(tmp_path, runner):
     assert _check(tmp_path, runner, CLAIM) == []
+
+
+RELEASED = """\
+    import psycopg
+    import redis
+    import stripe
+    from twisted.internet import reactor, task
+
+    conn = psycopg.connect("postgresql://db/marina", autocommit=True)
+    leases = redis.Redis(host="redis")
+
+
+    def _bill_due() -> None:
+        rows = conn.execute("SELECT id, customer FROM berths WHERE billed_at IS NULL").fetchall()
+        for berth_id, customer in rows:
+            stripe.PaymentIntent.create(customer=customer, amount=900, currency="eur", confirm=True)
+            {mark}
+
+
+    def tick() -> None:
+        if not leases.set("marina:billing", "1", nx=True, ex=600):
+            return
+        try:
+            _bill_due()
+        finally:
+            leases.delete("marina:billing")
+
+
+    if __name__ == "__main__":
+        task.LoopingCall(tick).start(300, now=False)
+        reactor.run()
+"""
+
+
+@pytest.mark.parametrize("mark, reported", [
+    ('conn.execute("UPDATE berths SET billed_at = now() WHERE id = %s", (berth_id,))', False),
+    ("pass", True),  # nothing marked: a replica whose tick comes after the release bills the same berths
+])
+def test_a_lock_given_back_over_work_a_callee_marks_in_its_rows(tmp_path, mark, reported):
+    write(tmp_path, {"marina/__init__.py": "", "marina/runner.py": RELEASED.replace("{mark}", mark),
+                     "Dockerfile": 'FROM python:3.12-slim\nCMD ["python", "-m", "marina.runner"]\n'})
+    found = [code for _, code in findings(tmp_path, "marina/runner.py")]
+    assert found == (["OG201"] if reported else [])

@@ -248,7 +248,7 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
             analyzer.by_name = bool(resolver)
             lead = analyzer.lead(function, skip=scheduled.skip)
             if lead.claimed and lead.kind in _RELEASABLE_CLAIMS and not scheduled.wall_clock \
-                    and _released_after_work(function) and not moves_picked_rows(function, target.facts):
+                    and _released_after_work(function) and not _moves_rows(function, target.facts):
                 # Taken and given back around the work: it stops two runs overlapping, but a replica whose
                 # interval fires after the release runs the same period again (unless the work marks what it
                 # did in the rows it picks: then the next run finds nothing left).
@@ -283,6 +283,28 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
         return found
 
     return facts.cached("scheduled-jobs:verdicts", build)
+
+
+def _moves_rows(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """The job, or a function of its module it calls (``self._pay_due()``, ``sweep()``), marks what it did in
+    the rows it picks (:func:`moves_picked_rows`)."""
+    if moves_picked_rows(function, facts):
+        return True
+    cls = facts.enclosing_class(function)
+    for node in walk_no_nested_functions(function):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name):
+            callees = [f for f in facts.functions_by_name.get(func.id, ()) if facts.enclosing_class(f) is None]
+        elif (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+              and cls is not None):
+            callees = [f for f in facts.functions_by_name.get(func.attr, ()) if facts.enclosing_class(f) is cls]
+        else:
+            continue
+        if any(callee is not function and moves_picked_rows(callee, facts) for callee in callees):
+            return True
+    return False
 
 
 def _hands_claimed_work(function: FunctionNode, lead: Lead, analyzer: ClaimAnalyzer) -> bool:
