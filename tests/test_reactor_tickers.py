@@ -119,3 +119,24 @@ def test_a_lock_given_back_over_work_a_callee_marks_in_its_rows(tmp_path, mark, 
                      "Dockerfile": 'FROM python:3.12-slim\nCMD ["python", "-m", "marina.runner"]\n'})
     found = [code for _, code in findings(tmp_path, "marina/runner.py")]
     assert found == (["OG201"] if reported else [])
+
+
+def test_a_generic_repeat_helper_is_not_itself_the_job(tmp_path):
+    # ``every(f, seconds)`` repeats whatever it is handed: the wrapper it hands LoopingCall does f's work, so the
+    # wrapper is no job of its own (the calls of every() are where jobs are registered).
+    helper = """\
+        from typing import Callable
+
+        from twisted.internet import task
+
+
+        def every(f: Callable[[], object], seconds: float):
+            def wrapped():
+                print("tick")
+                return f()
+
+            return task.LoopingCall(wrapped).start(seconds, now=False)
+    """
+    write(tmp_path, {"marina/__init__.py": "", "marina/repeat.py": helper,
+                     "Dockerfile": 'FROM python:3.12-slim\nCMD ["python", "-m", "marina.repeat"]\n'})
+    assert findings(tmp_path, "marina/repeat.py") == []

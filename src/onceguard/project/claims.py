@@ -703,7 +703,7 @@ _SQL_SENDERS = frozenset({"execute", "exec_driver_sql", "executemany"})
 
 
 def _inserts_unless_present(text: str) -> bool:
-    statements = parse_statements(text)
+    statements = parse_statements(text) or ()  # (None: text pglast cannot parse)
     return any(type(s).__name__ == "InsertStmt" and getattr(s, "onConflictClause", None) is not None
                and int(s.onConflictClause.action) == int(OnConflictAction.ONCONFLICT_NOTHING) for s in statements)
 

@@ -461,6 +461,8 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                     continue
                 written = _argument(call, registration.trigger_position, registration.trigger_keyword)
                 for target, site, trigger, via in self.targets(target_expr, written, call):
+                    if target.function is not None and _runs_handed_callable(target.function, target.facts or facts):
+                        continue  # a generic wrapper (``Clock.looping_call(f)``): its work is whatever it is handed
                     scheduled = Scheduled(registration.family, dotted(call.func) or name, site, target, call, None,
                                           trigger)
                     scheduled.related.extend(via)
@@ -594,3 +596,20 @@ def scheduled_by_all(function: FunctionNode, facts: ModuleFacts) -> List[Schedul
             if other is not facts:
                 found.extend(s for s in scheduled_in(other) if same(s.target))
     return [s for s in found if not (s.coordinated or s.gated)]
+
+
+def _runs_handed_callable(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """``function`` is a def nested in one that was handed a callable (a parameter annotated ``Callable``) and
+    passes it on or calls it: the wrapper a generic scheduler helper repeats, whose work is its callers'."""
+    outer = facts.enclosing_function(function)
+    if outer is None:
+        return False
+    arguments = outer.args
+    handed = {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+              if a.annotation is not None and "Callable" in (dotted(a.annotation.value if isinstance(
+                  a.annotation, ast.Subscript) else a.annotation) or "")}
+    if not handed:
+        return False
+    return any(isinstance(node, ast.Name) and node.id in handed and isinstance(node.ctx, ast.Load)
+               for node in ast.walk(function))
+

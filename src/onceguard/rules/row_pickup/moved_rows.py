@@ -104,7 +104,7 @@ _AGGREGATES = frozenset({"count", "max", "min", "sum", "avg", "bool_or", "bool_a
 
 def aggregates_only(select: ExecutedSql) -> bool:
     """``SELECT max(batch_id) FROM trips WHERE ...``: a summary of the rows, none of them picked."""
-    statements = parse_statements(select.text)
+    statements = parse_statements(select.text) or ()  # (None: text pglast cannot parse)
     if len(statements) != 1 or type(statements[0]).__name__ != "SelectStmt":
         return False
     statement = statements[0]
