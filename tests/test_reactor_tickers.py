@@ -4,8 +4,6 @@ to a thread (``threads.deferToThread(charge)``) does that function's work: a cla
 """
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 from test_job_discovery import findings, fresh_caches, write  # noqa: F401 (fresh_caches: autouse here too)
 
