@@ -58,7 +58,9 @@ def _claim_helper_words(root: str) -> Tuple[bytes, ...]:
 
 
 def _claiming_defs(source: bytes) -> Set[bytes]:
-    """The defs whose own text holds a claim word and hands something back (a claim helper answers)."""
+    """The defs that hand back what a claim answered: a ``return``/``yield`` on the claim's own line
+    (``return bool(cur.execute("SELECT pg_try_advisory_lock(...)")...)``), or of the name the claim's line
+    assigns (``got = r.set(key, 1, nx=True, ex=60)`` ... ``return got``)."""
     matches = list(_DEF.finditer(source))
     found: Set[bytes] = set()
     for index, match in enumerate(matches):
@@ -67,9 +69,34 @@ def _claiming_defs(source: bytes) -> Set[bytes]:
             continue  # a dunder is called by its class's name or by the language, never by its own
         end = matches[index + 1].start() if index + 1 < len(matches) else len(source)
         text = source[match.end():end]
-        if (b"return" in text or b"yield" in text) and _AUTOMATON.find_matches_as_indexes(text):
+        if _AUTOMATON.find_matches_as_indexes(text) and _answers_claim(text):
             found.add(name)
     return found
+
+
+_ASSIGNED = re.compile(rb"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=\n]*)?=[^=]")
+
+
+def _answers_claim(text: bytes) -> bool:
+    """A claim's line returns or yields, or assigns a name that a ``return``/``yield`` hands back, directly or
+    through names computed from it (``row = cur.execute(...).fetchone()``, ``got = bool(row and row[0])``,
+    ``yield got``)."""
+    lines = text.splitlines()
+    held: Set[bytes] = set()
+    for line in lines:
+        claims = bool(_AUTOMATON.find_matches_as_indexes(line))
+        if claims and (b"return" in line or b"yield" in line):
+            return True
+        assigned = _ASSIGNED.match(line)
+        if assigned is not None and (claims or any(_word(name).search(line) for name in held)):
+            held.add(assigned.group(1))
+        elif held and (b"return" in line or b"yield" in line) and any(_word(name).search(line) for name in held):
+            return True
+    return False
+
+
+def _word(name: bytes) -> "re.Pattern[bytes]":
+    return re.compile(rb"\b" + re.escape(name) + rb"\b")
 
 
 def _clear() -> None:

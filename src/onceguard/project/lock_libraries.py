@@ -124,6 +124,17 @@ def library_locks(facts: ModuleFacts) -> List[LibraryLock]:
     return facts.cached("library_locks", _find_locks)
 
 
+def spells_lock_library(facts: ModuleFacts) -> bool:
+    """The module's text holds a lock library's words (``known.TRIGGERS``): only then are its locks looked for,
+    which resolves every call of the module.  A rule admitted by other words asks this first."""
+    def build(_facts: ModuleFacts) -> bool:
+        text = "\n".join(facts.lines).encode("utf-8", "replace")
+        return any(all(word in text for word in ((trigger,) if isinstance(trigger, bytes) else trigger))
+                   for trigger in known.TRIGGERS)
+
+    return facts.cached("lock_libraries:spelled", build)
+
+
 def _find_locks(facts: ModuleFacts) -> List[LibraryLock]:
     found: List[LibraryLock] = []
     for node in walk(facts.tree):

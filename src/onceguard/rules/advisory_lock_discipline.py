@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Set
 
-from ..analysis.facts import ModuleFacts, ancestors, call_name, parent, position, walk, walk_no_nested_functions
+from ..analysis.facts import ModuleFacts, ancestors, parent, position, walk, walk_no_nested_functions
 from .fix_plans import try_lock_fix
 from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
@@ -17,7 +17,7 @@ from ..knowledge import schema as schema_known
 from ..knowledge import lock_libraries as lock_known
 from ..project.fixed_arguments import fixed_at_callers
 from ..project.forwarding import forwarded
-from ..project.lock_libraries import LibraryLock, library_locks, spin_waits
+from ..project.lock_libraries import LibraryLock, library_locks, spells_lock_library, spin_waits
 from ..project.locked_sections import jobs_entering
 from ..project.advisory_helpers import helper_pairs, helper_words, release_guaranteed
 from ..project.claim_helper_words import claim_helper_words
@@ -514,7 +514,7 @@ class TryLockResultIgnored(Rule):
                 "The helper tries the lock and returns whether it got it; nothing here reads that. Test it and skip "
                 "the run when it is false: `if not await claim(...): return`",
             )
-        for lock in library_locks(facts):
+        for lock in library_locks(facts) if spells_lock_library(facts) else ():
             if not lock.waits and _acquired_dropped(lock, facts):
                 yield self.finding(
                     lock.taken,
@@ -523,7 +523,7 @@ class TryLockResultIgnored(Rule):
                     "The work below runs whether or not this replica got the lock. Keep the answer and skip when it is false: `with advisory_lock(key, wait=False) as acquired: "
                     "if not acquired: return`, or `if not lock.acquire(blocking=False): return`",
                 )
-        for use in lock_uses(facts):
+        for use in lock_uses(facts) if _spells_advisory(facts) else ():
             if try_lock_result_ignored(use, facts):
                 yield self.finding(
                     use.call,
@@ -536,6 +536,23 @@ class TryLockResultIgnored(Rule):
                 )
 
 
+def _names_its_def(call: ast.Call, facts: ModuleFacts) -> bool:
+    """``claim_run(...)``, ``locks.claim_run(...)`` on an imported module, ``self.try_slot(...)``: a call whose
+    def the module's names lead to (a method of some local object is left to the rules that type it)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return True
+    head = func.value if isinstance(func, ast.Attribute) else None
+    return isinstance(head, ast.Name) and (head.id == "self" or facts.imports.is_module(head.id))
+
+
+def _spells_advisory(facts: ModuleFacts) -> bool:
+    """The module's text holds the advisory-lock words (a file admitted only by a helper's name holds none)."""
+    text = "\n".join(facts.lines).encode("utf-8", "replace")
+    return any(all(word in text for word in ((trigger,) if isinstance(trigger, bytes) else trigger))
+               for trigger in known.TRIGGERS)
+
+
 def _dropped_helper_answers(facts: ModuleFacts) -> Iterator[ast.Call]:
     """Calls made as statements of a project helper that returns a claim's answer (``claim_run(session, KEY)``
     returning ``pg_try_advisory_xact_lock``'s): the answer goes nowhere."""
@@ -543,11 +560,11 @@ def _dropped_helper_answers(facts: ModuleFacts) -> Iterator[ast.Call]:
         return
     names = {word[:-1].decode() for word in claim_helper_words(facts.config)}
     analyzer = None
-    for statement in facts.nodes:
-        if not isinstance(statement, ast.Expr):
-            continue
-        call = statement.value.value if isinstance(statement.value, ast.Await) else statement.value
-        if not isinstance(call, ast.Call) or call_name(call) not in names:
+    for call in (c for name in sorted(names & facts.calls_by_name.keys()) for c in facts.calls_by_name[name]):
+        above = parent(call)
+        if isinstance(above, ast.Await):
+            above = parent(above)
+        if not isinstance(above, ast.Expr) or not _names_its_def(call, facts):
             continue
         if analyzer is None:
             analyzer = ClaimAnalyzer.of_module(facts, claim_resolver)

@@ -15,7 +15,7 @@ from ..analysis.names import dotted
 from ..knowledge import advisory_locks as known
 from ..knowledge import lock_libraries as lock_known
 from ..model import Diagnostic, Fix, Related
-from ..project.lock_libraries import library_locks
+from ..project.lock_libraries import library_locks, spells_lock_library
 from ..project.process_values import (RETURNED_TRIGGERS, calling_modules, returned_unstable, same_place,
                                       unstable_call, unstable_parts)
 from .advisory_lock_discipline import _short_path, key_expressions
@@ -66,9 +66,7 @@ class UnstableLockKey(Rule):
     def _library_lock_keys(self, facts: ModuleFacts, reported: Set[int]) -> Iterator[Diagnostic]:
         """A lock library's lock (a Redis lock, a django-pglocks key) named from a per-process value: the same
         hazard under another API.  Reported where the value is computed, in this module or another."""
-        text = "\n".join(facts.lines).encode("utf-8", "replace")
-        if not any(all(word in text for word in ((trigger,) if isinstance(trigger, bytes) else trigger))
-                   for trigger in lock_known.TRIGGERS):
+        if not spells_lock_library(facts):
             return  # no lock library's words: finding its locks would resolve every call of the module for nothing
         for lock in library_locks(facts):
             if lock.key is None:
