@@ -19,6 +19,7 @@ from ..project.fixed_arguments import fixed_at_callers
 from ..project.forwarding import forwarded
 from ..project.lock_libraries import LibraryLock, library_locks, spells_lock_library, spin_waits
 from ..project.locked_sections import jobs_entering
+from ..project.state_answers import answer_dropped
 from ..project.advisory_helpers import helper_pairs, helper_words, release_guaranteed
 from ..project.claim_helper_words import claim_helper_words
 from ..project.claims import CACHE_ADD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, ClaimAnalyzer
@@ -561,10 +562,7 @@ def _dropped_helper_answers(facts: ModuleFacts) -> Iterator[ast.Call]:
     names = {word[:-1].decode() for word in claim_helper_words(facts.config)}
     analyzer = None
     for call in (c for name in sorted(names & facts.calls_by_name.keys()) for c in facts.calls_by_name[name]):
-        above = parent(call)
-        if isinstance(above, ast.Await):
-            above = parent(above)
-        if not isinstance(above, ast.Expr) or not _names_its_def(call, facts):
+        if not answer_dropped(call) or not _names_its_def(call, facts):
             continue
         if analyzer is None:
             analyzer = ClaimAnalyzer.of_module(facts, claim_resolver)

@@ -7,7 +7,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 from ...project.through_helpers import through_helpers
 from ...project.claims import HELPER_GUARD, HELPER_RESULT, SET_NX, Bindings, ClaimAnalyzer, Lead
-from ...analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_nested_functions
+from ...analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
 from ..fix_plans import JobClaim, job_claim, offer_claim
 from ...knowledge import schedulers as known
 from ...model import Diagnostic, Related
@@ -17,6 +17,7 @@ from ..registry import register
 from ...noqa import ALL, line_codes
 from ...project.registries import registering_words
 from ...project.row_claims import takes_claimed_rows
+from ...project.state_answers import answer_dropped
 from ...project.summaries import Evidence, summaries_for
 from ..base import Rule
 from ..row_pickup.moved_rows import moves_picked_rows, picks_rows
@@ -267,7 +268,7 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
             if effects.drain is not None:
                 continue  # flushes what this process buffered: every replica must run it
             if scheduled.value_kept and not (effects.first_other is not None and effects.first_other.plain) \
-                    and not any(_made_for_effect(call) for call in effects.other):
+                    and not any(answer_dropped(call) for call in effects.other):
                 continue  # a value the pass computes: nothing it does is seen acting, or called for its effect
             if effects.other:
                 kind = "job"
@@ -329,14 +330,6 @@ def _hands_claimed_work(function: FunctionNode, lead: Lead, analyzer: ClaimAnaly
         if target is not None and target[0] is not function and target[1].lead(target[0]).claimed:
             return True
     return False
-
-
-def _made_for_effect(call: ast.AST) -> bool:
-    """A call made as a statement (its result dropped): made for what it does, not for a value."""
-    above = parent(call)
-    if isinstance(above, ast.Await):
-        above = parent(above)
-    return isinstance(above, ast.Expr)
 
 
 def _report(rule: Rule, verdict: _Verdict, message: str, suggestion: str,
