@@ -571,6 +571,18 @@ def nodes_of_kinds(node: ast.AST, kinds: Tuple[type, ...]) -> List[ast.AST]:
 _FORWARD_FIELDS: Dict[type, Tuple[Tuple[str, Optional[bool]], ...]] = {}
 
 
+def spells_triggers(facts: "ModuleFacts", triggers) -> bool:
+    """The module's text holds one of ``triggers`` (prefilter triggers: a byte string, or a tuple of byte strings
+    that must all occur).  A rule that several trigger sets admit asks this before the dear reading one set
+    stands for; cached per module and set."""
+    def build(_facts: "ModuleFacts") -> bool:
+        text = "\n".join(facts.lines).encode("utf-8", "replace")
+        return any(all(word in text for word in ((trigger,) if isinstance(trigger, bytes) else trigger))
+                   for trigger in triggers)
+
+    return facts.cached(f"spells:{id(triggers)}", build)
+
+
 def walk(node: ast.AST) -> Iterator[ast.AST]:
     """``ast.walk``: every node under ``node`` and itself, breadth first, in the same order, each node's
     children queued before it is yielded.  The fields that can hold nodes are looked up once per node kind

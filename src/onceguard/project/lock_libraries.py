@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass
 from typing import List, Optional
 
-from ..analysis.facts import ModuleFacts, parent, walk, walk_no_nested_functions
+from ..analysis.facts import ModuleFacts, parent, spells_triggers, walk, walk_no_nested_functions
 from ..analysis.redis_arguments import argument, is_false, is_none
 from ..knowledge import lock_libraries as known
 from ..knowledge.lock_libraries import LockApi
@@ -127,12 +127,7 @@ def library_locks(facts: ModuleFacts) -> List[LibraryLock]:
 def spells_lock_library(facts: ModuleFacts) -> bool:
     """The module's text holds a lock library's words (``known.TRIGGERS``): only then are its locks looked for,
     which resolves every call of the module.  A rule admitted by other words asks this first."""
-    def build(_facts: ModuleFacts) -> bool:
-        text = "\n".join(facts.lines).encode("utf-8", "replace")
-        return any(all(word in text for word in ((trigger,) if isinstance(trigger, bytes) else trigger))
-                   for trigger in known.TRIGGERS)
-
-    return facts.cached("lock_libraries:spelled", build)
+    return spells_triggers(facts, known.TRIGGERS)
 
 
 def _find_locks(facts: ModuleFacts) -> List[LibraryLock]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Set
 
-from ..analysis.facts import ModuleFacts, ancestors, parent, position, walk, walk_no_nested_functions
+from ..analysis.facts import ModuleFacts, ancestors, parent, position, spells_triggers, walk, walk_no_nested_functions
 from .fix_plans import try_lock_fix
 from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
@@ -524,7 +524,7 @@ class TryLockResultIgnored(Rule):
                     "The work below runs whether or not this replica got the lock. Keep the answer and skip when it is false: `with advisory_lock(key, wait=False) as acquired: "
                     "if not acquired: return`, or `if not lock.acquire(blocking=False): return`",
                 )
-        for use in lock_uses(facts) if _spells_advisory(facts) else ():
+        for use in lock_uses(facts) if spells_triggers(facts, known.TRIGGERS) else ():  # (not a helper's name alone)
             if try_lock_result_ignored(use, facts):
                 yield self.finding(
                     use.call,
@@ -545,13 +545,6 @@ def _names_its_def(call: ast.Call, facts: ModuleFacts) -> bool:
         return True
     head = func.value if isinstance(func, ast.Attribute) else None
     return isinstance(head, ast.Name) and (head.id == "self" or facts.imports.is_module(head.id))
-
-
-def _spells_advisory(facts: ModuleFacts) -> bool:
-    """The module's text holds the advisory-lock words (a file admitted only by a helper's name holds none)."""
-    text = "\n".join(facts.lines).encode("utf-8", "replace")
-    return any(all(word in text for word in ((trigger,) if isinstance(trigger, bytes) else trigger))
-               for trigger in known.TRIGGERS)
 
 
 def _dropped_helper_answers(facts: ModuleFacts) -> Iterator[ast.Call]:
