@@ -766,30 +766,34 @@ def test_a_start_up_upgrade_whose_env_holds_the_lock_is_a_locked_runner(tmp_path
     assert project_findings(tmp_path, files, "alembic/env.py") == []
 
 
+#: A start-up upgrade under a blocking lock on the connection it hands to env.py.
+HANDING_RUNNER = """
+    from contextlib import asynccontextmanager
+
+    from alembic import command
+    from alembic.config import Config
+    from fastapi import FastAPI
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine("postgresql+psycopg://app@db/app")
+
+
+    @asynccontextmanager
+    async def lifespan(app):
+        with engine.connect() as connection:
+            connection.execute(text("SELECT pg_advisory_lock(7)"))
+            cfg = Config("alembic.ini")
+            cfg.attributes["connection"] = connection
+            command.upgrade(cfg, "head")
+        yield
+
+
+    app = FastAPI(lifespan=lifespan)
+"""
+
+
 def test_a_start_up_upgrade_under_a_lock_on_the_connection_it_hands_to_env(tmp_path):
-    runner = """
-        from contextlib import asynccontextmanager
-
-        from alembic import command
-        from alembic.config import Config
-        from fastapi import FastAPI
-        from sqlalchemy import create_engine, text
-
-        engine = create_engine("postgresql+psycopg://app@db/app")
-
-
-        @asynccontextmanager
-        async def lifespan(app):
-            with engine.connect() as connection:
-                connection.execute(text("SELECT pg_advisory_lock(7)"))
-                cfg = Config("alembic.ini")
-                cfg.attributes["connection"] = connection
-                command.upgrade(cfg, "head")
-            yield
-
-
-        app = FastAPI(lifespan=lifespan)
-    """
+    runner = HANDING_RUNNER
     files = _startup_upgrade_project(UNLOCKED_ENV)
     files["app/main.py"] = runner
     assert project_findings(tmp_path, files, "app/main.py") == []
@@ -871,29 +875,7 @@ TWO_BRANCH_ENV = """
 def test_the_own_connection_branch_of_env_is_not_what_a_runner_handing_its_connection_runs(tmp_path):
     # The start-up runner hands env.py its locked connection: env.py takes the handed branch for it, so the
     # branch that opens its own connection is run by nothing every replica runs.
-    runner = """
-        from contextlib import asynccontextmanager
-
-        from alembic import command
-        from alembic.config import Config
-        from fastapi import FastAPI
-        from sqlalchemy import create_engine, text
-
-        engine = create_engine("postgresql+psycopg://app@db/app")
-
-
-        @asynccontextmanager
-        async def lifespan(app):
-            with engine.connect() as connection:
-                connection.execute(text("SELECT pg_advisory_lock(7)"))
-                cfg = Config("alembic.ini")
-                cfg.attributes["connection"] = connection
-                command.upgrade(cfg, "head")
-            yield
-
-
-        app = FastAPI(lifespan=lifespan)
-    """
+    runner = HANDING_RUNNER
     files = _startup_upgrade_project(TWO_BRANCH_ENV)
     files["app/main.py"] = runner
     assert project_findings(tmp_path, files, "app/main.py") == []
