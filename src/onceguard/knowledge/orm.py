@@ -172,8 +172,9 @@ _PENDING_WORDS = (b"isnull", b"IS NULL", b"is null", b"is_(None)", b"== None")
 _WRITE_WORDS = (b"save(", b"update", b"UPDATE", b"delete", b"DELETE", b"commit(")
 _QUERY_WORDS = (b"filter(", b"filter_by(", b"where(", b"WHERE", b"where ", b"exclude(")
 ROW_PICKUP_TRIGGERS = (
-    # raw SQL that selects and updates the same rows: the state column may be known only from the UPDATE
-    (b"SELECT ", b"WHERE ", b"UPDATE "),
+    # raw SQL that selects rows by a condition: what moves them on may be written in another module (a helper,
+    # a worker thread the rows are queued to), and the state column may be known only from that UPDATE
+    (b"SELECT ", b"WHERE "),
     *((column + comparison, query, write) for column in _STATUS_COLUMN_WORDS for comparison in _COMPARISONS
       for query in _QUERY_WORDS for write in _WRITE_WORDS),
     *((pending, query, write) for pending in _PENDING_WORDS for query in _QUERY_WORDS for write in _WRITE_WORDS),

@@ -135,3 +135,11 @@ STATE_TRIGGERS = tuple((container, write) for container in STATE_CONTAINER_BYTES
 MINTED_KEY_CALLS: FrozenSet[str] = frozenset({
     "uuid.uuid4", "uuid.uuid1", "secrets.token_hex", "secrets.token_urlsafe", "secrets.token_bytes", "os.urandom",
 })
+#: Queues a process makes for its own threads or tasks: what one puts, another of the same process takes.
+IN_PROCESS_QUEUES: FrozenSet[str] = frozenset({
+    "queue.Queue", "queue.SimpleQueue", "queue.LifoQueue", "queue.PriorityQueue", "asyncio.Queue",
+    "asyncio.LifoQueue", "asyncio.PriorityQueue", "multiprocessing.Queue", "multiprocessing.JoinableQueue",
+    "multiprocessing.SimpleQueue", "gevent.queue.Queue", "gevent.queue.JoinableQueue",
+})
+QUEUE_PUTS: FrozenSet[str] = frozenset({"put", "put_nowait"})
+QUEUE_TAKES: FrozenSet[str] = frozenset({"get", "get_nowait"})

@@ -15,6 +15,7 @@ from ...analysis.facts import FunctionNode, ModuleFacts, walk
 from ...analysis.names import dotted
 from ...analysis.sql import parse_statements
 from ..data_races import _sql_by_function, function_nodes, later, names_in, target_names
+from ...project.queue_handoffs import consumers, queue_put
 from .selection import _contains, _functions_writing_rows, _pickups, may_pick_by_state, sql_pickup
 
 
@@ -50,11 +51,45 @@ def helper_writes(function: FunctionNode, facts: ModuleFacts, after: ast.AST) ->
                 and node.func.attr in _NOT_HELPERS:
             continue
         for target, target_facts in resolve(node, facts, function, by_name=False):
-            for group in _sql_by_function(target_facts):
-                for executed in group:
-                    if target_facts.enclosing_function(executed.call) is target and \
-                            executed.sql.statement_types in (("UpdateStmt",), ("DeleteStmt",)):
-                        found.append(replace(executed, call=node, receiver=None))
+            found.extend(replace(executed, call=node, receiver=None) for executed in _own_writes(target, target_facts))
+        if queue_put(node) is not None:
+            # Put into the process's own queue: the consumers' writes on what they take are this function's.
+            for consumer, consumer_facts, take in consumers(node, function, facts):
+                found.extend(replace(executed, call=node, receiver=None)
+                             for executed in _writes_behind(consumer, consumer_facts, take, _HANDED_DEPTH))
+    return found
+
+
+#: How many project calls deep a queue consumer's writes are followed (its loop, the step it hands each item
+#: to, the store helper that writes it).
+_HANDED_DEPTH = 3
+
+
+def _own_writes(function: FunctionNode, facts: ModuleFacts) -> List[ExecutedSql]:
+    return [executed for group in _sql_by_function(facts) for executed in group
+            if facts.enclosing_function(executed.call) is function
+            and executed.sql.statement_types in (("UpdateStmt",), ("DeleteStmt",))]
+
+
+def _writes_behind(function: FunctionNode, facts: ModuleFacts, after: ast.AST, depth: int,
+                   seen: Optional[Set[int]] = None) -> List[ExecutedSql]:
+    """The UPDATEs and DELETEs ``function`` sends after ``after``: its own and those of the project functions
+    it calls, ``depth`` calls deep."""
+    from ...project.summaries import resolve
+
+    seen = set() if seen is None else seen
+    if id(function) in seen:
+        return []
+    seen.add(id(function))
+    found = [e for e in _own_writes(function, facts) if later(e.call, after)]
+    if depth <= 0:
+        return found
+    for node in function_nodes(function, facts):
+        if not (isinstance(node, ast.Call) and later(node, after)) or isinstance(node.func, ast.Attribute) \
+                and node.func.attr in _NOT_HELPERS:
+            continue
+        for target, target_facts in resolve(node, facts, function, by_name=False):
+            found.extend(_writes_behind(target, target_facts, target, depth - 1, seen))
     return found
 
 

@@ -21,6 +21,7 @@ from .selection import (
 from .moved_rows import aggregates_only, hands_back, helper_writes, picked_and_written_after
 from .callers import _locked_before, _resolver, runs_claimed
 from ...project.claims import ClaimAnalyzer
+from ...project.queue_handoffs import queue_put
 from ...project.fixed_arguments import callers_of
 from ...project.scheduled.discovery import scheduled_once
 from ...model import Related
@@ -335,8 +336,10 @@ class UnclaimedRowPickup(Rule):
             picked = sql_pickup(select, theirs + helper_writes(caller, other, call))
             if picked is not None:
                 write = picked[2][0]
+                how = ("hands the rows through an in-process queue to the work that updates them"
+                       if queue_put(write.call) is not None else "works through the rows and updates them here")
                 where = Related(other.context.path, write.call.lineno, write.call.col_offset + 1,
-                                f"`{caller.name}` works through the rows and updates them here")
+                                f"`{caller.name}` {how}")
                 return picked, (where, other), caller
         return None, None, None
 
