@@ -41,6 +41,9 @@ IN_PROCESS_LOCKS: FrozenSet[str] = frozenset({
     "threading.Semaphore", "asyncio.Semaphore",
 })
 LOCK_ACQUIRE_METHOD = "acquire"
+#: ``acquire(blocking=False)`` (redis-py, python-redis-lock, pottery), ``acquire(block=False)`` (walrus,
+#: sqlalchemy-dlock): the keywords that, false, make an acquire try once and answer.
+NO_WAIT_KEYWORDS: FrozenSet[str] = frozenset({"blocking", "block"})
 #: huey: ``@huey.lock_task("name")`` / ``with huey.lock_task("name"):`` raises when another holder has it.
 HUEY_LOCK_METHOD = "lock_task"
 #: Django's cache ``add`` is ``SET NX`` with an expiry on shared backends (django-redis, memcached).

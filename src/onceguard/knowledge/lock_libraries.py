@@ -78,6 +78,12 @@ CLIENT_LOCK = LockApi("redis-py", Arg("name", 0), no_wait=(Arg("blocking", 3),),
                       wait_bound=(Arg("blocking_timeout", 4),),
                       acquire_no_wait=(Arg("blocking", 1),), acquire_wait_bound=(Arg("blocking_timeout", 2),))
 
+#: walrus: ``db.lock(name, ttl=None, lock_id=None)`` makes walrus's own Lock, whose ``acquire(block=True)``
+#: waits (a blocking pop) by default and whose ``with`` waits; ``acquire(block=False)`` answers at once.
+WALRUS_CLIENT_LOCK = LockApi("walrus", Arg("name", 0), acquire_no_wait=(Arg("block", 0),))
+#: Client libraries whose ``.lock(...)`` is not redis-py's.
+CLIENT_LOCKS_BY_LIBRARY: Dict[str, LockApi] = {"walrus": WALRUS_CLIENT_LOCK}
+
 ACQUIRE = "acquire"
 
 #: Calls that pause a loop: a loop that retries a lock around one of these is waiting for it.

@@ -43,6 +43,12 @@ CONSTRUCTORS: Dict[str, Tuple[str, str]] = {
     "aioredis.from_url": (REDIS, "aioredis"),
     "aioredis.Redis.from_url": (REDIS, "aioredis"),
     "django_redis.get_redis_connection": (REDIS, "django-redis"),
+    # walrus: ``Database(...)`` / ``Database.from_url(url)`` is a redis-py client with helpers of its own
+    # (``Walrus`` is the same class); its ``lock()`` is walrus's own Lock (lock_libraries.WALRUS_CLIENT_LOCK).
+    "walrus.Database": (REDIS, "walrus"),
+    "walrus.Database.from_url": (REDIS, "walrus"),
+    "walrus.Walrus": (REDIS, "walrus"),
+    "walrus.Walrus.from_url": (REDIS, "walrus"),
     "flask_caching.Cache": (CACHE, "flask-caching"),
 }
 
@@ -63,6 +69,7 @@ ANNOTATIONS: Dict[str, Tuple[str, str]] = {
     "redis.asyncio.Redis": (REDIS, "redis.asyncio"),
     "redis.asyncio.client.Redis": (REDIS, "redis.asyncio"),
     "aioredis.Redis": (REDIS, "aioredis"),
+    "walrus.Database": (REDIS, "walrus"),
     "django.core.cache.backends.base.BaseCache": (DJANGO_CACHE, "django"),
 }
 
@@ -147,6 +154,11 @@ CACHE_SET: FrozenSet[str] = frozenset({"set", "aset"})
 #: Lock objects whose TTL is an argument: method on a client (redis-py ``lock``, django-redis ``cache.lock``)
 #: -> the argument that sets the expiry.  ``None`` or missing = the lock never expires.
 LOCK_METHODS: Dict[str, Arg] = {"lock": Arg("timeout", 1)}
+#: The same method on a client library whose locks take their expiry otherwise: walrus ``db.lock(name,
+#: ttl=None)`` (milliseconds).
+LOCK_METHODS_BY_LIBRARY: Dict[str, Dict[str, Arg]] = {"walrus": {"lock": Arg("ttl", 1)}}
+#: The unit of those expiries where it is not seconds.
+LOCK_EXPIRY_UNITS: Dict[str, str] = {"walrus": "milliseconds"}
 #: Lock classes built from a client: qualified name -> the expiry argument.
 LOCK_CLASSES: Dict[str, Arg] = {
     "redis_lock.Lock": Arg("expire", 2),

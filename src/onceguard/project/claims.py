@@ -729,7 +729,7 @@ def _makes_lock(node: ast.Call, facts: ModuleFacts) -> bool:
 def _non_blocking(call: ast.Call) -> bool:
     for keyword in call.keywords:
         value = keyword.value
-        if keyword.arg == "blocking" and isinstance(value, ast.Constant) and value.value is False:
+        if keyword.arg in known.NO_WAIT_KEYWORDS and isinstance(value, ast.Constant) and value.value is False:
             return True
         if keyword.arg == "blocking_timeout" and isinstance(value, ast.Constant) and value.value == 0:
             return True

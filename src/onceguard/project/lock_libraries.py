@@ -63,8 +63,9 @@ def _api_of(call: ast.Call, facts: ModuleFacts) -> Optional[LockApi]:
     callee = facts.callee(call) or ""
     if callee in known.CONSTRUCTORS:
         return known.CONSTRUCTORS[callee]
-    if _is_client_lock(call, facts):
-        return known.CLIENT_LOCK
+    client_lock = _client_lock(call, facts)
+    if client_lock is not None:
+        return client_lock
     through = forwarded(call, facts)
     if through is None:
         return None
@@ -72,15 +73,26 @@ def _api_of(call: ast.Call, facts: ModuleFacts) -> Optional[LockApi]:
         return known.CONSTRUCTORS[through.callee]
     # ``named_lock("export")`` where ``def named_lock(name): return get_redis().lock(f"lock:{name}", ...)``:
     # the client is the helper's to resolve (its module, its factory), unless the caller handed it in.
-    if _is_client_lock(through.call, _facts_of_receiver(through, call, facts)):
-        return known.CLIENT_LOCK
-    return None
+    return _client_lock(through.call, _facts_of_receiver(through, call, facts))
+
+
+def _client_lock(call: ast.Call, facts: ModuleFacts) -> Optional[LockApi]:
+    """The lock ``<redis client>.lock(name, ...)`` makes: redis-py's, or the client library's own."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == known.CLIENT_LOCK_METHOD and call.args):
+        return None
+    client = redis_call(call, facts)
+    if client is None:
+        return None
+    return known.CLIENT_LOCKS_BY_LIBRARY.get(client.library, known.CLIENT_LOCK)
+
+
+#: The locks a client's ``.lock(...)`` makes.
+_CLIENT_LOCKS = (known.CLIENT_LOCK, *known.CLIENT_LOCKS_BY_LIBRARY.values())
 
 
 def _is_client_lock(call: ast.Call, facts: ModuleFacts) -> bool:
     """``<redis client>.lock(name, ...)``."""
-    return (isinstance(call.func, ast.Attribute) and call.func.attr == known.CLIENT_LOCK_METHOD and bool(call.args)
-            and redis_call(call, facts) is not None)
+    return _client_lock(call, facts) is not None
 
 
 def _facts_of_receiver(through: Forwarded, call: ast.Call, facts: ModuleFacts) -> ModuleFacts:
@@ -106,7 +118,7 @@ def _made_by(call: ast.Call, api: LockApi, facts: ModuleFacts) -> ast.Call:
     if known.CONSTRUCTORS.get(callee_through(call, facts)) is api:
         through = forwarded(call, facts)
         return through.call if through is not None else call
-    if api is known.CLIENT_LOCK and not _is_client_lock(call, facts):
+    if any(api is client_lock for client_lock in _CLIENT_LOCKS) and not _is_client_lock(call, facts):
         through = forwarded(call, facts)  # ``named_lock("export")``: the ``.lock(...)`` it returns
         return through.call if through is not None else call
     return call

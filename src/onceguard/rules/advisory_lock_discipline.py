@@ -267,6 +267,7 @@ def _library_suggestion(lock: LibraryLock) -> str:
         "pottery": "call `acquire(blocking=False)` (or `context_manager_blocking=False`) and return when it is false",
         "django-pglocks": "use `with advisory_lock(key, wait=False) as acquired:` and return when not `acquired`",
         "sqlalchemy-dlock": "call `acquire(block=False)` and return when it is false",
+        "walrus": "call `acquire(block=False)` and return when it is false",
         "asyncpg-lock": "take `pg_try_advisory_lock` yourself and return when it is false",
     }
     return (f"Skip instead of waiting: {by_library.get(lock.api.library, 'try the lock without waiting')}; for a "

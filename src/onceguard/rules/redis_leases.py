@@ -380,10 +380,10 @@ class LeaseWithoutExpiry(Rule):
             handle = redis_call(call, facts)
             if handle is None or has_spread(call):
                 continue
-            timeout = argument(call, known.LOCK_METHODS[call.func.attr])
-            if is_none(timeout) and not _only_inspected(call, facts):
+            expiry = known.LOCK_METHODS_BY_LIBRARY.get(handle.library, known.LOCK_METHODS)[call.func.attr]
+            if is_none(argument(call, expiry)) and not _only_inspected(call, facts):
                 yield self._no_ttl(call, f"{short(call.func)}({short(call.args[0], 40) if call.args else ''}, …)",
-                                   "timeout")
+                                   expiry.keyword, known.LOCK_EXPIRY_UNITS.get(handle.library, "seconds"))
         for name, arg in known.LOCK_CLASSES.items():
             for call in facts.calls_named(name.rsplit(".", 1)[-1]):
                 if facts.callee(call) != name or has_spread(call):
@@ -391,15 +391,15 @@ class LeaseWithoutExpiry(Rule):
                 if is_none(argument(call, arg)) and not _only_inspected(call, facts):
                     yield self._no_ttl(call, f"{short(call.func)}(…)", arg.keyword)
 
-    def _no_ttl(self, call: ast.Call, spelled: str, keyword: str) -> Diagnostic:
+    def _no_ttl(self, call: ast.Call, spelled: str, keyword: str, unit: str = "seconds") -> Diagnostic:
         return self.finding(
             call,
             f"`{spelled}` creates a lock without `{keyword}=`, so a holder that dies keeps it forever and every "
             f"replica waits or skips the work.",
             f"Without `{keyword}=` the lock never expires. Use `run_exclusive(key, ttl, work)` (`from onceguard.guards import run_exclusive`), a lease renewed "
-            f"while `work(lease)` runs; or pass `{keyword}=` (seconds) a little above the longest run, and renew it "
+            f"while `work(lease)` runs; or pass `{keyword}=` ({unit}) a little above the longest run, and renew it "
             f"with `extend()` for long work.",
-            fix=lock_ttl_fix(keyword),
+            fix=lock_ttl_fix(keyword) if unit == "seconds" else None,  # (the fix writes a number of seconds)
         )
 
 
