@@ -23,6 +23,7 @@ TRY_LOCK_FUNCTIONS: FrozenSet[str] = frozenset({
 # -- Redis ---------------------------------------------------------------------------------
 #: ``r.set(key, token, nx=True, ex=...)``: the method, the flag and the expiry keywords.
 REDIS_SET_METHOD = "set"
+REDIS_SETNX_METHOD = "setnx"
 REDIS_NX_KEYWORD = "nx"
 REDIS_EXPIRY_KEYWORDS: FrozenSet[str] = frozenset({"ex", "px", "exat", "pxat"})
 #: A project's cache wrapper passing ``nx=True`` on: the expiry keywords such wrappers take.

@@ -187,8 +187,11 @@ class ClaimAnalyzer:
             # ``r.set(key, token, nx=True, ex=...)``, and a project's cache wrapper that passes the same
             # flags on (``cache.async_set_cache(key, token, nx=True, ttl=...)``).
             expiry = known.REDIS_EXPIRY_KEYWORDS if attr == known.REDIS_SET_METHOD else known.WRAPPER_EXPIRY_KEYWORDS
-            if any(k in keywords for k in expiry):
+            if any(k in keywords for k in expiry) or attr == known.REDIS_SET_METHOD:
+                # (without an expiry it is still won by one replica only; that it never expires is OG501's)
                 return SET_NX
+        if attr == known.REDIS_SETNX_METHOD and len(call.args) >= 2:
+            return SET_NX  # ``r.setnx(key, token)``: one replica sets it (OG501 speaks of its missing expiry)
         if attr == known.LOCK_ACQUIRE_METHOD and _non_blocking(call) and self._lock_object(func.value):
             return LOCK_ACQUIRE
         elif attr == known.CACHE_ADD_METHOD and call.args:

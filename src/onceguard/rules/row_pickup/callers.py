@@ -41,7 +41,8 @@ def runs_claimed(function: FunctionNode, facts: ModuleFacts, depth: int = 0) -> 
         for call in callers:
             caller = facts.enclosing_function(call)
             if caller is None or caller is function or not (
-                    _claim_tested_before(call, caller, facts, analyzer) or _locked_before(call, caller, facts)
+                    analyzer.dominating_claim(call) is not None  # (the branch a won claim takes)
+                    or _claim_tested_before(call, caller, facts, analyzer) or _locked_before(call, caller, facts)
                     or runs_claimed(caller, facts, depth + 1)):
                 result = False
                 break

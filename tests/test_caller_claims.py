@@ -1,0 +1,85 @@
+"""A pickup run only in the branch a won claim takes, and a Redis ``SETNX`` as a claim.
+
+The function that selects rows by their state and moves them is called only where its caller has won a lease
+(``if await lease.try_acquire(): await push_pending(...)``): one replica at a time runs it, like a caller that
+leaves when the lease is lost.  A lease taken with ``setnx`` is won by one replica too; that it never expires
+is OG501's finding, not a missing claim.
+"""
+from __future__ import annotations
+
+import pytest
+from test_job_discovery import findings, fresh_caches, write  # noqa: F401 (fresh_caches: autouse here too)
+
+LEASE = """\
+    import secrets
+
+
+    class Lease:
+        def __init__(self, redis, name, ttl_s):
+            self.redis = redis
+            self.key = f"lease:{name}"
+            self.ttl_s = ttl_s
+            self.token = secrets.token_hex(16)
+
+        async def try_acquire(self) -> bool:
+            return bool(await self.redis.set(self.key, self.token, nx=True, ex=self.ttl_s))
+"""
+
+PUSH = """\
+    import asyncio
+
+    import httpx
+
+    from feed.lease import Lease
+
+
+    async def push_pending(pool) -> None:
+        rows = await pool.fetch("SELECT id, body FROM outgoing WHERE sent_at IS NULL LIMIT 50")
+        for row in rows:
+            await httpx.AsyncClient().post("https://partner.example.org/in", content=row["body"])
+            await pool.execute("UPDATE outgoing SET sent_at = now() WHERE id = $1", row["id"])
+
+
+    async def push_loop(pool, lease: Lease) -> None:
+        while True:
+            if await lease.try_acquire():
+                await push_pending(pool)
+            await asyncio.sleep(30)
+"""
+
+GUARD_CLAUSE = PUSH.replace("""            if await lease.try_acquire():
+                await push_pending(pool)
+            await asyncio.sleep(30)""", """            await asyncio.sleep(30)
+            if not await lease.try_acquire():
+                continue
+            await push_pending(pool)""")
+
+UNGUARDED = PUSH.replace("""            if await lease.try_acquire():
+                await push_pending(pool)""", """            await push_pending(pool)""")
+
+
+def _project(tmp_path, push: str, lease: str = LEASE) -> None:
+    write(tmp_path, {"feed/__init__.py": "", "feed/lease.py": lease, "feed/push.py": push})
+
+
+@pytest.mark.parametrize("push", [PUSH, GUARD_CLAUSE], ids=["won-branch", "guard-clause"])
+def test_a_pickup_called_only_under_a_won_lease_is_claimed(tmp_path, push):
+    _project(tmp_path, push)
+    assert findings(tmp_path, "feed/push.py", codes=("OG302",)) == []
+
+
+def test_the_same_pickup_called_without_the_lease_is_reported(tmp_path):
+    _project(tmp_path, UNGUARDED)
+    assert findings(tmp_path, "feed/push.py", codes=("OG302",)) == [(9, "OG302")]
+
+
+@pytest.mark.parametrize("acquire", [
+    "return bool(await self.redis.setnx(self.key, self.token))",
+    "return bool(await self.redis.set(self.key, self.token, nx=True))",
+], ids=["setnx", "set-nx-without-expiry"])
+def test_a_lease_without_expiry_is_still_a_claim_and_its_expiry_is_reported(tmp_path, acquire):
+    lease = LEASE.replace("return bool(await self.redis.set(self.key, self.token, nx=True, ex=self.ttl_s))", acquire)
+    lease = "    from redis.asyncio import Redis\n" + lease.replace("def __init__(self, redis,", "def __init__(self, redis: Redis,")
+    _project(tmp_path, PUSH, lease=lease)
+    assert findings(tmp_path, "feed/push.py", codes=("OG302", "OG201")) == []
+    assert [code for _, code in findings(tmp_path, "feed/lease.py", codes=("OG501",))] == ["OG501"]
