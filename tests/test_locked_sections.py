@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from test_job_discovery import findings, fresh_caches, write  # noqa: F401 (fresh_caches: autouse here too)
 
 GATES = """\
@@ -115,3 +117,32 @@ def test_a_postgres_lock_helper_a_job_enters_with_a_fixed_key_is_reported(tmp_pa
     views = VIEWS.replace('with gate("counting"):', "with gate(4402):")
     write(tmp_path, {"yard/jobs.py": "", "yard/views.py": views})
     assert findings(tmp_path, "yard/gates.py", codes=("OG103",)) == []
+
+
+# -- keys written down to a period: the same key on every replica for that day or hour ---------------------
+@pytest.mark.parametrize("key", [
+    'f"reorder:{day:%Y%m%d}"',
+    'f"reorder:{day:%Y-%m-%dT%H}"',
+    'day.strftime("reorder:%Y%m%d")',
+    'f"reorder:{date.today()}"',
+    'f"reorder:{datetime.now(timezone.utc):%Y%m%d%H}"',
+], ids=["format-spec", "hour", "strftime", "today", "clock-formatted"])
+def test_a_job_entering_with_the_period_it_runs_for_is_reported(tmp_path, key):
+    jobs = JOBS.replace("from yard.gates import gate", "from datetime import date, datetime, timezone\n\n"
+                        "    from yard.gates import gate").replace(
+        "def reorder_stock() -> None:", "def reorder_stock() -> None:\n        day = datetime.now(timezone.utc)").replace(
+        'with gate("reorder"):', f"with gate({key}):")
+    assert _check(tmp_path, {"yard/jobs.py": jobs}) == [(_line(GATES, "held.acquire()"), "OG103")]
+
+
+@pytest.mark.parametrize("key", [
+    'f"reorder:{day:%Y%m%d%H%M%S}"',  # down to the second: a key per run
+    'f"reorder:{order.placed:%Y%m%d}"',  # a record's own date: one key per record
+    'f"reorder:{datetime.now()}"',  # a raw clock reading
+], ids=["to-the-second", "a-record-date", "raw-clock"])
+def test_keys_that_are_not_the_period_are_left_alone(tmp_path, key):
+    jobs = JOBS.replace("from yard.gates import gate", "from datetime import datetime\n\n"
+                        "    from yard.gates import gate").replace(
+        "def reorder_stock() -> None:", "def reorder_stock(order=None) -> None:\n        day = datetime.now()").replace(
+        'with gate("reorder"):', f"with gate({key}):")
+    assert _check(tmp_path, {"yard/jobs.py": jobs}) == []

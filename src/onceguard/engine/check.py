@@ -120,6 +120,9 @@ def applicable_rules(source: bytes, rules: Sequence[Rule], context: Optional[Fil
     else:
         extra = tuple(() for _ in rules)
     matched = _index_for(rules, extra).matching(source)
+    if context is not None and context.cross_file and context.path:
+        matched.update(index for index, rule in enumerate(rules)
+                       if index not in matched and rule.project_files(context.config, context.path))
     return [rule for index, rule in enumerate(rules) if index in matched]
 
 

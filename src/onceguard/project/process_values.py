@@ -309,6 +309,52 @@ def _annotation_of(function: FunctionNode, name: str) -> Optional[ast.AST]:
 _STABLE_DIGESTS = ("zlib.crc32", "binascii.crc32", "hashlib.")
 
 
+#: strftime directives finer than a minute: a key carrying one differs from one run to the next.
+_INSTANT_DIRECTIVES = re.compile(r"%[SfsXcT]")
+_DIRECTIVE = re.compile(r"%[a-zA-Z]")
+#: Calls that read today's date (the day every replica shares), not an instant.
+_TODAY_CALLS = frozenset({"datetime.date.today", "date.today", "django.utils.timezone.localdate"})
+
+
+def _names_a_period(node: ast.AST, facts: ModuleFacts) -> bool:
+    """A time written down to a period (``f"runsheets:{day:%Y%m%d}"``, ``slot.strftime("%Y%m%d%H")``,
+    ``date.today()``): every replica running in that day or hour computes the same key, so it is one key for
+    the period's run, not one per row.  The time is a name or the clock itself, not a field of some record
+    (``invoice.due:%Y%m%d`` is the invoice's)."""
+    if isinstance(node, ast.FormattedValue):
+        spec = node.format_spec
+        text = "".join(v.value for v in spec.values if isinstance(v, ast.Constant) and isinstance(v.value, str)) \
+            if isinstance(spec, ast.JoinedStr) else ""
+        return _period_format(text) and _a_time(node.value, facts)
+    if not isinstance(node, ast.Call):
+        return False
+    if (facts.callee(node) or "") in _TODAY_CALLS:
+        return True
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr == "strftime" and node.args \
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+        return _period_format(node.args[0].value) and _a_time(func.value, facts)
+    if isinstance(func, ast.Attribute) and func.attr in ("date", "isoformat") and not node.args:
+        inner = func.value
+        return isinstance(inner, ast.Call) and (func.attr == "date" or _names_a_period(inner, facts)) \
+            and _a_time(inner, facts)
+    return False
+
+
+def _period_format(text: str) -> bool:
+    return bool(_DIRECTIVE.search(text)) and not _INSTANT_DIRECTIVES.search(text)
+
+
+def _a_time(node: ast.AST, facts: ModuleFacts) -> bool:
+    """A name holding a time, or a reading of the clock (``datetime.now(tz)``, ``timezone.now()``)."""
+    if isinstance(node, ast.Name):
+        return True
+    if isinstance(node, ast.Call):
+        callee = facts.callee(node) or dotted(node.func) or ""
+        return callee.rsplit(".", 1)[-1] in ("now", "utcnow", "today", "localdate", "localtime")
+    return False
+
+
 def is_fixed_key(nodes: List[ast.AST], facts: ModuleFacts) -> bool:
     """True when the key is the same for every call (a job-wide mutex), not a per-row or per-user key."""
     for node in nodes:
@@ -333,6 +379,8 @@ def _fixed(node: ast.AST, facts: ModuleFacts, depth: int) -> bool:
     if isinstance(node, ast.JoinedStr):  # f"lock:{JOB}": fixed when every part is
         return all(_fixed(v, facts, depth) for v in node.values)
     if isinstance(node, ast.FormattedValue):
+        if _names_a_period(node, facts):
+            return True
         return _fixed(node.value, facts, depth) and (node.format_spec is None or _fixed(node.format_spec, facts, depth))
     if isinstance(node, ast.Name):
         value = bound_value(node, facts)
@@ -343,6 +391,8 @@ def _fixed(node: ast.AST, facts: ModuleFacts, depth: int) -> bool:
     if isinstance(node, ast.Attribute):
         return node.attr.isupper()  # settings.NIGHTLY_LOCK_KEY, LockKeys.NIGHTLY
     if isinstance(node, ast.Call):
+        if _names_a_period(node, facts):
+            return True
         callee = facts.callee(node) or ""
         if callee.startswith(_STABLE_DIGESTS) or callee.endswith((".encode", ".digest", ".hexdigest")) \
                 or callee in ("int", "str"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Dict, List, Optional, Set
+from typing import Dict, FrozenSet, List, Optional, Set
 
 from ..analysis.applied_decorators import decorators
 from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
@@ -35,6 +35,28 @@ def per_replica_programs(facts: ModuleFacts) -> List[deployment.Step]:
         return [step for step in steps if step.launch.per_replica]
 
     return facts.cached("startup:programs", build)
+
+
+_program_files: Dict[str, FrozenSet[str]] = {}
+
+
+def is_per_replica_program(config, path: str) -> bool:
+    """Whether some deployment file of the project runs ``path`` as a Python program in every replica, read
+    from the deployment files alone (no parse): what the prefilter asks of a file whose text may show no job,
+    a program that hands its work to a loop written in another module."""
+    root = os.path.abspath(config.root) if config.root else ""
+    if not root:
+        return False
+    files = _program_files.get(root)
+    if files is None:
+        files = _program_files[root] = frozenset(
+            os.path.abspath(f) for step in deployment.steps(config)
+            if step.kind in (deployment.PYTHON_MODULE, deployment.PYTHON_SCRIPT) and step.launch.per_replica
+            for f in step.files)
+    return bool(files) and os.path.abspath(path) in files
+
+
+project.on_clear(_program_files.clear)
 
 
 def is_unguarded_script(facts: ModuleFacts) -> bool:

@@ -45,6 +45,12 @@ class Rule:
         the whole project is read: a file may hold a finding only another file's code explains."""
         return ()
 
+    @staticmethod
+    def project_files(config, path: str) -> bool:
+        """Whether the project itself makes this file worth reading whatever its text (a program the deployment
+        runs in every replica), asked only when the whole project is read."""
+        return False
+
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         raise NotImplementedError
 

@@ -51,6 +51,7 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         self._tickers()
         self._timers()
         self._worker_loops()
+        self._handed_to_repeaters()
         self._daemons()
         if not self.single or self._embedded_beat() is not None:
             self._celery_beat()
@@ -592,10 +593,43 @@ def scheduled_by_all(function: FunctionNode, facts: ModuleFacts) -> List[Schedul
     if facts.context.cross_file:
         from ..renamed_callers import project_callers
 
+        asked = {id(facts)}
         for _, other in project_callers(function, facts):
-            if other is not facts:
+            if id(other) not in asked:
+                asked.add(id(other))
+                found.extend(s for s in scheduled_in(other) if same(s.target))
+        for other in _modules_naming(function, facts):
+            if id(other) not in asked:
+                asked.add(id(other))
                 found.extend(s for s in scheduled_in(other) if same(s.target))
     return [s for s in found if not (s.coordinated or s.gated)]
+
+
+#: Modules read for a function handed on by name rather than called (``run_hourly(submitter.run, 5)``).
+_MAX_NAMING_MODULES = 12
+
+
+def _modules_naming(function: FunctionNode, facts: ModuleFacts) -> List[ModuleFacts]:
+    """The other modules of the project whose text names ``function`` (a method: its class too), where it may
+    be handed to a scheduler or a repeater without being called there."""
+    owner = facts.enclosing_class(function)
+    words = [function.name] + ([owner.name] if owner is not None else [])
+    root = project.search_root(facts)
+    paths = None
+    for word in words:
+        named = set(project.files_mentioning(word, root))
+        paths = named if paths is None else paths & named
+    own = os.path.abspath(facts.context.path or "")
+    found = []
+    for path in sorted(paths or ()):
+        if os.path.abspath(path) == own:
+            continue
+        other = project.module_facts(path, facts.config)
+        if other is not None and not other.context.is_test:
+            found.append(other)
+        if len(found) >= _MAX_NAMING_MODULES:
+            break
+    return found
 
 
 def _runs_handed_callable(function: FunctionNode, facts: ModuleFacts) -> bool:

@@ -55,6 +55,19 @@ def _operator_only(call: ast.Call, facts: ModuleFacts, starts_of, depth: int) ->
     return bool(outer) and all(_operator_only(c, f, starts_of, depth + 1) for c, f in outer)
 
 
+def _loops_calling_parameters(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.While, str]]:
+    """(loop, parameter) for each never-ending, pausing loop of ``function`` that calls one of its parameters."""
+    parameters = {*positional_parameters(function), *(a.arg for a in function.args.kwonlyargs)}
+    found = []
+    for loop in repeating_loops(facts):
+        if not any(above is function for above in ancestors(loop)):
+            continue
+        called = {n.func.id for n in walk_no_nested_functions(loop)
+                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in parameters}
+        found.extend((loop, name) for name in sorted(called))
+    return found
+
+
 class LoopRegistrations:
     """Mixin of the collector: loops that call their work again and again."""
 
@@ -207,6 +220,36 @@ class LoopRegistrations:
                                       value_kept=not isinstance(node, ast.Expr))
                 scheduled.related.append(Related(facts.context.path, loop.lineno, loop.col_offset + 1,
                                                  "the program repeats this loop until it is stopped"))
+                self.add(scheduled)
+
+    # -- a program handing its work to a repeater --------------------------------------------------------
+    def _handed_to_repeaters(self) -> None:
+        """``await run_hourly(submitter.run, 5)`` in a program a deployment file runs in every replica (its
+        ``__main__`` block, or a function of the module the block calls), where ``run_hourly`` -- of this module
+        or another -- calls what its parameter was handed on every pass of a loop that pauses and never ends:
+        the handed function is a job of that loop, as a ticker's handed work is."""
+        facts = self.facts
+        reach = Reach.of_module(facts)
+        if not reach.programs:
+            return
+        for node in walk(facts.tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute))
+                    and (node.args or node.keywords) and reach.run_by_main_block(node)):
+                continue
+            repeater = self.resolve(node.func)
+            if repeater is None or repeater.function is None:
+                continue
+            function, repeater_facts = repeater.function, repeater.facts or facts
+            for loop, parameter in _loops_calling_parameters(function, repeater_facts):
+                work_expr = argument_for(node, function, parameter)
+                work = self.resolve(work_expr) if isinstance(work_expr, (ast.Name, ast.Attribute, ast.Call,
+                                                                         ast.Lambda)) else None
+                if work is None or (work.function is None and not work.claimed):
+                    continue
+                scheduled = Scheduled(known.WORKER_LOOP, dotted(node.func) or function.name, node, work, node,
+                                      repeater=repeater.label or function.name)
+                scheduled.related.append(Related(repeater_facts.context.path, loop.lineno, loop.col_offset + 1,
+                                                 f"`{function.name}` calls `{parameter}` on every pass of this loop"))
                 self.add(scheduled)
 
     def _inlined_helper(self, name: str) -> Optional[Target]:

@@ -16,6 +16,7 @@ from ...analysis.names import dotted
 from ..registry import register
 from ...noqa import ALL, line_codes
 from ...project.registries import registering_words
+from ...project.startup import is_per_replica_program
 from ...project.row_claims import takes_claimed_rows
 from ...project.state_answers import answer_dropped
 from ...project.summaries import Evidence, summaries_for
@@ -371,6 +372,10 @@ class UnguardedScheduledJob(Rule):
         """A module that only decorates its jobs with the project's own registering decorator."""
         return registering_words(config)
 
+    # A program the deployment runs in every replica, handing its work to a loop of another module
+    # (``await run_hourly(submitter.run, 5)``): its own text need spell no loop or scheduler.
+    project_files = staticmethod(is_per_replica_program)
+
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         for verdict in _verdicts(facts):
             if verdict.kind != "job":
@@ -393,6 +398,7 @@ class UnguardedIdempotentSweep(Rule):
                "(duplicate work and lock contention; off by default)")
     triggers = UnguardedScheduledJob.triggers
     project_triggers = staticmethod(registering_words)
+    project_files = staticmethod(is_per_replica_program)
     skips_tests = True
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
