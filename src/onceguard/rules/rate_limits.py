@@ -10,9 +10,9 @@ long-lived (module level), and the code that reads it refuses the request as "to
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent, walk, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_nested_functions
 from ..analysis.names import dotted
 from ..knowledge import process_local as known
 from ..model import Diagnostic, Related
@@ -20,6 +20,7 @@ from ..project import index as project
 from ..project.forwarding import callee_through
 from .base import Rule
 from .fix_plans import shared_store_snippet
+from .limit_refusals import functions_using, refusal_for, users_elsewhere
 from .registry import register
 
 #: How a display-only fix names the shared store.
@@ -208,36 +209,6 @@ def _django_throttles(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
 
 
 # -- hand-written limiters -----------------------------------------------------------------------------------
-def _refuses_too_many(scope: ast.AST, limiter: Optional[str] = None) -> Optional[ast.AST]:
-    """The node in ``scope`` that answers "too many requests" (429), if any: in its own body (an error handler
-    defined inside a function that also uses the state answers for an upstream error, not for the limiter) —
-    and, for a function handed the limiter as ``limiter``, in a function it defines that uses it (a dependency
-    factory returns the closure that refuses)."""
-    bodies = [scope]
-    if limiter is not None:
-        bodies.extend(node for node in walk(scope)
-                       if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not scope
-                       and any(isinstance(n, ast.Name) and n.id == limiter for n in walk(node)))
-    for body in bodies:
-        found = _refusal_in(body)
-        if found is not None:
-            return found
-    return None
-
-
-def _refusal_in(scope: ast.AST) -> Optional[ast.AST]:
-    for node in walk_no_nested_functions(scope):
-        if isinstance(node, ast.Constant) and node.value == known.TOO_MANY_REQUESTS and type(node.value) is int:
-            above = parent(node)
-            if isinstance(above, (ast.Call, ast.keyword)):
-                return node
-        elif isinstance(node, ast.Attribute) and node.attr in known.TOO_MANY_REQUESTS_NAMES:
-            return node
-        elif isinstance(node, ast.Name) and node.id in known.TOO_MANY_REQUESTS_NAMES:
-            return node
-    return None
-
-
 def _reads_clock(scope: ast.AST, facts: ModuleFacts) -> bool:
     for node in walk(scope):
         if isinstance(node, ast.Call):
@@ -315,48 +286,6 @@ def _holder_kind(value: ast.AST, facts: ModuleFacts) -> Optional[Tuple[str, Opti
     return None
 
 
-def _functions_using(name: str, facts: ModuleFacts) -> List[FunctionNode]:
-    return _loads_by_name(facts).get(name, [])
-
-
-def _function_above(node: ast.AST) -> Optional[FunctionNode]:
-    """The nearest function around ``node``, through classes and lambdas (whose code is part of it)."""
-    for above in ancestors(node):
-        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return above
-    return None
-
-
-def _functions_around(function: FunctionNode, facts: ModuleFacts) -> Tuple[FunctionNode, ...]:
-    """``function`` and the functions it is nested in, innermost first (once per function)."""
-    chains = facts.cached("rate_limits:nesting", lambda _facts: {})
-    chain = chains.get(id(function))
-    if chain is None:
-        outer = _function_above(function)
-        chain = chains[id(function)] = (function,) + (_functions_around(outer, facts) if outer is not None else ())
-    return chain
-
-
-def _loads_by_name(facts: ModuleFacts):
-    """name -> the functions that read it (a nested function's reads are its enclosing functions' too), in the
-    module's order of functions."""
-    def build(_facts: ModuleFacts):
-        # One pass over the module's names, each going up to the functions around it (a walk of every
-        # function would read a nested function's body once per enclosing function).
-        users: Dict[str, Dict[int, FunctionNode]] = {}
-        Name, Load = ast.Name, ast.Load
-        for node, innermost in zip(facts.nodes, facts.functions_around_nodes()):
-            if type(node) is Name and type(node.ctx) is Load:
-                if innermost is not None:
-                    found = users.setdefault(node.id, {})
-                    for function in _functions_around(innermost, facts):
-                        found[id(function)] = function
-        order = {id(function): index for index, function in enumerate(facts.functions)}
-        return {name: sorted(found.values(), key=lambda f: order.get(id(f), 0)) for name, found in users.items()}
-
-    return facts.cached("rate_limits:loads", build)
-
-
 _MUTATORS = frozenset({"append", "appendleft", "add", "setdefault", "update", "pop", "popleft", "remove", "clear",
                        "extend", "discard"})
 
@@ -387,84 +316,6 @@ def _mutates(name: str, function: FunctionNode) -> bool:
     return False
 
 
-def _refusal_for(name: str, function: FunctionNode, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts, str]]:
-    """Where ``function`` (or a function it hands ``name`` to, or a caller acting on its answer) refuses with
-    429, and which of the three it is: ``here``, ``handed`` or ``caller``."""
-    found = _refuses_too_many(function)
-    if found is not None:
-        return found, facts, "here"
-    if _only_returns(function) or _answers_yes_or_no(function):
-        # A small helper (``def _check(a): return guard.check(a)``) or a verdict (``return False`` over the
-        # limit): its callers, here or (command line) in other modules, turn the no into the refusal.
-        for call, where in _callers_here_and_elsewhere(function, facts):
-            caller = where.enclosing_function(call)
-            found = _refuses_too_many(caller) if caller is not None and caller is not function else None
-            if found is not None:
-                return found, where, "caller"
-    for node in walk(function):
-        if not isinstance(node, ast.Call):
-            continue
-        arguments = list(node.args) + [k.value for k in node.keywords]
-        if not any(isinstance(a, ast.Name) and a.id == name for a in arguments):
-            continue
-        callee = _called_function(node, facts)
-        if callee is not None:
-            target, where = callee
-            refusal = _refuses_too_many(target, _parameter_for(node, name, target))
-            if refusal is not None:
-                return refusal, where, "handed"
-    return None
-
-
-def _answers_yes_or_no(function: FunctionNode) -> bool:
-    """``function`` returns ``True`` or ``False`` somewhere: a yes-or-no its callers act on."""
-    return any(isinstance(n, ast.Return) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, bool)
-               for n in walk_no_nested_functions(function))
-
-
-def _callers_here_and_elsewhere(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.Call, ModuleFacts]]:
-    found = [(call, facts) for call in facts.calls_named(function.name)]
-    if facts.context.cross_file:
-        from ..project.summaries import callers
-
-        found += [(call, where) for call, where in callers(function, facts) if where is not facts]
-    return found
-
-
-def _parameter_for(call: ast.Call, name: str, target: ast.AST) -> Optional[str]:
-    """The parameter of ``target`` that ``call`` binds the argument ``name`` to."""
-    parameters = [a.arg for a in getattr(getattr(target, "args", None), "posonlyargs", [])]
-    parameters += [a.arg for a in getattr(getattr(target, "args", None), "args", [])]
-    if parameters and parameters[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
-        parameters = parameters[1:]
-    for index, argument in enumerate(call.args):
-        if isinstance(argument, ast.Name) and argument.id == name and index < len(parameters):
-            return parameters[index]
-    for keyword in call.keywords:
-        if isinstance(keyword.value, ast.Name) and keyword.value.id == name and keyword.arg:
-            return keyword.arg
-    return None
-
-
-def _only_returns(function: FunctionNode) -> bool:
-    body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    return len(body) == 1 and isinstance(body[0], ast.Return)
-
-
-def _called_function(call: ast.Call, facts: ModuleFacts) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
-    if isinstance(call.func, ast.Name):
-        for function in facts.functions_by_name.get(call.func.id, ()):
-            if facts.enclosing_function(function) is None and facts.enclosing_class(function) is None:
-                return function, facts
-    if not facts.context.cross_file:
-        return None
-    qualified = facts.callee(call) or ""
-    head = (dotted(call.func) or "").split(".")[0]
-    if "." not in qualified or not facts.imports.is_imported(head):
-        return None
-    return project.find_function(qualified, facts.config, project.roots_for(facts))
-
-
 def _handwritten(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
     if not facts.context.cross_file:
         text = "\n".join(facts.lines)
@@ -474,22 +325,27 @@ def _handwritten(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
         if not isinstance(value, (ast.Call, ast.IfExp, ast.Dict, ast.Set, ast.List, ast.DictComp, ast.ListComp,
                                   ast.SetComp)):
             continue
-        using = _functions_using(name, facts)
-        if not using:
-            continue
+        using = functions_using(name, facts)
         container = _is_container(value, facts)
+        if not using and (container or not facts.context.cross_file):
+            continue
         # the cheap fact first: what the value keeps (a class is looked up once per module), then who refuses
         kind = ("container", None) if container else _holder_kind(value, facts)
         if kind is None:
             continue
-        candidates = [f for f in using if _reads_clock(f, facts) and _mutates(name, f)] if container else using
-        refusal = next(((f, r) for f in candidates for r in [_refusal_for(name, f, facts)] if r is not None), None)
+        candidates = [(f, name, facts) for f in using if not container or (_reads_clock(f, facts) and _mutates(name, f))]
+        if not container:
+            # a limiter object other modules import and ask (``from app.limits import resend_limiter``)
+            candidates += users_elsewhere(name, facts)
+        refusal = next(((f, r) for f, local, where in candidates for r in [refusal_for(local, f, where)]
+                        if r is not None), None)
         if refusal is None:
             continue
         _, cls = kind
         function, (node, where, how) = refusal
         described = f"a `{cls.name}` kept at module level" if cls is not None else "a module-level container"
         refuses = (f"a caller of `{function.name}()` refuses with 429 on its answer" if how == "caller"
+                   else f"`{function.name}()` {how} on it, answered with 429" if how.startswith("raises ")
                    else f"`{function.name}()` refuses with 429 on it")
         yield rule.finding(
             statement,
