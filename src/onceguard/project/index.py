@@ -485,22 +485,15 @@ def _read_bytes(path: str) -> bytes:
     # Descriptor-level calls: a word search reads thousands of files, and a Python file object's set-up
     # costs more than the read itself. Opened non-blocking and checked with ``fstat``: a FIFO or a
     # device named *.py would block or never end.
-    # A cached file costs one ``stat`` (word searches ask for every file of the project once per word);
-    # a file not cached is opened without one (most of a search's files: the cache holds a part of a large
-    # project), and its descriptor says whether it is a regular file of a size worth reading.
+    # A cached file is what the project held when this run read it, as the word searches built on it are
+    # (``_mentions``): both are forgotten together by ``clear_cache`` (a saved file in the editor, a new run).
+    # Word searches ask for every file of the project once per word, so even a ``stat`` per ask adds up.
+    # A file not cached is opened without a ``stat`` (most of a search's files: the cache holds a part of a
+    # large project), and its descriptor says whether it is a regular file of a size worth reading.
     with _lock:
         cached = _file_bytes.get(path)
     if cached is not None:
-        try:
-            stat = os.stat(path)
-        except OSError:
-            return b""
-        if not _stat.S_ISREG(stat.st_mode):
-            return b""
-        if cached[0] == stat.st_mtime and cached[1] == stat.st_size:
-            return cached[2]
-        if stat.st_size > _MAX_FILE_BYTES:
-            return b""
+        return cached[2]
     try:
         descriptor = os.open(path, os.O_RDONLY | _NONBLOCK)
     except OSError:
