@@ -29,6 +29,7 @@ from ..analysis.sql import parse_statements
 from .bindings import Bindings, _module_level, own_module_names
 from .forwarding import forwarded
 from .lock_libraries import waits_when_entered
+from .unique_fields import GET_OR_CREATE, creates_once
 
 # Kinds of claim.
 CLAIM_FUNCTION = "claim function"
@@ -41,7 +42,7 @@ ROW_LOCK = "FOR UPDATE SKIP LOCKED"
 CONDITIONAL_UPDATE = "conditional UPDATE"
 #: ``INSERT ... ON CONFLICT DO NOTHING``: the replica whose row goes in has the claim; the row count (or the
 #: ``RETURNING`` value) says which one.
-UNIQUE_INSERT = "INSERT ... ON CONFLICT DO NOTHING"
+UNIQUE_INSERT = "INSERT ... ON CONFLICT DO NOTHING"  # (or get_or_create on a unique lookup)
 HELPER_GUARD = "claiming helper"
 HELPER_RESULT = "claiming helper result"
 #: A context manager of the project that yields a claim's answer: the name ``with ... as`` binds is tested.
@@ -200,6 +201,8 @@ class ClaimAnalyzer:
                 receiver = receiver.value
             if (self.facts.qualify(receiver) or "") in known.DJANGO_CACHES:
                 return CACHE_ADD
+        elif attr in GET_OR_CREATE and creates_once(call, self.facts):
+            return UNIQUE_INSERT  # ``_, created = Run.objects.get_or_create(day=today)`` on a unique ``day``
         elif attr in known.ROW_LOCK_METHODS:
             for keyword in call.keywords:
                 if (keyword.arg == known.SKIP_LOCKED_KEYWORD and isinstance(keyword.value, ast.Constant)

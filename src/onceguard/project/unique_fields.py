@@ -1,0 +1,86 @@
+"""Rows one caller can create: a Django ``get_or_create`` whose lookup the model declares unique.
+
+``_, created = DigestRun.objects.get_or_create(day=today)`` on a model whose ``day`` is ``unique=True`` (or a
+primary key, or the fields of a ``UniqueConstraint`` / ``unique_together`` the lookup covers) inserts the row
+for one caller only: the database refuses the others' insert, and ``get_or_create`` then reads the row and
+answers ``created`` false.  Tested, that flag is a claim, as ``INSERT ... ON CONFLICT DO NOTHING`` is.  Without
+a unique constraint two callers may both create, and it is none.
+"""
+from __future__ import annotations
+
+import ast
+from typing import List, Optional, Set
+
+from ..analysis.facts import ModuleFacts
+from ..analysis.names import dotted
+from . import index as project
+
+#: Manager methods that create the row unless one matches the lookup.
+GET_OR_CREATE = frozenset({"get_or_create", "aget_or_create"})
+#: Keywords of those methods that are not part of the lookup.
+_NOT_LOOKUP = frozenset({"defaults", "create_defaults"})
+
+
+def creates_once(call: ast.Call, facts: ModuleFacts) -> bool:
+    """``Model.objects.get_or_create(<unique lookup>)``: only one caller gets ``created`` true."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in GET_OR_CREATE and isinstance(func.value, ast.Attribute)):
+        return False
+    lookup = {k.arg.split("__", 1)[0] for k in call.keywords if k.arg and k.arg not in _NOT_LOOKUP
+              and "__" not in k.arg}
+    if not lookup:
+        return False
+    model = _model_class(func.value.value, facts)
+    return model is not None and any(group <= lookup for group in _unique_groups(model))
+
+
+def _model_class(expr: ast.AST, facts: ModuleFacts) -> Optional[ast.ClassDef]:
+    if isinstance(expr, ast.Name):
+        for statement in facts.tree.body:
+            if isinstance(statement, ast.ClassDef) and statement.name == expr.id:
+                return statement
+    qualified = facts.qualify(expr) if facts.context.cross_file else None
+    if qualified and "." in qualified:
+        found = project.find_class(qualified, facts.config, project.search_root(facts))
+        if found is not None:
+            return found[0]
+    return None
+
+
+def _unique_groups(model: ast.ClassDef) -> List[Set[str]]:
+    """The sets of fields the model declares unique together (a single field on its own)."""
+    groups: List[Set[str]] = [{"id"}, {"pk"}]
+    for statement in model.body:
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and isinstance(statement.value, ast.Call):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            keywords = {k.arg: k.value for k in statement.value.keywords if k.arg}
+            if any(isinstance(keywords.get(flag), ast.Constant) and keywords[flag].value is True
+                   for flag in ("unique", "primary_key")):
+                groups.extend({t.id} for t in targets if isinstance(t, ast.Name))
+        elif isinstance(statement, ast.ClassDef) and statement.name == "Meta":
+            groups.extend(_meta_groups(statement))
+    return groups
+
+
+def _meta_groups(meta: ast.ClassDef) -> List[Set[str]]:
+    groups: List[Set[str]] = []
+    for statement in meta.body:
+        if not isinstance(statement, ast.Assign) or not isinstance(statement.targets[0], ast.Name):
+            continue
+        name, value = statement.targets[0].id, statement.value
+        if name == "unique_together" and isinstance(value, (ast.Tuple, ast.List)):
+            rows = value.elts if value.elts and isinstance(value.elts[0], (ast.Tuple, ast.List)) else [value]
+            groups.extend(_strings(row) for row in rows)
+        elif name == "constraints" and isinstance(value, (ast.Tuple, ast.List)):
+            for constraint in value.elts:
+                if isinstance(constraint, ast.Call) and (dotted(constraint.func) or "").endswith("UniqueConstraint"):
+                    fields = next((k.value for k in constraint.keywords if k.arg == "fields"), None)
+                    condition = any(k.arg == "condition" for k in constraint.keywords)
+                    if fields is not None and not condition:  # (a partial constraint holds only some rows)
+                        groups.append(_strings(fields))
+    return [group for group in groups if group]
+
+
+def _strings(node: ast.AST) -> Set[str]:
+    elements = node.elts if isinstance(node, (ast.Tuple, ast.List)) else []
+    return {e.value for e in elements if isinstance(e, ast.Constant) and isinstance(e.value, str)}
