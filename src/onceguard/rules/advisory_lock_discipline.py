@@ -446,6 +446,8 @@ def _release_helper_call(use: LockUse, facts: ModuleFacts) -> Optional[ast.Call]
 # -- try-lock results -------------------------------------------------------------------------------
 
 _READERS = ("fetchone", "fetchall", "fetchmany", "fetchval", "scalar", "scalar_one", "first", "one")
+#: Calls that run another statement on a cursor, replacing the result a fetch would read.
+_STATEMENT_RUNNERS = ("execute", "executemany")
 
 
 def _value_holder(call: ast.Call) -> ast.AST:
@@ -487,8 +489,14 @@ def try_lock_result_ignored(use: LockUse, facts: ModuleFacts) -> bool:
     scope = use.scope or facts.tree
     if isinstance(above, ast.Expr):
         receiver = use.receiver_text
-        return receiver is None or not any(
-            position(c) > position(use.call) for c in _calls_on(receiver, _READERS, scope))
+        if receiver is None:
+            return True
+        # The answer is read by the first fetch on the same cursor, unless another statement it runs first
+        # replaces the result (``cur.execute(lock)`` then ``cur.execute(orders)`` then ``cur.fetchall()``).
+        after = position(use.call)
+        reads = [position(c) for c in _calls_on(receiver, _READERS, scope) if position(c) > after]
+        runs = [position(c) for c in _calls_on(receiver, _STATEMENT_RUNNERS, scope) if position(c) > after]
+        return not reads or (bool(runs) and min(runs) < min(reads))
     if isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name):
         target = above.targets[0].id
         return target == "_" or not _name_read_after(target, above, scope)

@@ -427,6 +427,8 @@ def try_lock_fix(call: ast.Call, scope: Optional[ast.AST], library: Optional[str
     if value is not call or not isinstance(call.func, ast.Attribute) or call.func.attr != "execute":
         return None
     reader = _TRY_LOCK_READERS.get(library or "")
+    if reader == "fetchone" and isinstance(statement.value, ast.Await):
+        return None  # an async cursor's fetch is awaited too: no one-line rewrite reads it
     if reader is not None:
         shown = {"fetchval": ".fetchval(…)", "fetch-val": ".fetch_val(…)", "scalar": ".execute(…).scalar()",
                  "fetchone": ".execute(…).fetchone()[0]"}[reader]

@@ -1,0 +1,45 @@
+"""OG106: a try-lock run on a cursor whose answer the next statement on that cursor replaces.
+
+``cur.execute("SELECT pg_try_advisory_xact_lock(%s)", ...)`` then ``cur.execute(ORDERS)`` then
+``cur.fetchall()``: the fetch reads the orders, and the lock's answer was never read.  Fetched before the next
+statement, it was.
+"""
+from __future__ import annotations
+
+import pytest
+from test_job_discovery import findings, fresh_caches, write  # noqa: F401 (fresh_caches: autouse here too)
+
+ASYNC = """\
+    from psycopg_pool import AsyncConnectionPool
+
+    ROUTING_LOCK = 7_301
+
+
+    async def route_orders(pool: AsyncConnectionPool, add_stop) -> None:
+        async with pool.connection() as conn:
+            async with conn.transaction():
+                async with conn.cursor() as cur:
+                    await cur.execute("SELECT pg_try_advisory_xact_lock(%s)", (ROUTING_LOCK,))
+                    await cur.execute("SELECT id, address FROM standing_orders WHERE active")
+                    for order in await cur.fetchall():
+                        await add_stop(order)
+"""
+
+SYNC = (ASYNC.replace("AsyncConnectionPool", "ConnectionPool").replace("async def", "def").replace("async with", "with")
+        .replace("await ", "").replace("from psycopg_pool import", "from psycopg_pool import"))
+
+
+@pytest.mark.parametrize("source", [ASYNC, SYNC], ids=["async", "sync"])
+def test_an_answer_replaced_by_the_next_statement_is_ignored(tmp_path, source):
+    write(tmp_path, {"bakery/__init__.py": "", "bakery/routing.py": source})
+    assert findings(tmp_path, "bakery/routing.py", codes=("OG106",)) == [(10, "OG106")]
+
+
+@pytest.mark.parametrize("source", [ASYNC, SYNC], ids=["async", "sync"])
+def test_an_answer_fetched_before_the_next_statement_is_read(tmp_path, source):
+    awaited = "await " if "async def" in source else ""
+    read = source.replace(
+        'cur.execute("SELECT id, address',
+        f'cur.fetchone()\n                    {awaited}cur.execute("SELECT id, address', 1)
+    write(tmp_path, {"bakery/__init__.py": "", "bakery/routing.py": read})
+    assert findings(tmp_path, "bakery/routing.py", codes=("OG106",)) == []
