@@ -83,3 +83,52 @@ def test_a_lease_without_expiry_is_still_a_claim_and_its_expiry_is_reported(tmp_
     _project(tmp_path, PUSH, lease=lease)
     assert findings(tmp_path, "feed/push.py", codes=("OG302", "OG201")) == []
     assert [code for _, code in findings(tmp_path, "feed/lease.py", codes=("OG501",))] == ["OG501"]
+
+
+JOB_LOCK = """\
+    from contextlib import asynccontextmanager
+
+
+    @asynccontextmanager
+    async def job_lock(pool, key: int):
+        async with pool.acquire() as conn:
+            async with conn.transaction():
+                acquired = bool(await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", key))
+                yield conn, acquired
+"""
+
+DISPATCH = """\
+    import httpx
+
+    from feed.locks import job_lock
+
+
+    async def dispatch(pool) -> int:
+        async with job_lock(pool, 7001) as (conn, acquired):
+            if not acquired:
+                return 0
+            rows = await conn.fetch("SELECT id, body FROM outgoing WHERE sent_at IS NULL LIMIT 50")
+            for row in rows:
+                await httpx.AsyncClient().post("https://partner.example.org/in", content=row["body"])
+                await conn.execute("UPDATE outgoing SET sent_at = now() WHERE id = $1", row["id"])
+        return len(rows)
+"""
+
+
+def test_a_claim_yielded_with_its_connection_claims_the_pickup_after_its_test(tmp_path):
+    write(tmp_path, {"feed/__init__.py": "", "feed/locks.py": JOB_LOCK, "feed/dispatch.py": DISPATCH})
+    assert findings(tmp_path, "feed/dispatch.py", codes=("OG302",)) == []
+
+
+def test_the_same_pickup_without_the_test_is_reported(tmp_path):
+    untested = DISPATCH.replace("""            if not acquired:
+                return 0
+""", "")
+    write(tmp_path, {"feed/__init__.py": "", "feed/locks.py": JOB_LOCK, "feed/dispatch.py": untested})
+    assert findings(tmp_path, "feed/dispatch.py", codes=("OG302",)) == [(8, "OG302")]
+
+
+def test_a_tuple_whose_element_is_not_the_answer_claims_nothing(tmp_path):
+    other = JOB_LOCK.replace("yield conn, acquired", "yield conn, key")
+    write(tmp_path, {"feed/__init__.py": "", "feed/locks.py": other, "feed/dispatch.py": DISPATCH})
+    assert findings(tmp_path, "feed/dispatch.py", codes=("OG302",)) == [(10, "OG302")]

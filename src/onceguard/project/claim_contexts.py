@@ -48,6 +48,26 @@ def yields_claim(analyzer: "ClaimAnalyzer", function: FunctionNode, depth: int) 
     return all(_is_answer(analyzer, node, answers, executed, depth) for node in yields)
 
 
+def yields_claim_element(analyzer: "ClaimAnalyzer", function: FunctionNode, index: int, depth: int) -> bool:
+    """Whether every value the generator ``function`` yields is a tuple whose ``index``-th element is the answer
+    of a claim it takes (``yield conn, acquired``, bound by ``async with job_lock(pool, KEY) as (conn, got):``)."""
+    from .claims import _fetch_from
+
+    yields = [node for node in walk_no_nested_functions(function) if isinstance(node, ast.Yield)]
+    if not yields:
+        return False
+    executed: Dict[str, object] = {}
+    answers = analyzer.answer_names(function, depth, contexts=True, executed=executed)
+    for node in yields:
+        value = node.value
+        if not (isinstance(value, ast.Tuple) and index < len(value.elts)):
+            return False
+        element = value.elts[index]
+        if not (_depends(analyzer, element, answers, depth) or _fetch_from(element, executed) is not None):
+            return False
+    return True
+
+
 def _is_answer(analyzer: "ClaimAnalyzer", node: ast.Yield, answers: Set[str], executed: Dict[str, object],
                depth: int) -> bool:
     from .claims import _fetch_from

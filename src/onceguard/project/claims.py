@@ -294,6 +294,19 @@ class ClaimAnalyzer:
                 return ClaimHit(HELPER_CONTEXT, expr)
         return self._entered_claim(expr, depth)
 
+    def context_claim_element(self, expr: ast.AST, index: int) -> Optional[ClaimHit]:
+        """``job_lock(pool, KEY)`` in ``async with job_lock(pool, KEY) as (conn, acquired):`` when the project's
+        context manager yields a tuple whose ``index``-th element is its claim's answer."""
+        if not isinstance(expr, ast.Call):
+            return None
+        found = self._helper_target(expr)
+        if found is None:
+            return None
+        function, analyzer = found
+        if is_context_factory(function, analyzer.facts) and yields_claim_element(analyzer, function, index, 1):
+            return ClaimHit(HELPER_CONTEXT, expr)
+        return None
+
     def _entered_claim(self, expr: ast.Call, depth: int) -> Optional[ClaimHit]:
         """``with Lease(client, "batch", ttl_s=600) as held:``: a class of the project whose ``__enter__`` (or
         ``__aenter__``) returns a claim's answer binds that answer, as a claiming ``@contextmanager`` does."""
@@ -611,10 +624,18 @@ class ClaimAnalyzer:
                 if hit is not None and hit.kind in NEEDS_TEST:
                     found = hit
             elif isinstance(node, (ast.With, ast.AsyncWith)):
-                # ``with exclusive(key) as got:``: a project context manager that yields its claim's answer.
+                # ``with exclusive(key) as got:``: a project context manager that yields its claim's answer;
+                # ``as (conn, got)``: one that yields it with the connection the claim holds.
                 for item in node.items:
-                    if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name:
+                    bound = item.optional_vars
+                    if isinstance(bound, ast.Name) and bound.id == name:
                         hit = self.context_claim(item.context_expr)
+                        if hit is not None:
+                            found = hit
+                    elif isinstance(bound, (ast.Tuple, ast.List)):
+                        index = next((i for i, e in enumerate(bound.elts) if isinstance(e, ast.Name) and e.id == name),
+                                     None)
+                        hit = self.context_claim_element(item.context_expr, index) if index is not None else None
                         if hit is not None:
                             found = hit
         self._bound_claims[key] = found
@@ -935,4 +956,4 @@ def _catches_lock_failure(handler: ast.ExceptHandler, facts: ModuleFacts) -> boo
     return False
 
 
-from .claim_contexts import is_context_factory, yields_claim  # noqa: E402 (it reads claims through this module)
+from .claim_contexts import is_context_factory, yields_claim, yields_claim_element  # noqa: E402 (it reads claims through this module)
