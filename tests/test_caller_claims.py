@@ -132,3 +132,34 @@ def test_a_tuple_whose_element_is_not_the_answer_claims_nothing(tmp_path):
     other = JOB_LOCK.replace("yield conn, acquired", "yield conn, key")
     write(tmp_path, {"feed/__init__.py": "", "feed/locks.py": other, "feed/dispatch.py": DISPATCH})
     assert findings(tmp_path, "feed/dispatch.py", codes=("OG302",)) == [(10, "OG302")]
+
+
+NOTICES = """\
+    from psycopg_pool import ConnectionPool
+
+    pool = ConnectionPool("postgresql://db/library")
+
+
+    def raise_notice_levels(send) -> None:
+        with pool.connection() as conn, conn.transaction():
+            (acquired,) = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (4242,)).fetchone()
+            if not acquired:
+                return
+            loans = conn.execute("SELECT id, notice_level FROM loans WHERE returned_at IS NULL").fetchall()
+            for loan_id, notice_level in loans:
+                send(loan_id)
+                conn.execute("UPDATE loans SET notice_level = %s WHERE id = %s", (notice_level + 1, loan_id))
+"""
+
+
+def test_a_read_and_write_back_only_a_claim_winner_reaches_is_no_lost_update(tmp_path):
+    write(tmp_path, {"library/__init__.py": "", "library/notices.py": NOTICES})
+    assert findings(tmp_path, "library/notices.py", codes=("OG301",)) == []
+
+
+def test_the_same_read_and_write_back_without_the_claim_is_reported(tmp_path):
+    unclaimed = NOTICES.replace("""            if not acquired:
+                return
+""", "")
+    write(tmp_path, {"library/__init__.py": "", "library/notices.py": unclaimed})
+    assert findings(tmp_path, "library/notices.py", codes=("OG301",)) == [(12, "OG301")]

@@ -956,4 +956,13 @@ def _catches_lock_failure(handler: ast.ExceptHandler, facts: ModuleFacts) -> boo
     return False
 
 
+def won_claim_reaches(node: ast.AST, facts: ModuleFacts) -> bool:
+    """Only the replica that won a claim of the same function reaches ``node`` (``if not acquired: return 0``
+    before it, or the branch a won claim takes): what it does there, one replica at a time does."""
+    from .scheduled.discovery import _resolver
+
+    analyzer = ClaimAnalyzer.of_module(facts, _resolver if facts.context.cross_file else None)
+    return analyzer.dominating_claim(node) is not None
+
+
 from .claim_contexts import is_context_factory, yields_claim, yields_claim_element  # noqa: E402 (it reads claims through this module)

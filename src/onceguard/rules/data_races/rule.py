@@ -9,6 +9,7 @@ from ..fix_plans import orm_update_fix
 from ...knowledge import orm
 from ...model import Diagnostic
 from ...project import index as project
+from ...project.claims import won_claim_reaches
 from ...project.definitions import definition
 from ...analysis.names import dotted
 from ..registry import register
@@ -231,6 +232,8 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                     continue
                 if _relocked_before(change.instance, change.statement, function, facts):
                     continue
+                if won_claim_reaches(change.statement, facts):
+                    continue  # one replica at a time runs it: the claim serialises the load and the write
                 if _fresh_object(change.instance, change, function, facts):
                     continue
                 seen_by = bindings

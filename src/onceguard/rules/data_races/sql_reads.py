@@ -10,6 +10,7 @@ from pglast import ast as pg
 from ...analysis.executed_sql import ExecutedSql, bound_value, executed_sql
 from ...analysis.facts import FunctionNode, ModuleFacts
 from ...knowledge import orm
+from ...project.claims import won_claim_reaches
 from ...model import Diagnostic
 from ...analysis.names import dotted
 from ...analysis.sql import parse_statements, placeholder_names, sql_nodes
@@ -175,6 +176,8 @@ class SqlChecks:
                     continue
                 value = _parameter(update, target.val.number, facts)
                 if value is not None and flow.arithmetic(value):
+                    if won_claim_reaches(update.call, facts):
+                        return None  # one replica at a time runs it: the claim serialises the read and the write
                     return self.finding(
                         update.call,
                         f"`{column}` of `{table}` is read by the SELECT on line {select.call.lineno}, changed in "

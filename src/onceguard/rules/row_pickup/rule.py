@@ -20,7 +20,7 @@ from .selection import (
     sql_pickup)
 from .moved_rows import aggregates_only, hands_back, helper_writes, picked_and_written_after
 from .callers import _locked_before, _resolver, runs_claimed
-from ...project.claims import ClaimAnalyzer
+from ...project.claims import ClaimAnalyzer, won_claim_reaches
 from ...project.queue_handoffs import queue_put
 from ...project.fixed_arguments import callers_of
 from ...project.scheduled.discovery import scheduled_once
@@ -75,7 +75,7 @@ class UnclaimedRowPickup(Rule):
                 if write is None or self._orm_claimed(pickup, function, facts):
                     continue
                 if pickup.at.lineno in reported or _only_writes_rows(pickup, function, facts) or runs_claimed(
-                        function, facts) or _claimed_here(pickup.node, facts):
+                        function, facts) or won_claim_reaches(pickup.node, facts):
                     continue  # (``(await session.scalars(...)).all()``: the awaited call and the chain are one pickup)
                 reported.add(pickup.at.lineno)
                 yield self._report(pickup, write)
@@ -309,7 +309,7 @@ class UnclaimedRowPickup(Rule):
                     continue
                 if runner is not None and (runs_claimed(runner, runner_facts) or scheduled_once(runner, runner_facts)):
                     continue  # one replica at a time picks: the run itself is claimed, as for ORM pickups
-                if where is None and _claimed_here(select.call, facts):
+                if where is None and won_claim_reaches(select.call, facts):
                     continue  # only the replica that won a claim reaches the SELECT
                 write = writes[0]
                 yield self.finding(
@@ -345,9 +345,3 @@ class UnclaimedRowPickup(Rule):
                 return picked, (where, other), caller
         return None, None, None
 
-
-def _claimed_here(node: ast.AST, facts: ModuleFacts) -> bool:
-    """Only the winner of a claim of the same function reaches ``node`` (``async with job_lock(pool, KEY) as
-    (conn, acquired): if not acquired: return`` before the pickup)."""
-    return ClaimAnalyzer.of_module(facts, _resolver if facts.context.cross_file else None).dominating_claim(node) \
-        is not None
