@@ -123,3 +123,25 @@ def test_a_value_gating_the_process_own_upkeep_is_left_alone(tmp_path):
 def test_a_value_no_request_or_job_reads_is_left_alone(tmp_path):
     write(tmp_path, {"hostels/__init__.py": "", "hostels/digest.py": DIGEST, "hostels/models.py": MODELS})
     assert findings(tmp_path, "hostels/digest.py", codes=("OG608",)) == []
+
+
+def test_a_value_computed_once_and_handed_back_is_memoisation(tmp_path):
+    memo = """\
+    import hashlib
+
+    import httpx
+
+    _theme_key = None
+
+
+    def theme_key() -> str:
+        global _theme_key
+        if not _theme_key:
+            body = httpx.get("https://cdn.example.org/theme.css").content
+            _theme_key = hashlib.sha256(body).hexdigest()[:12]
+        return _theme_key
+"""
+    views = VIEWS.replace("digest.maybe_send_digest(dt.datetime.now())", "digest.theme_key()")
+    write(tmp_path, {"hostels/__init__.py": "", "hostels/digest.py": memo, "hostels/views.py": views,
+                     "hostels/urls.py": URLS})
+    assert findings(tmp_path, "hostels/digest.py", codes=("OG608",)) == []

@@ -24,6 +24,9 @@ TRY_LOCK_FUNCTIONS: FrozenSet[str] = frozenset({
 #: ``r.set(key, token, nx=True, ex=...)``: the method, the flag and the expiry keywords.
 REDIS_SET_METHOD = "set"
 REDIS_SETNX_METHOD = "setnx"
+#: coredis spells the flag ``set(key, value, condition=PureToken.NX, ex=...)``.
+REDIS_CONDITION_KEYWORD = "condition"
+REDIS_NX_TOKEN = "NX"
 REDIS_NX_KEYWORD = "nx"
 REDIS_EXPIRY_KEYWORDS: FrozenSet[str] = frozenset({"ex", "px", "exat", "pxat"})
 #: A project's cache wrapper passing ``nx=True`` on: the expiry keywords such wrappers take.

@@ -47,6 +47,11 @@ CONSTRUCTORS: Dict[str, Tuple[str, str]] = {
     # (``Walrus`` is the same class); its ``lock()`` is walrus's own Lock (lock_libraries.WALRUS_CLIENT_LOCK).
     "walrus.Database": (REDIS, "walrus"),
     "walrus.Database.from_url": (REDIS, "walrus"),
+    # coredis: ``Redis(...)`` / ``Redis.from_url(url)``, the same commands (``set(..., condition=PureToken.NX)``)
+    "coredis.Redis": (REDIS, "coredis"),
+    "coredis.Redis.from_url": (REDIS, "coredis"),
+    "coredis.RedisCluster": (REDIS, "coredis"),
+    "coredis.RedisCluster.from_url": (REDIS, "coredis"),
     "walrus.Walrus": (REDIS, "walrus"),
     "walrus.Walrus.from_url": (REDIS, "walrus"),
     "flask_caching.Cache": (CACHE, "flask-caching"),
@@ -70,6 +75,8 @@ ANNOTATIONS: Dict[str, Tuple[str, str]] = {
     "redis.asyncio.client.Redis": (REDIS, "redis.asyncio"),
     "aioredis.Redis": (REDIS, "aioredis"),
     "walrus.Database": (REDIS, "walrus"),
+    "coredis.Redis": (REDIS, "coredis"),
+    "coredis.RedisCluster": (REDIS, "coredis"),
     "django.core.cache.backends.base.BaseCache": (DJANGO_CACHE, "django"),
 }
 
@@ -134,6 +141,8 @@ SET_KEY = Arg("name", 0)
 SET_VALUE = Arg("value", 1)
 SET_EXPIRY: Tuple[Arg, ...] = (Arg("ex", 2), Arg("px", 3), Arg("exat", 8), Arg("pxat", 9))
 SET_NX = Arg("nx", 4)
+#: coredis: ``set(key, value, ex=..., condition=PureToken.NX)``.
+SET_CONDITION = "condition"
 
 #: Django cache ``set(key, value, timeout=DEFAULT_TIMEOUT, version=None)`` and ``add(...)`` alike;
 #: django-redis adds ``nx=False``.  An omitted timeout is the backend default (300 s): it expires.
@@ -252,7 +261,8 @@ LEASE_TRIGGERS = (b"setnx", b"SETNX") + tuple(
     # a write with NX.
     (b".get(", b"set", b"delete"),
     (b"nx=", b"set"),
+    (b"PureToken.NX", b"set"),
 )
 RELEASE_TRIGGERS = tuple(
     (client, call) for client in _CLIENT_WORDS for call in (b"delete", b"unlink", b"DEL")
-) + ((b".get(", b"set", b"delete"), (b"nx=", b"delete"), (b"setnx", b"delete"))
+) + ((b".get(", b"set", b"delete"), (b"nx=", b"delete"), (b"setnx", b"delete"), (b"PureToken.NX", b"delete"))

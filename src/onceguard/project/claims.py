@@ -184,7 +184,9 @@ class ClaimAnalyzer:
         attr = func.attr
         keywords = {k.arg: k.value for k in call.keywords if k.arg}
         nx = keywords.get(known.REDIS_NX_KEYWORD)
-        if isinstance(nx, ast.Constant) and nx.value is True:
+        condition = keywords.get(known.REDIS_CONDITION_KEYWORD)  # coredis: ``condition=PureToken.NX``
+        if (isinstance(nx, ast.Constant) and nx.value is True) or (
+                isinstance(condition, ast.Attribute) and condition.attr == known.REDIS_NX_TOKEN):
             # ``r.set(key, token, nx=True, ex=...)``, and a project's cache wrapper that passes the same
             # flags on (``cache.async_set_cache(key, token, nx=True, ttl=...)``).
             expiry = known.REDIS_EXPIRY_KEYWORDS if attr == known.REDIS_SET_METHOD else known.WRAPPER_EXPIRY_KEYWORDS

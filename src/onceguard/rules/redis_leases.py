@@ -88,7 +88,9 @@ def _find_acquires(facts: ModuleFacts) -> List[Acquire]:
             if command == known.SETNX:
                 nx, expires = True, False
             else:
-                nx = not is_false(argument(call, known.SET_NX))
+                condition = next((k.value for k in call.keywords if k.arg == known.SET_CONDITION), None)
+                nx = (isinstance(condition, ast.Attribute) and condition.attr == "NX") if condition is not None \
+                    else not is_false(argument(call, known.SET_NX))  # (coredis: ``condition=PureToken.NX``)
                 expires = any(not is_none(argument(call, arg)) for arg in known.SET_EXPIRY)
         elif handle.kind in (known.DJANGO_CACHE, known.CACHE):
             if command == known.SETNX:
@@ -122,7 +124,10 @@ def _find_releases(facts: ModuleFacts) -> List[Release]:
     found = []
     for call, handle, _ in client_calls(facts, ("delete",)):
         if len(call.args) == 1 and not call.keywords and not isinstance(call.args[0], ast.Starred):
-            found.append(Release(call, handle, call.args[0], key_identity(call.args[0], facts)))
+            key = call.args[0]
+            if isinstance(key, (ast.List, ast.Tuple)) and len(key.elts) == 1:
+                key = key.elts[0]  # coredis: ``delete([key])`` takes the keys as one list
+            found.append(Release(call, handle, key, key_identity(key, facts)))
     for call in facts.calls_named("execute_command"):
         if (len(call.args) == 2 and isinstance(call.args[0], ast.Constant)
                 and str(call.args[0].value).upper() in known.RAW_DELETE):

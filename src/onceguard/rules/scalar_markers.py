@@ -81,6 +81,8 @@ def _marker_in(function: FunctionNode, name: str, binding: state.Binding,
         recorded = [write for write in writes if id(write) in covered]
         if not recorded:
             continue  # the value is set elsewhere: this test only reads it
+        if _memoises(function, name, recorded, work):
+            return None  # a value computed once and handed back: a cache of this process's own
         skip: Set[int] = {id(part) for write in recorded for part in walk(write)}
         # Work only the winner of a claim does is done once whatever the value says (the value is a fast path),
         # and the claim itself is how the replicas agree.
@@ -92,6 +94,18 @@ def _marker_in(function: FunctionNode, name: str, binding: state.Binding,
             continue  # what it gates stays in this process
         return ScalarMarker(binding, function, node, recorded[0])
     return None
+
+
+def _memoises(function: FunctionNode, name: str, recorded: List[ast.AST], work: List[ast.AST]) -> bool:
+    """The value is what the work computed, kept to be handed back (``return _source_key``, or set from names
+    the work itself binds): memoisation, each process computing it once, not a record that work was done."""
+    if any(isinstance(node, ast.Return) and node.value is not None and _reads(node.value, name)
+           for node in walk_no_nested_functions(function)):
+        return True
+    made = {n.id for statement in work for n in walk(statement) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Store) and n.id != name}
+    return any(isinstance(n, ast.Name) and n.id in made for write in recorded
+               for n in walk(write.value) if getattr(write, "value", None) is not None)
 
 
 def _targets(node: ast.AST) -> List[ast.AST]:
