@@ -8,13 +8,16 @@ its own key, and all of them run the guarded work.
 from __future__ import annotations
 
 import ast
+import os
 from typing import Iterator, Set
 
 from ..analysis.facts import ModuleFacts
+from ..analysis.handed import argument_for, parameter_names
 from ..analysis.names import dotted
 from ..knowledge import advisory_locks as known
 from ..knowledge import lock_libraries as lock_known
 from ..model import Diagnostic, Fix, Related
+from ..project.fixed_arguments import callers_of
 from ..project.lock_libraries import library_locks, spells_lock_library
 from ..project.process_values import (RETURNED_TRIGGERS, calling_modules, returned_unstable, same_place,
                                       unstable_call, unstable_parts)
@@ -38,18 +41,22 @@ class UnstableLockKey(Rule):
     triggers = known.TRIGGERS + RETURNED_TRIGGERS + lock_known.TRIGGERS
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
-        reported: Set[int] = set()
+        reported: Set = set()
         yield from self._returned_here(facts, reported)
         for use in lock_uses(facts):
             if use.function.name == "pg_advisory_unlock_all":
                 continue
             # The key's parts, through the names and the project's functions that compute it; a part computed
-            # in another module is reported there (``_returned_here``), where it can be mended.
-            for part in unstable_parts(key_expressions(use), facts):
+            # in another module is reported there (``_returned_here``), where it can be mended.  A lock helper
+            # keyed on its parameter (``def try_xact_lock(lock_id)``) is keyed on what its callers hand it.
+            for part in [*unstable_parts(key_expressions(use), facts), *_handed_by_callers(use, facts)]:
                 node = part.call
-                if part.facts is not facts or id(node) in reported:
+                # (a part reached through a caller is read in that caller's copy of this module: same place)
+                if part.facts is not facts and not _same_file(part.facts, facts):
                     continue
-                reported.add(id(node))
+                if id(node) in reported or (node.lineno, node.col_offset) in reported:
+                    continue
+                reported.update((id(node), (node.lineno, node.col_offset)))
                 fix = None
                 if isinstance(node.func, ast.Name) and node.func.id == "hash" and len(node.args) == 1:
                     fix = Fix("stable-lock-key", "replace hash() with zlib.crc32() of the encoded value", "unsafe")
@@ -108,3 +115,23 @@ class UnstableLockKey(Rule):
                 )
 
 
+def _handed_by_callers(use, facts: ModuleFacts) -> list:
+    """The per-process parts of the values the callers of a lock helper hand it for the key's parameters
+    (``try_xact_lock(allocation_lock_id(code, period))`` where ``allocation_lock_id`` returns ``hash(...)``)."""
+    scope = use.scope
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or not facts.context.cross_file:
+        return []
+    own = set(parameter_names(scope, receiver=False))
+    names = sorted({n.id for key in key_expressions(use) for n in ast.walk(key) if isinstance(n, ast.Name)} & own)
+    found = []
+    for name in names:
+        for call, other in callers_of(scope, facts):
+            handed = argument_for(call, scope, name)
+            if handed is not None and not other.context.is_test:
+                found.extend(unstable_parts([handed], other))
+    return found
+
+
+def _same_file(one: ModuleFacts, other: ModuleFacts) -> bool:
+    return bool(one.context.path and other.context.path) and \
+        os.path.abspath(one.context.path) == os.path.abspath(other.context.path)

@@ -1,0 +1,59 @@
+"""OG104: a lock helper keyed on its parameter, handed a per-process key by its callers.
+
+``def try_xact_lock(lock_id)`` runs ``pg_try_advisory_xact_lock(%s)`` with ``lock_id``; a task calls it with
+``allocation_lock_id(code, period)``, which returns ``hash((...))`` of text: salted per process, so each worker
+locks its own key.  Reported where the value is computed; a stable digest there is fine.
+"""
+from __future__ import annotations
+
+import pytest
+from test_job_discovery import findings, fresh_caches, write  # noqa: F401 (fresh_caches: autouse here too)
+
+LOCKS = """\
+    from django.db import connection
+
+    NAMESPACE = "credit-allocation"
+
+
+    def allocation_lock_id(utility: str, period: str) -> int:
+        return hash((NAMESPACE, utility, period)) & 0x7FFF_FFFF_FFFF_FFFF
+
+
+    def try_xact_lock(lock_id: int) -> bool:
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_try_advisory_xact_lock(%s)", [lock_id])
+            return bool(cur.fetchone()[0])
+"""
+
+TASKS = """\
+    from django.db import transaction
+
+    from credits.locks import allocation_lock_id, try_xact_lock
+
+
+    def allocate(utility: str, period: str, post) -> int:
+        with transaction.atomic():
+            if not try_xact_lock(allocation_lock_id(utility, period)):
+                return 0
+            return post(utility, period)
+"""
+
+
+@pytest.mark.parametrize("tasks", [
+    TASKS,
+    TASKS.replace("from credits.locks import allocation_lock_id, try_xact_lock", "from credits import locks").replace(
+        "try_xact_lock(allocation_lock_id(utility, period))", "locks.try_xact_lock(locks.allocation_lock_id(utility, period))"),
+    TASKS.replace("if not try_xact_lock(allocation_lock_id(utility, period)):",
+                  "key = allocation_lock_id(utility, period)\n            if not try_xact_lock(key):"),
+], ids=["from-import", "module-import", "through-a-local"])
+def test_a_per_process_key_handed_to_a_lock_helper_is_reported_where_it_is_computed(tmp_path, tasks):
+    write(tmp_path, {"credits/__init__.py": "", "credits/locks.py": LOCKS, "credits/tasks.py": tasks})
+    assert findings(tmp_path, "credits/locks.py", codes=("OG104",)) == [(7, "OG104")]
+
+
+def test_a_stable_digest_handed_to_the_helper_is_fine(tmp_path):
+    stable = LOCKS.replace("return hash((NAMESPACE, utility, period)) & 0x7FFF_FFFF_FFFF_FFFF",
+                           'return zlib.crc32(f"{NAMESPACE}:{utility}:{period}".encode())').replace(
+        "from django.db import connection", "import zlib\n\n    from django.db import connection")
+    write(tmp_path, {"credits/__init__.py": "", "credits/locks.py": stable, "credits/tasks.py": TASKS})
+    assert findings(tmp_path, "credits/locks.py", codes=("OG104",)) == []
