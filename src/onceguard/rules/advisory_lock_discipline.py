@@ -1,5 +1,5 @@
-"""OG103, OG105, OG106: whether taking a lock waits, whether it is always released, and whether its answer
-is read (what it is keyed on, OG104, is ``lock_keys``).  Lock uses and connection handles come from
+"""OG103, OG105: whether taking a lock waits, and whether it is always released (whether its answer is read,
+OG106, is ``try_lock_results``; what it is keyed on, OG104, ``lock_keys``).  Lock uses and connection handles come from
 ``advisory_locks``; lock libraries from ``project.lock_libraries``; which jobs enter a lock helper from
 ``project.locked_sections``; locks taken and released through the project's own helpers from
 ``project.advisory_helpers``.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Set
 
-from ..analysis.facts import ModuleFacts, ancestors, parent, position, spells_triggers, walk, walk_no_nested_functions
+from ..analysis.facts import ModuleFacts, ancestors, parent, position, walk, walk_no_nested_functions
 from .fix_plans import try_lock_fix
 from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
@@ -19,18 +19,15 @@ from ..project.fixed_arguments import fixed_at_callers
 from ..project.forwarding import forwarded
 from ..project.lock_libraries import LibraryLock, library_locks, spells_lock_library, spin_waits
 from ..project.locked_sections import jobs_entering
-from ..project.state_answers import answer_dropped
 from ..project.advisory_helpers import helper_pairs, helper_words, release_guaranteed
-from ..project.claim_helper_words import claim_helper_words
-from ..project.claims import CACHE_ADD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, ClaimAnalyzer
-from ..project.scheduled.discovery import _resolver as claim_resolver
+from ..project.state_answers import answer_dropped
 from ..project.process_values import is_fixed_key as _is_fixed_key, parameter_names_around as _parameter_names
 from ..model import Diagnostic, Related
 from ..analysis.names import dotted
 from .registry import register
-from ..analysis.sql import tokens
 from .base import Rule
 from .advisory_locks import LockUse, SessionLockOnPool, _calls_on, _guard_key, _lease_first, lock_uses
+from .try_lock_results import try_lock_result_ignored
 
 
 # -- lock keys --------------------------------------------------------------------------------------
@@ -304,7 +301,7 @@ class UnlockNotGuaranteed(Rule):
     code = "OG105"
     name = "unlock-not-guaranteed"
     summary = "session-level advisory lock whose unlock is missing or not in a finally block"
-    triggers = known.TRIGGERS
+    triggers = known.TRIGGERS + lock_known.TRIGGERS
 
     @staticmethod
     def project_triggers(config) -> tuple:
@@ -313,6 +310,7 @@ class UnlockNotGuaranteed(Rule):
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         yield from self._through_helpers(facts)
+        yield from self._library_releases(facts)
         uses = lock_uses(facts)
         # Scopes that unlock without locking are release helpers: a lock elsewhere may be released there.
         release_helpers = ({id(u.scope) for u in uses if u.function.unlock}
@@ -389,6 +387,32 @@ class UnlockNotGuaranteed(Rule):
             )
 
 
+    def _library_releases(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        """A lock library's lock taken with ``acquire()`` and given back with ``release()`` after work that can
+        raise past it: the lock stays taken until its TTL ends (or for good without one)."""
+        for lock in library_locks(facts) if spells_lock_library(facts) else ():
+            taken, scope = lock.taken, lock.scope
+            if lock.in_with is not None or scope is None or not (
+                    isinstance(taken, ast.Call) and isinstance(taken.func, ast.Attribute)
+                    and taken.func.attr == lock_known.ACQUIRE):
+                continue
+            if not lock.waits and answer_dropped(taken):
+                continue  # tried and its answer dropped: OG106's finding, the lock may not even be this replica's
+            receiver = dotted(taken.func.value)
+            releases = [c for c in _calls_on(receiver, (_RELEASE,), scope) if position(c) > position(taken)] \
+                if receiver else []
+            if not releases or release_guaranteed(taken, releases, scope, facts):
+                continue
+            first = min(releases, key=position)
+            yield self.finding(
+                first,
+                f"`{dotted(first.func)}()` is not in a `finally:` block, so an exception after the acquire (line "
+                f"{taken.lineno}) leaves this {lock.api.library} lock taken and every replica skips or waits until "
+                "it expires.",
+                "An exception in the work skips the release. Put the work in `try:` and the release in `finally:`, "
+                "or enter the lock with `with` (its exit releases it on any error)",
+            )
+
     def _through_helpers(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         """A lock taken through a project helper (``db.try_advisory_lock(K)``, a method running the SQL) and
         released after the work, through a helper or by SQL, where an exception can skip the release."""
@@ -445,157 +469,5 @@ def _release_helper_call(use: LockUse, facts: ModuleFacts) -> Optional[ast.Call]
 
 # -- try-lock results -------------------------------------------------------------------------------
 
-_READERS = ("fetchone", "fetchall", "fetchmany", "fetchval", "scalar", "scalar_one", "first", "one")
-#: Calls that run another statement on a cursor, replacing the result a fetch would read.
-_STATEMENT_RUNNERS = ("execute", "executemany")
-
-
-def _value_holder(call: ast.Call) -> ast.AST:
-    """Climb from the SQL call through ``await``, ``.scalar()``, ``[0]`` to the expression that uses it."""
-    node: ast.AST = call
-    while True:
-        above = parent(node)
-        if isinstance(above, ast.Await):
-            node = above
-        elif isinstance(above, ast.Attribute) and above.value is node:
-            node = above
-        elif isinstance(above, ast.Call) and above.func is node:
-            node = above
-        elif isinstance(above, ast.Subscript) and above.value is node:
-            node = above
-        else:
-            return node
-
-
-def _name_read_after(name: str, statement: ast.AST, scope: ast.AST) -> bool:
-    after = position(statement)
-    for node in walk_no_nested_functions(scope):
-        if (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
-                and position(node) > after):
-            return True
-        if isinstance(node, ast.Global) and name in node.names:
-            return True
-    return False
-
-
-def try_lock_result_ignored(use: LockUse, facts: ModuleFacts) -> bool:
-    if not use.function.try_lock:
-        return False
-    names = {name for name, _ in tokens(use.executed.text)}
-    if "FROM" in names or "WHERE" in names:
-        return False  # a lock per selected row: the rows returned are the answer
-    holder = _value_holder(use.call)
-    above = parent(holder)
-    scope = use.scope or facts.tree
-    if isinstance(above, ast.Expr):
-        receiver = use.receiver_text
-        if receiver is None:
-            return True
-        # The answer is read by the first fetch on the same cursor, unless another statement it runs first
-        # replaces the result (``cur.execute(lock)`` then ``cur.execute(orders)`` then ``cur.fetchall()``).
-        after = position(use.call)
-        reads = [position(c) for c in _calls_on(receiver, _READERS, scope) if position(c) > after]
-        runs = [position(c) for c in _calls_on(receiver, _STATEMENT_RUNNERS, scope) if position(c) > after]
-        return not reads or (bool(runs) and min(runs) < min(reads))
-    if isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name):
-        target = above.targets[0].id
-        return target == "_" or not _name_read_after(target, above, scope)
-    return False
-
-
-@register
-class TryLockResultIgnored(Rule):
-    code = "OG106"
-    name = "try-lock-result-ignored"
-    summary = "result of pg_try_advisory_* never read: the work runs whether or not the lock was acquired"
-    triggers = known.TRIGGERS + lock_known.TRIGGERS
-
-    @staticmethod
-    def project_triggers(config) -> tuple:
-        """A module that tries the lock only through the project's own helper (``await claim_run(s, KEY)``)."""
-        return claim_helper_words(config)
-
-    def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
-        for call in _dropped_helper_answers(facts):
-            yield self.finding(
-                call,
-                f"`{dotted(call.func) or 'this call'}(...)` answers whether this replica got the lock, and the answer "
-                "is dropped, so every replica runs the work below.",
-                "The helper tries the lock and returns whether it got it; nothing here reads that. Test it and skip "
-                "the run when it is false: `if not await claim(...): return`",
-            )
-        for lock in library_locks(facts) if spells_lock_library(facts) else ():
-            if not lock.waits and _acquired_dropped(lock, facts):
-                yield self.finding(
-                    lock.taken,
-                    f"this {lock.api.library} lock does not wait and nothing reads whether it was acquired, so "
-                    "every replica runs the work below.",
-                    "The work below runs whether or not this replica got the lock. Keep the answer and skip when it is false: `with advisory_lock(key, wait=False) as acquired: "
-                    "if not acquired: return`, or `if not lock.acquire(blocking=False): return`",
-                )
-        for use in lock_uses(facts) if spells_triggers(facts, known.TRIGGERS) else ():  # (not a helper's name alone)
-            if try_lock_result_ignored(use, facts):
-                yield self.finding(
-                    use.call,
-                    f"the result of `{use.function.name}` is never read, so every replica runs the work below, "
-                    "whether or not it got the lock.",
-                    "Taking a try-lock decides nothing until its answer is tested. " + _lease_first(use, facts, "Test the lock's result and skip the run when it is false: "
-                                                  "`if not acquired: return`"),
-                    fix=try_lock_fix(use.call, use.scope, use.handle.library if use.handle else None,
-                                     use.receiver_text),
-                )
-
-
-def _names_its_def(call: ast.Call, facts: ModuleFacts) -> bool:
-    """``claim_run(...)``, ``locks.claim_run(...)`` on an imported module, ``self.try_slot(...)``: a call whose
-    def the module's names lead to (a method of some local object is left to the rules that type it)."""
-    func = call.func
-    if isinstance(func, ast.Name):
-        return True
-    head = func.value if isinstance(func, ast.Attribute) else None
-    return isinstance(head, ast.Name) and (head.id == "self" or facts.imports.is_module(head.id))
-
-
-def _dropped_helper_answers(facts: ModuleFacts) -> Iterator[ast.Call]:
-    """Calls made as statements of a project helper that returns a claim's answer (``claim_run(session, KEY)``
-    returning ``pg_try_advisory_xact_lock``'s): the answer goes nowhere."""
-    if not facts.context.cross_file:
-        return
-    names = {word[:-1].decode() for word in claim_helper_words(facts.config)}
-    analyzer = None
-    for call in (c for name in sorted(names & facts.calls_by_name.keys()) for c in facts.calls_by_name[name]):
-        if not answer_dropped(call) or not _names_its_def(call, facts):
-            continue
-        if analyzer is None:
-            analyzer = ClaimAnalyzer.of_module(facts, claim_resolver)
-        target = analyzer.helper_of(call)  # the helper's own body says what it answers, not its name
-        if target is not None and target[1].helper_kind(target[0]) == HELPER_RESULT and _tries_a_lock(*target):
-            yield call
-
-
-#: Claims that are locks tried once: a helper answering one of them answers "did I get the lock" (a row count of
-#: a conditional UPDATE it returns is the number of rows it changed, something else).
-_LOCK_TRIES = frozenset({TRY_LOCK, SET_NX, LOCK_ACQUIRE, CACHE_ADD})
-
-
-def _tries_a_lock(function, analyzer: ClaimAnalyzer) -> bool:
-    return any(isinstance(node, ast.Call) and analyzer.call_claim(node) in _LOCK_TRIES
-               for node in walk_no_nested_functions(function))
-
-
-def _acquired_dropped(lock: LibraryLock, facts: ModuleFacts) -> bool:
-    """``with advisory_lock(k, wait=False):`` (no ``as``, or an ``as`` name never read) and
-    ``lock.acquire(blocking=False)`` as a bare statement."""
-    if lock.in_with is not None:
-        if not lock.api.yields_acquired:
-            return False  # entering raises when not acquired (redis-py, pottery): nothing to drop
-        if lock.acquired_name is None:
-            return True
-        return not _name_read_after(lock.acquired_name, lock.in_with, lock.scope or facts.tree) and not any(
-            isinstance(n, ast.Name) and n.id == lock.acquired_name and isinstance(n.ctx, ast.Load)
-            for statement in lock.in_with.body for n in walk(statement))
-    if isinstance(lock.taken, ast.Call) and isinstance(lock.taken.func, ast.Attribute) \
-            and lock.taken.func.attr == lock_known.ACQUIRE:
-        holder = _value_holder(lock.taken)
-        return isinstance(parent(holder), ast.Expr)
-    return False
+#: A lock library's method that gives the lock back.
+_RELEASE = "release"
