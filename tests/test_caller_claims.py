@@ -163,3 +163,19 @@ def test_the_same_read_and_write_back_without_the_claim_is_reported(tmp_path):
 """, "")
     write(tmp_path, {"library/__init__.py": "", "library/notices.py": unclaimed})
     assert findings(tmp_path, "library/notices.py", codes=("OG301",)) == [(12, "OG301")]
+
+
+def test_a_conditional_update_owns_its_rows_not_the_row_changed_after_it(tmp_path):
+    source = """\
+    from forum.models import Notification
+
+
+    def read_notifications(user, post) -> None:
+        marked = Notification.objects.filter(user=user, post=post, is_read=False).update(is_read=True)
+        if marked:
+            user.unread_notifications = max(0, user.unread_notifications - marked)
+            user.save(update_fields=["unread_notifications"])
+"""
+    write(tmp_path, {"forum/__init__.py": "", "forum/models.py": "from django.db import models\n",
+                     "forum/reads.py": source})
+    assert findings(tmp_path, "forum/reads.py", codes=("OG301",)) == [(7, "OG301")]

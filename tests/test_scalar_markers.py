@@ -145,3 +145,23 @@ def test_a_value_computed_once_and_handed_back_is_memoisation(tmp_path):
     write(tmp_path, {"hostels/__init__.py": "", "hostels/digest.py": memo, "hostels/views.py": views,
                      "hostels/urls.py": URLS})
     assert findings(tmp_path, "hostels/digest.py", codes=("OG608",)) == []
+
+
+def test_a_flag_set_once_for_the_process_own_set_up_is_left_alone(tmp_path):
+    once = """\
+    import httpx
+
+    _fonts_registered = False
+
+
+    def register_fonts() -> None:
+        global _fonts_registered
+        if _fonts_registered:
+            return
+        httpx.get("https://fonts.example.org/catalogue")
+        _fonts_registered = True
+"""
+    views = VIEWS.replace("digest.maybe_send_digest(dt.datetime.now())", "digest.register_fonts()")
+    write(tmp_path, {"hostels/__init__.py": "", "hostels/digest.py": once, "hostels/views.py": views,
+                     "hostels/urls.py": URLS})
+    assert findings(tmp_path, "hostels/digest.py", codes=("OG608",)) == []

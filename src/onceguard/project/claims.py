@@ -958,13 +958,22 @@ def _catches_lock_failure(handler: ast.ExceptHandler, facts: ModuleFacts) -> boo
     return False
 
 
-def won_claim_reaches(node: ast.AST, facts: ModuleFacts) -> bool:
+#: Claims that exclude every other runner while held (a lock, a key set once), not claims of some rows only: a
+#: conditional UPDATE or a skip-locked pickup owns the rows it took, and another row the function then changes
+#: (the user's unread count after marking their notifications) is anyone's.
+EXCLUSIVE_KINDS = frozenset({TRY_LOCK, SET_NX, LOCK_ACQUIRE, CACHE_ADD, CLAIM_FUNCTION, HELPER_GUARD, HELPER_RESULT,
+                             HELPER_CONTEXT})
+
+
+def won_claim_reaches(node: ast.AST, facts: ModuleFacts, exclusive: bool = False) -> bool:
     """Only the replica that won a claim of the same function reaches ``node`` (``if not acquired: return 0``
-    before it, or the branch a won claim takes): what it does there, one replica at a time does."""
+    before it, or the branch a won claim takes): what it does there, one replica at a time does.  With
+    ``exclusive``, only a claim that excludes every other runner (``EXCLUSIVE_KINDS``) counts."""
     from .scheduled.discovery import _resolver
 
     analyzer = ClaimAnalyzer.of_module(facts, _resolver if facts.context.cross_file else None)
-    return analyzer.dominating_claim(node) is not None
+    hit = analyzer.dominating_claim(node)
+    return hit is not None and (not exclusive or hit.kind in EXCLUSIVE_KINDS)
 
 
 from .claim_contexts import is_context_factory, yields_claim, yields_claim_element  # noqa: E402 (it reads claims through this module)

@@ -83,6 +83,9 @@ def _marker_in(function: FunctionNode, name: str, binding: state.Binding,
             continue  # the value is set elsewhere: this test only reads it
         if _memoises(function, name, recorded, work):
             return None  # a value computed once and handed back: a cache of this process's own
+        if all(isinstance(getattr(write, "value", None), ast.Constant) for write in recorded):
+            return None  # a flag set once (``_fonts_registered = True``): this process's own set-up, done once
+        # (a watermark is set to the time or the period it did the work for, and lets the work run again later)
         skip: Set[int] = {id(part) for write in recorded for part in walk(write)}
         # Work only the winner of a claim does is done once whatever the value says (the value is a fast path),
         # and the claim itself is how the replicas agree.

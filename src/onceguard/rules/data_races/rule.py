@@ -232,7 +232,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                     continue
                 if _relocked_before(change.instance, change.statement, function, facts):
                     continue
-                if won_claim_reaches(change.statement, facts):
+                if won_claim_reaches(change.statement, facts, exclusive=True):
                     continue  # one replica at a time runs it: the claim serialises the load and the write
                 if _fresh_object(change.instance, change, function, facts):
                     continue

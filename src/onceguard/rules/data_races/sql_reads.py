@@ -176,7 +176,7 @@ class SqlChecks:
                     continue
                 value = _parameter(update, target.val.number, facts)
                 if value is not None and flow.arithmetic(value):
-                    if won_claim_reaches(update.call, facts):
+                    if won_claim_reaches(update.call, facts, exclusive=True):
                         return None  # one replica at a time runs it: the claim serialises the read and the write
                     return self.finding(
                         update.call,
