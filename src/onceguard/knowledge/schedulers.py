@@ -233,6 +233,10 @@ CELERY_BEAT_SCHEDULE_NAMES: FrozenSet[str] = frozenset({
     "beat_schedule", "CELERY_BEAT_SCHEDULE", "CELERYBEAT_SCHEDULE",
 })
 CELERY_SIGNATURE_METHODS: FrozenSet[str] = frozenset({"s", "si", "signature"})
+#: A task queue's enqueue method handed to a scheduler (``add_job(publish.send, ...)``): the task's function is
+#: what each tick runs, in a worker (Dramatiq ``send``, Celery ``delay``/``apply_async``, Taskiq ``kiq``, huey's
+#: task call is the function itself).
+TASK_ENQUEUE_METHODS: FrozenSet[str] = frozenset({"send", "send_with_options", "delay", "apply_async", "kiq"})
 CELERY_TASK_DECORATORS: FrozenSet[str] = frozenset({"task", "shared_task"})
 DJANGO_CELERY_BEAT_MODELS: FrozenSet[str] = frozenset({
     "django_celery_beat.models.PeriodicTask",

@@ -151,6 +151,13 @@ class ClaimAnalyzer:
         origin = self.bindings.origin(expr)
         return origin is not None and origin is not expr and self._is_lock_call(origin)
 
+    def _made_non_blocking(self, expr: ast.AST) -> bool:
+        """``lock = client.lock(name, timeout=60, blocking=False)``: an ``acquire()`` with no arguments of its own
+        tries once, as the lock was told when it was made."""
+        origin = expr if isinstance(expr, ast.Call) else self.bindings.origin(expr)
+        return isinstance(origin, ast.Call) and _non_blocking(ast.Call(func=origin.func, args=[], keywords=[
+            k for k in origin.keywords if k.arg in known.NO_WAIT_KEYWORDS]))
+
     def _waiting_lock(self, expr: ast.AST) -> bool:
         """A lock whose ``with`` waits: a known library's, or ``client.lock("name", timeout=60)`` (redis-py's and
         django-redis's lock waits unless told not to)."""
@@ -195,7 +202,8 @@ class ClaimAnalyzer:
                 return SET_NX
         if attr == known.REDIS_SETNX_METHOD and len(call.args) >= 2:
             return SET_NX  # ``r.setnx(key, token)``: one replica sets it (OG501 speaks of its missing expiry)
-        if attr == known.LOCK_ACQUIRE_METHOD and _non_blocking(call) and self._lock_object(func.value):
+        if attr == known.LOCK_ACQUIRE_METHOD and self._lock_object(func.value) and (
+                _non_blocking(call) or self._made_non_blocking(func.value)):
             return LOCK_ACQUIRE
         elif attr == known.CACHE_ADD_METHOD and call.args:
             receiver = func.value

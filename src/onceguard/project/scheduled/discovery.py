@@ -159,6 +159,12 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             method = self.bindings.method(expr)
             if method is not None:
                 return self._local(method)
+            if expr.attr in known.TASK_ENQUEUE_METHODS and isinstance(expr.value, (ast.Name, ast.Attribute)):
+                # ``publish_rosters.send`` (Dramatiq), ``task.delay`` (Celery), ``task.kiq`` (Taskiq): each tick
+                # puts the task on the queue, and a worker runs its function once per tick of each replica.
+                task = self.resolve(expr.value, depth + 1)
+                if task is not None and task.function is not None:
+                    return task
             imported = self.bindings.imported_name(expr)
             if imported is not None:
                 return self._foreign(imported, expr)
