@@ -583,6 +583,10 @@ def _runs(node: ast.AST, facts: ModuleFacts, ask: _Ask, hops: int, seen: Set[int
             return Runs(found.where, found.reason, entry, found.calls + (step,))
         any_caller, operator_only = True, operator_only and found.operator
     if not any_caller:
+        handed = _handed_to_startup_elsewhere(function, facts)
+        if handed is not None:
+            return handed
+    if not any_caller:
         # A method called on an object whose class the caller does not show (``engine = get_engine();
         # engine.create_database()``): the calls that resolve to it, its name being rare in the project.
         for call, other in _method_callers_by_name(function, facts):
@@ -647,6 +651,36 @@ def _here(node: ast.AST, function: Optional[FunctionNode], reach: Reach, seen: S
     if reach.is_command(function):
         return _operator_or_unknown(reach, node)
     seen.add(id(function))
+    return None
+
+
+#: Modules read for a start-up hook of another module handed a function by name.
+_MAX_HANDING_MODULES = 20
+
+
+def _handed_to_startup_elsewhere(function: FunctionNode, facts: ModuleFacts) -> Optional[Runs]:
+    """A start-up hook of another module of the project handed ``function`` by name, without calling it
+    (``Litestar(on_startup=[init_db])``, ``app.add_event_handler("startup", init_db)``, with ``init_db``
+    imported from here)."""
+    from . import index as project
+    from .bindings import own_module_names
+
+    if facts.enclosing_class(function) is not None or facts.enclosing_function(function) is not None:
+        return None
+    wanted = {f"{module}.{function.name}" for module in own_module_names(facts)}
+    own = os.path.abspath(facts.context.path or "")
+    for path in project.files_mentioning(function.name, project.search_root(facts))[:_MAX_HANDING_MODULES]:
+        if os.path.abspath(path) == own:
+            continue
+        other = project.module_facts(path, facts.config)
+        if other is None or other.context.is_test:
+            continue
+        for qualified, (reason, element) in StartupMap.of_module(other).imported.items():
+            if qualified in wanted:
+                place = Related(other.context.path, element.lineno, element.col_offset + 1,
+                                f"{function.name}() is handed to the {reason} here")
+                return Runs(EVERY_REPLICA, f"{reason} in `{other.context.rel_path or other.context.path}`", (),
+                            (place,))
     return None
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Dict, FrozenSet, List, Optional, Set
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from ..analysis.applied_decorators import decorators
 from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
@@ -155,6 +155,9 @@ class StartupMap:
         #: ids of the functions that run at start-up because start-up code hands them to a runner
         #: (``asyncio.to_thread(poll)``), not because it calls them
         self.handed: Set[int] = set()
+        #: qualified name -> (reason, the node that hands it): functions of other modules of the project that a
+        #: start-up hook of this module is handed (``Litestar(on_startup=[init_db])`` with ``init_db`` imported)
+        self.imported: Dict[str, Tuple[str, ast.AST]] = {}
         self._module_functions = {
             node.name: node for node in facts.tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
@@ -195,6 +198,16 @@ class StartupMap:
         return False
 
     # -- discovery ------------------------------------------------------------
+    def _hook(self, element: ast.AST, reason: str) -> None:
+        """A start-up hook handed ``element``: a function of this module, or one imported from the project."""
+        function = self._function_named(element)
+        if function is not None:
+            self._mark(function, reason)
+        elif isinstance(element, (ast.Name, ast.Attribute)) and self.facts.context.cross_file:
+            qualified = self.facts.qualify(element)
+            if qualified and "." in qualified:
+                self.imported.setdefault(qualified, (reason, element))
+
     def _mark(self, function: Optional[ast.AST], reason: str, handed: bool = False) -> None:
         if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(function) not in self.reasons:
             self.reasons[id(function)] = reason
@@ -237,14 +250,14 @@ class StartupMap:
                     self._mark(self._lifespan_function(keyword.value), "lifespan handler")
                 elif keyword.arg in known.ON_STARTUP_KEYWORDS and isinstance(keyword.value, (ast.List, ast.Tuple)):
                     for element in keyword.value.elts:
-                        self._mark(self._function_named(element), "on_startup handler")
+                        self._hook(element, "on_startup handler")
             func = call.func
             if isinstance(func, ast.Attribute):
                 if func.attr == known.ADD_EVENT_HANDLER and len(call.args) >= 2 and _is_const(call.args[0], known.STARTUP_EVENT_NAMES):
-                    self._mark(self._function_named(call.args[1]), "startup event handler")
+                    self._hook(call.args[1], "startup event handler")
                 elif (func.attr in ("append", "insert") and isinstance(func.value, ast.Attribute)
                       and func.value.attr in known.STARTUP_LISTS and call.args):
-                    self._mark(self._function_named(call.args[-1]), f"{func.value.attr} hook")
+                    self._hook(call.args[-1], f"{func.value.attr} hook")
 
     def _lifespan_function(self, value: ast.AST, depth: int = 0) -> Optional[FunctionNode]:
         """The function given as ``lifespan=``: a def by name, or the nested def that a lifespan factory
