@@ -103,10 +103,10 @@ DEVELOPMENT_SETTINGS_NAMES: FrozenSet[str] = frozenset({
     "dev_settings", "local_settings", "test_settings",
 })
 
-#: Methods of a WebSocket connection (Starlette/FastAPI, websockets, aiohttp, Django Channels consumers)
-#: that push to the peer.
+#: Methods of a WebSocket connection (Starlette/FastAPI, websockets, aiohttp, Django Channels consumers,
+#: Tornado's ``WebSocketHandler``) that push to the peer.
 SOCKET_SEND_METHODS: FrozenSet[str] = frozenset({
-    "send_text", "send_json", "send_bytes", "send_str", "send", "send_message",
+    "send_text", "send_json", "send_bytes", "send_str", "send", "send_message", "write_message",
 })
 #: Annotations that say a value is a WebSocket connection.
 SOCKET_TYPES: FrozenSet[str] = frozenset({
@@ -114,10 +114,11 @@ SOCKET_TYPES: FrozenSet[str] = frozenset({
     "websockets.WebSocketServerProtocol", "websockets.server.WebSocketServerProtocol",
     "websockets.ServerConnection", "websockets.asyncio.server.ServerConnection",
     "aiohttp.web.WebSocketResponse", "WebSocket", "WebSocketServerProtocol", "WebSocketResponse",
+    "tornado.websocket.WebSocketHandler", "WebSocketHandler",
 })
 #: Methods that only a WebSocket connection has: a parameter accepted with one is a connection.
 SOCKET_ONLY_METHODS: FrozenSet[str] = frozenset({"accept", "send_text", "send_json", "send_bytes", "receive_text",
-                                                  "receive_json", "iter_text", "iter_json"})
+                                                  "receive_json", "iter_text", "iter_json", "write_message"})
 #: Methods that put a connection into a registry.
 REGISTER_METHODS: FrozenSet[str] = frozenset({"append", "add", "setdefault", "insert"})
 
@@ -163,4 +164,4 @@ RATE_LIMIT_TRIGGERS = (b"Limiter", b"MemoryStorage", b"memory://", b"429", b"TOO
                        (b"deque", b"monotonic"), (b"deque", b"time.time"), (b"defaultdict", b"monotonic"),
                        (b"defaultdict", b"time.time"), (b"= {}", b"monotonic"))
 BROADCAST_TRIGGERS = (b"SocketIO", b"socketio", b"InMemoryChannelLayer", b"send_text", b"send_json", b"send_bytes",
-                      b"send_str")
+                      b"send_str", b"write_message")
