@@ -1,4 +1,5 @@
-"""The names of the project's functions that may answer whether a claim was won, for the prefilter.
+"""The names of the project's functions that may answer whether a claim was won, and of those that may load
+rows by their state (``loader_words``), for the prefilter; one pass over the project reads both.
 
 A job that claims through a helper of its project (``with exclusive(key) as got:``, ``if not take_slot(name):``)
 spells the helper's name and no word of the claim itself, which the helper's module holds.  Its loud skip log
@@ -50,11 +51,45 @@ def claim_helper_words(config: Config, beside: Tuple[bytes, ...] = ()) -> tuple:
 
 def _claim_helper_words(root: str) -> Tuple[bytes, ...]:
     names: Set[bytes] = set()
+    loaders: Set[bytes] = set()
     for path in project.project_files(root):
         source = project.read_bytes(path)
         if _AUTOMATON.find_matches_as_indexes(source):
             names.update(_claiming_defs(source))
+        if _STATE_AUTOMATON.find_matches_as_indexes(source):
+            loaders.update(_loading_defs(source))
+    _loaders_by_root[root] = tuple(sorted((name + b"(", b"for ") for name in loaders))
     return tuple(sorted(name + b"(" for name in names))
+
+
+# -- loaders: defs that select rows by their state and return them (read in the same pass) ----------------
+#: A state column compared in a query (``Packet.status == "queued"``, ``status="queued"``, ``WHERE status =``).
+_STATE_WORDS: Tuple[bytes, ...] = (b".status ==", b"status=", b"status =", b".state ==", b"state=", b"state =",
+                                   b"_at.is_(None)", b"_at__isnull", b"_at IS NULL")
+_STATE_AUTOMATON = ahocorasick_rs.BytesAhoCorasick(list(_STATE_WORDS))
+_loaders_by_root: Dict[str, tuple] = {}
+
+
+def loader_words(config: Config) -> tuple:
+    """``(name(, for )`` for each project def whose text selects by a state column and returns: a file that calls
+    one in a loop may hand the rows it picked to code that moves them (OG302).  Once per project."""
+    root = config.root
+    if not root:
+        return ()
+    if root not in _loaders_by_root:
+        claim_helper_words(config)  # (one pass over the project reads both)
+    return _loaders_by_root.get(root, ())
+
+
+def _loading_defs(source: bytes) -> Set[bytes]:
+    matches = list(_DEF.finditer(source))
+    found: Set[bytes] = set()
+    for index, match in enumerate(matches):
+        end = matches[index + 1].start() if index + 1 < len(matches) else len(source)
+        text = source[match.end():end]
+        if b"return" in text and _STATE_AUTOMATON.find_matches_as_indexes(text):
+            found.add(match.group(1))
+    return found
 
 
 def _claiming_defs(source: bytes) -> Set[bytes]:
@@ -101,6 +136,7 @@ def _word(name: bytes) -> "re.Pattern[bytes]":
 
 def _clear() -> None:
     _words_by_root.clear()
+    _loaders_by_root.clear()
 
 
 project.on_clear(_clear)

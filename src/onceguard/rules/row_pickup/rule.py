@@ -18,6 +18,8 @@ from .selection import (
     Pickup, _django_status_filter, _loop_rows, _only_writes_rows, _pickups, _reread_locked, _row_walk,
     _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, holds_row, may_pick_by_state,
     sql_pickup)
+from .handed_rows import handed_row_write
+from ...project.claim_helper_words import loader_words
 from .moved_rows import aggregates_only, hands_back, helper_writes, picked_and_written_after
 from .callers import _locked_before, _resolver, runs_claimed
 from ...project.claims import ClaimAnalyzer, won_claim_reaches
@@ -59,6 +61,11 @@ class UnclaimedRowPickup(Rule):
     skips_tests = True
     skips_migration_code = True
 
+    @staticmethod
+    def project_triggers(config) -> tuple:
+        """A module that loops over what a loader of the project picked by state, handing the rows on."""
+        return loader_words(config)
+
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if _single_process(facts):
             return
@@ -71,7 +78,7 @@ class UnclaimedRowPickup(Rule):
         reported: Set[int] = set()
         for function in facts.functions:
             for pickup in _pickups(function, facts):
-                write = self._orm_write(pickup, function, facts)
+                write = self._orm_write(pickup, function, facts) or handed_row_write(pickup, function, facts)
                 if write is None or self._orm_claimed(pickup, function, facts):
                     continue
                 if pickup.at.lineno in reported or _only_writes_rows(pickup, function, facts) or runs_claimed(

@@ -208,7 +208,10 @@ def _returned_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup
     ``due_invoices(session)``), picked where it is called: the call is the pickup, the names its result is
     bound to hold the rows, and the session is what the caller hands in for the callee's session."""
     if id(function) not in _functions_writing_rows(facts):
-        return []
+        from .handed_rows import hands_rows_on
+
+        if not hands_rows_on(function):
+            return []  # it neither writes rows nor hands them on: nothing it picks is moved here
     from ...project.summaries import resolve
 
     found: List[Pickup] = []
