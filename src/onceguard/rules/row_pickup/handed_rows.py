@@ -36,7 +36,10 @@ def handed_row_write(pickup: Pickup, function: FunctionNode, facts: ModuleFacts)
     """The call handing a picked row (or its id) to a project function that moves rows of the picked model
     out of the state the pickup selected by."""
     from ...project.summaries import resolve
+    from .moved_rows import moves_picked_rows
 
+    if pickup.loader is not None and moves_picked_rows(*pickup.loader):
+        return None  # the loader marks them itself: the pickup is its to report, once
     rows = _row_walk(pickup, function, facts)[1]
     model = pickup.model.rsplit(".", 1)[-1]
     column = pickup.column.split("__", 1)[0]

@@ -129,6 +129,8 @@ class Pickup:
     selected_in: Optional[Related] = None
     #: the statement that selects them when it is built into a name before it runs (``stmt = select(...)``)
     statement: Optional[ast.AST] = None
+    #: the loader that picks them and returns them (a repository's function, with its module)
+    loader: Optional[Tuple[FunctionNode, ModuleFacts]] = None
 
     @property
     def at(self) -> ast.AST:
@@ -234,7 +236,7 @@ def _returned_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup
                 where = Related(target_facts.context.path, picked.at.lineno, picked.at.col_offset + 1,
                                 f"`{target.name}` selects the rows by `{picked.column}` and returns them")
                 found.append(Pickup(picked.framework, node, picked.model, picked.column, _rows_names(node, facts),
-                                    session, where))
+                                    session, where, loader=(target, target_facts)))
                 break
     return found
 
