@@ -26,6 +26,7 @@ from ..model import Diagnostic
 from ..analysis.names import dotted
 from .registry import register
 from .base import Rule
+from .session_blocks import ended_by_callers_block
 
 
 @dataclass
@@ -387,6 +388,13 @@ class SessionLockOnPool(Rule):
                     "call returns, so every replica \"acquires\" the lock.",
                     f"{why} as soon as the call returns: the lock is gone before the work starts.")
         if _is_session_object(handle) and use.scope is not None and use.function.is_lock:
+            ended = ended_by_callers_block(use, facts)
+            if ended is not None:
+                return (f"`{shown}` takes `{use.function.name}` on a Session the helper hands back to its caller's "
+                        f"block, and {ended}, so the lock leaks.",
+                        "At COMMIT/ROLLBACK the Session hands its connection back to the pool, so the unlock after "
+                        "the block runs on another server connection and the lock leaks on an idle pooled "
+                        "connection.")
             if self._unlocked_in_same_transaction(use, uses):
                 return None
             verdict = session_lock_flow(facts, uses).judge(use)
