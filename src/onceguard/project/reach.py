@@ -656,6 +656,9 @@ def _here(node: ast.AST, function: Optional[FunctionNode], reach: Reach, seen: S
 
 #: Modules read for a start-up hook of another module handed a function by name.
 _MAX_HANDING_MODULES = 20
+#: What such a hook spells (``on_startup=[...]``, ``add_event_handler("startup", ...)``, ``cleanup_ctx``).
+_HOOK_WORDS = tuple(word.encode() for word in (*known.ON_STARTUP_KEYWORDS, *known.STARTUP_LISTS,
+                                                 "add_event_handler"))
 
 
 def _handed_to_startup_elsewhere(function: FunctionNode, facts: ModuleFacts) -> Optional[Runs]:
@@ -670,8 +673,8 @@ def _handed_to_startup_elsewhere(function: FunctionNode, facts: ModuleFacts) -> 
     wanted = {f"{module}.{function.name}" for module in own_module_names(facts)}
     own = os.path.abspath(facts.context.path or "")
     for path in project.files_mentioning(function.name, project.search_root(facts))[:_MAX_HANDING_MODULES]:
-        if os.path.abspath(path) == own:
-            continue
+        if os.path.abspath(path) == own or not any(word in project.read_bytes(path) for word in _HOOK_WORDS):
+            continue  # (no start-up hook is spelled there: not parsed)
         other = project.module_facts(path, facts.config)
         if other is None or other.context.is_test:
             continue
