@@ -99,3 +99,11 @@ def test_rows_handed_to_code_that_does_not_move_them_are_not_a_pickup(tmp_path):
     _project(tmp_path, worker=WORKER.replace("            await repo.mark_sent(session, packet.id)\n",
                                               "            pass\n"))
     assert findings(tmp_path, "notary/worker.py", codes=("OG302",)) == []
+
+
+def test_rows_handed_to_code_that_only_persists_their_new_state_are_no_duplicate_work(tmp_path):
+    only_state = WORKER.replace(
+        """        await httpx.AsyncClient().post("https://esign.example.org/envelopes", json={"id": packet.id})
+""", "")
+    _project(tmp_path, worker=only_state)
+    assert findings(tmp_path, "notary/worker.py", codes=("OG302",)) == []

@@ -579,8 +579,17 @@ def _resolver(call: ast.Call, facts: ModuleFacts):
 def scheduled_once(function: FunctionNode, facts: ModuleFacts) -> bool:
     """``function`` is a scheduled job the deployment runs once per tick (one scheduling process, a leader's
     scheduler): one run at a time does its work, as a claimed run does."""
-    found = [s for s in scheduled_in(facts) if s.target.function is function]
+    found = [s for s in scheduled_in(facts) if s.target.function is function or _same_def(s.target, function, facts)]
     return bool(found) and all(s.coordinated or s.gated for s in found)
+
+
+def _same_def(target: Target, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """``target`` is ``function`` read from another copy of its module (the checked file's tree, and the one the
+    project model parsed)."""
+    other = target.function
+    return other is not None and target.facts is not None and other.name == function.name \
+        and other.lineno == function.lineno \
+        and os.path.abspath(target.facts.context.path or "") == os.path.abspath(facts.context.path or "")
 
 
 def scheduled_by_all(function: FunctionNode, facts: ModuleFacts) -> List[Scheduled]:

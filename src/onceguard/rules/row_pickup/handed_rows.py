@@ -40,6 +40,8 @@ def handed_row_write(pickup: Pickup, function: FunctionNode, facts: ModuleFacts)
 
     if pickup.loader is not None and moves_picked_rows(*pickup.loader):
         return None  # the loader marks them itself: the pickup is its to report, once
+    if _run_once(function, facts):
+        return None  # one scheduling process runs it (or the job that calls it): one pickup at a time
     rows = _row_walk(pickup, function, facts)[1]
     model = pickup.model.rsplit(".", 1)[-1]
     column = pickup.column.split("__", 1)[0]
@@ -50,9 +52,25 @@ def handed_row_write(pickup: Pickup, function: FunctionNode, facts: ModuleFacts)
         if not any(names_in(argument) & rows for argument in arguments):
             continue
         for target, target_facts in resolve(node, facts, function, by_name=False):
-            if _moves_state(target, target_facts, model, column, _DEPTH, set()):
+            if _moves_state(target, target_facts, model, column, _DEPTH, set()) and _works(target, target_facts):
                 return node
     return None
+
+
+#: Calls that only persist what the session holds: a function whose every effect is one of them moves the row's
+#: state and does no work two replicas would both do (setting the same terminal state twice is harmless).
+_PERSISTING = frozenset({"add", "add_all", "flush", "commit", "refresh", "merge", "save", "execute", "exec",
+                         "update", "bulk_update"})
+
+
+def _works(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """The function the row is handed to does work beyond persisting the row (a call to another service, a
+    message, something the analysis cannot follow)."""
+    from ...project.summaries import summaries_for
+
+    effects = summaries_for(facts).effects(function, facts)
+    return any(not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                    and call.func.attr in _PERSISTING) for call in [*effects.other, *effects.own])
 
 
 def _moves_state(function: FunctionNode, facts: ModuleFacts, model: str, column: str, depth: int,
@@ -87,3 +105,18 @@ def _names_model(chain: ast.AST, model: str) -> bool:
         if isinstance(node, ast.Attribute) and node.attr == "objects" and (dotted(node.value) or "").rsplit(".", 1)[-1] == model:
             return True
     return False
+
+
+def _run_once(function: FunctionNode, facts: ModuleFacts, depth: int = 3) -> bool:
+    """``function`` is a job one scheduling process runs (a leader's scheduler, a scheduler only one process
+    role starts), or every caller of it in the project, ``depth`` calls up, is such a job."""
+    from ...project.renamed_callers import project_callers
+    from ...project.scheduled.discovery import scheduled_once
+
+    if scheduled_once(function, facts):
+        return True
+    if depth <= 0:
+        return False
+    callers = [(other.enclosing_function(call), other) for call, other in project_callers(function, facts)]
+    return bool(callers) and all(caller is not None and caller is not function and _run_once(caller, other, depth - 1)
+                                 for caller, other in callers)

@@ -266,7 +266,7 @@ class UnclaimedRowPickup(Rule):
                 queryset = django_queryset(node)
                 if queryset is not None and _django_status_filter(queryset[1]) and result_tested(node, facts):
                     return True
-            if pickup.framework == "sqlalchemy" and node.func.attr == "execute" and node.args:
+            if pickup.framework == "sqlalchemy" and node.func.attr in ("execute", "exec") and node.args:
                 links = _sa_update(node.args[0], facts)
                 if links is not None and _sa_status_condition(links) and result_tested(node, facts):
                     return True
