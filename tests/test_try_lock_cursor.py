@@ -43,3 +43,47 @@ def test_an_answer_fetched_before_the_next_statement_is_read(tmp_path, source):
         f'cur.fetchone()\n                    {awaited}cur.execute("SELECT id, address', 1)
     write(tmp_path, {"bakery/__init__.py": "", "bakery/routing.py": read})
     assert findings(tmp_path, "bakery/routing.py", codes=("OG106",)) == []
+
+
+SET_NX = """\
+    from redis.asyncio import Redis
+
+    redis = Redis(host="redis")
+
+
+    async def place_orders(week: str, place) -> int:
+        await redis.set(f"orders:{week}", "worker-1", nx=True, ex=6 * 86400)
+        return await place(week)
+"""
+
+
+def test_a_dropped_set_nx_answer_claims_nothing(tmp_path):
+    write(tmp_path, {"veg/__init__.py": "", "veg/orders.py": SET_NX})
+    assert findings(tmp_path, "veg/orders.py", codes=("OG106",)) == [(7, "OG106")]
+
+
+def test_a_tested_set_nx_answer_is_a_claim(tmp_path):
+    tested = SET_NX.replace('        await redis.set(f"orders:{week}", "worker-1", nx=True, ex=6 * 86400)',
+                            '        if not await redis.set(f"orders:{week}", "worker-1", nx=True, ex=6 * 86400):\n'
+                            '            return 0')
+    write(tmp_path, {"veg/__init__.py": "", "veg/orders.py": tested})
+    assert findings(tmp_path, "veg/orders.py", codes=("OG106",)) == []
+
+
+def test_a_value_cached_once_and_read_back_is_no_claim(tmp_path):
+    cached = """\
+    from redis import Redis
+
+    redis = Redis(host="redis")
+
+
+    def token(fetch) -> str:
+        found = redis.get("partner:token")
+        if found:
+            return found.decode()
+        fresh = fetch()
+        redis.set("partner:token", fresh, ex=3300, nx=True)
+        return fresh
+"""
+    write(tmp_path, {"veg/__init__.py": "", "veg/orders.py": cached})
+    assert findings(tmp_path, "veg/orders.py", codes=("OG106",)) == []

@@ -83,12 +83,16 @@ def try_lock_result_ignored(use: LockUse, facts: ModuleFacts) -> bool:
     return False
 
 
+#: Prefilter: a Redis SET with NX.
+_SET_NX_WORDS = (b"nx=True", b"PureToken.NX")
+
+
 @register
 class TryLockResultIgnored(Rule):
     code = "OG106"
     name = "try-lock-result-ignored"
     summary = "result of pg_try_advisory_* never read: the work runs whether or not the lock was acquired"
-    triggers = known.TRIGGERS + lock_known.TRIGGERS
+    triggers = known.TRIGGERS + lock_known.TRIGGERS + _SET_NX_WORDS
 
     @staticmethod
     def project_triggers(config) -> tuple:
@@ -113,6 +117,14 @@ class TryLockResultIgnored(Rule):
                     "The work below runs whether or not this replica got the lock. Keep the answer and skip when it is false: `with advisory_lock(key, wait=False) as acquired: "
                     "if not acquired: return`, or `if not lock.acquire(blocking=False): return`",
                 )
+        for call in _dropped_set_nx(facts) if spells_triggers(facts, _SET_NX_WORDS) else ():
+            yield self.finding(
+                call,
+                f"`{dotted(call.func) or 'set'}(..., nx=True)` claims the key, and nothing reads whether it did, so "
+                "every replica runs the work below.",
+                "SET NX answers whether this replica set the key; dropped, it claims nothing. Keep the answer and "
+                "skip the run when it is false: `if not await r.set(key, token, nx=True, ex=ttl): return`",
+            )
         for use in lock_uses(facts) if spells_triggers(facts, known.TRIGGERS) else ():  # (not a helper's name alone)
             if try_lock_result_ignored(use, facts):
                 yield self.finding(
@@ -124,6 +136,26 @@ class TryLockResultIgnored(Rule):
                     fix=try_lock_fix(use.call, use.scope, use.handle.library if use.handle else None,
                                      use.receiver_text),
                 )
+
+
+def _dropped_set_nx(facts: ModuleFacts) -> Iterator[ast.Call]:
+    """``r.set(key, token, nx=True, ex=...)`` (coredis: ``condition=PureToken.NX``) on a Redis client, as a
+    statement: the claim's answer goes nowhere."""
+    for call in facts.calls_named("set"):
+        keywords = {k.arg: k.value for k in call.keywords if k.arg}
+        nx, condition = keywords.get("nx"), keywords.get("condition")
+        if not ((isinstance(nx, ast.Constant) and nx.value is True)
+                or (isinstance(condition, ast.Attribute) and condition.attr == "NX")):
+            continue
+        # (``nx=`` is the Redis SET's own flag, on a client the module may not show: the claim analysis reads it
+        # the same way)
+        if not (answer_dropped(call) and facts.enclosing_function(call) is not None and call.args):
+            continue
+        key = ast.dump(call.args[0])
+        if any(read.args and ast.dump(read.args[0]) == key for read in facts.calls_named("get")):
+            continue  # a value cached once (the first writer's kept) and read back: no claim was meant
+        yield call
+
 
 
 def _names_its_def(call: ast.Call, facts: ModuleFacts) -> bool:
