@@ -179,3 +179,48 @@ def test_a_conditional_update_owns_its_rows_not_the_row_changed_after_it(tmp_pat
     write(tmp_path, {"forum/__init__.py": "", "forum/models.py": "from django.db import models\n",
                      "forum/reads.py": source})
     assert findings(tmp_path, "forum/reads.py", codes=("OG301",)) == [(7, "OG301")]
+
+
+CONNECTION_OR_NONE = """\
+    from contextlib import contextmanager
+
+    from sqlalchemy import create_engine, func, select, text
+
+    engine = create_engine("postgresql+psycopg://db/shop")
+
+
+    @contextmanager
+    def session_lock(key: int):
+        with engine.connect() as conn:
+            granted = conn.execute(select(func.pg_try_advisory_lock(key))).scalar_one()
+            if not granted:
+                yield None
+                return
+            try:
+                yield conn
+            finally:
+                conn.execute(select(func.pg_advisory_unlock(key)))
+
+
+    def bump_counts(key: int) -> None:
+        with session_lock(key) as conn:
+            if conn is None:
+                return
+            rows = conn.execute(text("SELECT id, sent FROM tallies WHERE active")).all()
+            for row_id, sent in rows:
+                conn.execute(text("UPDATE tallies SET sent = :n WHERE id = :id"), {"n": sent + 1, "id": row_id})
+"""
+
+
+def test_a_context_manager_yielding_its_connection_when_won_and_none_when_lost_is_a_claim(tmp_path):
+    write(tmp_path, {"shop/__init__.py": "", "shop/tallies.py": CONNECTION_OR_NONE})
+    assert findings(tmp_path, "shop/tallies.py", codes=("OG301",)) == []
+
+
+def test_one_yielding_its_connection_either_way_claims_nothing(tmp_path):
+    either = CONNECTION_OR_NONE.replace("""            if not granted:
+                yield None
+                return
+""", "")
+    write(tmp_path, {"shop/__init__.py": "", "shop/tallies.py": either})
+    assert findings(tmp_path, "shop/tallies.py", codes=("OG301",)) == [(24, "OG301")]

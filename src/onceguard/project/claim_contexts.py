@@ -45,7 +45,15 @@ def yields_claim(analyzer: "ClaimAnalyzer", function: FunctionNode, depth: int) 
         return False
     executed: Dict[str, object] = {}
     answers = analyzer.answer_names(function, depth, contexts=True, executed=executed)
-    return all(_is_answer(analyzer, node, answers, executed, depth) for node in yields)
+    if all(_is_answer(analyzer, node, answers, executed, depth) for node in yields):
+        return True
+    # ``if not granted: yield None; return`` ... ``yield conn``: the lost way yields nothing, the won way the
+    # connection the claim holds; the caller's ``if conn is None: return`` tests the answer.
+    lost = [node for node in yields if isinstance(node.value, ast.Constant) and not node.value.value
+            and _decided(analyzer, node, answers, depth)]
+    return bool(lost) and all(_is_answer(analyzer, node, answers, executed, depth)
+                              or (node.value is not None and _decided(analyzer, node, answers, depth))
+                              for node in yields)
 
 
 def yields_claim_element(analyzer: "ClaimAnalyzer", function: FunctionNode, index: int, depth: int) -> bool:

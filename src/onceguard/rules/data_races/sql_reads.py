@@ -129,6 +129,8 @@ class SqlChecks:
                 if column is None or column in guarded or not any(c in (None, column) for c in reads.values()):
                     continue
                 if flow.arithmetic(keyword.value) or _merged(keyword.value, flow.reads_here):
+                    if won_claim_reaches(call, facts, exclusive=True):
+                        break  # one replica at a time runs it: the claim serialises the read and the write
                     yield self.finding(
                         call,
                         f"`{column}` of `{model}` is read by an earlier SELECT, "
