@@ -39,6 +39,16 @@ def jobs_entering(helper: FunctionNode, keys: List[ast.AST], facts: ModuleFacts,
     found: List[Entry] = []
     for call, other in callers:
         job = other.enclosing_function(call)
-        if job is not None and not other.context.is_test and scheduled_by_all(job, other):
+        if job is not None and not other.context.is_test and _scheduled_or_run_by_one(job, other):
             found.append((call, other, job))
     return found
+
+
+def _scheduled_or_run_by_one(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """``function`` is a scheduled job, or a ticker's loop (or another job) calls it: what a job's pass calls
+    is the job's work (``while not stop.wait(60): publish_sheets()`` in a thread started at start-up)."""
+    if scheduled_by_all(function, facts):
+        return True
+    return any(caller is not None and caller is not function and scheduled_by_all(caller, other)
+               for caller, other in ((other.enclosing_function(call), other)
+                                     for call, other in callers_of(function, facts)))

@@ -1,0 +1,83 @@
+"""A ticker thread started by a function another module's start-up runs, and the lock helper its pass enters.
+
+``gunicorn.conf.py``'s ``post_worker_init`` hook calls ``ticker.start()``, which starts a thread whose loop
+(``while not stop.wait(600): publish_sheets()``) runs in every worker of every replica: OG201 at the loop.  The
+pass enters ``yard_lock(KEY)``, a context manager around a blocking ``pg_advisory_lock``: every replica waits
+for the first and then runs the same pass again (OG103 at the lock).
+"""
+from __future__ import annotations
+
+from test_job_discovery import findings, fresh_caches, write  # noqa: F401 (fresh_caches: autouse here too)
+
+GUNICORN = """\
+    workers = 2
+
+
+    def post_worker_init(worker):
+        from yard import ticker
+
+        ticker.start()
+"""
+
+TICKER = """\
+    import threading
+
+    from yard.sheets import publish_sheets
+
+    _stop = threading.Event()
+
+
+    def _loop() -> None:
+        while not _stop.wait(600):
+            publish_sheets()
+
+
+    def start() -> threading.Thread:
+        thread = threading.Thread(target=_loop, daemon=True)
+        thread.start()
+        return thread
+"""
+
+SHEETS = """\
+    import httpx
+
+    from yard.locks import yard_lock
+
+
+    def publish_sheets() -> None:
+        with yard_lock(7001):
+            httpx.post("https://haulier.example.org/sheets", json={})
+"""
+
+LOCKS = """\
+    from contextlib import contextmanager
+
+    import psycopg
+
+
+    @contextmanager
+    def yard_lock(key: int):
+        with psycopg.connect("postgresql://db/yard", autocommit=True) as conn:
+            conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+"""
+
+
+def _project(tmp_path, gunicorn: str = GUNICORN) -> None:
+    write(tmp_path, {"yard/__init__.py": "", "yard/ticker.py": TICKER, "yard/sheets.py": SHEETS,
+                     "yard/locks.py": LOCKS, "gunicorn.conf.py": gunicorn})
+
+
+def test_a_ticker_a_gunicorn_hook_of_another_module_starts_runs_in_every_worker(tmp_path):
+    _project(tmp_path)
+    assert findings(tmp_path, "yard/ticker.py") == [(8, "OG201")]
+    assert findings(tmp_path, "yard/locks.py", codes=("OG103",)) == [(9, "OG103")]
+
+
+def test_a_ticker_nothing_starts_is_left_alone(tmp_path):
+    _project(tmp_path, gunicorn="workers = 2\n")
+    assert findings(tmp_path, "yard/ticker.py") == []
+    assert findings(tmp_path, "yard/locks.py", codes=("OG103",)) == []
