@@ -227,6 +227,12 @@ def _dockerfile(path: str) -> List[Launch]:
         where = f"{name} {instruction}"
         for words in _command_words(rest.strip()):
             found.append(Launch(words, path, line, per_replica, where))
+        if instruction == "CMD" and rest.strip().startswith("["):
+            cmd = found[-1] if found and found[-1].where == where else None
+            entry = next((launch for launch in reversed(found) if launch.where == f"{name} ENTRYPOINT"), None)
+            if cmd is not None and entry is not None:
+                # exec-form ENTRYPOINT and CMD: the container runs the one with the other as its arguments
+                found.append(Launch(entry.words + cmd.words, path, line, per_replica, f"{name} ENTRYPOINT + CMD"))
     return found
 
 
