@@ -57,3 +57,50 @@ def test_a_stable_digest_handed_to_the_helper_is_fine(tmp_path):
         "from django.db import connection", "import zlib\n\n    from django.db import connection")
     write(tmp_path, {"credits/__init__.py": "", "credits/locks.py": stable, "credits/tasks.py": TASKS})
     assert findings(tmp_path, "credits/locks.py", codes=("OG104",)) == []
+
+
+SETTINGS = """\
+    import os
+    import uuid
+    from dataclasses import dataclass, field
+
+
+    def _namespace() -> uuid.UUID:
+        configured = os.environ.get("ROAST_LOCK_NAMESPACE")
+        return uuid.UUID(configured) if configured else uuid.uuid4()
+
+
+    @dataclass(frozen=True)
+    class Settings:
+        lock_namespace: uuid.UUID = field(default_factory=_namespace)
+
+
+    settings = Settings()
+"""
+
+NAMED_LOCK = """\
+    import uuid
+
+    from redis import Redis
+
+    from roast.settings import settings
+
+    client = Redis(host="redis")
+
+
+    def plan(job: str, run) -> None:
+        lock = client.lock(f"roast:{uuid.uuid5(settings.lock_namespace, job)}", timeout=600, blocking=False)
+        if lock.acquire():
+            run()
+"""
+
+
+def test_a_lock_name_from_a_default_factory_function_drawing_a_uuid4_is_per_process(tmp_path):
+    write(tmp_path, {"roast/__init__.py": "", "roast/settings.py": SETTINGS, "roast/jobs.py": NAMED_LOCK})
+    assert findings(tmp_path, "roast/jobs.py", codes=("OG104",)) == [(11, "OG104")]
+
+
+def test_the_same_factory_falling_back_to_a_constant_is_stable(tmp_path):
+    stable = SETTINGS.replace("else uuid.uuid4()", 'else uuid.UUID("3d0f6a52-8b1e-4c53-9a1f-2f4b8e6c1d07")')
+    write(tmp_path, {"roast/__init__.py": "", "roast/settings.py": stable, "roast/jobs.py": NAMED_LOCK})
+    assert findings(tmp_path, "roast/jobs.py", codes=("OG104",)) == []

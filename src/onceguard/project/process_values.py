@@ -170,6 +170,9 @@ def _class_field(cls: ast.ClassDef, attr: str) -> Optional[ast.AST]:
                 factory = keywords.get("default_factory") or keywords.get("factory")
                 if isinstance(factory, ast.Lambda):
                     return factory.body
+                if isinstance(factory, (ast.Name, ast.Attribute)):
+                    # ``field(default_factory=_namespace_from_env)``: the value is what that function returns
+                    return ast.copy_location(ast.Call(func=factory, args=[], keywords=[]), factory)
                 return keywords.get("default")
             return value
         if isinstance(statement, _FUNCTION_TYPES) and statement.name == "__init__":
