@@ -93,7 +93,7 @@ DJANGO_STATUS_LOOKUPS: FrozenSet[str] = frozenset({"", "exact", "in", "isnull"})
 _ARITHMETIC_WORDS = (b"+=", b"-=", b" + ", b" - ")
 _SQLALCHEMY_WORDS = (b"sqlalchemy", b"sqlmodel", b".query")
 #: A Redis client or the Django cache is visible only through its import.
-_REDIS_CLIENT_WORDS = (b"redis", b"Redis", b"core.cache")
+_REDIS_CLIENT_WORDS = (b"redis", b"Redis", b"valkey", b"Valkey", b"core.cache")
 
 #: A field changed from its own value: arithmetic, a dict merge, a list grown in place, a key counted.
 _CHANGE_WORDS = (*_ARITHMETIC_WORDS, b"{**", b" | ", b".append(", b".extend(", b"] = ")

@@ -47,6 +47,14 @@ CONSTRUCTORS: Dict[str, Tuple[str, str]] = {
     # (``Walrus`` is the same class); its ``lock()`` is walrus's own Lock (lock_libraries.WALRUS_CLIENT_LOCK).
     "walrus.Database": (REDIS, "walrus"),
     "walrus.Database.from_url": (REDIS, "walrus"),
+    # valkey-py: redis-py under another name, sync and asyncio
+    "valkey.Valkey": (REDIS, "valkey"),
+    "valkey.StrictValkey": (REDIS, "valkey"),
+    "valkey.Valkey.from_url": (REDIS, "valkey"),
+    "valkey.from_url": (REDIS, "valkey"),
+    "valkey.asyncio.Valkey": (REDIS, "valkey.asyncio"),
+    "valkey.asyncio.Valkey.from_url": (REDIS, "valkey.asyncio"),
+    "valkey.asyncio.from_url": (REDIS, "valkey.asyncio"),
     # coredis: ``Redis(...)`` / ``Redis.from_url(url)``, the same commands (``set(..., condition=PureToken.NX)``)
     "coredis.Redis": (REDIS, "coredis"),
     "coredis.Redis.from_url": (REDIS, "coredis"),
@@ -77,6 +85,8 @@ ANNOTATIONS: Dict[str, Tuple[str, str]] = {
     "walrus.Database": (REDIS, "walrus"),
     "coredis.Redis": (REDIS, "coredis"),
     "coredis.RedisCluster": (REDIS, "coredis"),
+    "valkey.Valkey": (REDIS, "valkey"),
+    "valkey.asyncio.Valkey": (REDIS, "valkey.asyncio"),
     "django.core.cache.backends.base.BaseCache": (DJANGO_CACHE, "django"),
 }
 
@@ -253,7 +263,7 @@ READ_THEN_CLEAR_TRIGGERS = tuple(
 # -- prefilter ------------------------------------------------------------------------------------------
 # A Redis client (or the Django cache) must be visible for these rules to speak, so its import is in the
 # file; each tuple lists words that must all occur.
-_CLIENT_WORDS = (b"redis", b"Redis", b"core.cache", b"cache.", b"Cache(")
+_CLIENT_WORDS = (b"redis", b"Redis", b"valkey", b"Valkey", b"core.cache", b"cache.", b"Cache(")
 LEASE_TRIGGERS = (b"setnx", b"SETNX") + tuple(
     (client, call) for client in _CLIENT_WORDS for call in (b"set(", b"set_", b"add(", b"lock(", b"Lock(")
 ) + (
