@@ -27,6 +27,10 @@ REDIS_SETNX_METHOD = "setnx"
 #: coredis spells the flag ``set(key, value, condition=PureToken.NX, ex=...)``.
 REDIS_CONDITION_KEYWORD = "condition"
 REDIS_NX_TOKEN = "NX"
+#: ``client.register_script(text)``: a Lua script; one that compares the key with the caller's token and then
+#: extends or sets it answers true for the key's holder alone (a lease renewed only by its owner).
+REGISTER_SCRIPT_METHOD = "register_script"
+OWNER_SCRIPT_WRITES: FrozenSet[str] = frozenset({"pexpire", "expire", "set", "psetex", "setex"})
 REDIS_NX_KEYWORD = "nx"
 REDIS_EXPIRY_KEYWORDS: FrozenSet[str] = frozenset({"ex", "px", "exat", "pxat"})
 #: A project's cache wrapper passing ``nx=True`` on: the expiry keywords such wrappers take.

@@ -21,7 +21,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 from pglast.enums import OnConflictAction
 
 from ..analysis.applied_decorators import decorators
-from ..analysis.executed_sql import ExecutedSql, executed_sql
+from ..analysis.executed_sql import ExecutedSql, bound_value, executed_sql
 from ..analysis.facts import (PARENT, FunctionNode, ModuleFacts, ancestors, call_name, parent, walk,
                               walk_no_nested_functions)
 from ..knowledge import claims as known
@@ -151,6 +151,23 @@ class ClaimAnalyzer:
         origin = self.bindings.origin(expr)
         return origin is not None and origin is not expr and self._is_lock_call(origin)
 
+    def _owner_script(self, func: ast.AST) -> bool:
+        """``func`` is a Lua script registered on a Redis client (``client.register_script(RENEW_IF_OWNER)``)
+        whose text acts only when the key holds the caller's token (``if redis.call('GET', KEYS[1]) ==
+        ARGV[1] then ... end return 0``): its answer is true for the holder alone, a claim's answer."""
+        origin = self.bindings.origin(func)
+        if not (isinstance(origin, ast.Call) and isinstance(origin.func, ast.Attribute)
+                and origin.func.attr == known.REGISTER_SCRIPT_METHOD and origin.args):
+            return False
+        text = origin.args[0]
+        if isinstance(text, ast.Name):
+            text = bound_value(text, self.facts) or text
+        if not (isinstance(text, ast.Constant) and isinstance(text.value, str)):
+            return False
+        script = " ".join(text.value.lower().split())
+        return "argv[1]" in script and "'get'" in script.replace('"', "'") and " then " in script \
+            and any(f"'{command}'" in script.replace('"', "'") for command in known.OWNER_SCRIPT_WRITES)
+
     def _made_non_blocking(self, expr: ast.AST) -> bool:
         """``lock = client.lock(name, timeout=60, blocking=False)``: an ``acquire()`` with no arguments of its own
         tries once, as the lock was told when it was made."""
@@ -202,6 +219,8 @@ class ClaimAnalyzer:
                 return SET_NX
         if attr == known.REDIS_SETNX_METHOD and len(call.args) >= 2:
             return SET_NX  # ``r.setnx(key, token)``: one replica sets it (OG501 speaks of its missing expiry)
+        if self._owner_script(func):
+            return SET_NX  # ``self._renew(keys=[k], args=[token, ttl])``: true only for the key's holder
         if attr == known.LOCK_ACQUIRE_METHOD and self._lock_object(func.value) and (
                 _non_blocking(call) or self._made_non_blocking(func.value)):
             return LOCK_ACQUIRE
@@ -369,7 +388,11 @@ class ClaimAnalyzer:
         try:
             kind = None
             if self.lead(function, depth=depth).claimed:
-                kind = HELPER_GUARD
+                # leading with a claim guards its own body, unless what it returns is the claim's answer
+                # (``if r.set(k, me, nx=True, px=ttl): return True`` … ``return self.renew()``): the caller's
+                # test of that answer is the guard
+                kind = HELPER_RESULT if _returns_answers(function) and (
+                    self._returns_claim(function, depth) or self._reports_claim(function, depth)) else HELPER_GUARD
             elif is_context_factory(function, self.facts):
                 # What ``with`` binds is what the generator yields, not what it returns.
                 kind = HELPER_CONTEXT if yields_claim(self, function, depth) else None
@@ -971,6 +994,13 @@ def _catches_lock_failure(handler: ast.ExceptHandler, facts: ModuleFacts) -> boo
 #: (the user's unread count after marking their notifications) is anyone's.
 EXCLUSIVE_KINDS = frozenset({TRY_LOCK, SET_NX, LOCK_ACQUIRE, CACHE_ADD, CLAIM_FUNCTION, HELPER_GUARD, HELPER_RESULT,
                              HELPER_CONTEXT})
+
+
+def _returns_answers(function: FunctionNode) -> bool:
+    """Every ``return`` of ``function`` hands back a value (a yes or no for its caller), none a bare return."""
+    returns = [n for n in walk_no_nested_functions(function) if isinstance(n, ast.Return)]
+    return bool(returns) and all(n.value is not None and not (isinstance(n.value, ast.Constant)
+                                                               and n.value.value is None) for n in returns)
 
 
 def won_claim_reaches(node: ast.AST, facts: ModuleFacts, exclusive: bool = False) -> bool:

@@ -238,7 +238,8 @@ class Leases:
         # A plain SET is a lock only when its absence was checked first, it stores a marker (not the value the
         # caller reads back) and it is dropped again when the work is done: by the same function, or by a
         # release of the same object (``wait_and_take()`` sets ``self.key``, ``release()`` deletes it).
-        return ((self._released_after(acquire, facts) or self._released_by_its_object(acquire, facts))
+        return ((self._released_after(acquire, facts) or self._released_by_its_object(acquire, facts)
+                 or _answers_whether_taken(acquire, facts))
                 and _checked_before(acquire, facts) and _stores_a_marker(acquire, facts))
 
     def _released_by_its_object(self, acquire: Acquire, facts: ModuleFacts) -> bool:
@@ -246,6 +247,18 @@ class Leases:
         return owner is not None and any(
             r.identity == acquire.identity and facts.enclosing_class(r.call) is owner and _names_a_release(r, facts)
             for r in self.releases)
+
+
+def _answers_whether_taken(acquire: Acquire, facts: ModuleFacts) -> bool:
+    """The function that sets the key answers its caller whether it did (``return True`` after the SET,
+    ``return False`` on the other way): a try-lock its caller's work waits on, however the key is given back
+    (a script, an expiry)."""
+    function = facts.enclosing_function(acquire.call)
+    if function is None:
+        return False
+    answers = {n.value.value for n in walk_no_nested_functions(function) if isinstance(n, ast.Return)
+               and isinstance(n.value, ast.Constant) and isinstance(n.value.value, bool)}
+    return answers == {True, False}
 
 
 def _names_a_release(release: Release, facts: ModuleFacts) -> bool:
