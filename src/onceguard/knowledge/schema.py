@@ -15,6 +15,7 @@ PEEWEE = "peewee"
 TORTOISE = "tortoise"
 PONY = "pony"
 PICCOLO = "piccolo"
+YOYO = "yoyo"
 GINO = "gino"
 DJANGO = "django"
 ALEMBIC = "alembic"
@@ -54,6 +55,11 @@ ENTRYPOINT_ADVICE: Dict[str, str] = {
     PONY: (
         "Call `generate_mapping(create_tables=False)` in the app and create or alter tables from one migrate "
         "entrypoint run before the server, holding `pg_advisory_lock(<service key>)` for the whole run."
+    ),
+    YOYO: (
+        "Apply yoyo migrations from one migrate entrypoint before the server (a release step, an init container "
+        "or a single-replica Job), or hold `with backend.lock():` around `apply_migrations` so replicas wait "
+        "and the later ones find nothing to apply."
     ),
     PICCOLO: (
         "Run `piccolo migrations forwards all` from one migrate entrypoint before the server, holding "
@@ -325,3 +331,5 @@ LOCAL_DATABASE_CONNECTION_TYPES: FrozenSet[str] = frozenset({
 #: ``engine.dialect.name == "sqlite"``, ``url.startswith("sqlite")``): code only that branch runs writes the
 #: schema of a database no other replica shares.
 LOCAL_DIALECT_WORDS: Tuple[str, ...] = ("sqlite", "duckdb")
+#: yoyo-migrations: ``backend.apply_migrations(backend.to_apply(migrations))`` on a ``get_backend(url)`` backend.
+YOYO_APPLY_METHOD = "apply_migrations"

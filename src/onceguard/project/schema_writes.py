@@ -231,6 +231,10 @@ def _collect_schema_writes(facts: ModuleFacts) -> List[SchemaWrite]:
             keyword = keyword_of(call, keyword_name)
             if keyword is not None and is_true(keyword.value):
                 found.append(SchemaWrite(keyword, call, f"{call_name(call)}({keyword_name}=True)", framework))
+    if imports_module(facts, ("yoyo",)):
+        for call in facts.calls_named(known.YOYO_APPLY_METHOD):
+            if isinstance(call.func, ast.Attribute):
+                found.append(SchemaWrite(call, call, describe_call(call), known.YOYO, applies_migrations=True))
     for call in facts.calls_named(known.GENERATE_SCHEMAS_METHOD):
         callee = facts.callee(call) or ""
         if callee not in known.SCHEMA_CALLS and callee.startswith("tortoise."):
