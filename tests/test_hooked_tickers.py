@@ -81,3 +81,30 @@ def test_a_ticker_nothing_starts_is_left_alone(tmp_path):
     _project(tmp_path, gunicorn="workers = 2\n")
     assert findings(tmp_path, "yard/ticker.py") == []
     assert findings(tmp_path, "yard/locks.py", codes=("OG103",)) == []
+
+
+def test_a_ticker_that_pumps_a_scheduler_is_judged_by_the_jobs_it_runs(tmp_path):
+    pump = """\
+    import threading
+
+    import schedule
+
+    from yard.sheets import publish_sheets
+
+    _stop = threading.Event()
+
+
+    def _loop() -> None:
+        while not _stop.wait(20):
+            schedule.run_pending()
+
+
+    def start() -> threading.Thread:
+        schedule.every().day.at("06:00").do(publish_sheets)
+        thread = threading.Thread(target=_loop, daemon=True)
+        thread.start()
+        return thread
+"""
+    write(tmp_path, {"yard/__init__.py": "", "yard/ticker.py": pump, "yard/sheets.py": SHEETS,
+                     "yard/locks.py": LOCKS, "gunicorn.conf.py": GUNICORN})
+    assert findings(tmp_path, "yard/ticker.py") == [(16, "OG201")]  # the job, at its registration

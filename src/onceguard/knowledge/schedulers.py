@@ -250,3 +250,6 @@ DAEMON_START_METHODS: FrozenSet[str] = frozenset({"start", "start_background", "
 CONTEXT_ENTERS: FrozenSet[str] = frozenset({"enter_async_context", "enter_context"})
 #: The method a ``threading.Thread`` subclass runs once started.
 THREAD_RUN_METHOD = "run"
+#: A scheduler's pump: a loop that calls it runs the jobs registered on that scheduler, each judged where it is
+#: registered (``schedule.run_pending()`` on the module or on a ``schedule.Scheduler``).
+SCHEDULER_PUMP_METHODS: FrozenSet[str] = frozenset({"run_pending"})

@@ -68,6 +68,13 @@ def _loops_calling_parameters(function: FunctionNode, facts: ModuleFacts) -> Lis
     return found
 
 
+def _pumps_a_scheduler(loop: ast.While) -> bool:
+    """The loop's work is a scheduler's pump (``schedule.run_pending()``): what runs is the jobs registered on
+    that scheduler, judged where they are registered."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr in known.SCHEDULER_PUMP_METHODS for n in walk_no_nested_functions(loop))
+
+
 class LoopRegistrations:
     """Mixin of the collector: loops that call their work again and again."""
 
@@ -88,7 +95,7 @@ class LoopRegistrations:
                 function = target.function
                 target_facts = target.facts or facts
                 loop = self._ticker_loop(function, target_facts)
-                if loop is None or repeats_a_registry(loop, target_facts):
+                if loop is None or repeats_a_registry(loop, target_facts) or _pumps_a_scheduler(loop):
                     continue
                 if startup is None:
                     startup = StartupMap.of_module(facts)
