@@ -36,6 +36,8 @@ PURE_CALLS: FrozenSet[str] = frozenset({
     # Query expressions (Django ``F``/``Q``): parts of a statement, judged with the statement.
     "django.db.models.F", "django.db.models.Q", "django.db.models.expressions.F", "django.db.models.Value",
     "django.db.models.query_utils.Q",
+    # This process's own event loop: making, setting and reading it acts on nothing outside.
+    "asyncio.new_event_loop", "asyncio.set_event_loop", "asyncio.get_event_loop", "asyncio.get_running_loop",
     # Typing, introspection and import machinery.
     "cast", "typing.cast", "importlib.import_module", "inspect.iscoroutinefunction", "inspect.isawaitable",
     "inspect.signature", "threading.active_count", "threading.current_thread", "threading.get_ident",

@@ -566,6 +566,10 @@ class Summaries:
         if _makes_pipeline(call):
             return Effects()  # a pipeline sends nothing until ``execute()``, judged there and by what it queued
         qualified = facts.callee(call) or ""
+        if isinstance(call.func, ast.Attribute) and call.func.attr in _COROUTINE_RUNNERS and call.args \
+                and isinstance(call.args[0], ast.Call):
+            # ``loop.run_until_complete(update_metrics(redis))``: the work is the coroutine's
+            return self._call_effect(call.args[0], facts, function, entries, depth, self_class)
         handed = handed_callable(call, facts, qualified) or _enqueued_task(call)
         if handed is not None and depth < MAX_DEPTH:
             # ``executor.submit(poll, api)``, ``asyncio.to_thread(export)``: the work is the callable's.
@@ -612,6 +616,10 @@ class Summaries:
 
 #: Methods that change nothing another replica sees, on any receiver: reads, and the process's own metrics.
 _INERT_METHODS = _READ_ANYWHERE_METHODS | _PROCESS_LOCAL_METHODS
+
+
+#: An event loop's methods that run the coroutine they are handed to completion, here.
+_COROUTINE_RUNNERS = frozenset({"run_until_complete"})
 
 
 def _is_stub(function: FunctionNode) -> bool:
