@@ -23,13 +23,13 @@ CASES, APPLICABLE = cases(EXAMPLES)
 LEFT_OUT = {
     'fixture-fastapi_tickers-call_through_helper': 'a call put behind a small project helper is not followed into the helper; loses OG201 at tickets/main.py:87; adds OG201 at tickets/main.py:145',
     'fixture-layered_service-call_through_helper': 'a call put behind a small project helper is not followed into the helper; loses OG201 at backend/app/main.py:39',
-    'OG103-flagged-line119-function_to_method': 'a lock helper reached as a method of a module-level instance is not followed into the method (a forwarding helper is a module-level function); loses OG103 at jobs/exports.py:18',
+    'OG103-flagged-line123-function_to_method': 'a lock helper reached as a method of a module-level instance is not followed into the method (a forwarding helper is a module-level function); loses OG103 at jobs/exports.py:18',
     'OG204-flagged-line67-function_to_method': 'a method reached through a module-level instance is not followed by this rule; loses OG204 at shop/jobs.py:14',
     'OG603-flagged-line39-import_under_alias': 'the rule compares a local spelling, so an import alias hides the name; loses OG603 at example.py:14',
     'OG603-flagged-line77-import_under_alias': 'the rule compares a local spelling, so an import alias hides the name; loses OG603 at example.py:16',
     'OG603-clean-line184-import_under_alias': 'the rule compares a local spelling, so an import alias hides the name; adds OG603 at example.py:12',
     'fixture-startup_reach-rename_project_names': 'a lock helper is trusted by its name (migration_lock, a stub whose body takes no lock), so once renamed nothing says it locks; adds OG401 at fallback_create/warehouse/migrations_runner.py:12',
-    'OG101-clean-line297-move_function_absolute_import': 'the rule pairs lock and unlock within one module only (a lock flow does not follow callers in other modules); adds OG101 at example_parts.py:7',
+    'OG101-clean-line301-move_function_absolute_import': 'the rule pairs lock and unlock within one module only (a lock flow does not follow callers in other modules); adds OG101 at example_parts.py:7',
     'fixture-flask_helpdesk-call_through_helper': 'a Flask app made through a small project helper (`app = make(__name__)` forwarding to `Flask`) is not followed by the OG201 ticker check (OG602 sees it); loses OG201 at helpdesk/app.py:28',
     'OG602-flagged-line151-import_under_alias': 'OG201 compares a local spelling of the mail client, so an import alias hides its effect; loses OG201 at example.py:8',
 }

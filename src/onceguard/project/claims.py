@@ -42,6 +42,9 @@ ROW_LOCK = "FOR UPDATE SKIP LOCKED"
 CONDITIONAL_UPDATE = "conditional UPDATE"
 #: ``INSERT ... ON CONFLICT DO NOTHING``: the replica whose row goes in has the claim; the row count (or the
 #: ``RETURNING`` value) says which one.
+#: A Lua script that acts only for the key's holder (a lease renewed by its owner): false means the lease was
+#: lost, a failure to report, not a replica that skips because another one runs.
+OWNER_SCRIPT = "owner-conditional Redis script"
 UNIQUE_INSERT = "INSERT ... ON CONFLICT DO NOTHING"  # (or get_or_create on a unique lookup)
 HELPER_GUARD = "claiming helper"
 HELPER_RESULT = "claiming helper result"
@@ -50,10 +53,11 @@ HELPER_CONTEXT = "claiming context manager"
 HUEY_LOCK = "huey lock_task"
 
 #: Kinds whose result must be tested before the work.
-NEEDS_TEST = frozenset({CLAIM_FUNCTION, TRY_LOCK, SET_NX, LOCK_ACQUIRE, CACHE_ADD, CONDITIONAL_UPDATE, UNIQUE_INSERT,
+NEEDS_TEST = frozenset({CLAIM_FUNCTION, TRY_LOCK, SET_NX, OWNER_SCRIPT, LOCK_ACQUIRE, CACHE_ADD, CONDITIONAL_UPDATE,
+                        UNIQUE_INSERT,
                         HELPER_RESULT, HELPER_CONTEXT})
 #: Kinds whose result answers whether the claim was obtained: what a helper hands back of one is that answer.
-ANSWER_KINDS = frozenset({SET_NX, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE, HELPER_RESULT})
+ANSWER_KINDS = frozenset({SET_NX, OWNER_SCRIPT, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE, HELPER_RESULT})
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
@@ -220,7 +224,7 @@ class ClaimAnalyzer:
         if attr == known.REDIS_SETNX_METHOD and len(call.args) >= 2:
             return SET_NX  # ``r.setnx(key, token)``: one replica sets it (OG501 speaks of its missing expiry)
         if self._owner_script(func):
-            return SET_NX  # ``self._renew(keys=[k], args=[token, ttl])``: true only for the key's holder
+            return OWNER_SCRIPT  # ``self._renew(keys=[k], args=[token, ttl])``: true only for the key's holder
         if attr == known.LOCK_ACQUIRE_METHOD and self._lock_object(func.value) and (
                 _non_blocking(call) or self._made_non_blocking(func.value)):
             return LOCK_ACQUIRE
@@ -992,8 +996,8 @@ def _catches_lock_failure(handler: ast.ExceptHandler, facts: ModuleFacts) -> boo
 #: Claims that exclude every other runner while held (a lock, a key set once), not claims of some rows only: a
 #: conditional UPDATE or a skip-locked pickup owns the rows it took, and another row the function then changes
 #: (the user's unread count after marking their notifications) is anyone's.
-EXCLUSIVE_KINDS = frozenset({TRY_LOCK, SET_NX, LOCK_ACQUIRE, CACHE_ADD, CLAIM_FUNCTION, HELPER_GUARD, HELPER_RESULT,
-                             HELPER_CONTEXT})
+EXCLUSIVE_KINDS = frozenset({TRY_LOCK, SET_NX, OWNER_SCRIPT, LOCK_ACQUIRE, CACHE_ADD, CLAIM_FUNCTION, HELPER_GUARD,
+                             HELPER_RESULT, HELPER_CONTEXT})
 
 
 def _returns_answers(function: FunctionNode) -> bool:

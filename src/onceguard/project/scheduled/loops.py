@@ -100,13 +100,6 @@ class LoopRegistrations:
                 if startup is None:
                     startup = StartupMap.of_module(facts)
                 reason = startup.reason_for_node(call)
-                if reason is None and facts.context.cross_file:
-                    # started by a function another module's start-up runs (a gunicorn ``post_worker_init``
-                    # hook calling ``ticker.start()``): asked only of a start that runs a repeating loop
-                    from ...project.reach import runs
-
-                    answer = runs(call, facts, startup_only=True)
-                    reason = answer.reason if answer.every_replica else None
                 if reason is None:
                     continue
                 # A generic ticker (``forever(work, seconds)``) repeats the work it is handed: that work is the
