@@ -81,13 +81,23 @@ def loader_words(config: Config) -> tuple:
     return _loaders_by_root.get(root, ())
 
 
+#: Query words: a loader runs a query in its own text.
+_QUERY_WORDS: Tuple[bytes, ...] = (b"select(", b".filter(", b".where(", b"SELECT ", b".objects.")
+_QUERY_AUTOMATON = ahocorasick_rs.BytesAhoCorasick(list(_QUERY_WORDS))
+
+
 def _loading_defs(source: bytes) -> Set[bytes]:
+    """Module-level defs (not methods: a method's name is too common a word to search callers by) whose text
+    queries rows by a state column and returns."""
     matches = list(_DEF.finditer(source))
     found: Set[bytes] = set()
     for index, match in enumerate(matches):
+        if match.group(0)[:1] not in (b"d", b"a"):
+            continue  # indented: a method or a nested def
         end = matches[index + 1].start() if index + 1 < len(matches) else len(source)
         text = source[match.end():end]
-        if b"return" in text and _STATE_AUTOMATON.find_matches_as_indexes(text):
+        if b"return" in text and _STATE_AUTOMATON.find_matches_as_indexes(text) \
+                and _QUERY_AUTOMATON.find_matches_as_indexes(text):
             found.add(match.group(1))
     return found
 

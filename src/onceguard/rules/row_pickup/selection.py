@@ -209,11 +209,14 @@ def _returned_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup
     """Rows another function of the project picks by their state and returns (a repository's
     ``due_invoices(session)``), picked where it is called: the call is the pickup, the names its result is
     bound to hold the rows, and the session is what the caller hands in for the callee's session."""
+    only_loaders = False
     if id(function) not in _functions_writing_rows(facts):
         from .handed_rows import hands_rows_on
 
-        if not hands_rows_on(function):
-            return []  # it neither writes rows nor hands them on: nothing it picks is moved here
+        # It writes no rows itself: only rows it takes from a loader of the project and hands on may move.
+        if id(function) not in _functions_calling_loaders(facts) or not hands_rows_on(function):
+            return []
+        only_loaders = True
     from ...project.summaries import resolve
 
     found: List[Pickup] = []
@@ -229,6 +232,8 @@ def _returned_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup
             continue
         if unwrap(bound) is not node:
             continue
+        if only_loaders and _called_name(node) not in _loader_names(facts):
+            continue
         for target, target_facts in resolve(node, facts, function, by_name=False):
             picked = next((p for p in _local_pickups(target, target_facts) if _returns_rows(p, target)), None)
             if picked is not None:
@@ -239,6 +244,37 @@ def _returned_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup
                                     session, where, loader=(target, target_facts)))
                 break
     return found
+
+
+def _called_name(call: ast.Call) -> str:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _loader_names(facts: ModuleFacts) -> Set[str]:
+    """The names of the project's defs that may load rows by their state (``loader_words``)."""
+    from ...project.claim_helper_words import loader_words
+
+    def build(_facts: ModuleFacts) -> Set[str]:
+        if not facts.context.cross_file:
+            return set()
+        return {words[0][:-1].decode() for words in loader_words(facts.config)}
+
+    return facts.cached("row_pickup:loader-names", build)
+
+
+def _functions_calling_loaders(facts: ModuleFacts) -> Set[int]:
+    """Functions of the module that call a loader of the project by its name."""
+    def build(_facts: ModuleFacts) -> Set[int]:
+        found: Set[int] = set()
+        for name in _loader_names(facts) & facts.calls_by_name.keys():
+            for call in facts.calls_by_name[name]:
+                function = facts.enclosing_function(call)
+                if function is not None:
+                    found.add(id(function))
+        return found
+
+    return facts.cached("row_pickup:calling-loaders", build)
 
 
 def _returns_rows(pickup: Pickup, function: FunctionNode) -> bool:
