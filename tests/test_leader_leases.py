@@ -85,3 +85,24 @@ def test_a_lease_taken_with_a_plain_set_after_a_get_is_reported(tmp_path):
             return False""")
     _project(tmp_path, plain)
     assert [code for _, code in findings(tmp_path, "park/lease.py", codes=("OG501",))] == ["OG501"]
+
+
+def test_a_lost_renewal_warned_about_is_no_skip_log(tmp_path):
+    main = MAIN.replace("""        while True:
+            if lease.try_acquire():
+                dispatch()
+            time.sleep(10)""", """        leading = False
+        while True:
+            if leading:
+                leading = lease.renew()
+                if not leading:
+                    log.warning("dispatch lease lost")
+            else:
+                leading = lease.try_acquire()
+            if leading:
+                dispatch()
+            time.sleep(10)""").replace("import time\n", "import logging\n    import time\n").replace(
+        "from park.lease import Lease\n", "from park.lease import Lease\n\n    log = logging.getLogger(__name__)\n")
+    write(tmp_path, {"park/__init__.py": "", "park/lease.py": LEASE, "park/main.py": main})
+    (tmp_path / "Dockerfile").write_text('FROM python:3.12\nCMD ["python", "-m", "park.main"]\n')
+    assert findings(tmp_path, "park/main.py", codes=("OG201", "OG203")) == []

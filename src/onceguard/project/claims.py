@@ -57,7 +57,9 @@ NEEDS_TEST = frozenset({CLAIM_FUNCTION, TRY_LOCK, SET_NX, OWNER_SCRIPT, LOCK_ACQ
                         UNIQUE_INSERT,
                         HELPER_RESULT, HELPER_CONTEXT})
 #: Kinds whose result answers whether the claim was obtained: what a helper hands back of one is that answer.
-ANSWER_KINDS = frozenset({SET_NX, OWNER_SCRIPT, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE, HELPER_RESULT})
+#: (An owner-conditional script is not one: a helper that only renews answers whether the lease was kept, and
+#: its false is a loss to report, not another replica's turn.)
+ANSWER_KINDS = frozenset({SET_NX, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE, HELPER_RESULT})
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
@@ -502,7 +504,9 @@ class ClaimAnalyzer:
                 # The answer read off the claim's result: ``return bool(result.scalar_one())``, ``return row[0]``.
                 if any(isinstance(n, ast.Name) and n.id in bound for n in walk(statement.value)):
                     return True
-                return self.claim_in(statement.value, depth) is not None
+                hit = self.claim_in(statement.value, depth)
+                # (a renewal's answer is whether the lease was kept: its helper claims no turn of its own)
+                return hit is not None and hit.kind != OWNER_SCRIPT
             if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
                 hit = self.claim_in(statement.value, depth)
                 if hit is not None:
