@@ -87,3 +87,21 @@ def test_a_value_cached_once_and_read_back_is_no_claim(tmp_path):
 """
     write(tmp_path, {"veg/__init__.py": "", "veg/orders.py": cached})
     assert findings(tmp_path, "veg/orders.py", codes=("OG106",)) == []
+
+
+def test_a_value_stored_under_a_key_the_call_mints_is_no_claim(tmp_path):
+    minted = """\
+    import secrets
+
+    from redis.asyncio import Redis
+
+    redis = Redis(host="redis")
+
+
+    async def issue(member_id: int) -> str:
+        token = secrets.token_urlsafe(32)
+        await redis.set(f"magic:{token}", member_id, ex=900, nx=True)
+        return token
+"""
+    write(tmp_path, {"veg/__init__.py": "", "veg/orders.py": minted})
+    assert findings(tmp_path, "veg/orders.py", codes=("OG106",)) == []

@@ -18,6 +18,7 @@ from ..model import Diagnostic
 from ..project.claim_helper_words import claim_helper_words
 from ..project.claims import CACHE_ADD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, ClaimAnalyzer
 from ..project.lock_libraries import LibraryLock, library_locks, spells_lock_library
+from ..project.minted_keys import minted_key
 from ..project.scheduled.discovery import _resolver as claim_resolver
 from ..project.state_answers import answer_dropped
 from .advisory_locks import LockUse, _calls_on, _lease_first, lock_uses
@@ -83,6 +84,8 @@ def try_lock_result_ignored(use: LockUse, facts: ModuleFacts) -> bool:
     return False
 
 
+#: Redis reads of a key's value.
+_KEY_READS = ("get", "getdel", "getex")
 #: Prefilter: a Redis SET with NX.
 _SET_NX_WORDS = (b"nx=True", b"PureToken.NX")
 
@@ -151,8 +154,10 @@ def _dropped_set_nx(facts: ModuleFacts) -> Iterator[ast.Call]:
         # the same way)
         if not (answer_dropped(call) and facts.enclosing_function(call) is not None and call.args):
             continue
+        if minted_key(call, facts):
+            continue  # stored under a key this call minted (a fresh token): nobody else can contend for it
         key = ast.dump(call.args[0])
-        if any(read.args and ast.dump(read.args[0]) == key for read in facts.calls_named("get")):
+        if any(read.args and ast.dump(read.args[0]) == key for read in facts.calls_named(*_KEY_READS)):
             continue  # a value cached once (the first writer's kept) and read back: no claim was meant
         yield call
 
