@@ -596,13 +596,8 @@ def scheduled_by_all(function: FunctionNode, facts: ModuleFacts) -> List[Schedul
     """Where ``function`` is scheduled: in its own module (a decorator, a registration there) or in a module
     that calls it (a worker loop, a ticker's registration of another module's def), and not coordinated
     there (one scheduling process, a leader's scheduler)."""
-    path = os.path.abspath(facts.context.path or "")
-
     def same(target: Target) -> bool:
-        other = target.function
-        return other is function or (
-            other is not None and target.facts is not None and other.name == function.name
-            and other.lineno == function.lineno and os.path.abspath(target.facts.context.path or "") == path)
+        return target.function is function or _same_def(target, function, facts)
 
     found = [s for s in scheduled_in(facts) if same(s.target)]
     if facts.context.cross_file:
