@@ -155,13 +155,23 @@ CHANNELS_INSTEAD = ("Use a shared channel layer: `\"BACKEND\": \"channels_redis.
 REGISTRY_INSTEAD = ("Publish through a shared channel and let each replica deliver to its own sockets: Redis "
                     "pub/sub (`broadcaster.Broadcast(\"redis://...\")`, `redis.asyncio` `publish`/`subscribe`)")
 
-#: Byte strings that let the prefilter keep a file for OG604 / OG605.
+#: Containers a count per key is kept in (``hits = {}``, ``self.hits = defaultdict(deque)``), as spelled.
+CONTAINER_WORDS: Tuple[bytes, ...] = (b"= {}", b"= []", b"set()", b"dict()", b"list()", b"defaultdict(", b"deque(",
+                                      b"Counter(", b"OrderedDict(", b"Cache(")
+#: Clock reads a window of counts is measured with, as spelled.
+CLOCK_WORDS: Tuple[bytes, ...] = (b"time.time", b"time()", b"monotonic", b"perf_counter", b"time_ns", b"now(",
+                                  b"utcnow(")
+#: Words a limiter is described with (``rate_limit``, ``Limiter``, ``throttle``).
+LIMITER_WORDS: Tuple[bytes, ...] = (b"limit", b"Limit", b"throttl", b"Throttl")
+#: Byte strings that let the prefilter keep a file for OG604.
 #: A hand-written limiter's module may hold no status code (the refusal is in the function it hands the
-#: limiter to): the words a limiter is described with keep it.
+#: limiter to): with the whole project read, a module that describes a limiter and keeps a container at its top
+#: level is read too (``rate_limits.keeps_limiter_state``), and a module making a limiter object of a class that
+#: counts against a clock is admitted by the class's name (``prefilter_words.counting_class_words``).
 RATE_LIMIT_TRIGGERS = (b"Limiter", b"MemoryStorage", b"memory://", b"429", b"TOO_MANY_REQUESTS", b"TooManyRequests",
-                       b"THROTTLE", b"limit", b"Limit", b"throttl", b"Throttl",
+                       b"THROTTLE", b"ratelimit", b"throttl", b"Throttl",
                        # a hand-written window of timestamps, whose refusal may be written in another module
-                       (b"deque", b"monotonic"), (b"deque", b"time.time"), (b"defaultdict", b"monotonic"),
-                       (b"defaultdict", b"time.time"), (b"= {}", b"monotonic"))
+                       *((container, clock) for container in (b"deque", b"defaultdict", b"= {}", b"Counter(")
+                         for clock in (b"monotonic", b"time.time", b"perf_counter")))
 BROADCAST_TRIGGERS = (b"SocketIO", b"socketio", b"InMemoryChannelLayer", b"send_text", b"send_json", b"send_bytes",
                       b"send_str", b"write_message")

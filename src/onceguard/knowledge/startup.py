@@ -125,8 +125,9 @@ SQL_RUNTIME_WORDS: Tuple[str, ...] = ("now()", "interval", "current_timestamp", 
 OG610_TRIGGERS: Tuple[Tuple[bytes, ...], ...] = (
     (b"update(",), (b"delete(",), (b"UPDATE",), (b"DELETE",), (b"update ",), (b"delete from",),
     (b"for ", b"commit("), (b"for ", b"save("), (b"for ", b"flush("),
-    # a loop that hands every row a project function returns to another that writes it: any loop over a call
-    (b"for ", b" in "),
+    # a loop over a model's rows persisted through a helper (``for a in Agent.query.filter(...): a.sid = None``);
+    # a loop over the rows a project function returns is admitted by that function's name (``prefilter_words``)
+    (b"for ", b".objects"), (b"for ", b".query"), (b"for ", b"select("),
 )
 
 #: Calls that run a whole program to completion: at a module's top level (no ``__main__`` guard) they make

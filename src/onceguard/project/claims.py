@@ -684,26 +684,14 @@ class ClaimAnalyzer:
 
     def failed_branch(self, node: ast.If) -> Optional[Tuple[List[ast.stmt], ClaimHit]]:
         """The statements an ``if`` runs when the claim it tests was not obtained, and that claim."""
-        test = node.test
-        negated = False
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            negated, test = True, test.operand
-        elif isinstance(test, ast.Compare) and len(test.ops) == 1 and len(test.comparators) == 1:
-            op, right = test.ops[0], test.comparators[0]
-            if isinstance(right, ast.Constant) and (
-                (isinstance(op, (ast.Is, ast.Eq)) and right.value in (None, False, 0))
-                or (isinstance(op, ast.Lt) and right.value == 1)
-            ):
-                negated, test = True, test.left
-            elif isinstance(right, ast.Constant) and isinstance(op, (ast.IsNot, ast.Gt, ast.NotEq)) \
-                    and right.value in (None, False, 0):
-                test = test.left
-            else:
-                return None
+        split = failed_side(node)
+        if split is None:
+            return None
+        branch, test = split
         hit = self._tested_claim(test, node)
         if hit is None:
             return None
-        return (node.body if negated else node.orelse), hit
+        return branch, hit
 
     def dominating_claim(self, node: ast.AST) -> Optional[ClaimHit]:
         """The claim that must have been won for the code at ``node`` to run, or None: ``node`` sits in the
@@ -720,7 +708,8 @@ class ClaimAnalyzer:
                 if not isinstance(block, list) or not any(s is child for s in block):
                     continue
                 if isinstance(above, ast.If):
-                    found = self.failed_branch(above)
+                    side = failed_side(above)  # (the test is resolved only when ``node`` is on its won side)
+                    found = self.failed_branch(above) if side is not None and side[0] is not block else None
                     if found is not None and found[0] is not block:
                         return found[1]
                 index = next(i for i, s in enumerate(block) if s is child)
@@ -739,6 +728,9 @@ class ClaimAnalyzer:
         for node in [statement, *walk_no_nested_functions(statement)]:
             if not isinstance(node, ast.If):
                 continue
+            side = failed_side(node)
+            if side is None or not _leaves(side[0]):
+                continue  # (its failed branch does not leave: what the test reads need not be resolved)
             found = self.failed_branch(node)
             if found is None or not _leaves(found[0]):
                 continue
@@ -940,6 +932,30 @@ def _negative_test(test: ast.AST) -> bool:
             return (isinstance(right, ast.Constant) and right.value in (None, False, 0)) or isinstance(
                 right, ast.Attribute)
     return False
+
+
+def failed_side(node: ast.If) -> Optional[Tuple[List[ast.stmt], ast.AST]]:
+    """The branch an ``if`` runs when what it tests is false, as its test is spelled (``if not got:``, ``if got is
+    None:``, ``if count < 1:`` run the body), and the tested value; None for a test no claim's answer is read by.
+    Asked before the value is resolved as a claim: a caller that needs the failed branch to hold something (a
+    ``return``, the log it looks at) skips the ``if`` whose failed branch does not."""
+    test = node.test
+    negated = False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        negated, test = True, test.operand
+    elif isinstance(test, ast.Compare) and len(test.ops) == 1 and len(test.comparators) == 1:
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(right, ast.Constant) and (
+            (isinstance(op, (ast.Is, ast.Eq)) and right.value in (None, False, 0))
+            or (isinstance(op, ast.Lt) and right.value == 1)
+        ):
+            negated, test = True, test.left
+        elif isinstance(right, ast.Constant) and isinstance(op, (ast.IsNot, ast.Gt, ast.NotEq)) \
+                and right.value in (None, False, 0):
+            test = test.left
+        else:
+            return None
+    return (node.body if negated else node.orelse), test
 
 
 def _leaves(body: List[ast.stmt]) -> bool:

@@ -11,13 +11,17 @@ import ast
 import os
 from typing import Iterator, Set
 
+import ahocorasick_rs
+
 from ..analysis.facts import ModuleFacts
 from ..analysis.handed import argument_for, parameter_names
 from ..analysis.names import dotted
 from ..knowledge import advisory_locks as known
 from ..knowledge import lock_libraries as lock_known
 from ..model import Diagnostic, Fix, Related
+from ..project import index as project_index
 from ..project.fixed_arguments import callers_of
+from ..project.prefilter_words import returning_defs, shares_advisory_names
 from ..project.lock_libraries import library_locks, spells_lock_library
 from ..project.process_values import (RETURNED_TRIGGERS, calling_modules, returned_unstable, same_place,
                                       unstable_call, unstable_parts)
@@ -28,6 +32,7 @@ from .registry import register
 
 
 unstable_key_call = unstable_call
+_RETURNED_WORDS = ahocorasick_rs.BytesAhoCorasick(list(RETURNED_TRIGGERS))
 _STABLE_KEY = ("Derive the key with a stable digest: a constant, `zlib.crc32(name.encode())`, or "
                "`int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), 'big', signed=True)`")
 
@@ -38,7 +43,16 @@ class UnstableLockKey(Rule):
     name = "unstable-lock-key"
     summary = "advisory lock key computed with hash(), id(), random or uuid4: every replica locks a different key"
     # (a lock library's words admit the same files OG103 reads: they are parsed for it already)
-    triggers = known.TRIGGERS + RETURNED_TRIGGERS + lock_known.TRIGGERS
+    triggers = known.TRIGGERS + lock_known.TRIGGERS
+
+    @staticmethod
+    def project_files(config, path: str) -> bool:
+        """A module with no lock of its own that computes a per-process value and shares a function with a module
+        taking advisory locks: a def the lock's key is computed with, or a lock helper it hands a key."""
+        source = project_index.read_bytes(path)
+        if not _RETURNED_WORDS.find_matches_as_indexes(source):
+            return False
+        return shares_advisory_names(config, source, returning_defs(source, _RETURNED_WORDS))
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         reported: Set = set()

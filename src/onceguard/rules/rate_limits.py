@@ -10,6 +10,7 @@ long-lived (module level), and the code that reads it refuses the request as "to
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator, List, Optional, Tuple
 
 from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_nested_functions
@@ -18,6 +19,7 @@ from ..knowledge import process_local as known
 from ..model import Diagnostic, Related
 from ..project import index as project
 from ..project.forwarding import callee_through
+from ..project.prefilter_words import counting_class_words
 from .base import Rule
 from .fix_plans import shared_store_snippet
 from .limit_refusals import functions_using, refusal_for, users_elsewhere
@@ -316,6 +318,19 @@ def _mutates(name: str, function: FunctionNode) -> bool:
     return False
 
 
+#: ``name = <a container>`` at a module's top level (a type annotation allowed).
+_MODULE_CONTAINER = re.compile(
+    rb"^[A-Za-z_][A-Za-z0-9_]*[ \t]*(?::[^=\n]*)?=[ \t]*(?:\{|\[|set\(|dict\(|list\(|"
+    rb"(?:collections\.)?(?:defaultdict|deque|Counter|OrderedDict)\(|[A-Za-z_.]*Cache\()", re.MULTILINE)
+
+
+def keeps_limiter_state(source: bytes) -> bool:
+    """The text describes a limiter, keeps a container at its top level and reads a clock (a hand-written limiter's
+    window is measured in the module that keeps it: ``_handwritten``)."""
+    return any(word in source for word in known.LIMITER_WORDS) and any(word in source for word in known.CLOCK_WORDS) \
+        and _MODULE_CONTAINER.search(source) is not None
+
+
 def _handwritten(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
     if not facts.context.cross_file:
         text = "\n".join(facts.lines)
@@ -366,6 +381,18 @@ class InMemoryRateLimit(Rule):
     triggers = known.RATE_LIMIT_TRIGGERS
     skips_tests = True
     skips_migration_code = True
+
+    @staticmethod
+    def project_triggers(config) -> tuple:
+        """A module making a limiter object of a class in another module (``limiter = SlidingWindow(5, 60)``)
+        that keeps its counts in containers against a clock: every word of that is in the class's module."""
+        return counting_class_words(config)
+
+    @staticmethod
+    def project_files(config, path: str) -> bool:
+        """A module that describes a limiter and keeps its counts at its top level against a clock, whose refusal
+        may be written in the module that asks it."""
+        return keeps_limiter_state(project.read_bytes(path))
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         if facts.context.is_test or facts.context.is_migration:

@@ -32,6 +32,7 @@ from ..analysis.facts import FunctionNode, ModuleFacts, call_name, walk, walk_no
 from ..knowledge import startup as known
 from ..model import Diagnostic
 from ..project.forwarding import forwarded
+from ..project.prefilter_words import bare_loader_words
 from ..project.reach import enclosing_function, runs_function
 from .base import Rule
 from .registry import register
@@ -392,6 +393,13 @@ class StartupResetsSharedState(Rule):
     triggers = known.OG610_TRIGGERS
     skips_tests = True
     skips_migration_code = True
+
+    @staticmethod
+    def project_triggers(config) -> tuple:
+        """A loop over the rows a project function picks with a filter and hands back, taking nothing that could
+        narrow them (``for run in repo.unfinished(): repo.fail(run.id)``): its module may spell no word of the
+        query or of the write."""
+        return bare_loader_words(config)
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if facts.context.is_test or facts.context.is_migration:

@@ -15,7 +15,7 @@ from ..analysis.sql import tokens
 from ..knowledge import advisory_locks as known
 from ..knowledge import lock_libraries as lock_known
 from ..model import Diagnostic
-from ..project.claim_helper_words import claim_helper_words
+from ..project.prefilter_words import claim_helper_words
 from ..project.claims import CACHE_ADD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, ClaimAnalyzer
 from ..project.lock_libraries import LibraryLock, library_locks, spells_lock_library
 from ..project.minted_keys import minted_key

@@ -19,7 +19,7 @@ from .selection import (
     _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, holds_row, may_pick_by_state,
     sql_pickup)
 from .handed_rows import handed_row_write
-from ...project.claim_helper_words import loader_words
+from ...project.prefilter_words import loader_words
 from .moved_rows import aggregates_only, hands_back, helper_writes, picked_and_written_after
 from .callers import _locked_before, _resolver, runs_claimed
 from ...project.claims import ClaimAnalyzer, won_claim_reaches

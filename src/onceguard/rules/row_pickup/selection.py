@@ -253,7 +253,7 @@ def _called_name(call: ast.Call) -> str:
 
 def _loader_names(facts: ModuleFacts) -> Set[str]:
     """The names of the project's defs that may load rows by their state (``loader_words``)."""
-    from ...project.claim_helper_words import loader_words
+    from ...project.prefilter_words import loader_words
 
     def build(_facts: ModuleFacts) -> Set[str]:
         if not facts.context.cross_file:

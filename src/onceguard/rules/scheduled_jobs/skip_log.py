@@ -5,9 +5,9 @@ import ast
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ...project.through_helpers import through_helpers
-from ...project.claim_helper_words import claim_helper_words
+from ...project.prefilter_words import claim_helper_words
 from ...project.claims import (CLAIM_FUNCTION, CACHE_ADD, HELPER_CONTEXT, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK,
-                               ClaimAnalyzer, failed_lock_handlers, is_log_call)
+                               ClaimAnalyzer, failed_lock_handlers, failed_side, is_log_call)
 from ...analysis.facts import ModuleFacts, ancestors
 from ...knowledge import claims as claim_data
 from ...model import Diagnostic, Fix
@@ -111,6 +111,10 @@ class LoudSkipLog(Rule):
             if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
                 return False
             if isinstance(above, ast.If) and child is not above.test:
+                side = failed_side(above)
+                if side is None or not any(child is statement for statement in side[0]):
+                    child = above  # (not in the branch taken when the test is false: no claim to resolve)
+                    continue
                 key = id(above)
                 if key not in cache:
                     found = analyzer.failed_branch(above)

@@ -1,0 +1,356 @@
+"""Prefilter words the project itself gives, read in one pass over its bytes: the names of its functions that
+may answer whether a claim was won (``claim_helper_words``), of those that may load rows by their state
+(``loader_words``) or return rows a filter picks while taking nothing to narrow them (``bare_loader_words``),
+and of its classes that may keep per-key counts against a clock (``counting_class_words``).
+
+A job that claims through a helper of its project (``with exclusive(key) as got:``, ``if not take_slot(name):``)
+spells the helper's name and no word of the claim itself, which the helper's module holds.  Its loud skip log
+(OG203) is to be read all the same, so a file that calls such a helper and logs loudly is parsed.  A helper is
+a ``def`` whose text, up to the next ``def``, holds a word a claim's code contains; what it really does is read
+when the job's module is checked (``ClaimAnalyzer``), so this list only has to hold every helper, not only
+helpers.
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, List, NamedTuple, Set, Tuple
+
+import ahocorasick_rs
+
+from ..analysis.context import FileContext
+from ..config import Config
+from ..knowledge import process_local
+from . import index as project
+
+#: ``def name(`` anywhere: a pattern that starts with a literal is searched for quickly, one anchored at each line
+#: start is not; that it begins its line is checked on each match (``_defs``).
+_DEF_WORD = re.compile(rb"def[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(")
+_last_defs: list = [None, ()]
+
+
+class _Def(NamedTuple):
+    start: int  # where ``def`` (or ``async``) begins
+    end: int  # after the opening parenthesis
+    name: bytes
+    top_level: bool  # at column 0: a module-level def
+
+
+def _defs(source: bytes) -> Tuple[_Def, ...]:
+    """The ``def`` statements of a text, in order (nested ones and methods included); the last text's are kept,
+    since each family of a pass asks for the same file's."""
+    if _last_defs[0] is source:
+        return _last_defs[1]
+    found = []
+    for match in _DEF_WORD.finditer(source):
+        at = match.start()
+        line = source.rfind(b"\n", 0, at) + 1
+        head = source[line:at]
+        words = head.split()
+        if words not in ([], [b"async"]) or (words and head[-1:] not in (b" ", b"\t")):
+            continue  # not the statement's first word (``undef(``, ``x = def_(``)
+        indented = head[:1] in (b" ", b"\t")
+        found.append(_Def(line + len(head) - len(head.lstrip(b" \t")), match.end(), match.group(1), not indented))
+    _last_defs[0], _last_defs[1] = source, tuple(found)
+    return _last_defs[1]
+
+
+def _texts(source: bytes):
+    """(def, its text up to the next def) for each def of the text."""
+    defs = _defs(source)
+    for index, found in enumerate(defs):
+        yield found, source[found.end:defs[index + 1].start if index + 1 < len(defs) else len(source)]
+#: Words the claim itself is written with, inside a helper whose name need not say it: a try-lock, a Redis
+#: ``SET NX``, a skip-locked pickup, a conditional update's row count, a non-blocking acquire.  ``claim`` and
+#: ``lock(`` are left out: a helper called by them is found by the prefilter's own words already.
+_CLAIM_BODY_WORDS: Tuple[bytes, ...] = (
+    b"advisory", b"nx=", b"setnx", b"skip_locked", b"SKIP LOCKED", b"skip locked", b"rowcount", b"acquire(",
+    b"run_once", b"run_exclusive", b"locked_run", b"cache.add(",
+)
+_AUTOMATON = ahocorasick_rs.BytesAhoCorasick(list(_CLAIM_BODY_WORDS))
+
+_words_by_root: Dict[Tuple[str, Tuple[bytes, ...]], tuple] = {}
+
+
+def claim_helper_words(config: Config, beside: Tuple[bytes, ...] = ()) -> tuple:
+    """Each name a project def that may answer a claim is called by, followed by ``(``; with ``beside``, a
+    trigger per name and word of it (``(b"exclusive(", b".warning(")``).  Once per project: the prefilter
+    asks for every file."""
+    root = config.root
+    if not root:
+        return ()
+    key = (root, beside)
+    cached = _words_by_root.get(key)
+    if cached is None:
+        names = _words_by_root.get((root, ()))
+        if names is None:
+            names = _words_by_root[(root, ())] = _claim_helper_words(root, config)
+        cached = _words_by_root[key] = tuple((name, word) for name in names for word in beside) if beside else names
+    return cached
+
+
+def _claim_helper_words(root: str, config: Config) -> Tuple[bytes, ...]:
+    names: Set[bytes] = set()
+    loaders: Set[bytes] = set()
+    bare: Set[bytes] = set()
+    counting: Set[bytes] = set()
+    _build_family_automaton()
+    for path in project.project_files(root):
+        source = project.read_bytes(path)
+        # One pass of one automaton over the file finds the words of every family.
+        found = {_FAMILY_OF_WORD[index] for index, _, _ in _FAMILY_AUTOMATON.find_matches_as_indexes(source, overlapping=True)}
+        if not found:
+            continue
+        here = []
+        if _CLAIM in found:
+            here.append((names, _claiming_defs(source)))
+        if _STATE in found:
+            here.append((loaders, _loading_defs(source)))
+        if _FILTER in found:
+            here.append((bare, _bare_loading_defs(source)))
+        if _CONTAINER in found and _CLOCK in found:
+            here.append((counting, _counting_classes(source)))
+        if any(defs for _, defs in here) and _deployed(path, config):
+            for family, defs in here:  # (test code and migrations are no helpers of the deployed code)
+                family.update(defs)
+    names -= _BUILTIN_METHODS
+    loaders -= _BUILTIN_METHODS
+    _loaders_by_root[root] = tuple(sorted((name + b"(", b"for ") for name in loaders))
+    _bare_loaders_by_root[root] = tuple(sorted((name + b"()", b"for ") for name in bare))
+    # (``Name(`` for a call, ``Name as`` for an import under an alias, whose calls spell the alias)
+    _counting_classes_by_root[root] = tuple(sorted(name + ending for name in counting for ending in (b"(", b" as ")))
+    return tuple(sorted(name + b"(" for name in names))
+
+
+def _read_once(config: Config, words_by_root: Dict[str, tuple]) -> tuple:
+    root = config.root
+    if not root:
+        return ()
+    if root not in words_by_root:
+        claim_helper_words(config)  # (one pass over the project reads every family)
+    return words_by_root.get(root, ())
+
+
+# -- loaders: defs that select rows by their state and return them (read in the same pass) ----------------
+#: A state column compared in a query (``Packet.status == "queued"``, ``status="queued"``, ``WHERE status =``).
+_STATE_WORDS: Tuple[bytes, ...] = (b".status ==", b"status=", b"status =", b".state ==", b"state=", b"state =",
+                                   b"_at.is_(None)", b"_at__isnull", b"_at IS NULL")
+_STATE_AUTOMATON = ahocorasick_rs.BytesAhoCorasick(list(_STATE_WORDS))
+_loaders_by_root: Dict[str, tuple] = {}
+
+
+def loader_words(config: Config) -> tuple:
+    """``(name(, for )`` for each project def whose text selects by a state column and returns: a file that calls
+    one in a loop may hand the rows it picked to code that moves them (OG302).  Once per project."""
+    return _read_once(config, _loaders_by_root)
+
+
+#: Query words: a loader runs a query in its own text.
+_QUERY_WORDS: Tuple[bytes, ...] = (b"select(", b".filter(", b".where(", b"SELECT ", b".objects.")
+_QUERY_AUTOMATON = ahocorasick_rs.BytesAhoCorasick(list(_QUERY_WORDS))
+
+
+def _loading_defs(source: bytes) -> Set[bytes]:
+    """Module-level defs (not methods: a method's name is too common a word to search callers by) whose text
+    queries rows by a state column and returns."""
+    found: Set[bytes] = set()
+    for defined, text in _texts(source):
+        if not defined.top_level:
+            continue  # indented: a method or a nested def
+        if b"return" in text and _STATE_AUTOMATON.find_matches_as_indexes(text) \
+                and _QUERY_AUTOMATON.find_matches_as_indexes(text):
+            found.add(defined.name)
+    return found
+
+
+# -- bare loaders: defs that take nothing to narrow their rows and return what a filter picks ---------------
+#: A filter of a query chain (``.filter(``, ``.filter_by(``, ``.where(``, ``.exclude(``).
+_FILTER_WORDS: Tuple[bytes, ...] = (b".filter(", b"filter_by(", b".where(", b".exclude(")
+_FILTER_AUTOMATON = ahocorasick_rs.BytesAhoCorasick(list(_FILTER_WORDS))
+#: ``def name()`` / ``def name(self)`` / ``def name(cls)`` (annotated or not) at a line's start: a def its callers
+#: can hand nothing.
+_BLANK = rb"(?:\s|#[^\n]*)*"  # (blanks and comments)
+_BARE_PARAMETERS = re.compile(_BLANK + rb"(?:(?:self|cls)" + _BLANK + rb"(?::[^,()=#]*)?)?" + _BLANK + rb",?" + _BLANK
+                              + rb"\)")
+_CLASS_LINE = re.compile(rb"\n[ \t]*class[ \t]")
+_bare_loaders_by_root: Dict[str, tuple] = {}
+
+
+def bare_loader_words(config: Config) -> tuple:
+    """``(name(), for )`` for each project def or method that takes nothing but ``self``/``cls`` and returns what a
+    filter picks (the rows of a model, as the rule reads it): a file that loops over what a call of it hands back may hand each row to code in
+    another module that resets it (OG610), with no word of the query or the write in its own text.  Once per
+    project."""
+    return _read_once(config, _bare_loaders_by_root)
+
+
+#: Methods of the built-in containers and strings (``mapping.items()``, ``seen.add(x)``, ``d.update(...)``) are on
+#: almost every page of Python: a project def of the same name would admit nearly every file as its caller (a
+#: call of it is read all the same when its module has another word of the rule).
+_BUILTIN_METHODS = frozenset(name.encode() for kind in (dict, list, set, str, bytes, tuple) for name in dir(kind))
+
+
+def _deployed(path: str, config: Config) -> bool:
+    """Neither test code nor a migration: a def a deployed loop may call."""
+    context = FileContext(path, config, cross_file=True)
+    return not context.is_test and not context.is_migration
+
+
+def _bare_loading_defs(source: bytes) -> Set[bytes]:
+    found: Set[bytes] = set()
+    for defined, text in _texts(source):
+        name = defined.name
+        if name.startswith(b"__") or name in _BUILTIN_METHODS or not _BARE_PARAMETERS.match(source, defined.end):
+            continue  # a dunder is called by the language, not by its name
+        end = _CLASS_LINE.search(text)  # (a class that follows is not the def's text)
+        if end is not None:
+            text = text[:end.start()]
+        if b"return" in text and _FILTER_AUTOMATON.find_matches_as_indexes(text):
+            found.add(name)
+    return found
+
+
+# -- counting classes: classes that keep containers on their instances and read a clock ----------------------
+_CLOCK_AUTOMATON = ahocorasick_rs.BytesAhoCorasick(list(process_local.CLOCK_WORDS))
+_CLASS = re.compile(rb"^class[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
+#: Where a class's text ends: the next statement at the module's top level.
+_TOP_LEVEL = re.compile(rb"^(?:class|def|async|[A-Za-z_][A-Za-z0-9_.]*[ \t]*(?::[^=\n]*)?=)", re.MULTILINE)
+#: ``self.name = <a container>`` (a type annotation allowed).
+_SELF_CONTAINER = re.compile(
+    rb"self\.[A-Za-z_][A-Za-z0-9_]*[ \t]*(?::[^=\n]*)?=[ \t]*(?:\{\}|\[\]|set\(\)|dict\(\)|list\(\)|"
+    rb"(?:collections\.)?(?:defaultdict|deque|Counter|OrderedDict)\(|[A-Za-z_.]*Cache\()")
+_counting_classes_by_root: Dict[str, tuple] = {}
+
+
+def counting_class_words(config: Config) -> tuple:
+    """``Name(`` and ``Name as`` for each module-level class of the project that keeps containers on its instances
+    and reads a clock: a module that makes one at its top level (``limiter = SlidingWindow(5, 60)``) may hold a limiter of
+    per-process counts (OG604) whose words are all in the class's module.  Once per project."""
+    return _read_once(config, _counting_classes_by_root)
+
+
+def _counting_classes(source: bytes) -> Set[bytes]:
+    found: Set[bytes] = set()
+    for match in _CLASS.finditer(source):
+        end = _TOP_LEVEL.search(source, match.end())
+        text = source[match.end():end.start() if end else len(source)]
+        if _SELF_CONTAINER.search(text) and _CLOCK_AUTOMATON.find_matches_as_indexes(text):
+            found.add(match.group(1))
+    return found
+
+
+# -- advisory names: what the project's modules that take advisory locks define, call and import -------------
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_CALLED = re.compile(rb"([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(")
+#: ``from module import a, b as c`` / ``from module import (a, b)``: the names it brings in (one group).
+_FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+[A-Za-z0-9_.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE)
+#: root -> (what its advisory modules call or import, an automaton of how a module calls or imports their defs)
+_advisory_names_by_root: Dict[str, Tuple[Set[bytes], object]] = {}
+
+
+def _used(source: bytes) -> Set[bytes]:
+    """The names a text calls or imports by name (an alias hides the name from its calls)."""
+    used = set(_CALLED.findall(source))
+    for names in _FROM_IMPORT.findall(source):
+        used.update(_IDENTIFIER.findall(names))
+    return used
+
+
+def returning_defs(source: bytes, words: "ahocorasick_rs.BytesAhoCorasick") -> Set[bytes]:
+    """The defs whose text (up to the next def) returns and holds one of ``words``."""
+    return {defined.name for defined, text in _texts(source)
+            if b"return" in text and words.find_matches_as_indexes(text)}
+
+
+def shares_advisory_names(config: Config, source: bytes, defs: Set[bytes]) -> bool:
+    """One of ``defs`` (defined in the text) is called or imported by a module taking advisory locks (its value may
+    be a lock's key there), or the text calls or imports a def such a module defines (a lock helper it may hand a
+    key to)."""
+    root = config.root
+    if not root:
+        return False
+    names = _advisory_names_by_root.get(root)
+    if names is None:
+        defined: Set[bytes] = set()
+        used: Set[bytes] = set()
+        for path in project.files_mentioning("advisory", root):
+            text = project.read_bytes(path)
+            defined.update(found.name for found in _defs(text))
+            used.update(_used(text))
+        defined -= _BUILTIN_METHODS
+        # ``helper(`` for a call, ``helper as`` for an import under an alias (its calls spell the alias)
+        spellings = [name + ending for name in sorted(defined) for ending in (b"(", b" as ")]
+        calling = ahocorasick_rs.BytesAhoCorasick(spellings) if spellings else None
+        names = _advisory_names_by_root[root] = (used - _BUILTIN_METHODS, calling)
+    used, calling = names
+    if calling is None:
+        return False
+    return not used.isdisjoint(defs) or bool(calling.find_matches_as_indexes(source))
+
+
+def _claiming_defs(source: bytes) -> Set[bytes]:
+    """The defs that hand back what a claim answered: a ``return``/``yield`` on the claim's own line
+    (``return bool(cur.execute("SELECT pg_try_advisory_lock(...)")...)``), or of the name the claim's line
+    assigns (``got = r.set(key, 1, nx=True, ex=60)`` ... ``return got``)."""
+    found: Set[bytes] = set()
+    for defined, text in _texts(source):
+        if defined.name.startswith(b"__"):
+            continue  # a dunder is called by its class's name or by the language, never by its own
+        if _AUTOMATON.find_matches_as_indexes(text) and _answers_claim(text):
+            found.add(defined.name)
+    return found
+
+
+_ASSIGNED = re.compile(rb"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=\n]*)?=[^=]")
+
+
+def _answers_claim(text: bytes) -> bool:
+    """A claim's line returns or yields, or assigns a name that a ``return``/``yield`` hands back, directly or
+    through names computed from it (``row = cur.execute(...).fetchone()``, ``got = bool(row and row[0])``,
+    ``yield got``)."""
+    lines = text.splitlines()
+    held: Set[bytes] = set()
+    for line in lines:
+        claims = bool(_AUTOMATON.find_matches_as_indexes(line))
+        if claims and (b"return" in line or b"yield" in line):
+            return True
+        assigned = _ASSIGNED.match(line)
+        if assigned is not None and (claims or any(_word(name).search(line) for name in held)):
+            held.add(assigned.group(1))
+        elif held and (b"return" in line or b"yield" in line) and any(_word(name).search(line) for name in held):
+            return True
+    return False
+
+
+def _word(name: bytes) -> "re.Pattern[bytes]":
+    return re.compile(rb"\b" + re.escape(name) + rb"\b")
+
+
+# -- one automaton for the words of every family ---------------------------------------------------------------
+_CLAIM, _STATE, _FILTER, _CONTAINER, _CLOCK = range(5)
+_FAMILY_AUTOMATON = None
+_FAMILY_OF_WORD: List[int] = []
+
+
+def _build_family_automaton() -> None:
+    global _FAMILY_AUTOMATON
+    if _FAMILY_AUTOMATON is not None:
+        return
+    words: List[bytes] = []
+    for family, spelled in ((_CLAIM, _CLAIM_BODY_WORDS), (_STATE, _STATE_WORDS), (_FILTER, _FILTER_WORDS),
+                            (_CONTAINER, process_local.CONTAINER_WORDS), (_CLOCK, process_local.CLOCK_WORDS)):
+        for word in spelled:
+            words.append(word)
+            _FAMILY_OF_WORD.append(family)
+    # Overlapping matches: a word inside another family's word still counts for its own family.
+    _FAMILY_AUTOMATON = ahocorasick_rs.BytesAhoCorasick(words, implementation=ahocorasick_rs.Implementation.DFA)
+
+
+def _clear() -> None:
+    _words_by_root.clear()
+    _loaders_by_root.clear()
+    _bare_loaders_by_root.clear()
+    _counting_classes_by_root.clear()
+    _advisory_names_by_root.clear()
+
+
+project.on_clear(_clear)
