@@ -54,7 +54,7 @@ def _defs(source: bytes) -> Tuple[_Def, ...]:
     return _last_defs[1]
 
 
-def _texts(source: bytes):
+def defs_of(source: bytes):
     """(def, its text up to the next def) for each def of the text."""
     defs = _defs(source)
     for index, found in enumerate(defs):
@@ -112,8 +112,8 @@ def _claim_helper_words(root: str, config: Config) -> Tuple[bytes, ...]:
         if any(defs for _, defs in here) and _deployed(path, config):
             for family, defs in here:  # (test code and migrations are no helpers of the deployed code)
                 family.update(defs)
-    names -= _BUILTIN_METHODS
-    loaders -= _BUILTIN_METHODS
+    names -= BUILTIN_METHODS
+    loaders -= BUILTIN_METHODS
     _loaders_by_root[root] = tuple(sorted((name + b"(", b"for ") for name in loaders))
     _bare_loaders_by_root[root] = tuple(sorted((name + b"()", b"for ") for name in bare))
     # (``Name(`` for a call, ``Name as`` for an import under an alias, whose calls spell the alias)
@@ -153,7 +153,7 @@ def _loading_defs(source: bytes) -> Set[bytes]:
     """Module-level defs (not methods: a method's name is too common a word to search callers by) whose text
     queries rows by a state column and returns."""
     found: Set[bytes] = set()
-    for defined, text in _texts(source):
+    for defined, text in defs_of(source):
         if not defined.top_level:
             continue  # indented: a method or a nested def
         if b"return" in text and _STATE_AUTOMATON.find_matches_as_indexes(text) \
@@ -186,7 +186,7 @@ def bare_loader_words(config: Config) -> tuple:
 #: Methods of the built-in containers and strings (``mapping.items()``, ``seen.add(x)``, ``d.update(...)``) are on
 #: almost every page of Python: a project def of the same name would admit nearly every file as its caller (a
 #: call of it is read all the same when its module has another word of the rule).
-_BUILTIN_METHODS = frozenset(name.encode() for kind in (dict, list, set, str, bytes, tuple) for name in dir(kind))
+BUILTIN_METHODS = frozenset(name.encode() for kind in (dict, list, set, str, bytes, tuple) for name in dir(kind))
 
 
 def _deployed(path: str, config: Config) -> bool:
@@ -197,9 +197,9 @@ def _deployed(path: str, config: Config) -> bool:
 
 def _bare_loading_defs(source: bytes) -> Set[bytes]:
     found: Set[bytes] = set()
-    for defined, text in _texts(source):
+    for defined, text in defs_of(source):
         name = defined.name
-        if name.startswith(b"__") or name in _BUILTIN_METHODS or not _BARE_PARAMETERS.match(source, defined.end):
+        if name.startswith(b"__") or name in BUILTIN_METHODS or not _BARE_PARAMETERS.match(source, defined.end):
             continue  # a dunder is called by the language, not by its name
         end = _CLASS_LINE.search(text)  # (a class that follows is not the def's text)
         if end is not None:
@@ -238,53 +238,11 @@ def _counting_classes(source: bytes) -> Set[bytes]:
     return found
 
 
-# -- advisory names: what the project's modules that take advisory locks define, call and import -------------
-_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
-_CALLED = re.compile(rb"([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(")
-#: ``from module import a, b as c`` / ``from module import (a, b)``: the names it brings in (one group).
-_FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+[A-Za-z0-9_.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE)
-#: root -> (what its advisory modules call or import, an automaton of how a module calls or imports their defs)
-_advisory_names_by_root: Dict[str, Tuple[Set[bytes], object]] = {}
-
-
-def _used(source: bytes) -> Set[bytes]:
-    """The names a text calls or imports by name (an alias hides the name from its calls)."""
-    used = set(_CALLED.findall(source))
-    for names in _FROM_IMPORT.findall(source):
-        used.update(_IDENTIFIER.findall(names))
-    return used
-
-
+# -- defs by what their text holds -----------------------------------------------------------------------
 def returning_defs(source: bytes, words: "ahocorasick_rs.BytesAhoCorasick") -> Set[bytes]:
     """The defs whose text (up to the next def) returns and holds one of ``words``."""
-    return {defined.name for defined, text in _texts(source)
+    return {defined.name for defined, text in defs_of(source)
             if b"return" in text and words.find_matches_as_indexes(text)}
-
-
-def shares_advisory_names(config: Config, source: bytes, defs: Set[bytes]) -> bool:
-    """One of ``defs`` (defined in the text) is called or imported by a module taking advisory locks (its value may
-    be a lock's key there), or the text calls or imports a def such a module defines (a lock helper it may hand a
-    key to)."""
-    root = config.root
-    if not root:
-        return False
-    names = _advisory_names_by_root.get(root)
-    if names is None:
-        defined: Set[bytes] = set()
-        used: Set[bytes] = set()
-        for path in project.files_mentioning("advisory", root):
-            text = project.read_bytes(path)
-            defined.update(found.name for found in _defs(text))
-            used.update(_used(text))
-        defined -= _BUILTIN_METHODS
-        # ``helper(`` for a call, ``helper as`` for an import under an alias (its calls spell the alias)
-        spellings = [name + ending for name in sorted(defined) for ending in (b"(", b" as ")]
-        calling = ahocorasick_rs.BytesAhoCorasick(spellings) if spellings else None
-        names = _advisory_names_by_root[root] = (used - _BUILTIN_METHODS, calling)
-    used, calling = names
-    if calling is None:
-        return False
-    return not used.isdisjoint(defs) or bool(calling.find_matches_as_indexes(source))
 
 
 def _claiming_defs(source: bytes) -> Set[bytes]:
@@ -292,7 +250,7 @@ def _claiming_defs(source: bytes) -> Set[bytes]:
     (``return bool(cur.execute("SELECT pg_try_advisory_lock(...)")...)``), or of the name the claim's line
     assigns (``got = r.set(key, 1, nx=True, ex=60)`` ... ``return got``)."""
     found: Set[bytes] = set()
-    for defined, text in _texts(source):
+    for defined, text in defs_of(source):
         if defined.name.startswith(b"__"):
             continue  # a dunder is called by its class's name or by the language, never by its own
         if _AUTOMATON.find_matches_as_indexes(text) and _answers_claim(text):
@@ -350,7 +308,6 @@ def _clear() -> None:
     _loaders_by_root.clear()
     _bare_loaders_by_root.clear()
     _counting_classes_by_root.clear()
-    _advisory_names_by_root.clear()
 
 
 project.on_clear(_clear)

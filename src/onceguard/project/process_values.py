@@ -489,14 +489,15 @@ def _local_parts(nodes: List[ast.AST], facts: ModuleFacts) -> Iterator[Unstable]
 
 def calling_modules(function: FunctionNode, facts: ModuleFacts) -> List[ModuleFacts]:
     """The other modules whose code calls ``function``, directly or through a def returning its result."""
+    from .advisory_names import lock_key_files
     from .fixed_arguments import callers_of, named_in_few_files
 
     found: List[ModuleFacts] = []
     root = project.search_root(facts)
-    locking = set(project.files_mentioning("advisory", root))
+    locking = lock_key_files(root)  # (modules taking advisory locks, or handing a lock helper its key)
     if not locking - {os.path.abspath(facts.context.path or "")} or not locking & set(
             project.files_mentioning(function.name, root)):
-        return found  # no other file that may lock names it: its callers are not worth reading
+        return found  # no other file that may key a lock names it: its callers are not worth reading
     frontier = [(function, facts)]
     for _ in range(_CALLER_STEPS):
         following = []

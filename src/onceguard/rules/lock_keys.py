@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Iterator, Set
+from typing import Iterator, List, NamedTuple, Optional, Set
 
 import ahocorasick_rs
 
@@ -21,12 +21,14 @@ from ..knowledge import lock_libraries as lock_known
 from ..model import Diagnostic, Fix, Related
 from ..project import index as project_index
 from ..project.fixed_arguments import callers_of
-from ..project.prefilter_words import returning_defs, shares_advisory_names
+from ..project.advisory_names import lock_helper_names, shares_lock_names
+from ..project.prefilter_words import returning_defs
 from ..project.lock_libraries import library_locks, spells_lock_library
 from ..project.process_values import (RETURNED_TRIGGERS, calling_modules, returned_unstable, same_place,
                                       unstable_call, unstable_parts)
 from .advisory_lock_discipline import _short_path, key_expressions
-from .advisory_locks import lock_uses
+from ..project.summaries import resolve
+from .advisory_locks import LockUse, lock_uses
 from .base import Rule
 from .registry import register
 
@@ -47,23 +49,21 @@ class UnstableLockKey(Rule):
 
     @staticmethod
     def project_files(config, path: str) -> bool:
-        """A module with no lock of its own that computes a per-process value and shares a function with a module
-        taking advisory locks: a def the lock's key is computed with, or a lock helper it hands a key."""
+        """A module with no lock of its own that computes a per-process value where a lock's key may come from it:
+        a def of it that returns one is called where a key is handed, or it hands a lock helper a key."""
         source = project_index.read_bytes(path)
         if not _RETURNED_WORDS.find_matches_as_indexes(source):
             return False
-        return shares_advisory_names(config, source, returning_defs(source, _RETURNED_WORDS))
+        return shares_lock_names(config.root or "", source, returning_defs(source, _RETURNED_WORDS))
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         reported: Set = set()
-        yield from self._returned_here(facts, reported)
-        for use in lock_uses(facts):
-            if use.function.name == "pg_advisory_unlock_all":
-                continue
+        for site in key_sites(facts):
             # The key's parts, through the names and the project's functions that compute it; a part computed
             # in another module is reported there (``_returned_here``), where it can be mended.  A lock helper
             # keyed on its parameter (``def try_xact_lock(lock_id)``) is keyed on what its callers hand it.
-            for part in [*unstable_parts(key_expressions(use), facts), *_handed_by_callers(use, facts)]:
+            handed = _handed_by_callers(site.use, facts) if site.use is not None else []
+            for part in [*unstable_parts(site.keys, facts), *handed]:
                 node = part.call
                 # (a part reached through a caller is read in that caller's copy of this module: same place)
                 if part.facts is not facts and not _same_file(part.facts, facts):
@@ -77,11 +77,13 @@ class UnstableLockKey(Rule):
                 via = f" in `{part.helper.name}`, which computes it" if part.helper is not None else ""
                 yield self.finding(
                     node,
-                    f"the key of `{use.function.name}` (line {use.call.lineno}) comes from "
+                    f"the key of `{site.lock}` (line {site.call.lineno}) comes from "
                     f"`{dotted(node.func) or 'a call'}(...)`{via}, so each replica locks a different key and all run "
                     "the guarded work.",
                     f"The key is not the same in every process: {part.why}. " + _STABLE_KEY, fix,
                 )
+        # (after the module's own keys: a part both read is reported as the key of the lock here)
+        yield from self._returned_here(facts, reported)
         yield from self._library_lock_keys(facts, reported)
 
     def _library_lock_keys(self, facts: ModuleFacts, reported: Set[int]) -> Iterator[Diagnostic]:
@@ -113,20 +115,65 @@ class UnstableLockKey(Rule):
         """A def of this module returning an unstable value that a lock of another module is keyed on."""
         for part in returned_unstable(facts):
             for other in calling_modules(part.helper, facts):
-                use = next((u for u in lock_uses(other) for p in unstable_parts(key_expressions(u), other)
-                            if same_place(p, part)), None)
-                if use is None or id(part.call) in reported:
+                site = next((u for u in key_sites(other) for p in unstable_parts(u.keys, other)
+                             if same_place(p, part)), None)
+                place = (part.call.lineno, part.call.col_offset)
+                if site is None or id(part.call) in reported or place in reported:
                     continue
-                reported.add(id(part.call))
+                reported.update((id(part.call), place))
                 yield self.finding(
                     part.call,
                     f"`{part.helper.name}` returns a value computed with `{dotted(part.call.func) or 'a call'}(...)`, "
-                    f"and the lock `{use.function.name}` is keyed on it, so each replica locks a different key and "
+                    f"and the lock `{site.lock}` is keyed on it, so each replica locks a different key and "
                     "all run the guarded work.",
                     f"The key is not the same in every process: {part.why}. " + _STABLE_KEY,
-                    related=[Related(other.context.path, use.call.lineno, use.call.col_offset + 1,
-                                     f"`{use.function.name}` is keyed on it here")],
+                    related=[Related(other.context.path, site.call.lineno, site.call.col_offset + 1,
+                                     f"`{site.lock}` is keyed on it here")],
                 )
+
+
+class KeySite(NamedTuple):
+    """Where a module hands an advisory lock its key: its own lock call, or a call of a lock helper."""
+    call: ast.Call
+    lock: str  # the advisory function, or the helper as called
+    keys: List[ast.AST]  # the key's expressions, as written here
+    use: Optional[LockUse]  # the module's own lock (None for a helper's call)
+
+
+def key_sites(facts: ModuleFacts) -> List[KeySite]:
+    """The module's own advisory locks, and (the whole project read) its calls of lock helpers of other modules
+    keyed on a parameter, with what each call hands that parameter: ``try_slot(hash(name))`` keys the lock in
+    ``try_slot``'s module on ``hash(name)`` computed here."""
+
+    def build(_facts: ModuleFacts) -> List[KeySite]:
+        sites = [KeySite(use.call, use.function.name, key_expressions(use), use) for use in lock_uses(facts)
+                 if use.function.name != "pg_advisory_unlock_all"]
+        if facts.context.cross_file:
+            sites.extend(_helper_sites(facts))
+        return sites
+
+    return facts.cached("lock_keys:sites", build)
+
+
+def _helper_sites(facts: ModuleFacts) -> List[KeySite]:
+    helpers = lock_helper_names(project_index.search_root(facts))
+    sites = []
+    for name in sorted(helpers & set(facts.calls_by_name)):
+        for call in facts.calls_by_name[name]:
+            for target, where in resolve(call, facts, facts.enclosing_function(call)):
+                if where is facts or _same_file(where, facts):
+                    continue  # (this module's own helper: its lock is read here, keyed through its callers)
+                own = set(parameter_names(target, receiver=False))
+                for use in lock_uses(where):
+                    if use.scope is not target:
+                        continue
+                    keyed = sorted({n.id for key in key_expressions(use) for n in ast.walk(key)
+                                    if isinstance(n, ast.Name)} & own)
+                    keys = [handed for parameter in keyed for handed in [argument_for(call, target, parameter)]
+                            if handed is not None]
+                    if keys:
+                        sites.append(KeySite(call, dotted(call.func) or name, keys, None))
+    return sites
 
 
 def _handed_by_callers(use, facts: ModuleFacts) -> list:
