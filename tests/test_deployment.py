@@ -9,7 +9,7 @@ import pytest
 
 from onceguard.config import from_mapping
 from onceguard.engine.check import check_source
-from onceguard.project import deployment, index
+from onceguard.project import deployment, index, migration_locations
 
 
 @pytest.fixture(autouse=True)
@@ -163,13 +163,13 @@ def test_ini_script_location_forms(tmp_path):
         "shop/__init__.py": "",
         "empty.ini": "[loggers]\nkeys = root\n",
     })
-    here = deployment.script_location_of_ini(str(tmp_path / "here.ini"), config)
+    here = migration_locations.script_location_of_ini(str(tmp_path / "here.ini"), config)
     assert os.path.normpath(here.path) == str(tmp_path / "db" / "alembic")
-    relative = deployment.script_location_of_ini(str(tmp_path / "relative.ini"), config)
+    relative = migration_locations.script_location_of_ini(str(tmp_path / "relative.ini"), config)
     assert os.path.normpath(relative.path) == str(tmp_path / "migrations")
-    package = deployment.script_location_of_ini(str(tmp_path / "package.ini"), config)
+    package = migration_locations.script_location_of_ini(str(tmp_path / "package.ini"), config)
     assert os.path.normpath(package.path) == str(tmp_path / "shop" / "migrations")
-    assert deployment.script_location_of_ini(str(tmp_path / "empty.ini"), config).path is None
+    assert migration_locations.script_location_of_ini(str(tmp_path / "empty.ini"), config).path is None
 
 
 def test_schema_commands():

@@ -593,10 +593,10 @@ def test_a_service_pinned_to_one_replica_is_no_per_replica_launch(tmp_path):
 
     import yaml
 
-    from onceguard.project import deployment
+    from onceguard.project import deployment_files
 
     path = str(tmp_path / "docker-compose.yml")
-    launches = deployment._compose(yaml.compose(textwrap.dedent(HUEY_COMPOSE.replace("{flag}", ""))), path)
+    launches = deployment_files._compose(yaml.compose(textwrap.dedent(HUEY_COMPOSE.replace("{flag}", ""))), path)
     assert {launch.where: launch.per_replica for launch in launches} == {
         "docker-compose.yml service worker command": True, "docker-compose.yml service scheduler command": False}
 

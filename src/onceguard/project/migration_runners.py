@@ -11,7 +11,7 @@ from ..analysis.facts import ModuleFacts, call_name, position
 from ..analysis.names import dotted
 from ..knowledge import schema as known
 from ..model import Related
-from . import deployment
+from . import deployment, migration_locations
 from . import index as project_index
 from .migration_locks import shared_alembic_connections
 from .reach import enclosing_function, place, runs
@@ -29,7 +29,7 @@ def _where(facts: ModuleFacts) -> str:
     return facts.context.rel_path or facts.context.path
 
 
-def _apply_location(call: ast.Call, facts: ModuleFacts) -> deployment.MigrationsLocation:
+def _apply_location(call: ast.Call, facts: ModuleFacts) -> migration_locations.MigrationsLocation:
     """The migrations directory (the env.py's) that ``command.upgrade(cfg, ...)`` / Flask-Migrate
     ``upgrade()`` runs, as far as the code fixes it."""
     callee = facts.callee(call) or ""
@@ -38,22 +38,22 @@ def _apply_location(call: ast.Call, facts: ModuleFacts) -> deployment.Migrations
         directory = keyword_of(call, "directory")
         expr = directory.value if directory is not None else (call.args[0] if call.args else None)
         if expr is None:
-            return deployment.MigrationsLocation(known.FLASK_MIGRATE_DIRECTORY, True, "Flask-Migrate's default")
-        return _location_of_text(deployment.static_path(expr, facts), near, "upgrade(directory=...)")
+            return migration_locations.MigrationsLocation(known.FLASK_MIGRATE_DIRECTORY, True, "Flask-Migrate's default")
+        return _location_of_text(migration_locations.static_path(expr, facts), near, "upgrade(directory=...)")
     config_keyword = keyword_of(call, "config")
     cfg = call.args[0] if call.args else (config_keyword.value if config_keyword is not None else None)
     if cfg is None:
-        return deployment.MigrationsLocation(None)
+        return migration_locations.MigrationsLocation(None)
     ini_directory = ""
     constructor = cfg if isinstance(cfg, ast.Call) else (bound_value(cfg, facts) if isinstance(cfg, ast.Name) else None)
     ini_files: List[str] = []
     if isinstance(constructor, ast.Call) and (call_name(constructor) or "").endswith("Config"):
         file_keyword = keyword_of(constructor, "file_")
         ini_expr = constructor.args[0] if constructor.args else (file_keyword.value if file_keyword else None)
-        ini_text = deployment.static_path(ini_expr, facts) if ini_expr is not None else None
+        ini_text = migration_locations.static_path(ini_expr, facts) if ini_expr is not None else None
         if ini_text:
             ini_files = [ini_text] if os.path.isabs(ini_text) and os.path.isfile(ini_text) else \
-                deployment.ini_files_for(ini_text, near)
+                migration_locations.ini_files_for(ini_text, near)
             if ini_files:
                 ini_directory = os.path.dirname(ini_files[0])
     # ``cfg.set_main_option("script_location", ...)`` on the same config wins over the .ini.
@@ -66,16 +66,16 @@ def _apply_location(call: ast.Call, facts: ModuleFacts) -> deployment.Migrations
                     and isinstance(option.args[0], ast.Constant)
                     and option.args[0].value == known.SCRIPT_LOCATION_OPTION
                     and position(option) < position(call)):
-                text = deployment.static_path(option.args[1], facts)
+                text = migration_locations.static_path(option.args[1], facts)
                 if text is not None and ini_directory:
                     text = text.replace("%(here)s", ini_directory)
                 return _location_of_text(text, near, "set_main_option(\"script_location\", ...)", facts)
     for ini in ini_files:
         project_index.record_dependency(ini)
-        location = deployment.script_location_of_ini(ini, facts.config)
+        location = migration_locations.script_location_of_ini(ini, facts.config)
         if location.path is not None:
             return location
-    return deployment.MigrationsLocation(None)
+    return migration_locations.MigrationsLocation(None)
 
 
 def _directory_of(facts: ModuleFacts) -> str:
@@ -83,12 +83,12 @@ def _directory_of(facts: ModuleFacts) -> str:
 
 
 def _location_of_text(text: Optional[str], near: str, how: str,
-                      facts: Optional[ModuleFacts] = None) -> deployment.MigrationsLocation:
+                      facts: Optional[ModuleFacts] = None) -> migration_locations.MigrationsLocation:
     if text is None:
-        return deployment.MigrationsLocation(None)
+        return migration_locations.MigrationsLocation(None)
     if ":" in text and not os.path.isabs(text) and facts is not None:
-        return deployment.location_from_text(text, near, facts.config, how)
-    return deployment.MigrationsLocation(text, not os.path.isabs(text), how)
+        return migration_locations.location_from_text(text, near, facts.config, how)
+    return migration_locations.MigrationsLocation(text, not os.path.isabs(text), how)
 
 
 def _runner_root(facts: ModuleFacts) -> str:
@@ -131,7 +131,7 @@ def env_of_runner(call: ast.Call, facts: ModuleFacts) -> Optional[str]:
     return None
 
 
-def _runs_this_env(location: deployment.MigrationsLocation, env_directory: str, near: str,
+def _runs_this_env(location: migration_locations.MigrationsLocation, env_directory: str, near: str,
                    only_env: bool) -> bool:
     if location.path is None:
         return only_env  # the code does not fix it, and the project has one Alembic environment: this one
@@ -196,12 +196,12 @@ def env_evidence(facts: ModuleFacts, reported_at_runner: Callable[[SchemaWrite, 
             if not step.launch.per_replica:
                 continue
             if step.kind == deployment.ALEMBIC_UPGRADE:
-                locations = [deployment.script_location_of_ini(ini, facts.config) for ini in step.files]
+                locations = [migration_locations.script_location_of_ini(ini, facts.config) for ini in step.files]
                 if not any(loc.path for loc in locations):
-                    locations = [deployment.MigrationsLocation(None)]
+                    locations = [migration_locations.MigrationsLocation(None)]
                 near = step.launch.directory
             elif step.kind == deployment.FLASK_DB_UPGRADE:
-                locations = [deployment.MigrationsLocation(step.target, not os.path.isabs(step.target))]
+                locations = [migration_locations.MigrationsLocation(step.target, not os.path.isabs(step.target))]
                 near = step.launch.directory
             else:
                 continue

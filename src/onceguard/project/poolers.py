@@ -27,7 +27,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ..analysis.context import FileContext
 from ..knowledge import schema as known
-from . import deployment
+from . import deployment, deployment_files
 from . import index as project
 
 #: A PostgreSQL URL in any text: ``postgresql://``, ``postgres://``, ``postgresql+psycopg://`` ...
@@ -152,7 +152,7 @@ def _shown(facts) -> _Shown:
         session = False
         read: List[str] = []
         for base in deployment.deployment_bases(config, root):
-            for path in project.files_named(base, lambda name: deployment._is_deployment_file(name)
+            for path in project.files_named(base, lambda name: deployment_files.is_deployment_file(name)
                                             or _is_env_file(name) or name.lower().endswith(".ini"),
                                             config, key="poolers"):
                 if path in read:

@@ -558,10 +558,10 @@ def deployed_variables(facts: ModuleFacts) -> Set[str]:
 
 
 def _sets_environment(name: str) -> bool:
-    from . import deployment
+    from . import deployment_files
 
     lowered = name.lower()
-    return deployment._is_deployment_file(name) or lowered == ".env" or lowered.startswith(".env.")
+    return deployment_files.is_deployment_file(name) or lowered == ".env" or lowered.startswith(".env.")
 
 
 # -- a hash seed the deployment fixes ---------------------------------------------------------------------
@@ -583,16 +583,16 @@ def fixed_hash_seed(facts: ModuleFacts) -> bool:
         return False
 
     def build(_facts: ModuleFacts) -> bool:
-        from . import deployment
+        from . import deployment, deployment_files
 
         top = deployment.project_directory(context.path, facts.config, project.search_root(facts))
         bases = tuple(deployment.deployment_bases(facts.config, top))
         if bases not in _seeds:
             found = False
             for base in bases:
-                for path in project.files_named(base, deployment._is_deployment_file, facts.config,
+                for path in project.files_named(base, deployment_files.is_deployment_file, facts.config,
                                                 key="deployment"):
-                    text = deployment._read(path).encode("utf-8", "replace")
+                    text = deployment_files.read_text(path).encode("utf-8", "replace")
                     if known.HASH_SEED_VARIABLE.encode() in text and _SEED.search(text):
                         found = True
             _seeds[bases] = found

@@ -1,0 +1,420 @@
+"""Deployment files read into launches: the command lines each file runs, and whether every replica runs them.
+
+Dockerfile ``CMD`` / ``ENTRYPOINT`` (shell and exec forms), Procfile process types, docker compose services and
+Kubernetes workloads (jobs and hooks run once), and the shell scripts those run or that end by starting a server.
+What a launch does (``deployment.steps``) is read from its words elsewhere; here only where it comes from.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+from ..knowledge import deployment as known
+from . import index as project
+
+_MAX_FILE_BYTES = 1_000_000
+_MAX_SCRIPT_DEPTH = 4
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One command line a deployment file runs."""
+
+    words: Tuple[str, ...]
+    path: str  # the file that says it (absolute)
+    line: int
+    per_replica: bool
+    where: str  # "Dockerfile CMD", "Procfile release", "Kubernetes Job db-migrate", "entrypoint.sh"
+
+    @property
+    def directory(self) -> str:
+        return os.path.dirname(self.path)
+
+
+
+# =====================================================================================================
+# Finding the files
+# =====================================================================================================
+def is_dockerfile(name: str) -> bool:
+    return (name in known.DOCKERFILE_NAMES or name.startswith(known.DOCKERFILE_PREFIXES)
+            or name.endswith(known.DOCKERFILE_SUFFIXES))
+
+
+def is_deployment_file(name: str) -> bool:
+    lowered = name.lower()
+    return (is_dockerfile(name) or name in known.PROCFILE_NAMES or lowered.endswith(known.YAML_SUFFIXES)
+            or lowered.endswith(known.SHELL_SUFFIXES))
+
+
+def read_text(path: str) -> str:
+    try:
+        if os.path.getsize(path) > _MAX_FILE_BYTES:
+            return ""
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return ""
+    project.record_dependency(path)
+    return data.decode("utf-8", "replace")
+
+
+
+# =====================================================================================================
+# Reading each kind of file
+# =====================================================================================================
+class Scanner:
+    """Every launch of the files, and of the scripts they run (to a depth); ``starts_server`` tells a script that
+    starts a server, whose commands before it are the container's start when nothing else runs it."""
+
+    def __init__(self, files: Sequence[str], starts_server: Callable[[Sequence[str]], bool]) -> None:
+        self.files = list(files)
+        self.starts_server = starts_server
+        self.scripts = [p for p in files if p.lower().endswith(known.SHELL_SUFFIXES)]
+        self.found: List[Launch] = []
+        self._script_modes: Dict[str, bool] = {}  # script -> per replica, as the files that run it say
+
+    def scan(self) -> List[Launch]:
+        direct: List[Launch] = []
+        for path in self.files:
+            name = os.path.basename(path)
+            if is_dockerfile(name):
+                direct.extend(_dockerfile(path))
+            elif name in known.PROCFILE_NAMES:
+                direct.extend(_procfile(path))
+            elif name.lower().endswith(known.YAML_SUFFIXES):
+                direct.extend(_yaml_file(path))
+        for launch in direct:
+            self._add(launch, 0)
+        # A script nothing above runs, that starts a server: the container's start command.
+        for script in self.scripts:
+            if script in self._script_modes:
+                continue
+            commands = _script_commands(script)
+            if any(self.starts_server(words) for _, words in commands):
+                self._script_modes[script] = True
+                for line, words in commands:
+                    self._add(Launch(words, script, line, True, os.path.basename(script)), 1)
+        return self.found
+
+    def _add(self, launch: Launch, depth: int) -> None:
+        self.found.append(launch)
+        if depth >= _MAX_SCRIPT_DEPTH:
+            return
+        for script in self._scripts_run(launch):
+            if self._script_modes.get(script) is not None and (self._script_modes[script] or not launch.per_replica):
+                continue  # already read with this mode (or per replica, which wins)
+            self._script_modes[script] = launch.per_replica
+            where = f"{os.path.basename(script)} (run by {launch.where})"
+            for line, words in _script_commands(script):
+                self._add(Launch(words, script, line, launch.per_replica, where), depth + 1)
+
+    def _scripts_run(self, launch: Launch) -> List[str]:
+        words = list(launch.words)
+        if words and os.path.basename(words[0]) in known.SHELLS and len(words) > 1:
+            words = [w for w in words[1:] if not w.startswith("-")]
+        if not words or not words[0].lower().endswith(known.SHELL_SUFFIXES):
+            return []
+        return resolve_file(words[0], launch.directory, self.scripts)
+
+
+def logical_lines(text: str) -> Iterable[Tuple[int, str]]:
+    """(first line number, text) with backslash continuations joined."""
+    pending: List[str] = []
+    start = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not pending:
+            start = number
+        stripped = line.rstrip()
+        if stripped.endswith("\\"):
+            pending.append(stripped[:-1])
+            continue
+        pending.append(stripped)
+        yield start, " ".join(pending)
+        pending = []
+    if pending:
+        yield start, " ".join(pending)
+
+
+def _dockerfile(path: str) -> List[Launch]:
+    found = []
+    name = os.path.basename(path)
+    per_replica = "migrat" not in name.lower()  # ``Dockerfile.migrate``: an image for the one-off job
+    for line, text in logical_lines(read_text(path)):
+        stripped = text.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        instruction, _, rest = stripped.partition(" ")
+        instruction = instruction.upper()
+        if instruction not in known.DOCKERFILE_START_INSTRUCTIONS:
+            continue
+        where = f"{name} {instruction}"
+        for words in _command_words(rest.strip()):
+            found.append(Launch(words, path, line, per_replica, where))
+        if instruction == "CMD" and rest.strip().startswith("["):
+            cmd = found[-1] if found and found[-1].where == where else None
+            entry = next((launch for launch in reversed(found) if launch.where == f"{name} ENTRYPOINT"), None)
+            if cmd is not None and entry is not None:
+                # exec-form ENTRYPOINT and CMD: the container runs the one with the other as its arguments
+                found.append(Launch(entry.words + cmd.words, path, line, per_replica, f"{name} ENTRYPOINT + CMD"))
+    return found
+
+
+def _procfile(path: str) -> List[Launch]:
+    found = []
+    for line, text in logical_lines(read_text(path)):
+        process, colon, command = text.partition(":")
+        process = process.strip()
+        if not colon or not process or process.startswith("#") or " " in process:
+            continue
+        per_replica = process not in known.PROCFILE_ONCE_TYPES
+        for words in _shell_words(command):
+            found.append(Launch(words, path, line, per_replica, f"Procfile {process}"))
+    return found
+
+
+# -- shell -------------------------------------------------------------------------------------------------
+_OPERATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", ";;", "|&"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_SHELL_KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "case",
+                             "esac", "{", "}", "function"})
+
+
+def _command_words(text: str) -> List[Tuple[str, ...]]:
+    """A Dockerfile/compose/Kubernetes command: an exec-form JSON array, or shell form."""
+    if text.startswith("["):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return _expand_shell_c(tuple(value))
+    return _shell_words(text)
+
+
+def _expand_shell_c(words: Tuple[str, ...]) -> List[Tuple[str, ...]]:
+    """``["sh", "-c", "alembic upgrade head && exec gunicorn app:app"]``: the commands of the script."""
+    if words and os.path.basename(words[0]) in known.SHELLS:
+        for index, word in enumerate(words[1:], start=1):
+            if word.startswith("-") and "c" in word[1:] and index + 1 < len(words):
+                return _shell_words(words[index + 1])
+    return [words] if words else []
+
+
+def _shell_words(text: str) -> List[Tuple[str, ...]]:
+    """The simple commands of one shell line, their prefixes (``exec``, ``env X=1``, ``poetry run``) taken
+    off."""
+    try:
+        lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        tokens = list(lexer)
+    except ValueError:
+        tokens = text.split()
+    commands: List[Tuple[str, ...]] = []
+    current: List[str] = []
+    for token in tokens + [";"]:
+        if token in _OPERATORS:
+            words = _strip_prefixes(current)
+            if words:
+                commands.extend(_expand_shell_c(tuple(words)))
+            current = []
+        else:
+            current.append(token)
+    return commands
+
+
+def _strip_prefixes(words: List[str]) -> List[str]:
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word in _SHELL_KEYWORDS or _ASSIGNMENT.match(word) or word.startswith("-") and index > 0 and words[index - 1] in ("env", "exec"):
+            index += 1
+            continue
+        if word in known.COMMAND_PREFIX_WORDS:
+            index += 1
+            if index < len(words) and words[index] == known.TOOL_RUN_WORD:
+                index += 1
+            continue
+        break
+    return words[index:]
+
+
+def _script_commands(path: str) -> List[Tuple[int, Tuple[str, ...]]]:
+    found = []
+    for line, text in logical_lines(read_text(path)):
+        stripped = text.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        for words in _shell_words(stripped):
+            found.append((line, words))
+    return found
+
+
+# -- YAML: compose and Kubernetes ---------------------------------------------------------------------------
+_TEMPLATE_LINE = re.compile(r"^\s*\{\{-?.*-?\}\}\s*$")
+_TEMPLATE = re.compile(r"\{\{-?.*?-?\}\}")
+
+
+def _yaml_file(path: str) -> List[Launch]:
+    import yaml  # a dependency; imported here so the plugin's import stays cheap
+
+    name = os.path.basename(path).lower()
+    text = read_text(path)
+    if not text:
+        return []
+    compose = name.startswith(known.COMPOSE_PREFIXES)
+    if not compose and not all(marker.decode() in text for marker in known.KUBERNETES_MARKERS):
+        return []
+    # Helm templates: drop whole-line directives, stand in a word for inline ones (line numbers kept).
+    lines = ["" if _TEMPLATE_LINE.match(line) else _TEMPLATE.sub("TEMPLATE", line) for line in text.splitlines()]
+    try:
+        documents = list(yaml.compose_all("\n".join(lines), Loader=yaml.SafeLoader))
+    except yaml.YAMLError:
+        return []
+    except RecursionError:
+        return []
+    found: List[Launch] = []
+    for document in documents:
+        if not isinstance(document, yaml.MappingNode):
+            continue
+        if compose or _get(document, "services") is not None and _get(document, "kind") is None:
+            found.extend(_compose(document, path))
+        else:
+            found.extend(_kubernetes(document, path))
+    return found
+
+
+def _get(node, key: str):
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    for key_node, value in node.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
+            return value
+    return None
+
+
+def _scalar(node) -> Optional[str]:
+    import yaml
+
+    return node.value if isinstance(node, yaml.ScalarNode) else None
+
+
+def _sequence(node) -> list:
+    import yaml
+
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _mapping_items(node) -> list:
+    import yaml
+
+    return list(node.value) if isinstance(node, yaml.MappingNode) else []
+
+
+def _line(node) -> int:
+    return node.start_mark.line + 1
+
+
+def _words_of(node) -> Optional[List[Tuple[str, ...]]]:
+    """A command given as a YAML string (shell form) or list (exec form)."""
+    scalar = _scalar(node)
+    if scalar is not None:
+        return _shell_words(scalar)
+    items = [_scalar(item) for item in _sequence(node)]
+    if items and all(item is not None for item in items):
+        return _expand_shell_c(tuple(items))  # type: ignore[arg-type]
+    return None
+
+
+def _compose(document, path: str) -> List[Launch]:
+    services = _mapping_items(_get(document, "services"))
+    one_shot: Set[str] = set()
+    for _, service in services:
+        for name_node, condition in _mapping_items(_get(service, "depends_on")):
+            if _scalar(_get(condition, "condition")) == known.COMPOSE_COMPLETED_CONDITION:
+                one_shot.add(name_node.value)
+    found = []
+    file_name = os.path.basename(path)
+    for name_node, service in services:
+        name = str(name_node.value)
+        replicas = _scalar(_get(_get(service, "deploy"), "replicas"))
+        per_replica = name not in one_shot and "migrat" not in name.lower() and replicas != known.SINGLE_REPLICA
+        for key in ("entrypoint", "command"):
+            node = _get(service, key)
+            if node is None:
+                continue
+            for words in _words_of(node) or ():
+                found.append(Launch(words, path, _line(node), per_replica, f"{file_name} service {name} {key}"))
+    return found
+
+
+def _kubernetes(document, path: str) -> List[Launch]:
+    kind = _scalar(_get(document, "kind")) or ""
+    metadata = _get(document, "metadata")
+    name = _scalar(_get(metadata, "name")) or kind
+    annotations = {_scalar(key) for key, _ in _mapping_items(_get(metadata, "annotations"))}
+    hook = bool(annotations & known.HOOK_ANNOTATIONS)
+    spec = _get(document, "spec")
+    if kind in known.KUBERNETES_REPLICATED_KINDS or kind == "Job":
+        pod = _get(_get(spec, "template"), "spec")
+    elif kind == "CronJob":
+        pod = _get(_get(_get(_get(spec, "jobTemplate"), "spec"), "template"), "spec")
+    elif kind == "Pod":
+        pod = spec
+    else:
+        return []
+    per_replica = (kind in known.KUBERNETES_REPLICATED_KINDS and not hook
+                   and _scalar(_get(spec, "replicas")) != known.SINGLE_REPLICA)
+    where = f"Kubernetes {kind} {name}" + (" (a deploy hook)" if hook else "")
+    found = []
+    for list_key in ("initContainers", "containers"):
+        for container in _sequence(_get(pod, list_key)):
+            command = _get(container, "command")
+            args = _get(container, "args")
+            words: List[str] = []
+            node = command if command is not None else args
+            if node is None:
+                continue
+            for part in (command, args):
+                if part is None:
+                    continue
+                scalar = _scalar(part)
+                if scalar is not None:
+                    words.extend(scalar.split())
+                else:
+                    words.extend(_scalar(item) or "" for item in _sequence(part))
+            label = f"{where} {'init container' if list_key == 'initContainers' else 'container'}"
+            for command_words in _expand_shell_c(tuple(words)):
+                found.append(Launch(command_words, path, _line(node), per_replica, label))
+    return found
+
+
+def resolve_file(name: str, directory: str, candidates: Sequence[str]) -> List[str]:
+    """The project files a path written in a deployment file may be: relative to that file's directory and
+    the directories above it (a container path ``/app/scripts/x.sh`` loses its leading parts one by one),
+    or else the one project file with that base name."""
+    parts = [p for p in name.replace("\\", "/").split("/") if p and p != "."]
+    if not parts:
+        return []
+    found: List[str] = []
+    current = directory
+    while True:
+        for start in range(len(parts)):
+            candidate = os.path.normpath(os.path.join(current, *parts[start:]))
+            if os.path.isfile(candidate) and candidate not in found:
+                found.append(candidate)
+                break
+        if found:
+            return found
+        above = os.path.dirname(current)
+        if above == current:
+            break
+        current = above
+    same_name = [c for c in candidates if os.path.basename(c) == parts[-1]]
+    return same_name if len(same_name) == 1 else []
