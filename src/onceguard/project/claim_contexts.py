@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Dict, Optional, Set
 from ..analysis.applied_decorators import decorators
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
 from ..knowledge import claims as known
+from .claim_kinds import ANSWER_KINDS
+from .claim_syntax import _fetch_from, mentions
 
 if TYPE_CHECKING:  # (claims.py imports this module)
     from .claims import ClaimAnalyzer
@@ -59,8 +61,6 @@ def yields_claim(analyzer: "ClaimAnalyzer", function: FunctionNode, depth: int) 
 def yields_claim_element(analyzer: "ClaimAnalyzer", function: FunctionNode, index: int, depth: int) -> bool:
     """Whether every value the generator ``function`` yields is a tuple whose ``index``-th element is the answer
     of a claim it takes (``yield conn, acquired``, bound by ``async with job_lock(pool, KEY) as (conn, got):``)."""
-    from .claims import _fetch_from
-
     yields = [node for node in walk_no_nested_functions(function) if isinstance(node, ast.Yield)]
     if not yields:
         return False
@@ -78,8 +78,6 @@ def yields_claim_element(analyzer: "ClaimAnalyzer", function: FunctionNode, inde
 
 def _is_answer(analyzer: "ClaimAnalyzer", node: ast.Yield, answers: Set[str], executed: Dict[str, object],
                depth: int) -> bool:
-    from .claims import _fetch_from
-
     value = node.value
     if value is None:
         return False
@@ -90,8 +88,6 @@ def _is_answer(analyzer: "ClaimAnalyzer", node: ast.Yield, answers: Set[str], ex
 
 def _depends(analyzer: "ClaimAnalyzer", expr: ast.AST, answers: Set[str], depth: int) -> bool:
     """``expr`` reads a claim's answer, or takes the claim itself (``yield r.set(key, me, nx=True, ex=60)``)."""
-    from .claims import ANSWER_KINDS, mentions
-
     if answers and mentions(expr, answers):
         return True
     hit = analyzer.claim_in(expr, depth + 1)

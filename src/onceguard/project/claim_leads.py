@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ..analysis.facts import walk
-from .claims import (CLAIM_FUNCTION, CONDITIONAL_UPDATE, HELPER_RESULT, HUEY_LOCK, LOCK_WITH, TRY_LOCK, UNIQUE_INSERT,
-                     _FUNCTION_TYPES, _TRY_STAR, ClaimAnalyzer, ClaimHit, _assigned, _dotted, _fetch_from, _has_call,
-                     _is_huey_lock_expr, _is_preamble, _target_names, is_log_call)
+from .claim_kinds import (CLAIM_FUNCTION, CONDITIONAL_UPDATE, HELPER_RESULT, HUEY_LOCK, LOCK_WITH, TRY_LOCK,
+                          UNIQUE_INSERT, ClaimHit)
+from .claim_syntax import (_assigned, _dotted, _fetch_from, _has_call, _is_huey_lock_expr, _is_preamble, _target_names,
+                           is_log_call)
+from .claims import _FUNCTION_TYPES, _TRY_STAR, ClaimAnalyzer
 
 def _bails(body: List[ast.stmt], skip: Optional[Callable[[ast.stmt], bool]] = None) -> bool:
     """A branch that leaves: ``return``/``continue``/``break``/``raise`` after nothing but logging (and, in a

@@ -11,79 +11,38 @@ count is checked), or a call to a function whose own leading statement is a
 claim.  A helper may instead answer whether it got a claim: by what it
 returns, or (a ``@contextmanager``, ``claim_contexts``) by what it yields to
 ``with ... as name:``; the job then tests that answer.
+
+The kinds of claim are in ``claim_kinds``; what is read off code's spelling alone (log calls, assigned names, an
+``if``'s failed side) in ``claim_syntax``; where a claim must have been won (a name's claim, an ``if``'s failed
+branch, the claim dominating a statement) in ``claim_branches``, which ``ClaimAnalyzer`` extends.
 """
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
-
-from pglast.enums import OnConflictAction
 
 from ..analysis.applied_decorators import decorators
 from ..analysis.executed_sql import ExecutedSql, bound_value, executed_sql
 from ..analysis.facts import (PARENT, FunctionNode, ModuleFacts, ancestors, call_name, parent, walk,
                               walk_no_nested_functions)
 from ..knowledge import claims as known
-from ..analysis.sql import parse_statements
-from .bindings import Bindings, _module_level, own_module_names
+from .bindings import Bindings, own_module_names
+from .claim_branches import ClaimBranches
+from .claim_kinds import (ANSWER_KINDS, CACHE_ADD, CLAIM_FUNCTION, CONDITIONAL_UPDATE, HELPER_CONTEXT, HELPER_GUARD,
+                          HELPER_RESULT, HUEY_LOCK, LOCK_ACQUIRE, OWNER_SCRIPT, ROW_LOCK, SET_NX,
+                          TRY_LOCK, UNIQUE_INSERT, ClaimHit, Lead)
+from .claim_syntax import (_assigned, _dotted, _fetch_from, _inserts_unless_present, _is_huey_lock, _is_preamble, _leaves,
+                           _makes_lock, _negative_test, _non_blocking, _real_statements, _target_names,
+                           _update_has_where, mentions)
 from .forwarding import forwarded
 from .lock_libraries import waits_when_entered
 from .unique_fields import GET_OR_CREATE, creates_once
 
-# Kinds of claim.
-CLAIM_FUNCTION = "claim function"
-TRY_LOCK = "pg_try_advisory lock"
-SET_NX = "Redis SET NX"
-LOCK_ACQUIRE = "Redis lock acquire(blocking=False)"
-LOCK_WITH = "Redis lock"
-CACHE_ADD = "cache.add"
-ROW_LOCK = "FOR UPDATE SKIP LOCKED"
-CONDITIONAL_UPDATE = "conditional UPDATE"
-#: ``INSERT ... ON CONFLICT DO NOTHING``: the replica whose row goes in has the claim; the row count (or the
-#: ``RETURNING`` value) says which one.
-#: A Lua script that acts only for the key's holder (a lease renewed by its owner): false means the lease was
-#: lost, a failure to report, not a replica that skips because another one runs.
-OWNER_SCRIPT = "owner-conditional Redis script"
-UNIQUE_INSERT = "INSERT ... ON CONFLICT DO NOTHING"  # (or get_or_create on a unique lookup)
-HELPER_GUARD = "claiming helper"
-HELPER_RESULT = "claiming helper result"
-#: A context manager of the project that yields a claim's answer: the name ``with ... as`` binds is tested.
-HELPER_CONTEXT = "claiming context manager"
-HUEY_LOCK = "huey lock_task"
-
-#: Kinds whose result must be tested before the work.
-NEEDS_TEST = frozenset({CLAIM_FUNCTION, TRY_LOCK, SET_NX, OWNER_SCRIPT, LOCK_ACQUIRE, CACHE_ADD, CONDITIONAL_UPDATE,
-                        UNIQUE_INSERT,
-                        HELPER_RESULT, HELPER_CONTEXT})
-#: Kinds whose result answers whether the claim was obtained: what a helper hands back of one is that answer.
-#: (An owner-conditional script is not one: a helper that only renews answers whether the lease was kept, and
-#: its false is a loss to report, not another replica's turn.)
-ANSWER_KINDS = frozenset({SET_NX, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE, HELPER_RESULT})
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
 _SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
-
-@dataclass(frozen=True)
-class ClaimHit:
-    kind: str
-    node: ast.AST
-
-    @property
-    def needs_test(self) -> bool:
-        return self.kind in NEEDS_TEST
-
-
-@dataclass
-class Lead:
-    """The outcome of reading a function's leading statements."""
-
-    claimed: bool
-    kind: Optional[str] = None
-    #: The first statement that does work before any claim (None when claimed or when nothing happens).
-    first_work: Optional[ast.AST] = None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -93,7 +52,7 @@ class Lead:
 ForeignResolver = Callable[[ast.Call, ModuleFacts], Optional[Tuple[FunctionNode, ModuleFacts]]]
 
 
-class ClaimAnalyzer:
+class ClaimAnalyzer(ClaimBranches):
     """Claim recognition for one module.  ``of_module`` caches one per module."""
 
     MAX_HELPER_DEPTH = 4
@@ -612,368 +571,6 @@ class ClaimAnalyzer:
                         if analyzer.guarded_helper(helper, depth + 1):
                             return statement
         return None
-
-    # -- OG203: the branch taken when a claim fails --------------------------------------------
-    def bound_claim(self, scope: ast.AST, name: str, before: Optional[ast.AST] = None) -> Optional[ClaimHit]:
-        """The claim whose result ``name`` holds in ``scope`` (a function or the module), or None.
-
-        ``acquired = r.set(..., nx=True, ex=...)``; ``(got,) = cur.fetchone()`` after
-        ``cur.execute("SELECT pg_try_advisory_xact_lock(...)")``; ``cur`` itself after that execute;
-        ``self.is_leader = await self.lease.try_acquire()`` for ``self.is_leader``.  With ``before``, only what
-        is written ahead of it can be what a test there reads: a claim bound further down (the other arm of
-        ``if self.is_leader: ... renew ... else: ... try_acquire``) is not the one tested.
-        """
-        limit = (before.end_lineno, before.end_col_offset) if before is not None else None
-        key = (id(scope), name, limit)
-        if key in self._bound_claims:
-            return self._bound_claims[key]
-        found: Optional[ClaimHit] = None
-        executed: Dict[str, ClaimHit] = {}
-        nodes = walk_no_nested_functions(scope) if scope is not self.facts.tree else _module_level(scope)
-        for node in nodes:
-            if limit is not None and (getattr(node, "lineno", 0), getattr(node, "col_offset", 0)) >= limit:
-                continue
-            if isinstance(node, ast.Expr):
-                value = node.value.value if isinstance(node.value, ast.Await) else node.value
-                if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-                        and value.func.attr in _SQL_SENDERS):
-                    receiver = _dotted(value.func.value)
-                    if receiver:
-                        hit = self.claim_in(value)
-                        if hit is not None and hit.kind in (TRY_LOCK, CONDITIONAL_UPDATE, UNIQUE_INSERT):
-                            executed[receiver] = hit
-                            if receiver.split(".", 1)[0] == name:
-                                found = hit
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                value = node.value.value if isinstance(node.value, ast.Await) else node.value
-                if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-                        and value.func.attr in _SQL_SENDERS):
-                    # ``result = await session.execute(text("SELECT pg_try_advisory_lock(...)"))``: what is
-                    # later fetched from ``result`` is the claim's answer.
-                    hit = self.claim_in(value)
-                    if hit is not None and hit.kind in (TRY_LOCK, CONDITIONAL_UPDATE, UNIQUE_INSERT):
-                        for target in _target_names(node):
-                            executed[target] = hit
-                if name in (_target_names(node) if "." not in name else _target_attributes(node)):
-                    hit = self.claim_in(node.value)
-                    if hit is None and executed:
-                        hit = _fetch_from(node.value, executed)
-                    if hit is not None and hit.kind in NEEDS_TEST:
-                        found = hit
-            elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name) and node.target.id == name:
-                hit = self.claim_in(node.value)
-                if hit is not None and hit.kind in NEEDS_TEST:
-                    found = hit
-            elif isinstance(node, (ast.With, ast.AsyncWith)):
-                # ``with exclusive(key) as got:``: a project context manager that yields its claim's answer;
-                # ``as (conn, got)``: one that yields it with the connection the claim holds.
-                for item in node.items:
-                    bound = item.optional_vars
-                    if isinstance(bound, ast.Name) and bound.id == name:
-                        hit = self.context_claim(item.context_expr)
-                        if hit is not None:
-                            found = hit
-                    elif isinstance(bound, (ast.Tuple, ast.List)):
-                        index = next((i for i, e in enumerate(bound.elts) if isinstance(e, ast.Name) and e.id == name),
-                                     None)
-                        hit = self.context_claim_element(item.context_expr, index) if index is not None else None
-                        if hit is not None:
-                            found = hit
-        self._bound_claims[key] = found
-        return found
-
-    def failed_branch(self, node: ast.If) -> Optional[Tuple[List[ast.stmt], ClaimHit]]:
-        """The statements an ``if`` runs when the claim it tests was not obtained, and that claim."""
-        split = failed_side(node)
-        if split is None:
-            return None
-        branch, test = split
-        hit = self._tested_claim(test, node)
-        if hit is None:
-            return None
-        return branch, hit
-
-    def dominating_claim(self, node: ast.AST) -> Optional[ClaimHit]:
-        """The claim that must have been won for the code at ``node`` to run, or None: ``node`` sits in the
-        branch of an ``if`` taken when a claim succeeded, or after an ``if`` of the same function whose
-        failed branch leaves (``if not acquired: return False``), also one nested in an earlier statement
-        (the lock taken only on the database that has one).  What only the winner reaches -- a job added to
-        a scheduler, a scheduler started -- happens on one replica."""
-        child = node
-        for above in ancestors(node):
-            if isinstance(above, (ast.Lambda, ast.ClassDef)):
-                return None
-            for name in ("body", "orelse", "finalbody"):
-                block = getattr(above, name, None)
-                if not isinstance(block, list) or not any(s is child for s in block):
-                    continue
-                if isinstance(above, ast.If):
-                    side = failed_side(above)  # (the test is resolved only when ``node`` is on its won side)
-                    found = self.failed_branch(above) if side is not None and side[0] is not block else None
-                    if found is not None and found[0] is not block:
-                        return found[1]
-                index = next(i for i, s in enumerate(block) if s is child)
-                for statement in block[:index]:
-                    hit = self._leaving_claim(statement, top=True)
-                    if hit is not None:
-                        return hit
-            if isinstance(above, _FUNCTION_TYPES):
-                return None  # the function's own body was the last block: its callers are not asked
-            child = above
-        return None
-
-    def _leaving_claim(self, statement: ast.stmt, top: bool) -> Optional[ClaimHit]:
-        """The claim of an ``if`` in ``statement`` whose failed branch leaves the function (at the top of
-        the block ``continue``/``break`` leave too: they skip what follows in the loop)."""
-        for node in [statement, *walk_no_nested_functions(statement)]:
-            if not isinstance(node, ast.If):
-                continue
-            side = failed_side(node)
-            if side is None or not _leaves(side[0]):
-                continue  # (its failed branch does not leave: what the test reads need not be resolved)
-            found = self.failed_branch(node)
-            if found is None or not _leaves(found[0]):
-                continue
-            if node is statement and top:
-                return found[1]
-            if isinstance(found[0][-1], (ast.Return, ast.Raise)):
-                return found[1]
-        return None
-
-    def _tested_claim(self, test: ast.AST, node: ast.AST) -> Optional[ClaimHit]:
-        if isinstance(test, ast.Await):
-            test = test.value
-        if isinstance(test, ast.NamedExpr):
-            test = test.value
-        root = test
-        while isinstance(root, (ast.Attribute, ast.Subscript)):
-            root = root.value
-        if isinstance(root, ast.Name):
-            scope = self.facts.enclosing_function(node) or self.facts.tree
-            # ``self.is_leader`` is one attribute of the instance, not every name written on ``self``
-            held = _dotted(test) if root.id in ("self", "cls") and isinstance(test, ast.Attribute) else root.id
-            hit = self.bound_claim(scope, held or root.id, before=test)
-            if hit is not None:
-                return hit
-        hit = self.claim_in(test)
-        return hit if hit is not None and hit.kind in NEEDS_TEST else None
-
-
-_SQL_SENDERS = frozenset({"execute", "exec_driver_sql", "executemany"})
-
-
-def _inserts_unless_present(text: str) -> bool:
-    statements = parse_statements(text) or ()  # (None: text pglast cannot parse)
-    return any(type(s).__name__ == "InsertStmt" and getattr(s, "onConflictClause", None) is not None
-               and int(s.onConflictClause.action) == int(OnConflictAction.ONCONFLICT_NOTHING) for s in statements)
-
-
-def _update_has_where(text: str) -> bool:
-    statements = parse_statements(text)
-    if not statements:
-        return False
-    return any(type(s).__name__ == "UpdateStmt" and getattr(s, "whereClause", None) is not None for s in statements)
-
-
-def _makes_lock(node: ast.Call, facts: ModuleFacts) -> bool:
-    qualified = facts.callee(node) or ""
-    if qualified in known.IN_PROCESS_LOCKS:
-        return False
-    if qualified in known.LOCK_CLASSES:
-        return True
-    func = node.func
-    return (isinstance(func, ast.Attribute) and func.attr in (known.REDIS_LOCK_METHOD, known.HUEY_LOCK_METHOD)
-            and bool(node.args or node.keywords))
-
-
-def _non_blocking(call: ast.Call) -> bool:
-    for keyword in call.keywords:
-        value = keyword.value
-        if keyword.arg in known.NO_WAIT_KEYWORDS and isinstance(value, ast.Constant) and value.value is False:
-            return True
-        if keyword.arg == "blocking_timeout" and isinstance(value, ast.Constant) and value.value == 0:
-            return True
-    if call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value is False:
-        return True
-    return False
-
-
-def _is_huey_lock(call: ast.Call) -> bool:
-    return isinstance(call.func, ast.Attribute) and call.func.attr == known.HUEY_LOCK_METHOD and bool(call.args)
-
-
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
-
-
-def _fetch_from(value: ast.AST, executed: Dict[str, ClaimHit]) -> Optional[ClaimHit]:
-    """``cur.fetchone()[0]`` after ``cur.execute(<claim SQL>)``: the fetched value is the claim's result."""
-    for node in walk(value):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in known.FETCH_METHODS:
-            receiver = _dotted(node.func.value)
-            if receiver in executed:
-                return executed[receiver]
-    return None
-
-
-def _assigned(statement: ast.AST) -> Set[str]:
-    """The names an assignment binds (unpacking too), and the dotted text of an attribute it sets
-    (``self.acquired``); not the names a subscript or an attribute target only reads."""
-    stack = list(statement.targets) if isinstance(statement, ast.Assign) else [statement.target]
-    found: Set[str] = set()
-    while stack:
-        target = stack.pop()
-        if isinstance(target, ast.Name):
-            found.add(target.id)
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            stack.extend(target.elts)
-        elif isinstance(target, ast.Starred):
-            stack.append(target.value)
-        elif isinstance(target, ast.Attribute):
-            text = _dotted(target)
-            if text:
-                found.add(text)
-    return found
-
-
-def mentions(expr: ast.AST, names: Set[str]) -> bool:
-    """Whether ``expr`` reads one of ``names`` (plain names, or dotted texts such as ``self.acquired``)."""
-    for node in walk(expr):
-        if isinstance(node, ast.Name) and node.id in names:
-            return True
-        if isinstance(node, ast.Attribute) and _dotted(node) in names:
-            return True
-    return False
-
-
-def _target_names(statement: ast.AST) -> List[str]:
-    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-    names = []
-    for target in targets:
-        for node in walk(target):
-            if isinstance(node, ast.Name):
-                names.append(node.id)
-    return names
-
-
-def _target_attributes(statement: ast.AST) -> List[str]:
-    """The attributes an assignment writes, dotted (``self.is_leader``)."""
-    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-    return [_dotted(node) or "" for target in targets for node in walk(target) if isinstance(node, ast.Attribute)]
-
-
-def is_log_call(node: ast.AST) -> bool:
-    """``logger.info(...)``, ``logging.warning(...)``, ``self.log.debug(...)``, ``print(...)``, and a call on a
-    name the module binds to a logger whatever it is called (``audit = logging.getLogger(...)``)."""
-    if isinstance(node, ast.Await):
-        node = node.value
-    if not isinstance(node, ast.Call):
-        return False
-    func = node.func
-    if isinstance(func, ast.Name):
-        return func.id in known.PRINT_FUNCTIONS
-    if isinstance(func, ast.Attribute) and func.attr in known.LOG_METHODS:
-        receiver = func.value
-        while isinstance(receiver, ast.Call):
-            receiver = receiver.func
-        text = _dotted(receiver) or ""
-        return "log" in text.lower() or is_logger(func.value)
-    return False
-
-
-def is_logger(expr: ast.AST) -> bool:
-    """Whether ``expr`` is a logger by what made it: a logger factory's result (``logging.getLogger(...)``,
-    ``structlog.get_logger()``), or a name bound to one in the enclosing function or at module level."""
-    if isinstance(expr, ast.Call):
-        return (call_name(expr) or "") in known.LOGGER_FACTORY_NAMES
-    if not isinstance(expr, ast.Name):
-        return False
-    scopes = [above for above in ancestors(expr) if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module))]
-    for scope in scopes[:1] + scopes[-1:]:
-        statements = scope.body if isinstance(scope, ast.Module) else walk_no_nested_functions(scope)
-        for statement in statements:
-            if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-                    and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == expr.id):
-                return isinstance(statement.value, ast.Call) and (call_name(statement.value) or "") in known.LOGGER_FACTORY_NAMES
-    return False
-
-
-def _is_preamble(statement: ast.stmt) -> bool:
-    """Statements allowed before the claim: docstrings, logging, pass, imports, key/config assignments."""
-    if isinstance(statement, (ast.Pass, ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal,
-                              ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return True
-    if isinstance(statement, ast.Expr):
-        value = statement.value
-        return isinstance(value, ast.Constant) or is_log_call(value)
-    if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-        return True
-    return False
-
-
-def _real_statements(body: List[ast.stmt]) -> List[ast.stmt]:
-    return [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-
-
-def _negative_test(test: ast.AST) -> bool:
-    """``not got``, ``got is False``, ``lease is Lease.FOLLOWER``, ``got == 0``: true when the claim failed."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return True
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        op, right = test.ops[0], test.comparators[0]
-        if isinstance(op, (ast.Is, ast.Eq)):
-            return (isinstance(right, ast.Constant) and right.value in (None, False, 0)) or isinstance(
-                right, ast.Attribute)
-    return False
-
-
-def failed_side(node: ast.If) -> Optional[Tuple[List[ast.stmt], ast.AST]]:
-    """The branch an ``if`` runs when what it tests is false, as its test is spelled (``if not got:``, ``if got is
-    None:``, ``if count < 1:`` run the body), and the tested value; None for a test no claim's answer is read by.
-    Asked before the value is resolved as a claim: a caller that needs the failed branch to hold something (a
-    ``return``, the log it looks at) skips the ``if`` whose failed branch does not."""
-    test = node.test
-    negated = False
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        negated, test = True, test.operand
-    elif isinstance(test, ast.Compare) and len(test.ops) == 1 and len(test.comparators) == 1:
-        op, right = test.ops[0], test.comparators[0]
-        if isinstance(right, ast.Constant) and (
-            (isinstance(op, (ast.Is, ast.Eq)) and right.value in (None, False, 0))
-            or (isinstance(op, ast.Lt) and right.value == 1)
-        ):
-            negated, test = True, test.left
-        elif isinstance(right, ast.Constant) and isinstance(op, (ast.IsNot, ast.Gt, ast.NotEq)) \
-                and right.value in (None, False, 0):
-            test = test.left
-        else:
-            return None
-    return (node.body if negated else node.orelse), test
-
-
-def _leaves(body: List[ast.stmt]) -> bool:
-    """A branch that ends by leaving (what it records on the way out, a metric or a log, is its own)."""
-    if not body:
-        return False
-    last = body[-1]
-    if isinstance(last, ast.Return):
-        return last.value is None or not _has_call(last.value)
-    return isinstance(last, (ast.Raise, ast.Continue, ast.Break))
-
-
-def _has_call(node: ast.AST) -> bool:
-    return any(isinstance(n, (ast.Call, ast.Await)) for n in walk(node))
-
-
-def _is_huey_lock_expr(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and _is_huey_lock(node)
 
 
 def failed_lock_handlers(facts: ModuleFacts, analyzer: ClaimAnalyzer) -> Iterable[ast.ExceptHandler]:

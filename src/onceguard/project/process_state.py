@@ -594,7 +594,7 @@ def _decides(node: ast.AST, matcher: StateMatcher, names: Set[str], function: Fu
 
 def _reports_or_marks(statement: ast.stmt, matcher: StateMatcher, names: Set[str], function: FunctionNode) -> bool:
     """``log.warning(...)``, ``warnings.warn(...)``, ``print(...)``, or ``_warned.add(key)`` on the state itself."""
-    from .claims import is_log_call
+    from .claim_syntax import is_log_call
     from .forwarding import forwarded
 
     if not isinstance(statement, ast.Expr) or not isinstance(statement.value, ast.Call):

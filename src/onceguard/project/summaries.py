@@ -316,7 +316,7 @@ def _is_log_call(call: ast.Call) -> bool:
     name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
     if any(word in name.lower() for word in _LOG_RECEIVER_WORDS):
         return True
-    from .claims import is_logger  # (claims reads effects from here)
+    from .claim_syntax import is_logger
     return is_logger(receiver)  # a logger by what made it, whatever the name (``audit = logging.getLogger()``)
 
 

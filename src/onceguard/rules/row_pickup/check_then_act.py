@@ -5,7 +5,8 @@ import ast
 from dataclasses import dataclass
 from typing import Iterable, List, Optional, Set
 
-from ...project.claims import ClaimAnalyzer, is_log_call
+from ...project.claim_syntax import is_log_call
+from ...project.claims import ClaimAnalyzer
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, parent, walk, walk_no_nested_functions
 from ...knowledge import orm
 from ..data_races import plain_name, django_queryset, function_nodes, later, names_in, sa_source, target_names, unwrap

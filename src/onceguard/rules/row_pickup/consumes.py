@@ -4,7 +4,8 @@ import ast
 from typing import List, Optional
 
 from ...project import index as project
-from ...project.claims import ClaimAnalyzer, is_log_call
+from ...project.claim_syntax import is_log_call
+from ...project.claims import ClaimAnalyzer
 from ...analysis.facts import ModuleFacts, ancestors, call_name, walk, walk_no_nested_functions
 from ...knowledge import orm
 from ..data_races import unwrap

@@ -8,7 +8,7 @@ from typing import List, Optional, Set, Tuple
 from pglast import ast as pg
 from pglast.enums import A_Expr_Kind, BoolExprType
 
-from ...project.claims import is_log_call
+from ...project.claim_syntax import is_log_call
 from ...analysis.executed_sql import ExecutedSql, bound_value
 from ...analysis.facts import FunctionNode, ModuleFacts, call_name, parent, walk
 from ...analysis.handed import argument_for, positional_parameters

@@ -15,7 +15,7 @@ from typing import Dict, Iterable, List, Optional
 
 from ...analysis.facts import FunctionNode, ModuleFacts, walk
 from ...knowledge import redis_clients as redis_known
-from ...project.claims import is_log_call
+from ...project.claim_syntax import is_log_call
 from ..data_races import function_nodes, later, unwrap
 from ...project.redis_clients import command_name
 from ..redis_leases import argument, command_of, key_argument, per_process, redis_call

@@ -7,7 +7,8 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from ...project.through_helpers import through_helpers
 from ...project.prefilter_words import claim_helper_words
 from ...project.claims import (CLAIM_FUNCTION, CACHE_ADD, HELPER_CONTEXT, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK,
-                               ClaimAnalyzer, failed_lock_handlers, failed_side, is_log_call)
+                               ClaimAnalyzer, failed_lock_handlers)
+from ...project.claim_syntax import failed_side, is_log_call
 from ...analysis.facts import ModuleFacts, ancestors
 from ...knowledge import claims as claim_data
 from ...model import Diagnostic, Fix

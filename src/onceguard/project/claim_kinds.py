@@ -1,0 +1,56 @@
+"""The kinds of claim a function may lead with, and what a claim found in code is (``ClaimHit``, ``Lead``)."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Optional
+
+# Kinds of claim.
+CLAIM_FUNCTION = "claim function"
+TRY_LOCK = "pg_try_advisory lock"
+SET_NX = "Redis SET NX"
+LOCK_ACQUIRE = "Redis lock acquire(blocking=False)"
+LOCK_WITH = "Redis lock"
+CACHE_ADD = "cache.add"
+ROW_LOCK = "FOR UPDATE SKIP LOCKED"
+CONDITIONAL_UPDATE = "conditional UPDATE"
+#: ``INSERT ... ON CONFLICT DO NOTHING``: the replica whose row goes in has the claim; the row count (or the
+#: ``RETURNING`` value) says which one.
+#: A Lua script that acts only for the key's holder (a lease renewed by its owner): false means the lease was
+#: lost, a failure to report, not a replica that skips because another one runs.
+OWNER_SCRIPT = "owner-conditional Redis script"
+UNIQUE_INSERT = "INSERT ... ON CONFLICT DO NOTHING"  # (or get_or_create on a unique lookup)
+HELPER_GUARD = "claiming helper"
+HELPER_RESULT = "claiming helper result"
+#: A context manager of the project that yields a claim's answer: the name ``with ... as`` binds is tested.
+HELPER_CONTEXT = "claiming context manager"
+HUEY_LOCK = "huey lock_task"
+
+#: Kinds whose result must be tested before the work.
+NEEDS_TEST = frozenset({CLAIM_FUNCTION, TRY_LOCK, SET_NX, OWNER_SCRIPT, LOCK_ACQUIRE, CACHE_ADD, CONDITIONAL_UPDATE,
+                        UNIQUE_INSERT,
+                        HELPER_RESULT, HELPER_CONTEXT})
+#: Kinds whose result answers whether the claim was obtained: what a helper hands back of one is that answer.
+#: (An owner-conditional script is not one: a helper that only renews answers whether the lease was kept, and
+#: its false is a loss to report, not another replica's turn.)
+ANSWER_KINDS = frozenset({SET_NX, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE, HELPER_RESULT})
+
+
+@dataclass(frozen=True)
+class ClaimHit:
+    kind: str
+    node: ast.AST
+
+    @property
+    def needs_test(self) -> bool:
+        return self.kind in NEEDS_TEST
+
+
+@dataclass
+class Lead:
+    """The outcome of reading a function's leading statements."""
+
+    claimed: bool
+    kind: Optional[str] = None
+    #: The first statement that does work before any claim (None when claimed or when nothing happens).
+    first_work: Optional[ast.AST] = None

@@ -1,0 +1,226 @@
+"""What the claim reading asks of code's spelling alone: log calls and loggers, the names a statement assigns, an
+``if``'s failed side as its test is written, whether a branch leaves, SQL that inserts unless present."""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Set, Tuple
+
+from pglast.enums import OnConflictAction
+
+from ..analysis.facts import ModuleFacts, ancestors, call_name, walk, walk_no_nested_functions
+from ..analysis.sql import parse_statements
+from ..knowledge import claims as known
+from .claim_kinds import ClaimHit
+
+def _inserts_unless_present(text: str) -> bool:
+    statements = parse_statements(text) or ()  # (None: text pglast cannot parse)
+    return any(type(s).__name__ == "InsertStmt" and getattr(s, "onConflictClause", None) is not None
+               and int(s.onConflictClause.action) == int(OnConflictAction.ONCONFLICT_NOTHING) for s in statements)
+
+
+def _update_has_where(text: str) -> bool:
+    statements = parse_statements(text)
+    if not statements:
+        return False
+    return any(type(s).__name__ == "UpdateStmt" and getattr(s, "whereClause", None) is not None for s in statements)
+
+
+def _makes_lock(node: ast.Call, facts: ModuleFacts) -> bool:
+    qualified = facts.callee(node) or ""
+    if qualified in known.IN_PROCESS_LOCKS:
+        return False
+    if qualified in known.LOCK_CLASSES:
+        return True
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr in (known.REDIS_LOCK_METHOD, known.HUEY_LOCK_METHOD)
+            and bool(node.args or node.keywords))
+
+
+def _non_blocking(call: ast.Call) -> bool:
+    for keyword in call.keywords:
+        value = keyword.value
+        if keyword.arg in known.NO_WAIT_KEYWORDS and isinstance(value, ast.Constant) and value.value is False:
+            return True
+        if keyword.arg == "blocking_timeout" and isinstance(value, ast.Constant) and value.value == 0:
+            return True
+    if call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value is False:
+        return True
+    return False
+
+
+def _is_huey_lock(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr == known.HUEY_LOCK_METHOD and bool(call.args)
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _fetch_from(value: ast.AST, executed: Dict[str, ClaimHit]) -> Optional[ClaimHit]:
+    """``cur.fetchone()[0]`` after ``cur.execute(<claim SQL>)``: the fetched value is the claim's result."""
+    for node in walk(value):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in known.FETCH_METHODS:
+            receiver = _dotted(node.func.value)
+            if receiver in executed:
+                return executed[receiver]
+    return None
+
+
+def _assigned(statement: ast.AST) -> Set[str]:
+    """The names an assignment binds (unpacking too), and the dotted text of an attribute it sets
+    (``self.acquired``); not the names a subscript or an attribute target only reads."""
+    stack = list(statement.targets) if isinstance(statement, ast.Assign) else [statement.target]
+    found: Set[str] = set()
+    while stack:
+        target = stack.pop()
+        if isinstance(target, ast.Name):
+            found.add(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            stack.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            stack.append(target.value)
+        elif isinstance(target, ast.Attribute):
+            text = _dotted(target)
+            if text:
+                found.add(text)
+    return found
+
+
+def mentions(expr: ast.AST, names: Set[str]) -> bool:
+    """Whether ``expr`` reads one of ``names`` (plain names, or dotted texts such as ``self.acquired``)."""
+    for node in walk(expr):
+        if isinstance(node, ast.Name) and node.id in names:
+            return True
+        if isinstance(node, ast.Attribute) and _dotted(node) in names:
+            return True
+    return False
+
+
+def _target_names(statement: ast.AST) -> List[str]:
+    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    names = []
+    for target in targets:
+        for node in walk(target):
+            if isinstance(node, ast.Name):
+                names.append(node.id)
+    return names
+
+
+def _target_attributes(statement: ast.AST) -> List[str]:
+    """The attributes an assignment writes, dotted (``self.is_leader``)."""
+    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    return [_dotted(node) or "" for target in targets for node in walk(target) if isinstance(node, ast.Attribute)]
+
+
+def is_log_call(node: ast.AST) -> bool:
+    """``logger.info(...)``, ``logging.warning(...)``, ``self.log.debug(...)``, ``print(...)``, and a call on a
+    name the module binds to a logger whatever it is called (``audit = logging.getLogger(...)``)."""
+    if isinstance(node, ast.Await):
+        node = node.value
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id in known.PRINT_FUNCTIONS
+    if isinstance(func, ast.Attribute) and func.attr in known.LOG_METHODS:
+        receiver = func.value
+        while isinstance(receiver, ast.Call):
+            receiver = receiver.func
+        text = _dotted(receiver) or ""
+        return "log" in text.lower() or is_logger(func.value)
+    return False
+
+
+def is_logger(expr: ast.AST) -> bool:
+    """Whether ``expr`` is a logger by what made it: a logger factory's result (``logging.getLogger(...)``,
+    ``structlog.get_logger()``), or a name bound to one in the enclosing function or at module level."""
+    if isinstance(expr, ast.Call):
+        return (call_name(expr) or "") in known.LOGGER_FACTORY_NAMES
+    if not isinstance(expr, ast.Name):
+        return False
+    scopes = [above for above in ancestors(expr) if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module))]
+    for scope in scopes[:1] + scopes[-1:]:
+        statements = scope.body if isinstance(scope, ast.Module) else walk_no_nested_functions(scope)
+        for statement in statements:
+            if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                    and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == expr.id):
+                return isinstance(statement.value, ast.Call) and (call_name(statement.value) or "") in known.LOGGER_FACTORY_NAMES
+    return False
+
+
+def _is_preamble(statement: ast.stmt) -> bool:
+    """Statements allowed before the claim: docstrings, logging, pass, imports, key/config assignments."""
+    if isinstance(statement, (ast.Pass, ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal,
+                              ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return True
+    if isinstance(statement, ast.Expr):
+        value = statement.value
+        return isinstance(value, ast.Constant) or is_log_call(value)
+    if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        return True
+    return False
+
+
+def _real_statements(body: List[ast.stmt]) -> List[ast.stmt]:
+    return [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+
+
+def _negative_test(test: ast.AST) -> bool:
+    """``not got``, ``got is False``, ``lease is Lease.FOLLOWER``, ``got == 0``: true when the claim failed."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return True
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(op, (ast.Is, ast.Eq)):
+            return (isinstance(right, ast.Constant) and right.value in (None, False, 0)) or isinstance(
+                right, ast.Attribute)
+    return False
+
+
+def failed_side(node: ast.If) -> Optional[Tuple[List[ast.stmt], ast.AST]]:
+    """The branch an ``if`` runs when what it tests is false, as its test is spelled (``if not got:``, ``if got is
+    None:``, ``if count < 1:`` run the body), and the tested value; None for a test no claim's answer is read by.
+    Asked before the value is resolved as a claim: a caller that needs the failed branch to hold something (a
+    ``return``, the log it looks at) skips the ``if`` whose failed branch does not."""
+    test = node.test
+    negated = False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        negated, test = True, test.operand
+    elif isinstance(test, ast.Compare) and len(test.ops) == 1 and len(test.comparators) == 1:
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(right, ast.Constant) and (
+            (isinstance(op, (ast.Is, ast.Eq)) and right.value in (None, False, 0))
+            or (isinstance(op, ast.Lt) and right.value == 1)
+        ):
+            negated, test = True, test.left
+        elif isinstance(right, ast.Constant) and isinstance(op, (ast.IsNot, ast.Gt, ast.NotEq)) \
+                and right.value in (None, False, 0):
+            test = test.left
+        else:
+            return None
+    return (node.body if negated else node.orelse), test
+
+
+def _leaves(body: List[ast.stmt]) -> bool:
+    """A branch that ends by leaving (what it records on the way out, a metric or a log, is its own)."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, ast.Return):
+        return last.value is None or not _has_call(last.value)
+    return isinstance(last, (ast.Raise, ast.Continue, ast.Break))
+
+
+def _has_call(node: ast.AST) -> bool:
+    return any(isinstance(n, (ast.Call, ast.Await)) for n in walk(node))
+
+
+def _is_huey_lock_expr(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and _is_huey_lock(node)
