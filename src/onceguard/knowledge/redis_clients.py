@@ -238,6 +238,9 @@ READ_ALL_COMMANDS: FrozenSet[str] = frozenset({
     "lrange", "smembers", "sscan_iter", "hgetall", "hkeys", "hvals", "hscan_iter",
     "zrange", "zrevrange", "zrangebyscore", "zrevrangebyscore", "zscan_iter",
 })
+#: Commands that take one member out of a collection key (``srem(key, member)``): what was done for the member is
+#: marked by its leaving the collection.
+MEMBER_REMOVALS: FrozenSet[str] = frozenset({"srem", "hdel", "lrem", "zrem"})
 #: Commands that clear a key whatever was added to it since it was read.
 CLEAR_COMMANDS: FrozenSet[str] = frozenset({"delete", "unlink"})
 #: ``ltrim(key, start, end)``: empties the list when ``start > end`` (``ltrim(key, 1, 0)``).

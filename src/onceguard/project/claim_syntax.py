@@ -10,7 +10,7 @@ from pglast.enums import OnConflictAction
 from ..analysis.facts import ModuleFacts, ancestors, call_name, walk, walk_no_nested_functions
 from ..analysis.sql import parse_statements
 from ..knowledge import claims as known
-from .claim_kinds import ClaimHit
+from .claim_kinds import CONDITIONAL_UPDATE, UNIQUE_INSERT, ClaimHit
 
 def _inserts_unless_present(text: str) -> bool:
     statements = parse_statements(text) or ()  # (None: text pglast cannot parse)
@@ -64,11 +64,16 @@ def _dotted(node: ast.AST) -> Optional[str]:
 
 
 def _fetch_from(value: ast.AST, executed: Dict[str, ClaimHit]) -> Optional[ClaimHit]:
-    """``cur.fetchone()[0]`` after ``cur.execute(<claim SQL>)``: the fetched value is the claim's result."""
+    """``cur.fetchone()[0]`` after ``cur.execute(<claim SQL>)``, or ``result.rowcount`` of a conditional update's
+    result: the fetched value is the claim's result."""
     for node in walk(value):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in known.FETCH_METHODS:
             receiver = _dotted(node.func.value)
             if receiver in executed:
+                return executed[receiver]
+        elif isinstance(node, ast.Attribute) and node.attr == "rowcount":
+            receiver = _dotted(node.value)
+            if receiver in executed and executed[receiver].kind in (CONDITIONAL_UPDATE, UNIQUE_INSERT):
                 return executed[receiver]
     return None
 

@@ -432,6 +432,10 @@ class ClaimAnalyzer(ClaimBranches):
                 hit = self.claim_in(node.value, depth + 1)
                 if hit is not None and hit.kind in ANSWER_KINDS:
                     claimed.update(_assigned(node))
+                elif hit is not None and hit.kind in (CONDITIONAL_UPDATE, UNIQUE_INSERT):
+                    # ``result = session.execute(update(...).where(..., status == "pending"))``: its row count is
+                    # the answer (``return result.rowcount == 1``)
+                    executed.update((name, hit) for name in _assigned(node) if "." not in name)
                 else:
                     others.append(node)
             elif contexts and isinstance(node, (ast.With, ast.AsyncWith)):

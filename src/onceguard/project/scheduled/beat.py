@@ -2,13 +2,38 @@
 from __future__ import annotations
 
 import ast
+import os
 from typing import Optional
 
 from ...analysis.applied_decorators import decorators
+from ...analysis.facts import FunctionNode, ModuleFacts
+from ...project import index as project
 from ...project.bindings import own_module_names
 from ...knowledge import schedulers as known
 from ...analysis.names import dotted
 from .jobs import Scheduled, Target, _const, _keywords
+
+
+#: Modules read for a task a beat entry names by its registered name.
+_MAX_TASK_MODULES = 8
+
+
+def _task_named(name: str, facts: ModuleFacts, explicit_only: bool = False) -> Optional[FunctionNode]:
+    """The Celery task of the module registered as ``name``: by ``@app.task(name=...)``, or (unless
+    ``explicit_only``) by its own name or its module's dotted name and its own."""
+    own = own_module_names(facts)
+    for function in facts.functions:
+        for decorator in decorators(function, facts):
+            call = decorator if isinstance(decorator, ast.Call) else None
+            func = call.func if call else decorator
+            last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if last not in known.CELERY_TASK_DECORATORS:
+                continue
+            explicit = _const(_keywords(call).get("name")) if call else None
+            if explicit == name or (not explicit_only and explicit is None and (name == function.name or any(
+                    name == f"{m}.{function.name}" for m in own))):
+                return function
+    return None
 
 
 class BeatRegistrations:
@@ -46,21 +71,22 @@ class BeatRegistrations:
             self.add(scheduled)
 
     def _celery_task(self, name: str, node: ast.AST) -> Optional[Target]:
-        """A Celery task by its registered name: ``@app.task(name=...)`` here, else ``module.function``."""
+        """A Celery task by its registered name: ``@app.task(name=...)`` here, else ``module.function``, else a
+        task another module of the project registers under that name (``@app.task(name="billing.renew")``)."""
         facts = self.facts
-        own = own_module_names(facts)
-        for function in facts.functions:
-            for decorator in decorators(function, facts):
-                call = decorator if isinstance(decorator, ast.Call) else None
-                func = call.func if call else decorator
-                last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-                if last not in known.CELERY_TASK_DECORATORS:
-                    continue
-                explicit = _const(_keywords(call).get("name")) if call else None
-                if explicit == name or (explicit is None and (name == function.name or any(
-                        name == f"{m}.{function.name}" for m in own))):
-                    return self._local(function)
-        return self.resolve_string(name, node)
+        function = _task_named(name, facts)
+        if function is not None:
+            return self._local(function)
+        found = self.resolve_string(name, node)
+        if found is not None or not self.cross_file:
+            return found
+        own = os.path.abspath(facts.context.path or "")
+        for path in project.files_mentioning(f'"{name}"', project.search_root(facts))[:_MAX_TASK_MODULES]:
+            other = project.module_facts(path, facts.config) if os.path.abspath(path) != own else None
+            function = _task_named(name, other, explicit_only=True) if other is not None else None
+            if function is not None and not other.context.is_test:
+                return Target(function, other, True, False, name)
+        return None
 
     def _django_celery_beat(self) -> None:
         facts = self.facts

@@ -53,9 +53,13 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         self._worker_loops()
         self._handed_to_repeaters()
         self._daemons()
-        if not self.single or self._embedded_beat() is not None:
-            self._celery_beat()
-            self._django_celery_beat()
+        before = len(self.found)
+        self._celery_beat()
+        self._django_celery_beat()
+        if self.single and len(self.found) > before and self._embedded_beat() is None:
+            # One beat process schedules them (no worker embeds it): each tick runs the task once, on one worker.
+            for scheduled in self.found[before:]:
+                scheduled.coordinated = True
 
     # -- scheduler objects ------------------------------------------------------------------------
     def scheduler_of(self, receiver: ast.AST) -> Tuple[Optional[str], Optional[ast.Call]]:
@@ -579,7 +583,13 @@ def _resolver(call: ast.Call, facts: ModuleFacts):
 def scheduled_once(function: FunctionNode, facts: ModuleFacts) -> bool:
     """``function`` is a scheduled job the deployment runs once per tick (one scheduling process, a leader's
     scheduler): one run at a time does its work, as a claimed run does."""
-    found = [s for s in scheduled_in(facts) if s.target.function is function or _same_def(s.target, function, facts)]
+    def same(target: Target) -> bool:
+        return target.function is function or _same_def(target, function, facts)
+
+    found = [s for s in scheduled_in(facts) if same(s.target)]
+    if not found and facts.context.cross_file:
+        # registered in another module by name, not called there (a beat schedule's entry naming the task)
+        found = [s for other in _modules_naming(function, facts) for s in scheduled_in(other) if same(s.target)]
     return bool(found) and all(s.coordinated or s.gated for s in found)
 
 

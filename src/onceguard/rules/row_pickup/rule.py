@@ -3,7 +3,7 @@
 import ast
 from typing import Iterable, List, Optional, Set
 
-from ...analysis.facts import FunctionNode, ModuleFacts
+from ...analysis.facts import FunctionNode, ModuleFacts, ancestors
 from ...project.through_helpers import through_helpers
 from ...knowledge import orm
 from ...model import Diagnostic
@@ -51,6 +51,12 @@ SET_STATE_TRIGGERS = tuple((b"." + word + b" = ", write) for word in _STATE_TRIG
 CONSUME_TRIGGERS = tuple((b"==", b"return", word) for word in (b"delete", b"remove", b"consume", b"invalidate"))
 
 
+def _written_by_winner(write: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """The rows are written here only past a claim this replica won (``if not await claim(session, doc.id):
+    continue`` before the work on each row): a row another replica claimed is skipped, not written twice."""
+    return any(above is function for above in ancestors(write)) and won_claim_reaches(write, facts)
+
+
 @register
 class UnclaimedRowPickup(Rule):
     code = "OG302"
@@ -76,15 +82,18 @@ class UnclaimedRowPickup(Rule):
 
     def _all(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         reported: Set[int] = set()
+        reported_nodes: Set[int] = set()
         for function in facts.functions:
             for pickup in _pickups(function, facts):
                 write = self._orm_write(pickup, function, facts) or handed_row_write(pickup, function, facts)
                 if write is None or self._orm_claimed(pickup, function, facts):
                     continue
-                if pickup.at.lineno in reported or _only_writes_rows(pickup, function, facts) or runs_claimed(
-                        function, facts) or won_claim_reaches(pickup.node, facts):
+                if pickup.at.lineno in reported or any(id(n) in reported_nodes for n in (pickup.at, *ancestors(pickup.at))) \
+                        or _only_writes_rows(pickup, function, facts) or runs_claimed(function, facts) \
+                        or won_claim_reaches(pickup.node, facts) or _written_by_winner(write, function, facts):
                     continue  # (``(await session.scalars(...)).all()``: the awaited call and the chain are one pickup)
                 reported.add(pickup.at.lineno)
+                reported_nodes.add(id(pickup.at))
                 yield self._report(pickup, write)
         yield from self._raw_sql(facts)
         for finding in [*self._check_then_act(facts), *self._consumes(facts), *self._store_markers(facts)]:

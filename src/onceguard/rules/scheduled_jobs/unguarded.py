@@ -7,8 +7,9 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 from ...project.through_helpers import through_helpers
 from ...project.claims import HELPER_GUARD, HELPER_RESULT, SET_NX, Bindings, ClaimAnalyzer, Lead
-from ...analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
+from ...analysis.facts import FunctionNode, ModuleFacts, call_name, walk, walk_no_nested_functions
 from ..fix_plans import JobClaim, job_claim, offer_claim
+from ...knowledge import redis_clients as redis_known
 from ...knowledge import schedulers as known
 from ...model import Diagnostic, Related
 from ...analysis.handed import handed_callable
@@ -17,6 +18,7 @@ from ..registry import register
 from ...noqa import ALL, line_codes
 from ...project.registries import registering_words
 from ...project.startup import is_per_replica_program
+from ...project.redis_clients import redis_call
 from ...project.row_claims import takes_claimed_rows
 from ...project.state_answers import answer_dropped
 from ...project.summaries import Evidence, summaries_for
@@ -289,10 +291,38 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
 
 def _moves_rows(function: FunctionNode, facts: ModuleFacts) -> bool:
     """The job, or a function of its module it calls (``self._pay_due()``, ``sweep()``), marks what it did in
-    the rows it picks (:func:`moves_picked_rows`)."""
-    if moves_picked_rows(function, facts):
+    the rows it picks (:func:`moves_picked_rows`), or takes each member it walks out of the shared collection it
+    walks (:func:`_drains_walked_members`)."""
+    if moves_picked_rows(function, facts) or _drains_walked_members(function, facts):
         return True
+    return any(moves_picked_rows(callee, facts) for callee in _module_callees(function, facts))
+
+
+def _drains_walked_members(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """``for group in r.smembers(PENDING): ... r.srem(PENDING, group)`` (here or in a function of the module the
+    loop calls): what a run has done leaves the Redis collection the runs walk, so a later run finds nothing
+    left of it."""
+    walked = set()
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            read = node.iter.value if isinstance(node.iter, ast.Await) else node.iter
+            if isinstance(read, ast.Call) and call_name(read) in redis_known.READ_ALL_COMMANDS and read.args \
+                    and redis_call(read, facts) is not None:
+                walked.add(ast.dump(read.args[0]))
+    if not walked:
+        return False
+    for scope in [function, *_module_callees(function, facts)]:
+        for node in walk_no_nested_functions(scope):
+            if isinstance(node, ast.Call) and call_name(node) in redis_known.MEMBER_REMOVALS and node.args \
+                    and ast.dump(node.args[0]) in walked:
+                return True
+    return False
+
+
+def _module_callees(function: FunctionNode, facts: ModuleFacts) -> List[FunctionNode]:
+    """The functions of the module ``function`` calls by name, and the methods of its class it calls on ``self``."""
     cls = facts.enclosing_class(function)
+    found: List[FunctionNode] = []
     for node in walk_no_nested_functions(function):
         if not isinstance(node, ast.Call):
             continue
@@ -304,9 +334,8 @@ def _moves_rows(function: FunctionNode, facts: ModuleFacts) -> bool:
             callees = [f for f in facts.functions_by_name.get(func.attr, ()) if facts.enclosing_class(f) is cls]
         else:
             continue
-        if any(callee is not function and moves_picked_rows(callee, facts) for callee in callees):
-            return True
-    return False
+        found.extend(callee for callee in callees if callee is not function and callee not in found)
+    return found
 
 
 def _hands_claimed_work(function: FunctionNode, lead: Lead, analyzer: ClaimAnalyzer) -> bool:
