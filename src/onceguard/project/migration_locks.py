@@ -127,6 +127,20 @@ class LockFinder:
                 return False
         return True
 
+    def shared_by_a_caller(self, apply: Apply) -> bool:
+        """``def _run(connection): context.configure(connection=connection) ...`` that one branch of env.py calls
+        with ``config.attributes.get("connection")``: the run serves a runner that hands env.py its connection as
+        well as the branch that opens one."""
+        function = enclosing_function(apply.call)
+        parameter = self._parameter_index(function, apply.connection) if function is not None else None
+        if parameter is None:
+            return False
+        for call, passed in self._call_sites(function):
+            handed = passed if passed is not None else call.args[parameter] if parameter < len(call.args) else None
+            if handed is not None and handed_in_by_runner(handed, self.facts):
+                return True
+        return False
+
     def _is_entrypoint(self, function: FunctionNode) -> bool:
         return (self.reach.is_command(function) or function.name == "main"
                 or self.reach.startup.reason(function) is not None)

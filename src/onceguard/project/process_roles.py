@@ -241,14 +241,17 @@ def _pins_of(key: str, pins: Dict[str, List[Pin]]) -> List[Pin]:
 
 
 def _conditions(node: ast.AST) -> List[Tuple[ast.AST, bool]]:
-    """(test, must be true) for each ``if`` the code at ``node`` sits in (its ``else`` branch: must be
-    false), and each earlier ``if`` of the same blocks whose branch leaves (``if not ok: return``: must be
+    """(test, must be true) for each ``if`` (or conditional expression) the code at ``node`` sits in (its
+    ``else`` branch: must be false), and each earlier ``if`` of the same blocks whose branch leaves (``if not ok: return``: must be
     false), up to the function or module it is in."""
     found: List[Tuple[ast.AST, bool]] = []
     child = node
     for above in ancestors(node):
         if isinstance(above, (ast.Lambda, ast.ClassDef)):
             break
+        if isinstance(above, ast.IfExp) and child is not above.test:
+            # ``start(...) if settings.run_tickers else []``
+            found.append((above.test, child is above.body))
         for name in ("body", "orelse"):
             block = getattr(above, name, None)
             if not isinstance(block, list) or not any(s is child for s in block):

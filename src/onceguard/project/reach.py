@@ -657,14 +657,14 @@ def _here(node: ast.AST, function: Optional[FunctionNode], reach: Reach, seen: S
 #: Modules read for a start-up hook of another module handed a function by name.
 _MAX_HANDING_MODULES = 20
 #: What such a hook spells (``on_startup=[...]``, ``add_event_handler("startup", ...)``, ``cleanup_ctx``).
-_HOOK_WORDS = tuple(word.encode() for word in (*known.ON_STARTUP_KEYWORDS, *known.STARTUP_LISTS,
-                                                 "add_event_handler"))
+_HOOK_WORDS = tuple(word.encode() for word in (*known.ON_STARTUP_KEYWORDS, *known.LIFESPAN_KEYWORDS,
+                                                 *known.STARTUP_LISTS, "add_event_handler"))
 
 
 def _handed_to_startup_elsewhere(function: FunctionNode, facts: ModuleFacts) -> Optional[Runs]:
     """A start-up hook of another module of the project handed ``function`` by name, without calling it
-    (``Litestar(on_startup=[init_db])``, ``app.add_event_handler("startup", init_db)``, with ``init_db``
-    imported from here)."""
+    (``Litestar(on_startup=[init_db])``, ``app.add_event_handler("startup", init_db)``, ``FastAPI(lifespan=
+    lifespan)``, with the function imported from here)."""
     from . import index as project
     from .bindings import own_module_names
 

@@ -103,9 +103,22 @@ def _renamed_callers(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[a
                     found.append((call, other))
             # ``await run_in_threadpool(schema.upgrade_to_head)``: the runner runs it there.
             for call, reference in handed.get(name, ()):
-                if (other.qualify(reference) or "") in targets:
+                if (other.qualify(reference) or "") in targets or _method_of_instance(reference, call, other, cls, facts):
                     found.append((call, other))
     return found
+
+
+def _method_of_instance(reference: ast.AST, call: ast.Call, other: ModuleFacts, cls, facts: ModuleFacts) -> bool:
+    """``to_thread(Manager.from_settings(s).upgrade)``: a bound method of an object the code declares an instance
+    of ``cls`` (the class of the method searched for), however it was made."""
+    if cls is None or not isinstance(reference, ast.Attribute) or isinstance(reference.value, ast.Name) and \
+            reference.value.id in ("self", "cls"):
+        return False
+    from .declared_types import owner_classes
+
+    own = os.path.abspath(facts.context.path or "")
+    return any(found.name == cls.name and found.lineno == cls.lineno and os.path.abspath(where.context.path or "") == own
+               for found, where in owner_classes(reference.value, other, other.enclosing_function(call)))
 
 
 def _handed_here(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.Call, ModuleFacts]]:

@@ -247,7 +247,11 @@ class StartupMap:
         for call in facts.calls:
             for keyword in call.keywords:
                 if keyword.arg in known.LIFESPAN_KEYWORDS:
-                    self._mark(self._lifespan_function(keyword.value), "lifespan handler")
+                    lifespan = self._lifespan_function(keyword.value)
+                    if lifespan is not None:
+                        self._mark(lifespan, "lifespan handler")
+                    else:  # ``lifespan=lifespan`` imported from another module of the project
+                        self._hook(keyword.value, "lifespan handler")
                 elif keyword.arg in known.ON_STARTUP_KEYWORDS and isinstance(keyword.value, (ast.List, ast.Tuple)):
                     for element in keyword.value.elts:
                         self._hook(element, "on_startup handler")

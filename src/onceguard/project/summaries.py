@@ -367,14 +367,15 @@ def _state_name(target: ast.AST) -> Optional[str]:
 
 def drain_in(function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:
     """Where ``function`` empties a buffer of the process: it reads ``self.x`` (or a module's state) and
-    then rebinds it to an empty container, or takes items from an in-memory queue in a loop."""
+    then rebinds it to an empty container or empties it in place (``.clear()``, ``del self.x[:n]``), or takes
+    items from an in-memory queue in a loop."""
     globals_declared = {name for node in walk_no_nested_functions(function) if isinstance(node, ast.Global)
                         for name in node.names}
     reads: Dict[str, int] = {}
     for node in walk_no_nested_functions(function):
         if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):
             name = _state_name(node) if isinstance(node, ast.Attribute) else (
-                node.id if node.id in globals_declared else None)
+                node.id if node.id in globals_declared or _own_buffer(node, facts) else None)
             if name is not None:
                 reads.setdefault(name, node.lineno)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _empty_container(node.value, facts):
@@ -386,9 +387,51 @@ def drain_in(function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _DRAIN_METHODS \
                 and any(isinstance(a, (ast.While, ast.For, ast.AsyncFor)) for a in ancestors(node)):
             return node
+        # emptied in place once read and passed on: ``await self.send_batch()`` ... ``self.log_queue.clear()``
+        emptied = (node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                   and node.func.attr == "clear" and not node.args else
+                   node.targets[0].value if isinstance(node, ast.Delete) and len(node.targets) == 1
+                   and isinstance(node.targets[0], ast.Subscript) else None)
+        if emptied is not None and _own_buffer(emptied, facts):
+            name = _state_name(emptied) if isinstance(emptied, ast.Attribute) else emptied.id
+            if name is not None and name in reads and reads[name] < node.lineno \
+                    and _work_between(function, reads[name], node.lineno):
+                return node
         if isinstance(node, ast.Call) and _takes_what_it_reads(node):
             return node
     return None
+
+
+def _own_buffer(node: ast.AST, facts: ModuleFacts) -> bool:
+    """``self.log_queue`` (an attribute of the instance), or a container bound at this module's top level
+    (``_pending = []``): a buffer the process holds, not a library object's state (``fetch.cache``)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return False
+    if node.id == "self":
+        return True
+    return any(isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None
+               and isinstance(statement.value, (ast.List, ast.Dict, ast.Set, ast.Call))
+               and any(isinstance(target, ast.Name) and target.id == node.id
+                       for target in (statement.targets if isinstance(statement, ast.Assign) else [statement.target]))
+               for statement in facts.tree.body)
+
+
+_NOT_WORK = frozenset({"len", "list", "dict", "tuple", "set", "sorted", "min", "max", "isinstance", "bool", "int",
+                       "str", "debug", "info", "warning", "error", "exception", "critical", "log"})
+
+
+def _work_between(function: FunctionNode, first: int, last: int) -> bool:
+    """A call (not a built-in's, not a log call) on the lines from ``first`` to before ``last`` of ``function``: the
+    buffer read at ``first`` is handed on (sent) before it is emptied at ``last``, not merely reset."""
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, ast.Call) and first <= node.lineno < last:
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name not in _NOT_WORK:
+                return True
+    return False
 
 
 def _takes_what_it_reads(call: ast.Call) -> bool:

@@ -463,18 +463,37 @@ def _picked_sockets(function: FunctionNode, facts: ModuleFacts, registries, fore
     ``ws = registry[0]`` / ``registry.get(user_id)`` (a socket picked out)."""
     picked: Dict[str, tuple] = {}
     own = _socket_parameters(function, facts)
+
+    def iterate(loop: ast.AST, target: ast.AST, iterated: ast.AST, place: ast.AST) -> None:
+        """``for <target> in <iterated>`` (a loop, or a comprehension's generator): its names are members."""
+        if not isinstance(target, (ast.Name, ast.Tuple)):
+            return
+        if isinstance(iterated, ast.Name) and iterated.id in picked and picked[iterated.id][0] == _EVERY:
+            found = picked[iterated.id][2], picked[iterated.id][3]  # the members of a group of the registry
+        else:
+            found = _registry_or_foreign(iterated, facts, registries, foreign, iterated=True)
+        if found is None:
+            return
+        names = [target] if isinstance(target, ast.Name) else [e for e in target.elts if isinstance(e, ast.Name)]
+        for name in names:
+            picked[name.id] = (_EVERY, place, found[0], found[1])
+
     for node in walk(function):
-        if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, (ast.Name, ast.Tuple)):
-            if isinstance(node.iter, ast.Name) and node.iter.id in picked and picked[node.iter.id][0] == _EVERY:
-                found = picked[node.iter.id][2], picked[node.iter.id][3]  # the members of a group of the registry
-            else:
-                found = _registry_or_foreign(node.iter, facts, registries, foreign, iterated=True)
-            if found is None:
-                continue
-            names = [node.target] if isinstance(node.target, ast.Name) else [
-                e for e in node.target.elts if isinstance(e, ast.Name)]
-            for name in names:
-                picked[name.id] = (_EVERY, node, found[0], found[1])
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            iterate(node, node.target, node.iter, node)
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            # ``(ws.send_json(m) for ws in targets)``, ``[ws for sid in ids for ws in registry.get(sid, ())]``
+            for generator in node.generators:
+                iterate(node, generator.target, generator.iter, node)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            # ``targets = [ws for ... in <registry>]``: a group of the registry's members, walked later
+            comprehension = node.value
+            for generator in comprehension.generators:
+                iterate(comprehension, generator.target, generator.iter, node)
+            element = comprehension.elt
+            if isinstance(element, ast.Name) and element.id in picked and picked[element.id][0] == _EVERY:
+                picked[node.targets[0].id] = picked[element.id]
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             value = node.value.body if isinstance(node.value, ast.IfExp) else node.value
             if isinstance(value, (ast.Subscript, ast.Call)):

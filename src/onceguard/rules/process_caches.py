@@ -14,7 +14,7 @@ shared state it is not, and the rule reports two such uses:
 from __future__ import annotations
 
 import ast
-from typing import Iterator, List, Optional, Set
+from typing import Iterator, List, Optional, Set, Tuple
 
 from ..project import process_state as state
 from ..analysis.facts import ModuleFacts, parent, walk
@@ -176,6 +176,60 @@ def _result_decides(call: ast.Call) -> bool:
     return not isinstance(above, ast.Expr)
 
 
+def _membership(test: ast.AST, name: str) -> Optional[Tuple[ast.AST, bool]]:
+    """(key, present) for ``key in <name>`` (present: True) or ``key not in <name>`` (False)."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.In, ast.NotIn)) \
+            and isinstance(test.comparators[0], ast.Name) and test.comparators[0].id == name:
+        return test.left, isinstance(test.ops[0], ast.In)
+    return None
+
+
+def _leaves_without_reading(body: List[ast.stmt], name: str) -> bool:
+    """The branch leaves (``return False``, ``return``, ``raise``, ``continue``) and reads nothing out of the cache:
+    a key seen is a request to refuse, not a value to hand back (which would be a memo)."""
+    if not body or not isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue)):
+        return False
+    return not any(isinstance(n, ast.Name) and n.id == name for statement in body for n in walk(statement))
+
+
+def _reads_values(function: ast.AST, name: str) -> bool:
+    """``name[key]`` read, or ``name.get(...)``/``.pop(...)``: the function hands back what the cache holds."""
+    for node in walk(function):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == name \
+                and isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name \
+                and node.attr in ("get", "pop", "setdefault", "values", "items"):
+            return True
+    return False
+
+
+def _once_only_markers(name: str, facts: ModuleFacts) -> List[ast.AST]:
+    """The assignments ``<name>[key] = ...`` that follow a test of ``key`` in ``name`` whose present branch leaves
+    without reading the cache, in the same function."""
+    found: List[ast.AST] = []
+    for function in facts.functions:
+        tested = []
+        for node in walk(function):
+            if isinstance(node, ast.If):
+                membership = _membership(node.test, name)
+                if membership is None:
+                    continue
+                key, present = membership
+                if present and _leaves_without_reading(node.body, name):
+                    tested.append((ast.dump(key), node))
+                elif not present and not _reads_values(function, name):
+                    # ``if key not in seen: seen[key] = now; return True``: set only when absent, never read
+                    tested.append((ast.dump(key), node))
+            elif tested and isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == name \
+                        and any(ast.dump(target.slice) == key and node.lineno >= test.lineno for key, test in tested) \
+                        and facts.enclosing_function(node) is function:
+                    found.append(node)
+    return found
+
+
 @register
 class PerProcessCacheCoordination(Rule):
     code = "OG607"
@@ -191,6 +245,23 @@ class PerProcessCacheCoordination(Rule):
             return
         yield from self._stores(facts)
         yield from self._coordination(facts)
+        yield from self._markers(facts)
+
+    def _markers(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        """``if key in seen: return False`` ... ``seen[key] = ...``: an ``add`` written out, a once-only marker."""
+        for binding in _cache_bindings(facts):
+            if binding.scope != state.MODULE:
+                continue
+            for marker in _once_only_markers(binding.name, facts):
+                kind = (state.constructed(binding.value, facts) or "cache").rsplit(".", 1)[-1]
+                yield self.finding(
+                    marker,
+                    f"`{binding.name}` (a `{kind}` in process memory) is tested for the key and then given it, as a "
+                    "once-only marker, so each replica keeps its own and each lets the same key through once.",
+                    "The test and the set are two steps on a store only this process sees: another replica (or a "
+                    "restart) has never seen the key. " + _COORDINATION_SUGGESTION,
+                    related=[Related(facts.context.path, binding.line, 1, f"`{binding.name}` is made here")],
+                )
 
     def _stores(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         for binding in _cache_bindings(facts):

@@ -169,8 +169,9 @@ class UnlockedMigrationRunner(Rule):
                 # no runner, or only an operator's (a command, a script, a Job, a release phase): silent.
                 if not facts.context.cross_file:
                     continue
-                own_branch = not handed_in_by_runner(apply.connection, facts) and any(
+                own_branch = not handed_in_by_runner(apply.connection, facts) and (any(
                     handed_in_by_runner(other.connection, facts) for other in applications)
+                    or finder.shared_by_a_caller(apply))
                 evidence = env_evidence(facts, _reported_by_og401, past_handing_runners=own_branch)
                 if evidence is None:
                     continue

@@ -9,9 +9,11 @@ from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, walk, walk_n
 from ...analysis.handed import argument_for, positional_parameters
 from ...knowledge import schedulers as known
 from ...analysis.names import dotted
-from ...project.reach import Reach
+from ...project.reach import Reach, runs
 from ...project.registries import consumes, is_pause, repeating_loops, repeats_a_registry
 from ...project.startup import StartupMap
+from ...project import process_roles
+from ...project.renamed_callers import project_callers
 from ...project.summaries import callers
 from ...model import Related
 from .jobs import Scheduled, Target, _argument
@@ -100,6 +102,11 @@ class LoopRegistrations:
                 if startup is None:
                     startup = StartupMap.of_module(facts)
                 reason = startup.reason_for_node(call)
+                gated = False
+                if reason is None and self.cross_file:
+                    # started by a function of this module that another module's start-up calls
+                    # (``tk.start_background(settings, pool)`` in the app factory's lifespan)
+                    reason, gated = self._started_elsewhere(call)
                 if reason is None:
                     continue
                 # A generic ticker (``forever(work, seconds)``) repeats the work it is handed: that work is the
@@ -112,6 +119,23 @@ class LoopRegistrations:
                 scheduled.detail = reason
                 scheduled.skip = lambda statement, _facts=target_facts: self._is_sleep_statement(statement, _facts)
                 self.add(scheduled)
+                if gated:
+                    scheduled.gated = True
+
+    def _started_elsewhere(self, call: ast.Call) -> Tuple[Optional[str], bool]:
+        """(why every replica starts the ticker, whether only a process the project dedicates to it does) when
+        ``call`` sits in a function of this module that start-up code of another module calls."""
+        function = self.facts.enclosing_function(call)
+        if function is None or self.facts.enclosing_function(function) is not None:
+            return None, False
+        for site, other in project_callers(function, self.facts):
+            if other is self.facts or other.context.is_test:
+                continue
+            reach = runs(site, other, startup_only=True)
+            if reach.every_replica:
+                gated = process_roles.dedicated_gate(site, other) is not None
+                return f"{reach.reason}, through `{function.name}()`", gated
+        return None, False
 
     def _handed_work(self, call: ast.Call, name: str, function: FunctionNode, loop: ast.While) -> Optional[Target]:
         """The project function a ticker's start hands it, when the ticker's loop calls that parameter:
