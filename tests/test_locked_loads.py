@@ -92,3 +92,39 @@ def test_a_peewee_load_under_for_update_is_not_reported(tmp_path):
     assert _findings(tmp_path, {"harbour/booking.py": PEEWEE_LOCKED}) == []
     unlocked = PEEWEE_LOCKED.replace(".for_update()", "")
     assert [d.line for d in _findings(tmp_path, {"harbour/booking.py": unlocked})] == [16]
+
+
+# -- raw SQL read and written back after waiting for an advisory lock on the same connection ------------------
+TOPUP = """\
+    import asyncpg
+
+
+    async def spend(pool: asyncpg.Pool, card: int, fare: int) -> None:
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", card)
+            balance = await conn.fetchval("SELECT balance FROM cards WHERE id = $1", card)
+            await conn.execute("UPDATE cards SET balance = $2 WHERE id = $1", card, balance - fare)
+"""
+
+
+def _raw_findings(tmp_path, text: str):
+    write(tmp_path, {"fares/__init__.py": "", "fares/cards.py": text})
+    path = os.path.join(str(tmp_path), "fares/cards.py")
+    with open(path, "rb") as handle:
+        source = handle.read()
+    found = check_source(source, path, from_mapping({}, root=str(tmp_path)), cross_file=True)
+    return [(d.line, d.code) for d in found if d.code == "OG301"]
+
+
+def test_a_read_written_back_after_waiting_for_a_lock_on_its_connection_is_serialised(tmp_path):
+    assert _raw_findings(tmp_path, TOPUP) == []
+    assert _raw_findings(tmp_path, TOPUP.replace("pg_advisory_xact_lock", "pg_advisory_lock")) == []
+
+
+def test_the_same_read_without_the_lock_or_after_its_unlock_loses_updates(tmp_path):
+    assert _raw_findings(tmp_path, TOPUP.replace(
+        '            await conn.execute("SELECT pg_advisory_xact_lock($1)", card)\n', "")) == [(7, "OG301")]
+    unlocked = TOPUP.replace('SELECT pg_advisory_xact_lock($1)", card)',
+                             'SELECT pg_advisory_lock($1)", card)\n'
+                             '            await conn.execute("SELECT pg_advisory_unlock($1)", card)')
+    assert _raw_findings(tmp_path, unlocked) == [(9, "OG301")]

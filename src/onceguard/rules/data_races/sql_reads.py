@@ -153,12 +153,12 @@ class SqlChecks:
                 continue
             function = facts.enclosing_function(selects[0].call)
             for update in updates:
-                finding = self._raw_update(update, selects, function, facts)
+                finding = self._raw_update(update, selects, function, facts, executions)
                 if finding is not None:
                     yield finding
 
     def _raw_update(self, update: ExecutedSql, selects: List[ExecutedSql], function: FunctionNode,
-                    facts: ModuleFacts) -> Optional[Diagnostic]:
+                    facts: ModuleFacts, executions: List[ExecutedSql]) -> Optional[Diagnostic]:
         statement = parse_statements(update.text)[0]
         table = statement.relation.relname
         where_columns = _columns(statement.whereClause)
@@ -180,6 +180,8 @@ class SqlChecks:
                 if value is not None and flow.arithmetic(value):
                     if won_claim_reaches(update.call, facts, exclusive=True):
                         return None  # one replica at a time runs it: the claim serialises the read and the write
+                    if _waited_for_lock(select, executions, function, facts):
+                        return None  # each runner waits for the lock before it reads: the read sees the last write
                     return self.finding(
                         update.call,
                         f"`{column}` of `{table}` is read by the SELECT on line {select.call.lineno}, changed in "
@@ -190,3 +192,24 @@ class SqlChecks:
                         f"with `SELECT … FOR UPDATE` in the same transaction.",
                     )
         return None
+
+
+def _waited_for_lock(select: ExecutedSql, executions: List[ExecutedSql], function: FunctionNode,
+                     facts: ModuleFacts) -> bool:
+    """A blocking advisory lock (``pg_advisory_xact_lock``, ``pg_advisory_lock``) sent on the SELECT's connection
+    before it in the same function, and no unlock between: every runner of the read waits its turn, and reads what
+    the one before it wrote."""
+    receiver = dotted(select.receiver) if select.receiver is not None else None
+    locked = False
+    for execution in sorted(executions, key=lambda e: (e.call.lineno, e.call.col_offset)):
+        if not later(select.call, execution.call):
+            break
+        if facts.enclosing_function(execution.call) is not function or execution.receiver is None \
+                or dotted(execution.receiver) != receiver:
+            continue
+        for advisory in execution.sql.advisory:
+            if advisory.function.unlock:
+                locked = False
+            elif advisory.function.is_lock and advisory.function.blocking:
+                locked = True
+    return locked
