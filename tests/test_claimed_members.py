@@ -202,3 +202,44 @@ def test_a_task_one_beat_process_schedules_picks_its_rows_alone(tmp_path, comman
                      "billing/__init__.py": "", "billing/app.py": BILLING_APP, "billing/tasks.py": BILLING_TASKS,
                      "billing/db.py": "from sqlalchemy import create_engine\n\nengine = create_engine('postgresql://db/billing')\n"})
     assert findings(tmp_path, "billing/tasks.py", codes=("OG302",)) == expected
+
+
+# -- a keyed store read by its bare noun and written by its setter ------------------------------------------------
+LEDGER = """\
+    from redis.asyncio import Redis
+
+
+    class Ledger:
+        def __init__(self, redis: Redis) -> None:
+            self.redis = redis
+
+        async def seats(self, show: int, day: str) -> int:
+            raw = await self.redis.get(f"seats:{show}:{day}")
+            return int(raw or 0)
+
+        async def set_seats(self, show: int, day: str, seats: int) -> None:
+            await self.redis.set(f"seats:{show}:{day}", seats)
+"""
+
+BOOKING = """\
+    from box.ledger import Ledger
+
+
+    async def book(ledger: Ledger, show: int, day: str, count: int) -> int:
+        left = await ledger.seats(show, day)
+        if left < count:
+            raise ValueError("sold out")
+        await ledger.set_seats(show, day, left - count)
+        return left - count
+"""
+
+
+def test_a_store_read_by_its_noun_and_written_back_by_its_setter_loses_updates(tmp_path):
+    write(tmp_path, {"box/__init__.py": "", "box/ledger.py": LEDGER, "box/booking.py": BOOKING})
+    assert findings(tmp_path, "box/booking.py", codes=("OG301",)) == [(8, "OG301")]
+
+
+def test_the_same_setter_handed_a_value_not_computed_from_the_read_is_fine(tmp_path):
+    reset = BOOKING.replace("await ledger.set_seats(show, day, left - count)", "await ledger.set_seats(show, day, 0)")
+    write(tmp_path, {"box/__init__.py": "", "box/ledger.py": LEDGER, "box/booking.py": reset})
+    assert findings(tmp_path, "box/booking.py", codes=("OG301",)) == []

@@ -116,9 +116,10 @@ READ_MODIFY_WRITE_TRIGGERS = (
     (b"] = ", b".items()"), (b"] = {", b".get("), (b"__setitem__", b"hset"),
     # A project class over a cache: an entry of the value read changed in Python, then set back.
     *((b"set_", change, b"get_") for change in (b"] = ", b"] += ", b" + ")),
-    # A project's keyed store: a record read by key, merged or changed, stored again under that key.
-    *((read, change, write) for read in (b".get_", b".load_", b".fetch_", b".read_", b".find_")
-      for change in (b"{**", b" + ", b"] = ", b"] += ", b" | ", b"+=", b"-=", *_IN_PLACE_CHANGE_WORDS)
+    # A project's keyed store: a record read by key, merged or changed, stored again under that key (the read may
+    # be the bare noun its write names: ``ledger.remaining(...)`` ... ``ledger.set_remaining(..., left - qty)``).
+    *((read, change, write) for read in (b".get_", b".load_", b".fetch_", b".read_", b".find_", b"(")
+      for change in (b"{**", b" + ", b" - ", b"] = ", b"] += ", b" | ", b"+=", b"-=", *_IN_PLACE_CHANGE_WORDS)
       for write in (b".set_", b".put_", b".upsert_", b".save_", b".store_", b".update_", b".write_", b".replace_")),
     # A mapped model's method changing ``self`` from its own value: the caller's commit writes it.
     *((model, b"self.", op) for model in (b"__tablename__", b"mapped_column", b"Column(", b"Field(")

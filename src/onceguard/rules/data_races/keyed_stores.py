@@ -4,7 +4,8 @@ changed in Python, ``store.upsert_report(rid, merged)``.
 The read and the write are two calls on one store object for one key; whatever the store keeps (a table, a
 file, a document database, a remote cache), a writer that reads the same key between them loses its change
 to this write.  The pair is recognised by its verbs and its shared noun (``get_``/``load_``/``fetch_`` then
-``set_``/``put_``/``upsert_``/``save_``/...), the same receiver and the same key, and by the value written
+``set_``/``put_``/``upsert_``/``save_``/..., or the bare noun then its write: ``remaining`` then
+``set_remaining``), the same receiver and the same key, and by the value written
 being computed from the value read: the data flow is the evidence, not the names.
 """
 from __future__ import annotations
@@ -52,12 +53,19 @@ def keyed_round_trips(function: FunctionNode, facts: ModuleFacts) -> Iterable[Tu
     """(read, write, where the value read is changed) for each store write in ``function`` whose value is
     computed from a read of the same key through the same receiver earlier in the function."""
     reads: List[Tuple[ast.Call, str, str, str]] = []
-    for node in function_nodes(function, facts):
+    nodes = function_nodes(function, facts)
+    # A read may be the bare noun a write of the function names (``ledger.remaining(...)`` before
+    # ``ledger.set_remaining(...)``): the write's verb says what the pair is.
+    written = {noun for node in nodes if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+               for noun in [_verb_and_noun(node.func.attr, WRITE_VERBS)] if noun is not None}
+    for node in nodes:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         # The verbs first: most calls are neither a read nor a write, and the Redis lookup below (the
         # client's origin, through other modules) costs more than every other test together.
         read_noun = _verb_and_noun(node.func.attr, READ_VERBS)
+        if read_noun is None and node.func.attr in written:
+            read_noun = node.func.attr
         noun = read_noun if read_noun is not None else _verb_and_noun(node.func.attr, WRITE_VERBS)
         if noun is None:
             continue
