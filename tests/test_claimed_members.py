@@ -243,3 +243,66 @@ def test_the_same_setter_handed_a_value_not_computed_from_the_read_is_fine(tmp_p
     reset = BOOKING.replace("await ledger.set_seats(show, day, left - count)", "await ledger.set_seats(show, day, 0)")
     write(tmp_path, {"box/__init__.py": "", "box/ledger.py": LEDGER, "box/booking.py": reset})
     assert findings(tmp_path, "box/booking.py", codes=("OG301",)) == []
+
+
+# -- rows a repository made on the spot picks, moved inside a block that commits on exit ---------------------------
+REPO = """\
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from tolls.models import Pass
+
+
+    class PassRepo:
+        def __init__(self, db: Session) -> None:
+            self.db = db
+
+        def expired(self, limit: int = 100):
+            query = select(Pass).where(Pass.state == "expired").limit(limit)
+            return self.db.scalars(query).all()
+"""
+
+SWEEP = """\
+    import requests
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import sessionmaker
+
+    from tolls.repo import PassRepo
+
+    factory = sessionmaker(create_engine("postgresql://tolls@db/tolls"))
+
+
+    def refund_expired() -> None:
+        with factory.begin() as db:
+            for toll_pass in PassRepo(db).expired(limit=20):
+                requests.post("https://pay.example.com/refunds", json={"pass": toll_pass.id}, timeout=10)
+                toll_pass.state = "refunded"
+"""
+
+PASS_MODEL = """\
+    from sqlalchemy import String
+    from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+    class Base(DeclarativeBase):
+        pass
+
+
+    class Pass(Base):
+        __tablename__ = "passes"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        state: Mapped[str] = mapped_column(String(20))
+"""
+
+
+def test_rows_a_repository_picks_moved_in_a_block_that_commits_on_exit_are_an_unclaimed_pickup(tmp_path):
+    write(tmp_path, {"tolls/__init__.py": "", "tolls/models.py": PASS_MODEL, "tolls/repo.py": REPO,
+                     "tolls/sweep.py": SWEEP})
+    assert findings(tmp_path, "tolls/sweep.py", codes=("OG302",)) == [(12, "OG302")]
+
+
+def test_the_same_rows_locked_with_skip_locked_are_claimed(tmp_path):
+    locked = REPO.replace('.limit(limit)', '.limit(limit).with_for_update(skip_locked=True)')
+    write(tmp_path, {"tolls/__init__.py": "", "tolls/models.py": PASS_MODEL, "tolls/repo.py": locked,
+                     "tolls/sweep.py": SWEEP})
+    assert findings(tmp_path, "tolls/sweep.py", codes=("OG302",)) == []

@@ -35,10 +35,11 @@ from .store_markers import STORE_MARKER_TRIGGERS, checks_then_sets
 
 
 #: Prefilter words for a state test followed by a write of that state: the field word, then how the write is
-#: persisted (``save(``, a commit, a store method ``.update_x(``/``.save_x(``, a flag set to True).
+#: persisted (``save(``, a commit, a store method ``.update_x(``/``.save_x(``, a flag set to True, a ``begin()``
+#: block that commits on exit).
 _STATE_TRIGGER_WORDS = (b"status", b"state", b"sent", b"notified", b"alerted", b"mailed", b"reminded", b"processed",
                         b"published", b"delivered", b"redeemed", b"consumed", b"used")
-_STATE_WRITE_WORDS = (b"save(", b"commit(", b".update_", b".save_", b".put_", b".store_", b"= True")
+_STATE_WRITE_WORDS = (b"save(", b"commit(", b".update_", b".save_", b".put_", b".store_", b"= True", b".begin()")
 # A state field is an attribute or a key named by the word, alone or joined with ``_`` (``.used``,
 # ``.is_used``, ``.used_at``, ``"notified_at"``): the word after a dot, an underscore or a quote, not in
 # prose or in ``unused``.
@@ -49,6 +50,24 @@ CHECK_THEN_ACT_TRIGGERS = tuple((b"if ", joiner + word, write) for word in _STAT
 SET_STATE_TRIGGERS = tuple((b"." + word + b" = ", write) for word in _STATE_TRIGGER_WORDS for write in _STATE_WRITE_WORDS)
 #: Prefilter: an equality test, a return, and the word of the consuming call (also under an alias).
 CONSUME_TRIGGERS = tuple((b"==", b"return", word) for word in (b"delete", b"remove", b"consume", b"invalidate"))
+
+
+def _commits_on_exit(session: Optional[str], change: ast.AST) -> bool:
+    """``change`` sits in a ``with`` block that commits when it ends: ``with factory.begin() as <session>:`` or
+    ``with <session>.begin():`` (SQLAlchemy's ``begin()`` context commits on a clean exit)."""
+    if not session:
+        return False
+    for above in ancestors(change):
+        if not isinstance(above, (ast.With, ast.AsyncWith)):
+            continue
+        for item in above.items:
+            expr = item.context_expr
+            if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "begin"):
+                continue
+            bound = isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == session
+            if bound or (isinstance(expr.func.value, ast.Name) and expr.func.value.id == session):
+                return True
+    return False
 
 
 def _written_by_winner(write: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
@@ -230,15 +249,15 @@ class UnclaimedRowPickup(Rule):
         def row_names(node: ast.AST) -> Set[str]:
             return {name for name in names_in(node) if name in rows and holds_row(name, node, pickup, loops)}
 
-        changed = False
+        changed = None
         for node in function_nodes(function, facts):
             if not (hasattr(node, "lineno") and later(node, pickup.node)):
                 continue
             if isinstance(node, (ast.Assign, ast.AugAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and row_names(t.value)
-                       for t in targets):
-                    changed = True
+                if changed is None and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                                           and row_names(t.value) for t in targets):
+                    changed = node
                 continue
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
@@ -252,7 +271,7 @@ class UnclaimedRowPickup(Rule):
             else:
                 if not _session_matches(pickup.session, receiver):
                     continue
-                if method in orm.SA_FLUSH and changed:
+                if method in orm.SA_FLUSH and changed is not None:
                     return node
                 if method == orm.SA_DELETE and node.args and row_names(node.args[0]):
                     return node
@@ -260,6 +279,8 @@ class UnclaimedRowPickup(Rule):
                     statement = _sa_update(node.args[0], facts)
                     if statement is not None and not _sa_status_condition(statement):
                         return node
+        if changed is not None and pickup.framework == "sqlalchemy" and _commits_on_exit(pickup.session, changed):
+            return changed  # ``with SessionLocal.begin() as db:``: the block's end commits what changed in it
         return None
 
     def _orm_claimed(self, pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> bool:

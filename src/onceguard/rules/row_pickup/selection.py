@@ -237,7 +237,7 @@ def _returned_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup
         for target, target_facts in resolve(node, facts, function, by_name=False):
             picked = next((p for p in _local_pickups(target, target_facts) if _returns_rows(p, target)), None)
             if picked is not None:
-                session = _handed_session(picked.session, target, node)
+                session = _handed_session(picked.session, target, node, target_facts)
                 where = Related(target_facts.context.path, picked.at.lineno, picked.at.col_offset + 1,
                                 f"`{target.name}` selects the rows by `{picked.column}` and returns them")
                 found.append(Pickup(picked.framework, node, picked.model, picked.column, _rows_names(node, facts),
@@ -286,9 +286,24 @@ def _returns_rows(pickup: Pickup, function: FunctionNode) -> bool:
     return False
 
 
-def _handed_session(session: Optional[str], callee: FunctionNode, call: ast.Call) -> Optional[str]:
+def _handed_session(session: Optional[str], callee: FunctionNode, call: ast.Call,
+                    callee_facts: Optional[ModuleFacts] = None) -> Optional[str]:
     """The caller's spelling of the session the callee selected through: the argument given for that
-    parameter (``due_invoices(db)`` for ``def due_invoices(session)``), else the callee's own name for it."""
+    parameter (``due_invoices(db)`` for ``def due_invoices(session)``), the argument a repository made on the
+    spot was given for the attribute (``Repo(db).due()`` where ``__init__`` sets ``self.db = db``), else the
+    callee's own name for it."""
+    if session is not None and session.startswith("self.") and callee_facts is not None:
+        made = call.func.value if isinstance(call.func, ast.Attribute) else None
+        cls = callee_facts.enclosing_class(callee)
+        if isinstance(made, ast.Call) and cls is not None:
+            init = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                         and s.name == "__init__"), None)
+            for node in walk(init) if init is not None else ():
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and any(
+                        dotted(target) == session for target in node.targets):
+                    given = argument_for(made, init, node.value.id)
+                    return dotted(given) if given is not None else session
+        return session
     if session is None or session not in {*positional_parameters(callee), *(a.arg for a in callee.args.kwonlyargs)}:
         return session
     given = argument_for(call, callee, session)
@@ -297,12 +312,16 @@ def _handed_session(session: Optional[str], callee: FunctionNode, call: ast.Call
 
 def _functions_writing_rows(facts: ModuleFacts) -> Set[int]:
     """Functions that set an attribute of a local name and persist something (``row.state = "sent"`` ...
-    ``session.commit()`` / ``row.save()``): only they can move rows picked elsewhere out of their state."""
+    ``session.commit()`` / ``row.save()``, or a ``with ... .begin():`` block that commits on exit): only they can
+    move rows picked elsewhere out of their state."""
     def build(_facts: ModuleFacts) -> Set[int]:
         # The persisting calls come from the module's index of calls by name; only their functions are walked.
         persisting = {}
-        for call in facts.calls_named(*_PERSISTING):
+        for call in facts.calls_named(*_PERSISTING, "begin"):
             function = facts.enclosing_function(call)
+            if call.func.__class__ is ast.Attribute and call.func.attr == "begin" \
+                    and not isinstance(parent(call), ast.withitem):
+                continue  # (``with sessions.begin() as db:`` commits on exit; a bare ``begin()`` persists nothing)
             if function is not None and isinstance(call.func, ast.Attribute):
                 persisting[id(function)] = function
         found = set()
