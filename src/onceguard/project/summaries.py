@@ -388,10 +388,12 @@ def drain_in(function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:
                 and any(isinstance(a, (ast.While, ast.For, ast.AsyncFor)) for a in ancestors(node)):
             return node
         # emptied in place once read and passed on: ``await self.send_batch()`` ... ``self.log_queue.clear()``
+        # (or ``del self.log_queue[:sent]``; deleting one key is no emptying)
         emptied = (node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                    and node.func.attr == "clear" and not node.args else
                    node.targets[0].value if isinstance(node, ast.Delete) and len(node.targets) == 1
-                   and isinstance(node.targets[0], ast.Subscript) else None)
+                   and isinstance(node.targets[0], ast.Subscript) and isinstance(node.targets[0].slice, ast.Slice)
+                   else None)
         if emptied is not None and _own_buffer(emptied, facts):
             name = _state_name(emptied) if isinstance(emptied, ast.Attribute) else emptied.id
             if name is not None and name in reads and reads[name] < node.lineno \
