@@ -720,10 +720,13 @@ def _acts_on_own_process(call: ast.Call, qualified: str) -> bool:
 
 
 def _builds_an_object(func: ast.AST) -> bool:
-    """``Console(...)``, ``errors.NotFound(...)``: a class outside the project, instantiated.  Building an
+    """``Console(...)``, ``errors.NotFound(...)``, ``Redis.from_url(...)``: a class outside the project,
+    instantiated (or made by its alternate constructor).  Building an
     object changes nothing outside the process; what is then done with it (``.send()``) is judged as its own
     call.  (A project class is resolved to its ``__init__`` before this is asked.)"""
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if isinstance(func, ast.Attribute) and name.startswith("from_") and _builds_an_object(func.value):
+        return True  # ``Redis.from_url(...)``, ``Settings.from_env()``: a class's alternate constructor
     return bool(name) and name[0].isupper() and not name.isupper()
 
 
