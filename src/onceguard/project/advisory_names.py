@@ -10,7 +10,7 @@ reads them all, and only them: the prefilter asks ``shares_lock_names`` of a mod
 from __future__ import annotations
 
 import re
-from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set
+from typing import Callable, Dict, FrozenSet, List, NamedTuple, Optional, Set
 
 import ahocorasick_rs
 
@@ -76,13 +76,15 @@ def lock_helper_names(root: str) -> FrozenSet[str]:
     return advisory_names(root).helpers
 
 
-def shares_lock_names(root: str, source: bytes, defs: Set[bytes]) -> bool:
-    """One of ``defs`` (defined in the text) is called or imported where a lock's key is handed (its value may be
-    that key), or the text calls or imports a lock helper (it hands one a key)."""
+def shares_lock_names(root: str, source: bytes, returns_key: Callable[[bytes, Set[bytes]], Set[bytes]]) -> bool:
+    """The text calls or imports a lock helper (it hands one a key), or one of its defs that ``returns_key`` keeps
+    (of those named where a lock's key is handed) is called or imported there (its value may be that key)."""
     if not root:
         return False
     names = advisory_names(root)
     if not names.files:
         return False
-    return not names.used.isdisjoint(defs) or (
-        names.calling is not None and bool(names.calling.find_matches_as_indexes(source)))
+    if names.calling is not None and names.calling.find_matches_as_indexes(source):
+        return True
+    named = names.used.intersection(found.name for found, _ in defs_of(source))
+    return bool(named) and bool(returns_key(source, named))

@@ -13,7 +13,7 @@ helpers.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, NamedTuple, Set, Tuple
+from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 
 import ahocorasick_rs
 
@@ -239,10 +239,12 @@ def _counting_classes(source: bytes) -> Set[bytes]:
 
 
 # -- defs by what their text holds -----------------------------------------------------------------------
-def returning_defs(source: bytes, words: "ahocorasick_rs.BytesAhoCorasick") -> Set[bytes]:
-    """The defs whose text (up to the next def) returns and holds one of ``words``."""
-    return {defined.name for defined, text in defs_of(source)
-            if b"return" in text and words.find_matches_as_indexes(text)}
+def returning_defs(source: bytes, words: "ahocorasick_rs.BytesAhoCorasick",
+                   among: Optional[Set[bytes]] = None) -> Set[bytes]:
+    """The defs (``among`` these names, when given) whose text (up to the next def) returns and holds one of
+    ``words``."""
+    return {defined.name for defined, text in defs_of(source) if (among is None or defined.name in among)
+            and b"return" in text and words.find_matches_as_indexes(text)}
 
 
 def _claiming_defs(source: bytes) -> Set[bytes]:

@@ -54,7 +54,8 @@ class UnstableLockKey(Rule):
         source = project_index.read_bytes(path)
         if not _RETURNED_WORDS.find_matches_as_indexes(source):
             return False
-        return shares_lock_names(config.root or "", source, returning_defs(source, _RETURNED_WORDS))
+        return shares_lock_names(config.root or "", source,
+                                 lambda text, named: returning_defs(text, _RETURNED_WORDS, named))
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         reported: Set = set()
