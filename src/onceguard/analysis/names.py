@@ -32,6 +32,18 @@ def dotted(node: ast.AST) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
+def plain_name(node: ast.AST) -> Optional[str]:
+    """``self.token`` -> "self.token"; None for anything but names and attributes (no calls, no subscripts)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
 class ImportTable:
     """Local names bound by import statements anywhere in a module."""
 

@@ -6,9 +6,10 @@ import ast
 from typing import Dict, List, Optional, Tuple
 
 from ..analysis.facts import ancestors, walk_no_nested_functions
+from ..analysis.names import plain_name
 from .bindings import _module_level
 from .claim_kinds import CONDITIONAL_UPDATE, NEEDS_TEST, TRY_LOCK, UNIQUE_INSERT, ClaimHit
-from .claim_syntax import _dotted, _fetch_from, _leaves, _target_attributes, _target_names, failed_side
+from .claim_syntax import _fetch_from, _leaves, _target_attributes, _target_names, failed_side
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SQL_SENDERS = frozenset({"execute", "exec_driver_sql", "executemany"})
@@ -41,7 +42,7 @@ class ClaimBranches:
                 value = node.value.value if isinstance(node.value, ast.Await) else node.value
                 if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
                         and value.func.attr in _SQL_SENDERS):
-                    receiver = _dotted(value.func.value)
+                    receiver = plain_name(value.func.value)
                     if receiver:
                         hit = self.claim_in(value)
                         if hit is not None and hit.kind in (TRY_LOCK, CONDITIONAL_UPDATE, UNIQUE_INSERT):
@@ -155,7 +156,7 @@ class ClaimBranches:
         if isinstance(root, ast.Name):
             scope = self.facts.enclosing_function(node) or self.facts.tree
             # ``self.is_leader`` is one attribute of the instance, not every name written on ``self``
-            held = _dotted(test) if root.id in ("self", "cls") and isinstance(test, ast.Attribute) else root.id
+            held = plain_name(test) if root.id in ("self", "cls") and isinstance(test, ast.Attribute) else root.id
             hit = self.bound_claim(scope, held or root.id, before=test)
             if hit is not None:
                 return hit

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ..analysis.facts import walk
+from ..analysis.names import plain_name
 from .claim_kinds import (CLAIM_FUNCTION, CONDITIONAL_UPDATE, HELPER_RESULT, HUEY_LOCK, LOCK_WITH, TRY_LOCK,
                           UNIQUE_INSERT, ClaimHit)
-from .claim_syntax import (_assigned, _dotted, _fetch_from, _has_call, _is_huey_lock_expr, _is_preamble, _target_names,
+from .claim_syntax import (_assigned, _fetch_from, _has_call, _is_huey_lock_expr, _is_preamble, _target_names,
                            is_log_call)
 from .claims import _FUNCTION_TYPES, _TRY_STAR, ClaimAnalyzer
 
@@ -185,7 +186,7 @@ class LeadScan:
             if (hit.kind in (TRY_LOCK, CONDITIONAL_UPDATE, UNIQUE_INSERT) and isinstance(call, ast.Call)
                     and isinstance(call.func, ast.Attribute)):
                 # ``cur.execute(<claim>)``: the result is read next (fetchone / rowcount) and tested.
-                receiver = _dotted(call.func.value)
+                receiver = plain_name(call.func.value)
                 if receiver:
                     self.executed[receiver] = hit
                     self.pending[receiver.split(".", 1)[0]] = hit

@@ -8,6 +8,7 @@ from typing import Dict, List, Optional, Set, Tuple
 from pglast.enums import OnConflictAction
 
 from ..analysis.facts import ModuleFacts, ancestors, call_name, walk, walk_no_nested_functions
+from ..analysis.names import plain_name
 from ..analysis.sql import parse_statements
 from ..knowledge import claims as known
 from .claim_kinds import CONDITIONAL_UPDATE, UNIQUE_INSERT, ClaimHit
@@ -52,15 +53,13 @@ def _is_huey_lock(call: ast.Call) -> bool:
     return isinstance(call.func, ast.Attribute) and call.func.attr == known.HUEY_LOCK_METHOD and bool(call.args)
 
 
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
+def sets_with_nx(call: ast.Call) -> bool:
+    """The call passes Redis SET's NX flag: ``nx=True``, or coredis's ``condition=PureToken.NX``."""
+    keywords = {k.arg: k.value for k in call.keywords if k.arg}
+    nx = keywords.get(known.REDIS_NX_KEYWORD)
+    condition = keywords.get(known.REDIS_CONDITION_KEYWORD)
+    return (isinstance(nx, ast.Constant) and nx.value is True) or (
+        isinstance(condition, ast.Attribute) and condition.attr == known.REDIS_NX_TOKEN)
 
 
 def _fetch_from(value: ast.AST, executed: Dict[str, ClaimHit]) -> Optional[ClaimHit]:
@@ -68,11 +67,11 @@ def _fetch_from(value: ast.AST, executed: Dict[str, ClaimHit]) -> Optional[Claim
     result: the fetched value is the claim's result."""
     for node in walk(value):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in known.FETCH_METHODS:
-            receiver = _dotted(node.func.value)
+            receiver = plain_name(node.func.value)
             if receiver in executed:
                 return executed[receiver]
         elif isinstance(node, ast.Attribute) and node.attr == "rowcount":
-            receiver = _dotted(node.value)
+            receiver = plain_name(node.value)
             if receiver in executed and executed[receiver].kind in (CONDITIONAL_UPDATE, UNIQUE_INSERT):
                 return executed[receiver]
     return None
@@ -92,7 +91,7 @@ def _assigned(statement: ast.AST) -> Set[str]:
         elif isinstance(target, ast.Starred):
             stack.append(target.value)
         elif isinstance(target, ast.Attribute):
-            text = _dotted(target)
+            text = plain_name(target)
             if text:
                 found.add(text)
     return found
@@ -103,7 +102,7 @@ def mentions(expr: ast.AST, names: Set[str]) -> bool:
     for node in walk(expr):
         if isinstance(node, ast.Name) and node.id in names:
             return True
-        if isinstance(node, ast.Attribute) and _dotted(node) in names:
+        if isinstance(node, ast.Attribute) and plain_name(node) in names:
             return True
     return False
 
@@ -121,7 +120,7 @@ def _target_names(statement: ast.AST) -> List[str]:
 def _target_attributes(statement: ast.AST) -> List[str]:
     """The attributes an assignment writes, dotted (``self.is_leader``)."""
     targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-    return [_dotted(node) or "" for target in targets for node in walk(target) if isinstance(node, ast.Attribute)]
+    return [plain_name(node) or "" for target in targets for node in walk(target) if isinstance(node, ast.Attribute)]
 
 
 def is_log_call(node: ast.AST) -> bool:
@@ -138,7 +137,7 @@ def is_log_call(node: ast.AST) -> bool:
         receiver = func.value
         while isinstance(receiver, ast.Call):
             receiver = receiver.func
-        text = _dotted(receiver) or ""
+        text = plain_name(receiver) or ""
         return "log" in text.lower() or is_logger(func.value)
     return False
 

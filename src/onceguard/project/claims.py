@@ -25,14 +25,15 @@ from ..analysis.applied_decorators import decorators
 from ..analysis.executed_sql import ExecutedSql, bound_value, executed_sql
 from ..analysis.facts import (PARENT, FunctionNode, ModuleFacts, ancestors, call_name, parent, walk,
                               walk_no_nested_functions)
+from ..analysis.names import plain_name
 from ..knowledge import claims as known
 from .bindings import Bindings, own_module_names
 from .claim_branches import ClaimBranches
 from .claim_kinds import (ANSWER_KINDS, CACHE_ADD, CLAIM_FUNCTION, CONDITIONAL_UPDATE, HELPER_CONTEXT, HELPER_GUARD,
                           HELPER_RESULT, HUEY_LOCK, LOCK_ACQUIRE, OWNER_SCRIPT, ROW_LOCK, SET_NX,
                           TRY_LOCK, UNIQUE_INSERT, ClaimHit, Lead)
-from .claim_syntax import (_assigned, _dotted, _fetch_from, _inserts_unless_present, _is_huey_lock, _is_preamble, _leaves,
-                           _makes_lock, _negative_test, _non_blocking, _real_statements, _target_names,
+from .claim_syntax import (_assigned, _fetch_from, _inserts_unless_present, _is_huey_lock, _is_preamble, _leaves,
+                           _makes_lock, _negative_test, sets_with_nx, _non_blocking, _real_statements, _target_names,
                            _update_has_where, mentions)
 from .forwarding import forwarded
 from .lock_libraries import waits_when_entered
@@ -172,10 +173,7 @@ class ClaimAnalyzer(ClaimBranches):
             return None
         attr = func.attr
         keywords = {k.arg: k.value for k in call.keywords if k.arg}
-        nx = keywords.get(known.REDIS_NX_KEYWORD)
-        condition = keywords.get(known.REDIS_CONDITION_KEYWORD)  # coredis: ``condition=PureToken.NX``
-        if (isinstance(nx, ast.Constant) and nx.value is True) or (
-                isinstance(condition, ast.Attribute) and condition.attr == known.REDIS_NX_TOKEN):
+        if sets_with_nx(call):
             # ``r.set(key, token, nx=True, ex=...)``, and a project's cache wrapper that passes the same
             # flags on (``cache.async_set_cache(key, token, nx=True, ttl=...)``).
             expiry = known.REDIS_EXPIRY_KEYWORDS if attr == known.REDIS_SET_METHOD else known.WRAPPER_EXPIRY_KEYWORDS
@@ -398,7 +396,7 @@ class ClaimAnalyzer(ClaimBranches):
                 if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "bool" \
                         and len(value.args) == 1:
                     value = value.args[0]
-                if isinstance(value, (ast.Name, ast.Attribute)) and _dotted(value) in claimed:
+                if isinstance(value, (ast.Name, ast.Attribute)) and plain_name(value) in claimed:
                     return True
                 if isinstance(value, ast.Constant) and value.value is True:
                     return True
@@ -425,7 +423,7 @@ class ClaimAnalyzer(ClaimBranches):
                 entry = self._sql.get(id(value))
                 if (entry is not None and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
                         and any(name in known.TRY_LOCK_FUNCTIONS for name in entry.sql.function_names)):
-                    receiver = _dotted(value.func.value)
+                    receiver = plain_name(value.func.value)
                     if receiver:
                         executed[receiver] = ClaimHit(TRY_LOCK, value)
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:

@@ -117,12 +117,11 @@ class LockFinder:
                 caller_connection = DJANGO_CONNECTION
             elif parameter is None:
                 return False  # the function opens its own connection: a caller's lock is on another one
-            elif passed is not None:
-                caller_connection = passed
-            elif parameter < len(site_call.args):
-                caller_connection = site_call.args[parameter]
             else:
-                return True  # passed by keyword or in a way we do not follow
+                handed = _handed_connection(site_call, passed, parameter)
+                if handed is None:
+                    return True  # passed by keyword or in a way we do not follow
+                caller_connection = handed
             if not self._held_at(site_call, caller_connection, apply, depth + 1, visited):
                 return False
         return True
@@ -136,7 +135,7 @@ class LockFinder:
         if parameter is None:
             return False
         for call, passed in self._call_sites(function):
-            handed = passed if passed is not None else call.args[parameter] if parameter < len(call.args) else None
+            handed = _handed_connection(call, passed, parameter)
             if handed is not None and handed_in_by_runner(handed, self.facts):
                 return True
         return False
@@ -214,6 +213,14 @@ class LockFinder:
             if isinstance(node, ast.Call) and position(node) < position(site) and is_lock_helper(node):
                 return True
         return False
+
+
+def _handed_connection(call: ast.Call, passed: Optional[ast.AST], parameter: int) -> Optional[ast.AST]:
+    """The connection a call site hands the function's connection parameter: what ``conn.run_sync(f)`` runs ``f``
+    with, else the positional argument at ``parameter``; None when it is given otherwise (a keyword)."""
+    if passed is not None:
+        return passed
+    return call.args[parameter] if parameter < len(call.args) else None
 
 
 def handed_in_by_runner(connection: object, facts: ModuleFacts) -> bool:

@@ -83,12 +83,13 @@ def claim_helper_words(config: Config, beside: Tuple[bytes, ...] = ()) -> tuple:
     if cached is None:
         names = _words_by_root.get((root, ()))
         if names is None:
-            names = _words_by_root[(root, ())] = _claim_helper_words(root, config)
+            names = _words_by_root[(root, ())] = _scan_project(root, config)
         cached = _words_by_root[key] = tuple((name, word) for name in names for word in beside) if beside else names
     return cached
 
 
-def _claim_helper_words(root: str, config: Config) -> Tuple[bytes, ...]:
+def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
+    """One pass over the project's files fills every family's words for ``root``; returns the claim helpers'."""
     names: Set[bytes] = set()
     loaders: Set[bytes] = set()
     bare: Set[bytes] = set()

@@ -28,6 +28,7 @@ from . import index as project
 from ..analysis.context import FileContext
 from ..analysis.executed_sql import executed_sql, module_statements, orm_query, orm_set_statement
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, body_nodes, walk_no_nested_functions
+from ..analysis.names import plain_name
 from ..analysis.handed import handed_callable
 from .core_statements import builds_statement, statement_effect
 from . import declared_types as declared
@@ -353,16 +354,7 @@ def _empty_container(node: ast.AST, facts: ModuleFacts) -> bool:
 
 def _state_name(target: ast.AST) -> Optional[str]:
     """``self._pending`` / ``state.telemetry`` / a global: state that outlives the call."""
-    if isinstance(target, ast.Attribute):
-        parts = []
-        node: ast.AST = target
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if isinstance(node, ast.Name):
-            parts.append(node.id)
-            return ".".join(reversed(parts))
-    return None
+    return plain_name(target) if isinstance(target, ast.Attribute) else None
 
 
 def drain_in(function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:

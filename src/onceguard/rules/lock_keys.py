@@ -13,7 +13,7 @@ from typing import Iterator, List, NamedTuple, Optional, Set
 
 import ahocorasick_rs
 
-from ..analysis.facts import ModuleFacts
+from ..analysis.facts import FunctionNode, ModuleFacts
 from ..analysis.handed import argument_for, parameter_names
 from ..analysis.names import dotted
 from ..knowledge import advisory_locks as known
@@ -164,17 +164,21 @@ def _helper_sites(facts: ModuleFacts) -> List[KeySite]:
             for target, where in resolve(call, facts, facts.enclosing_function(call)):
                 if where is facts or _same_file(where, facts):
                     continue  # (this module's own helper: its lock is read here, keyed through its callers)
-                own = set(parameter_names(target, receiver=False))
                 for use in lock_uses(where):
                     if use.scope is not target:
                         continue
-                    keyed = sorted({n.id for key in key_expressions(use) for n in ast.walk(key)
-                                    if isinstance(n, ast.Name)} & own)
+                    keyed = _keyed_parameters(use, target)
                     keys = [handed for parameter in keyed for handed in [argument_for(call, target, parameter)]
                             if handed is not None]
                     if keys:
                         sites.append(KeySite(call, dotted(call.func) or name, keys, None))
     return sites
+
+
+def _keyed_parameters(use: LockUse, function: FunctionNode) -> List[str]:
+    """The parameters of ``function`` (the lock's scope) its key is computed from, in name order."""
+    own = set(parameter_names(function, receiver=False))
+    return sorted({n.id for key in key_expressions(use) for n in ast.walk(key) if isinstance(n, ast.Name)} & own)
 
 
 def _handed_by_callers(use, facts: ModuleFacts) -> list:
@@ -183,10 +187,8 @@ def _handed_by_callers(use, facts: ModuleFacts) -> list:
     scope = use.scope
     if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or not facts.context.cross_file:
         return []
-    own = set(parameter_names(scope, receiver=False))
-    names = sorted({n.id for key in key_expressions(use) for n in ast.walk(key) if isinstance(n, ast.Name)} & own)
     found = []
-    for name in names:
+    for name in _keyed_parameters(use, scope):
         for call, other in callers_of(scope, facts):
             handed = argument_for(call, scope, name)
             if handed is not None and not other.context.is_test:

@@ -16,6 +16,7 @@ from ..knowledge import advisory_locks as known
 from ..knowledge import lock_libraries as lock_known
 from ..model import Diagnostic
 from ..project.prefilter_words import claim_helper_words
+from ..project.claim_syntax import sets_with_nx
 from ..project.claims import CACHE_ADD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, ClaimAnalyzer
 from ..project.lock_libraries import LibraryLock, library_locks, spells_lock_library
 from ..project.minted_keys import minted_key
@@ -145,10 +146,7 @@ def _dropped_set_nx(facts: ModuleFacts) -> Iterator[ast.Call]:
     """``r.set(key, token, nx=True, ex=...)`` (coredis: ``condition=PureToken.NX``) on a Redis client, as a
     statement: the claim's answer goes nowhere."""
     for call in facts.calls_named("set"):
-        keywords = {k.arg: k.value for k in call.keywords if k.arg}
-        nx, condition = keywords.get("nx"), keywords.get("condition")
-        if not ((isinstance(nx, ast.Constant) and nx.value is True)
-                or (isinstance(condition, ast.Attribute) and condition.attr == "NX")):
+        if not sets_with_nx(call):
             continue
         # (``nx=`` is the Redis SET's own flag, on a client the module may not show: the claim analysis reads it
         # the same way)

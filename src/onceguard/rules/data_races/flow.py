@@ -6,6 +6,7 @@ import ast
 from typing import Callable, List, Optional, Set, Tuple
 
 from ...analysis.facts import FunctionNode, ModuleFacts, in_exclusive_branches, parent, walk
+from ...analysis.names import plain_name
 from ...knowledge import orm
 from .loads import _ARITHMETIC, function_nodes, later, target_names, unwrap
 
@@ -98,18 +99,6 @@ _LIST_GROWTH = frozenset({"append", "extend", "insert"})
 _COPY_CALLS = frozenset({"dict", "list", "set", "copy", "deepcopy", "OrderedDict", "defaultdict"})
 #: ``save(update_fields=[...])``: the fields a Django save writes.
 _UPDATE_FIELDS = "update_fields"
-
-
-def plain_name(node: ast.AST) -> Optional[str]:
-    """``self.token`` -> "self.token"; None for anything but names and attributes (no calls, no subscripts)."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def _field_of(node: ast.AST) -> Optional[Tuple[str, str]]:
