@@ -94,7 +94,6 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     loaders: Set[bytes] = set()
     bare: Set[bytes] = set()
     counting: Set[bytes] = set()
-    _build_family_automaton()
     for path in project.project_files(root):
         source = project.read_bytes(path)
         # One pass of one automaton over the file finds the words of every family.
@@ -288,22 +287,13 @@ def _word(name: bytes) -> "re.Pattern[bytes]":
 
 # -- one automaton for the words of every family ---------------------------------------------------------------
 _CLAIM, _STATE, _FILTER, _CONTAINER, _CLOCK = range(5)
-_FAMILY_AUTOMATON = None
-_FAMILY_OF_WORD: List[int] = []
-
-
-def _build_family_automaton() -> None:
-    global _FAMILY_AUTOMATON
-    if _FAMILY_AUTOMATON is not None:
-        return
-    words: List[bytes] = []
-    for family, spelled in ((_CLAIM, _CLAIM_BODY_WORDS), (_STATE, _STATE_WORDS), (_FILTER, _FILTER_WORDS),
-                            (_CONTAINER, process_local.CONTAINER_WORDS), (_CLOCK, process_local.CLOCK_WORDS)):
-        for word in spelled:
-            words.append(word)
-            _FAMILY_OF_WORD.append(family)
-    # Overlapping matches: a word inside another family's word still counts for its own family.
-    _FAMILY_AUTOMATON = ahocorasick_rs.BytesAhoCorasick(words, implementation=ahocorasick_rs.Implementation.DFA)
+_FAMILIES = ((_CLAIM, _CLAIM_BODY_WORDS), (_STATE, _STATE_WORDS), (_FILTER, _FILTER_WORDS),
+             (_CONTAINER, process_local.CONTAINER_WORDS), (_CLOCK, process_local.CLOCK_WORDS))
+#: The family of each word, by its place in the automaton.
+_FAMILY_OF_WORD: List[int] = [family for family, spelled in _FAMILIES for _ in spelled]
+# Overlapping matches: a word inside another family's word still counts for its own family.
+_FAMILY_AUTOMATON = ahocorasick_rs.BytesAhoCorasick([word for _, spelled in _FAMILIES for word in spelled],
+                                                    implementation=ahocorasick_rs.Implementation.DFA)
 
 
 def _clear() -> None:
