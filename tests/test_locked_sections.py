@@ -146,3 +146,58 @@ def test_keys_that_are_not_the_period_are_left_alone(tmp_path, key):
         "def reorder_stock() -> None:", "def reorder_stock(order=None) -> None:\n        day = datetime.now()").replace(
         'with gate("reorder"):', f"with gate({key}):")
     assert _check(tmp_path, {"yard/jobs.py": jobs}) == []
+
+
+# -- a lock object keyed on what its instance holds: one job-wide key per instance made with a fixed value ------
+MUTEXES = """\
+    from contextlib import contextmanager
+
+    import psycopg
+
+    conn = psycopg.connect("postgresql://db/yard", autocommit=True)
+
+
+    class Mutex:
+        def __init__(self, key: int) -> None:
+            self.key = key
+
+        @contextmanager
+        def held(self):
+            conn.execute("SELECT pg_advisory_lock(%s)", (self.key,))
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (self.key,))
+"""
+
+INSTANCE_JOBS = """\
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from yard import gates as locking
+
+    REORDER = locking.Mutex(key={key})
+    sched = BackgroundScheduler(timezone="UTC")
+
+
+    def reorder_stock() -> None:
+        with REORDER.held():
+            print("reordered")
+
+
+    sched.add_job(reorder_stock, "interval", minutes=10)
+    sched.start()
+"""
+
+
+def test_a_job_entering_a_lock_object_made_with_a_fixed_key_is_reported(tmp_path):
+    write(tmp_path, {"yard/__init__.py": "", "yard/gates.py": MUTEXES,
+                     "yard/jobs.py": INSTANCE_JOBS.format(key="0x5150")})
+    assert findings(tmp_path, "yard/gates.py", codes=("OG103",)) == [(_line(MUTEXES, "pg_advisory_lock("), "OG103")]
+
+
+def test_a_lock_object_made_per_call_with_a_key_of_the_callers_making_is_left_alone(tmp_path):
+    per_row = INSTANCE_JOBS.format(key="0").replace("REORDER = locking.Mutex(key=0)\n", "").replace(
+        "def reorder_stock() -> None:\n        with REORDER.held():",
+        "def reorder_stock(sku: int = 0) -> None:\n        with locking.Mutex(key=sku).held():")
+    write(tmp_path, {"yard/__init__.py": "", "yard/gates.py": MUTEXES, "yard/jobs.py": per_row})
+    assert findings(tmp_path, "yard/gates.py", codes=("OG103",)) == []

@@ -8,11 +8,11 @@ work again.  ``jobs_entering`` says which jobs enter such a helper with a fixed 
 from __future__ import annotations
 
 import ast
-from typing import Callable, List, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from ..analysis.executed_sql import bound_value
 from ..analysis.facts import FunctionNode, ModuleFacts, walk
-from ..analysis.handed import parameter_names
+from ..analysis.handed import argument_for, parameter_names
 from .fixed_arguments import callers_of, fixed_at_callers
 from .scheduled.discovery import scheduled_by_all
 
@@ -33,15 +33,81 @@ def jobs_entering(helper: FunctionNode, keys: List[ast.AST], facts: ModuleFacts,
         keys = [bound_value(key, facts) or key if isinstance(key, ast.Name) and key.id not in own else key
                 for key in keys]
         names = sorted({n.id for key in keys for n in walk(key) if isinstance(n, ast.Name) and n.id in own})
-        if not names:
-            return []
-        callers = fixed_at_callers(helper, names, facts, is_fixed, lambda call, other: False) or []
+        if names:
+            callers = fixed_at_callers(helper, names, facts, is_fixed, lambda call, other: False) or []
+        else:
+            callers = _calls_on_fixed_instances(helper, keys, facts, is_fixed)
     found: List[Entry] = []
     for call, other in callers:
         job = other.enclosing_function(call)
         if job is not None and not other.context.is_test and _scheduled_or_run_by_one(job, other):
             found.append((call, other, job))
     return found
+
+
+def _calls_on_fixed_instances(helper: FunctionNode, keys: List[ast.AST], facts: ModuleFacts,
+                              is_fixed: Callable[[List[ast.AST], ModuleFacts], bool]) -> List[Tuple[ast.Call, ModuleFacts]]:
+    """The calls of a method keyed on what its instance holds (``self.key``, given to ``__init__``) made on an
+    instance built with a fixed value for it: ``PAYRUN = JobMutex(key=0x50)`` then ``with PAYRUN.held():`` is a
+    job-wide key, one per instance the project makes. Empty when the key reads anything else."""
+    cls = facts.enclosing_class(helper)
+    arguments = helper.args.posonlyargs + helper.args.args
+    if cls is None or not arguments:
+        return []
+    own_self = arguments[0].arg
+    read = {n.attr for key in keys for n in walk(key)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == own_self}
+    others = {n.id for key in keys for n in walk(key) if isinstance(n, ast.Name) and n.id != own_self}
+    if not read or others:
+        return []
+    init = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and s.name == "__init__"), None)
+    if init is None:
+        return []
+    given = _attributes_given(init)
+    if any(attribute not in given for attribute in read):
+        return []
+    parameters = set(parameter_names(init, receiver=False))
+    from_parameters = sorted({given[a].id for a in read if isinstance(given[a], ast.Name) and given[a].id in parameters})
+    if any(not (isinstance(given[a], ast.Name) and given[a].id in parameters) and not is_fixed([given[a]], facts)
+           for a in read):
+        return []
+    found = []
+    for call, other in callers_of(helper, facts):
+        made = _instance_made(call, other, cls.name)
+        if made is None:
+            continue
+        values = [argument_for(made, init, name) for name in from_parameters]
+        if all(value is not None for value in values) and (not values or is_fixed(values, other)):
+            found.append((call, other))
+    return found
+
+
+def _attributes_given(init: FunctionNode) -> dict:
+    """``self.key = key`` (and other plain assignments of ``self``'s attributes) in ``__init__``: attribute -> value."""
+    own_self = (init.args.posonlyargs + init.args.args)[0].arg if init.args.posonlyargs + init.args.args else "self"
+    given: dict = {}
+    for node in walk(init):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                        and target.value.id == own_self and node.value is not None):
+                    given[target.attr] = node.value
+    return given
+
+
+def _instance_made(call: ast.Call, facts: ModuleFacts, class_name: str) -> Optional[ast.Call]:
+    """The construction of the instance ``call``'s method is called on: ``PAYRUN.held()`` with ``PAYRUN =
+    JobMutex(...)`` in the caller's function or module, or ``JobMutex(...).held()`` itself."""
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if isinstance(receiver, ast.Name):
+        receiver = bound_value(receiver, facts)
+    if isinstance(receiver, ast.Call):
+        named = receiver.func.attr if isinstance(receiver.func, ast.Attribute) else getattr(receiver.func, "id", "")
+        if named == class_name:
+            return receiver
+    return None
 
 
 def _scheduled_or_run_by_one(function: FunctionNode, facts: ModuleFacts) -> bool:

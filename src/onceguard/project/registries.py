@@ -39,6 +39,10 @@ _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _PUTS: FrozenSet[str] = frozenset({"append", "appendleft", "add", "insert", "setdefault"})
 #: At most this many candidate loop modules are parsed for one project.
 _MAX_LOOP_FILES = 60
+#: The methods a scheduler object registers a function with (``scheduler.add_job(func, ...)``): a ``for`` that
+#: hands each item of a container to one makes the container a registry of that scheduler's jobs.
+_SCHEDULER_METHODS: FrozenSet[str] = frozenset(
+    r.method for registrations in known.METHODS.values() for r in registrations if not r.decorator)
 
 
 @dataclass(frozen=True)
@@ -46,10 +50,13 @@ class RepeatedRegistry:
     """A container whose items a never-ending loop calls, and where that loop runs."""
 
     container: str  # qualified name (``housekeeper.periodic.REGISTRY``)
-    loop: ast.AST  # the ``while`` loop that repeats it
+    loop: ast.AST  # the ``while`` loop that repeats it (or the ``for`` that hands its items to a scheduler)
     caller: Optional[FunctionNode]  # the function holding the loop
     facts: ModuleFacts  # the loop's module
     where: Runs  # where the loop runs (``runs`` of the loop)
+    #: the scheduler's registration call each item is handed to (``scheduler.add_job(func, trigger)``), when the
+    #: container's items are not called by a loop of the project but scheduled by a library
+    hands_to: Optional[ast.Call] = None
 
     @property
     def short(self) -> str:
@@ -136,9 +143,12 @@ def _instance_of(function: FunctionNode, facts: ModuleFacts) -> Tuple[Optional[s
 
 def _container_of(target: ast.AST, own_self: Optional[str], cls: Optional[ast.ClassDef],
                   module_names: Set[str]) -> Optional[str]:
-    """``JOBS`` (a module-level name) or ``Class.jobs`` (``self.jobs`` of an instance of that class)."""
+    """``JOBS`` (a module-level name), ``ROSTER.jobs`` (an attribute of a module-level object) or ``Class.jobs``
+    (``self.jobs`` of an instance of that class)."""
     if isinstance(target, ast.Name) and target.id in module_names:
         return target.id
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in module_names:
+        return f"{target.value.id}.{target.attr}"
     if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and own_self
             and target.value.id == own_self and cls is not None):
         return f"{cls.name}.{target.attr}"
@@ -276,15 +286,7 @@ def repeated_in(facts: ModuleFacts) -> List[Tuple[str, ast.While]]:
                 for node in walk_no_nested_functions(scope):
                     if not isinstance(node, ast.For) or not _calls_item(node):
                         continue
-                    container = _iterated(node.iter)
-                    if isinstance(container, ast.Name):
-                        qualified = facts.imports.qualify_dotted(container.id) if facts.imports.is_imported(
-                            container.id) else (f"{module}.{container.id}" if module else "")
-                    else:  # ``for job in self.jobs`` in a method: the attribute of every instance of the class
-                        function = facts.enclosing_function(node)
-                        own_self, cls = _instance_of(function, facts) if function is not None else (None, None)
-                        attribute = _container_of(container, own_self, cls, set())
-                        qualified = f"{module}.{attribute}" if attribute and module else ""
+                    qualified = _qualified_container(node, facts, module)
                     if qualified and (qualified, loop) not in found:
                         found.append((qualified, loop))
         for qualified, loop in _fanned_out(facts, loops, module):
@@ -293,6 +295,64 @@ def repeated_in(facts: ModuleFacts) -> List[Tuple[str, ast.While]]:
         return found
 
     return facts.cached("registries:repeated", build)
+
+
+def _qualified_container(loop: ast.For, facts: ModuleFacts, module: str) -> str:
+    """The container a ``for`` walks, qualified: a module-level or imported name, or ``module.Class.jobs`` for
+    ``for job in self.jobs`` in a method (the attribute of every instance of the class); "" for anything else."""
+    container = _iterated(loop.iter)
+    if isinstance(container, ast.Name):
+        if facts.imports.is_imported(container.id):
+            return facts.imports.qualify_dotted(container.id) or ""
+        return f"{module}.{container.id}" if module else ""
+    if isinstance(container, ast.Attribute) and isinstance(container.value, ast.Name) \
+            and container.value.id not in ("self", "cls"):
+        # ``for entry in ROSTER.jobs``: an attribute of a module-level object, here or imported
+        owner = container.value.id
+        if facts.imports.is_imported(owner):
+            qualified = facts.imports.qualify_dotted(owner)
+            return f"{qualified}.{container.attr}" if qualified else ""
+        if owner in facts.cached("registries:module-names", _module_level_names):
+            return f"{module}.{owner}.{container.attr}" if module else ""
+        return ""
+    function = facts.enclosing_function(loop)
+    own_self, cls = _instance_of(function, facts) if function is not None else (None, None)
+    attribute = _container_of(container, own_self, cls, set())
+    return f"{module}.{attribute}" if attribute and module else ""
+
+
+def handed_in(facts: ModuleFacts) -> List[Tuple[str, ast.AST, ast.Call]]:
+    """(qualified container, loop, call) for each ``for`` of this module that hands every item of a container (or
+    a part of it) to a scheduler's registration method: ``for name, trigger, fn in PLAN: scheduler.add_job(fn,
+    trigger, id=name)``. The scheduler runs the items; whether the receiver is a scheduler, and one whose runs
+    are coordinated, is for the job discovery to say (``scheduled_in`` of this module)."""
+    def build(_facts: ModuleFacts) -> List[Tuple[str, ast.AST, ast.Call]]:
+        found: List[Tuple[str, ast.AST, ast.Call]] = []
+        module = _module_name(facts)
+        for loop in facts.loops:
+            if not isinstance(loop, (ast.For, ast.AsyncFor)):
+                continue
+            items = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+            for node in (n for statement in loop.body for n in [statement, *walk_no_nested_functions(statement)]):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr in _SCHEDULER_METHODS and _hands_item(node, items)):
+                    qualified = _qualified_container(loop, facts, module)
+                    if qualified:
+                        found.append((qualified, loop, node))
+                    break
+        return found
+
+    return facts.cached("registries:handed", build)
+
+
+def _hands_item(call: ast.Call, items: Set[str]) -> bool:
+    """An argument of ``call`` is a loop item or a part of one (``fn``, ``entry.func``, ``entry["func"]``)."""
+    for argument in [*call.args, *(k.value for k in call.keywords)]:
+        while isinstance(argument, (ast.Attribute, ast.Subscript)):
+            argument = argument.value
+        if isinstance(argument, ast.Name) and argument.id in items:
+            return True
+    return False
 
 
 def _fanned_out(facts: ModuleFacts, loops: List[ast.While], module: str) -> Iterator[Tuple[str, ast.While]]:
@@ -503,6 +563,47 @@ def _home_of(container: str, facts: ModuleFacts) -> str:
 
 project.on_clear(_loops_by_root.clear)
 
+_handing_by_root: Dict[str, Dict[str, List[_LoopSite]]] = {}
+project.on_clear(_handing_by_root.clear)
+
+
+def _handing_sites(config: Config, root: str) -> Dict[str, List[_LoopSite]]:
+    """qualified container -> where a ``for`` hands its items to a scheduler's registration method, over the
+    project: only modules whose text calls such a method near a ``for`` over a name are parsed."""
+    cached = _handing_by_root.get(root)
+    if cached is not None:
+        return cached
+    found: Dict[str, List[_LoopSite]] = {}
+    paths = sorted({path for method in _SCHEDULER_METHODS for path in project.files_mentioning(f".{method}(", root)})
+    candidates = [path for path in paths if _may_hand(project.read_bytes(path))]
+    for path in candidates[:_MAX_LOOP_FILES]:
+        facts = project.module_facts(path, config)
+        if facts is None or facts.context.is_test:
+            continue
+        for container, loop, _ in handed_in(facts):
+            home = _home_of(container, facts)
+            if home:
+                found.setdefault(container, []).append(
+                    _LoopSite(loop.lineno, loop.col_offset, os.path.abspath(path), home))
+    _handing_by_root[root] = found
+    return found
+
+
+_SCHEDULER_CALL = re.compile(rb"\.(?:" + rb"|".join(re.escape(m.encode()) for m in sorted(_SCHEDULER_METHODS))
+                             + rb")\(")
+
+
+#: ``for … in NAME:`` or ``for … in OWNER.attr:`` (and views or copies of them)
+_FOR_OVER_DOTTED = re.compile(rb"for\s+[^\n:]+?\s+in\s+[\w.(]+[\w)]\s*:")
+
+
+def _may_hand(source: bytes) -> bool:
+    """A ``for`` over a name with a scheduler's registration method called in its body, as ``handed_in`` reads."""
+    for match in _FOR_OVER_DOTTED.finditer(source):
+        if _SCHEDULER_CALL.search(source, match.end(), match.end() + _BODY_BYTES) is not None:
+            return True
+    return False
+
 
 def repeated_registry(relative: str, facts: ModuleFacts) -> Optional[RepeatedRegistry]:
     """The loop that calls the items of the container ``relative`` of ``facts``'s module (``JOBS``,
@@ -525,6 +626,25 @@ def repeated_registry(relative: str, facts: ModuleFacts) -> Optional[RepeatedReg
         where = runs(loop, loop_facts)
         if where.every_replica:
             return RepeatedRegistry(container, loop, loop_facts.enclosing_function(loop), loop_facts, where)
+    return _handed_registry(spellings, facts)
+
+
+def _handed_registry(spellings: Set[str], facts: ModuleFacts) -> Optional[RepeatedRegistry]:
+    """The ``for`` that hands each item of the container to a scheduler (this module's, else one anywhere in the
+    project that imports it); where the scheduler runs its jobs is the job discovery's to say."""
+    handed = [(name, loop, call, facts) for name, loop, call in handed_in(facts) if name in spellings]
+    if not handed and facts.context.cross_file:
+        sites = _handing_sites(facts.config, _project_root(facts.config, facts))
+        for container in sorted(spellings & set(sites)):
+            for site in sites[container]:
+                loop_facts = project.module_facts(site.path, facts.config)
+                if loop_facts is None or loop_facts is facts:
+                    continue
+                handed.extend((name, loop, call, loop_facts) for name, loop, call in handed_in(loop_facts)
+                              if name == container and (loop.lineno, loop.col_offset) == (site.line, site.column))
+    for container, loop, call, loop_facts in handed:
+        return RepeatedRegistry(container, loop, loop_facts.enclosing_function(loop), loop_facts, Runs(),
+                                hands_to=call)
     return None
 
 
@@ -603,7 +723,8 @@ def registering_words(config: Config, root: str = "") -> Tuple[bytes, ...]:
 
 def _registering_words(config: Config, root: str) -> Tuple[bytes, ...]:
     words: Set[bytes] = set()
-    for container, sites in _loop_sites(config, root).items():
+    repeated = list(_loop_sites(config, root).items()) + list(_handing_sites(config, root).items())
+    for container, sites in repeated:
         for home in {site.home for site in sites}:
             facts = project.module_facts(home, config)
             if facts is None:
@@ -620,7 +741,8 @@ def registering_names(facts: ModuleFacts) -> Set[str]:
     names = {word.decode() for word in registering_words(facts.config, _project_root(facts.config, facts))} \
         if facts.context.cross_file else set()
     modules = _module_names(facts)
-    local = {_relative(container, facts) for container, _ in repeated_in(facts)
+    containers = [container for container, _ in repeated_in(facts)] + [c for c, _, _ in handed_in(facts)]
+    local = {_relative(container, facts) for container in containers
              if any(container.startswith(module + ".") for module in modules)}
     names.update(function.name for function in _defined_functions(facts) for name in local
                  if _stores_into(function, facts, name))

@@ -99,7 +99,10 @@ def _renamed_callers(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[a
         handed = handed_sites(other)
         for name in sorted(names):
             for call in other.calls_by_name.get(name, ()):
-                if (other.qualify(call.func) or "") in targets:
+                if (other.qualify(call.func) or "") in targets or (
+                        cls is not None and name == called and isinstance(call.func, ast.Attribute)
+                        and _method_of_instance(call.func, call, other, cls, facts)):
+                    # (``PAYRUN.held()`` with ``PAYRUN = pg.JobMutex(...)``: the method of an instance made of it)
                     found.append((call, other))
             # ``await run_in_threadpool(schema.upgrade_to_head)``: the runner runs it there.
             for call, reference in handed.get(name, ()):

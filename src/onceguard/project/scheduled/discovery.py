@@ -43,6 +43,9 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         self._beat_launch: Optional[object] = _UNASKED
         #: receivers whose scheduler is being looked up through callers (a circle of hand-offs ends there)
         self._asking: set = set()
+        #: registrations into a container whose items a loop hands to a scheduler: judged once that
+        #: scheduler's own registration is known (``_handed_registrations``)
+        self._handed: List[tuple] = []
         self._decorators()
         self._registry_calls()
         self._method_calls()
@@ -60,6 +63,7 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             # One beat process schedules them (no worker embeds it): each tick runs the task once, on one worker.
             for scheduled in self.found[before:]:
                 scheduled.coordinated = True
+        self._handed_registrations()
 
     # -- scheduler objects ------------------------------------------------------------------------
     def scheduler_of(self, receiver: ast.AST) -> Tuple[Optional[str], Optional[ast.Call]]:
@@ -326,6 +330,9 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                     self._add_registered(target, site, registering, registry)
 
     def _add_registered(self, target: Target, site: ast.AST, registering: ast.AST, registry) -> None:
+        if registry.hands_to is not None:
+            self._handed.append((target, site, registering, registry))
+            return
         spelled = dotted(registering.func if isinstance(registering, ast.Call) else registering) or registry.short
         how = f"{spelled}(...)" if site is not registering else "@" + spelled
         scheduled = Scheduled(known.REGISTRY_LOOP, how, site, target,
@@ -336,6 +343,44 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                                          registry.loop.col_offset + 1,
                                          f"this loop calls each function registered in `{registry.short}`, then pauses"))
         self.add(scheduled)
+
+    def _handed_registrations(self) -> None:
+        """``@every(trigger)`` putting a job into ``PLAN``, and ``for name, trigger, fn in PLAN:
+        scheduler.add_job(fn, trigger)``: the job is registered with that scheduler, and runs as its
+        registration call says (the family, a store that coordinates the replicas, a claim or a dedicated
+        process around it). A receiver that is no scheduler registers nothing."""
+        for target, site, registering, registry in self._handed:
+            call = registry.hands_to
+            handing = self._scheduling_of(registry)
+            if handing is None:
+                continue
+            spelled = dotted(registering.func if isinstance(registering, ast.Call) else registering) or registry.short
+            how = f"{spelled}(...)" if site is not registering else "@" + spelled
+            scheduled = Scheduled(handing.family, how, site, target,
+                                  registering if isinstance(registering, ast.Call) else None)
+            scheduled.periodic, scheduled.coordinated = handing.periodic, handing.coordinated
+            scheduled.gated = handing.gated
+            loop_name = registry.caller.name if registry.caller is not None else "the module"
+            scheduled.detail = f"`{dotted(call.func) or call.func.attr}` in `{loop_name}`"  # type: ignore[attr-defined]
+            scheduled.related.extend(r for r in handing.related if r.path != registry.facts.context.path)
+            scheduled.related.append(Related(registry.facts.context.path, call.lineno, call.col_offset + 1,
+                                             f"each function registered in `{registry.short}` is handed to the "
+                                             "scheduler here"))
+            self.add(scheduled)
+
+    def _scheduling_of(self, registry) -> Optional[Scheduled]:
+        """What the job discovery of the handing loop's module found at its registration call."""
+        call = registry.hands_to
+        if registry.facts is self.facts:
+            found = self.found
+        elif id(registry.facts.tree) in _collecting:
+            return None  # (two modules handing each other's registries round: neither decides the other)
+        else:
+            found = scheduled_in(registry.facts)
+        place = (call.lineno, call.col_offset)
+        return next((s for s in found if s.call is not None and (s.call.lineno, s.call.col_offset) == place
+                     and isinstance(s.call, ast.Call) and getattr(s.call.func, "attr", None) == call.func.attr),
+                    None)
 
     def _registry_decorator(self, function: FunctionNode, decorator: ast.AST) -> bool:
         """``@periodic(seconds=60)`` / ``@register``: a project decorator that puts the function in a container
@@ -543,11 +588,23 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             scheduled.wall_clock = _fields_wall_clock(call)
 
 
+#: ids of the trees whose jobs are being collected (a registry handed round between modules stops there)
+_collecting: set = set()
+
+
 def scheduled_in(facts: ModuleFacts) -> List[Scheduled]:
     """Every scheduled function registered in this module (cached: OG201 and OG202 share it), read through
     the module's forwarding helpers."""
     facts = through_helpers(facts)
-    return facts.cached("scheduled-jobs", lambda f: _Collector(f).found)
+    return facts.cached("scheduled-jobs", _collect)
+
+
+def _collect(facts: ModuleFacts) -> List[Scheduled]:
+    _collecting.add(id(facts.tree))
+    try:
+        return _Collector(facts).found
+    finally:
+        _collecting.discard(id(facts.tree))
 
 
 def _resolve_in(value: ast.AST, facts: ModuleFacts) -> Optional[Target]:
