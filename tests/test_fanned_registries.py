@@ -132,3 +132,26 @@ def test_a_unique_insert_whose_answer_is_dropped_claims_nothing(tmp_path):
         "\n            if won is None:\n                return", "")
     found, line = _check(tmp_path, claim=dropped)
     assert found == [(line, "OG201")]
+
+
+# The registering decorator stores a wrapper of the function (timing and logging around it), not the function.
+WRAPPED = CADENCE.replace("""    def every(*, minutes: float = 0) -> Callable:
+        def keep(fn):
+            ENTRIES.append(Entry(minutes * 60, fn))
+            return fn
+""", """    def every(*, minutes: float = 0) -> Callable:
+        def keep(fn):
+            async def timed() -> None:
+                started = asyncio.get_running_loop().time()
+                await fn()
+                print(fn.__name__, asyncio.get_running_loop().time() - started)
+
+            ENTRIES.append(Entry(minutes * 60, timed))
+            return fn
+""")
+
+
+def test_a_registry_of_wrappers_around_the_functions_repeats_each_function(tmp_path):
+    assert WRAPPED != CADENCE
+    found, line = _check(tmp_path, cadence=WRAPPED)
+    assert found == [(line, "OG201")]

@@ -201,3 +201,11 @@ def test_a_lock_object_made_per_call_with_a_key_of_the_callers_making_is_left_al
         "def reorder_stock(sku: int = 0) -> None:\n        with locking.Mutex(key=sku).held():")
     write(tmp_path, {"yard/__init__.py": "", "yard/gates.py": MUTEXES, "yard/jobs.py": per_row})
     assert findings(tmp_path, "yard/gates.py", codes=("OG103",)) == []
+
+
+def test_a_key_computed_from_the_helpers_parameter_into_a_local_is_fixed_by_the_job(tmp_path):
+    gates = PG_GATES.replace("def gate(key: int):", "def gate(name: str):\n        key = zlib.crc32(name.encode())").replace(
+        "import psycopg\n", "import zlib\n\n    import psycopg\n")
+    jobs = JOBS.replace('with gate("reorder"):', 'with gate("nightly-reorder"):')
+    write(tmp_path, {"yard/__init__.py": "", "yard/gates.py": gates, "yard/jobs.py": jobs})
+    assert findings(tmp_path, "yard/gates.py", codes=("OG103",)) == [(_line(gates, "pg_advisory_lock("), "OG103")]

@@ -121,6 +121,16 @@ SOCKET_ONLY_METHODS: FrozenSet[str] = frozenset({"accept", "send_text", "send_js
                                                   "receive_json", "iter_text", "iter_json", "write_message"})
 #: Methods that put a connection into a registry.
 REGISTER_METHODS: FrozenSet[str] = frozenset({"append", "add", "setdefault", "insert"})
+#: What makes the queue a streaming response (server-sent events, a long poll) reads its client's messages from:
+#: one per connection, kept in the process that serves it.
+CONNECTION_QUEUE_FACTORIES: FrozenSet[str] = frozenset({
+    "asyncio.Queue", "asyncio.queues.Queue", "asyncio.LifoQueue", "queue.Queue", "queue.SimpleQueue",
+    "janus.Queue", "gevent.queue.Queue", "anyio.create_memory_object_stream", "trio.open_memory_channel",
+})
+#: How a message is put into such a queue (or memory stream) for its connection.
+QUEUE_SEND_METHODS: FrozenSet[str] = frozenset({"put", "put_nowait", "send_nowait"})
+#: How the connection's reader takes the next message from it.
+QUEUE_READ_METHODS: FrozenSet[str] = frozenset({"get", "get_nowait", "receive", "receive_nowait"})
 
 # -- channels every replica subscribes to: what a subscriber receives, every replica received ----------------
 #: Packages of brokers whose channels give every subscriber each message (Redis pub/sub and streams read with
@@ -174,4 +184,6 @@ RATE_LIMIT_TRIGGERS = (b"Limiter", b"MemoryStorage", b"memory://", b"429", b"TOO
                        *((container, clock) for container in (b"deque", b"defaultdict", b"= {}", b"Counter(")
                          for clock in (b"monotonic", b"time.time", b"perf_counter")))
 BROADCAST_TRIGGERS = (b"SocketIO", b"socketio", b"InMemoryChannelLayer", b"send_text", b"send_json", b"send_bytes",
-                      b"send_str", b"write_message")
+                      b"send_str", b"write_message",
+                      # a message put into each queue of a registry of connections' queues
+                      (b"put_nowait(", b"for "), (b".put(", b"await ", b"for "), (b"send_nowait(", b"for "))

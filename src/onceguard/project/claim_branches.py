@@ -146,6 +146,17 @@ class ClaimBranches:
         return None
 
     def _tested_claim(self, test: ast.AST, node: ast.AST) -> Optional[ClaimHit]:
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            # true only when every part is: a part that reads the answer (as itself, or as ``is not None``)
+            for part in test.values:
+                if isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], ast.IsNot) \
+                        and isinstance(part.comparators[0], ast.Constant) and part.comparators[0].value is None:
+                    part = part.left
+                if isinstance(part, (ast.Name, ast.Attribute, ast.Call, ast.Await, ast.NamedExpr)):
+                    hit = self._tested_claim(part, node)
+                    if hit is not None:
+                        return hit
+            return None
         if isinstance(test, ast.Await):
             test = test.value
         if isinstance(test, ast.NamedExpr):
@@ -158,7 +169,7 @@ class ClaimBranches:
             # ``self.is_leader`` is one attribute of the instance, not every name written on ``self``
             held = plain_name(test) if root.id in ("self", "cls") and isinstance(test, ast.Attribute) else root.id
             hit = self.bound_claim(scope, held or root.id, before=test)
-            if hit is not None:
+            if hit is not None and hit.read_by(root):
                 return hit
         hit = self.claim_in(test)
         return hit if hit is not None and hit.kind in NEEDS_TEST else None

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Optional
+from typing import FrozenSet, Optional
+
+from ..analysis.facts import parent
 
 # Kinds of claim.
 CLAIM_FUNCTION = "claim function"
@@ -40,10 +42,20 @@ ANSWER_KINDS = frozenset({SET_NX, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE, HELPER_RESU
 class ClaimHit:
     kind: str
     node: ast.AST
+    #: for an object bound by ``with ... as lease`` that carries the answer: the attributes holding it
+    #: (``lease.acquired``); empty when the bound value is the answer itself
+    attributes: FrozenSet[str] = frozenset()
 
     @property
     def needs_test(self) -> bool:
         return self.kind in NEEDS_TEST
+
+    def read_by(self, name: ast.Name) -> bool:
+        """Whether the bound name, as read at ``name``, is the answer: itself, or an answer attribute of it."""
+        if not self.attributes:
+            return True
+        above = parent(name)
+        return isinstance(above, ast.Attribute) and above.value is name and above.attr in self.attributes
 
 
 @dataclass

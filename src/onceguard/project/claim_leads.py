@@ -87,7 +87,7 @@ class LeadScan:
 
     def _involves(self, test: ast.AST) -> Optional[ClaimHit]:
         for node in walk(test):
-            if isinstance(node, ast.Name) and node.id in self.pending:
+            if isinstance(node, ast.Name) and node.id in self.pending and self.pending[node.id].read_by(node):
                 return self.pending[node.id]
         return self._claim(test)
 

@@ -209,6 +209,8 @@ def failed_side(node: ast.If) -> Optional[Tuple[List[ast.stmt], ast.AST]]:
             test = test.left
         else:
             return None
+    # ``if lease.acquired and lease.conn is not None:`` runs its body only when every part holds: the tested value
+    # is the conjunction, one part of which may be the answer (``_tested_claim`` reads each)
     return (node.body if negated else node.orelse), test
 
 

@@ -323,6 +323,14 @@ class ClaimAnalyzer(ClaimBranches):
             if isinstance(statement, _FUNCTION_TYPES) and statement.name in ("__enter__", "__aenter__"):
                 if analyzer.helper_kind(statement, depth + 1) == HELPER_RESULT:
                     return ClaimHit(HELPER_CONTEXT, expr)
+                own = _own_name(statement) + "."
+                held = {name[len(own):] for name in analyzer.answer_names(statement, depth + 1, contexts=True)
+                        if name.startswith(own) and "." not in name[len(own):]} \
+                    if _returns_own_instance(statement) else set()
+                if held:
+                    # ``self.acquired = bool(row[0])`` then ``return self``: the object bound by ``as`` carries the
+                    # claim's answer (``with LeaderLease(pool, "rollup") as lease: if lease.acquired: ...``)
+                    return ClaimHit(HELPER_CONTEXT, expr, frozenset(held))
         return None
 
     def _aliased_helper_kind(self, call: ast.Call, depth: int) -> Optional[str]:
@@ -538,7 +546,8 @@ class ClaimAnalyzer(ClaimBranches):
                     for name in _target_names(statement):
                         pending[name] = hit
             if isinstance(statement, ast.If):
-                tested = any(isinstance(n, ast.Name) and n.id in pending for n in walk(statement.test))
+                tested = any(isinstance(n, ast.Name) and n.id in pending and pending[n.id].read_by(n)
+                             for n in walk(statement.test))
                 if not tested:
                     hit = self.claim_in(statement.test, depth)
                     tested = hit is not None
@@ -638,3 +647,15 @@ def won_claim_reaches(node: ast.AST, facts: ModuleFacts, exclusive: bool = False
 
 
 from .claim_contexts import is_context_factory, yields_claim, yields_claim_element  # noqa: E402 (it reads claims through this module)
+
+
+def _own_name(method: FunctionNode) -> str:
+    arguments = method.args.posonlyargs + method.args.args
+    return arguments[0].arg if arguments else "self"
+
+
+def _returns_own_instance(method: FunctionNode) -> bool:
+    """Every ``return`` of the method gives back the instance it was called on (``return self``)."""
+    returns = [node for node in walk_no_nested_functions(method) if isinstance(node, ast.Return)]
+    own = _own_name(method)
+    return bool(returns) and all(isinstance(r.value, ast.Name) and r.value.id == own for r in returns)

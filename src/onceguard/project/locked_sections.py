@@ -29,6 +29,8 @@ def jobs_entering(helper: FunctionNode, keys: List[ast.AST], facts: ModuleFacts,
         callers = callers_of(helper, facts)
     else:
         own = set(parameter_names(helper, receiver=False))
+        # the parameters of a query (``(key,)``) are its values, each on its own
+        keys = [part for key in keys for part in (key.elts if isinstance(key, (ast.Tuple, ast.List)) else [key])]
         # ``key = f"app:lock:{name}"`` then ``r.set(key, ...)``: the key's local is read through its binding
         keys = [bound_value(key, facts) or key if isinstance(key, ast.Name) and key.id not in own else key
                 for key in keys]

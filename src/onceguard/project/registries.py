@@ -164,18 +164,31 @@ def stored_into(function: FunctionNode, facts: ModuleFacts) -> Optional[str]:
         return None
     module_names = facts.cached("registries:module-names", _module_level_names)
     own_self, cls = _instance_of(function, facts)
+    held = {parameter} | _wrappers_of(function, parameter)
     for node in walk_no_nested_functions(function):
         container = None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _PUTS \
-                and node.args and _holds(node.args[-1], parameter):
+                and node.args and any(_holds(node.args[-1], name) for name in held):
             container = _container_of(node.func.value, own_self, cls, module_names)
-        elif isinstance(node, ast.Assign) and _holds(node.value, parameter):
+        elif isinstance(node, ast.Assign) and any(_holds(node.value, name) for name in held):
             for target in node.targets:
                 if isinstance(target, ast.Subscript):
                     container = _container_of(target.value, own_self, cls, module_names) or container
         if container is not None:
             return container
     return None
+
+
+def _wrappers_of(function: FunctionNode, parameter: str) -> Set[str]:
+    """Defs nested in ``function`` that call its ``parameter`` (``def wrapper(): ... fn() ...``, timing or logging
+    around it): storing one stores the parameter's work."""
+    found: Set[str] = set()
+    for statement in walk_no_nested_functions(function):
+        if isinstance(statement, _FUNCTION_TYPES) and statement is not function and any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == parameter
+                for n in walk_no_nested_functions(statement)):
+            found.add(statement.name)
+    return found
 
 
 def _returned_function(factory: FunctionNode) -> Optional[FunctionNode]:

@@ -18,6 +18,7 @@ from ..knowledge import process_local as known
 from ..model import Diagnostic, Related
 from ..project import index as project
 from ..project.bindings import own_module_names
+from ..project.definitions import definition_facts
 from ..project.forwarding import forwarded
 from ..project.shared_channels import per_replica_by_design
 from .base import Rule
@@ -304,7 +305,7 @@ def _registries_of_module(facts: ModuleFacts) -> Dict[str, ast.AST]:
                                 containers.setdefault("." + target.attr, node)
         registries: Dict[str, ast.AST] = {}
         for function in facts.functions:
-            sockets = _socket_parameters(function, facts)
+            sockets = _socket_parameters(function, facts) | _connection_queues(function, facts)
             if not sockets:
                 continue
             for node in walk(function):
@@ -317,6 +318,49 @@ def _registries_of_module(facts: ModuleFacts) -> Dict[str, ast.AST]:
         return registries
 
     return facts.cached("broadcast:registries", build)
+
+
+def _connection_queues(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
+    """Locals of ``function`` bound to a new queue that a streaming response reads its client's messages from:
+    the function is itself the stream's generator and takes from the queue, or it hands the queue back to one
+    that does (``q = announcer.listen()`` ... ``yield q.get()``). Put into a container, it is a connection of
+    this process, as a WebSocket is."""
+    made = {}
+    for node in walk(function):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call) \
+                and (facts.callee(node.value) or "") in known.CONNECTION_QUEUE_FACTORIES:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            made.update((t.id, node) for t in targets if isinstance(t, ast.Name))
+    if not made:
+        return set()
+    if _is_generator(function):
+        return {name for name in made if _reads_queue(function, name)}
+    returned = {n.value.id for n in walk(function) if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)}
+    handed = returned & set(made)
+    if not handed:
+        return set()
+    from ..project.fixed_arguments import callers_of
+
+    for call, other in callers_of(function, facts):
+        reader = other.enclosing_function(call)
+        statement = other.statement_of(call)
+        if reader is None or not _is_generator(reader) or not isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            continue
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        if any(isinstance(t, ast.Name) and _reads_queue(reader, t.id) for t in targets):
+            return handed
+    return set()
+
+
+def _is_generator(function: FunctionNode) -> bool:
+    from ..analysis.facts import walk_no_nested_functions
+
+    return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in walk_no_nested_functions(function))
+
+
+def _reads_queue(function: FunctionNode, name: str) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in known.QUEUE_READ_METHODS
+               and isinstance(n.func.value, ast.Name) and n.func.value.id == name for n in walk(function))
 
 
 def _is_empty_container(value: ast.AST) -> bool:
@@ -389,7 +433,9 @@ def _registry_at(node: ast.AST, registries: Dict[str, ast.AST]) -> Optional[str]
 
 def _send_target(call: ast.Call) -> Optional[ast.AST]:
     func = call.func
-    return func.value if isinstance(func, ast.Attribute) and func.attr in known.SOCKET_SEND_METHODS else None
+    if isinstance(func, ast.Attribute) and (func.attr in known.SOCKET_SEND_METHODS or func.attr in known.QUEUE_SEND_METHODS):
+        return func.value
+    return None
 
 
 def _registry_sends(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
@@ -429,8 +475,8 @@ def _registry_sends(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
                 continue
             yield rule.finding(
                 pick,
-                f"`{function.name}()` sends to {how} `{_shown(registry)}`, a registry of this process's WebSocket "
-                "connections, so clients of the other replicas never get the message.",
+                f"`{function.name}()` sends to {how} `{_shown(registry)}`, a registry of the connections this "
+                "process serves, so clients of the other replicas never get the message.",
                 "The registry holds only the clients connected to this replica: another replica's client is not in "
                 "it, or its socket is not found. " + known.REGISTRY_INSTEAD,
                 related=[_place(where, registries_node(where, registry),
@@ -538,6 +584,8 @@ _FOREIGN_REGISTRIES: Dict[Tuple[str, str], Optional[Tuple[str, ModuleFacts]]] = 
 project.on_clear(_FOREIGN_REGISTRIES.clear)
 #: A module that keeps a registry of WebSocket connections says so in its bytes.
 _SOCKET_WORDS = (b"WebSocket", b"websocket", b".accept(")
+#: ... and one that keeps the queues of its connections' streams names a queue.
+_REGISTRY_MODULE_WORDS = _SOCKET_WORDS + (b"Queue", b"memory_object_stream", b"memory_channel")
 
 
 def _foreign_registry(node: ast.AST, facts: ModuleFacts, foreign) -> Optional[Tuple[str, ModuleFacts]]:
@@ -548,6 +596,9 @@ def _foreign_registry(node: ast.AST, facts: ModuleFacts, foreign) -> Optional[Tu
         return None
     while isinstance(node, (ast.Subscript, ast.Call)):
         if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple", "set", "sorted") and node.args:
+                node = node.args[0]  # a copy walked: ``for q in tuple(registry.clients)``
+                continue
             if not isinstance(node.func, ast.Attribute):
                 return None
             node = node.func.value
@@ -555,6 +606,13 @@ def _foreign_registry(node: ast.AST, facts: ModuleFacts, foreign) -> Optional[Tu
         node = node.value
     if not isinstance(node, ast.Attribute) or (dotted(node) or "").startswith("self."):
         return None
+    if isinstance(node.value, ast.Name) and facts.imports.is_imported(node.value.id):
+        # ``registry.clients`` of ``from .realtime import registry``: a module-level registry of that module
+        qualified = facts.qualify(node) or ""
+        located = definition_facts(qualified, facts, lambda path, name: any(
+            word in project.read_bytes(path) for word in _REGISTRY_MODULE_WORDS)) if "." in qualified else None
+        if located is not None and located[1] in _registries_of_module(located[0]):
+            return located[1], located[0]
     attr = "." + node.attr
     root = project.search_root(facts)
     key = (root, attr)
