@@ -31,6 +31,8 @@ from ..knowledge import deployment as known
 from ..knowledge import startup as startup_known
 from . import deployment
 from . import index as project
+from .service_settings import service_pins
+from .settings_objects import Derived, EnvironmentField, derived_setting
 
 #: ``os.environ.get("X")``, ``os.getenv("X")``: reads of a process's environment.
 _ENV_GETTERS = frozenset({"os.environ.get", "os.getenv", "os.environ.pop"})
@@ -45,13 +47,14 @@ class Pin:
 
     key: str  # "attr:<qualified name>" or "env:<variable>"
     value: Optional[ast.AST]
-    facts: ModuleFacts  # the program's module
+    facts: Optional[ModuleFacts]  # the program's module (None: a deployment file's service sets it)
     line: int
-    single: bool  # the program is one process
+    single: bool  # the program (or the service) is one process
+    file: str = ""  # the deployment file, for a service's setting
 
     @property
     def path(self) -> str:
-        return self.facts.context.path
+        return self.file or (self.facts.context.path if self.facts is not None else "")
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,11 @@ def pins_for(facts: ModuleFacts) -> Dict[str, List[Pin]]:
                 if single is None:
                     single = _one_process(program, facts)
                 found.setdefault(key, []).append(Pin(key, value, program, line, single))
+        # A service of the deployment files setting a variable for its processes (``RUN_TICKERS: "1"`` on a
+        # service pinned to one replica).
+        for pin in service_pins(facts.config, root):
+            key = f"env:{pin.variable}"
+            found.setdefault(key, []).append(Pin(key, ast.Constant(pin.value), None, pin.line, pin.single, pin.path))
         return found, tuple(programs)
 
     return project.scan_once(_pins, cache_key, scan)
@@ -301,7 +309,24 @@ def _read_keys(expr: ast.AST, facts: ModuleFacts) -> Set[str]:
             value = _bound_once(node, facts)
             if value is not None:
                 keys.update(k for k in (_read_key(n, facts) for n in walk(value)) if k)
+        if isinstance(node, ast.Attribute):
+            # ``settings.run_tickers`` of a settings object the project makes: what it is made of
+            derived = _derived(node, facts)
+            if isinstance(derived, EnvironmentField):
+                keys.add(f"env:{derived.variable}")
+            elif derived is not None and derived[0] is not node:
+                keys.update(_read_keys(derived[0], derived[1]))
     return keys
+
+
+def _derived(node: ast.Attribute, facts: ModuleFacts) -> Optional[Derived]:
+    def build(_facts: ModuleFacts) -> dict:
+        return {}
+
+    cache = facts.cached("process-roles:derived", build)
+    if id(node) not in cache:
+        cache[id(node)] = derived_setting(node, facts, _bound_once)
+    return cache[id(node)]
 
 
 def _read_key(node: ast.AST, facts: ModuleFacts) -> Optional[str]:
@@ -365,14 +390,19 @@ def _evaluate(expr: ast.AST, pin: Pin, facts: ModuleFacts) -> Optional[bool]:
     fixed = _literal(pin.value, pin.facts)
     if fixed is None:
         return None
+    derived = _derived(expr, facts) if isinstance(expr, ast.Attribute) else None
+    if isinstance(derived, EnvironmentField) and f"env:{derived.variable}" == pin.key and fixed[0] == "constant":
+        return derived.truth(str(fixed[1]))  # ``if settings.run_tickers:`` read from the variable
+    if isinstance(derived, tuple) and derived[0] is not expr and pin.key in _read_keys(derived[0], derived[1]):
+        return _evaluate(derived[0], pin, derived[1])  # ``run_tickers=os.environ.get("RUN_TICKERS") == "1"``
     if _read_key(expr, facts) == pin.key and not isinstance(expr, ast.Compare):
         return bool(fixed[1]) if fixed[0] == "constant" else None
     if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
         left, right = expr.left, expr.comparators[0]
         op = expr.ops[0]
-        if _read_key(right, facts) == pin.key and isinstance(op, (ast.Eq, ast.NotEq)):
+        if _key_of(right, facts) == pin.key and isinstance(op, (ast.Eq, ast.NotEq)):
             left, right = right, left
-        if _read_key(left, facts) != pin.key:
+        if _key_of(left, facts) != pin.key:
             return None
         if isinstance(op, (ast.Eq, ast.NotEq)):
             other = _literal(right, facts)
@@ -387,7 +417,17 @@ def _evaluate(expr: ast.AST, pin: Pin, facts: ModuleFacts) -> Optional[bool]:
     return None
 
 
-def _literal(node: Optional[ast.AST], where: ModuleFacts) -> Optional[Tuple[str, object]]:
+def _key_of(node: ast.AST, facts: ModuleFacts) -> Optional[str]:
+    """The setting a compared value is: read here, or a settings class's field filled from the environment."""
+    key = _read_key(node, facts)
+    if key is None and isinstance(node, ast.Attribute):
+        derived = _derived(node, facts)
+        if isinstance(derived, EnvironmentField):
+            return f"env:{derived.variable}"
+    return key
+
+
+def _literal(node: Optional[ast.AST], where: Optional[ModuleFacts]) -> Optional[Tuple[str, object]]:
     """A value two modules can compare: a constant, or a qualified name (``Role.WORKER``)."""
     if isinstance(node, ast.Constant):
         return ("constant", node.value)

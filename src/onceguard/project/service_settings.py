@@ -1,0 +1,188 @@
+"""Settings a deployment file fixes for the processes of one service, and whether that service is one process.
+
+A compose service or a Kubernetes container sets environment variables for every process it runs
+(``RUN_TICKERS: "1"`` on a ``ticker`` service, ``"0"`` on the ``api`` one).  Code gated on such a variable runs
+only in the services that set it so; when each of those is pinned to one replica (``deploy.replicas: 1``,
+``spec.replicas: 1``) and its command starts one process (a plain program, or a server left at one worker),
+the deployment dedicates one process to the gated code, as a program that fixes the setting for itself does
+(``process_roles``).  Nothing here is assumed: a service without an explicit single replica, or whose command is
+not known, is not one process.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..config import Config
+from ..knowledge import deployment as known
+from . import index as project
+from .deployment import deployment_bases
+from .deployment_files import (_dockerfile, _get, _line, _mapping_items, _scalar, _sequence, _words_of,
+                               is_dockerfile, read_text)
+
+#: Options that set a server's number of worker processes.
+_WORKER_OPTIONS = ("--workers", "-w", "--processes")
+#: The variable a server reads its worker count from when no option gives one.
+_CONCURRENCY_VARIABLES = ("WEB_CONCURRENCY", "GUNICORN_CMD_ARGS")
+#: Servers whose worker count, when nothing sets it, is one.
+_GUNICORN_CONFIGS = frozenset({"gunicorn.conf.py", "gunicorn_config.py", "gunicorn.py"})
+_ONE_WORKER_SERVERS = frozenset({"uvicorn", "hypercorn", "gunicorn", "daphne", "granian", "fastapi", "waitress-serve"})
+
+
+@dataclass(frozen=True)
+class ServicePin:
+    """One environment variable a service sets for its processes."""
+
+    variable: str
+    value: str
+    path: str  # the deployment file
+    line: int
+    single: bool  # the service runs one process
+    where: str  # "docker-compose.yml service ticker"
+
+
+_scans: Dict[Tuple[str, ...], Tuple[List[ServicePin], Tuple[str, ...]]] = {}
+project.on_clear(_scans.clear)
+
+
+def service_pins(config: Config, search_root: str = "") -> List[ServicePin]:
+    """Every environment variable the project's compose and Kubernetes files set, per service (once per run)."""
+    bases = tuple(deployment_bases(config, search_root))
+    if not bases:
+        return []
+
+    def scan() -> Tuple[List[ServicePin], Tuple[str, ...]]:
+        files: List[str] = []
+        for base in bases:
+            files.extend(p for p in project.files_named(base, _is_yaml_or_dockerfile, config, key="service-settings")
+                         if p not in files)
+        dockerfiles = [p for p in files if is_dockerfile(os.path.basename(p))]
+        # gunicorn reads ``gunicorn.conf.py`` from where it starts: its worker count is then the file's
+        configured = any(project.files_named(base, _GUNICORN_CONFIGS.__contains__, config, key="gunicorn-config")
+                         for base in bases)
+        found: List[ServicePin] = []
+        for path in files:
+            if not is_dockerfile(os.path.basename(path)):
+                found.extend(_pins_of_file(path, dockerfiles, configured))
+        return found, tuple(files)
+
+    return project.scan_once(_scans, bases, scan)
+
+
+def _is_yaml_or_dockerfile(name: str) -> bool:
+    return is_dockerfile(name) or name.lower().endswith(known.YAML_SUFFIXES)
+
+
+def _pins_of_file(path: str, dockerfiles: Sequence[str], configured: bool) -> List[ServicePin]:
+    import yaml
+
+    text = read_text(path)
+    if not text or "replicas" not in text:
+        return []  # (no service of it is pinned to one process: its settings say nothing about one)
+    try:
+        documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except (yaml.YAMLError, RecursionError):
+        return []
+    found: List[ServicePin] = []
+    name = os.path.basename(path)
+    for document in documents:
+        services = _get(document, "services")
+        if services is not None:
+            for service_name, service in _mapping_items(services):
+                replicas = _scalar(_get(_get(service, "deploy"), "replicas")) or _scalar(_get(service, "scale"))
+                command = _command(service, ("entrypoint", "command")) or _image_command(path, dockerfiles)
+                variables = _environment(_get(service, "environment"))
+                single = replicas == known.SINGLE_REPLICA and _one_process(command, variables, configured)
+                where = f"{name} service {service_name.value}"
+                found.extend(ServicePin(v, value, path, line, single, where) for v, (value, line) in variables.items())
+            continue
+        spec = _get(document, "spec")
+        pod = _get(_get(spec, "template"), "spec")
+        if pod is None:
+            continue
+        replicas = _scalar(_get(spec, "replicas"))
+        for container in _sequence(_get(pod, "containers")):
+            variables = _kubernetes_environment(_get(container, "env"))
+            command = _command(container, ("command", "args")) or _image_command(path, dockerfiles)
+            single = replicas == known.SINGLE_REPLICA and _one_process(command, variables, configured)
+            where = f"{name} {_scalar(_get(_get(document, 'metadata'), 'name')) or 'workload'}"
+            found.extend(ServicePin(v, value, path, line, single, where) for v, (value, line) in variables.items())
+    return found
+
+
+def _command(node, keys: Tuple[str, ...]) -> Optional[Tuple[str, ...]]:
+    words: List[str] = []
+    for key in keys:
+        part = _get(node, key)
+        if part is None:
+            continue
+        given = _words_of(part)
+        if not given:
+            return None  # (a command written some other way: not known)
+        words.extend(given[-1])
+    return tuple(words) or None
+
+
+def _image_command(path: str, dockerfiles: Sequence[str]) -> Optional[Tuple[str, ...]]:
+    """The start command of the image a service without one of its own runs: the one Dockerfile beside the
+    deployment file (or the project's only one)."""
+    beside = [d for d in dockerfiles if os.path.dirname(d) == os.path.dirname(path)]
+    candidates = beside or list(dockerfiles)
+    if len(candidates) != 1:
+        return None
+    launches = _dockerfile(candidates[0])
+    return launches[-1].words if launches else None
+
+
+def _environment(node) -> Dict[str, Tuple[str, int]]:
+    """``environment:`` as a mapping (merge keys followed) or as a list of ``NAME=value``."""
+    found: Dict[str, Tuple[str, int]] = {}
+    for key, value in _mapping_items(node):
+        if key.value == "<<":
+            merged = [value] if _mapping_items(value) else _sequence(value)
+            for part in merged:
+                for name, (text, line) in _environment(part).items():
+                    found.setdefault(name, (text, line))
+            continue
+        text = _scalar(value)
+        if text is not None and "${" not in text:  # (a value the shell fills in is not known here)
+            found[str(key.value)] = (text, _line(value))
+    for item in _sequence(node):
+        text = _scalar(item)
+        if text and "=" in text and "${" not in text:
+            name, _, value = text.partition("=")
+            found[name.strip()] = (value.strip(), _line(item))
+    return found
+
+
+def _kubernetes_environment(node) -> Dict[str, Tuple[str, int]]:
+    found: Dict[str, Tuple[str, int]] = {}
+    for item in _sequence(node):
+        name, value = _scalar(_get(item, "name")), _get(item, "value")
+        if name and _scalar(value) is not None and "${" not in (_scalar(value) or ""):
+            found[name] = (_scalar(value) or "", _line(value))
+    return found
+
+
+def _one_process(command: Optional[Tuple[str, ...]], variables: Dict[str, Tuple[str, int]], configured: bool) -> bool:
+    """The command starts one process: not a server, or a server left at one worker (no option, no variable and
+    no configuration file that could give it more)."""
+    if not command:
+        return False
+    program = os.path.basename(command[0])
+    if program.startswith(known.PYTHON_PREFIX) and len(command) > 2 and command[1] == "-m":
+        program = command[2]
+    if program not in known.SERVER_COMMANDS:
+        return True
+    if program not in _ONE_WORKER_SERVERS or any(v in variables for v in _CONCURRENCY_VARIABLES):
+        return False
+    if program == "gunicorn" and (configured or any(word in ("-c", "--config") or word.startswith("--config=")
+                                                    for word in command)):
+        return False
+    for index, word in enumerate(command):
+        option, _, inline = word.partition("=")
+        if option in _WORKER_OPTIONS:
+            count = inline or (command[index + 1] if index + 1 < len(command) else "")
+            return count == "1"
+    return True

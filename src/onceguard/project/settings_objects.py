@@ -1,0 +1,123 @@
+"""What a setting read off a settings object is made of.
+
+``settings.run_tickers`` where ``settings = config.load()`` and ``load`` returns ``Settings(...,
+run_tickers=os.environ.get("RUN_TICKERS", "0") == "1")``: the setting is that expression, in the module that
+writes it.  A field of a pydantic ``BaseSettings`` class (``run_tickers: bool = False``) is read from the
+environment variable of its name (after the class's ``env_prefix``), parsed as pydantic parses it.  Gates on
+such settings are gates on those variables (``process_roles``).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Optional, Tuple, Union
+
+from ..analysis.facts import ModuleFacts, walk_no_nested_functions
+from . import index as project
+from .definitions import top_level
+
+#: The base classes that read their fields from the environment.
+_SETTINGS_BASES = ("BaseSettings",)
+#: What pydantic reads as true and false in a boolean field's variable.
+_TRUE_WORDS = frozenset({"1", "true", "t", "yes", "y", "on"})
+_FALSE_WORDS = frozenset({"0", "false", "f", "no", "n", "off"})
+
+
+@dataclass(frozen=True)
+class EnvironmentField:
+    """A field of a settings class filled from an environment variable."""
+
+    variable: str
+    boolean: bool  # annotated ``bool``: the variable's text is parsed as pydantic parses it
+
+    def truth(self, text: str) -> Optional[bool]:
+        lowered = text.strip().lower()
+        if not self.boolean:
+            return bool(text)
+        return True if lowered in _TRUE_WORDS else False if lowered in _FALSE_WORDS else None
+
+
+#: (expression, its module), or a field of the environment
+Derived = Union[Tuple[ast.AST, ModuleFacts], EnvironmentField]
+
+
+def derived_setting(node: ast.Attribute, facts: ModuleFacts, bound_once) -> Optional[Derived]:
+    """What ``node`` (``settings.run_tickers``) is computed from, when the object it is read off is made by a call
+    of the project: a settings loader or a settings class.  ``bound_once(name, facts)`` gives the value a name is
+    bound to once."""
+    if not facts.context.cross_file:
+        return None
+    made, where = _object_made(node.value, facts, bound_once)
+    if made is None:
+        return None
+    return _field_of(made, node.attr, where)
+
+
+def _object_made(value: ast.AST, facts: ModuleFacts, bound_once) -> Tuple[Optional[ast.Call], ModuleFacts]:
+    """The call that makes the object ``value`` names (a local or module-level name bound once, a name imported
+    from the module that makes it, or the call itself)."""
+    if isinstance(value, ast.Name):
+        bound = bound_once(value, facts)
+        if bound is None and facts.imports.is_imported(value.id):
+            found = project.find_assignment(facts.qualify(value) or "", facts.config, project.roots_for(facts))
+            if found is not None:
+                bound, facts = found
+        value = bound
+    if isinstance(value, ast.Await):
+        value = value.value
+    return (value, facts) if isinstance(value, ast.Call) else (None, facts)
+
+
+def _field_of(call: ast.Call, attribute: str, facts: ModuleFacts, depth: int = 0) -> Optional[Derived]:
+    for keyword in call.keywords:
+        if keyword.arg == attribute:
+            return keyword.value, facts  # ``Settings(run_tickers=<expr>)`` written here
+    qualified = facts.callee(call) or ""
+    if not qualified or depth > 2:
+        return None
+    if "." not in qualified:  # a class or loader of this module
+        local = top_level(facts, qualified)
+        found_class = (local, facts) if isinstance(local, ast.ClassDef) else None
+        found = (local, facts) if isinstance(local, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    else:
+        roots = project.roots_for(facts)
+        found_class = project.find_class(qualified, facts.config, roots)
+        found = project.find_function(qualified, facts.config, roots) if found_class is None else None
+    if found_class is not None:
+        return _environment_field(found_class[0], attribute, found_class[1])
+    if found is None:
+        return None
+    function, where = found
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+            # ``return Settings(...)`` (a loader); the first return that makes one speaks for the loader
+            return _field_of(node.value, attribute, where, depth + 1)
+    return None
+
+
+def _environment_field(cls: ast.ClassDef, attribute: str, facts: ModuleFacts) -> Optional[EnvironmentField]:
+    if not any((facts.qualify(base) or "").rsplit(".", 1)[-1] in _SETTINGS_BASES for base in cls.bases):
+        return None
+    annotation = next((s.annotation for s in cls.body if isinstance(s, ast.AnnAssign)
+                       and isinstance(s.target, ast.Name) and s.target.id == attribute), None)
+    if annotation is None:
+        return None
+    boolean = isinstance(annotation, ast.Name) and annotation.id == "bool"
+    return EnvironmentField((_env_prefix(cls) + attribute).upper(), boolean)
+
+
+def _env_prefix(cls: ast.ClassDef) -> str:
+    """``model_config = SettingsConfigDict(env_prefix="FLEET_")`` or ``class Config: env_prefix = "FLEET_"``."""
+    for statement in cls.body:
+        value = statement.value if isinstance(statement, (ast.Assign, ast.AnnAssign)) else None
+        if isinstance(value, ast.Call):
+            for keyword in value.keywords:
+                if keyword.arg == "env_prefix" and isinstance(keyword.value, ast.Constant):
+                    return str(keyword.value.value)
+        if isinstance(statement, ast.ClassDef) and statement.name == "Config":
+            for inner in statement.body:
+                if isinstance(inner, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "env_prefix"
+                                                         for t in inner.targets) \
+                        and isinstance(inner.value, ast.Constant):
+                    return str(inner.value.value)
+    return ""
