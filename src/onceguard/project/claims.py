@@ -500,7 +500,30 @@ class ClaimAnalyzer(ClaimBranches):
             call = decorator if isinstance(decorator, ast.Call) else None
             if call is not None and (self.is_claim_function(call) or _is_huey_lock(call)):
                 return Lead(True, CLAIM_FUNCTION if self.is_claim_function(call) else HUEY_LOCK)
+            if depth < self.MAX_HELPER_DEPTH and self._claiming_decorator(decorator, depth):
+                return Lead(True, HELPER_GUARD)
         return self.lead_body(function.body, skip, depth)
+
+    def _claiming_decorator(self, decorator: ast.AST, depth: int) -> bool:
+        """``@single_instance("nightly")``: a decorator of the project whose wrapper leads with a claim and then
+        calls the function it wraps (or a factory returning such a decorator)."""
+        called = decorator if isinstance(decorator, ast.Call) else (
+            ast.copy_location(ast.Call(func=decorator, args=[], keywords=[]), decorator)
+            if isinstance(decorator, (ast.Name, ast.Attribute)) else None)
+        if called is None:
+            return False
+        if called is not decorator:
+            setattr(called, PARENT, parent(decorator))
+        found = self._helper_target(called)
+        if found is None:
+            return False
+        function, analyzer = found
+        # ``@single_instance(...)`` calls a factory, whose returned def is the decorator; ``@exclusive`` names it
+        applied = _nested_returned(function) if called is decorator else function
+        wrapper = _nested_returned(applied) if applied is not None else None
+        if wrapper is None or not _calls_parameter_of(wrapper, applied):
+            return False
+        return analyzer.lead(wrapper, depth=depth + 1).claimed
 
     def lead_body(self, body: List[ast.stmt], skip: Optional[Callable[[ast.stmt], bool]] = None,
                   depth: int = 0) -> Lead:
@@ -659,3 +682,22 @@ def _returns_own_instance(method: FunctionNode) -> bool:
     returns = [node for node in walk_no_nested_functions(method) if isinstance(node, ast.Return)]
     own = _own_name(method)
     return bool(returns) and all(isinstance(r.value, ast.Name) and r.value.id == own for r in returns)
+
+
+def _nested_returned(function: FunctionNode) -> Optional[FunctionNode]:
+    """The def nested in ``function`` that it returns (a decorator's wrapper, a factory's decorator)."""
+    nested = {s.name: s for s in function.body if isinstance(s, _FUNCTION_TYPES)}
+    for statement in function.body:
+        if isinstance(statement, ast.Return) and isinstance(statement.value, ast.Name):
+            return nested.get(statement.value.id)
+    return None
+
+
+def _calls_parameter_of(wrapper: FunctionNode, decorator: FunctionNode) -> bool:
+    """The wrapper calls the function its decorator was given (its first parameter)."""
+    arguments = decorator.args.posonlyargs + decorator.args.args
+    if not arguments:
+        return False
+    wrapped = arguments[0].arg
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == wrapped
+               for n in walk_no_nested_functions(wrapper))

@@ -26,7 +26,7 @@ from ..model import Diagnostic
 from ..analysis.names import dotted
 from .registry import register
 from .base import Rule
-from .session_blocks import ended_by_callers_block
+from .session_blocks import bound_to_one_connection, ended_by_callers_block
 
 
 @dataclass
@@ -387,6 +387,9 @@ class SessionLockOnPool(Rule):
             return (f"`{shown}` takes `{use.function.name}` on a pooled connection that is {how} as soon as the "
                     "call returns, so every replica \"acquires\" the lock.",
                     f"{why} as soon as the call returns: the lock is gone before the work starts.")
+        if _is_session_object(handle) and session_text(use) and bound_to_one_connection(session_text(use), use.call,
+                                                                                         facts):
+            return None  # the Session works on a connection its caller checked out: commits leave it there
         if _is_session_object(handle) and use.scope is not None and use.function.is_lock:
             ended = ended_by_callers_block(use, facts)
             if ended is not None:

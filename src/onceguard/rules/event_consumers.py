@@ -13,13 +13,14 @@ from typing import Iterator, Optional, Tuple
 
 from ..project import index as project
 from ..analysis.executed_sql import bound_value, module_statements
-from ..analysis.facts import ModuleFacts, ancestors, walk
+from ..analysis.facts import ModuleFacts, ancestors, walk, walk_no_nested_functions
 from ..knowledge import event_consumers as known
 from ..knowledge.event_consumers import ConsumerKind
 from ..model import Diagnostic, Related
 from ..analysis.names import dotted
 from .registry import register
 from ..project.forwarding import callee_through, forwarded
+from ..project.reach import runs
 from ..project.startup import StartupMap
 from .base import Rule
 
@@ -41,12 +42,44 @@ def _constructed(call: ast.AST, facts: ModuleFacts, depth: int = 4) -> Optional[
         subclass = _local_subclass(call.func, facts)
         if subclass is not None:
             return subclass
+        made = _returned_client(call, facts)
+        if made is not None:
+            # ``build_application()`` that makes the client, registers its handlers and returns it
+            return _constructed(made[0], made[1], depth - 1)
         func = call.func
         if not isinstance(func, ast.Attribute):
             return None
         call = func.value  # ``ApplicationBuilder().token(t).build()``: down to the builder
         depth -= 1
+    if isinstance(call, (ast.Name, ast.Attribute)):
+        # ``Application.builder().token(t).build()``: a builder the client's class hands out
+        return known.CONSUMER_CONSTRUCTORS.get(facts.qualify(call) or "")
     return None
+
+
+def _returned_client(call: ast.Call, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+    """What a function of the project returns when its one ``return`` gives a name bound once in it (or a call):
+    the value it was bound to, in that function's module."""
+    if not isinstance(call.func, (ast.Name, ast.Attribute)):
+        return None
+    function, where = None, facts
+    if isinstance(call.func, ast.Name) and not facts.imports.is_imported(call.func.id):
+        function = next((s for s in facts.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                         and s.name == call.func.id), None)
+    elif facts.context.cross_file:
+        qualified = facts.qualify(call.func) or ""
+        found = project.find_function(qualified, facts.config, project.roots_for(facts)) if "." in qualified else None
+        if found is not None:
+            function, where = found
+    if function is None:
+        return None
+    returns = [n.value for n in walk_no_nested_functions(function) if isinstance(n, ast.Return) and n.value is not None]
+    if len(returns) != 1:
+        return None
+    value = returns[0]
+    if isinstance(value, ast.Name):
+        value = bound_value(value, where)
+    return (value, where) if isinstance(value, (ast.Call, ast.Await)) else None
 
 
 def _local_subclass(func: ast.AST, facts: ModuleFacts) -> Optional[ConsumerKind]:
@@ -218,6 +251,12 @@ class EventConsumerPerReplica(Rule):
                 continue
             startup = startup or StartupMap.of_module(facts)
             reason = startup.reason_for_node(start)
+            via: list = []
+            if reason is None and facts.context.cross_file:
+                # started by a function that another module's start-up calls or hands to a thread
+                where = runs(start, facts, startup_only=True)
+                if where.every_replica and where.calls:
+                    reason, via = where.reason, [*where.entry, *where.calls]
             if reason is None or reason.startswith(_MODULE_LEVEL):
                 continue  # a bot script's own process, or code no start-up reaches in view
             yield self.finding(
@@ -225,7 +264,7 @@ class EventConsumerPerReplica(Rule):
                 f"`{dotted(start) or start.attr}()` starts a {kind.service} client"
                 f"{'' if made == 'here' else f' (made at {made})'} in start-up code ({reason}), so {kind.hazard}.",
                 _explained(kind),
-                related=[elsewhere] if elsewhere is not None else (),
+                related=via + ([elsewhere] if elsewhere is not None else []),
             )
         yield from self._single_consumers(facts, startup)
 

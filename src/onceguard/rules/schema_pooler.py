@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, List, Optional, Set, Tuple
 
 from ..analysis.executed_sql import bound_value, sql_text
-from ..analysis.facts import ModuleFacts, position
+from ..analysis.facts import ModuleFacts, position, walk_no_nested_functions
 from ..knowledge import schema as known
 from ..model import Diagnostic
+from ..project.definitions import top_level
 from ..project.poolers import host_or_port, pooled_everywhere, pooled_variable, pooler_sign
+from ..project.settings_objects import derived_setting
 from .base import Rule
 from .registry import register
 
@@ -57,36 +59,60 @@ class _DsnParts:
 
 
 def _dsn_parts(expr: ast.AST, facts: ModuleFacts) -> _DsnParts:
+    """The strings and environment reads a DSN is made of, followed through names, a function of the project
+    that returns it (``_database_url()``) and the field of a settings object the project makes
+    (``settings.load().database_url`` built from ``os.environ["DATABASE_URL"]``), into other modules too."""
     texts: List[Tuple[ast.AST, str]] = []
     env: List[Tuple[ast.AST, str]] = []
     seen: Set[int] = set()
-    stack: List[Tuple[ast.AST, int]] = [(expr, 0)]
+    stack: List[Tuple[ast.AST, int, ModuleFacts]] = [(expr, 0, facts)]
     while stack:
-        node, depth = stack.pop()
+        node, depth, where = stack.pop()
         if id(node) in seen or depth > 6:
             continue
         seen.add(id(node))
-        variable = _env_name(node, facts)
+        variable = _env_name(node, where)
         if variable is not None:
             env.append((node, variable))
             if isinstance(node, ast.Call):  # the default of ``os.getenv("X", "postgresql://...")``
-                stack.extend((argument, depth + 1) for argument in node.args[1:])
+                stack.extend((argument, depth + 1, where) for argument in node.args[1:])
             continue
         if isinstance(node, (ast.JoinedStr, ast.BinOp, ast.Constant)):
-            whole = sql_text(node, facts)
+            whole = sql_text(node, where)
             if whole is not None:
                 texts.append((node, whole[0]))
         if isinstance(node, ast.Name):
-            value = bound_value(node, facts)
+            value = bound_value(node, where)
             if value is not None:
-                stack.append((value, depth + 1))
+                stack.append((value, depth + 1, where))
             continue
         if isinstance(node, ast.Constant):
             continue
+        if isinstance(node, ast.Attribute):
+            derived = derived_setting(node, where, bound_value)
+            if isinstance(derived, tuple):
+                stack.append((derived[0], depth + 1, derived[1]))
+                continue
+        if isinstance(node, ast.Call) and not node.args and not node.keywords:
+            returned = _returned_by(node, where)
+            if returned is not None:
+                stack.append((returned, depth + 1, where))
+                continue
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
-                stack.append((child, depth + 1))
+                stack.append((child, depth + 1, where))
     return _DsnParts(tuple(texts), tuple(env))
+
+
+def _returned_by(call: ast.Call, facts: ModuleFacts) -> Optional[ast.AST]:
+    """What a function of this module called without arguments returns, when it has one ``return``."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    function = top_level(facts, call.func.id)
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    returns = [n for n in walk_no_nested_functions(function) if isinstance(n, ast.Return) and n.value is not None]
+    return returns[0].value if len(returns) == 1 else None
 
 
 def _dsn_sinks(facts: ModuleFacts) -> Iterator[Tuple[ast.Call, ast.AST]]:

@@ -38,7 +38,7 @@ def ended_by_callers_block(use, facts: ModuleFacts) -> Optional[str]:
             continue
         enders = [c for statement in block.body for c in walk(statement) if isinstance(c, ast.Call)
                   and isinstance(c.func, ast.Attribute) and c.func.attr in SESSION_ENDERS and dotted(c.func.value) == text]
-        if enders and not _bound_to_one_connection(text, call, other):
+        if enders and not bound_to_one_connection(text, call, other):
             ender = min(enders, key=position)
             caller = other.enclosing_function(call)
             return (f"`{getattr(caller, 'name', 'its caller')}` calls `{dotted(ender.func)}()` inside that block "
@@ -46,7 +46,7 @@ def ended_by_callers_block(use, facts: ModuleFacts) -> Optional[str]:
     return None
 
 
-def _bound_to_one_connection(text: str, near: ast.AST, facts: ModuleFacts) -> bool:
+def bound_to_one_connection(text: str, near: ast.AST, facts: ModuleFacts) -> bool:
     """The caller's Session ``text`` is bound to one connection it checked out (``AsyncSession(bind=conn)`` in
     ``async with engine.connect() as conn``, here or in the project's context manager that yields it): its
     commits end transactions, not the checkout, and lock and unlock share that connection."""

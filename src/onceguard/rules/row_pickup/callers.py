@@ -36,14 +36,22 @@ def runs_claimed(function: FunctionNode, facts: ModuleFacts, depth: int = 0) -> 
     analyzer = ClaimAnalyzer.of_module(facts, _resolver if facts.context.cross_file else None)
     result = analyzer.lead(function).claimed
     if not result and depth < 3:
-        callers = [c for c in facts.calls_named(function.name) if _calls_function(c, function, facts)]
+        callers = [(c, facts) for c in facts.calls_named(function.name) if _calls_function(c, function, facts)]
+        if facts.context.cross_file and facts.enclosing_function(function) is None:
+            # (the task of another module that calls the service only past its claim)
+            from ...project.fixed_arguments import callers_of
+
+            seen = {id(call) for call, _ in callers}
+            callers += [(c, other) for c, other in callers_of(function, facts)
+                        if other is not facts and id(c) not in seen and not other.context.is_test]
         result = bool(callers)
-        for call in callers:
-            caller = facts.enclosing_function(call)
+        for call, where in callers:
+            caller = where.enclosing_function(call)
+            claims = analyzer if where is facts else ClaimAnalyzer.of_module(where, _resolver)
             if caller is None or caller is function or not (
-                    analyzer.dominating_claim(call) is not None  # (the branch a won claim takes)
-                    or _claim_tested_before(call, caller, facts, analyzer) or _locked_before(call, caller, facts)
-                    or runs_claimed(caller, facts, depth + 1)):
+                    claims.dominating_claim(call) is not None  # (the branch a won claim takes)
+                    or _claim_tested_before(call, caller, where, claims) or _locked_before(call, caller, where)
+                    or runs_claimed(caller, where, depth + 1)):
                 result = False
                 break
     cache[key] = result
@@ -74,9 +82,22 @@ def _still_held_at(lock: ast.AST, call: ast.AST, caller: FunctionNode) -> bool:
     for above in ancestors(lock):
         if above is caller:
             return True
-        if isinstance(above, (ast.With, ast.AsyncWith)) and not _contains(above, call):
+        if isinstance(above, (ast.With, ast.AsyncWith)) and not _contains(above, call) \
+                and not (_cursor_block(above) and _session_lock_sql(lock)):
             return False
     return True
+
+
+def _cursor_block(block: ast.AST) -> bool:
+    """``with conn.cursor() as cur:``: closing a cursor does not end the database session."""
+    return all(isinstance(item.context_expr, ast.Call) and call_name(item.context_expr) == "cursor"
+               for item in block.items)  # type: ignore[attr-defined]
+
+
+def _session_lock_sql(lock: ast.AST) -> bool:
+    """The call sends a session-level ``pg_advisory_lock`` written out: held until unlocked, whatever block ends."""
+    texts = [n.value.upper() for n in walk(lock) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return any("PG_ADVISORY_LOCK(" in text for text in texts)
 
 
 def _call_locks(call: ast.Call, analyzer: ClaimAnalyzer, depth: int) -> bool:

@@ -120,8 +120,8 @@ def moves_picked_rows(function: FunctionNode, facts: ModuleFacts) -> bool:
     if any(updates_tested_state(e.text) for e in executions if "UpdateStmt" in e.sql.statement_types
            or "SelectStmt" in e.sql.statement_types):
         return True
-    if any(sql_pickup(select, [e for e in executions if later(e.call, call)]) is not None
-           for call, select in _selects_handed_back(function, facts)):
+    if any(sql_pickup(select, [e for e in executions if later(e.call, call)] + helper_writes(function, facts, call))
+           is not None for call, select in _selects_handed_back(function, facts)):
         return True  # (``for row in _due(conn): ... UPDATE ... SET sent_for = ... WHERE id = %s``)
     return id(function) in _functions_writing_rows(facts) and bool(_pickups(function, facts))
 

@@ -346,6 +346,8 @@ class UnclaimedRowPickup(Rule):
                     continue
                 if runner is not None and (runs_claimed(runner, runner_facts) or scheduled_once(runner, runner_facts)):
                     continue  # one replica at a time picks: the run itself is claimed, as for ORM pickups
+                if where is not None and _locked_before(where[2], runner, runner_facts):
+                    continue  # the caller waits for a lock that serialises its runs before it loads the rows
                 if where is None and won_claim_reaches(select.call, facts):
                     continue  # only the replica that won a claim reaches the SELECT
                 write = writes[0]
@@ -379,6 +381,6 @@ class UnclaimedRowPickup(Rule):
                        if queue_put(write.call) is not None else "works through the rows and updates them here")
                 where = Related(other.context.path, write.call.lineno, write.call.col_offset + 1,
                                 f"`{caller.name}` {how}")
-                return picked, (where, other), caller
+                return picked, (where, other, call), caller
         return None, None, None
 

@@ -1,0 +1,85 @@
+"""Work a pass takes out of a shared store in one step, so that each item goes to exactly one taker.
+
+A loop every replica runs is no duplicated job when what it works on is taken out of a store the replicas share
+by an atomic command: popped from a Redis list, set or sorted set (``LPOP key count``, ``SPOP``, ``ZPOPMIN``,
+``LMPOP``), fetched and deleted at once (``GETDEL``), moved to a private name (``RENAME``), or read whole and
+deleted in one MULTI/EXEC (``pipeline()`` queuing ``LRANGE`` and ``DELETE`` of the same key).  Each replica takes
+other items, as consumers of one queue do; read and delete in two commands are OG609's to report.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Optional, Set
+
+from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ..knowledge import redis_clients as known
+from .redis_clients import redis_call
+
+#: Commands that take what they return out of the key: no other client can take it too.
+_TAKING_COMMANDS = frozenset({
+    "lpop", "rpop", "spop", "zpopmin", "zpopmax", "lmpop", "zmpop", "blpop", "brpop", "bzpopmin", "bzpopmax",
+    "blmpop", "getdel", "lmove", "blmove", "rpoplpush", "brpoplpush",
+})
+#: How many project calls deep a pass's takes are looked for.
+_DEPTH = 2
+
+
+def takes_shared_items(function: FunctionNode, facts: ModuleFacts, depth: int = _DEPTH,
+                       seen: Optional[Set[int]] = None) -> bool:
+    """``function`` (or a project function it calls, ``depth`` calls deep) takes its items out of a shared Redis
+    key in one atomic step."""
+    from .summaries import resolve
+
+    seen = set() if seen is None else seen
+    if id(function) in seen:
+        return False
+    seen.add(id(function))
+    for node in walk_no_nested_functions(function):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        command = node.func.attr
+        if command in _TAKING_COMMANDS and node.args and redis_call(node, facts) is not None:
+            return True
+        if command == "pipeline" and _drains_in_one_step(node, function):
+            return True
+    if depth <= 0:
+        return False
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, ast.Call):
+            for target, where in resolve(node, facts, function, by_name=False):
+                if not where.context.is_test and takes_shared_items(target, where, depth - 1, seen):
+                    return True
+    return False
+
+
+def _drains_in_one_step(pipeline: ast.Call, function: FunctionNode) -> bool:
+    """``with r.pipeline() as pipe: pipe.lrange(k, 0, -1); pipe.delete(k); pipe.execute()``: a transaction (the
+    default) that reads a key whole and clears it."""
+    if any(k.arg == "transaction" and isinstance(k.value, ast.Constant) and k.value.value is False
+           for k in pipeline.keywords):
+        return False
+    name = _bound_name(pipeline)
+    if name is None:
+        return False
+    read, cleared = set(), set()
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            receiver = node.func.value
+            if isinstance(receiver, ast.Name) and receiver.id == name:
+                key = ast.dump(node.args[0])
+                if node.func.attr in known.READ_ALL_COMMANDS:
+                    read.add(key)
+                elif node.func.attr in known.CLEAR_COMMANDS or node.func.attr == known.TRIM_COMMAND:
+                    cleared.add(key)
+    return bool(read & cleared)
+
+
+def _bound_name(pipeline: ast.Call) -> Optional[str]:
+    from ..analysis.facts import parent
+
+    above = parent(pipeline)
+    if isinstance(above, ast.withitem) and isinstance(above.optional_vars, ast.Name):
+        return above.optional_vars.id
+    if isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name):
+        return above.targets[0].id
+    return None
