@@ -62,6 +62,8 @@ PURE_CALLS: FrozenSet[str] = frozenset({
     "asyncio.all_tasks", "threading.enumerate", "sys._current_frames", "traceback.format_stack",
     "traceback.format_exc", "traceback.extract_stack", "gc.get_objects", "gc.get_stats", "gc.get_count",
     "tracemalloc.take_snapshot", "tracemalloc.get_traced_memory", "resource.getrusage",
+    # The process's own terminal: what it prints reaches its own console and logs, like a log line.
+    "sys.stdout.write", "sys.stderr.write", "sys.stdout.flush", "sys.stderr.flush",
     # The process's own metrics written out as text.
     "prometheus_client.generate_latest", "prometheus_client.exposition.generate_latest",
     "prometheus_client.openmetrics.exposition.generate_latest",

@@ -54,6 +54,8 @@ CLOCK_CALLS: FrozenSet[str] = frozenset({
     "time.time", "time.monotonic", "time.perf_counter", "time.time_ns", "time.monotonic_ns",
     "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.now", "datetime.utcnow",
     "django.utils.timezone.now", "timezone.now",
+    # a window of one day: counts keyed by today's date (a daily quota)
+    "datetime.date.today", "date.today", "django.utils.timezone.localdate", "timezone.localdate",
 })
 #: The HTTP status that says "too many requests", and the names frameworks give the refusal.
 TOO_MANY_REQUESTS = 429
@@ -170,7 +172,7 @@ CONTAINER_WORDS: Tuple[bytes, ...] = (b"= {}", b"= []", b"set()", b"dict()", b"l
                                       b"Counter(", b"OrderedDict(", b"Cache(")
 #: Clock reads a window of counts is measured with, as spelled.
 CLOCK_WORDS: Tuple[bytes, ...] = (b"time.time", b"time()", b"monotonic", b"perf_counter", b"time_ns", b"now(",
-                                  b"utcnow(")
+                                  b"utcnow(", b"today(", b"localdate(")
 #: Words a limiter is described with (``rate_limit``, ``Limiter``, ``throttle``).
 LIMITER_WORDS: Tuple[bytes, ...] = (b"limit", b"Limit", b"throttl", b"Throttl")
 #: Byte strings that let the prefilter keep a file for OG604.

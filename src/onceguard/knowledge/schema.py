@@ -305,6 +305,8 @@ OG403_TRIGGERS: Tuple[bytes, ...] = (
     # command.upgrade is OG403's only when the runner hands env.py its connection (config.attributes);
     # every Alembic revision file says "alembic" and "upgrade" and has nothing for this rule.
     (b"alembic", b"upgrade", b"attributes"), b"run_migrations", (b"call_command", b"migrate"),
+    # Django's manage.py: a deployment file may run its ``migrate`` in every replica
+    b"execute_from_command_line",
     (b"read_text", b"execute"),
     (b".read()", b"execute"),
 )

@@ -212,6 +212,17 @@ class Reach:
             return any((self.facts.qualify(base) or "") in known.MANAGEMENT_COMMAND_BASES for base in cls_node.bases)
         return False
 
+    def _served_by_deployment(self, command: Optional[FunctionNode]) -> bool:
+        """A Django management command a deployment file keeps running in every replica (a Deployment's container
+        running ``manage.py process_outbox``): a worker, not something an operator runs once."""
+        if (command is not None and command.name != "handle") or not self.facts.context.cross_file:
+            return False
+        from . import deployment
+
+        launch = deployment.launch_naming(self.facts, [os.path.splitext(self.facts.context.filename)[0]])
+        return launch is not None and launch.per_replica and any(
+            os.path.basename(word) == "manage.py" or word.endswith("django-admin") for word in launch.words)
+
     # -- start-up --------------------------------------------------------------------------------------
     def _starts_server(self, block: ast.AST) -> bool:
         """The block, or a function of this module it calls (``main()`` running ``uvicorn.run``), starts a server."""
@@ -466,7 +477,7 @@ class Reach:
         """Why the code at ``node`` runs only when an operator runs it (a command, a script), or None."""
         function = enclosing_function(node)
         while function is not None:
-            if self.is_command(function):
+            if self.is_command(function) and not self._served_by_deployment(function):
                 return f"in the command {function.name}()"
             function = enclosing_function(function)
         if self.programs:
@@ -475,7 +486,7 @@ class Reach:
         parts = context.parts[:-1]
         first, second = known.SCRIPT_COMMAND_PARTS
         if any(parts[i] == first and parts[i + 1] == second for i in range(len(parts) - 1)):
-            return "in a management command's module"
+            return None if self._served_by_deployment(None) else "in a management command's module"
         if any(part in known.SCRIPT_DIRECTORIES for part in parts):
             return "in a script a person runs"
         if context.filename == "manage.py":

@@ -199,9 +199,19 @@ def _handler_refusing(exception: str, facts: ModuleFacts) -> Optional[ast.AST]:
 
 
 def _answers_yes_or_no(function: FunctionNode) -> bool:
-    """``function`` returns ``True`` or ``False`` somewhere: a yes-or-no its callers act on."""
-    return any(isinstance(n, ast.Return) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, bool)
-               for n in walk_no_nested_functions(function))
+    """``function`` returns ``True`` or ``False`` somewhere, or a comparison (``return used <= limit``): a
+    yes-or-no its callers act on."""
+    return any(isinstance(n, ast.Return) and _is_verdict(n.value) for n in walk_no_nested_functions(function))
+
+
+def _is_verdict(value: Optional[ast.AST]) -> bool:
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, bool)
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
+        return True
+    if isinstance(value, ast.BoolOp):
+        return all(_is_verdict(v) for v in value.values)
+    return isinstance(value, ast.Compare)
 
 
 def _callers_here_and_elsewhere(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.Call, ModuleFacts]]:

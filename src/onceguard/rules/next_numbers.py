@@ -66,9 +66,43 @@ def _in_function(function: FunctionNode, facts: ModuleFacts) -> Iterator[Allocat
         if _only_on_sqlite(node):
             continue
         stored = _stored(node, bound)
+        if stored is None and _returned(node, bound):
+            stored = _stored_by_callers(function, facts)
         if stored is None:
             continue
         yield Allocation(facts.statement_of(node), highest, column, stored)
+
+
+def _returned(number: ast.AST, bound: Dict[str, List[ast.Assign]]) -> bool:
+    """The number is what the function returns (``return last + 1``, or a local it was bound to)."""
+    above = _parent_skipping_or(number)
+    if isinstance(above, ast.Return):
+        return True
+    if isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name):
+        name = above.targets[0].id
+        function = next((a for a in ancestors(above) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        return function is not None and any(
+            isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id == name
+            for n in walk_no_nested_functions(function))
+    return False
+
+
+def _stored_by_callers(function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:
+    """A helper handing the next number back (``next_invoice_number(tenant)``): where a caller, without a lock
+    taken first, puts its answer into a row (``Invoice.objects.create(number=next_invoice_number(t))``)."""
+    from ..project.fixed_arguments import callers_of
+
+    for call, where in callers_of(function, facts):
+        caller = where.enclosing_function(call)
+        if where.context.is_test or caller is None:
+            continue
+        if any(isinstance(n, ast.Call) and _locks(n) and position(n) < position(call)
+               for n in walk_no_nested_functions(caller)):
+            continue
+        above = _parent_skipping_or(call)
+        if _is_store(above, call):
+            return above
+    return None
 
 
 def _every_caller_locks_first(function: FunctionNode, facts: ModuleFacts) -> bool:

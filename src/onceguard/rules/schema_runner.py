@@ -16,6 +16,8 @@ from ..project.migration_locks import (
 )
 from ..project.migration_runners import env_evidence
 from ..project import deployment
+from ..project import index as project_index
+from ..knowledge import deployment as deployment_known
 from ..project.reach import Reach, enclosing_function, runs
 from ..project.renamed_callers import project_callers
 from ..project.schema_writes import SchemaWrite, describe_call, schema_writes
@@ -154,6 +156,7 @@ class UnlockedMigrationRunner(Rule):
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if facts.context.is_test:
             return
+        yield from self._deployed_django_migrate(facts)
         applications = _migration_applications(facts)
         if not applications:
             return
@@ -184,6 +187,34 @@ class UnlockedMigrationRunner(Rule):
                        "starting together run the same migrations at once.")
             yield self.finding(apply.call, message, detail + self._suggestion(apply), related=related)
 
+    def _deployed_django_migrate(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        """``python manage.py migrate`` in a container's start command (an entrypoint before gunicorn): every
+        replica runs Django's migrate, which takes no lock, unless the project's own ``migrate`` command (one
+        that overrides Django's) does.  Reported at ``manage.py``'s ``execute_from_command_line``."""
+        if facts.context.filename not in deployment_known.DJANGO_MANAGE_SCRIPTS or not facts.context.cross_file:
+            return
+        runs = [c for c in facts.calls_named("execute_from_command_line")
+                if (facts.callee(c) or "").startswith("django.")]
+        if not runs:
+            return
+        root = project_index.search_root(facts)
+        steps = [s for s in deployment.steps(facts.config, root)
+                 if s.kind == deployment.DJANGO_MIGRATE and s.launch.per_replica
+                 and any(os.path.basename(w) in deployment_known.DJANGO_MANAGE_SCRIPTS for w in s.launch.words)]
+        if not steps or _overrides_migrate(root):
+            return
+        step = steps[0]
+        yield self.finding(
+            runs[0],
+            f"{step.describe()}, and Django's `migrate` takes no lock, so pods starting together run the same "
+            "migrations at once.",
+            "Run migrations once per deploy instead (a Kubernetes Job or init container of one pod, a release "
+            "phase, a one-off compose service the app waits for); or override `migrate` with a command that "
+            "takes `SELECT pg_advisory_lock(<service key>)` through `django.db.connection` and unlocks in "
+            "`finally` around Django's own.",
+            related=[Related(step.launch.path, step.launch.line, 1, "this command migrates in every replica")],
+        )
+
     @staticmethod
     def _suggestion(apply: Apply) -> str:
         if apply.framework == known.DJANGO:
@@ -201,3 +232,7 @@ class UnlockedMigrationRunner(Rule):
                 "and release it in `finally` after the last.")
 
 
+def _overrides_migrate(root: str) -> bool:
+    """The project has its own ``management/commands/migrate.py`` (which replaces Django's, and may lock)."""
+    return any(path.replace(os.sep, "/").endswith("/management/commands/migrate.py")
+               for path in project_index.project_files(root))

@@ -315,6 +315,17 @@ def _instance_bindings(function: FunctionNode, facts: ModuleFacts) -> Dict[str, 
                   or _session_get(node.value, facts) or _row_locking_load(node.value))
         if loaded is not None:
             table.setdefault(name, []).append((node, loaded))
+    for node in function_nodes(function, facts):
+        # ``for msg in Outbox.objects.select_for_update(skip_locked=True).filter(...)``: each row comes locked
+        if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name):
+            rows = node.iter
+            if isinstance(rows, ast.Name):  # ``batch = ....select_for_update()...`` then ``for msg in batch``
+                bound = [x.value for x in function_nodes(function, facts) if isinstance(x, ast.Assign)
+                         and len(x.targets) == 1 and isinstance(x.targets[0], ast.Name) and x.targets[0].id == rows.id]
+                rows = bound[0] if len(bound) == 1 else rows
+            loaded = _row_locking_load(rows)
+            if loaded is not None:
+                table.setdefault(node.target.id, []).append((node, loaded))
     return table
 
 
