@@ -21,6 +21,7 @@ from ..project.bindings import own_module_names
 from ..project.definitions import definition_facts
 from ..project.forwarding import forwarded
 from ..project.shared_channels import per_replica_by_design
+from ..project.through_helpers import through_helpers
 from .base import Rule
 from .fix_plans import shared_store_snippet
 from .rate_limits import project_mentions
@@ -649,4 +650,5 @@ class InMemoryBroadcast(Rule):
             return
         yield from _socketio_servers(self, facts)
         yield from _channel_layers(self, facts)
-        yield from _registry_sends(self, facts)
+        # (a registry filled or read through small forwarding helpers is read through them)
+        yield from _registry_sends(self, through_helpers(facts))
