@@ -219,3 +219,11 @@ VIEW = """\
 def test_a_daily_quota_counted_in_process_memory_and_refused_with_429(tmp_path):
     write(tmp_path, {"depot/__init__.py": "", "depot/quotas.py": QUOTAS, "depot/views.py": VIEW})
     assert [code for _, code in findings(tmp_path, "depot/quotas.py", codes=("OG604",))] == ["OG604"]
+
+
+def test_a_neighbouring_project_s_entrypoint_is_not_this_one_s(tmp_path):
+    # A repository whose root is itself a package: the module search reaches the directory above, where
+    # another project's entrypoint migrates; that entrypoint does not start this project.
+    write(tmp_path, {"other/manage.py": MANAGE, "other/entrypoint.sh": ENTRYPOINT, "other/Dockerfile": DOCKERFILE,
+                     "repo/__init__.py": "", "repo/manage.py": MANAGE, "repo/depot/__init__.py": ""})
+    assert findings(tmp_path / "repo", "manage.py", codes=("OG403",)) == []

@@ -197,7 +197,7 @@ class UnlockedMigrationRunner(Rule):
                 if (facts.callee(c) or "").startswith("django.")]
         if not runs:
             return
-        root = project_index.search_root(facts)
+        root = deployment.project_directory(facts.context.path, facts.config, project_index.search_root(facts))
         steps = [s for s in deployment.steps(facts.config, root)
                  if s.kind == deployment.DJANGO_MIGRATE and s.launch.per_replica
                  and any(os.path.basename(w) in deployment_known.DJANGO_MANAGE_SCRIPTS for w in s.launch.words)]
