@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import FrozenSet, Iterator, List, Optional, Tuple
+from typing import FrozenSet, Iterator, List, Optional, Set, Tuple
 
 import pglast
 from pglast import ast as pg
@@ -228,3 +228,24 @@ def _analyse_tokens(text: str) -> SqlFacts:
 
 def is_ddl(facts: SqlFacts) -> bool:
     return any(t == "DDL" or is_ddl_statement(t) for t in facts.statement_types)
+
+
+def updates_tested_state(text: str) -> bool:
+    """One UPDATE picks rows by a column and moves them out of it (``UPDATE grants SET expired_at = now() WHERE
+    expired_at IS NULL AND ...``, also inside a ``WITH ... RETURNING``): a row it has moved no longer matches, so a
+    later run finds nothing of it left."""
+    for statement in parse_statements(text) or ():
+        for node in sql_nodes(statement):
+            if type(node).__name__ != "UpdateStmt" or node.whereClause is None:
+                continue
+            # (``SET stock = stock - 1 WHERE stock > 0`` steps a counter the row may still match: not a move)
+            written = {target.name for target in node.targetList or () if getattr(target, "name", None)
+                       and target.name not in _columns_read(target.val)}
+            if written & _columns_read(node.whereClause):
+                return True
+    return False
+
+
+def _columns_read(expression) -> Set[str]:
+    return {field.sval for ref in sql_nodes(expression) if type(ref).__name__ == "ColumnRef"
+            for field in (ref.fields[-1:] if ref.fields else ()) if hasattr(field, "sval")}

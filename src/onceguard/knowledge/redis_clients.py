@@ -278,4 +278,6 @@ LEASE_TRIGGERS = (b"setnx", b"SETNX") + tuple(
 )
 RELEASE_TRIGGERS = tuple(
     (client, call) for client in _CLIENT_WORDS for call in (b"delete", b"unlink", b"DEL")
-) + ((b".get(", b"set", b"delete"), (b"nx=", b"delete"), (b"setnx", b"delete"), (b"PureToken.NX", b"delete"))
+) + ((b".get(", b"set", b"delete"), (b"nx=", b"delete"), (b"setnx", b"delete"), (b"PureToken.NX", b"delete"),
+     # a lock renewed with a plain EXPIRE of its key
+     (b"nx=", b"expire("), (b"setnx", b"expire("))

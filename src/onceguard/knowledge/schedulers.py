@@ -37,6 +37,9 @@ TORNADO_PERIODIC = "Tornado PeriodicCallback"
 #: Families that run ONE scheduler by design (Celery beat, rq-scheduler's daemon lock,
 #: django-celery-beat's beat): reported only with ``single-scheduler = false``.
 SINGLE_SCHEDULER_FAMILIES: FrozenSet[str] = frozenset({CELERY_BEAT, RQ_SCHEDULER, DJANGO_CELERY_BEAT})
+#: Schedulers that keep registrations in a shared store under an id each call makes up unless given one
+#: (rq-scheduler's ``cron``/``schedule``): family -> the keyword that fixes the id.
+ID_KEYED_STORES: Dict[str, str] = {RQ_SCHEDULER: "id"}
 #: Schedulers a Celery worker runs inside itself when started with ``-B``/``--beat``.
 BEAT_FAMILIES: FrozenSet[str] = frozenset({CELERY_BEAT, DJANGO_CELERY_BEAT})
 

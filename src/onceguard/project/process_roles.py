@@ -440,3 +440,32 @@ def _literal(node: Optional[ast.AST], where: Optional[ModuleFacts]) -> Optional[
             qualified = where.qualify(node)
             return ("name", qualified) if qualified else None
     return None
+
+
+# =====================================================================================================
+# Code only single-replica programs run
+# =====================================================================================================
+def run_by_single_programs(node: ast.AST, facts: ModuleFacts) -> bool:
+    """``node`` runs only in programs (a module's ``__main__``) that the deployment files start, and every such
+    start is one replica (``replicas: 1``, a one-off command): a clock process the project runs once.  The
+    programs are this module, or modules that import it, started by ``python -m`` or as a script."""
+    from .bindings import own_module_names
+    from .reach import runs
+    from .renamed_callers import import_statements, spells
+
+    if runs(node, facts).every_replica:
+        return False
+    root = deployment.project_directory(facts.context.path, facts.config, project.search_root(facts))
+    own = os.path.abspath(facts.context.path or "")
+    tails = {name.rsplit(".", 1)[-1].encode() for name in own_module_names(facts)}
+    starting = []
+    for step in deployment.steps(facts.config, root):
+        if step.kind not in (deployment.PYTHON_MODULE, deployment.PYTHON_SCRIPT):
+            continue
+        for path in step.files:
+            if os.path.abspath(path) == own or any(
+                    spells(statement, tail) for statement in import_statements(project.read_bytes(path))
+                    for tail in tails):
+                starting.append(step)
+                break
+    return bool(starting) and all(not step.launch.per_replica for step in starting)

@@ -101,6 +101,7 @@ def _renamed_callers(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[a
             for call in other.calls_by_name.get(name, ()):
                 if (other.qualify(call.func) or "") in targets or (
                         cls is not None and name == called and isinstance(call.func, ast.Attribute)
+                        and _made_of(call.func.value, other, cls.name)
                         and _method_of_instance(call.func, call, other, cls, facts)):
                     # (``PAYRUN.held()`` with ``PAYRUN = pg.JobMutex(...)``: the method of an instance made of it)
                     found.append((call, other))
@@ -109,6 +110,25 @@ def _renamed_callers(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[a
                 if (other.qualify(reference) or "") in targets or _method_of_instance(reference, call, other, cls, facts):
                     found.append((call, other))
     return found
+
+
+def _made_of(receiver: ast.AST, facts: ModuleFacts, class_name: str) -> bool:
+    """A cheap look before the declared types are asked: ``receiver`` is a name bound once (in its function or
+    at module level) to a call that names the class (``PAYRUN = pg.JobMutex(...)``, ``Migrator.from_env()``)."""
+    from ..analysis.executed_sql import bound_value
+
+    if not isinstance(receiver, ast.Name):
+        return False
+    value = bound_value(receiver, facts)
+    if isinstance(value, ast.Await):
+        value = value.value
+    if not isinstance(value, ast.Call):
+        return False
+    named = value.func
+    while isinstance(named, ast.Attribute) and named.attr != class_name:
+        named = named.value
+    return (isinstance(named, ast.Attribute) and named.attr == class_name) or (
+        isinstance(named, ast.Name) and named.id == class_name)
 
 
 def _method_of_instance(reference: ast.AST, call: ast.Call, other: ModuleFacts, cls, facts: ModuleFacts) -> bool:

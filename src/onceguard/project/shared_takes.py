@@ -52,6 +52,63 @@ def takes_shared_items(function: FunctionNode, facts: ModuleFacts, depth: int = 
     return False
 
 
+def takes_rows(function: FunctionNode, facts: ModuleFacts, depth: int = _DEPTH,
+               seen: Optional[Set[int]] = None) -> bool:
+    """``function`` (or a project function it calls) takes the rows it works on with one statement that moves
+    them out of the state it picks them by and returns them (``UPDATE orders SET status = 'expired' WHERE
+    status = 'pending' ... RETURNING ...``, in SQL or as SQLAlchemy's ``update(...).where(...).values(...)
+    .returning(...)``), or deletes and returns them: each row goes to the one replica whose statement moved it."""
+    from ..analysis.executed_sql import executed_sql
+    from ..analysis.sql import updates_tested_state
+    from .summaries import resolve
+
+    seen = set() if seen is None else seen
+    if id(function) in seen:
+        return False
+    seen.add(id(function))
+    for executed in executed_sql(facts):
+        if facts.enclosing_function(executed.call) is not function or "RETURNING" not in executed.text.upper():
+            continue
+        types = executed.sql.statement_types
+        if "DeleteStmt" in types or ("UpdateStmt" in types and updates_tested_state(executed.text)):
+            return True
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "returning" \
+                and _update_moves_its_rows(node.func.value):
+            return True
+    if depth <= 0:
+        return False
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, ast.Call):
+            for target, where in resolve(node, facts, function, by_name=False):
+                if not where.context.is_test and takes_rows(target, where, depth - 1, seen):
+                    return True
+    return False
+
+
+def _update_moves_its_rows(chain: ast.AST) -> bool:
+    """``update(Order).where(Order.status == "pending", ...).values(status="expired")``: a column the ``where``
+    compares is one the ``values`` set."""
+    tested: Set[str] = set()
+    written: Set[str] = set()
+    updates = False
+    while isinstance(chain, ast.Call):
+        func = chain.func
+        if isinstance(func, ast.Attribute) and func.attr == "update" and isinstance(func.value, ast.Name):
+            updates = True  # ``sa.update(Order)``
+            break
+        if isinstance(func, ast.Attribute):
+            if func.attr in ("where", "filter"):
+                tested.update(n.attr for a in chain.args for n in ast.walk(a) if isinstance(n, ast.Attribute))
+            elif func.attr == "values":
+                written.update(k.arg for k in chain.keywords if k.arg)
+            chain = func.value
+            continue
+        updates = isinstance(func, ast.Name) and func.id == "update"
+        break
+    return updates and bool(tested & written)
+
+
 def _drains_in_one_step(pipeline: ast.Call, function: FunctionNode) -> bool:
     """``with r.pipeline() as pipe: pipe.lrange(k, 0, -1); pipe.delete(k); pipe.execute()``: a transaction (the
     default) that reads a key whole and clears it."""

@@ -27,6 +27,7 @@ from ..project.forwarding import forwarded
 from ..project.redis_clients import RedisClients, client_calls, command_of, redis_call
 from ..project.redis_keys import key_identity, key_names_a_lock, key_text
 from .fix_plans import atomic_set_fix, lock_ttl_fix
+from .lease_renewals import unsafe_renewals
 from .registry import register
 from .base import Rule
 
@@ -464,6 +465,9 @@ class UnsafeLeaseRelease(Rule):
                 why = ("If the lease expired and another replica took it, this delete frees the lock for a third one "
                        "to start the same work. ")
             yield self.finding(release.call, hazard, why + _release_suggestion(release.handle))
+        # (a key taken with NX and renewed elsewhere is a lease whatever releases it)
+        taken = {a.identity: a for a in _find_acquires(facts) if a.nx and not per_process(a.handle, facts)}
+        yield from unsafe_renewals(self, facts, taken)
 
 
 def _release_suggestion(handle: Handle) -> str:

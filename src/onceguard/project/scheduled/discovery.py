@@ -258,6 +258,9 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             # added only where a setting that programs of the project fix for their own process says so,
             # and those programs are one process each: the deployment dedicates a process to the job
             scheduled.gated = True
+        elif self.cross_file and process_roles.run_by_single_programs(scheduled.registration, self.facts):
+            # registered only in a program the deployment runs as one replica (a clock process of its own)
+            scheduled.gated = True
         if scheduled.family == known.HUEY and self.cross_file:
             running = deployment.huey_schedulers(self.facts)
             if running is not None and not running:
@@ -450,7 +453,14 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                 family, ctor = self.scheduler_of(func.value)
                 if family is None and name == "add_periodic_task" and self._celery_sender(func.value):
                     family = known.CELERY_BEAT
-                if family is None or not self._allowed(family):
+                again = None
+                if family is not None and not self._allowed(family):
+                    # One scheduler process fires what is registered, but a registration every replica's start-up
+                    # makes again without a stable id adds another copy each time (rq-scheduler's ``cron``).
+                    again = self._registered_again(call, family)
+                    if again is None:
+                        continue
+                if family is None:
                     continue
                 registration = next((r for r in known.METHODS.get(family, ())
                                      if not r.decorator and r.method == name), None)
@@ -465,6 +475,8 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                 for target, site, trigger, via in self.targets(target_expr, written, call):
                     scheduled = Scheduled(family, dotted(func) or name, site, target, call, ctor, trigger)
                     scheduled.related.extend(via)
+                    if again is not None:
+                        scheduled.related.extend(again)
                     if id(func.value) in self.made_elsewhere:
                         scheduled.related.append(self.made_elsewhere[id(func.value)])
                     if family in (known.APS3, known.FLASK_APS):
@@ -475,6 +487,20 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                         scheduled.coordinated = True
                     self._classify_trigger(scheduled)
                     self.add(scheduled)
+
+    def _registered_again(self, call: ast.Call, family: str) -> Optional[List[Related]]:
+        """The way from start-up code every replica runs to a registration without a job id, for a scheduler that
+        keeps its registrations in a shared store (each start stores another copy); None otherwise."""
+        if family not in known.ID_KEYED_STORES or known.ID_KEYED_STORES[family] in _keywords(call) \
+                or not self.cross_file:
+            return None
+        from ...project.reach import runs
+
+        where = runs(call, self.facts, startup_only=True)
+        if not where.every_replica:
+            return None
+        return [*where.entry, *where.calls, Related(self.facts.context.path, call.lineno, call.col_offset + 1,
+                                                    "registered here without an id: every start adds another copy")]
 
     def _celery_sender(self, receiver: ast.AST) -> bool:
         """``def setup(sender, **kw)`` connected to ``app.on_after_configure`` / ``on_after_finalize``."""

@@ -131,7 +131,9 @@ class LoopRegistrations:
         for site, other in project_callers(function, self.facts):
             if other is self.facts or other.context.is_test:
                 continue
-            reach = runs(site, other, startup_only=True)
+            # (two calls further at most: start-up code that starts a ticker through a longer chain of helpers
+            # is rare, and each hop reads the callers of a function across the project)
+            reach = runs(site, other, startup_only=True, max_hops=2)
             if reach.every_replica:
                 gated = process_roles.dedicated_gate(site, other) is not None
                 return f"{reach.reason}, through `{function.name}()`", gated

@@ -190,14 +190,37 @@ def _instance_session(attribute: str, call: ast.Call, target: FunctionNode, targ
             and n.value.id in parameter_names(init, receiver=False)]
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
     made = receiver
+    own_init = None
     if isinstance(receiver, ast.Name):
         bound = _last_binding(receiver.id, call, function, facts)
         made = unwrap(bound.value) if bound is not None else None
+    elif isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id == "self":
+        # ``self._repo.get(...)`` with ``self._repo = ProfileRepository(session)`` in the caller's own ``__init__``
+        own_init = _init_of(facts.enclosing_class(function))
+        made = _assigned_in(own_init, f"self.{receiver.attr}") if own_init is not None else None
     if len(kept) != 1 or not isinstance(made, ast.Call) or (dotted(made.func) or "").rsplit(".", 1)[-1] != cls.name:
         return None
     handed = argument_for(made, init, kept[0])
+    if own_init is not None and isinstance(handed, ast.Name):
+        # the session the caller's ``__init__`` handed the repository, as the caller keeps it (``self._session``)
+        handed = next((t for n in ast.walk(own_init) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                       and isinstance(n.value, ast.Name) and n.value.id == handed.id
+                       for t in n.targets if (dotted(t) or "").startswith("self.")), None)
     spelled = dotted(handed) if handed is not None else None
     return f"{spelled}{dot}{rest}" if spelled else None
+
+
+def _init_of(cls: Optional[ast.ClassDef]) -> Optional[FunctionNode]:
+    if cls is None:
+        return None
+    return next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and s.name == "__init__"), None)
+
+
+def _assigned_in(function: FunctionNode, target: str) -> Optional[ast.AST]:
+    values = [unwrap(n.value) for n in ast.walk(function) if isinstance(n, ast.Assign) and len(n.targets) == 1
+              and dotted(n.targets[0]) == target]
+    return values[0] if len(values) == 1 else None
 
 
 def _spelled_here(name: str, where: ModuleFacts, facts: ModuleFacts) -> Optional[str]:

@@ -13,7 +13,7 @@ from typing import List, Optional, Set, Tuple
 from ...analysis.executed_sql import ExecutedSql
 from ...analysis.facts import FunctionNode, ModuleFacts, walk
 from ...analysis.names import dotted
-from ...analysis.sql import parse_statements, sql_nodes
+from ...analysis.sql import parse_statements, updates_tested_state
 from ..data_races import _sql_by_function, function_nodes, later, names_in, target_names
 from ...project.queue_handoffs import consumers, queue_put
 from .selection import _contains, _functions_writing_rows, _pickups, may_pick_by_state, sql_pickup
@@ -140,27 +140,6 @@ def _selects_handed_back(function: FunctionNode, facts: ModuleFacts) -> List[Tup
                          if target_facts.enclosing_function(select.call) is target and may_pick_by_state(select)
                          and hands_back(select, target))
     return found
-
-
-def updates_tested_state(text: str) -> bool:
-    """One UPDATE picks rows by a column and moves them out of it (``UPDATE grants SET expired_at = now() WHERE
-    expired_at IS NULL AND ...``, also inside a ``WITH ... RETURNING``): a row it has moved no longer matches, so a
-    later run finds nothing of it left."""
-    for statement in parse_statements(text) or ():
-        for node in sql_nodes(statement):
-            if type(node).__name__ != "UpdateStmt" or node.whereClause is None:
-                continue
-            # (``SET stock = stock - 1 WHERE stock > 0`` steps a counter the row may still match: not a move)
-            written = {target.name for target in node.targetList or () if getattr(target, "name", None)
-                       and target.name not in _columns_read(target.val)}
-            if written & _columns_read(node.whereClause):
-                return True
-    return False
-
-
-def _columns_read(expression) -> Set[str]:
-    return {field.sval for ref in sql_nodes(expression) if type(ref).__name__ == "ColumnRef"
-            for field in (ref.fields[-1:] if ref.fields else ()) if hasattr(field, "sval")}
 
 
 def picks_rows(function: FunctionNode, facts: ModuleFacts, rows: Optional[ast.AST] = None) -> bool:
