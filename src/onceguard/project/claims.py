@@ -36,7 +36,7 @@ from .claim_syntax import (_assigned, _fetch_from, _inserts_unless_present, _is_
                            _makes_lock, _negative_test, sets_with_nx, _non_blocking, _real_statements, _target_names,
                            _update_has_where, mentions)
 from .forwarding import forwarded
-from .lock_libraries import waits_when_entered
+from .lock_libraries import waits_when_entered, yields_acquired_flag
 from .unique_fields import GET_OR_CREATE, creates_once
 
 
@@ -279,6 +279,8 @@ class ClaimAnalyzer(ClaimBranches):
         the project that yields its claim's answer: then ``acquired`` holds that answer."""
         if not isinstance(expr, ast.Call) or depth >= self.MAX_HELPER_DEPTH:
             return None
+        if yields_acquired_flag(expr, self.facts):
+            return ClaimHit(TRY_LOCK, expr)  # ``with advisory_lock(key, wait=False) as acquired:``
         found = self._helper_target(expr)
         if found is not None:
             function, analyzer = found

@@ -255,3 +255,10 @@ def spin_waits(facts: ModuleFacts) -> List[SpinWait]:
 
 def _key_of_acquire(call: ast.Call, facts: ModuleFacts) -> Optional[ast.AST]:
     return next((lock.key for lock in library_locks(facts) if lock.taken is call), None)
+
+
+def yields_acquired_flag(call: ast.Call, facts: ModuleFacts) -> bool:
+    """``advisory_lock("charge", wait=False)`` (django-pglocks): a lock library's context manager told not to wait,
+    which binds whether it got the lock to ``as acquired`` (its body runs either way: the flag is the claim)."""
+    api = _api_of(call, facts)
+    return api is not None and api.yields_acquired and _says_no_wait(call, api.no_wait, api.wait_bound) is True

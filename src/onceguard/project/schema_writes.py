@@ -339,6 +339,12 @@ def _is_local_database(node: ast.AST, facts: ModuleFacts, depth: int) -> bool:
         if _annotated_local_connection(node, facts):
             return True
         value = bound_value(node, facts) or with_binding(node, facts)
+        if value is None and facts.context.cross_file and facts.imports.is_imported(node.id):
+            # ``from .cache import engine``: the engine the other module makes
+            from . import index as project
+
+            found = project.find_assignment(facts.qualify(node) or "", facts.config, project.roots_for(facts))
+            return found is not None and _is_local_database(found[0], found[1], depth - 1)
         return value is not None and _is_local_database(value, facts, depth - 1)
     if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
             and facts.enclosing_class(node) is not None):
@@ -354,6 +360,8 @@ def _is_local_database(node: ast.AST, facts: ModuleFacts, depth: int) -> bool:
             return True
         if callee in known.ENGINE_FACTORIES and node.args:
             url = node.args[0]
+            if isinstance(url, ast.Name):  # ``CACHE_DB_URL = "sqlite:///..."`` bound once
+                url = bound_value(url, facts) or url
             return isinstance(url, ast.Constant) and isinstance(url.value, str) and \
                 url.value.startswith(known.LOCAL_DATABASE_URL_PREFIXES)
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("connect", "begin", "cursor"):

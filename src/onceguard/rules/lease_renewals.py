@@ -33,6 +33,9 @@ def unsafe_renewals(rule, facts: ModuleFacts, lock_keys) -> Iterator[Diagnostic]
         function = facts.enclosing_function(call)
         if function is None or _compares_stored_value_first(function, call):
             continue
+        if _reads_parameters(call.args[0], function) or _reads_parameters(acquire.key, facts.enclosing_function(
+                acquire.call)):
+            continue  # a client wrapper forwarding whatever key it is given (``def expire(self, name, ...)``)
         yield rule.finding(
             call,
             f"`{short(call.func)}({short(call.args[0], 40)}, …)` renews the lock without checking that this replica "
@@ -43,6 +46,15 @@ def unsafe_renewals(rule, facts: ModuleFacts, lock_keys) -> Iterator[Diagnostic]
             "`Lock.extend()`), and stop the work when the renewal fails; `run_exclusive(key, ttl, work)` (`from "
             "onceguard.guards import run_exclusive`) renews this way.",
         )
+
+
+def _reads_parameters(key, function) -> bool:
+    """The key is built from a parameter of its function (not ``self``): each call names its own key."""
+    if key is None or function is None:
+        return False
+    arguments = function.args
+    names = {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs} - {"self", "cls"}
+    return any(isinstance(n, ast.Name) and n.id in names for n in walk(key))
 
 
 def _follows_the_take(call: ast.Call, take: ast.Call, facts: ModuleFacts) -> bool:

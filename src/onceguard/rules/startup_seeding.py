@@ -148,11 +148,38 @@ def _models_read(expr: ast.AST, bindings: Dict[str, List[ast.AST]], depth: int =
                 name = _model_name(node.args[0]) if isinstance(node.args[0], (ast.Name, ast.Attribute)) else None
                 if name:
                     models.add(name)
+            elif last in _SQL_SENDS and isinstance(func, ast.Attribute) and node.args:
+                models |= _sql_tables(node.args[0], "SelectStmt")  # ``SELECT id FROM roles WHERE name = %s``
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and depth < 4 and node.id not in seen:
             seen.add(node.id)
             for value in bindings.get(node.id, ()):
                 models |= _models_read(value, bindings, depth + 1, seen)
     return models
+
+
+#: Methods that send SQL text (DB-API cursors and connections, asyncpg, SQLAlchemy's ``exec_driver_sql``).
+_SQL_SENDS = frozenset({"execute", "exec_driver_sql", "fetch", "fetchrow", "fetchval"})
+
+
+def _sql_tables(text_node: ast.AST, kind: str) -> Set[str]:
+    """The tables a SQL string written out reads (``SelectStmt``: its FROM) or inserts into (``InsertStmt``,
+    only without ``ON CONFLICT``): what raw-SQL seeding checks and creates rows of."""
+    from ..analysis.sql import parse_statements, sql_nodes
+
+    if not (isinstance(text_node, ast.Constant) and isinstance(text_node.value, str)):
+        return set()
+    found: Set[str] = set()
+    for statement in parse_statements(text_node.value) or ():
+        if type(statement).__name__ != kind:
+            continue
+        if kind == "InsertStmt":
+            if getattr(statement, "onConflictClause", None) is None and statement.relation is not None:
+                found.add(statement.relation.relname)
+            continue
+        for node in sql_nodes(getattr(statement, "fromClause", None) or ()):
+            if type(node).__name__ == "RangeVar":
+                found.add(node.relname)
+    return found
 
 
 def _constructed_model(node: ast.AST, bindings: Dict[str, List[ast.AST]]) -> Optional[str]:
@@ -182,6 +209,9 @@ def _inserted_model(call: ast.Call, bindings: Dict[str, List[ast.AST]], facts: M
                 (facts.qualify(func) or "").startswith("sqlalchemy"):
             return _model_name(call.args[0])
         return None
+    if func.attr in _SQL_SENDS and call.args:
+        inserted = _sql_tables(call.args[0], "InsertStmt")  # ``INSERT INTO roles ...`` (no ON CONFLICT)
+        return next(iter(sorted(inserted)), None)
     if func.attr in _MANAGER_CREATES:
         if any(k.arg == "ignore_conflicts" for k in call.keywords):
             return None
@@ -365,6 +395,8 @@ class UnguardedStartupSeeding(Rule):
         (b".add_all(",),
         (b".save(", b".objects"),
         (b"insert(", b"select("),
+        # raw SQL: a SELECT of the rows, then an INSERT INTO the same table
+        (b"INSERT INTO", b"SELECT"), (b"insert into", b"select"),
     )
     skips_tests = True
     skips_migration_code = True

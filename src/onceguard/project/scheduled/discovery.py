@@ -11,7 +11,8 @@ from ...project.bindings import Bindings, own_module_name, own_module_names
 from ...project.claims import ClaimAnalyzer
 from ...project.handed_values import cases_of
 from ...analysis.applied_decorators import decorators
-from ...analysis.facts import FunctionNode, ModuleFacts, parent
+from ...analysis.facts import FunctionNode, ModuleFacts, parent, walk_no_nested_functions
+from ...analysis.handed import argument_for, positional_parameters
 from ...knowledge import schedulers as known
 from ...model import Related
 from ...analysis.names import dotted
@@ -565,12 +566,31 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             if every is None or not self._schedule_receiver(every):
                 continue
             for target, site, _, via in self.targets(call.args[0], None, call):
+                # ``.do(in_app_context, app, jobs.purge)``: a wrapper that calls what it is handed runs that work
+                target = self._handed_to_wrapper(target, call) or target
                 scheduled = Scheduled(known.SCHEDULE, "schedule.every(...)" + ("" if at is None else ".at(...)") + ".do",
                                       site, target, call, None, at)
                 scheduled.related.extend(via)
                 if at is not None and at.args and isinstance(_const(at.args[0]), str) and _HH_MM.match(at.args[0].value):
                     scheduled.wall_clock = True
                 self.add(scheduled)
+
+    def _handed_to_wrapper(self, target: Target, call: ast.Call) -> Optional[Target]:
+        """The project function ``.do(wrapper, *args)`` hands a wrapper that calls one of its parameters: the
+        argument given for that parameter (``schedule`` passes ``args`` to the job on each run)."""
+        function = target.function
+        if function is None:
+            return None
+        parameters = positional_parameters(function)
+        called = [n.func.id for n in walk_no_nested_functions(function) if isinstance(n, ast.Call)
+                  and isinstance(n.func, ast.Name) and n.func.id in parameters]
+        handing = ast.Call(func=call.func, args=call.args[1:], keywords=call.keywords)
+        for parameter in called:
+            expr = argument_for(handing, function, parameter)
+            work = self.resolve(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else None
+            if work is not None and (work.function is not None or work.claimed):
+                return work
+        return None
 
     def _schedule_receiver(self, every: ast.Call) -> bool:
         func = every.func
