@@ -550,18 +550,25 @@ def _loop_sites(config: Config, root: str) -> Dict[str, List[_LoopSite]]:
     cached = _loops_by_root.get(root)
     if cached is not None:
         return cached
-    found: Dict[str, List[_LoopSite]] = {}
     candidates = [path for path in project.files_mentioning("while", root) if _may_repeat(project.read_bytes(path))]
+    found = _sites_of(candidates, config, repeated_in)
+    _loops_by_root[root] = found
+    return found
+
+
+def _sites_of(candidates: List[str], config: Config, loops_of) -> Dict[str, List[_LoopSite]]:
+    """qualified container -> the loops ``loops_of(facts)`` finds over it (``(container, loop, ...)``) in the
+    candidate modules (the first ``_MAX_LOOP_FILES``, tests left out)."""
+    found: Dict[str, List[_LoopSite]] = {}
     for path in candidates[:_MAX_LOOP_FILES]:
         facts = project.module_facts(path, config)
         if facts is None or facts.context.is_test:
             continue
-        for container, loop in repeated_in(facts):
+        for container, loop, *_ in loops_of(facts):
             home = _home_of(container, facts)
             if home:
                 found.setdefault(container, []).append(
                     _LoopSite(loop.lineno, loop.col_offset, os.path.abspath(path), home))
-    _loops_by_root[root] = found
     return found
 
 
@@ -586,18 +593,9 @@ def _handing_sites(config: Config, root: str) -> Dict[str, List[_LoopSite]]:
     cached = _handing_by_root.get(root)
     if cached is not None:
         return cached
-    found: Dict[str, List[_LoopSite]] = {}
-    paths = sorted({path for method in _SCHEDULER_METHODS for path in project.files_mentioning(f".{method}(", root)})
-    candidates = [path for path in paths if _may_hand(project.read_bytes(path))]
-    for path in candidates[:_MAX_LOOP_FILES]:
-        facts = project.module_facts(path, config)
-        if facts is None or facts.context.is_test:
-            continue
-        for container, loop, _ in handed_in(facts):
-            home = _home_of(container, facts)
-            if home:
-                found.setdefault(container, []).append(
-                    _LoopSite(loop.lineno, loop.col_offset, os.path.abspath(path), home))
+    # (one pass over the project's files for every registration method, rather than one search per method)
+    candidates = [path for path in project.project_files(root) if _may_hand(project.read_bytes(path))]
+    found = _sites_of(candidates, config, handed_in)
     _handing_by_root[root] = found
     return found
 
@@ -612,6 +610,8 @@ _FOR_OVER_DOTTED = re.compile(rb"for\s+[^\n:]+?\s+in\s+[\w.(]+[\w)]\s*:")
 
 def _may_hand(source: bytes) -> bool:
     """A ``for`` over a name with a scheduler's registration method called in its body, as ``handed_in`` reads."""
+    if _SCHEDULER_CALL.search(source) is None:
+        return False
     for match in _FOR_OVER_DOTTED.finditer(source):
         if _SCHEDULER_CALL.search(source, match.end(), match.end() + _BODY_BYTES) is not None:
             return True

@@ -28,8 +28,6 @@ def takes_shared_items(function: FunctionNode, facts: ModuleFacts, depth: int = 
                        seen: Optional[Set[int]] = None) -> bool:
     """``function`` (or a project function it calls, ``depth`` calls deep) takes its items out of a shared Redis
     key in one atomic step."""
-    from .summaries import resolve
-
     seen = set() if seen is None else seen
     if id(function) in seen:
         return False
@@ -42,12 +40,18 @@ def takes_shared_items(function: FunctionNode, facts: ModuleFacts, depth: int = 
             return True
         if command == "pipeline" and _drains_in_one_step(node, function):
             return True
-    if depth <= 0:
-        return False
+    return depth > 0 and _a_callee(function, facts, lambda target, where: takes_shared_items(
+        target, where, depth - 1, seen))
+
+
+def _a_callee(function: FunctionNode, facts: ModuleFacts, asked) -> bool:
+    """``asked(def, its module)`` holds for a project function ``function`` calls (tests left out)."""
+    from .summaries import resolve
+
     for node in walk_no_nested_functions(function):
         if isinstance(node, ast.Call):
             for target, where in resolve(node, facts, function, by_name=False):
-                if not where.context.is_test and takes_shared_items(target, where, depth - 1, seen):
+                if not where.context.is_test and asked(target, where):
                     return True
     return False
 
@@ -60,7 +64,6 @@ def takes_rows(function: FunctionNode, facts: ModuleFacts, depth: int = _DEPTH,
     .returning(...)``), or deletes and returns them: each row goes to the one replica whose statement moved it."""
     from ..analysis.executed_sql import executed_sql
     from ..analysis.sql import updates_tested_state
-    from .summaries import resolve
 
     seen = set() if seen is None else seen
     if id(function) in seen:
@@ -76,14 +79,7 @@ def takes_rows(function: FunctionNode, facts: ModuleFacts, depth: int = _DEPTH,
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "returning" \
                 and _update_moves_its_rows(node.func.value):
             return True
-    if depth <= 0:
-        return False
-    for node in walk_no_nested_functions(function):
-        if isinstance(node, ast.Call):
-            for target, where in resolve(node, facts, function, by_name=False):
-                if not where.context.is_test and takes_rows(target, where, depth - 1, seen):
-                    return True
-    return False
+    return depth > 0 and _a_callee(function, facts, lambda target, where: takes_rows(target, where, depth - 1, seen))
 
 
 def _update_moves_its_rows(chain: ast.AST) -> bool:
