@@ -39,10 +39,6 @@ _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _PUTS: FrozenSet[str] = frozenset({"append", "appendleft", "add", "insert", "setdefault"})
 #: At most this many candidate loop modules are parsed for one project.
 _MAX_LOOP_FILES = 60
-#: The methods a scheduler object registers a function with (``scheduler.add_job(func, ...)``): a ``for`` that
-#: hands each item of a container to one makes the container a registry of that scheduler's jobs.
-_SCHEDULER_METHODS: FrozenSet[str] = frozenset(
-    r.method for registrations in known.METHODS.values() for r in registrations if not r.decorator)
 
 
 @dataclass(frozen=True)
@@ -334,40 +330,6 @@ def _qualified_container(loop: ast.For, facts: ModuleFacts, module: str) -> str:
     return f"{module}.{attribute}" if attribute and module else ""
 
 
-def handed_in(facts: ModuleFacts) -> List[Tuple[str, ast.AST, ast.Call]]:
-    """(qualified container, loop, call) for each ``for`` of this module that hands every item of a container (or
-    a part of it) to a scheduler's registration method: ``for name, trigger, fn in PLAN: scheduler.add_job(fn,
-    trigger, id=name)``. The scheduler runs the items; whether the receiver is a scheduler, and one whose runs
-    are coordinated, is for the job discovery to say (``scheduled_in`` of this module)."""
-    def build(_facts: ModuleFacts) -> List[Tuple[str, ast.AST, ast.Call]]:
-        found: List[Tuple[str, ast.AST, ast.Call]] = []
-        module = _module_name(facts)
-        for loop in facts.loops:
-            if not isinstance(loop, (ast.For, ast.AsyncFor)):
-                continue
-            items = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
-            for node in (n for statement in loop.body for n in [statement, *walk_no_nested_functions(statement)]):
-                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                        and node.func.attr in _SCHEDULER_METHODS and _hands_item(node, items)):
-                    qualified = _qualified_container(loop, facts, module)
-                    if qualified:
-                        found.append((qualified, loop, node))
-                    break
-        return found
-
-    return facts.cached("registries:handed", build)
-
-
-def _hands_item(call: ast.Call, items: Set[str]) -> bool:
-    """An argument of ``call`` is a loop item or a part of one (``fn``, ``entry.func``, ``entry["func"]``)."""
-    for argument in [*call.args, *(k.value for k in call.keywords)]:
-        while isinstance(argument, (ast.Attribute, ast.Subscript)):
-            argument = argument.value
-        if isinstance(argument, ast.Name) and argument.id in items:
-            return True
-    return False
-
-
 def _fanned_out(facts: ModuleFacts, loops: List[ast.While], module: str) -> Iterator[Tuple[str, ast.While]]:
     """One loop per entry: ``[create_task(_loop(job)) for job in REGISTRY]`` (or a ``for`` statement, a thread
     per entry) hands each item to a def of this module whose never-ending loop calls that parameter
@@ -583,41 +545,6 @@ def _home_of(container: str, facts: ModuleFacts) -> str:
 
 project.on_clear(_loops_by_root.clear)
 
-_handing_by_root: Dict[str, Dict[str, List[_LoopSite]]] = {}
-project.on_clear(_handing_by_root.clear)
-
-
-def _handing_sites(config: Config, root: str) -> Dict[str, List[_LoopSite]]:
-    """qualified container -> where a ``for`` hands its items to a scheduler's registration method, over the
-    project: only modules whose text calls such a method near a ``for`` over a name are parsed."""
-    cached = _handing_by_root.get(root)
-    if cached is not None:
-        return cached
-    # (one pass over the project's files for every registration method, rather than one search per method)
-    candidates = [path for path in project.project_files(root) if _may_hand(project.read_bytes(path))]
-    found = _sites_of(candidates, config, handed_in)
-    _handing_by_root[root] = found
-    return found
-
-
-_SCHEDULER_CALL = re.compile(rb"\.(?:" + rb"|".join(re.escape(m.encode()) for m in sorted(_SCHEDULER_METHODS))
-                             + rb")\(")
-
-
-#: ``for … in NAME:`` or ``for … in OWNER.attr:`` (and views or copies of them)
-_FOR_OVER_DOTTED = re.compile(rb"for\s+[^\n:]+?\s+in\s+[\w.(]+[\w)]\s*:")
-
-
-def _may_hand(source: bytes) -> bool:
-    """A ``for`` over a name with a scheduler's registration method called in its body, as ``handed_in`` reads."""
-    if _SCHEDULER_CALL.search(source) is None:
-        return False
-    for match in _FOR_OVER_DOTTED.finditer(source):
-        if _SCHEDULER_CALL.search(source, match.end(), match.end() + _BODY_BYTES) is not None:
-            return True
-    return False
-
-
 def repeated_registry(relative: str, facts: ModuleFacts) -> Optional[RepeatedRegistry]:
     """The loop that calls the items of the container ``relative`` of ``facts``'s module (``JOBS``,
     ``Class.jobs``), when it runs in every replica: a loop of this module, else (CLI) one anywhere in the
@@ -639,26 +566,9 @@ def repeated_registry(relative: str, facts: ModuleFacts) -> Optional[RepeatedReg
         where = runs(loop, loop_facts)
         if where.every_replica:
             return RepeatedRegistry(container, loop, loop_facts.enclosing_function(loop), loop_facts, where)
-    return _handed_registry(spellings, facts)
+    from .scheduler_handoffs import handed_registry
 
-
-def _handed_registry(spellings: Set[str], facts: ModuleFacts) -> Optional[RepeatedRegistry]:
-    """The ``for`` that hands each item of the container to a scheduler (this module's, else one anywhere in the
-    project that imports it); where the scheduler runs its jobs is the job discovery's to say."""
-    handed = [(name, loop, call, facts) for name, loop, call in handed_in(facts) if name in spellings]
-    if not handed and facts.context.cross_file:
-        sites = _handing_sites(facts.config, _project_root(facts.config, facts))
-        for container in sorted(spellings & set(sites)):
-            for site in sites[container]:
-                loop_facts = project.module_facts(site.path, facts.config)
-                if loop_facts is None or loop_facts is facts:
-                    continue
-                handed.extend((name, loop, call, loop_facts) for name, loop, call in handed_in(loop_facts)
-                              if name == container and (loop.lineno, loop.col_offset) == (site.line, site.column))
-    for container, loop, call, loop_facts in handed:
-        return RepeatedRegistry(container, loop, loop_facts.enclosing_function(loop), loop_facts, Runs(),
-                                hands_to=call)
-    return None
+    return handed_registry(spellings, facts)
 
 
 def _registering_function(reference: ast.AST, qualified: str,
@@ -736,7 +646,9 @@ def registering_words(config: Config, root: str = "") -> Tuple[bytes, ...]:
 
 def _registering_words(config: Config, root: str) -> Tuple[bytes, ...]:
     words: Set[bytes] = set()
-    repeated = list(_loop_sites(config, root).items()) + list(_handing_sites(config, root).items())
+    from .scheduler_handoffs import handing_sites
+
+    repeated = list(_loop_sites(config, root).items()) + list(handing_sites(config, root).items())
     for container, sites in repeated:
         for home in {site.home for site in sites}:
             facts = project.module_facts(home, config)
@@ -754,6 +666,8 @@ def registering_names(facts: ModuleFacts) -> Set[str]:
     names = {word.decode() for word in registering_words(facts.config, _project_root(facts.config, facts))} \
         if facts.context.cross_file else set()
     modules = _module_names(facts)
+    from .scheduler_handoffs import handed_in
+
     containers = [container for container, _ in repeated_in(facts)] + [c for c, _, _ in handed_in(facts)]
     local = {_relative(container, facts) for container in containers
              if any(container.startswith(module + ".") for module in modules)}
