@@ -196,7 +196,9 @@ RAW_DELETE: FrozenSet[str] = frozenset({"DEL", "UNLINK"})
 
 #: Words in a key (split on ``:``, ``_``, ``-``, ``.``, ``/`` and camelCase) that make it a lock by its own
 #: name.  Not "locked": ``locked:{user_id}`` is an account lockout flag, not a mutex.
-LOCK_KEY_WORDS: FrozenSet[str] = frozenset({"lock", "locks", "mutex", "lease", "leader"})
+LOCK_KEY_WORDS: FrozenSet[str] = frozenset({"lock", "locks", "mutex"})
+#: Words that name a lock in a key only as its last word (``lease:{id}``, ``scheduler:leader``, ``leader-election``).
+LOCK_KEY_NOUNS: FrozenSet[str] = frozenset({"lease", "leases", "leader", "election"})
 
 #: Clock readings: a release under ``if time.monotonic() < deadline:`` runs only while the lease it took is
 #: still its own (the deadline is the TTL from the acquire, less a margin).

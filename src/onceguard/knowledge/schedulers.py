@@ -37,6 +37,9 @@ TORNADO_PERIODIC = "Tornado PeriodicCallback"
 #: Families that run ONE scheduler by design (Celery beat, rq-scheduler's daemon lock,
 #: django-celery-beat's beat): reported only with ``single-scheduler = false``.
 SINGLE_SCHEDULER_FAMILIES: FrozenSet[str] = frozenset({CELERY_BEAT, RQ_SCHEDULER, DJANGO_CELERY_BEAT})
+#: ``app.add_task(coro)`` on a web app that runs background tasks in each server process (Sanic).
+APP_ADD_TASK = "add_task"
+TASK_RUNNING_APPS: FrozenSet[str] = frozenset({"sanic.Sanic", "sanic.app.Sanic"})
 #: Schedulers that keep registrations in a shared store under an id each call makes up unless given one
 #: (rq-scheduler's ``cron``/``schedule``): family -> the keyword that fixes the id.
 ID_KEYED_STORES: Dict[str, str] = {RQ_SCHEDULER: "id"}

@@ -17,6 +17,17 @@ ON_STARTUP_KEYWORDS = frozenset({"on_startup"})
 STARTUP_LISTS = frozenset({"on_startup", "cleanup_ctx"})
 #: Flask: decorators whose function runs before the first request.
 BEFORE_FIRST_REQUEST = frozenset({"before_first_request"})
+#: Decorators (method names on an app object) whose function runs as each server process starts: Quart's
+#: ``@app.before_serving`` / ``@app.while_serving``, Sanic's ``@app.before_server_start`` / ``@app.after_server_start``
+#: / ``@app.main_process_start``.
+SERVING_HOOK_DECORATORS = frozenset({
+    "before_serving", "while_serving", "before_server_start", "after_server_start", "main_process_start",
+    "main_process_ready",
+})
+#: Sanic's ``@app.listener("after_server_start")``: the event names that mean a server process starts.
+LISTENER_DECORATORS = frozenset({"listener"})
+SERVING_EVENTS = frozenset({"before_server_start", "after_server_start", "main_process_start",
+                            "main_process_ready"})
 #: App factories by convention.
 APP_FACTORY_NAMES = frozenset({"create_app", "make_app", "build_app", "get_application", "create_application"})
 #: Django: ``AppConfig.ready`` runs in every process that loads the app registry.

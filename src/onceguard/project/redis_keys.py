@@ -17,14 +17,24 @@ _MAX_TEXT_DEPTH = 6
 
 
 
-def key_names_a_lock(key: Optional[ast.AST], facts: ModuleFacts) -> bool:
+def key_names_a_lock(key: Optional[ast.AST], facts: ModuleFacts, taken_with_nx: bool = False) -> bool:
     """``"lock:report"``, ``f"{job}:lock"``, ``self.lock_key`` holding ``"lease:..."``: the key's own text calls it
     a lock.  The names of the variables that hold or build it do not count (``lock_name``, ``LOCK_KEY``): a
     name is a guess, the stored key is what every replica sees."""
     if key is None:
         return False
     text = key_text(key, facts)
-    return text is not None and any(word in known.LOCK_KEY_WORDS for word in words(text))
+    if text is None:
+        return False
+    said = [word for word in words(text) if word]
+    if any(word in known.LOCK_KEY_WORDS for word in said):
+        return True
+    # ``lease`` and ``leader`` are also nouns of a domain (a rental lease, a leaderboard): they name a lock when
+    # the key ends with one (``scheduler:leader``, ``lease:{}``) or is taken only if absent (``setnx``), not in a
+    # key a later part says holds something else and nothing takes (``lease:{}:balance``)
+    if taken_with_nx:
+        return any(word in known.LOCK_KEY_NOUNS for word in said)
+    return bool(said) and said[-1] in known.LOCK_KEY_NOUNS
 
 
 def key_text(node: ast.AST, facts: ModuleFacts, depth: int = 0) -> Optional[str]:

@@ -230,6 +230,11 @@ class StartupMap:
                     self._mark(function, "startup event handler")
                 elif name in known.BEFORE_FIRST_REQUEST:
                     self._mark(function, "Flask before_first_request hook")
+                elif name in known.SERVING_HOOK_DECORATORS and isinstance(target, ast.Attribute):
+                    self._mark(function, f"{name} hook")
+                elif name in known.LISTENER_DECORATORS and call and call.args \
+                        and _is_const(call.args[0], known.SERVING_EVENTS):
+                    self._mark(function, f"{call.args[0].value} listener")
                 elif name == "connect" and isinstance(target, ast.Attribute):
                     qualified = facts.qualify(target.value) or ""
                     if qualified in known.CELERY_STARTUP_SIGNALS:

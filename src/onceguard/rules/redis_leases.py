@@ -199,6 +199,8 @@ class Leases:
     releases: List[Release]
     locks: List[Acquire]  # acquires whose use shows they take a lock
     lock_keys: Dict[tuple, Acquire]
+    #: keys the module takes only if absent (SET NX, SETNX, ``add``), whatever their use
+    nx_keys: Dict[tuple, Acquire]
 
     @classmethod
     def of_module(cls, facts: ModuleFacts) -> "Leases":
@@ -208,10 +210,12 @@ class Leases:
     def _build(cls, facts: ModuleFacts) -> "Leases":
         acquires = _find_acquires(facts)
         releases = _find_releases(facts)
-        leases = cls(releases, [], {})
+        leases = cls(releases, [], {}, {})
         for acquire in acquires:
             if per_process(acquire.handle, facts):
                 continue
+            if acquire.nx:
+                leases.nx_keys.setdefault(acquire.identity, acquire)
             if leases.is_lock(acquire, facts):
                 leases.locks.append(acquire)
                 leases.lock_keys.setdefault(acquire.identity, acquire)
@@ -230,12 +234,14 @@ class Leases:
         if acquire.nx:
             if self._released_after(acquire, facts):
                 return True
-            if any(r.identity == acquire.identity and _names_a_release(r, facts) for r in self.releases):
+            if any(r.identity == acquire.identity and _names_a_release(r, facts, taken_with_nx=True)
+                   for r in self.releases):
                 return True
             # SETNX then EXPIRE whose result guards work is a lease whatever its name; an NX key that is only
             # tested is a run-once marker (and may well be meant to stay) unless its text calls it a lock.
             tested = result_tested(acquire.call, facts)
-            return tested and (acquire.two_step_expiry is not None or key_names_a_lock(acquire.key, facts))
+            return tested and (acquire.two_step_expiry is not None
+                               or key_names_a_lock(acquire.key, facts, taken_with_nx=True))
         # A plain SET is a lock only when its absence was checked first, it stores a marker (not the value the
         # caller reads back) and it is dropped again when the work is done: by the same function, or by a
         # release of the same object (``wait_and_take()`` sets ``self.key``, ``release()`` deletes it).
@@ -262,9 +268,9 @@ def _answers_whether_taken(acquire: Acquire, facts: ModuleFacts) -> bool:
     return answers == {True, False}
 
 
-def _names_a_release(release: Release, facts: ModuleFacts) -> bool:
+def _names_a_release(release: Release, facts: ModuleFacts, taken_with_nx: bool = False) -> bool:
     """A delete somewhere else is a release when its key's text calls it a lock or its function says so."""
-    if key_names_a_lock(release.key, facts):
+    if key_names_a_lock(release.key, facts, taken_with_nx):
         return True
     function = facts.enclosing_function(release.call)
     return function is not None and bool(set(words(function.name)) & known.RELEASE_WORDS)
@@ -438,7 +444,8 @@ class UnsafeLeaseRelease(Rule):
         for release in leases.releases:
             if release.judged_at_callers:
                 continue
-            if release.identity not in leases.lock_keys and not key_names_a_lock(release.key, facts):
+            if release.identity not in leases.lock_keys and not key_names_a_lock(
+                    release.key, facts, taken_with_nx=release.identity in leases.nx_keys):
                 continue
             if per_process(release.handle, facts):
                 continue
@@ -466,8 +473,7 @@ class UnsafeLeaseRelease(Rule):
                        "to start the same work. ")
             yield self.finding(release.call, hazard, why + _release_suggestion(release.handle))
         # (a key taken with NX and renewed elsewhere is a lease whatever releases it)
-        taken = {a.identity: a for a in _find_acquires(facts) if a.nx and not per_process(a.handle, facts)}
-        yield from unsafe_renewals(self, facts, taken)
+        yield from unsafe_renewals(self, facts, leases.nx_keys)
 
 
 def _release_suggestion(handle: Handle) -> str:

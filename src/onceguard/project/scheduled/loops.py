@@ -84,7 +84,7 @@ class LoopRegistrations:
     def _tickers(self) -> None:
         facts = self.facts
         startup = None
-        for name in ("create_task", "ensure_future", "start_soon", "Thread"):
+        for name in ("create_task", "ensure_future", "start_soon", "add_task", "Thread"):
             for call in facts.calls_by_name.get(name, ()):
                 family, target_expr = self._ticker_start(call, name)
                 if target_expr is None:
@@ -128,15 +128,20 @@ class LoopRegistrations:
         function = self.facts.enclosing_function(call)
         if function is None or self.facts.enclosing_function(function) is not None:
             return None, False
-        for site, other in project_callers(function, self.facts):
-            if other is self.facts or other.context.is_test:
-                continue
+        callers = [(site, other) for site, other in project_callers(function, self.facts)
+                   if other is not self.facts and not other.context.is_test]
+        for site, other in callers:
             # (two calls further at most: start-up code that starts a ticker through a longer chain of helpers
             # is rare, and each hop reads the callers of a function across the project)
             reach = runs(site, other, startup_only=True, max_hops=2)
             if reach.every_replica:
                 gated = process_roles.dedicated_gate(site, other) is not None
                 return f"{reach.reason}, through `{function.name}()`", gated
+        if not callers:
+            # handed to another module's start-up hook rather than called (``app.on_startup.append(start)``)
+            reach = runs(call, self.facts, startup_only=True, max_hops=2)
+            if reach.every_replica:
+                return f"{reach.reason}, through `{function.name}()`", False
         return None, False
 
     def _handed_work(self, call: ast.Call, name: str, function: FunctionNode, loop: ast.While) -> Optional[Target]:
@@ -186,6 +191,10 @@ class LoopRegistrations:
                     started = True
                 elif name in known.TASK_GROUP_METHODS and origin_name in known.TASK_GROUPS:
                     started = True
+                elif name == known.APP_ADD_TASK and origin_name in known.TASK_RUNNING_APPS:
+                    started = True
+            elif name == known.APP_ADD_TASK and self._app_parameter(call.func.value):
+                started = True  # ``app.add_task(...)`` on the app a Sanic listener is handed
         if not started:
             return known.ASYNCIO_TICKER, None
         argument = call.args[0]
@@ -196,6 +205,15 @@ class LoopRegistrations:
         if isinstance(argument, ast.Call):
             return known.ASYNCIO_TICKER, argument.func
         return known.ASYNCIO_TICKER, None
+
+    def _app_parameter(self, receiver: ast.AST) -> bool:
+        """``receiver`` is a parameter annotated with an app class that runs tasks (``app: Sanic``)."""
+        function = self.facts.enclosing_function(receiver)
+        if not isinstance(receiver, ast.Name) or function is None:
+            return False
+        arguments = function.args.posonlyargs + function.args.args + function.args.kwonlyargs
+        return any(a.arg == receiver.id and a.annotation is not None
+                   and (self.facts.qualify(a.annotation) or "") in known.TASK_RUNNING_APPS for a in arguments)
 
     def _sleep_call(self, node: ast.AST, facts: Optional[ModuleFacts] = None) -> bool:
         return is_pause(node, facts or self.facts)
@@ -311,9 +329,14 @@ class LoopRegistrations:
             same = (found is not None and found.function is function) or (
                 isinstance(target_expr, ast.Name) and target_expr.id == function.name
                 and facts.enclosing_function(function) is not None)
-            if not same or self._started_only_by_operators(function):
+            # ``_arm()`` makes ``Timer(60, _tick)`` and ``_tick`` calls ``_arm()`` when done: the two re-arm each
+            # other, and the work is ``_tick``'s
+            job = function if same else (found.function if found is not None and found.function is not None
+                                         and not found.foreign and _calls_by_name(found.function, function.name)
+                                         else None)
+            if job is None or self._started_only_by_operators(function):
                 continue
-            scheduled = Scheduled(known.TIMER, dotted(call.func) or "Timer", call, self._local(function), call)
+            scheduled = Scheduled(known.TIMER, dotted(call.func) or "Timer", call, self._local(job), call)
             scheduled.skip = self._is_timer_statement
             self.add(scheduled)
 
@@ -358,3 +381,8 @@ class LoopRegistrations:
                 for t in statement.targets):
             return True
         return False
+
+
+def _calls_by_name(function: FunctionNode, name: str) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+               for n in walk_no_nested_functions(function))

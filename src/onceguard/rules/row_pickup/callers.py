@@ -34,7 +34,7 @@ def runs_claimed(function: FunctionNode, facts: ModuleFacts, depth: int = 0) -> 
         return cache[key]
     cache[key] = False  # recursion guard
     analyzer = ClaimAnalyzer.of_module(facts, _resolver if facts.context.cross_file else None)
-    result = analyzer.lead(function).claimed
+    result = analyzer.lead(function).claimed or _scheduled_once(function, facts)
     if not result and depth < 3:
         callers = [(c, facts) for c in facts.calls_named(function.name) if _calls_function(c, function, facts)]
         if facts.context.cross_file and facts.enclosing_function(function) is None:
@@ -179,3 +179,11 @@ def _returns_row_count(function: FunctionNode) -> bool:
                 isinstance(n, ast.Attribute) and n.attr == "rowcount" for n in walk(node.value)):
             return True
     return False
+
+
+def _scheduled_once(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """A scheduled job the deployment runs once per tick (one scheduling process): one run at a time, as a
+    claimed one is; asked of the function and, through ``runs_claimed``, of the callers of a helper."""
+    from ...project.scheduled.discovery import scheduled_once
+
+    return scheduled_once(function, facts)
