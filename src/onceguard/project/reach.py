@@ -594,7 +594,7 @@ def _runs(node: ast.AST, facts: ModuleFacts, ask: _Ask, hops: int, seen: Set[int
             return Runs(found.where, found.reason, entry, found.calls + (step,))
         any_caller, operator_only = True, operator_only and found.operator
     if not any_caller:
-        handed = _handed_to_startup_elsewhere(function, facts)
+        handed = handed_to_startup_elsewhere(function, facts)
         if handed is not None:
             return handed
     if not any_caller:
@@ -672,7 +672,7 @@ _HOOK_WORDS = tuple(word.encode() for word in (*known.ON_STARTUP_KEYWORDS, *know
                                                  *known.STARTUP_LISTS, "add_event_handler"))
 
 
-def _handed_to_startup_elsewhere(function: FunctionNode, facts: ModuleFacts) -> Optional[Runs]:
+def handed_to_startup_elsewhere(function: FunctionNode, facts: ModuleFacts) -> Optional[Runs]:
     """A start-up hook of another module of the project handed ``function`` by name, without calling it
     (``Litestar(on_startup=[init_db])``, ``app.add_event_handler("startup", init_db)``, ``FastAPI(lifespan=
     lifespan)``, with the function imported from here)."""

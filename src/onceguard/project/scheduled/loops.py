@@ -139,8 +139,10 @@ class LoopRegistrations:
                 return f"{reach.reason}, through `{function.name}()`", gated
         if not callers:
             # handed to another module's start-up hook rather than called (``app.on_startup.append(start)``)
-            reach = runs(call, self.facts, startup_only=True, max_hops=2)
-            if reach.every_replica:
+            from ...project.reach import handed_to_startup_elsewhere
+
+            reach = handed_to_startup_elsewhere(function, self.facts)
+            if reach is not None:
                 return f"{reach.reason}, through `{function.name}()`", False
         return None, False
 
