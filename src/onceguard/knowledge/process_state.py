@@ -121,7 +121,9 @@ LOCK_TRIGGERS = (b"Lock(", b"Condition(", b"Lock as ", b"Condition as ")
 CACHE_TRIGGERS = (b"TTLCache", b"LRUCache", b"LFUCache", b"TLRUCache", b"FIFOCache", b"RRCache",
                   b"SimpleCache", b"NullCache", b"LocMemCache", b"CACHE_TYPE",
                   (b"django.core.cache", b".add("), (b"django.core.cache", b".incr("),
-                  (b"django.core.cache", b".decr("))
+                  (b"django.core.cache", b".decr("),
+                  # a process memo cleared by request code, as if every replica's were
+                  b".cache_clear()")
 #: OG608 needs both an empty container made somewhere in the file and a write that accumulates into state (a
 #: count, a clock reading, a member added, an item set): every pair is a trigger.
 STATE_CONTAINER_BYTES = (b"= {}", b"set()", b"defaultdict(", b"Counter(", b"{} for ", b"dict()", b"OrderedDict(",

@@ -24,7 +24,25 @@ def minted_key(node: ast.AST, facts: ModuleFacts) -> bool:
         keys = [node.args[0]]  # ``cache.set(key, value)``
     else:
         return False
-    return any(_mints(part, facts) for key in keys for part in _key_parts(key, facts))
+    if any(_mints(part, facts) for key in keys for part in _key_parts(key, facts)):
+        return True
+    # ``def begin(upload_id): _paths[upload_id] = ...`` called with ``uuid.uuid4().hex`` by a route: the caller
+    # mints the key the entry is stored under
+    return facts.context.cross_file and any(_minted_by_callers(key, node, facts) for key in keys)
+
+
+def _minted_by_callers(key: ast.AST, node: ast.AST, facts: ModuleFacts) -> bool:
+    from ..analysis.handed import argument_for, parameter_names
+    from .fixed_arguments import callers_of
+
+    function = facts.enclosing_function(node)
+    if function is None or not isinstance(key, ast.Name) or key.id not in parameter_names(function, receiver=False):
+        return False
+    for call, other in callers_of(function, facts):
+        given = argument_for(call, function, key.id)
+        if given is not None and any(_mints(part, other) for part in _key_parts(given, other)):
+            return True
+    return False
 
 
 def _key_parts(key: ast.AST, facts: ModuleFacts) -> List[ast.AST]:

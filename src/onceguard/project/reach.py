@@ -333,7 +333,8 @@ class Reach:
                     continue
                 if (last in known.ROUTE_DECORATORS and isinstance(decorator, ast.Call) and decorator.args
                         and isinstance(decorator.args[0], ast.Constant) and isinstance(decorator.args[0].value, str)
-                        and decorator.args[0].value.startswith("/")):
+                        and (decorator.args[0].value.startswith("/") or decorator.args[0].value == "")):
+                    # (``@router.post("")``: the router's own prefix is the path)
                     mark(function, f"in the request handler {function.name}()")
                 elif last in known.JOB_DECORATORS or qualified.rsplit(".", 1)[-1] in known.JOB_DECORATORS:
                     mark(function, f"in the job {function.name}()")  # (also imported under another name)

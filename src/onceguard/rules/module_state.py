@@ -264,13 +264,16 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
     if not decisions and not found.of_kind("read"):
         return None
     counters, fields = _counter_fields(found)
-    if counters and decisions:
+    # A helper that answers the comparison (``def is_locked(user): return _failures[user] >= LIMIT``) decides
+    # through its caller, which acts on the answer (refuses the login).
+    answers = [a for a in found.of_kind("read") if _returns_comparison(a)] if counters else []
+    if counters and (decisions or answers):
         # Counted, compared with a limit (the test may only set a "blocked" mark), and the state decides.
         functions = {id(a.function): a.function for a in found.items if a.function is not None}
         limits = [state.Access(node, function, "test") for function in functions.values()
                   for node in state.state_nodes(function, facts) if isinstance(node, _TESTS)]
-        if any(_compares_field(test, matcher, fields) for test in limits):
-            compared = [d for d in decisions if _compares_field(d, matcher, fields)] or decisions
+        if any(_compares_field(test, matcher, fields) for test in limits) or answers:
+            compared = [d for d in decisions + answers if _compares_field(d, matcher, fields)] or decisions + answers
             return _Finding("counter", counters[0], compared[0])
     for clock in found.of_kind(state.WRITE_CLOCK):
         field = {state.field_of(_target(clock.node))}
@@ -314,6 +317,11 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
                         and request.runs(reader.function, receivers, binding=follow) is not None:
                     return _Finding("registry", record, reader, elsewhere=minted)
     return None
+
+
+def _returns_comparison(access: state.Access) -> bool:
+    """The access is a ``return`` of a comparison (``return _failures[key] >= LIMIT``)."""
+    return isinstance(access.node, ast.Return) and isinstance(access.node.value, ast.Compare)
 
 
 def _decides_only_process_work(finding: _Finding, binding: state.Binding, facts: ModuleFacts) -> bool:

@@ -230,6 +230,41 @@ def _once_only_markers(name: str, facts: ModuleFacts) -> List[ast.AST]:
     return found
 
 
+#: Decorators that memoise a function's answers in process memory.
+_MEMO_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "lru_cache", "cache"})
+#: Calls by which a memoised function reads what the replicas share (SQL, an ORM query, a cache server).
+_SHARED_READS = frozenset({"execute", "scalars", "scalar", "query", "fetch", "fetchrow", "fetchall", "objects",
+                           "hgetall", "get_many", "filter", "all"})
+
+
+def _memoised_function(reference: ast.AST, facts: ModuleFacts):
+    """(def, its module) of an ``lru_cache``-decorated function ``reference`` names, here or (CLI) imported."""
+    from ..analysis.applied_decorators import decorators
+    from ..project import index as project
+
+    found = None
+    if isinstance(reference, ast.Name) and not facts.imports.is_imported(reference.id):
+        function = next((f for f in facts.functions_by_name.get(reference.id, ())
+                         if facts.enclosing_function(f) is None), None)
+        found = (function, facts) if function is not None else None
+    elif facts.context.cross_file and isinstance(reference, (ast.Name, ast.Attribute)):
+        qualified = facts.qualify(reference) or ""
+        found = project.find_function(qualified, facts.config, project.roots_for(facts)) if "." in qualified else None
+    if found is None:
+        return None
+    function, where = found
+    for decorator in decorators(function, where):
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if (where.qualify(target) or "") in _MEMO_DECORATORS:
+            return function, where
+    return None
+
+
+def _reads_shared_data(function, facts: ModuleFacts) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _SHARED_READS
+               or isinstance(n, ast.Attribute) and n.attr == "objects" for n in walk(function))
+
+
 @register
 class PerProcessCacheCoordination(Rule):
     code = "OG607"
@@ -246,6 +281,36 @@ class PerProcessCacheCoordination(Rule):
         yield from self._stores(facts)
         yield from self._coordination(facts)
         yield from self._markers(facts)
+        yield from self._cleared_memos(facts)
+
+    def _cleared_memos(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        """``get_flags.cache_clear()`` in request or job code, ``get_flags`` an ``lru_cache`` memo of what the
+        database holds: the change it follows is seen at once by this process only; every other replica keeps
+        serving its own copy until it restarts."""
+        reach = None
+        for call in facts.calls_named("cache_clear"):
+            func = call.func
+            if not isinstance(func, ast.Attribute) or call.args:
+                continue
+            memo = _memoised_function(func.value, facts)
+            if memo is None or not _reads_shared_data(*memo):
+                continue
+            function = facts.enclosing_function(call)
+            reach = reach or Reach.of_module(facts)
+            if function is None or not reach.is_request_or_job(function):
+                continue
+            name = memo[0].name
+            yield self.finding(
+                call,
+                f"`{name}.cache_clear()` empties only this process's memo of `{name}()`, so every other replica "
+                "keeps serving the value it cached before the change.",
+                "An `lru_cache` lives in each worker process of each replica; clearing it here refreshes one of "
+                "them. Read the value from the shared store each time (a Redis hash, the database), or cache it "
+                "with a short TTL and accept that long a delay, or publish the change (Redis pub/sub) to a "
+                "listener in every replica that clears its own memo.",
+                related=[Related(memo[1].context.path, memo[0].lineno, memo[0].col_offset + 1,
+                                 f"`{name}` is memoised in process memory here")],
+            )
 
     def _markers(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         """``if key in seen: return False`` ... ``seen[key] = ...``: an ``add`` written out, a once-only marker."""
