@@ -15,7 +15,7 @@ from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
 from ..knowledge import schema as schema_known
 from ..knowledge import lock_libraries as lock_known
-from ..project.fixed_arguments import fixed_at_callers
+from ..project.fixed_arguments import callers_of, fixed_at_callers
 from ..project.forwarding import forwarded
 from ..project.lock_libraries import LibraryLock, library_locks, spells_lock_library, spin_waits
 from ..project.locked_sections import jobs_entering
@@ -126,6 +126,26 @@ def _runs_migrations(scope: Optional[ast.AST], facts: ModuleFacts) -> bool:
     return any(scope in ancestors(write.call) for write in schema_writes(facts))
 
 
+def _start_up_only(use: LockUse, facts: ModuleFacts) -> bool:
+    """The lock is taken by start-up code every replica runs once as it boots (a lifespan's backfill), and by no
+    request or job: the replicas queue once per deploy and the later ones find the work done."""
+    from ..project.reach import Reach, runs
+
+    from ..project.scheduled.discovery import scheduled_by_all
+
+    scope = use.scope
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or Reach.of_module(facts).is_request_or_job(scope):
+        return False
+    if scheduled_by_all(scope, facts):
+        return False  # repeated by a scheduler: a job, whatever starts it
+    for call, other in callers_of(scope, facts):
+        caller = other.enclosing_function(call)
+        if any(isinstance(above, ast.While) for above in ancestors(call)) or (
+                caller is not None and scheduled_by_all(caller, other)):
+            return False  # called on each pass of a loop, or by a job: repeated work
+    return runs(use.call, facts, startup_only=True).every_replica
+
+
 @register
 class BlockingLockInJob(Rule):
     code = "OG103"
@@ -159,6 +179,8 @@ class BlockingLockInJob(Rule):
                 continue  # a critical section: every caller's block must run, one at a time
             if _runs_migrations(use.scope, facts):
                 continue  # a migration runner wherever it lives: pods should wait for each other there
+            if _start_up_only(use, facts):
+                continue  # one-off start-up work (a backfill): pods wait their turn, as for migrations
             instead = "pg_try_advisory_xact_lock" if not function.session else "pg_try_advisory_lock"
             if callers:
                 yield self._helper_finding(use, callers, instead)

@@ -68,6 +68,16 @@ def _is_session_object(handle: Handle) -> bool:
         db.SESSION_CONNECTION, "PooledPostgresqlDatabase", "PooledPostgresqlExtDatabase")
 
 
+def _last_in_block(call: ast.Call, block: ast.AST) -> bool:
+    """The lock is the block's last statement: nothing it could guard runs before the block ends, so it is
+    meant for what comes after (``def _lock(): with engine.connect() as c: c.execute("SELECT pg_advisory_lock…")``)."""
+    body = getattr(block, "body", None)
+    if not body:
+        return False
+    last = body[-1]
+    return any(node is call for node in walk(last)) and not isinstance(last, (ast.If, ast.For, ast.While, ast.Try))
+
+
 def session_text(use: LockUse) -> Optional[str]:
     """The Session a lock runs through: ``db`` for ``conn = await db.connection(); conn.execute(...)``."""
     handle = use.handle
@@ -457,7 +467,8 @@ class SessionLockOnPool(Rule):
                             None)
         if scope.handle.closes_on_release:
             later_unlock = None  # the lock ended with the closed connection: a later unlock is a no-op, not a leak
-        if later_unlock is None and not scope.result_leaves(use.call, use.scope):
+        if later_unlock is None and not scope.result_leaves(use.call, use.scope) \
+                and not _last_in_block(use.call, scope.block):
             return None  # the work, if any, is inside the block: the lock ends with it
         if scope.handle.closes_on_release:
             ending = "closes the connection, and the lock dies with it"

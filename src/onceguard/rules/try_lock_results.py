@@ -168,7 +168,9 @@ def _names_its_def(call: ast.Call, facts: ModuleFacts) -> bool:
     if isinstance(func, ast.Name):
         return True
     head = func.value if isinstance(func, ast.Attribute) else None
-    return isinstance(head, ast.Name) and (head.id == "self" or facts.imports.is_module(head.id))
+    # (``from . import locks`` binds a module too, whatever the import's spelling says)
+    return isinstance(head, ast.Name) and (head.id == "self" or facts.imports.is_module(head.id)
+                                           or facts.imports.is_imported(head.id))
 
 
 def _dropped_helper_answers(facts: ModuleFacts) -> Iterator[ast.Call]:
