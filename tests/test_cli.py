@@ -15,12 +15,14 @@ HAZARD = textwrap.dedent(
         await pool.execute("SELECT pg_advisory_lock(42)")
     """
 )
+# (its function has a name of its own: a job's verdict reads the project's callers of the job's name, and a file
+# holding a def of that name is a dependency of the job's file, re-checked with it)
 CLEAN = textwrap.dedent(
     """\
     import asyncpg
 
 
-    async def nightly(pool: asyncpg.Pool):
+    async def purge_sessions(pool: asyncpg.Pool):
         async with pool.acquire() as conn:
             async with conn.transaction():
                 if not await conn.fetchval("SELECT pg_try_advisory_xact_lock(42)"):
