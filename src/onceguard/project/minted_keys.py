@@ -24,11 +24,16 @@ def minted_key(node: ast.AST, facts: ModuleFacts) -> bool:
         keys = [node.args[0]]  # ``cache.set(key, value)``
     else:
         return False
-    if any(_mints(part, facts) for key in keys for part in _key_parts(key, facts)):
-        return True
-    # ``def begin(upload_id): _paths[upload_id] = ...`` called with ``uuid.uuid4().hex`` by a route: the caller
-    # mints the key the entry is stored under
-    return facts.context.cross_file and any(_minted_by_callers(key, node, facts) for key in keys)
+    return any(_mints(part, facts) for key in keys for part in _key_parts(key, facts))
+
+
+def minted_by_callers(node: ast.AST, facts: ModuleFacts) -> bool:
+    """``def begin(upload_id): _paths[upload_id] = ...`` called with ``uuid.uuid4().hex`` by a route: the callers
+    mint the key the entry is stored under (command line only; asked after the cheaper questions)."""
+    if not facts.context.cross_file or not isinstance(node, (ast.Assign, ast.AnnAssign)):
+        return False
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return any(_minted_by_callers(t.slice, node, facts) for t in targets if isinstance(t, ast.Subscript))
 
 
 def _minted_by_callers(key: ast.AST, node: ast.AST, facts: ModuleFacts) -> bool:
@@ -38,11 +43,40 @@ def _minted_by_callers(key: ast.AST, node: ast.AST, facts: ModuleFacts) -> bool:
     function = facts.enclosing_function(node)
     if function is None or not isinstance(key, ast.Name) or key.id not in parameter_names(function, receiver=False):
         return False
+    # (read only when a file of the project both names the function and mints a key: most never do)
+    from . import index as project
+
+    root = project.search_root(facts)
+    minting = {path for word in _MINT_WORDS for path in project.files_mentioning(word, root)}
+    candidates = minting.intersection(project.files_mentioning(function.name, root))
+    own = facts.context.path
+    # (a caller that mints the key spells both the function and the minting call, within a few lines)
+    if not any(path == own or _mints_near_a_call(project.read_bytes(path), function.name) for path in candidates):
+        return False
     for call, other in callers_of(function, facts):
         given = argument_for(call, function, key.id)
         if given is not None and any(_mints(part, other) for part in _key_parts(given, other)):
             return True
     return False
+
+
+def _mints_near_a_call(source: bytes, name: str) -> bool:
+    """A call of ``name`` within a few lines after a minting call (``upload_id = uuid.uuid4().hex`` …
+    ``uploads.begin(upload_id)``)."""
+    called = (name + "(").encode()
+    for word in _MINT_WORDS:
+        at = source.find((word + "(").encode())
+        while at != -1:
+            if called in source[at:at + _NEAR_BYTES]:
+                return True
+            at = source.find((word + "(").encode(), at + 1)
+    return False
+
+
+#: How far after the minting call its key is handed on, in bytes of source.
+_NEAR_BYTES = 800
+#: How the calls that mint a key are spelled, for the text search before the callers are read.
+_MINT_WORDS = tuple(sorted({name.rsplit(".", 1)[-1] for name in known.MINTED_KEY_CALLS}))
 
 
 def _key_parts(key: ast.AST, facts: ModuleFacts) -> List[ast.AST]:

@@ -26,7 +26,7 @@ from ..analysis.facts import FunctionNode, ModuleFacts, spells_triggers, walk, w
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
 from ..project.forwarding import forwarded
-from ..project.minted_keys import minted_key
+from ..project.minted_keys import minted_by_callers, minted_key
 from ..project.reach import Reach
 from ..project.summaries import summaries_for
 from .base import Rule
@@ -309,8 +309,18 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
             writer = record.function
             minted = facts.context.cross_file and minted_key(record.node, facts)
             follow = binding if minted else None
-            if writer is None or request.runs(writer, receivers, binding=follow) is None:
+            if writer is None:
                 continue
+            if request.runs(writer, receivers, binding=follow) is None:
+                # the key may come from the writer's callers (a route minting an upload id): only then are they
+                # followed, and only asked when another function of the module reads the entries
+                if minted or not any(r.function is not None and r.function is not writer
+                                     for r in decisions + found.of_kind("read")) \
+                        or not minted_by_callers(record.node, facts):
+                    continue
+                minted, follow = True, binding
+                if request.runs(writer, receivers, binding=follow) is None:
+                    continue
             for reader in decisions + found.of_kind("read"):
                 if reader.function is not None and reader.function is not writer \
                         and not _accessor_of(reader.function, writer, facts) \

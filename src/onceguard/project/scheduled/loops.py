@@ -131,9 +131,9 @@ class LoopRegistrations:
         callers = [(site, other) for site, other in project_callers(function, self.facts)
                    if other is not self.facts and not other.context.is_test]
         for site, other in callers:
-            # (two calls further at most: start-up code that starts a ticker through a longer chain of helpers
+            # (one call further at most: start-up code that starts a ticker through a longer chain of helpers
             # is rare, and each hop reads the callers of a function across the project)
-            reach = runs(site, other, startup_only=True, max_hops=2)
+            reach = runs(site, other, startup_only=True, max_hops=1)
             if reach.every_replica:
                 gated = process_roles.dedicated_gate(site, other) is not None
                 return f"{reach.reason}, through `{function.name}()`", gated
