@@ -658,3 +658,8 @@ def walk_no_nested_functions(node: ast.AST) -> Iterator[ast.AST]:
 
 
 __all__ = ["ModuleFacts", "position", "walk", "walk_no_nested_functions", "nodes_of_kinds", "parent", "ancestors", "statement_list", "call_name", "dotted", "FunctionNode"]
+
+
+def is_generator(function: ast.AST) -> bool:
+    """The def yields (its own body, not a nested def's): a generator, a ``@contextmanager``'s body."""
+    return any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in walk_no_nested_functions(function))

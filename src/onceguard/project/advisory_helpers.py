@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from ..analysis.executed_sql import executed_sql
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, parent, position, statement_list, walk, walk_no_nested_functions
+from ..analysis.facts import (FunctionNode, ModuleFacts, ancestors, is_generator, parent, position, statement_list,
+                              walk, walk_no_nested_functions)
 from ..analysis.names import dotted
 from ..config import Config
 from . import index as project
@@ -74,10 +75,6 @@ def _own_sql(facts: ModuleFacts) -> Dict[int, List[Tuple[str, str, bool, ast.Cal
     return facts.cached("advisory_helpers:own-sql", build)
 
 
-def _yields(function: FunctionNode) -> bool:
-    return any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in walk_no_nested_functions(function))
-
-
 def helper_role(call: ast.Call, facts: ModuleFacts, function: Optional[FunctionNode],
                 depth: int = _DEPTH) -> Optional[HelperRole]:
     """What ``call`` does with a session-level advisory lock when it runs a project def that only takes one
@@ -85,7 +82,7 @@ def helper_role(call: ast.Call, facts: ModuleFacts, function: Optional[FunctionN
     from .summaries import resolve
 
     for target, target_facts in resolve(call, facts, function, by_name=False) or _imported_instance_method(call, facts):
-        if not isinstance(target, _FUNCTION_TYPES) or _yields(target):
+        if not isinstance(target, _FUNCTION_TYPES) or is_generator(target):
             continue
         role = role_of(target, target_facts, depth)
         if role is not None:
@@ -341,7 +338,7 @@ def helper_words(config: Config, root: str = "") -> Tuple[bytes, ...]:
                 continue
             for function in facts.functions:
                 own = _own_sql(facts).get(id(function), [])
-                if own and len({kind for kind, _, _, _ in own}) == 1 and not _yields(function):
+                if own and len({kind for kind, _, _, _ in own}) == 1 and not is_generator(function):
                     words.add(function.name)
         # One level up: defs that only call those (``def hold(self): return self.db.take_job_lock(self.key)``).
         first = frozenset(words)
@@ -353,7 +350,7 @@ def helper_words(config: Config, root: str = "") -> Tuple[bytes, ...]:
             if facts is None or facts.context.is_test:
                 continue
             for function in facts.functions:
-                if function.name in words or _yields(function):
+                if function.name in words or is_generator(function):
                     continue
                 calls = any(isinstance(n, ast.Call) and called_name(n) in first
                             for n in walk_no_nested_functions(function))
@@ -371,7 +368,7 @@ def helper_names(facts: ModuleFacts) -> frozenset:
         names = {word.decode() for word in helper_words(facts.config, project.search_root(facts))} \
             if facts.context.cross_file else set()
         names.update(f.name for f in facts.functions if f.name not in names and _own_sql(facts).get(id(f))
-                     and not _yields(f))
+                     and not is_generator(f))
         # one level up, in this module: ``def take(self): return self.db.try_advisory_lock(KEY)``
         for call in list(facts.calls_named(*names)):
             function = facts.enclosing_function(call)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Set
 
-from ..analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, is_generator, walk
 from ..knowledge import process_local as known
 
 
@@ -27,7 +27,7 @@ def connection_queues(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
             made.update((t.id, node) for t in targets if isinstance(t, ast.Name))
     if not made:
         return set()
-    if _is_generator(function):
+    if is_generator(function):
         return {name for name in made if _reads_queue(function, name)}
     returned = {n.value.id for n in walk(function) if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)}
     handed = returned & set(made)
@@ -38,16 +38,12 @@ def connection_queues(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
     for call, other in callers_of(function, facts):
         reader = other.enclosing_function(call)
         statement = other.statement_of(call)
-        if reader is None or not _is_generator(reader) or not isinstance(statement, (ast.Assign, ast.AnnAssign)):
+        if reader is None or not is_generator(reader) or not isinstance(statement, (ast.Assign, ast.AnnAssign)):
             continue
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
         if any(isinstance(t, ast.Name) and _reads_queue(reader, t.id) for t in targets):
             return handed
     return set()
-
-
-def _is_generator(function: FunctionNode) -> bool:
-    return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in walk_no_nested_functions(function))
 
 
 def _reads_queue(function: FunctionNode, name: str) -> bool:

@@ -534,6 +534,21 @@ def _sites_of(candidates: List[str], config: Config, loops_of) -> Dict[str, List
     return found
 
 
+def loops_at_sites(spellings: Set[str], sites: Dict[str, List[_LoopSite]], facts: ModuleFacts, loops_of):
+    """(what ``loops_of(module)`` finds for a loop, the loop's module) at each recorded site of the containers
+    spelled ``spellings``, in modules other than ``facts``'s. Found by place: the index may have parsed the module
+    again since the site was recorded."""
+    for container in sorted(spellings & set(sites)):
+        for site in sites[container]:
+            loop_facts = project.module_facts(site.path, facts.config)
+            if loop_facts is None or loop_facts is facts:
+                continue
+            for found in loops_of(loop_facts):
+                name, loop = found[0], found[1]
+                if name == container and (loop.lineno, loop.col_offset) == (site.line, site.column):
+                    yield found, loop_facts
+
+
 def _home_of(container: str, facts: ModuleFacts) -> str:
     """The file that defines ``container`` (qualified) as the loop's module sees it."""
     name = container.rpartition(".")[2]
@@ -554,14 +569,8 @@ def repeated_registry(relative: str, facts: ModuleFacts) -> Optional[RepeatedReg
                                                              if name in spellings]
     if facts.context.cross_file:
         sites = _loop_sites(facts.config, _project_root(facts.config, facts))
-        for container in sorted(spellings & set(sites)):
-            for site in sites[container]:
-                loop_facts = project.module_facts(site.path, facts.config)
-                if loop_facts is None or loop_facts is facts:
-                    continue
-                # Found by its place: the index may have parsed the module again since.
-                candidates.extend((name, loop, loop_facts) for name, loop in repeated_in(loop_facts)
-                                  if name == container and (loop.lineno, loop.col_offset) == (site.line, site.column))
+        candidates.extend((name, loop, loop_facts)
+                          for (name, loop), loop_facts in loops_at_sites(spellings, sites, facts, repeated_in))
     for container, loop, loop_facts in candidates:
         where = runs(loop, loop_facts)
         if where.every_replica:

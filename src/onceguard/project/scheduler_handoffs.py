@@ -17,7 +17,7 @@ from ..knowledge import schedulers as known
 from . import index as project
 from .reach import Runs
 from .registries import (_BODY_BYTES, _LoopSite, RepeatedRegistry, _module_name, _project_root, _qualified_container,
-                         _sites_of)
+                         _sites_of, loops_at_sites)
 
 #: The methods a scheduler object registers a function with (``scheduler.add_job(func, ...)``): a ``for`` that
 #: hands each item of a container to one makes the container a registry of that scheduler's jobs.
@@ -100,14 +100,9 @@ def handed_registry(spellings: Set[str], facts: ModuleFacts) -> Optional[Repeate
     handed = [(name, loop, call, facts) for name, loop, call in handed_in(facts) if name in spellings]
     if not handed and facts.context.cross_file:
         sites = handing_sites(facts.config, _project_root(facts.config, facts))
-        for container in sorted(spellings & set(sites)):
-            for site in sites[container]:
-                loop_facts = project.module_facts(site.path, facts.config)
-                if loop_facts is None or loop_facts is facts:
-                    continue
-                handed.extend((name, loop, call, loop_facts) for name, loop, call in handed_in(loop_facts)
-                              if name == container and (loop.lineno, loop.col_offset) == (site.line, site.column))
-    for container, loop, call, loop_facts in handed:
-        return RepeatedRegistry(container, loop, loop_facts.enclosing_function(loop), loop_facts, Runs(),
-                                hands_to=call)
-    return None
+        handed = [(name, loop, call, loop_facts)
+                  for (name, loop, call), loop_facts in loops_at_sites(spellings, sites, facts, handed_in)]
+    if not handed:
+        return None
+    container, loop, call, loop_facts = handed[0]
+    return RepeatedRegistry(container, loop, loop_facts.enclosing_function(loop), loop_facts, Runs(), hands_to=call)

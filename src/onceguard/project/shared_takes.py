@@ -24,14 +24,23 @@ _TAKING_COMMANDS = frozenset({
 _DEPTH = 2
 
 
-def takes_shared_items(function: FunctionNode, facts: ModuleFacts, depth: int = _DEPTH,
-                       seen: Optional[Set[int]] = None) -> bool:
-    """``function`` (or a project function it calls, ``depth`` calls deep) takes its items out of a shared Redis
-    key in one atomic step."""
+def takes_its_items(function: FunctionNode, facts: ModuleFacts, depth: int = _DEPTH,
+                    seen: Optional[Set[int]] = None) -> bool:
+    """``function`` (or a project function it calls, ``depth`` calls deep) takes what it works on in one atomic
+    step: out of a shared Redis key (``_takes_from_redis``), or as rows one statement moves and returns
+    (``_takes_rows``). One walk of the calls asks both."""
     seen = set() if seen is None else seen
     if id(function) in seen:
         return False
     seen.add(id(function))
+    if _takes_from_redis(function, facts) or _takes_rows(function, facts):
+        return True
+    return depth > 0 and _a_callee(function, facts, lambda target, where: takes_its_items(
+        target, where, depth - 1, seen))
+
+
+def _takes_from_redis(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """A pop of a shared Redis key, or a read-and-delete of one in a MULTI/EXEC pipeline."""
     for node in walk_no_nested_functions(function):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             continue
@@ -40,8 +49,7 @@ def takes_shared_items(function: FunctionNode, facts: ModuleFacts, depth: int = 
             return True
         if command == "pipeline" and _drains_in_one_step(node, function):
             return True
-    return depth > 0 and _a_callee(function, facts, lambda target, where: takes_shared_items(
-        target, where, depth - 1, seen))
+    return False
 
 
 def _a_callee(function: FunctionNode, facts: ModuleFacts, asked) -> bool:
@@ -56,30 +64,22 @@ def _a_callee(function: FunctionNode, facts: ModuleFacts, asked) -> bool:
     return False
 
 
-def takes_rows(function: FunctionNode, facts: ModuleFacts, depth: int = _DEPTH,
-               seen: Optional[Set[int]] = None) -> bool:
-    """``function`` (or a project function it calls) takes the rows it works on with one statement that moves
-    them out of the state it picks them by and returns them (``UPDATE orders SET status = 'expired' WHERE
-    status = 'pending' ... RETURNING ...``, in SQL or as SQLAlchemy's ``update(...).where(...).values(...)
-    .returning(...)``), or deletes and returns them: each row goes to the one replica whose statement moved it."""
+def _takes_rows(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """One statement that moves the rows out of the state it picks them by and returns them (``UPDATE orders SET
+    status = 'expired' WHERE status = 'pending' ... RETURNING ...``, in SQL or as SQLAlchemy's
+    ``update(...).where(...).values(...).returning(...)``), or deletes and returns them: each row goes to the one
+    replica whose statement moved it."""
     from ..analysis.executed_sql import executed_sql
     from ..analysis.sql import updates_tested_state
 
-    seen = set() if seen is None else seen
-    if id(function) in seen:
-        return False
-    seen.add(id(function))
     for executed in executed_sql(facts):
         if facts.enclosing_function(executed.call) is not function or "RETURNING" not in executed.text.upper():
             continue
         types = executed.sql.statement_types
         if "DeleteStmt" in types or ("UpdateStmt" in types and updates_tested_state(executed.text)):
             return True
-    for node in walk_no_nested_functions(function):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "returning" \
-                and _update_moves_its_rows(node.func.value):
-            return True
-    return depth > 0 and _a_callee(function, facts, lambda target, where: takes_rows(target, where, depth - 1, seen))
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "returning"
+               and _update_moves_its_rows(node.func.value) for node in walk_no_nested_functions(function))
 
 
 def _update_moves_its_rows(chain: ast.AST) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Set
 
-from ..analysis.facts import ModuleFacts, ancestors, parent, position, walk, walk_no_nested_functions
+from ..analysis.facts import ModuleFacts, ancestors, is_generator, parent, position, walk, walk_no_nested_functions
 from .fix_plans import try_lock_fix
 from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
@@ -72,9 +72,7 @@ def _yields_to_caller(scope: Optional[ast.AST]) -> bool:
 
     Such a helper is a mutex around the caller's block, used by request code whose every call must do
     its work; waiting is what it is for.  A job that must run once takes its guard in its own body."""
-    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
-    return any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in walk_no_nested_functions(scope))
+    return isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_generator(scope)
 
 
 def _locks_for_caller(use: LockUse) -> bool:

@@ -337,8 +337,7 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         if registry.hands_to is not None:
             self._handed.append((target, site, registering, registry))
             return
-        spelled = dotted(registering.func if isinstance(registering, ast.Call) else registering) or registry.short
-        how = f"{spelled}(...)" if site is not registering else "@" + spelled
+        how = _registered_how(site, registering, registry)
         scheduled = Scheduled(known.REGISTRY_LOOP, how, site, target,
                               registering if isinstance(registering, ast.Call) else None)
         scheduled.detail = f"the loop in `{registry.caller.name}`" if registry.caller is not None else "a module-level loop"
@@ -358,8 +357,7 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             handing = self._scheduling_of(registry)
             if handing is None:
                 continue
-            spelled = dotted(registering.func if isinstance(registering, ast.Call) else registering) or registry.short
-            how = f"{spelled}(...)" if site is not registering else "@" + spelled
+            how = _registered_how(site, registering, registry)
             scheduled = Scheduled(handing.family, how, site, target,
                                   registering if isinstance(registering, ast.Call) else None)
             scheduled.periodic, scheduled.coordinated = handing.periodic, handing.coordinated
@@ -632,6 +630,12 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             scheduled.wall_clock = _cron_wall_clock(trigger.value)
         if family == known.ARQ:
             scheduled.wall_clock = _fields_wall_clock(call)
+
+
+def _registered_how(site: ast.AST, registering: ast.AST, registry) -> str:
+    """How a registry's function registers a job, as written: ``@periodic`` on the def, ``register(...)`` called."""
+    spelled = dotted(registering.func if isinstance(registering, ast.Call) else registering) or registry.short
+    return f"{spelled}(...)" if site is not registering else "@" + spelled
 
 
 #: ids of the trees whose jobs are being collected (a registry handed round between modules stops there)

@@ -20,7 +20,7 @@ from ...project.registries import registering_words
 from ...project.startup import is_per_replica_program
 from ...project.redis_clients import redis_call
 from ...project.row_claims import takes_claimed_rows
-from ...project.shared_takes import takes_rows, takes_shared_items
+from ...project.shared_takes import takes_its_items
 from ...project.state_answers import answer_dropped
 from ...project.summaries import Evidence, summaries_for
 from ..base import Rule
@@ -271,7 +271,7 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
             reported.add(key)
             if effects.drain is not None:
                 continue  # flushes what this process buffered: every replica must run it
-            if takes_shared_items(function, target.facts) or takes_rows(function, target.facts):
+            if takes_its_items(function, target.facts):
                 continue  # takes its items out of a shared store in one step: each replica works on others
             if scheduled.value_kept and not (effects.first_other is not None and effects.first_other.plain) \
                     and not any(answer_dropped(call) for call in effects.other):
