@@ -162,6 +162,41 @@ def test_project_file_bytes_are_read_whole_and_only_from_regular_files(tmp_path)
     assert read_bytes(str(tmp_path / "missing.py")) == b""
 
 
+def test_a_projects_text_is_kept_between_searches_and_gives_way_to_the_next_project(tmp_path, monkeypatch):
+    from onceguard.project import index
+
+    index.clear_cache()
+    monkeypatch.setattr(index, "_FILE_BYTES_BUDGET", 1000)
+    first, second = tmp_path / "first", tmp_path / "second"
+    for project in (first, second):
+        project.mkdir()
+        for number in range(3):
+            (project / f"m{number}.py").write_bytes(b"# " + b"x" * 198 + b"\n")
+    first_files = index.project_files(str(first))
+    second_files = index.project_files(str(second))
+    kept = index.read_bytes(first_files[0])
+    (first / "m0.py").write_bytes(b"changed = True\n")
+    # Within a run a file is what the run first read of it (the searches built on it agree with it).
+    assert index.read_bytes(first_files[0]) == kept
+    assert index.files_mentioning("changed", str(first)) == []
+    for path in second_files:
+        index.read_bytes(path)
+    # Reading the second project made room: the first one's text is read again, as it is now.
+    assert index.read_bytes(first_files[0]) == b"changed = True\n"
+    # A project larger than the budget keeps what fits and reads the rest each time.
+    big = tmp_path / "big"
+    big.mkdir()
+    for number in range(8):
+        (big / f"b{number}.py").write_bytes(b"# " + b"y" * 198 + b"\n")
+    big_files = index.project_files(str(big))
+    assert [index.read_bytes(path) for path in big_files] == [b"# " + b"y" * 198 + b"\n"] * 8
+    (big / "b0.py").write_bytes(b"first = 1\n")
+    (big / "b7.py").write_bytes(b"last = 1\n")
+    assert index.read_bytes(big_files[0]) != b"first = 1\n"
+    assert index.read_bytes(big_files[7]) == b"last = 1\n"
+    index.clear_cache()
+
+
 def test_config_validation():
     assert from_mapping({"select": ["OG1"], "ignore": ["OG103"]}).is_enabled("OG101")
     assert not from_mapping({"select": ["OG1"], "ignore": ["OG103"]}).is_enabled("OG103")

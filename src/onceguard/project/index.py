@@ -17,6 +17,7 @@ import sys
 import threading
 import warnings
 import zlib
+from collections import OrderedDict
 from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from ..analysis import large_files
@@ -431,6 +432,7 @@ def clear_cache() -> None:
         _module_paths.clear()
         _file_lists.clear()
         _file_bytes.clear()
+        _owners.clear()
         _file_bytes_total = 0
         _def_indexes.clear()
         _call_indexes.clear()
@@ -451,11 +453,16 @@ _SKIPPED_DIRECTORIES = frozenset({
 })
 _MAX_PROJECT_FILES = 20_000
 _file_lists: Dict[str, List[str]] = {}
-_file_bytes: Dict[str, Tuple[float, int, bytes]] = {}
-#: Bytes kept between searches, per process: a project's whole text in every worker costs more memory
-#: than reading it again costs time (the operating system caches the files; a search of a word reads
-#: each file once, and each word is searched once per run).
-_FILE_BYTES_BUDGET = 8 << 20
+#: project base -> {path: (mtime, size, bytes)} of the files that project's listing holds most narrowly,
+#: the project read least recently first.  Whole-project searches read every file of a project once per
+#: word: a project's text kept between them costs a few megabytes, reading it again each time costs four
+#: system calls per file per word.  What does not fit in ``_FILE_BYTES_BUDGET`` makes room by dropping the
+#: other projects' text, least recently read first (a run checks one project's files after another); a
+#: project larger than the budget alone keeps what fits.
+_file_bytes: "OrderedDict[str, Dict[str, Tuple[float, int, bytes]]]" = OrderedDict()
+#: path -> the base of the narrowest project listing holding it: the part of ``_file_bytes`` it is kept in.
+_owners: Dict[str, str] = {}
+_FILE_BYTES_BUDGET = 24 << 20
 _file_bytes_total = 0
 
 
@@ -478,6 +485,11 @@ def project_files(root: str) -> List[str]:
             break
     with _lock:
         _file_lists[base] = found
+        owners = _owners
+        for path in found:
+            held = owners.get(path)
+            if held is None or len(held) < len(base):
+                owners[path] = base
     return found
 
 
@@ -491,9 +503,12 @@ def _read_bytes(path: str) -> bytes:
     # A file not cached is opened without a ``stat`` (most of a search's files: the cache holds a part of a
     # large project), and its descriptor says whether it is a regular file of a size worth reading.
     with _lock:
-        cached = _file_bytes.get(path)
-    if cached is not None:
-        return cached[2]
+        owner = _owners.get(path, "")
+        kept = _file_bytes.get(owner)
+        cached = kept.get(path) if kept is not None else None
+        if cached is not None:
+            _file_bytes.move_to_end(owner)
+            return cached[2]
     try:
         descriptor = os.open(path, os.O_RDONLY | _NONBLOCK)
     except OSError:
@@ -509,11 +524,21 @@ def _read_bytes(path: str) -> bytes:
         os.close(descriptor)
     global _file_bytes_total
     with _lock:
-        previous = _file_bytes.pop(path, None)
+        kept = _file_bytes.get(owner)
+        if kept is None:
+            kept = _file_bytes[owner] = {}
+        else:
+            _file_bytes.move_to_end(owner)
+        previous = kept.pop(path, None)
         if previous is not None:
             _file_bytes_total -= len(previous[2])
+        while _file_bytes_total + len(data) > _FILE_BYTES_BUDGET and len(_file_bytes) > 1:
+            oldest = next(iter(_file_bytes))
+            if oldest == owner:
+                break
+            _file_bytes_total -= sum(len(entry[2]) for entry in _file_bytes.pop(oldest).values())
         if _file_bytes_total + len(data) <= _FILE_BYTES_BUDGET:
-            _file_bytes[path] = (stat.st_mtime, stat.st_size, data)
+            kept[path] = (stat.st_mtime, stat.st_size, data)
             _file_bytes_total += len(data)
     return data
 
