@@ -66,6 +66,13 @@ FLASK_PROCESS_CACHE_TYPES: FrozenSet[str] = frozenset({
     "flask_caching.backends.NullCache", "flask_caching.backends.simplecache.SimpleCache",
 })
 FLASK_CACHE_CONSTRUCTORS: FrozenSet[str] = frozenset({"flask_caching.Cache", "flask_cache.Cache"})
+#: Flask-Caching ``CACHE_TYPE`` values that keep what is set in this process's memory (a NullCache keeps
+#: nothing, on any replica: no store at all, not a per-replica one).
+FLASK_MEMORY_CACHE_TYPES: FrozenSet[str] = frozenset({
+    "simple", "SimpleCache", "flask_caching.backends.SimpleCache", "flask_caching.backends.simplecache.SimpleCache",
+})
+#: The configuration key naming a Flask-Caching backend.
+FLASK_CACHE_TYPE_SETTING = "CACHE_TYPE"
 #: Django cache backends that are private to a process (or to a host's disk, or store nothing).
 DJANGO_PROCESS_BACKENDS: FrozenSet[str] = frozenset({
     "django.core.cache.backends.locmem.LocMemCache", "django.core.cache.backends.filebased.FileBasedCache",
@@ -90,6 +97,8 @@ CLOCK_CALLS: FrozenSet[str] = frozenset({
 })
 #: Methods that put a member into a set-like state: a "seen" marker.
 MARK_METHODS: FrozenSet[str] = frozenset({"add", "append"})
+#: Methods that store a value under a key (a cache's ``set(key, value)``): the value is what is kept.
+KEYED_SET_METHODS: FrozenSet[str] = frozenset({"set"})
 #: Calls that only report (a warning shown to whoever runs the process).
 WARNING_CALLS: FrozenSet[str] = frozenset({"warnings.warn", "warnings.warn_explicit"})
 #: Methods that take a member out again: state that tracks work in flight, not what was done.

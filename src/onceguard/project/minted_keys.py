@@ -28,12 +28,19 @@ def minted_key(node: ast.AST, facts: ModuleFacts) -> bool:
 
 
 def minted_by_callers(node: ast.AST, facts: ModuleFacts) -> bool:
-    """``def begin(upload_id): _paths[upload_id] = ...`` called with ``uuid.uuid4().hex`` by a route: the callers
-    mint the key the entry is stored under (command line only; asked after the cheaper questions)."""
-    if not facts.context.cross_file or not isinstance(node, (ast.Assign, ast.AnnAssign)):
+    """``def begin(upload_id): _paths[upload_id] = ...`` (or ``cache.set(f"upload:{upload_id}", ...)``) called with
+    ``uuid.uuid4().hex`` by a route: the callers mint the key the entry is stored under (command line only; asked
+    after the cheaper questions)."""
+    if not facts.context.cross_file:
         return False
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    return any(_minted_by_callers(t.slice, node, facts) for t in targets if isinstance(t, ast.Subscript))
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        keys = [t.slice for t in targets if isinstance(t, ast.Subscript)]
+    elif isinstance(node, ast.Call) and node.args:
+        keys = [node.args[0]]  # ``cache.set(f"job:{job_id}", status)``
+    else:
+        return False
+    return any(_minted_by_callers(key, node, facts) for key in keys)
 
 
 def _minted_by_callers(key: ast.AST, node: ast.AST, facts: ModuleFacts) -> bool:
@@ -41,8 +48,13 @@ def _minted_by_callers(key: ast.AST, node: ast.AST, facts: ModuleFacts) -> bool:
     from .fixed_arguments import callers_of
 
     function = facts.enclosing_function(node)
-    if function is None or not isinstance(key, ast.Name) or key.id not in parameter_names(function, receiver=False):
+    if function is None:
         return False
+    # The key, or the one parameter a key written around it names (``f"job:{job_id}"``).
+    named = [part for part in walk(key) if isinstance(part, ast.Name)]
+    if len(named) != 1 or named[0].id not in parameter_names(function, receiver=False):
+        return False
+    key = named[0]
     # (read only when a file of the project both names the function and mints a key: most never do)
     from . import index as project
 

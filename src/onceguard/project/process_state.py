@@ -523,6 +523,8 @@ def _write_kind(node: ast.AST, matcher: StateMatcher, names: Set[str], function:
             return _value_kind(node.args[0], matcher, names, function, facts, clocks, marking=True)
         if method in ("update", "setdefault", "extend", "insert", "__setitem__"):
             return WRITE_RECORD
+        if method in known.KEYED_SET_METHODS and len(node.args) >= 2:
+            return _value_kind(node.args[1], matcher, names, function, facts, clocks)
     return None
 
 

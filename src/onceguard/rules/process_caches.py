@@ -20,8 +20,9 @@ from ..project import process_state as state
 from ..analysis.facts import ModuleFacts, parent, walk
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
+from ..project.flask_cache_types import cache_types, importer_words
 from ..project.forwarding import forwarded
-from ..project.minted_keys import minted_key
+from ..project.minted_keys import minted_by_callers, minted_key
 from ..project.reach import Reach
 from .base import Rule
 from .registry import register
@@ -35,15 +36,28 @@ _COORDINATION_SUGGESTION = ("Point the cache at a store every replica shares (Dj
                             "`INCR` + `EXPIRE`)")
 
 
+def _keeps_in_memory(value: ast.AST, facts: ModuleFacts) -> bool:
+    """``value`` makes a cache that keeps its entries in this process: a cachetools or cachelib cache, or a
+    Flask-Caching ``Cache`` whose every configured backend is the in-memory one."""
+    constructor = state.constructed(value, facts)
+    if constructor in known.PROCESS_CACHE_CONSTRUCTORS:
+        return True
+    if constructor in known.FLASK_CACHE_CONSTRUCTORS:
+        types = cache_types(value, facts)
+        return bool(types) and types <= known.FLASK_MEMORY_CACHE_TYPES
+    return False
+
+
 def _cache_bindings(facts: ModuleFacts) -> Iterator[state.Binding]:
     """Module-level names and class or instance attributes bound to a per-process cache object."""
     for statement in state._top_level_statements(facts.tree):
         if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None \
-                and state.constructed(statement.value, facts) in known.PROCESS_CACHE_CONSTRUCTORS:
+                and _keeps_in_memory(statement.value, facts):
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
             for target in targets:
                 if isinstance(target, ast.Name):
                     yield state.Binding(statement.value, statement, facts, state.MODULE, target.id)
+    yield from _imported_cache_bindings(facts)
     for cls in facts.classes:
         seen: Set[str] = set()
         for node in walk(cls):
@@ -58,6 +72,29 @@ def _cache_bindings(facts: ModuleFacts) -> Iterator[state.Binding]:
                 binding = state.class_attribute_binding(cls, name, facts)
                 if binding is not None:
                     yield binding
+
+
+def _imported_cache_bindings(facts: ModuleFacts) -> Iterator[state.Binding]:
+    """Names this module imports that another module binds to a per-process cache (``from .extensions import
+    cache``): the records this module keeps there are in the same process's memory (command line only)."""
+    if not facts.context.cross_file:
+        return
+    from ..project import index as project
+
+    text = "\n".join(facts.lines)
+    for local, target in sorted(facts.imports.aliases.items()):
+        # (a cache is used through its methods or as a mapping; a name spelled neither way is not kept here)
+        if "." not in target or (f"{local}." not in text and f"{local}[" not in text):
+            continue
+        found = project.find_assignment(target, facts.config, project.roots_for(facts))
+        if found is None:
+            continue
+        value, other = found
+        if other is facts or other.context.is_test or not _keeps_in_memory(value, other):
+            continue
+        statement = parent(value)
+        if statement is not None:
+            yield state.Binding(value, statement, other, state.MODULE, local)
 
 
 def _status_record(value: ast.AST, facts: ModuleFacts) -> bool:
@@ -95,7 +132,7 @@ def _store_use(binding: state.Binding, facts: ModuleFacts):
     found = state.accesses(binding, facts)
     writes = [a for a in found.of_kind(state.WRITE_RECORD, state.WRITE_MARK)
               if a.function is not None and (_status_record(_written_value(a.node) or a.node, facts)
-                                             or minted_key(a.node, facts))]
+                                             or minted_key(a.node, facts) or minted_by_callers(a.node, facts))]
     if not writes:
         return None
     writers = found.functions(state.WRITE_RECORD, state.WRITE_MARK, state.WRITE_DERIVED, state.WRITE_OBJECT,
@@ -272,6 +309,11 @@ class PerProcessCacheCoordination(Rule):
     summary = ("a per-process cache (cachetools, SimpleCache, Django local memory) used as shared state: a status "
                "store, a lock or a counter other replicas never see")
     triggers = known.CACHE_TRIGGERS
+
+    @staticmethod
+    def project_triggers(config) -> tuple:
+        """A module that may import another module's per-process cache (``from .extensions import cache``)."""
+        return importer_words(config)
     skips_tests = True
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
@@ -325,7 +367,7 @@ class PerProcessCacheCoordination(Rule):
                     "once-only marker, so each replica keeps its own and each lets the same key through once.",
                     "The test and the set are two steps on a store only this process sees: another replica (or a "
                     "restart) has never seen the key. " + _COORDINATION_SUGGESTION,
-                    related=[Related(facts.context.path, binding.line, 1, f"`{binding.name}` is made here")],
+                    related=[Related(binding.facts.context.path, binding.line, 1, f"`{binding.name}` is made here")],
                 )
 
     def _stores(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
@@ -336,8 +378,10 @@ class PerProcessCacheCoordination(Rule):
             write, read = use
             kind = (state.constructed(binding.value, facts) or "cache").rsplit(".", 1)[-1]
             writer, reader = write.function.name, read.function.name
+            made = [] if binding.facts is facts else [
+                Related(binding.facts.context.path, binding.line, 1, f"`{binding.name}` is made here")]
             yield self.finding(
-                binding.statement,
+                binding.statement if binding.facts is facts else write.node,
                 f"`{binding.name}` is a `{kind}` in process memory used as a store by {writer}() and {reader}(), so "
                 "a request served by another replica finds nothing.",
                 f"Only {writer}() fills it and {reader}() reads it without filling it on a miss, so a request that a "
@@ -348,7 +392,7 @@ class PerProcessCacheCoordination(Rule):
                 related=[Related(facts.context.path, write.node.lineno, write.node.col_offset + 1,
                                  f"{writer}() writes a record"),
                          Related(facts.context.path, read.node.lineno, read.node.col_offset + 1,
-                                 f"{reader}() reads it")],
+                                 f"{reader}() reads it")] + made,
             )
 
     def _coordination(self, facts: ModuleFacts) -> Iterator[Diagnostic]:

@@ -198,6 +198,11 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         s.add_job(func, trigger)`` called for each row of ``JOBS``) is each value its callers or its loop give, with
         the trigger given alongside it; a value in this module is reported where it is written."""
         target = self.resolve(written)
+        wrapped = self._wrapped_parameter(target, written)
+        if wrapped is not None:
+            # ``def every(m): def decorator(func): def runner(): return func() ... .do(runner)``: the wrapper
+            # runs what the decorator is handed; each decorated function is the job.
+            written, target = wrapped, None
         if target is None and isinstance(written, ast.Name):
             names = [written.id] + ([trigger.id] if isinstance(trigger, ast.Name) and trigger.id != written.id else [])
             cases = cases_of(names, call, self.facts) or (cases_of([written.id], call, self.facts) if len(names) > 1
@@ -220,6 +225,23 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             if found:
                 return found
         return [(target or Target(label=dotted(written) or _const(written) or ""), call, trigger, [])]
+
+    def _wrapped_parameter(self, target: Optional[Target], written: ast.AST) -> Optional[ast.Name]:
+        """The parameter of the enclosing function that ``target`` -- a def nested in it, registered by its
+        name -- calls and never takes a claim around: a wrapper whose work is what that function is handed."""
+        if target is None or target.function is None or target.foreign or not isinstance(written, ast.Name):
+            return None
+        wrapper = target.function
+        outer = self.facts.enclosing_function(wrapper)
+        if outer is None:
+            return None
+        own = set(positional_parameters(wrapper)) | {a.arg for a in wrapper.args.kwonlyargs}
+        handed = set(positional_parameters(outer)) - own
+        calls = [n for n in walk_no_nested_functions(wrapper) if isinstance(n, ast.Call)]
+        called = sorted({c.func.id for c in calls if isinstance(c.func, ast.Name) and c.func.id in handed})
+        if len(called) != 1 or any(self.analyzer.is_claim_function(c) for c in calls):
+            return None
+        return ast.copy_location(ast.Name(id=called[0], ctx=ast.Load()), written)
 
     def resolve_string(self, reference: str, node: ast.AST) -> Optional[Target]:
         """``"app.jobs:send_digest"`` or ``"app.jobs.send_digest"``."""
@@ -287,6 +309,8 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             for decorator in decorators(function, facts):
                 if self._registry_decorator(function, decorator):
                     continue
+                if self._scheduling_decorator(function, decorator):
+                    continue
                 if not isinstance(decorator, ast.Call):
                     continue
                 if self._schedule_repeat(function, decorator):
@@ -311,6 +335,37 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                     scheduled.related.append(self.made_elsewhere[id(decorator.func.value)])
                 self._classify_trigger(scheduled)
                 self.add(scheduled)
+
+    def _scheduling_decorator(self, function: FunctionNode, decorator: ast.AST) -> bool:
+        """``@every(minutes=5)`` (or ``@nightly``), a decorator of the project whose def registers the function it
+        is handed with a library scheduler -- itself or through a wrapper calling it (``schedule.every(m).minutes
+        .do(runner)``): the decorated function is that scheduler's job, judged as one registered directly."""
+        written = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if not self.cross_file or not isinstance(written, (ast.Name, ast.Attribute)) \
+                or (self.facts.qualify(written) or "") in known.DECORATORS:
+            return False
+        factory = self.resolve(written)
+        if factory is None or factory.function is None:
+            return False
+        home = factory.facts or self.facts
+        applied = _returned_def(factory.function) if isinstance(decorator, ast.Call) else factory.function
+        if applied is None or not positional_parameters(applied):
+            return False
+        handed = positional_parameters(applied)[0]
+        first, last = applied.lineno, applied.end_lineno or applied.lineno
+        added = False
+        for registered in ([] if id(home.tree) in _collecting else scheduled_in(home)):
+            call = registered.call
+            if registered.target.function is not None or registered.target.label != handed or call is None \
+                    or not first <= getattr(call, "lineno", 0) <= last:
+                continue
+            scheduled = Scheduled(registered.family, "@" + (dotted(written) or handed), decorator,
+                                  self._local(function), decorator, registered.ctor, None)
+            scheduled.related.append(Related(home.context.path, call.lineno, call.col_offset + 1,
+                                             f"`{dotted(written) or handed}` registers the function it decorates here"))
+            self.add(scheduled)
+            added = True
+        return added
 
     def _registry_calls(self) -> None:
         """``periodic(seconds=60)(export)`` and ``register(export)``: a registering decorator called by hand."""
@@ -640,6 +695,16 @@ def _registered_how(site: ast.AST, registering: ast.AST, registry) -> str:
 
 #: ids of the trees whose jobs are being collected (a registry handed round between modules stops there)
 _collecting: set = set()
+
+
+def _returned_def(factory: FunctionNode) -> Optional[FunctionNode]:
+    """The def nested in a decorator factory that the factory returns (``def every(m): def deco(f): ...;
+    return deco``)."""
+    nested = {node.name: node for node in factory.body if isinstance(node, _FUNCTION_TYPES)}
+    for node in walk_no_nested_functions(factory):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id in nested:
+            return nested[node.value.id]
+    return None
 
 
 def scheduled_in(facts: ModuleFacts) -> List[Scheduled]:

@@ -77,6 +77,14 @@ def _pumps_a_scheduler(loop: ast.While) -> bool:
                and n.func.attr in known.SCHEDULER_PUMP_METHODS for n in walk_no_nested_functions(loop))
 
 
+def pumps_only(function: FunctionNode) -> bool:
+    """Every call ``function`` makes pumps a scheduler (``def run_pending(): schedule.run_pending()``): a pass
+    calling it runs the jobs registered there, each judged where it is registered, not work of its own."""
+    calls = [n for n in walk_no_nested_functions(function) if isinstance(n, ast.Call)]
+    return bool(calls) and all(isinstance(c.func, ast.Attribute) and c.func.attr in known.SCHEDULER_PUMP_METHODS
+                               for c in calls)
+
+
 class LoopRegistrations:
     """Mixin of the collector: loops that call their work again and again."""
 
@@ -267,7 +275,7 @@ class LoopRegistrations:
                 target = self.resolve(call.func)
                 if (target is None or target.function is None) and getattr(call, "_og_helper", None):
                     target = self._inlined_helper(call._og_helper)
-                if target is None or target.function is None:
+                if target is None or target.function is None or pumps_only(target.function):
                     continue
                 scheduled = Scheduled(known.WORKER_LOOP, "while True", call, target, call, trigger=pause,
                                       value_kept=not isinstance(node, ast.Expr))
