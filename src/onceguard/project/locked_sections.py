@@ -120,3 +120,28 @@ def _scheduled_or_run_by_one(function: FunctionNode, facts: ModuleFacts) -> bool
     return any(caller is not None and caller is not function and scheduled_by_all(caller, other)
                for caller, other in ((other.enclosing_function(call), other)
                                      for call, other in callers_of(function, facts)))
+
+
+def jobs_wearing(scope: FunctionNode, keys: List[ast.AST], facts: ModuleFacts,
+                 is_fixed: Callable[[List[ast.AST], ModuleFacts], bool]) -> List[Entry]:
+    """The scheduled jobs that wear a decorator of the project whose wrapper (``scope``) takes the lock keyed on
+    the decorator factory's own parameters (``@exclusive("daily-export", ttl=...)`` making ``f"app:{name}"``),
+    when every application hands the factory a fixed value for them: each job's runs share one key.  The entry's
+    call is the decorator as applied (command line only)."""
+    if not facts.context.cross_file:
+        return []
+    names = sorted({n.id for key in keys for n in walk(key) if isinstance(n, ast.Name)})
+    if not names or set(names) & set(parameter_names(scope, receiver=False)):
+        return []
+    factory = facts.enclosing_function(scope)
+    while factory is not None and not set(names) <= set(parameter_names(factory, receiver=False)):
+        factory = facts.enclosing_function(factory)
+    if factory is None or factory is scope:
+        return []
+    applied = fixed_at_callers(factory, names, facts, is_fixed, lambda call, other: False) or []
+    found: List[Entry] = []
+    for call, other in applied:
+        job = next((f for f in other.functions if any(d is call for d in f.decorator_list)), None)
+        if job is not None and not other.context.is_test and _scheduled_or_run_by_one(job, other):
+            found.append((call, other, job))
+    return found

@@ -18,7 +18,7 @@ from ..knowledge import lock_libraries as lock_known
 from ..project.fixed_arguments import callers_of, fixed_at_callers
 from ..project.forwarding import forwarded
 from ..project.lock_libraries import LibraryLock, library_locks, spells_lock_library, spin_waits
-from ..project.locked_sections import jobs_entering
+from ..project.locked_sections import jobs_entering, jobs_wearing
 from ..project.advisory_helpers import helper_pairs, helper_words, release_guaranteed
 from ..project.state_answers import answer_dropped
 from ..project.process_values import is_fixed_key as _is_fixed_key, parameter_names_around as _parameter_names
@@ -243,7 +243,11 @@ class BlockingLockInJob(Rule):
                 if not entering:
                     continue
             elif not _is_fixed_key([lock.key], facts):
-                continue
+                # a decorator's wrapper keyed on what the decorator is given: the key of each job wearing it
+                entering = jobs_wearing(lock.scope, [lock.key], facts, _is_fixed_key) \
+                    if isinstance(lock.scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+                if not entering:
+                    continue
             reported.add(id(lock.taken))
             how = ("`guard.run(...)` waits for the lock and then runs the callable" if lock.api.runs_callable
                    else f"this {lock.api.library} lock waits until it is free (it blocks by default)")
@@ -314,6 +318,24 @@ def _in_closing_block(use: LockUse) -> bool:
     if handle is None or handle.origin is None or not isinstance(handle.origin, ast.withitem):
         return False
     return handle.closes_on_release or (handle.library, handle.how) in db.CLOSES_SESSION_ON_EXIT
+
+
+#: Handlers that catch every error a job's work raises.
+_CATCH_ALL = frozenset({"BaseException", "Exception"})
+
+
+def _released_on_every_error(taken: ast.Call, releases: List[ast.Call]) -> bool:
+    """A release in a handler that catches every error of the work after the acquire (``try: work() except
+    BaseException: lock.release(); raise``): an exception gives the lock back; a success leaves it to its TTL,
+    a lease kept for the period on purpose."""
+    for release in releases:
+        for above in ancestors(release):
+            if isinstance(above, ast.ExceptHandler) and (
+                    above.type is None or dotted(above.type) in _CATCH_ALL):
+                handled = parent(above)
+                if isinstance(handled, ast.Try) and handled.body and position(handled.body[0]) > position(taken):
+                    return True
+    return False
 
 
 @register
@@ -421,7 +443,8 @@ class UnlockNotGuaranteed(Rule):
             receiver = dotted(taken.func.value)
             releases = [c for c in _calls_on(receiver, (_RELEASE,), scope) if position(c) > position(taken)] \
                 if receiver else []
-            if not releases or release_guaranteed(taken, releases, scope, facts):
+            if not releases or release_guaranteed(taken, releases, scope, facts) \
+                    or _released_on_every_error(taken, releases):
                 continue
             first = min(releases, key=position)
             yield self.finding(
