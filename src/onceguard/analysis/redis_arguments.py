@@ -10,6 +10,7 @@ from typing import Iterable, Optional
 
 from .facts import ModuleFacts, ancestors, walk, walk_no_nested_functions
 from .handles import Handle
+from .names import dotted
 from ..knowledge import redis_clients as known
 
 # -- arguments ----------------------------------------------------------------------------------------
@@ -68,7 +69,9 @@ def result_tested(call: ast.Call, facts: ModuleFacts) -> bool:
             return True
         if isinstance(above, (ast.Assign, ast.AnnAssign)):
             targets = above.targets if isinstance(above, ast.Assign) else [above.target]
-            return _names_tested({t.id for t in targets if isinstance(t, ast.Name)}, call, facts)
+            # (kept in a local or on the instance, ``self._owned = bool(await r.setnx(...))``)
+            return _names_tested({dotted(t) for t in targets if isinstance(t, (ast.Name, ast.Attribute))} - {None},
+                                 call, facts)
         if not isinstance(above, ast.expr):
             return False
         node = above
@@ -86,6 +89,6 @@ def _names_tested(names: set, call: ast.Call, facts: ModuleFacts) -> bool:
             tested = node.value
         else:
             continue
-        if any(isinstance(n, ast.Name) and n.id in names for n in walk(tested)):
+        if any(isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) in names for n in walk(tested)):
             return True
     return False

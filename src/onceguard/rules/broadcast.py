@@ -444,6 +444,8 @@ def _registry_sends(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
 
 
 _EVERY = "every connection in"
+#: Builtins that copy a container (taken before a broadcast so that a disconnect does not change it meanwhile).
+_COPIES = frozenset({"list", "tuple", "set", "frozenset", "sorted"})
 
 
 def registries_node(facts: ModuleFacts, registry: str) -> ast.AST:
@@ -483,7 +485,14 @@ def _picked_sockets(function: FunctionNode, facts: ModuleFacts, registries, fore
         for name in names:
             picked[name.id] = (_EVERY, place, found[0], found[1])
 
-    for node in walk(function):
+    nodes = list(walk(function))
+    for node in nodes:
+        # ``targets = list(self._clients)``: a copy of the whole registry (taken before sending, so that a
+        # disconnect meanwhile does not change it), walked later -- read before the loops that walk it
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and _copied(node.value) is not None:
+            iterate(node, node.targets[0], _copied(node.value), node)
+    for node in nodes:
         if isinstance(node, (ast.For, ast.AsyncFor)):
             iterate(node, node.target, node.iter, node)
         elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
@@ -501,6 +510,8 @@ def _picked_sockets(function: FunctionNode, facts: ModuleFacts, registries, fore
                 picked[node.targets[0].id] = picked[element.id]
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             value = node.value.body if isinstance(node.value, ast.IfExp) else node.value
+            if _copied(value) is not None:
+                continue  # (read first, below)
             if isinstance(value, (ast.Subscript, ast.Call)):
                 if _stores_own_under_same_key(value, function, own):
                     continue
@@ -508,6 +519,14 @@ def _picked_sockets(function: FunctionNode, facts: ModuleFacts, registries, fore
                 if found is not None:
                     picked[node.targets[0].id] = ("a socket picked out of", node, found[0], found[1])
     return picked
+
+
+def _copied(value: ast.AST) -> Optional[ast.AST]:
+    """The container ``list(x)`` / ``tuple(x)`` / ``sorted(x)`` copies."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in _COPIES \
+            and len(value.args) == 1 and not value.keywords:
+        return value.args[0]
+    return None
 
 
 def _stores_own_under_same_key(value: ast.AST, function: FunctionNode, own: Set[str]) -> bool:
