@@ -431,11 +431,13 @@ class ClaimAnalyzer(ClaimBranches):
             if isinstance(node, ast.Expr):
                 value = node.value.value if isinstance(node.value, ast.Await) else node.value
                 entry = self._sql.get(id(value))
-                if (entry is not None and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-                        and any(name in known.TRY_LOCK_FUNCTIONS for name in entry.sql.function_names)):
+                if entry is not None and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+                    # a try-lock, or an insert-unless-present / conditional update whose returned rows (or
+                    # row count) say whether this caller's row went in: what the cursor gives back is the answer
+                    kind = self.call_claim(value, depth + 1)
                     receiver = plain_name(value.func.value)
-                    if receiver:
-                        executed[receiver] = ClaimHit(TRY_LOCK, value)
+                    if receiver and kind in (TRY_LOCK, UNIQUE_INSERT, CONDITIONAL_UPDATE):
+                        executed[receiver] = ClaimHit(kind, value)
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 hit = self.claim_in(node.value, depth + 1)
                 if hit is not None and hit.kind in ANSWER_KINDS:

@@ -162,7 +162,7 @@ class LoopRegistrations:
         called = [node.func.id for node in walk_no_nested_functions(loop) if isinstance(node, ast.Call)
                   and isinstance(node.func, ast.Name) and node.func.id in parameters]
         if not called:
-            return None
+            return self._closed_over_work(call, function, loop)
         # The call that hands the ticker its arguments, as one call whatever the start's spelling.
         if name == "start_soon":
             handing = ast.Call(func=call.func, args=call.args[1:], keywords=call.keywords)
@@ -177,6 +177,29 @@ class LoopRegistrations:
         for parameter in called:
             expr = argument_for(handing, function, parameter)
             work = self.resolve(expr) if isinstance(expr, (ast.Name, ast.Attribute, ast.Call, ast.Lambda)) else None
+            if work is not None and (work.function is not None or work.claimed):
+                return work
+        return None
+
+    def _closed_over_work(self, call: ast.Call, function: FunctionNode, loop: ast.While) -> Optional[Target]:
+        """``def run_daily(name, at, fn): def _loop(): while True: ...; fn(day)`` started in ``run_daily``: the
+        loop repeats what ``run_daily``'s callers hand it, and that is the job (the first the project shows a
+        caller hand it), judged where it is defined."""
+        outer = self.facts.enclosing_function(function)
+        if outer is None or self.facts.enclosing_function(call) is not outer:
+            return None
+        own = set(positional_parameters(function)) | {a.arg for a in function.args.kwonlyargs}
+        handed = set(positional_parameters(outer)) - own
+        called = sorted({node.func.id for node in walk_no_nested_functions(loop) if isinstance(node, ast.Call)
+                         and isinstance(node.func, ast.Name) and node.func.id in handed})
+        if len(called) != 1:
+            return None
+        from ...project.handed_values import cases_of
+        from .discovery import _resolve_in
+
+        for case in cases_of(called, call, self.facts) or ():
+            value = case.values[called[0]]
+            work = self.resolve(value) if case.facts is self.facts else _resolve_in(value, case.facts)
             if work is not None and (work.function is not None or work.claimed):
                 return work
         return None
