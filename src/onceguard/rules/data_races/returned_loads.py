@@ -171,6 +171,10 @@ def _session_here(session: Optional[str], call: ast.Call, target: FunctionNode, 
         spelled = dotted(handed) if handed is not None else None
         return f"{spelled}{dot}{rest}" if spelled else None
     if head == "self" and rest:
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if isinstance(receiver, ast.Name) and receiver.id == "self" and target_facts is facts \
+                and facts.enclosing_class(target) is facts.enclosing_class(function):
+            return session  # ``self._card(code)``: a method of the same instance loads through the caller's session
         return _instance_session(rest, call, target, target_facts, function, facts)
     return _spelled_here(session, target_facts, facts)
 
