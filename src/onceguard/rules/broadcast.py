@@ -18,10 +18,9 @@ from ..knowledge import process_local as known
 from ..model import Diagnostic, Related
 from ..project import index as project
 from ..project.bindings import own_module_names
-from ..project.definitions import definition_facts
 from ..project.forwarding import forwarded
-from ..project.connection_queues import connection_queues
 from ..project.shared_channels import per_replica_by_design
+from ..project.socket_registries import foreign_registry, registries_of_module, registry_at, socket_parameters
 from ..project.through_helpers import through_helpers
 from .base import Rule
 from .fix_plans import shared_store_snippet
@@ -263,133 +262,6 @@ def _channel_layers(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
 # =====================================================================================================
 # Registries of connections kept in memory
 # =====================================================================================================
-def _is_socket_annotation(annotation: Optional[ast.AST], facts: ModuleFacts) -> bool:
-    if annotation is None:
-        return False
-    for node in walk(annotation):
-        if isinstance(node, (ast.Name, ast.Attribute)):
-            if (facts.qualify(node) or "") in known.SOCKET_TYPES or (dotted(node) or "") in known.SOCKET_TYPES:
-                return True
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in known.SOCKET_TYPES:
-            return True
-    return False
-
-
-def _socket_parameters(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
-    """Parameters of ``function`` that are WebSocket connections (annotated, or accepted/sent on)."""
-    arguments = function.args.posonlyargs + function.args.args + function.args.kwonlyargs
-    found = {a.arg for a in arguments if _is_socket_annotation(a.annotation, facts)}
-    names = {a.arg for a in arguments}
-    for node in walk(function):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in known.SOCKET_ONLY_METHODS and isinstance(node.func.value, ast.Name)
-                and node.func.value.id in names):
-            found.add(node.func.value.id)
-    return found
-
-
-def _registries_of_module(facts: ModuleFacts) -> Dict[str, ast.AST]:
-    """Registries of this module: containers at module or class level, or assigned to ``self.<attr>`` in a
-    class, into which a function puts a WebSocket connection.  Key: ``name`` or ``.attr`` (instance)."""
-    def build(_facts: ModuleFacts) -> Dict[str, ast.AST]:
-        containers: Dict[str, ast.AST] = {}
-        for statement in facts.tree.body:
-            _collect_containers(statement, containers, facts, prefix="")
-            if isinstance(statement, ast.ClassDef):
-                for inner in statement.body:
-                    _collect_containers(inner, containers, facts, prefix=".")
-                for node in walk(statement):
-                    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                        for target in targets:
-                            if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                                    and target.value.id == "self" and _is_empty_container(node.value)):
-                                containers.setdefault("." + target.attr, node)
-        registries: Dict[str, ast.AST] = {}
-        for function in facts.functions:
-            sockets = _socket_parameters(function, facts) | connection_queues(function, facts)
-            if not sockets:
-                continue
-            for node in walk(function):
-                key = _registered_into(node, sockets)
-                if key is None:
-                    continue
-                for candidate in (key, "." + key.split(".")[-1]):
-                    if candidate in containers and (candidate.startswith(".") or "." not in key):
-                        registries.setdefault(candidate, containers[candidate])
-        return registries
-
-    return facts.cached("broadcast:registries", build)
-
-
-def _is_empty_container(value: ast.AST) -> bool:
-    if isinstance(value, (ast.Dict, ast.List, ast.Set)):
-        return not getattr(value, "keys", None) and not getattr(value, "elts", None)
-    if isinstance(value, ast.Call) and not value.args:
-        name = dotted(value.func) or ""
-        return name.split(".")[-1] in ("dict", "list", "set", "defaultdict", "deque", "OrderedDict", "WeakSet",
-                                        "WeakValueDictionary")
-    if isinstance(value, ast.Call) and value.args:
-        name = dotted(value.func) or ""
-        return name.split(".")[-1] == "defaultdict"
-    return False
-
-
-def _collect_containers(statement: ast.AST, containers: Dict[str, ast.AST], facts: ModuleFacts, prefix: str) -> None:
-    if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
-        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-        if _is_empty_container(statement.value):
-            for target in targets:
-                if isinstance(target, ast.Name):
-                    containers.setdefault(prefix + target.id, statement)
-
-
-def _registered_into(node: ast.AST, sockets: Set[str]) -> Optional[str]:
-    """The chain a socket is put into at ``node``: ``reg.append(ws)``, ``reg[k] = ws``, ``reg[k].add(ws)``."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in known.REGISTER_METHODS:
-        if any(isinstance(a, ast.Name) and a.id in sockets for a in node.args):
-            return _chain_root(node.func.value)
-    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in sockets:
-        for target in node.targets:
-            if isinstance(target, ast.Subscript):
-                return _chain_root(target.value)
-    return None
-
-
-def _chain_root(node: ast.AST) -> Optional[str]:
-    # ``registry[key]`` and ``registry.setdefault(key, set())``: the group of the registry under a key
-    while isinstance(node, ast.Subscript) or (
-            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("setdefault", "get")):
-        node = node.value if isinstance(node, ast.Subscript) else node.func.value
-    text = dotted(node)
-    if text and text.startswith("self."):
-        return "." + text[len("self."):]
-    return text
-
-
-def _registry_at(node: ast.AST, registries: Dict[str, ast.AST]) -> Optional[str]:
-    """The registry key ``node`` (a chain, maybe subscripted or ``.values()``) reads, if it is one."""
-    while isinstance(node, (ast.Subscript, ast.Call)):
-        if isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Attribute) and node.func.attr in ("values", "items", "copy", "get"):
-                node = node.func.value
-                continue
-            if isinstance(node.func, (ast.Name,)) and node.func.id in ("list", "tuple", "set") and node.args:
-                node = node.args[0]
-                continue
-            return None
-        node = node.value
-    text = dotted(node)
-    if not text:
-        return None
-    if text in registries:
-        return text
-    attr = "." + text.split(".")[-1]
-    if "." in text and attr in registries:
-        return attr
-    return None
-
-
 def _send_target(call: ast.Call) -> Optional[ast.AST]:
     func = call.func
     if isinstance(func, ast.Attribute) and (func.attr in known.SOCKET_SEND_METHODS or func.attr in known.QUEUE_SEND_METHODS):
@@ -398,13 +270,13 @@ def _send_target(call: ast.Call) -> Optional[ast.AST]:
 
 
 def _registry_sends(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
-    registries = _registries_of_module(facts)
+    registries = registries_of_module(facts)
     if not registries and not facts.context.cross_file:
         return
     foreign: Dict[str, Optional[Tuple[str, ModuleFacts]]] = {}
     reported: Set[int] = set()
     for function in facts.functions:
-        own = _socket_parameters(function, facts)
+        own = socket_parameters(function, facts)
         picked = _picked_sockets(function, facts, registries, foreign)
         for node in walk(function):
             if not isinstance(node, ast.Call):
@@ -449,7 +321,7 @@ _COPIES = frozenset({"list", "tuple", "set", "frozenset", "sorted"})
 
 
 def registries_node(facts: ModuleFacts, registry: str) -> ast.AST:
-    return _registries_of_module(facts).get(registry, facts.tree)
+    return registries_of_module(facts).get(registry, facts.tree)
 
 
 def _shown(registry: str) -> str:
@@ -457,11 +329,11 @@ def _shown(registry: str) -> str:
 
 
 def _lookup(target: ast.AST, facts: ModuleFacts, registries, foreign) -> Optional[Tuple[str, ModuleFacts]]:
-    key = _registry_at(target, registries) if isinstance(target, (ast.Subscript, ast.Call)) else None
+    key = registry_at(target, registries) if isinstance(target, (ast.Subscript, ast.Call)) else None
     if key is not None:
         return key, facts
     if isinstance(target, (ast.Subscript, ast.Call)):
-        return _foreign_registry(target, facts, foreign)
+        return foreign_registry(target, facts, foreign)
     return None
 
 
@@ -469,7 +341,7 @@ def _picked_sockets(function: FunctionNode, facts: ModuleFacts, registries, fore
     """Names bound to a member of a registry in ``function``: loop variables over it (a broadcast) and
     ``ws = registry[0]`` / ``registry.get(user_id)`` (a socket picked out)."""
     picked: Dict[str, tuple] = {}
-    own = _socket_parameters(function, facts)
+    own = socket_parameters(function, facts)
 
     def iterate(loop: ast.AST, target: ast.AST, iterated: ast.AST, place: ast.AST) -> None:
         """``for <target> in <iterated>`` (a loop, or a comprehension's generator): its names are members."""
@@ -544,73 +416,18 @@ def _stores_own_under_same_key(value: ast.AST, function: FunctionNode, own: Set[
 
 def _registry_or_foreign(node: ast.AST, facts: ModuleFacts, registries, foreign, iterated: bool):
     if iterated:
-        key = _registry_at(node, registries)
+        key = registry_at(node, registries)
         if key is not None:
             return key, facts
-        return _foreign_registry(node, facts, foreign)
+        return foreign_registry(node, facts, foreign)
     if isinstance(node, (ast.Subscript, ast.Call)):
         if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Attribute) and node.func.attr == "get"):
             return None
-        key = _registry_at(node, registries)
+        key = registry_at(node, registries)
         if key is not None:
             return key, facts
-        return _foreign_registry(node, facts, foreign)
+        return foreign_registry(node, facts, foreign)
     return None
-
-
-_FOREIGN_REGISTRIES: Dict[Tuple[str, str], Optional[Tuple[str, ModuleFacts]]] = {}
-project.on_clear(_FOREIGN_REGISTRIES.clear)
-#: A module that keeps a registry of WebSocket connections says so in its bytes.
-_SOCKET_WORDS = (b"WebSocket", b"websocket", b".accept(")
-#: ... and one that keeps the queues of its connections' streams names a queue.
-_REGISTRY_MODULE_WORDS = _SOCKET_WORDS + (b"Queue", b"memory_object_stream", b"memory_channel")
-
-
-def _foreign_registry(node: ast.AST, facts: ModuleFacts, foreign) -> Optional[Tuple[str, ModuleFacts]]:
-    """A registry attribute (``manager.active_connections``) of a class in another module of the project:
-    found by the attribute's name among the files that mention it and a WebSocket (command line only; one
-    search per attribute name and project in a run)."""
-    if not facts.context.cross_file:
-        return None
-    while isinstance(node, (ast.Subscript, ast.Call)):
-        if isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple", "set", "sorted") and node.args:
-                node = node.args[0]  # a copy walked: ``for q in tuple(registry.clients)``
-                continue
-            if not isinstance(node.func, ast.Attribute):
-                return None
-            node = node.func.value
-            continue
-        node = node.value
-    if not isinstance(node, ast.Attribute) or (dotted(node) or "").startswith("self."):
-        return None
-    if isinstance(node.value, ast.Name) and facts.imports.is_imported(node.value.id):
-        # ``registry.clients`` of ``from .realtime import registry``: a module-level registry of that module
-        qualified = facts.qualify(node) or ""
-        located = definition_facts(qualified, facts, lambda path, name: any(
-            word in project.read_bytes(path) for word in _REGISTRY_MODULE_WORDS)) if "." in qualified else None
-        if located is not None and located[1] in _registries_of_module(located[0]):
-            return located[1], located[0]
-    attr = "." + node.attr
-    root = project.search_root(facts)
-    key = (root, attr)
-    if key in _FOREIGN_REGISTRIES:
-        return _FOREIGN_REGISTRIES[key]
-    holders = []
-    for path in project.files_mentioning(node.attr, root):
-        text = project.read_bytes(path)
-        if not any(word in text for word in _SOCKET_WORDS):
-            continue
-        other = project.module_facts(path, facts.config)
-        if other is None or other.context.is_test:
-            continue
-        if attr in _registries_of_module(other):
-            holders.append(other)
-            if len(holders) > 1:
-                break
-    found = (attr, holders[0]) if len(holders) == 1 else None
-    _FOREIGN_REGISTRIES[key] = found
-    return found
 
 
 @register
