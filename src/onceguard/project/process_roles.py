@@ -236,6 +236,19 @@ def dedicated_gate(node: ast.AST, facts: ModuleFacts) -> Optional[DedicatedGate]
     return None
 
 
+def gated_at_every_caller(node: ast.AST, facts: ModuleFacts) -> bool:
+    """``node`` sits in a function whose every call the project shows is under such a gate (``ready()`` calls
+    ``start_scheduler()`` only ``if settings.RUN_SCHEDULER``): it runs only where the gate passes (command line
+    only; one call up)."""
+    from .fixed_arguments import callers_of
+
+    function = facts.enclosing_function(node)
+    if function is None or not facts.context.cross_file:
+        return False
+    calls = [(call, other) for call, other in callers_of(function, facts) if not other.context.is_test]
+    return bool(calls) and all(dedicated_gate(call, other) is not None for call, other in calls)
+
+
 def _pins_of(key: str, pins: Dict[str, List[Pin]]) -> List[Pin]:
     """The pins of ``key`` or of the object it is read from (``attr:config.settings.role`` read as
     ``settings.role.runs_jobs``)."""
@@ -319,6 +332,42 @@ def _read_keys(expr: ast.AST, facts: ModuleFacts) -> Set[str]:
     return keys
 
 
+def _env_helper_read(call: ast.Call, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+    """``_env_flag("RUN_JOBS")`` with ``def _env_flag(name, default=False): return os.environ.get(name, ...)
+    .strip().lower() in {"1", "true"}``: the helper's one returned expression with the variable's name written in
+    for its parameter, read in the helper's module (a project function reading the variable its caller names)."""
+    if not isinstance(call.func, ast.Name) or not call.args or _constant_string(call.args[0]) is None:
+        return None
+    function = next((s for s in facts.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and s.name == call.func.id), None)
+    where = facts
+    if function is None and facts.context.cross_file and facts.imports.is_imported(call.func.id):
+        found = project.find_function(facts.qualify(call.func) or "", facts.config, project.roots_for(facts))
+        if found is None:
+            return None
+        function, where = found
+    if function is None or not function.args.args:
+        return None
+    returns = [n for n in walk(function) if isinstance(n, ast.Return) and n.value is not None]
+    parameter = function.args.args[0].arg
+    if len(returns) != 1 or not any(isinstance(n, ast.Call) and (where.callee(n) or "") in _ENV_GETTERS and n.args
+                                    and isinstance(n.args[0], ast.Name) and n.args[0].id == parameter
+                                    for n in walk(returns[0].value)):
+        return None
+
+    class _Named(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return ast.Constant(value=call.args[0].value) if node.id == parameter else node
+
+    return _Named().visit(_copied(returns[0].value)), where
+
+
+def _copied(node: ast.AST) -> ast.AST:
+    import copy
+
+    return copy.deepcopy(node)
+
+
 def _derived(node: ast.Attribute, facts: ModuleFacts) -> Optional[Derived]:
     def build(_facts: ModuleFacts) -> dict:
         return {}
@@ -334,7 +383,9 @@ def _read_key(node: ast.AST, facts: ModuleFacts) -> Optional[str]:
         if (facts.callee(node) or "") in _ENV_GETTERS and node.args:
             name = _constant_string(node.args[0])
             return f"env:{name}" if name else None
-        return None
+        read = _env_helper_read(node, facts)
+        keys = _read_keys(read[0], read[1]) if read is not None else set()
+        return next(iter(keys)) if len(keys) == 1 else None
     if isinstance(node, ast.Subscript) and (facts.qualify(node.value) or "") == _ENV:
         name = _constant_string(node.slice)
         return f"env:{name}" if name else None
@@ -395,15 +446,26 @@ def _evaluate(expr: ast.AST, pin: Pin, facts: ModuleFacts) -> Optional[bool]:
         return derived.truth(str(fixed[1]))  # ``if settings.run_tickers:`` read from the variable
     if isinstance(derived, tuple) and derived[0] is not expr and pin.key in _read_keys(derived[0], derived[1]):
         return _evaluate(derived[0], pin, derived[1])  # ``run_tickers=os.environ.get("RUN_TICKERS") == "1"``
+    read = _env_helper_read(expr, facts) if isinstance(expr, ast.Call) else None
+    if read is not None:
+        return _evaluate(read[0], pin, read[1])  # ``_env_flag("RUN_JOBS")``: what the helper computes of it
     if _read_key(expr, facts) == pin.key and not isinstance(expr, ast.Compare):
         return bool(fixed[1]) if fixed[0] == "constant" else None
     if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
         left, right = expr.left, expr.comparators[0]
         op = expr.ops[0]
-        if _key_of(right, facts) == pin.key and isinstance(op, (ast.Eq, ast.NotEq)):
+        if _key_of(_normalised(right)[0], facts) == pin.key and isinstance(op, (ast.Eq, ast.NotEq)):
             left, right = right, left
+        left, steps = _normalised(left)
         if _key_of(left, facts) != pin.key:
             return None
+        if steps:
+            if fixed[0] != "constant" or not isinstance(fixed[1], str):
+                return None
+            text = fixed[1]
+            for step in steps:  # ``.strip().lower()``: applied to the value as the program reads it
+                text = getattr(text, step)()
+            fixed = ("constant", text)
         if isinstance(op, (ast.Eq, ast.NotEq)):
             other = _literal(right, facts)
             if other is None or other[0] != fixed[0]:
@@ -415,6 +477,20 @@ def _evaluate(expr: ast.AST, pin: Pin, facts: ModuleFacts) -> Optional[bool]:
                 return None
             return (fixed in options) == isinstance(op, ast.In)
     return None
+
+
+#: Methods that normalise a variable's text before it is compared (``.strip().lower() in {"1", "true"}``).
+_NORMALISERS = frozenset({"strip", "lower", "upper", "casefold", "lstrip", "rstrip"})
+
+
+def _normalised(node: ast.AST) -> Tuple[ast.AST, List[str]]:
+    """The value under ``x.strip().lower()`` and the normalising steps, innermost first."""
+    steps: List[str] = []
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _NORMALISERS \
+            and not node.args and not node.keywords:
+        steps.append(node.func.attr)
+        node = node.func.value
+    return node, steps[::-1]
 
 
 def _key_of(node: ast.AST, facts: ModuleFacts) -> Optional[str]:

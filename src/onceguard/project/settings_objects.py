@@ -47,10 +47,37 @@ def derived_setting(node: ast.Attribute, facts: ModuleFacts, bound_once) -> Opti
     bound to once."""
     if not facts.context.cross_file:
         return None
+    if (facts.qualify(node.value) or "") == _DJANGO_SETTINGS:
+        return _django_setting(node.attr, facts)
     made, where = _object_made(node.value, facts, bound_once)
     if made is None:
         return None
     return _field_of(made, node.attr, where)
+
+
+#: Django's settings object: ``settings.NAME`` is the settings module's top-level ``NAME``.
+_DJANGO_SETTINGS = "django.conf.settings"
+_DJANGO_SETTINGS_MARK = "INSTALLED_APPS"
+
+
+def _django_setting(name: str, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+    """The value the project's Django settings modules (the modules assigning ``INSTALLED_APPS`` at top level)
+    give ``name``: one expression, when every settings module that assigns it assigns the same text."""
+    found = []
+    for path in project.files_mentioning(_DJANGO_SETTINGS_MARK, project.search_root(facts)):
+        if name.encode() not in project.read_bytes(path):
+            continue
+        where = project.module_facts(path, facts.config)
+        if where is None or where.context.is_test:
+            continue
+        assigned = {target.id: statement.value for statement in where.tree.body
+                    if isinstance(statement, ast.Assign) for target in statement.targets
+                    if isinstance(target, ast.Name)}
+        if _DJANGO_SETTINGS_MARK in assigned and name in assigned:
+            found.append((assigned[name], where))
+    if not found or len({ast.dump(value) for value, _ in found}) != 1:
+        return None
+    return found[0]
 
 
 def _object_made(value: ast.AST, facts: ModuleFacts, bound_once) -> Tuple[Optional[ast.Call], ModuleFacts]:

@@ -277,7 +277,8 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         if self.facts.enclosing_function(scheduled.registration) is not None \
                 and self.analyzer.dominating_claim(scheduled.registration) is not None:
             scheduled.gated = True  # added only by the replica that won a claim: a leader's scheduler
-        elif process_roles.dedicated_gate(scheduled.registration, self.facts) is not None:
+        elif process_roles.dedicated_gate(scheduled.registration, self.facts) is not None or (
+                self.cross_file and process_roles.gated_at_every_caller(scheduled.registration, self.facts)):
             # added only where a setting that programs of the project fix for their own process says so,
             # and those programs are one process each: the deployment dedicates a process to the job
             scheduled.gated = True
