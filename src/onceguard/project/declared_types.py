@@ -413,4 +413,19 @@ def _call_type(call: ast.Call, facts: ModuleFacts, function: Optional[FunctionNo
     for target, target_facts in targets[:1]:
         if target.returns is not None:
             return Declared(target.returns, target_facts)
+        return _made_by_returns(target, target_facts)
     return None
+
+
+def _made_by_returns(function: FunctionNode, facts: ModuleFacts) -> Optional[Declared]:
+    """A factory without an annotation whose every ``return`` builds the same project class (``def
+    build_poller(): return MailboxPoller(...)``): what calling it gives."""
+    made = [node.value for node in walk_no_nested_functions(function)
+            if isinstance(node, ast.Return) and node.value is not None]
+    if not made or not all(isinstance(value, ast.Call) and isinstance(value.func, (ast.Name, ast.Attribute))
+                           for value in made):
+        return None
+    found = [class_of(value.func, facts) for value in made]
+    if found[0] is None or any(ref is None or ref[0] is not found[0][0] for ref in found):
+        return None
+    return Declared(made[0].func, facts)

@@ -243,6 +243,8 @@ def consumes(node: ast.AST) -> bool:
         return isinstance(func, ast.Attribute) and func.attr in known.CONSUMER_METHODS
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         attr = node.func.attr
+        if isinstance(node.func.value, ast.Name) and node.func.value.id in ("self", "cls"):
+            return False  # ``self.poll()``: the object's own method, whatever its name, not a consumer's wait
         if attr in known.CONSUMER_METHODS and attr not in ("get", "get_nowait"):
             return True
         if attr == "get" and any(k.arg in ("block", "timeout") for k in node.keywords):
