@@ -217,6 +217,13 @@ class StartupMap:
     def _function_named(self, node: ast.AST) -> Optional[FunctionNode]:
         if isinstance(node, ast.Name):
             return self._module_functions.get(node.id)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            # ``FastAPI(lifespan=self._lifespan)`` in a class that owns the app: a method of that class
+            owner = self.facts.enclosing_class(node)
+            found = next((s for s in owner.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                          and s.name == node.attr), None) if owner is not None else None
+            if found is not None:
+                return found
         return self.facts.module_method(node)
 
     def _find_hooks(self) -> None:

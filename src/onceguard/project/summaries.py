@@ -201,12 +201,28 @@ def _bound_class(value: ast.AST, facts: ModuleFacts, function: Optional[Function
 def resolve_reference(expr: ast.Attribute, facts: ModuleFacts) -> Optional[Resolved]:
     """The method a bound-method reference names (``exporter.run`` handed to a scheduler), from the class of
     its receiver, with that class as its ``self`` when the method is inherited."""
-    function = facts.enclosing_function(expr)
+    function = facts.enclosing_function(expr) or _def_around_lambda(expr, facts)
     owner = _receiver_class(expr.value, facts, function)
     if owner is None:
         return None
     method = _method_of(owner[0], owner[1], expr.attr)
     return _with_self(method, owner) if method is not None else None
+
+
+def _def_around_lambda(expr: ast.AST, facts: ModuleFacts) -> Optional[FunctionNode]:
+    """The def a lambda holding ``expr`` is written in (``add_job(lambda: reporter.post(), ...)``): the names the
+    lambda does not bind itself are that def's."""
+    lambdas = []
+    for above in ancestors(expr):
+        if isinstance(above, ast.Lambda):
+            lambdas.append(above)
+        elif isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            own = {a.arg for lam in lambdas for a in lam.args.args + lam.args.kwonlyargs + lam.args.posonlyargs}
+            head = expr.value if isinstance(expr, ast.Attribute) else expr
+            return above if lambdas and not (isinstance(head, ast.Name) and head.id in own) else None
+        elif isinstance(above, ast.ClassDef):
+            return None
+    return None
 
 
 def _receiver_class(expr: ast.AST, facts: ModuleFacts, function: Optional[FunctionNode],
