@@ -105,3 +105,51 @@ def test_a_scheduler_started_only_where_a_setting_the_deployment_pins_says_so(tm
         "k8s/deployment.yaml": MANIFEST.replace("{clock_replicas}", str(clock_replicas)),
     })
     assert findings(tmp_path, "billing/clock.py") == reported
+
+
+MODULE_SETTINGS = """\
+    import os
+
+
+    def _bool(name, default=False):
+        raw = os.environ.get(name)
+        if raw is None:
+            return default
+        return raw.strip().lower() in {"1", "true", "yes", "on"}
+
+
+    RUN_CLOCK = _bool("RUN_BILLING_CLOCK")
+"""
+
+LIFESPAN = """\
+    from contextlib import asynccontextmanager
+
+    from fastapi import FastAPI
+
+    from billing import settings
+    from billing.clock import start_clock
+
+
+    @asynccontextmanager
+    async def lifespan(app):
+        if settings.RUN_CLOCK:
+            start_clock()
+        yield
+
+
+    app = FastAPI(lifespan=lifespan)
+"""
+
+
+@pytest.mark.parametrize("clock_replicas, reported", [(1, []), (2, [(5, "OG201")])])
+def test_a_gate_read_off_a_settings_module_of_the_project(tmp_path, clock_replicas, reported):
+    write(tmp_path, {
+        "billing/__init__.py": "",
+        "billing/settings.py": MODULE_SETTINGS,
+        "billing/clock.py": CLOCK,
+        "billing/main.py": LIFESPAN,
+        "k8s/deployment.yaml": MANIFEST.replace("{clock_replicas}", str(clock_replicas)).replace(
+            "gunicorn\", \"site.wsgi:application\", \"--workers\", \"4\"", "uvicorn\", \"billing.main:app\"").replace(
+            "gunicorn\", \"site.wsgi:application\", \"--workers\", \"1\"", "uvicorn\", \"billing.main:app\""),
+    })
+    assert findings(tmp_path, "billing/clock.py") == reported

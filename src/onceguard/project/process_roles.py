@@ -348,18 +348,31 @@ def _env_helper_read(call: ast.Call, facts: ModuleFacts) -> Optional[Tuple[ast.A
         function, where = found
     if function is None or not function.args.args:
         return None
-    returns = [n for n in walk(function) if isinstance(n, ast.Return) and n.value is not None]
     parameter = function.args.args[0].arg
-    if len(returns) != 1 or not any(isinstance(n, ast.Call) and (where.callee(n) or "") in _ENV_GETTERS and n.args
-                                    and isinstance(n.args[0], ast.Name) and n.args[0].id == parameter
-                                    for n in walk(returns[0].value)):
+
+    def reads_variable(expr: ast.AST) -> bool:
+        return isinstance(expr, ast.Call) and (where.callee(expr) or "") in _ENV_GETTERS and bool(expr.args) \
+            and isinstance(expr.args[0], ast.Name) and expr.args[0].id == parameter
+
+    # ``raw = os.environ.get(name)`` kept in a local first: the returns read it through that name
+    kept = {target.id: node.value for node in walk(function) if isinstance(node, ast.Assign)
+            and reads_variable(node.value) for target in node.targets if isinstance(target, ast.Name)}
+    # (``if raw is None: return default``: the variable unset, which a program that sets it never reaches)
+    returns = [n.value for n in walk(function) if isinstance(n, ast.Return) and n.value is not None
+               and any(reads_variable(part) or (isinstance(part, ast.Name) and part.id in kept)
+                       for part in walk(n.value))]
+    if len(returns) != 1:
         return None
 
     class _Named(ast.NodeTransformer):
         def visit_Name(self, node: ast.Name) -> ast.AST:
-            return ast.Constant(value=call.args[0].value) if node.id == parameter else node
+            if node.id == parameter:
+                return ast.Constant(value=call.args[0].value)
+            if node.id in kept:
+                return self.visit(_copied(kept[node.id]))
+            return node
 
-    return _Named().visit(_copied(returns[0].value)), where
+    return _Named().visit(_copied(returns[0])), where
 
 
 def _copied(node: ast.AST) -> ast.AST:

@@ -49,6 +49,12 @@ def derived_setting(node: ast.Attribute, facts: ModuleFacts, bound_once) -> Opti
         return None
     if (facts.qualify(node.value) or "") == _DJANGO_SETTINGS:
         return _django_setting(node.attr, facts)
+    if isinstance(node.value, ast.Name) and facts.imports.is_imported(node.value.id) \
+            and bound_once(node.value, facts) is None:
+        # ``settings.RUN_SCHEDULER`` of ``from app import settings``: the settings module's own assignment
+        found = project.find_assignment(facts.qualify(node) or "", facts.config, project.roots_for(facts))
+        if found is not None:
+            return found
     made, where = _object_made(node.value, facts, bound_once)
     if made is None:
         return None
