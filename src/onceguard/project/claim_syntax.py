@@ -195,7 +195,14 @@ def failed_side(node: ast.If) -> Optional[Tuple[List[ast.stmt], ast.AST]]:
     ``return``, the log it looks at) skips the ``if`` whose failed branch does not."""
     test = node.test
     negated = False
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) and all(
+            isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not) for v in test.values):
+        # ``if not leased or not still_due(x): continue`` is ``if not (leased and still_due(x))``: the body runs
+        # unless every part holds, the answer among them
+        conjunction = ast.copy_location(ast.BoolOp(op=ast.And(), values=[v.operand for v in test.values]), test)
+        conjunction._og_parent = node
+        negated, test = True, conjunction
+    elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         negated, test = True, test.operand
     elif isinstance(test, ast.Compare) and len(test.ops) == 1 and len(test.comparators) == 1:
         op, right = test.ops[0], test.comparators[0]
