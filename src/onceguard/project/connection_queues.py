@@ -28,7 +28,13 @@ def connection_queues(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
     if not made:
         return set()
     if is_generator(function):
-        return {name for name in made if _reads_queue(function, name)}
+        read = {name for name in made if _reads_queue(function, name)}
+        yielded = {n.value.id for n in walk(function) if isinstance(n, ast.Yield) and isinstance(n.value, ast.Name)}
+        if read or not (yielded & set(made)):
+            return read
+        # ``@asynccontextmanager def attach(...): q = Queue(); reg.add(q); yield q``: the queue is handed to the
+        # ``with`` that enters it, and a stream reads it there
+        return (yielded & set(made)) if _entered_by_stream(function, facts) else set()
     returned = {n.value.id for n in walk(function) if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)}
     handed = returned & set(made)
     if not handed:
@@ -49,3 +55,32 @@ def connection_queues(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
 def _reads_queue(function: FunctionNode, name: str) -> bool:
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in known.QUEUE_READ_METHODS
                and isinstance(n.func.value, ast.Name) and n.func.value.id == name for n in walk(function))
+
+
+def _entered_by_stream(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """A streaming generator of the project enters ``function`` with ``with ... as q`` (``async with
+    hub.attach(room) as inbox:``) and takes its client's messages from ``q`` (command line; by the method's
+    name when the receiver's class is not in view)."""
+    if not facts.context.cross_file:
+        return False
+    from . import index as project
+
+    for path in project.files_calling_method(function.name, project.search_root(facts))[:_MAX_READER_FILES]:
+        other = project.module_facts(path, facts.config)
+        if other is None or other.context.is_test:
+            continue
+        for block in other.withs:
+            reader = other.enclosing_function(block)
+            if reader is None or not is_generator(reader):
+                continue
+            for item in block.items:
+                entered = item.context_expr
+                if isinstance(entered, ast.Call) and isinstance(entered.func, ast.Attribute) \
+                        and entered.func.attr == function.name and isinstance(item.optional_vars, ast.Name) \
+                        and _reads_queue(reader, item.optional_vars.id):
+                    return True
+    return False
+
+
+#: Files read for the streams that enter a queue-yielding context manager by its method's name.
+_MAX_READER_FILES = 8
