@@ -60,7 +60,7 @@ CLOCK_CALLS: FrozenSet[str] = frozenset({
 #: The HTTP status that says "too many requests", and the names frameworks give the refusal.
 TOO_MANY_REQUESTS = 429
 TOO_MANY_REQUESTS_NAMES: FrozenSet[str] = frozenset({
-    "HTTP_429_TOO_MANY_REQUESTS", "TOO_MANY_REQUESTS", "TooManyRequests", "Throttled",
+    "HTTP_429_TOO_MANY_REQUESTS", "TOO_MANY_REQUESTS", "TooManyRequests", "Throttled", "HTTPTooManyRequests",
 })
 
 LIMITER_INSTEAD = ("Keep the counters in a store every replica shares: `storage_uri=\"redis://...\"` (Flask-Limiter, "

@@ -22,6 +22,7 @@ from ..project.forwarding import callee_through
 from ..project.prefilter_words import counting_class_words
 from .base import Rule
 from .fix_plans import shared_store_snippet
+from . import limit_refusals
 from .limit_refusals import functions_using, refusal_for, users_elsewhere
 from .registry import register
 
@@ -373,6 +374,62 @@ def _handwritten(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
         )
 
 
+def _application_state(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
+    """A limiter object kept in the application's state for the process's life (``app[THROTTLE] =
+    SlidingWindow(...)`` in aiohttp's start-up, ``app.state.limiter = Limiter(...)`` in a lifespan): a request
+    handler reading it from there (``request.app[THROTTLE]``, ``request.app.state.limiter``) and refusing with 429
+    counts in this process alone, as with a module-level limiter (command line only)."""
+    if not facts.context.cross_file:
+        return
+    for statement in facts.assigns:
+        if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+            continue
+        key = _state_key(statement.targets[0])
+        if key is None:
+            continue
+        kind = _holder_kind(statement.value, facts)
+        if kind is None or kind[1] is None:
+            continue
+        refusal = next(((function, found) for other in [facts] + limit_refusals._other_modules(key, facts)
+                        for function in other.functions if _reads_state(function, key)
+                        for found in [limit_refusals.refusal_for(key, function, other)] if found is not None), None)
+        if refusal is None:
+            continue
+        function, (node, where, _) = refusal
+        yield rule.finding(
+            statement,
+            f"`{kind[1].name}` kept in the application's state holds rate-limit state in process memory and "
+            f"`{function.name}()` refuses with 429 on it, so N replicas allow N times the limit.",
+            "Each replica (and each worker process) makes its own at start-up and counts only the requests it "
+            "serves. " + known.HANDWRITTEN_INSTEAD,
+            related=[Related(where.context.path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1,
+                             "the request is refused with 429 here")],
+        )
+
+
+def _state_key(target: ast.AST) -> Optional[str]:
+    """The key of an application-state slot: ``app[KEY]`` (a module constant, aiohttp's ``AppKey``) or
+    ``app.state.<name>``."""
+    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Name) \
+            and (dotted(target.value) or "").rsplit(".", 1)[-1] == "app":
+        return target.slice.id
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute) and target.value.attr == "state":
+        return target.attr
+    return None
+
+
+def _reads_state(function: FunctionNode, key: str) -> bool:
+    """``function`` reads the slot from the application it is handed (``request.app[KEY]``, ``...state.key``)."""
+    for node in walk(function):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.slice, ast.Name) \
+                and node.slice.id == key:
+            return True
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and node.attr == key \
+                and isinstance(node.value, ast.Attribute) and node.value.attr == "state":
+            return True
+    return False
+
+
 @register
 class InMemoryRateLimit(Rule):
     code = "OG604"
@@ -400,3 +457,4 @@ class InMemoryRateLimit(Rule):
         yield from _library_limiters(self, facts)
         yield from _django_throttles(self, facts)
         yield from _handwritten(self, facts)
+        yield from _application_state(self, facts)
