@@ -11,10 +11,11 @@ from __future__ import annotations
 import ast
 import os
 import re
-from typing import Dict, FrozenSet, Optional, Tuple
+from typing import Dict, FrozenSet, Optional
 
 from ..analysis.facts import ModuleFacts
 from ..knowledge import process_state as known
+from . import index as project
 
 
 def cache_types(value: ast.AST, facts: ModuleFacts) -> Optional[FrozenSet[str]]:
@@ -26,7 +27,6 @@ def cache_types(value: ast.AST, facts: ModuleFacts) -> Optional[FrozenSet[str]]:
         return frozenset({own})
     if not facts.context.cross_file:
         return None
-    from . import index as project
 
     def scan():
         found = set()
@@ -46,6 +46,7 @@ def cache_types(value: ast.AST, facts: ModuleFacts) -> Optional[FrozenSet[str]]:
 
 
 _by_root: dict = {}
+project.on_clear(_by_root.clear)
 
 
 def _constructor_type(value: ast.AST) -> Optional[str]:
@@ -89,27 +90,36 @@ def _assigned_values(facts: ModuleFacts):
 #: module-level cache a module may hand to others by import.
 _MODULE_CACHE = re.compile(rb"^([A-Za-z_][A-Za-z0-9_]*)[ \t]*(?::[^=\n]+)?=[ \t]*[A-Za-z0-9_.]*Cache[ \t]*\(",
                            re.MULTILINE)
-_words_by_root: Dict[str, Tuple[Tuple[bytes, bytes], ...]] = {}
+_importers_by_root: Dict[str, Optional["re.Pattern[bytes]"]] = {}
+project.on_clear(_importers_by_root.clear)
 
 
-def importer_words(config) -> Tuple[Tuple[bytes, bytes], ...]:
-    """(name, module) for each module-level cache a file of the project makes (``cache = Cache()`` in
-    ``extensions.py``): a module that spells both may import it and keep its records there.  Once per project;
-    the cache's kind is judged when that module is checked."""
+def imports_a_module_cache(config, path: str) -> bool:
+    """Whether the file imports a module-level cache another file of the project makes (``cache = Cache()`` in
+    ``extensions.py``, then ``from .extensions import cache`` or ``extensions.cache``): a module that may keep its
+    records there.  The caches are found once per project; the cache's kind is judged when the module is checked."""
     root = config.root or ""
     if not root:
-        return ()
-    cached = _words_by_root.get(root)
-    if cached is None:
-        from . import index as project
+        return False
+    if root not in _importers_by_root:
+        _importers_by_root[root] = _importing_pattern(root)
+    pattern = _importers_by_root[root]
+    return pattern is not None and pattern.search(project.read_bytes(path)) is not None
 
-        found = set()
-        for word in ("Cache(", "Cache ("):
-            for path in project.files_mentioning(word, root):
-                module = os.path.splitext(os.path.basename(path))[0]
-                if module == "__init__":
-                    module = os.path.basename(os.path.dirname(path))
-                for match in _MODULE_CACHE.finditer(project.read_bytes(path)):
-                    found.add((match.group(1), module.encode()))
-        cached = _words_by_root[root] = tuple(sorted(found))
-    return cached
+
+def _importing_pattern(root: str) -> Optional["re.Pattern[bytes]"]:
+    names, modules = set(), set()
+    for word in ("Cache(", "Cache ("):
+        for path in project.files_mentioning(word, root):
+            module = os.path.splitext(os.path.basename(path))[0]
+            if module == "__init__":
+                module = os.path.basename(os.path.dirname(path))
+            for match in _MODULE_CACHE.finditer(project.read_bytes(path)):
+                names.add(re.escape(match.group(1)))
+                modules.add(re.escape(module.encode()))
+    if not names:
+        return None
+    name_group, module_group = b"|".join(sorted(names)), b"|".join(sorted(modules))
+    return re.compile(rb"from[ \t]+[\w.]*\b(?:" + module_group + rb")[ \t]+import[^\n]*\b(?:" + name_group
+                      + rb")\b|\b(?:" + module_group + rb")\.(?:" + name_group + rb")\b")
+

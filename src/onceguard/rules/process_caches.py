@@ -14,13 +14,14 @@ shared state it is not, and the rule reports two such uses:
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator, List, Optional, Set, Tuple
 
 from ..project import process_state as state
 from ..analysis.facts import ModuleFacts, parent, walk
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
-from ..project.flask_cache_types import cache_types, importer_words
+from ..project.flask_cache_types import cache_types, imports_a_module_cache
 from ..project.forwarding import forwarded
 from ..project.minted_keys import minted_by_callers, minted_key
 from ..project.reach import Reach
@@ -74,6 +75,10 @@ def _cache_bindings(facts: ModuleFacts) -> Iterator[state.Binding]:
                     yield binding
 
 
+#: A module that makes a cache object (``TTLCache(``, ``SimpleCache(``, Flask-Caching's ``Cache(``).
+_MAKES_CACHE = re.compile(rb"Cache[ \t]*\(")
+
+
 def _imported_cache_bindings(facts: ModuleFacts) -> Iterator[state.Binding]:
     """Names this module imports that another module binds to a per-process cache (``from .extensions import
     cache``): the records this module keeps there are in the same process's memory (command line only)."""
@@ -85,6 +90,11 @@ def _imported_cache_bindings(facts: ModuleFacts) -> Iterator[state.Binding]:
     for local, target in sorted(facts.imports.aliases.items()):
         # (a cache is used through its methods or as a mapping; a name spelled neither way is not kept here)
         if "." not in target or (f"{local}." not in text and f"{local}[" not in text):
+            continue
+        # (read only when the module it names makes a cache by that name: most imports are of anything else)
+        module, _, name = target.rpartition(".")
+        path = project.module_path(module, project.roots_for(facts))
+        if path is None or not _MAKES_CACHE.search(project.read_bytes(path)) or name.encode() not in project.read_bytes(path):
             continue
         found = project.find_assignment(target, facts.config, project.roots_for(facts))
         if found is None:
@@ -311,9 +321,9 @@ class PerProcessCacheCoordination(Rule):
     triggers = known.CACHE_TRIGGERS
 
     @staticmethod
-    def project_triggers(config) -> tuple:
-        """A module that may import another module's per-process cache (``from .extensions import cache``)."""
-        return importer_words(config)
+    def project_files(config, path: str) -> bool:
+        """A module that imports another module's module-level cache (``from .extensions import cache``)."""
+        return imports_a_module_cache(config, path)
     skips_tests = True
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:

@@ -345,6 +345,8 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         if not self.cross_file or not isinstance(written, (ast.Name, ast.Attribute)) \
                 or (self.facts.qualify(written) or "") in known.DECORATORS:
             return False
+        if not self._may_schedule(written):
+            return False
         factory = self.resolve(written)
         if factory is None or factory.function is None:
             return False
@@ -367,6 +369,22 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             self.add(scheduled)
             added = True
         return added
+
+    def _may_schedule(self, written: ast.AST) -> bool:
+        """The module that defines the decorator can hand a function to a scheduler: its text registers one
+        (read before the decorator is resolved, which parses that module; most decorators are a framework's)."""
+        qualified = self.bindings.imported_name(written) if isinstance(written, (ast.Name, ast.Attribute)) else None
+        if qualified is None:
+            source = "\n".join(self.facts.lines).encode("utf-8", "replace")
+        else:
+            module = qualified.replace(":", ".").rpartition(".")[0]
+            path = project.module_path(module, project.roots_for(self.facts)) if module else None
+            if path is None and "." in module:  # (``pkg.mod.factory.method``: the module one level up)
+                path = project.module_path(module.rpartition(".")[0], project.roots_for(self.facts))
+            if path is None:
+                return False
+            source = project.read_bytes(path)
+        return any(word in source for word in _SCHEDULING_WORDS)
 
     def _registry_calls(self) -> None:
         """``periodic(seconds=60)(export)`` and ``register(export)``: a registering decorator called by hand."""
@@ -696,6 +714,11 @@ def _registered_how(site: ast.AST, registering: ast.AST, registry) -> str:
 
 #: ids of the trees whose jobs are being collected (a registry handed round between modules stops there)
 _collecting: set = set()
+
+
+#: How a module that hands functions to a library scheduler spells it.
+_SCHEDULING_WORDS = (b".do(", b"add_job(", b"add_schedule(", b"scheduled_job(", b"periodic_task(", b"add_interval_job(",
+                     b"add_cron_job(", b"crontab(", b"repeat_every(")
 
 
 def _returned_def(factory: FunctionNode) -> Optional[FunctionNode]:
