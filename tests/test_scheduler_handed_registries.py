@@ -183,3 +183,44 @@ def test_the_hand_off_is_named_in_the_finding(tmp_path):
     assert len(found) == 1
     assert any(place.path.endswith("roster.py") and "handed to the scheduler" in place.message
                for place in found[0].related)
+
+
+# -- an APScheduler 4 scheduler handed to the registering function: the project's constructions decide ---------
+_APS4_FACTORY = """\
+    from apscheduler import AsyncScheduler
+    from apscheduler.datastores.sqlalchemy import SQLAlchemyDataStore
+    {memory_import}
+
+    from .db import engine
+
+
+    def build_scheduler() -> AsyncScheduler:
+        return AsyncScheduler({store})
+"""
+
+_APS4_REGISTER = """\
+    from apscheduler import AsyncScheduler
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    from .reminders import send_reminders
+
+
+    async def register(scheduler: AsyncScheduler) -> None:
+        await scheduler.add_schedule(send_reminders, IntervalTrigger(minutes=30), id="reminders")
+"""
+
+
+@pytest.mark.parametrize("store, memory_import, reported", [
+    ("data_store=SQLAlchemyDataStore(engine)", "", []),
+    ("data_store=MemoryDataStore()", "from apscheduler.datastores.memory import MemoryDataStore", [(8, "OG201")]),
+])
+def test_a_handed_aps4_scheduler_is_judged_by_the_schedulers_the_project_makes(tmp_path, store, memory_import,
+                                                                                reported):
+    write(tmp_path, {
+        "svc/__init__.py": "",
+        "svc/db.py": "from sqlalchemy.ext.asyncio import create_async_engine\n\nengine = create_async_engine('postgresql+asyncpg://db/app')\n",
+        "svc/reminders.py": "import httpx\n\n\nasync def send_reminders():\n    httpx.post('https://mail.example.com/send')\n",
+        "svc/schedules.py": _APS4_FACTORY.replace("{store}", store).replace("{memory_import}", memory_import),
+        "svc/register.py": _APS4_REGISTER,
+    })
+    assert findings(tmp_path, "svc/register.py") == reported

@@ -556,7 +556,8 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                         alias = _const(trigger)
                         if (trigger is None and not _has_splat(call)) or alias in known.APS3_ONE_OFF_TRIGGERS:
                             scheduled.periodic = False  # (a ``**trigger_kwargs`` splat may hold a periodic trigger)
-                    if family == known.APS4 and ctor is not None and self._aps4_shared_store(ctor):
+                    if family == known.APS4 and (self._aps4_shared_store(ctor) if ctor is not None
+                                                 else self.cross_file and _aps4_stores_all_shared(self.facts)):
                         scheduled.coordinated = True
                     self._classify_trigger(scheduled)
                     self.add(scheduled)
@@ -592,13 +593,7 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         return False
 
     def _aps4_shared_store(self, ctor: ast.Call) -> bool:
-        store = _argument(ctor, known.APS4_DATA_STORE_POSITION, known.APS4_DATA_STORE_KEYWORD)
-        if store is None or _is_true_constant(store, None):
-            return False
-        origin = self.bindings.origin(store) if not isinstance(store, ast.Call) else store
-        if isinstance(origin, ast.Call) and (self.facts.callee(origin) or "") in known.APS4_MEMORY_STORES:
-            return False
-        return True
+        return _aps4_shared_store_in(ctor, self.facts)
 
     # -- module functions: arq cron(...), aiocron.crontab(spec, func), LoopingCall(f) ---------------
     def _module_functions(self) -> None:
@@ -719,6 +714,32 @@ _collecting: set = set()
 #: How a module that hands functions to a library scheduler spells it.
 _SCHEDULING_WORDS = (b".do(", b"add_job(", b"add_schedule(", b"scheduled_job(", b"periodic_task(", b"add_interval_job(",
                      b"add_cron_job(", b"crontab(", b"repeat_every(")
+
+
+def _aps4_shared_store_in(ctor: ast.Call, facts: ModuleFacts) -> bool:
+    """An APScheduler 4 scheduler made with a data store every replica shares (not the memory store)."""
+    store = _argument(ctor, known.APS4_DATA_STORE_POSITION, known.APS4_DATA_STORE_KEYWORD)
+    if store is None or _is_true_constant(store, None):
+        return False
+    origin = Bindings.of_module(facts).origin(store) if not isinstance(store, ast.Call) else store
+    return not (isinstance(origin, ast.Call) and (facts.callee(origin) or "") in known.APS4_MEMORY_STORES)
+
+
+_APS4_WORDS = ("AsyncScheduler", "Scheduler(")
+
+
+def _aps4_stores_all_shared(facts: ModuleFacts) -> bool:
+    """Every APScheduler 4 scheduler the project makes shares its data store (a scheduler handed to the
+    registering function is one of them, whichever caller hands it); False when the project makes none."""
+    root = project.search_root(facts)
+    made = []
+    for path in sorted({p for word in _APS4_WORDS for p in project.files_mentioning(word, root)}):
+        other = project.module_facts(path, facts.config)
+        if other is None or other.context.is_test:
+            continue
+        made.extend((call, other) for call in other.calls
+                    if known.CONSTRUCTORS.get(other.callee(call) or "") == known.APS4)
+    return bool(made) and all(_aps4_shared_store_in(call, other) for call, other in made)
 
 
 def _returned_def(factory: FunctionNode) -> Optional[FunctionNode]:
