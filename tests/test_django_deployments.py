@@ -73,6 +73,75 @@ def test_a_one_shot_migrate_service_the_web_waits_for_is_left_alone(tmp_path):
     assert _migrate(tmp_path, {"docker-compose.yml": ONE_SHOT}) == []
 
 
+DISPATCH_CASE = """\
+    #!/bin/sh
+    set -e
+    case "${1:-web}" in
+      migrate)
+        exec python manage.py migrate --noinput
+        ;;
+      web)
+        exec gunicorn depot.wsgi:application --workers 3
+        ;;
+      *)
+        exec "$@"
+        ;;
+    esac
+"""
+
+DISPATCH_IF = """\
+    #!/bin/sh
+    set -e
+    if [ "$1" = "release" ]; then
+        python manage.py migrate --noinput
+        exit 0
+    fi
+    exec gunicorn depot.wsgi:application --workers 3
+"""
+
+K8S = """\
+    apiVersion: batch/v1
+    kind: Job
+    metadata:
+      name: depot-migrate
+    spec:
+      template:
+        spec:
+          containers:
+            - name: migrate
+              image: example/depot
+              args: ["{job_arg}"]
+    ---
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata:
+      name: depot-web
+    spec:
+      replicas: 3
+      template:
+        spec:
+          containers:
+            - name: web
+              image: example/depot
+              {web_args}
+"""
+
+
+@pytest.mark.parametrize("script, job_arg, web_args, reported", [
+    (DISPATCH_CASE, "migrate", 'args: ["web"]', False),
+    (DISPATCH_CASE, "migrate", "ports: [{containerPort: 8000}]", False),  # no argument: the default branch
+    (DISPATCH_CASE, "migrate", 'args: ["migrate"]', True),
+    (DISPATCH_IF, "release", "ports: [{containerPort: 8000}]", False),
+    (DISPATCH_IF, "release", 'args: ["release"]', True),
+])
+def test_an_entrypoint_branch_only_a_one_off_job_selects(tmp_path, script, job_arg, web_args, reported):
+    line = next(i for i, text in enumerate(textwrap.dedent(MANAGE).splitlines(), 1) if "execute_from" in text
+                and "import" not in text)
+    found = _migrate(tmp_path, {"entrypoint.sh": script, "Dockerfile": DOCKERFILE,
+                                "k8s/app.yaml": K8S.replace("{job_arg}", job_arg).replace("{web_args}", web_args)})
+    assert found == ([(line, "OG403")] if reported else [])
+
+
 def test_a_project_that_overrides_migrate_is_left_alone(tmp_path):
     files = {"entrypoint.sh": ENTRYPOINT, "Dockerfile": DOCKERFILE, "depot/management/__init__.py": "",
              "depot/management/commands/__init__.py": "",

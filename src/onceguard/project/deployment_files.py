@@ -11,7 +11,7 @@ import os
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..knowledge import deployment as known
 from . import index as project
@@ -87,17 +87,24 @@ class Scanner:
                 direct.extend(_procfile(path))
             elif name.lower().endswith(known.YAML_SUFFIXES):
                 direct.extend(_yaml_file(path))
+        # The words a replicated container may hand an entrypoint script as its first argument (its command or
+        # arguments, first words and the word after a script): a branch of the script another value selects is
+        # run by the one-off containers that pass that value, not by every replica.
+        self.replica_arguments = {word for launch in direct if launch.per_replica
+                                  for index, word in enumerate(launch.words)
+                                  if index == 0 or launch.words[index - 1].lower().endswith(known.SHELL_SUFFIXES)}
         for launch in direct:
             self._add(launch, 0)
         # A script nothing above runs, that starts a server: the container's start command.
         for script in self.scripts:
             if script in self._script_modes:
                 continue
-            commands = _script_commands(script)
-            if any(self.starts_server(words) for _, words in commands):
+            commands = _selected_commands(script)
+            if any(self.starts_server(words) for _, words, _ in commands):
                 self._script_modes[script] = True
-                for line, words in commands:
-                    self._add(Launch(words, script, line, True, os.path.basename(script)), 1)
+                for line, words, selected in commands:
+                    self._add(Launch(words, script, line, self._per_replica(True, selected),
+                                     os.path.basename(script)), 1)
         return self.found
 
     def _add(self, launch: Launch, depth: int) -> None:
@@ -109,8 +116,15 @@ class Scanner:
                 continue  # already read with this mode (or per replica, which wins)
             self._script_modes[script] = launch.per_replica
             where = f"{os.path.basename(script)} (run by {launch.where})"
-            for line, words in _script_commands(script):
-                self._add(Launch(words, script, line, launch.per_replica, where), depth + 1)
+            for line, words, selected in _selected_commands(script):
+                self._add(Launch(words, script, line, self._per_replica(launch.per_replica, selected), where),
+                          depth + 1)
+
+    def _per_replica(self, script_per_replica: bool, selected: Optional[FrozenSet[str]]) -> bool:
+        """A command of a script run per replica is, unless only a first argument no replica passes selects it."""
+        if not script_per_replica or selected is None:
+            return script_per_replica
+        return bool(selected & getattr(self, "replica_arguments", set()))
 
     def _scripts_run(self, launch: Launch) -> List[str]:
         words = list(launch.words)
@@ -244,13 +258,80 @@ def _strip_prefixes(words: List[str]) -> List[str]:
 
 
 def _script_commands(path: str) -> List[Tuple[int, Tuple[str, ...]]]:
-    found = []
+    return [(line, words) for line, words, _ in _selected_commands(path)]
+
+
+#: ``if [ "$1" = "migrate" ]; then`` / ``elif [[ "${1:-serve}" == worker ]]``: a branch the script's first argument
+#: selects.
+_IF_ARGUMENT = re.compile(r'^(el)?if\s+\[\[?\s*"?\$\{?1(?::-([^}"]*))?\}?"?\s*==?\s*[\'"]?([\w.:-]+)[\'"]?\s*\]\]?\s*;?\s*(then)?$')
+#: ``case "$1" in``
+_CASE_ARGUMENT = re.compile(r'^case\s+"?\$\{?1(?::-([^}"]*))?\}?"?\s+in$')
+#: ``migrate|upgrade)`` (a command may follow on the same line)
+_CASE_PATTERN = re.compile(r'^\(?([\w.:|*"\'-]+)\)\s*(.*)$')
+
+
+def _selected_commands(path: str) -> List[Tuple[int, Tuple[str, ...], Optional[FrozenSet[str]]]]:
+    """(line, words, the values of the script's first argument that run it, or None when any does) for each
+    command of a shell script: an entrypoint that dispatches on its argument (``if [ "$1" = "migrate" ]``,
+    ``case "$1" in migrate) ...``) runs the branch a container's arguments choose, not all of them."""
+    found: List[Tuple[int, Tuple[str, ...], Optional[FrozenSet[str]]]] = []
+    # One frame per open ``if``/``case``: [kind, the values the current branch takes, whether it tests $1]
+    frames: List[list] = []
+
+    defaults: List[str] = []  # ``${1:-web}``: the branch a container given no argument runs
+
+    def selector() -> Optional[FrozenSet[str]]:
+        for kind, values, on_argument in reversed(frames):
+            if on_argument:
+                return None if values is None or set(values) & set(defaults) else values
+        return None
+
     for line, text in logical_lines(read_text(path)):
         stripped = text.strip()
         if not stripped or stripped.startswith("#"):
             continue
+        chosen = _IF_ARGUMENT.match(stripped)
+        if chosen:
+            if chosen.group(2):
+                defaults.append(chosen.group(2))
+            value = frozenset({chosen.group(3)})
+            if chosen.group(1) and frames and frames[-1][0] == "if":
+                frames[-1][1], frames[-1][2] = value, True
+            else:
+                frames.append(["if", value, True])
+            continue
+        if re.match(r"^if\b", stripped) and not stripped.endswith("fi"):
+            frames.append(["if", None, False])
+            continue
+        if stripped in ("else", "else;") and frames and frames[-1][0] == "if":
+            frames[-1][1] = None  # (the other values: a default branch)
+            continue
+        if stripped in ("fi", "fi;") and frames and frames[-1][0] == "if":
+            frames.pop()
+            continue
+        case = _CASE_ARGUMENT.match(stripped)
+        if case:
+            if case.group(1):
+                defaults.append(case.group(1))
+            frames.append(["case", None, True])
+            continue
+        if frames and frames[-1][0] == "case":
+            if stripped == "esac":
+                frames.pop()
+                continue
+            pattern = _CASE_PATTERN.match(stripped)
+            if pattern and not stripped.startswith(("exec ", "python")):
+                values = {v.strip("\"'") for v in pattern.group(1).split("|")}
+                frames[-1][1] = None if "*" in values else frozenset(values)
+                stripped = pattern.group(2).strip()
+                if not stripped:
+                    continue
+            if stripped.endswith(";;"):
+                stripped = stripped[:-2].strip()
+                if not stripped:
+                    continue
         for words in _shell_words(stripped):
-            found.append((line, words))
+            found.append((line, words, selector()))
     return found
 
 
