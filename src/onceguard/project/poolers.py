@@ -166,12 +166,75 @@ def _shown(facts) -> _Shown:
             if FileContext(path, config).is_test:
                 continue
             urls.extend(_urls_in(project.read_bytes(path), path, in_code=True))
+            if _DJANGO_DATABASES in project.read_bytes(path):
+                urls.extend(_django_databases(path, config, root))
         return _Shown(tuple(urls), session), tuple(read)
 
     return project.scan_once(_scans, (config.root or "", root), scan)
 
 
 _scans: Dict = {}
+
+
+_DJANGO_DATABASES = b"DATABASES"
+#: Calls that read an environment variable, the default as second argument (or ``default=``).
+_ENV_READS = frozenset({"os.environ.get", "os.getenv", "environ.get", "getenv", "env", "config", "env.str"})
+
+
+def _django_databases(path: str, config, root: str) -> List[ShownUrl]:
+    """The PostgreSQL servers a Django settings module's ``DATABASES`` names by ``HOST`` and ``PORT``, as the
+    URLs they stand for: a value read from the environment is what the deployment sets the variable to, or its
+    default where nothing sets it."""
+    import ast
+
+    from .service_settings import service_pins
+
+    facts = project.module_facts(path, config)
+    if facts is None:
+        return []
+    pins: Dict[str, List[str]] = {}
+    found: List[ShownUrl] = []
+    for statement in facts.tree.body:
+        if not (isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "DATABASES"
+                                                          for t in statement.targets)):
+            continue
+        for node in ast.walk(statement.value):
+            if not isinstance(node, ast.Dict):
+                continue
+            entries = {key.value: value for key, value in zip(node.keys, node.values)
+                       if isinstance(key, ast.Constant) and isinstance(key.value, str)}
+            engine = entries.get("ENGINE")
+            if "HOST" not in entries or not (isinstance(engine, ast.Constant) and "postg" in str(engine.value)):
+                continue
+            if not pins:
+                for pin in service_pins(config, root):
+                    pins.setdefault(pin.variable, []).append(pin.value)
+            hosts = _setting_values(entries["HOST"], facts, pins)
+            ports = _setting_values(entries["PORT"], facts, pins) if "PORT" in entries else ["5432"]
+            for host in hosts:
+                for port in ports:
+                    url = f"postgresql://{host}:{port}/"
+                    found.append(ShownUrl(url, path, node.lineno, None, True, pooler_sign(url)))
+    return found
+
+
+def _setting_values(node, facts, pins: Dict[str, List[str]]) -> List[str]:
+    """What a settings value can be: a constant, or an environment read's deployed values (its default where the
+    deployment sets none); ``?`` where it cannot be told."""
+    import ast
+
+    if isinstance(node, ast.Constant) and node.value is not None:
+        return [str(node.value)]
+    if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+            and (facts.callee(node) or "") in _ENV_READS:
+        variable = str(node.args[0].value)
+        if variable in pins:
+            return pins[variable]
+        default = node.args[1] if len(node.args) > 1 else next(
+            (k.value for k in node.keywords if k.arg == "default"), None)
+        if isinstance(default, ast.Constant) and default.value is not None:
+            return [str(default.value)]
+    return ["?"]
 
 
 def _deployed(shown: _Shown) -> Dict[str, List[ShownUrl]]:
