@@ -205,3 +205,41 @@ def test_a_cachelib_cache_keeping_statuses_under_keys_the_callers_mint(tmp_path)
                                     "from cachelib import SimpleCache\n\n    cache = SimpleCache()\n"),
     })
     assert findings(tmp_path, "app/jobs.py", codes=("OG607",)) == [(6, "OG607")]
+
+
+ASYNC_STATUS = """\
+    import asyncio
+    import uuid
+
+    from aiocache import SimpleMemoryCache
+    from fastapi import FastAPI
+
+    app = FastAPI()
+    _status = SimpleMemoryCache()
+
+
+    async def _run(job_id):
+        await _status.set(job_id, {"state": "done"})
+
+
+    @app.post("/exports")
+    async def start_export():
+        job_id = uuid.uuid4().hex
+        await _status.set(job_id, {"state": "queued"})
+        asyncio.create_task(_run(job_id))
+        return {"job_id": job_id}
+
+
+    @app.get("/exports/{job_id}")
+    async def export_status(job_id: str):
+        return await _status.get(job_id)
+"""
+
+
+@pytest.mark.parametrize("made, reported", [("SimpleMemoryCache()", [(8, "OG607")]),
+                                            ("RedisCache(endpoint='redis')", [])])
+def test_an_aiocache_memory_cache_as_a_job_status_store(tmp_path, made, reported):
+    source = ASYNC_STATUS.replace("SimpleMemoryCache()", made).replace(
+        "from aiocache import SimpleMemoryCache", "from aiocache import RedisCache, SimpleMemoryCache")
+    write(tmp_path, {"app/__init__.py": "", "app/jobs.py": source})
+    assert findings(tmp_path, "app/jobs.py", codes=("OG607",)) == reported

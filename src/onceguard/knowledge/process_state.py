@@ -59,6 +59,8 @@ PROCESS_CACHE_CONSTRUCTORS: FrozenSet[str] = frozenset({
     "flask_caching.backends.SimpleCache", "flask_caching.backends.simplecache.SimpleCache",
     "flask_caching.backends.NullCache", "flask_caching.backends.nullcache.NullCache",
     "django.core.cache.backends.locmem.LocMemCache",
+    # aiocache's in-memory backend: each process keeps its own entries.
+    "aiocache.SimpleMemoryCache", "aiocache.backends.memory.SimpleMemoryCache",
 })
 #: Flask-Caching ``CACHE_TYPE`` values whose store is this process's memory (or nothing at all).
 FLASK_PROCESS_CACHE_TYPES: FrozenSet[str] = frozenset({
@@ -128,7 +130,7 @@ MAPPING_CACHE_FACTORIES: FrozenSet[str] = frozenset({
 #: (an import under another name, ``from threading import Lock as L``, is the only spelling without ``Lock(``)
 LOCK_TRIGGERS = (b"Lock(", b"Condition(", b"Lock as ", b"Condition as ")
 CACHE_TRIGGERS = (b"TTLCache", b"LRUCache", b"LFUCache", b"TLRUCache", b"FIFOCache", b"RRCache",
-                  b"SimpleCache", b"NullCache", b"LocMemCache", b"CACHE_TYPE",
+                  b"SimpleCache", b"NullCache", b"LocMemCache", b"CACHE_TYPE", b"SimpleMemoryCache",
                   (b"django.core.cache", b".add("), (b"django.core.cache", b".incr("),
                   (b"django.core.cache", b".decr("),
                   # a process memo cleared by request code, as if every replica's were
