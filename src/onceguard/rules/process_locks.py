@@ -92,12 +92,16 @@ def shared_step(call: ast.Call, facts: ModuleFacts, scope: Optional[FunctionNode
     receiver = func.value
     receiver_text = dotted(receiver) or ""
     if receiver_text.endswith(".objects") or (isinstance(receiver, ast.Call) and _is_manager_chain(receiver)):
-        if method in known.DATABASE_WRITE_METHODS or method in ("update", "delete", "create"):
+        if method in known.DATABASE_WRITE_METHODS or method in known.MODEL_CREATE_METHODS \
+                or method in ("update", "delete"):
             return WRITE, f"writes rows (`.{method}()`)"
         if method in known.DATABASE_READ_METHODS or method == "get":
             return READ, f"reads rows (`.{method}()`)"
     if method == "save" and not call.args:
         return WRITE, "saves a row (`.save()`)"
+    if method in known.MODEL_CREATE_METHODS and isinstance(receiver, (ast.Name, ast.Attribute)) \
+            and _is_model(receiver, facts):
+        return WRITE, f"writes rows (`{receiver_text}.{method}()`)"
     if method in ("add", "add_all", "merge", "delete", "commit") and _session_receiver(receiver, scope):
         return WRITE, f"writes rows (`{receiver_text}.{method}()`)"
     if method in ("first", "one", "one_or_none", "scalar_one", "scalar_one_or_none", "count", "exists", "all") \
@@ -106,6 +110,21 @@ def shared_step(call: ast.Call, facts: ModuleFacts, scope: Optional[FunctionNode
     if method in ("scalar", "scalars", "get") and _session_receiver(receiver, scope):
         return READ, f"reads rows (`{receiver_text}.{method}()`)"
     return None
+
+
+def _is_model(expr: ast.AST, facts: ModuleFacts) -> bool:
+    """``expr`` names a model class of the project: a class one of whose bases is an ORM's ``Model``
+    (Tortoise's ``Model.create`` is a class method)."""
+    cls = None
+    if isinstance(expr, ast.Name):
+        cls = next((s for s in facts.tree.body if isinstance(s, ast.ClassDef) and s.name == expr.id), None)
+    if cls is None and facts.context.cross_file:
+        from ..project import index as project
+
+        qualified = facts.qualify(expr) or ""
+        found = project.find_class(qualified, facts.config, project.search_root(facts)) if "." in qualified else None
+        cls = found[0] if found is not None else None
+    return cls is not None and any((dotted(base) or "").rsplit(".", 1)[-1] == "Model" for base in cls.bases)
 
 
 def _is_manager_chain(call: ast.Call) -> bool:
