@@ -358,3 +358,44 @@ def test_no_runner_in_the_project_or_flake8_is_clean(tmp_path):
     os.remove(tmp_path / "Dockerfile")
     index.clear_cache()
     assert check(tmp_path, "alembic/env.py") == []
+
+
+def test_an_entrypoint_dispatching_on_its_argument_runs_the_branch_the_container_selects(tmp_path):
+    write(tmp_path, {
+        "Dockerfile": 'FROM python:3.12\nCOPY entrypoint.sh /entrypoint.sh\nENTRYPOINT ["/entrypoint.sh"]\nCMD ["serve"]\n',
+        "entrypoint.sh": """\
+            #!/bin/sh
+            set -e
+            if ! alembic -c deploy/alembic.ini upgrade head; then
+                echo "migration failed" >&2
+                exit 1
+            fi
+            case "$1" in
+              release)
+                exec python -m app.seed
+                ;;
+              serve)
+                exec uvicorn app.main:app
+                ;;
+            esac
+        """,
+        "app/__init__.py": "", "app/seed.py": "", "app/main.py": "",
+        "k8s/job.yaml": """
+            apiVersion: batch/v1
+            kind: Job
+            metadata: {name: release}
+            spec:
+              template:
+                spec:
+                  containers:
+                    - name: release
+                      args: ["release"]
+        """,
+    })
+    found = steps(tmp_path)
+    # a command in an ``if``'s test runs as any other line of the script: in every replica
+    assert (deployment.ALEMBIC_UPGRADE, "deploy/alembic.ini", True) in found
+    assert (deployment.SERVER, "app.main:app", True) in found
+    # only the Job passes ``release``: its branch runs once
+    assert (deployment.PYTHON_MODULE, "app.seed", False) in found
+    assert (deployment.PYTHON_MODULE, "app.seed", True) not in found

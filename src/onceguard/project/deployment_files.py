@@ -301,8 +301,7 @@ def _selected_commands(path: str) -> List[Tuple[int, Tuple[str, ...], Optional[F
                 frames.append(["if", value, True])
             continue
         if re.match(r"^if\b", stripped) and not stripped.endswith("fi"):
-            frames.append(["if", None, False])
-            continue
+            frames.append(["if", None, False])  # (its test may run a command: ``if ! alembic upgrade head; then``)
         if stripped in ("else", "else;") and frames and frames[-1][0] == "if":
             frames[-1][1] = None  # (the other values: a default branch)
             continue
