@@ -58,3 +58,29 @@ def test_a_row_another_method_of_the_object_loads(tmp_path, lock, reported):
     write(tmp_path, {"shop/__init__.py": "", "shop/models.py": MODELS,
                      "shop/book.py": LEDGER.replace("{lock}", lock)})
     assert findings(tmp_path, "shop/book.py", codes=("OG301",)) == reported
+
+
+BEGIN_BLOCK = """\
+    from sqlalchemy import select
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from .models import Voucher
+
+
+    class VoucherBook:
+        def __init__(self, session: AsyncSession) -> None:
+            self.session = session
+
+        async def spend(self, code: str, amount: int) -> int:
+            async with self.session.begin():
+                voucher = await self.session.scalar(select(Voucher).where(Voucher.code == code){lock})
+                voucher.remaining -= amount
+            return voucher.remaining
+"""
+
+
+@pytest.mark.parametrize("lock, reported", [("", [(14, "OG301")]), (".with_for_update()", [])])
+def test_a_row_changed_inside_the_sessions_begin_block_is_committed_by_its_end(tmp_path, lock, reported):
+    write(tmp_path, {"shop/__init__.py": "", "shop/models.py": MODELS,
+                     "shop/book.py": BEGIN_BLOCK.replace("{lock}", lock)})
+    assert findings(tmp_path, "shop/book.py", codes=("OG301",)) == reported

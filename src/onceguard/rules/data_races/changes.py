@@ -247,6 +247,25 @@ def _written_back(change: Change, function: FunctionNode, facts: ModuleFacts,
         elif name in ("update", "aupdate", "values") and any(
                 keyword.arg == field and _reads(keyword.value, instance, field) for keyword in node.keywords):
             return node
+    return _committed_by_block(change, loaded)
+
+
+def _committed_by_block(change: Change, loaded) -> Optional[ast.Call]:
+    """``with session.begin():`` (or ``with factory.begin() as session:``) around the change, on the session the
+    row was loaded through: the block's end commits the changed value."""
+    if loaded is None or loaded.framework != "sqlalchemy":
+        return None
+    for above in ancestors(change.back):
+        if not isinstance(above, (ast.With, ast.AsyncWith)):
+            continue
+        for item in above.items:
+            opened = item.context_expr
+            if not (isinstance(opened, ast.Call) and isinstance(opened.func, ast.Attribute)
+                    and opened.func.attr == "begin" and not opened.args):
+                continue
+            receiver = item.optional_vars if isinstance(item.optional_vars, ast.Name) else opened.func.value
+            if _session_matches(loaded.session, receiver):
+                return opened
     return None
 
 
@@ -285,4 +304,11 @@ def _functions_writing_instances(facts: ModuleFacts) -> List[FunctionNode]:
         function = facts.enclosing_function(call)
         if function is not None:
             found.setdefault(id(function), function)
+    for call in facts.calls_named("begin"):
+        # ``with session.begin():``: the block's end commits what it changed
+        above = parent(call)
+        if isinstance(above, ast.withitem) and above.context_expr is call and not call.args:
+            function = facts.enclosing_function(call)
+            if function is not None:
+                found.setdefault(id(function), function)
     return list(found.values())
