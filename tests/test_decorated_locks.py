@@ -5,7 +5,9 @@ given: every application passes a constant, so each job wearing it locks one job
 (redis-py's default) queues the second replica behind the first, which then runs the job again (OG103).  A
 wrapper that tries the lock and gives it back in a handler catching every error of the work (``except
 BaseException: lease.release(); raise``) releases it whenever the work fails; on success it leaves the lease to
-its TTL on purpose, so a pod whose scheduler fires late still finds the period taken (no OG105).
+its TTL on purpose, so a pod whose scheduler fires late still finds the period taken (no OG105).  A waiting
+lock whose holder first reads whether the work is done and leaves (``if closed: return``) queues the second
+caller without repeating the work (no OG103).
 """
 from __future__ import annotations
 
@@ -117,3 +119,40 @@ def test_a_lease_given_back_on_every_error_and_kept_on_success(tmp_path, caught)
 def test_a_lease_given_back_only_on_some_errors_is_still_reported(tmp_path):
     _project(tmp_path, GUARDS_LEASED.replace("{caught}", "ValueError"))
     assert findings(tmp_path, "reports/guards.py", codes=("OG105",)) == [(16, "OG105")]
+
+
+RECHECKED = """\
+    from aiohttp import web
+
+    CLOSE_KEY = 7_301
+
+
+    class PeriodCloser:
+        def __init__(self, pool):
+            self._pool = pool
+
+        async def close(self, period):
+            async with self._pool.acquire() as conn:
+                await conn.execute("SELECT pg_advisory_lock($1)", CLOSE_KEY)
+                try:
+                    {check}
+                    async with conn.transaction():
+                        await conn.execute("INSERT INTO closed_periods (period) VALUES ($1)", period)
+                    return True
+                finally:
+                    await conn.execute("SELECT pg_advisory_unlock($1)", CLOSE_KEY)
+
+
+    async def close_period(request):
+        closer = PeriodCloser(request.app["pool"])
+        return web.json_response({"closed": await closer.close(request.match_info["period"])})
+"""
+
+_RECHECK = ('closed = await conn.fetchval("SELECT EXISTS (SELECT 1 FROM closed_periods WHERE period = $1)", '
+            'period)\n                    if closed:\n                        return False')
+
+
+@pytest.mark.parametrize("check, reported", [(_RECHECK, []), ("pass", [(12, "OG103")])])
+def test_a_waiting_lock_whose_holder_first_rechecks_whether_the_work_is_done(tmp_path, check, reported):
+    write(tmp_path, {"ledger/__init__.py": "", "ledger/periods.py": RECHECKED.replace("{check}", check)})
+    assert findings(tmp_path, "ledger/periods.py", codes=("OG103",)) == reported

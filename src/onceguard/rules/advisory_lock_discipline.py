@@ -9,7 +9,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Set
 
-from ..analysis.facts import ModuleFacts, ancestors, is_generator, parent, position, walk, walk_no_nested_functions
+from ..analysis.facts import (ModuleFacts, ancestors, is_generator, parent, position, statement_list, walk,
+                              walk_no_nested_functions)
 from .fix_plans import try_lock_fix
 from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
@@ -144,6 +145,29 @@ def _start_up_only(use: LockUse, facts: ModuleFacts) -> bool:
     return runs(use.call, facts, startup_only=True).every_replica
 
 
+def _rechecks_under_lock(lock: ast.Call) -> bool:
+    """The statements after the lock (in its block, or the ``try`` that follows it) read state and leave when the
+    work is done before doing anything else (``closed = await conn.fetchval("SELECT EXISTS ..."); if closed:
+    return``): a replica that waited finds the work done and stops."""
+    statement = next((a for a in ancestors(lock) if isinstance(parent(a), (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                          ast.With, ast.AsyncWith, ast.Try, ast.If,
+                                                                          ast.For, ast.AsyncFor, ast.While))
+                      and isinstance(a, ast.stmt)), None)
+    block = statement_list(statement) if statement is not None else None
+    if block is None:
+        return False
+    following = block[block.index(statement) + 1:]
+    if following and isinstance(following[0], ast.Try):
+        following = following[0].body
+    for step in following:
+        if isinstance(step, (ast.Assign, ast.AnnAssign)) and any(isinstance(n, ast.Call) for n in walk(step.value)):
+            continue  # a read of what the work would change
+        if isinstance(step, ast.If) and step.body and isinstance(step.body[-1], (ast.Return, ast.Raise, ast.Continue)):
+            return True
+        return False
+    return False
+
+
 @register
 class BlockingLockInJob(Rule):
     code = "OG103"
@@ -179,6 +203,8 @@ class BlockingLockInJob(Rule):
                 continue  # a migration runner wherever it lives: pods should wait for each other there
             if _start_up_only(use, facts):
                 continue  # one-off start-up work (a backfill): pods wait their turn, as for migrations
+            if _rechecks_under_lock(use.call):
+                continue  # the waiter reads whether the work is done and leaves: it queues, it does not repeat
             instead = "pg_try_advisory_xact_lock" if not function.session else "pg_try_advisory_lock"
             if callers:
                 yield self._helper_finding(use, callers, instead)
