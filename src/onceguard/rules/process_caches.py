@@ -204,17 +204,6 @@ def _is_settings_module(path: str, facts: ModuleFacts) -> bool:
                for t in statement.targets)
 
 
-def _flask_cache_type(binding_value: ast.AST) -> Optional[str]:
-    if not isinstance(binding_value, ast.Call):
-        return None
-    for keyword in binding_value.keywords:
-        if keyword.arg == "config" and isinstance(keyword.value, ast.Dict):
-            for key, value in zip(keyword.value.keys, keyword.value.values):
-                if isinstance(key, ast.Constant) and key.value == "CACHE_TYPE" and isinstance(value, ast.Constant):
-                    return str(value.value)
-    return None
-
-
 def _result_decides(call: ast.Call) -> bool:
     """The result of ``cache.add(...)`` is tested or kept: it says whether this caller got the key."""
     above = parent(call)
@@ -427,9 +416,9 @@ class PerProcessCacheCoordination(Rule):
             else:
                 binding = state.binding_of(receiver, facts) if isinstance(receiver, (ast.Name, ast.Attribute)) else None
                 if binding is not None and state.constructed(binding.value, binding.facts) in known.FLASK_CACHE_CONSTRUCTORS:
-                    cache_type = _flask_cache_type(binding.value)
-                    if cache_type in known.FLASK_PROCESS_CACHE_TYPES:
-                        why = f"Flask-Caching's `CACHE_TYPE = {cache_type!r}` is a per-process store"
+                    types = cache_types(binding.value, binding.facts)
+                    if types and types <= known.FLASK_PROCESS_CACHE_TYPES:
+                        why = f"Flask-Caching's `CACHE_TYPE = {sorted(types)[0]!r}` is a per-process store"
             if why is None:
                 continue
             use, own = ("a lock or once-only marker", "lock") if method == "add" else ("a counter", "count")
