@@ -76,6 +76,8 @@ class Scanner:
         self.scripts = [p for p in files if p.lower().endswith(known.SHELL_SUFFIXES)]
         self.found: List[Launch] = []
         self._script_modes: Dict[str, bool] = {}  # script -> per replica, as the files that run it say
+        #: the first arguments a replicated container may hand an entrypoint script (filled by ``scan``)
+        self.replica_arguments: Set[str] = set()
 
     def scan(self) -> List[Launch]:
         direct: List[Launch] = []
@@ -124,7 +126,7 @@ class Scanner:
         """A command of a script run per replica is, unless only a first argument no replica passes selects it."""
         if not script_per_replica or selected is None:
             return script_per_replica
-        return bool(selected & getattr(self, "replica_arguments", set()))
+        return bool(selected & self.replica_arguments)
 
     def _scripts_run(self, launch: Launch) -> List[str]:
         words = list(launch.words)

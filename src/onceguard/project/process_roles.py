@@ -21,6 +21,7 @@ alone, the checked module itself when it is a program.
 from __future__ import annotations
 
 import ast
+import copy
 import os
 import threading
 from dataclasses import dataclass
@@ -376,8 +377,6 @@ def _env_helper_read(call: ast.Call, facts: ModuleFacts) -> Optional[Tuple[ast.A
 
 
 def _copied(node: ast.AST) -> ast.AST:
-    import copy
-
     return copy.deepcopy(node)
 
 
