@@ -29,13 +29,13 @@ SESSION_PROOF_METHODS: FrozenSet[str] = frozenset({"commit", "flush", "execute",
 SQL_METHODS: FrozenSet[str] = frozenset({"execute", "exec", "executemany", "exec_driver_sql", "fetch", "fetchrow",
                                          "fetchval", "scalar", "scalars"})
 SQL_WRITE_WORDS: Tuple[str, ...] = ("INSERT", "UPDATE", "DELETE", "UPSERT", "MERGE", "REPLACE")
-#: Methods that read rows: the "check" of a check-then-act on the database.
 #: Django's async manager methods and the class methods of ORMs whose model classes make rows (Tortoise
 #: ``await Workspace.create(...)``): writes.
 MODEL_CREATE_METHODS: FrozenSet[str] = frozenset({
     "create", "acreate", "bulk_create", "abulk_create", "get_or_create", "aget_or_create", "update_or_create",
     "aupdate_or_create", "aupdate", "adelete", "asave",
 })
+#: Methods that read rows: the "check" of a check-then-act on the database.
 DATABASE_READ_METHODS: FrozenSet[str] = frozenset({
     "first", "one", "one_or_none", "scalar_one", "scalar_one_or_none", "exists", "count", "get", "filter_by",
     "fetchone", "fetchall", "fetchrow", "fetchval", "scalars", "scalar", "all", "find_first", "find_unique",

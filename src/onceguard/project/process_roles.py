@@ -370,14 +370,10 @@ def _env_helper_read(call: ast.Call, facts: ModuleFacts) -> Optional[Tuple[ast.A
             if node.id == parameter:
                 return ast.Constant(value=call.args[0].value)
             if node.id in kept:
-                return self.visit(_copied(kept[node.id]))
+                return self.visit(copy.deepcopy(kept[node.id]))
             return node
 
-    return _Named().visit(_copied(returns[0])), where
-
-
-def _copied(node: ast.AST) -> ast.AST:
-    return copy.deepcopy(node)
+    return _Named().visit(copy.deepcopy(returns[0])), where
 
 
 def _derived(node: ast.Attribute, facts: ModuleFacts) -> Optional[Derived]:
