@@ -663,3 +663,13 @@ __all__ = ["ModuleFacts", "position", "walk", "walk_no_nested_functions", "nodes
 def is_generator(function: ast.AST) -> bool:
     """The def yields (its own body, not a nested def's): a generator, a ``@contextmanager``'s body."""
     return any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in walk_no_nested_functions(function))
+
+
+def returned_def(factory: ast.AST) -> Optional[FunctionNode]:
+    """The def nested in ``factory`` that it returns (``def every(m): def deco(f): ...; return deco``, a lifespan
+    factory's lifespan): the first ``return <name>`` of its own body naming one of its nested defs."""
+    nested = {node.name: node for node in factory.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for node in walk_no_nested_functions(factory):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id in nested:
+            return nested[node.value.id]
+    return None

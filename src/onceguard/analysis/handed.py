@@ -63,6 +63,16 @@ def parameter_names(function: ast.AST, receiver: bool = True) -> List[str]:
     return positional + [a.arg for a in arguments.kwonlyargs]
 
 
+def closed_over_parameter(inner: ast.AST, outer: ast.AST, calls: List[ast.Call]) -> Optional[str]:
+    """The one positional parameter of ``outer`` that ``calls`` (calls made in ``inner``, a def nested in it) call
+    by name, ``inner``'s own parameters aside: a wrapper or a loop runs what ``outer`` was handed
+    (``def every(m): def deco(func): def runner(): func()``); None when it calls none, or several."""
+    own = set(positional_parameters(inner)) | {a.arg for a in inner.args.kwonlyargs}  # type: ignore[attr-defined]
+    handed = set(positional_parameters(outer)) - own
+    called = {call.func.id for call in calls if isinstance(call.func, ast.Name) and call.func.id in handed}
+    return called.pop() if len(called) == 1 else None
+
+
 def argument_for(call: ast.Call, function: ast.AST, parameter: str) -> Optional[ast.AST]:
     """The argument ``call`` gives ``function``'s ``parameter``: by keyword, else at its position."""
     positional = positional_parameters(function)

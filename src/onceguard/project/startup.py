@@ -14,7 +14,7 @@ import os
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from ..analysis.applied_decorators import decorators
-from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, returned_def, walk_no_nested_functions
 from ..analysis.handed import handed_callable
 from ..knowledge import startup as known
 from . import deployment
@@ -295,12 +295,7 @@ class StartupMap:
             return None
         if isinstance(value, ast.Call):
             factory = self._function_named(value.func)
-            if factory is None:
-                return None
-            nested = {s.name: s for s in factory.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-            for node in walk_no_nested_functions(factory):
-                if isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id in nested:
-                    return nested[node.value.id]
+            return returned_def(factory) if factory is not None else None
         return None
 
     def _find_import_time_calls(self) -> None:

@@ -11,8 +11,8 @@ from ...project.bindings import Bindings, own_module_name, own_module_names
 from ...project.claims import ClaimAnalyzer
 from ...project.handed_values import cases_of
 from ...analysis.applied_decorators import decorators
-from ...analysis.facts import FunctionNode, ModuleFacts, parent, walk_no_nested_functions
-from ...analysis.handed import argument_for, positional_parameters
+from ...analysis.facts import FunctionNode, ModuleFacts, parent, returned_def, walk_no_nested_functions
+from ...analysis.handed import argument_for, closed_over_parameter, positional_parameters
 from ...knowledge import schedulers as known
 from ...model import Related
 from ...analysis.names import dotted
@@ -235,13 +235,11 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         outer = self.facts.enclosing_function(wrapper)
         if outer is None:
             return None
-        own = set(positional_parameters(wrapper)) | {a.arg for a in wrapper.args.kwonlyargs}
-        handed = set(positional_parameters(outer)) - own
         calls = [n for n in walk_no_nested_functions(wrapper) if isinstance(n, ast.Call)]
-        called = sorted({c.func.id for c in calls if isinstance(c.func, ast.Name) and c.func.id in handed})
-        if len(called) != 1 or any(self.analyzer.is_claim_function(c) for c in calls):
+        called = closed_over_parameter(wrapper, outer, calls)
+        if called is None or any(self.analyzer.is_claim_function(c) for c in calls):
             return None
-        return ast.copy_location(ast.Name(id=called[0], ctx=ast.Load()), written)
+        return ast.copy_location(ast.Name(id=called, ctx=ast.Load()), written)
 
     def resolve_string(self, reference: str, node: ast.AST) -> Optional[Target]:
         """``"app.jobs:send_digest"`` or ``"app.jobs.send_digest"``."""
@@ -351,7 +349,7 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         if factory is None or factory.function is None:
             return False
         home = factory.facts or self.facts
-        applied = _returned_def(factory.function) if isinstance(decorator, ast.Call) else factory.function
+        applied = returned_def(factory.function) if isinstance(decorator, ast.Call) else factory.function
         if applied is None or not positional_parameters(applied):
             return False
         handed = positional_parameters(applied)[0]
@@ -740,16 +738,6 @@ def _aps4_stores_all_shared(facts: ModuleFacts) -> bool:
         made.extend((call, other) for call in other.calls
                     if known.CONSTRUCTORS.get(other.callee(call) or "") == known.APS4)
     return bool(made) and all(_aps4_shared_store_in(call, other) for call, other in made)
-
-
-def _returned_def(factory: FunctionNode) -> Optional[FunctionNode]:
-    """The def nested in a decorator factory that the factory returns (``def every(m): def deco(f): ...;
-    return deco``)."""
-    nested = {node.name: node for node in factory.body if isinstance(node, _FUNCTION_TYPES)}
-    for node in walk_no_nested_functions(factory):
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id in nested:
-            return nested[node.value.id]
-    return None
 
 
 def scheduled_in(facts: ModuleFacts) -> List[Scheduled]:

@@ -6,7 +6,7 @@ import ast
 from typing import List, Optional, Tuple
 
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, walk, walk_no_nested_functions
-from ...analysis.handed import argument_for, positional_parameters
+from ...analysis.handed import argument_for, closed_over_parameter, positional_parameters
 from ...knowledge import schedulers as known
 from ...analysis.names import dotted
 from ...project.reach import Reach, runs
@@ -188,17 +188,15 @@ class LoopRegistrations:
         outer = self.facts.enclosing_function(function)
         if outer is None or self.facts.enclosing_function(call) is not outer:
             return None
-        own = set(positional_parameters(function)) | {a.arg for a in function.args.kwonlyargs}
-        handed = set(positional_parameters(outer)) - own
-        called = sorted({node.func.id for node in walk_no_nested_functions(loop) if isinstance(node, ast.Call)
-                         and isinstance(node.func, ast.Name) and node.func.id in handed})
-        if len(called) != 1:
+        called = closed_over_parameter(function, outer, [node for node in walk_no_nested_functions(loop)
+                                                          if isinstance(node, ast.Call)])
+        if called is None:
             return None
         from ...project.handed_values import cases_of
         from .discovery import _resolve_in
 
-        for case in cases_of(called, call, self.facts) or ():
-            value = case.values[called[0]]
+        for case in cases_of([called], call, self.facts) or ():
+            value = case.values[called]
             work = self.resolve(value) if case.facts is self.facts else _resolve_in(value, case.facts)
             if work is not None and (work.function is not None or work.claimed):
                 return work
