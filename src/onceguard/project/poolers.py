@@ -19,6 +19,7 @@ not read.
 """
 from __future__ import annotations
 
+import ast
 import os
 import re
 from dataclasses import dataclass
@@ -165,8 +166,9 @@ def _shown(facts) -> _Shown:
         for path in project.files_mentioning("postgres", root):
             if FileContext(path, config).is_test:
                 continue
-            urls.extend(_urls_in(project.read_bytes(path), path, in_code=True))
-            if _DJANGO_DATABASES in project.read_bytes(path):
+            data = project.read_bytes(path)
+            urls.extend(_urls_in(data, path, in_code=True))
+            if _DJANGO_DATABASES.encode() in data:
                 urls.extend(_django_databases(path, config, root))
         return _Shown(tuple(urls), session), tuple(read)
 
@@ -176,7 +178,7 @@ def _shown(facts) -> _Shown:
 _scans: Dict = {}
 
 
-_DJANGO_DATABASES = b"DATABASES"
+_DJANGO_DATABASES = "DATABASES"
 #: Calls that read an environment variable, the default as second argument (or ``default=``).
 _ENV_READS = frozenset({"os.environ.get", "os.getenv", "environ.get", "getenv", "env", "config", "env.str"})
 
@@ -185,17 +187,15 @@ def _django_databases(path: str, config, root: str) -> List[ShownUrl]:
     """The PostgreSQL servers a Django settings module's ``DATABASES`` names by ``HOST`` and ``PORT``, as the
     URLs they stand for: a value read from the environment is what the deployment sets the variable to, or its
     default where nothing sets it."""
-    import ast
-
     from .service_settings import service_pins
 
     facts = project.module_facts(path, config)
     if facts is None:
         return []
-    pins: Dict[str, List[str]] = {}
+    pins: Optional[Dict[str, List[str]]] = None
     found: List[ShownUrl] = []
     for statement in facts.tree.body:
-        if not (isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "DATABASES"
+        if not (isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == _DJANGO_DATABASES
                                                           for t in statement.targets)):
             continue
         for node in ast.walk(statement.value):
@@ -206,7 +206,8 @@ def _django_databases(path: str, config, root: str) -> List[ShownUrl]:
             engine = entries.get("ENGINE")
             if "HOST" not in entries or not (isinstance(engine, ast.Constant) and "postg" in str(engine.value)):
                 continue
-            if not pins:
+            if pins is None:
+                pins = {}
                 for pin in service_pins(config, root):
                     pins.setdefault(pin.variable, []).append(pin.value)
             hosts = _setting_values(entries["HOST"], facts, pins)
@@ -221,8 +222,6 @@ def _django_databases(path: str, config, root: str) -> List[ShownUrl]:
 def _setting_values(node, facts, pins: Dict[str, List[str]]) -> List[str]:
     """What a settings value can be: a constant, or an environment read's deployed values (its default where the
     deployment sets none); ``?`` where it cannot be told."""
-    import ast
-
     if isinstance(node, ast.Constant) and node.value is not None:
         return [str(node.value)]
     if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \

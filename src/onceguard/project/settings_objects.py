@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Optional, Tuple, Union
+from typing import List, Optional, Tuple, Union
 
 from ..analysis.facts import ModuleFacts, walk_no_nested_functions
+from ..knowledge import process_state as known
 from . import index as project
 from .definitions import top_level
+from .instance_lifetimes import _top_level_statements
 
 #: The base classes that read their fields from the environment.
 _SETTINGS_BASES = ("BaseSettings",)
@@ -63,24 +65,31 @@ def derived_setting(node: ast.Attribute, facts: ModuleFacts, bound_once) -> Opti
 
 #: Django's settings object: ``settings.NAME`` is the settings module's top-level ``NAME``.
 _DJANGO_SETTINGS = "django.conf.settings"
-_DJANGO_SETTINGS_MARK = "INSTALLED_APPS"
+
+
+def django_settings_modules(facts: ModuleFacts) -> List[ModuleFacts]:
+    """The project's Django settings modules: those that assign ``INSTALLED_APPS`` at module level (under a
+    top-level ``if``/``try`` too), tests aside."""
+    found = []
+    for path in project.files_mentioning(known.DJANGO_APPS_SETTING, project.search_root(facts)):
+        other = project.module_facts(path, facts.config)
+        if other is not None and not other.context.is_test and any(
+                isinstance(target, ast.Name) and target.id == known.DJANGO_APPS_SETTING
+                for statement in _top_level_statements(other.tree) if isinstance(statement, ast.Assign)
+                for target in statement.targets):
+            found.append(other)
+    return found
 
 
 def _django_setting(name: str, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
-    """The value the project's Django settings modules (the modules assigning ``INSTALLED_APPS`` at top level)
-    give ``name``: one expression, when every settings module that assigns it assigns the same text."""
+    """The value the project's Django settings modules give ``name``: one expression, when every settings module
+    that assigns it at its top level assigns the same text."""
     found = []
-    for path in project.files_mentioning(_DJANGO_SETTINGS_MARK, project.search_root(facts)):
-        if name.encode() not in project.read_bytes(path):
-            continue
-        where = project.module_facts(path, facts.config)
-        if where is None or where.context.is_test:
-            continue
-        assigned = {target.id: statement.value for statement in where.tree.body
-                    if isinstance(statement, ast.Assign) for target in statement.targets
-                    if isinstance(target, ast.Name)}
-        if _DJANGO_SETTINGS_MARK in assigned and name in assigned:
-            found.append((assigned[name], where))
+    for where in django_settings_modules(facts):
+        values = [statement.value for statement in where.tree.body if isinstance(statement, ast.Assign)
+                  for target in statement.targets if isinstance(target, ast.Name) and target.id == name]
+        if values:
+            found.append((values[-1], where))
     if not found or len({ast.dump(value) for value, _ in found}) != 1:
         return None
     return found[0]

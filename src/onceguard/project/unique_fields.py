@@ -30,11 +30,13 @@ def creates_once(call: ast.Call, facts: ModuleFacts) -> bool:
               and "__" not in k.arg}
     if not lookup:
         return False
-    model = _model_class(func.value.value, facts)
+    model = model_class(func.value.value, facts)
     return model is not None and any(group <= lookup for group in _unique_groups(model))
 
 
-def _model_class(expr: ast.AST, facts: ModuleFacts) -> Optional[ast.ClassDef]:
+def model_class(expr: ast.AST, facts: ModuleFacts) -> Optional[ast.ClassDef]:
+    """The project class ``expr`` names: a class of this module by its name, or (command line) the class its
+    qualified name finds."""
     if isinstance(expr, ast.Name):
         for statement in facts.tree.body:
             if isinstance(statement, ast.ClassDef) and statement.name == expr.id:

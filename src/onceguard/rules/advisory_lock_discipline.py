@@ -149,11 +149,8 @@ def _rechecks_under_lock(lock: ast.Call) -> bool:
     """The statements after the lock (in its block, or the ``try`` that follows it) read state and leave when the
     work is done before doing anything else (``closed = await conn.fetchval("SELECT EXISTS ..."); if closed:
     return``): a replica that waited finds the work done and stops."""
-    statement = next((a for a in ancestors(lock) if isinstance(parent(a), (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                          ast.With, ast.AsyncWith, ast.Try, ast.If,
-                                                                          ast.For, ast.AsyncFor, ast.While))
-                      and isinstance(a, ast.stmt)), None)
-    block = statement_list(statement) if statement is not None else None
+    statement = ModuleFacts.statement_of(lock)
+    block = statement_list(statement)
     if block is None:
         return False
     following = block[block.index(statement) + 1:]

@@ -133,14 +133,15 @@ def users_elsewhere(name: str, facts: ModuleFacts) -> List[Tuple[FunctionNode, s
 
     wanted = {f"{module}.{name}" for module in own_module_names(facts)}
     found: List[Tuple[FunctionNode, str, ModuleFacts]] = []
-    for other in _other_modules(name, facts):
+    for other in other_modules(name, facts):
         for local, qualified in other.imports.aliases.items():
             if qualified in wanted:
                 found.extend((function, local, other) for function in functions_using(local, other))
     return found
 
 
-def _other_modules(word: str, facts: ModuleFacts) -> List[ModuleFacts]:
+def other_modules(word: str, facts: ModuleFacts) -> List[ModuleFacts]:
+    """The project's other modules (tests aside) whose text spells ``word``, a bounded number of them."""
     own = facts.context.path
     found = []
     for path in project.files_mentioning(word, project.search_root(facts))[:_MAX_OTHER_MODULES]:
@@ -165,7 +166,7 @@ def _refused_through_exception(name: str, function: FunctionNode,
                 raised, ast.Attribute) else None
             if exception is None or exception in _BUILTIN_EXCEPTIONS:
                 continue
-            modules = [facts] + (_other_modules(exception, facts) if facts.context.cross_file else [])
+            modules = [facts] + (other_modules(exception, facts) if facts.context.cross_file else [])
             for where in modules:
                 refusal = _handler_refusing(exception, where)
                 if refusal is not None:

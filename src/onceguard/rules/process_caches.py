@@ -25,6 +25,7 @@ from ..project.flask_cache_types import cache_types, imports_a_module_cache
 from ..project.forwarding import forwarded
 from ..project.minted_keys import minted_by_callers, minted_key
 from ..project.reach import Reach
+from ..project.settings_objects import django_settings_modules
 from .base import Rule
 from .registry import register
 
@@ -93,10 +94,12 @@ def _imported_cache_bindings(facts: ModuleFacts) -> Iterator[state.Binding]:
             continue
         # (read only when the module it names makes a cache by that name: most imports are of anything else)
         module, _, name = target.rpartition(".")
-        path = project.module_path(module, project.roots_for(facts))
-        if path is None or not _MAKES_CACHE.search(project.read_bytes(path)) or name.encode() not in project.read_bytes(path):
+        roots = project.roots_for(facts)
+        path = project.module_path(module, roots)
+        source = project.read_bytes(path) if path is not None else b""
+        if not _MAKES_CACHE.search(source) or name.encode() not in source:
             continue
-        found = project.find_assignment(target, facts.config, project.roots_for(facts))
+        found = project.find_assignment(target, facts.config, roots)
         if found is None:
             continue
         value, other = found
@@ -184,24 +187,12 @@ def _django_cache_is_per_process(facts: ModuleFacts) -> Optional[str]:
                 backends.extend(values)
     if not backends:
         # The default applies only where the settings are in view: a fragment of a project says nothing.
-        if not any(_is_settings_module(path, facts) for path in project.files_mentioning(known.DJANGO_APPS_SETTING, root)):
+        if not django_settings_modules(facts):
             return None
         return "the settings set no `CACHES` and Django's default cache is per process"
     if all(b in known.DJANGO_PROCESS_BACKENDS for b in backends):
         return f"`CACHES` names only per-process backends ({', '.join(sorted({b.rsplit('.', 1)[-1] for b in backends}))})"
     return None
-
-
-def _is_settings_module(path: str, facts: ModuleFacts) -> bool:
-    """A Django settings module: it assigns ``INSTALLED_APPS`` at module level."""
-    from ..project import index as project
-
-    other = project.module_facts(path, facts.config)
-    if other is None or other.context.is_test:
-        return False
-    return any(isinstance(t, ast.Name) and t.id == known.DJANGO_APPS_SETTING
-               for statement in state._top_level_statements(other.tree) if isinstance(statement, ast.Assign)
-               for t in statement.targets)
 
 
 def _result_decides(call: ast.Call) -> bool:
@@ -308,12 +299,12 @@ class PerProcessCacheCoordination(Rule):
     summary = ("a per-process cache (cachetools, SimpleCache, Django local memory) used as shared state: a status "
                "store, a lock or a counter other replicas never see")
     triggers = known.CACHE_TRIGGERS
+    skips_tests = True
 
     @staticmethod
     def project_files(config, path: str) -> bool:
         """A module that imports another module's module-level cache (``from .extensions import cache``)."""
         return imports_a_module_cache(config, path)
-    skips_tests = True
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         context = facts.context
@@ -375,7 +366,7 @@ class PerProcessCacheCoordination(Rule):
             if use is None:
                 continue
             write, read = use
-            kind = (state.constructed(binding.value, facts) or "cache").rsplit(".", 1)[-1]
+            kind = (state.constructed(binding.value, binding.facts) or "cache").rsplit(".", 1)[-1]
             writer, reader = write.function.name, read.function.name
             made = [] if binding.facts is facts else [
                 Related(binding.facts.context.path, binding.line, 1, f"`{binding.name}` is made here")]

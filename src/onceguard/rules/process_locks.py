@@ -25,6 +25,7 @@ from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
 from ..project.reach import Reach
 from ..project.summaries import resolve
+from ..project.unique_fields import model_class
 from .base import Rule
 from .registry import register
 
@@ -115,15 +116,7 @@ def shared_step(call: ast.Call, facts: ModuleFacts, scope: Optional[FunctionNode
 def _is_model(expr: ast.AST, facts: ModuleFacts) -> bool:
     """``expr`` names a model class of the project: a class one of whose bases is an ORM's ``Model``
     (Tortoise's ``Model.create`` is a class method)."""
-    cls = None
-    if isinstance(expr, ast.Name):
-        cls = next((s for s in facts.tree.body if isinstance(s, ast.ClassDef) and s.name == expr.id), None)
-    if cls is None and facts.context.cross_file:
-        from ..project import index as project
-
-        qualified = facts.qualify(expr) or ""
-        found = project.find_class(qualified, facts.config, project.search_root(facts)) if "." in qualified else None
-        cls = found[0] if found is not None else None
+    cls = model_class(expr, facts)
     return cls is not None and any((dotted(base) or "").rsplit(".", 1)[-1] == "Model" for base in cls.bases)
 
 

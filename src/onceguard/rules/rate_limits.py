@@ -22,8 +22,7 @@ from ..project.forwarding import callee_through
 from ..project.prefilter_words import counting_class_words
 from .base import Rule
 from .fix_plans import shared_store_snippet
-from . import limit_refusals
-from .limit_refusals import functions_using, refusal_for, users_elsewhere
+from .limit_refusals import functions_using, other_modules, refusal_for, users_elsewhere
 from .registry import register
 
 #: How a display-only fix names the shared store.
@@ -390,9 +389,9 @@ def _application_state(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
         kind = _holder_kind(statement.value, facts)
         if kind is None or kind[1] is None:
             continue
-        refusal = next(((function, found) for other in [facts] + limit_refusals._other_modules(key, facts)
+        refusal = next(((function, found) for other in [facts] + other_modules(key, facts)
                         for function in other.functions if _reads_state(function, key)
-                        for found in [limit_refusals.refusal_for(key, function, other)] if found is not None), None)
+                        for found in [refusal_for(key, function, other)] if found is not None), None)
         if refusal is None:
             continue
         function, (node, where, _) = refusal
