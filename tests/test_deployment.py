@@ -399,3 +399,24 @@ def test_an_entrypoint_dispatching_on_its_argument_runs_the_branch_the_container
     # only the Job passes ``release``: its branch runs once
     assert (deployment.PYTHON_MODULE, "app.seed", False) in found
     assert (deployment.PYTHON_MODULE, "app.seed", True) not in found
+
+
+def test_a_branch_an_elif_selects_by_something_else_than_the_argument_runs_in_every_replica(tmp_path):
+    write(tmp_path, {
+        "Dockerfile": 'FROM python:3.12\nCOPY entrypoint.sh /entrypoint.sh\nENTRYPOINT ["/entrypoint.sh"]\nCMD ["serve"]\n',
+        "entrypoint.sh": """\
+            #!/bin/sh
+            set -e
+            if [ "$1" = "release" ]; then
+                python -m app.seed
+            elif [ -n "$MIGRATE_ON_START" ]; then
+                alembic -c deploy/alembic.ini upgrade head
+            fi
+            exec uvicorn app.main:app
+        """,
+        "app/__init__.py": "", "app/seed.py": "", "app/main.py": "",
+    })
+    found = steps(tmp_path)
+    assert (deployment.PYTHON_MODULE, "app.seed", False) in found
+    # not the ``release`` branch: any replica whose environment says so runs it
+    assert (deployment.ALEMBIC_UPGRADE, "deploy/alembic.ini", True) in found

@@ -304,6 +304,8 @@ def _selected_commands(path: str) -> List[Tuple[int, Tuple[str, ...], Optional[F
             continue
         if re.match(r"^if\b", stripped) and not stripped.endswith("fi"):
             frames.append(["if", None, False])  # (its test may run a command: ``if ! alembic upgrade head; then``)
+        elif re.match(r"^elif\b", stripped) and frames and frames[-1][0] == "if":
+            frames[-1][1] = None  # a branch some other test selects: whatever the argument is
         if stripped in ("else", "else;") and frames and frames[-1][0] == "if":
             frames[-1][1] = None  # (the other values: a default branch)
             continue
