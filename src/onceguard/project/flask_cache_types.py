@@ -9,9 +9,7 @@ backend chosen at run time (read from the environment, computed) makes the answe
 from __future__ import annotations
 
 import ast
-import os
-import re
-from typing import Dict, FrozenSet, Optional
+from typing import FrozenSet, Optional
 
 from ..analysis.facts import ModuleFacts
 from ..knowledge import process_state as known
@@ -84,42 +82,3 @@ def _assigned_values(facts: ModuleFacts):
         for keyword in call.keywords:
             if keyword.arg == setting:
                 yield keyword.value
-
-
-#: ``name = SomeCache(`` at the start of a line (``TTLCache``, ``SimpleCache``, Flask-Caching's ``Cache``): a
-#: module-level cache a module may hand to others by import.
-_MODULE_CACHE = re.compile(rb"^([A-Za-z_][A-Za-z0-9_]*)[ \t]*(?::[^=\n]+)?=[ \t]*[A-Za-z0-9_.]*Cache[ \t]*\(",
-                           re.MULTILINE)
-_importers_by_root: Dict[str, Optional["re.Pattern[bytes]"]] = {}
-project.on_clear(_importers_by_root.clear)
-
-
-def imports_a_module_cache(config, path: str) -> bool:
-    """Whether the file imports a module-level cache another file of the project makes (``cache = Cache()`` in
-    ``extensions.py``, then ``from .extensions import cache`` or ``extensions.cache``): a module that may keep its
-    records there.  The caches are found once per project; the cache's kind is judged when the module is checked."""
-    root = config.root or ""
-    if not root:
-        return False
-    if root not in _importers_by_root:
-        _importers_by_root[root] = _importing_pattern(root)
-    pattern = _importers_by_root[root]
-    return pattern is not None and pattern.search(project.read_bytes(path)) is not None
-
-
-def _importing_pattern(root: str) -> Optional["re.Pattern[bytes]"]:
-    names, modules = set(), set()
-    for word in ("Cache(", "Cache ("):
-        for path in project.files_mentioning(word, root):
-            module = os.path.splitext(os.path.basename(path))[0]
-            if module == "__init__":
-                module = os.path.basename(os.path.dirname(path))
-            for match in _MODULE_CACHE.finditer(project.read_bytes(path)):
-                names.add(re.escape(match.group(1)))
-                modules.add(re.escape(module.encode()))
-    if not names:
-        return None
-    name_group, module_group = b"|".join(sorted(names)), b"|".join(sorted(modules))
-    return re.compile(rb"from[ \t]+[\w.]*\b(?:" + module_group + rb")[ \t]+import[^\n]*\b(?:" + name_group
-                      + rb")\b|\b(?:" + module_group + rb")\.(?:" + name_group + rb")\b")
-

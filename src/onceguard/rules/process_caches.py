@@ -21,8 +21,9 @@ from ..project import process_state as state
 from ..analysis.facts import ModuleFacts, parent, walk
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
-from ..project.flask_cache_types import cache_types, imports_a_module_cache
+from ..project.flask_cache_types import cache_types
 from ..project.forwarding import forwarded
+from ..project.module_caches import imports_a_module_cache
 from ..project.minted_keys import minted_by_callers, minted_key
 from ..project.reach import Reach
 from ..project.settings_objects import django_settings_modules
