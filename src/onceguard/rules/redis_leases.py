@@ -16,7 +16,7 @@ import ast
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from ..analysis.facts import ModuleFacts, ancestors, parent, walk, walk_no_nested_functions
+from ..analysis.facts import ModuleFacts, parent, walk, walk_no_nested_functions
 from ..analysis.handles import Handle
 from ..analysis.redis_arguments import (argument, has_spread, is_false, is_none, key_argument, result_tested,
                                         short, words)
@@ -27,6 +27,8 @@ from ..project.forwarding import forwarded
 from ..project.redis_clients import RedisClients, client_calls, command_of, redis_call
 from ..project.redis_keys import key_identity, key_names_a_lock, key_text
 from .fix_plans import atomic_set_fix, lock_ttl_fix
+from .lease_release_safety import after as _after, before_own_deadline, freed_only_on_failure, owner_checked_first
+from .lease_release_safety import reads_of_key as _reads_of_key
 from .lease_renewals import unsafe_renewals
 from .registry import register
 from .base import Rule
@@ -57,7 +59,6 @@ class Release:
     identity: tuple
     #: The body of the class's own delete helper: judged at the calls of the helper instead.
     judged_at_callers: bool = False
-
 
 
 def _calls_after_in_function(call: ast.Call, names: Iterable[str], facts: ModuleFacts) -> List[ast.Call]:
@@ -190,10 +191,6 @@ def _releases_through_own_helper(facts: ModuleFacts, deletes: List[Release]) -> 
     return found
 
 
-def _after(first: ast.AST, second: ast.AST) -> bool:
-    return (second.lineno, second.col_offset) > (first.lineno, first.col_offset)
-
-
 @dataclass
 class Leases:
     releases: List[Release]
@@ -274,18 +271,6 @@ def _names_a_release(release: Release, facts: ModuleFacts, taken_with_nx: bool =
         return True
     function = facts.enclosing_function(release.call)
     return function is not None and bool(set(words(function.name)) & known.RELEASE_WORDS)
-
-
-def _reads_of_key(later: ast.Call, key: ast.AST, facts: ModuleFacts) -> List[ast.Call]:
-    """GET/EXISTS of the same key on a client, earlier in the same function as ``later``."""
-    function = facts.enclosing_function(later)
-    if function is None:
-        return []
-    identity = key_identity(key, facts)
-    candidates = [node for node in walk_no_nested_functions(function)
-                  if isinstance(node, ast.Call) and _after(node, later) and node.args
-                  and key_identity(node.args[0], facts) == identity]
-    return [call for call, _, _ in client_calls(facts, ("get", "exists"), candidates)]
 
 
 def _checked_before(acquire: Acquire, facts: ModuleFacts) -> bool:
@@ -449,9 +434,11 @@ class UnsafeLeaseRelease(Rule):
                 continue
             if per_process(release.handle, facts):
                 continue
-            if _before_own_deadline(release, facts):
+            if before_own_deadline(release, facts):
                 continue  # released only while the lease it took cannot have expired: nobody else holds it yet
-            checked = _owner_checked_first(release, facts)
+            if freed_only_on_failure(release, leases.releases, leases.locks, facts):
+                continue
+            checked = owner_checked_first(release, facts)
             if checked == "sync":
                 # The stored token is compared right before the delete: only a lease that expires within that one
                 # round trip can be lost, and the holder has overrun its TTL by then anyway.
@@ -488,90 +475,6 @@ def _release_suggestion(handle: Handle) -> str:
     return (guard + f"Or release only your own lock: {lua}, or use redis-py's `r.lock(key, timeout=ttl)` whose release "
             f"checks the token; for work that must never overlap, also pass a fencing token (INCR) with every "
             f"write and have the store reject older ones.")
-
-
-def _owner_checked_first(release: Release, facts: ModuleFacts) -> Optional[str]:
-    """``if r.get(key) == token: r.delete(key)`` or ``owner = r.get(key)`` compared before the delete:
-    ``"sync"``, or ``"async"`` when the GET and the DEL are awaited (other tasks run in between); ``None``
-    when nothing compares the stored value."""
-    reads = _reads_of_key(release.call, release.key, facts)
-    if not reads:
-        return None
-    read_ids = {id(r) for r in reads}
-    holders = set()
-    for read in reads:
-        statement = facts.statement_of(read)
-        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            holders.update(t.id for t in targets if isinstance(t, ast.Name))
-
-    def compares_stored_value(test: ast.AST) -> bool:
-        for node in walk(test):
-            if isinstance(node, ast.Compare) and any(
-                    isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)) for op in node.ops):
-                for side in [node.left, *node.comparators]:
-                    inner = side.value if isinstance(side, ast.Await) else side
-                    if id(inner) in read_ids or (isinstance(inner, ast.Name) and inner.id in holders):
-                        if not (isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None):
-                            return True
-        return False
-
-    function = facts.enclosing_function(release.call)
-    compared = False
-    for above in ancestors(release.call):
-        if above is function:
-            break
-        if isinstance(above, ast.If) and compares_stored_value(above.test):
-            compared = True
-            break
-    if not compared and function is not None:
-        # An earlier ``if owner != token: return`` guards the delete too.
-        for node in walk_no_nested_functions(function):
-            if (isinstance(node, ast.If) and _after(node, release.call) and compares_stored_value(node.test)
-                    and any(isinstance(n, (ast.Return, ast.Raise)) for n in node.body)):
-                compared = True
-                break
-    if not compared:
-        return None
-    awaited = isinstance(parent(release.call), ast.Await) or any(isinstance(parent(r), ast.Await) for r in reads)
-    return "async" if awaited else "sync"
-
-
-def _reads_clock(node: ast.AST, facts: ModuleFacts) -> bool:
-    return isinstance(node, ast.Call) and (facts.callee(node) or "") in known.CLOCK_CALLS
-
-
-def _clock_before_deadline(test: ast.AST, facts: ModuleFacts, negated: bool = False) -> bool:
-    """``now() < deadline`` / ``deadline > now()`` (``negated``: ``now() >= deadline``, the early-return form)."""
-    before = (ast.Lt, ast.LtE) if not negated else (ast.Gt, ast.GtE)
-    after = (ast.Gt, ast.GtE) if not negated else (ast.Lt, ast.LtE)
-    for node in walk(test):
-        if isinstance(node, ast.Compare) and len(node.ops) == 1:
-            left, right, op = node.left, node.comparators[0], node.ops[0]
-            if _reads_clock(left, facts) and isinstance(op, before):
-                return True
-            if _reads_clock(right, facts) and isinstance(op, after):
-                return True
-    return False
-
-
-def _before_own_deadline(release: Release, facts: ModuleFacts) -> bool:
-    """The delete runs only while the clock is before a deadline the holder computed: the lease it took has not
-    expired, so the key is still its own (``if time.monotonic() < expires_at: cache.delete(key)``)."""
-    function = facts.enclosing_function(release.call)
-    for above in ancestors(release.call):
-        if above is function:
-            break
-        if isinstance(above, ast.If) and _clock_before_deadline(above.test, facts) and any(
-                release.call in walk(statement) for statement in above.body):
-            return True
-    if function is None:
-        return False
-    for node in walk_no_nested_functions(function):
-        if (isinstance(node, ast.If) and _after(node, release.call) and _clock_before_deadline(node.test, facts, True)
-                and any(isinstance(n, (ast.Return, ast.Raise)) for n in node.body)):
-            return True
-    return False
 
 
 def _only_inspected(call: ast.Call, facts: ModuleFacts, depth: int = 0) -> bool:
