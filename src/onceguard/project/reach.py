@@ -577,10 +577,25 @@ def _runs(node: ast.AST, facts: ModuleFacts, ask: _Ask, hops: int, seen: Set[int
     if outer is not None:
         # A def nested in a function runs when that function calls it or hands it on.
         return _runs(function, facts, ask, hops, seen) if _runs_nested(function.name, outer) else _UNKNOWN
-    if ask.startup_only and reach.module_is_one_off:
+    one_off = ask.startup_only and reach.module_is_one_off
+    if one_off and not context.cross_file:
         return Runs(OPERATOR, reach.operator_reason(node) or "in a script a person runs")
     if ask.startup_only and not context.cross_file:
         return _UNKNOWN
+    if one_off:
+        # A script's function that start-up code elsewhere also calls (``init_db.main()`` from the lifespan,
+        # the module runnable by hand too) runs at start-up; called by nothing else, it is the script's.
+        found = _runs_from_callers(node, function, facts, ask, hops, seen)
+        if found.every_replica:
+            return found
+        return Runs(OPERATOR, reach.operator_reason(node) or "in a script a person runs")
+    return _runs_from_callers(node, function, facts, ask, hops, seen)
+
+
+def _runs_from_callers(node: ast.AST, function: FunctionNode, facts: ModuleFacts, ask: _Ask, hops: int,
+                       seen: Set[int]) -> Runs:
+    """The answer of the callers of ``function`` in the project (and, with none, of a start-up hook of another
+    module handed it, or of the calls that resolve to it by its method name)."""
     any_caller, operator_only = False, True
     for call, other in project_callers(function, facts):
         if other.context.is_test or (other.context.is_migration and not ask.through_migration_code):

@@ -70,11 +70,25 @@ def is_unguarded_script(facts: ModuleFacts) -> bool:
         context = facts.context
         if not context.cross_file or not context.path or context.is_test or per_replica_programs(facts):
             return False
-        if not any(_runs_program(statement, facts) for statement in facts.tree.body):
+        if not any(_runs_program(statement, facts) for statement in facts.tree.body) and not _reads_arguments(facts):
             return False
         return not _imported_in_project(facts)
 
     return facts.cached("startup:unguarded-script", build)
+
+
+def _reads_arguments(facts: ModuleFacts) -> bool:
+    """Module-level code (outside any def or class) takes the arguments a person typed: ``sys.argv[1]``, or
+    an argparse parser's ``parse_args()``.  Nothing imports a module for the arguments of its own command line."""
+    for statement in facts.tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for node in walk_no_nested_functions(statement):
+            if isinstance(node, ast.Subscript) and (facts.qualify(node.value) or "") == "sys.argv":
+                return True
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "parse_args":
+                return True
+    return False
 
 
 def _runs_program(statement: ast.stmt, facts: ModuleFacts) -> bool:

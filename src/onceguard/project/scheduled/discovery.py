@@ -283,6 +283,10 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         elif self.cross_file and process_roles.run_by_single_programs(scheduled.registration, self.facts):
             # registered only in a program the deployment runs as one replica (a clock process of its own)
             scheduled.gated = True
+        elif self.cross_file and process_roles.registered_by_commands_only(scheduled.registration, self.facts):
+            # registered only when a command is run (``app run-scheduler``), none of which starts the server:
+            # a scheduler process of its own, started where the deployment names that command
+            scheduled.gated = True
         if scheduled.family == known.HUEY and self.cross_file:
             running = deployment.huey_schedulers(self.facts)
             if running is not None and not running:
