@@ -7,8 +7,6 @@
 - A function of a module that is also runnable by hand (a ``__main__`` block) runs at start-up when start-up
   code elsewhere calls it (its seeding is OG603's); a script that reads its own command line (``sys.argv[1]``, ``parse_args()``) at module
   level is run by a person, and so is what it calls.
-- OG201: a scheduler registered only under a command (a typer/click command, a management command, a script)
-  that starts no server runs in the process that command starts, a scheduler process of its own.
 """
 from __future__ import annotations
 
@@ -175,63 +173,3 @@ def test_a_script_that_reads_its_command_line(tmp_path, argument, reported):
     write(tmp_path, {"shop/__init__.py": "", "shop/app.py": APP, "shop/loader.py": LOADER,
                      "import_dump.py": IMPORTER.replace("{argument}", argument)})
     assert findings(tmp_path, "shop/loader.py", codes=("OG401",)) == reported
-
-
-SCHEDULER = """\
-    from apscheduler.schedulers.blocking import BlockingScheduler
-
-    from .mailer import send_digest
-
-
-    def run() -> None:
-        scheduler = BlockingScheduler(timezone="UTC")
-        scheduler.add_job(send_digest, "cron", hour=7)
-        scheduler.start()
-"""
-
-MAILER = """\
-    import smtplib
-
-
-    def send_digest() -> None:
-        with smtplib.SMTP("mail") as smtp:
-            smtp.sendmail("a@example.com", ["b@example.com"], "digest")
-"""
-
-CLI = """\
-    import typer
-
-    cli = typer.Typer()
-
-
-    @cli.command()
-    def run_scheduler() -> None:
-        from . import scheduler
-
-        scheduler.run()
-"""
-
-SERVE_AND_SCHEDULE = """\
-    import typer
-    import uvicorn
-
-    cli = typer.Typer()
-
-
-    @cli.command()
-    def serve() -> None:
-        from . import scheduler
-        import threading
-
-        threading.Thread(target=scheduler.run, daemon=True).start()
-        uvicorn.run("digest.web:app")
-"""
-
-
-@pytest.mark.parametrize("cli, reported", [(CLI, []), (SERVE_AND_SCHEDULE, [(8, "OG201")])])
-def test_a_scheduler_only_a_command_starts(tmp_path, cli, reported):
-    write(tmp_path, {"digest/__init__.py": "", "digest/scheduler.py": SCHEDULER, "digest/mailer.py": MAILER,
-                     "digest/cli.py": cli, "digest/__main__.py": "from .cli import cli\n\ncli()\n",
-                     "docker-compose.yml": "services:\n  scheduler:\n    build: .\n"
-                                           "    command: python -m digest run-scheduler\n"})
-    assert findings(tmp_path, "digest/scheduler.py", codes=("OG201",)) == reported

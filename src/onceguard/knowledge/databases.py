@@ -100,11 +100,12 @@ ANNOTATIONS: Dict[str, tuple] = {
     "psycopg2.extensions.cursor": (PINNED, "psycopg2"),
 }
 
-#: Methods that send SQL text to the server; the SQL is their first argument.
+#: Methods that send SQL text to the server; the SQL is their first argument.  (DB-API's ``fetchone()`` and
+#: ``fetchall()`` take none: given SQL text, they are a database wrapper's query-and-fetch.)
 SQL_METHODS: FrozenSet[str] = frozenset({
     "execute", "executemany", "exec_driver_sql", "fetch", "fetchrow", "fetchval", "fetch_one",
     "fetch_all", "fetch_val", "scalar", "scalars", "exec", "execute_sql", "execute_query",
-    "execute_query_dict", "raw",
+    "execute_query_dict", "raw", "fetchone", "fetchall",
 })
 
 #: Calls that wrap SQL text into a statement object.

@@ -67,6 +67,16 @@ HUEY_NO_PERIODIC_FLAGS: FrozenSet[str] = frozenset({"-n", "--no-periodic"})
 #: ``deploy: replicas: 1`` (compose) or ``spec.replicas: 1`` (Kubernetes): a service the project pins to one
 #: process, as a single scheduler is.
 SINGLE_REPLICA = "1"
+#: A service or workload that applies migrations says so in its name or command (``migrate``, ``migrations``,
+#: ``manage.py migrate``), or runs one of these programs with ``upgrade`` (``alembic upgrade head``).
+MIGRATION_WORD = "migrat"
+MIGRATION_PROGRAMS = frozenset({"alembic", "flask", "db"})
+#: Words in the image name of a compose service that runs a server of its own (the database, its pooler, a
+#: broker, a proxy) rather than the project's code: its environment configures that server.
+INFRASTRUCTURE_IMAGE_WORDS: Tuple[str, ...] = (
+    "postgres", "pgbouncer", "pgcat", "odyssey", "supavisor", "pgpool", "redis", "valkey", "memcached", "mysql",
+    "mariadb", "mongo", "rabbitmq", "nginx", "traefik", "haproxy", "minio", "elasticsearch", "opensearch",
+)
 #: ``python -m <module>`` for these modules starts a server.
 SERVER_MODULES: FrozenSet[str] = frozenset({
     "uvicorn", "gunicorn", "hypercorn", "daphne", "granian", "celery", "flask", "waitress", "twisted",

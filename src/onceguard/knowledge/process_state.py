@@ -29,6 +29,11 @@ SESSION_PROOF_METHODS: FrozenSet[str] = frozenset({"commit", "flush", "execute",
 SQL_METHODS: FrozenSet[str] = frozenset({"execute", "exec", "executemany", "exec_driver_sql", "fetch", "fetchrow",
                                          "fetchval", "scalar", "scalars"})
 SQL_WRITE_WORDS: Tuple[str, ...] = ("INSERT", "UPDATE", "DELETE", "UPSERT", "MERGE", "REPLACE")
+#: Work that the database serialises across every process: rows read with a lock, a transaction-level
+#: advisory lock (upper case: the SQL is compared upper-cased).
+SQL_SERIALISING_WORDS: Tuple[str, ...] = ("FOR UPDATE", "FOR NO KEY UPDATE", "PG_ADVISORY_XACT_LOCK",
+                                          "PG_TRY_ADVISORY_XACT_LOCK")
+ROW_LOCKING_METHODS: FrozenSet[str] = frozenset({"select_for_update", "with_for_update"})
 #: Django's async manager methods and the class methods of ORMs whose model classes make rows (Tortoise
 #: ``await Workspace.create(...)``): writes.
 MODEL_CREATE_METHODS: FrozenSet[str] = frozenset({
@@ -134,7 +139,8 @@ MAPPING_CACHE_FACTORIES: FrozenSet[str] = frozenset({
 
 #: Byte strings that let the prefilter keep a file that may hold such state.
 #: (an import under another name, ``from threading import Lock as L``, is the only spelling without ``Lock(``)
-LOCK_TRIGGERS = (b"Lock(", b"Condition(", b"Lock as ", b"Condition as ")
+#: (``Lock)`` and ``Lock]``: locks kept per key, ``defaultdict(asyncio.Lock)``, ``dict[str, asyncio.Lock]``)
+LOCK_TRIGGERS = (b"Lock(", b"Condition(", b"Lock as ", b"Condition as ", b"Lock)", b"Lock]")
 CACHE_TRIGGERS = (b"TTLCache", b"LRUCache", b"LFUCache", b"TLRUCache", b"FIFOCache", b"RRCache",
                   b"SimpleCache", b"NullCache", b"LocMemCache", b"CACHE_TYPE", b"SimpleMemoryCache",
                   (b"django.core.cache", b".add("), (b"django.core.cache", b".incr("),

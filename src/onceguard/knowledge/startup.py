@@ -82,6 +82,11 @@ MANAGEMENT_COMMAND_BASES: FrozenSet[str] = frozenset({
 ROUTE_DECORATORS: FrozenSet[str] = frozenset({
     "get", "post", "put", "patch", "delete", "head", "options", "route", "api_route", "websocket",
 })
+#: The route decorator (``@router.delete(...)``) and the ``methods=`` value of one that takes a list
+#: (``@app.route(..., methods=["DELETE"])``) of a handler of HTTP DELETE requests.
+DELETE_ROUTE_DECORATOR = "delete"
+DELETE_METHOD = "DELETE"
+ROUTE_METHODS_KEYWORD = "methods"
 #: Job code: Celery/huey/dramatiq tasks and scheduled jobs (decorator last name or qualified name).
 JOB_DECORATORS: FrozenSet[str] = frozenset({
     "task", "shared_task", "actor", "periodic_task", "db_periodic_task", "db_task", "scheduled_job",

@@ -209,7 +209,10 @@ def _django_databases(path: str, config, root: str) -> List[ShownUrl]:
             if pins is None:
                 pins = {}
                 for pin in service_pins(config, root):
-                    pins.setdefault(pin.variable, []).append(pin.value)
+                    # Where migrations connect is OG402's question, and a pooler's own service names its upstream:
+                    # neither is where the application's code connects.
+                    if not pin.migrates and not pin.foreign:
+                        pins.setdefault(pin.variable, []).append(pin.value)
             hosts = _setting_values(entries["HOST"], facts, pins)
             ports = _setting_values(entries["PORT"], facts, pins) if "PORT" in entries else ["5432"]
             for host in hosts:

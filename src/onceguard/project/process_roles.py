@@ -553,13 +553,3 @@ def run_by_single_programs(node: ast.AST, facts: ModuleFacts) -> bool:
                 starting.append(step)
                 break
     return bool(starting) and all(not step.launch.per_replica for step in starting)
-
-
-def registered_by_commands_only(node: ast.AST, facts: ModuleFacts) -> bool:
-    """``node`` runs only under commands a person or a deployment names (a click/typer or management command, a
-    script), none of which starts a server or is imported at start-up: the process that runs it was started
-    to run it, as a dedicated scheduler or clock process is, not each replica of the service."""
-    from .reach import runs
-
-    return runs(node, facts).operator
-

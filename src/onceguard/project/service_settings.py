@@ -40,6 +40,11 @@ class ServicePin:
     line: int
     single: bool  # the service runs one process
     where: str  # "docker-compose.yml service ticker"
+    #: the service applies migrations (its name or command says so): a one-off step, not the application
+    migrates: bool = False
+    #: a compose service that runs a server's image (``image: edoburu/pgbouncer``, no ``build:``): its variables
+    #: configure that server, not the project's code
+    foreign: bool = False
 
 
 _scans: Dict[Tuple[str, ...], Tuple[List[ServicePin], Tuple[str, ...]]] = {}
@@ -95,7 +100,10 @@ def _pins_of_file(path: str, dockerfiles: Sequence[str], configured: bool) -> Li
                 variables = _environment(_get(service, "environment"))
                 single = replicas == known.SINGLE_REPLICA and _one_process(command, variables, configured)
                 where = f"{name} service {service_name.value}"
-                found.extend(ServicePin(v, value, path, line, single, where) for v, (value, line) in variables.items())
+                migrates = _migrates(str(service_name.value), command)
+                foreign = _get(service, "build") is None and _infrastructure_image(_scalar(_get(service, "image")))
+                found.extend(ServicePin(v, value, path, line, single, where, migrates, foreign)
+                             for v, (value, line) in variables.items())
             continue
         spec = _get(document, "spec")
         pod = _get(_get(spec, "template"), "spec")
@@ -106,9 +114,26 @@ def _pins_of_file(path: str, dockerfiles: Sequence[str], configured: bool) -> Li
             variables = _kubernetes_environment(_get(container, "env"))
             command = _command(container, ("command", "args")) or _image_command(path, dockerfiles)
             single = replicas == known.SINGLE_REPLICA and _one_process(command, variables, configured)
-            where = f"{name} {_scalar(_get(_get(document, 'metadata'), 'name')) or 'workload'}"
-            found.extend(ServicePin(v, value, path, line, single, where) for v, (value, line) in variables.items())
+            workload = _scalar(_get(_get(document, 'metadata'), 'name')) or 'workload'
+            where = f"{name} {workload}"
+            migrates = _migrates(workload, command)
+            found.extend(ServicePin(v, value, path, line, single, where, migrates)
+                         for v, (value, line) in variables.items())
     return found
+
+
+def _infrastructure_image(image: Optional[str]) -> bool:
+    """``edoburu/pgbouncer:1.23``, ``postgres:16``: the image of a server the project runs beside its code."""
+    name = (image or "").rsplit("/", 1)[-1].split(":", 1)[0].lower()
+    return bool(name) and any(word in name for word in known.INFRASTRUCTURE_IMAGE_WORDS)
+
+
+def _migrates(name: str, command: Optional[Tuple[str, ...]]) -> bool:
+    """A service or workload that applies migrations: named for them, or started with ``manage.py migrate``,
+    ``alembic upgrade``, ``flask db upgrade``."""
+    words = [os.path.basename(word).lower() for word in command or ()]
+    return known.MIGRATION_WORD in name.lower() or any(known.MIGRATION_WORD in word for word in words) or (
+        "upgrade" in words and any(word in known.MIGRATION_PROGRAMS for word in words))
 
 
 def _command(node, keys: Tuple[str, ...]) -> Optional[Tuple[str, ...]]:

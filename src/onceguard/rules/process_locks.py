@@ -29,9 +29,12 @@ from ..project.unique_fields import model_class
 from .base import Rule
 from .registry import register
 
-_DEPTH = 2  # calls followed from the locked block into project functions
+_DEPTH = 3  # calls followed from the locked block into project functions
 
 READ, WRITE = "read", "write"
+#: A step that makes the database serialise the work itself (rows read ``FOR UPDATE``, a transaction-level
+#: advisory lock): the process lock around it is then not what keeps two replicas apart.
+SERIALISED = "serialised"
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,8 @@ def _sql_kind(call: ast.Call, facts: ModuleFacts) -> Optional[str]:
     if entry is None:
         return None
     text = " ".join(entry.text.upper().split())
+    if any(words in text for words in known.SQL_SERIALISING_WORDS):
+        return SERIALISED
     return WRITE if text.startswith(known.SQL_WRITE_WORDS) else READ
 
 
@@ -69,11 +74,13 @@ def _session_receiver(receiver: ast.AST, scope: Optional[FunctionNode]) -> bool:
 
 def shared_step(call: ast.Call, facts: ModuleFacts, scope: Optional[FunctionNode]) -> Optional[Tuple[str, str]]:
     """Whether a call reads or writes state outside the process that other replicas share, and how."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in known.ROW_LOCKING_METHODS:
+        return SERIALISED, f"locks the rows it reads (`.{func.attr}()`)"
     sql = _sql_kind(call, facts)
     if sql is not None:
         return sql, ("runs an SQL write" if sql == WRITE else "runs an SQL query")
     qualified = facts.callee(call) or ""
-    func = call.func
     method = func.attr if isinstance(func, ast.Attribute) else ""
     if qualified in ("open", "io.open") or method == "open":
         mode = _open_mode(call)
@@ -171,15 +178,53 @@ def read_then_write(steps: List[SharedStep]) -> Optional[Tuple[SharedStep, Share
     return (first_read, write) if write is not None else None
 
 
-def _lock_binding(expr: ast.AST, facts: ModuleFacts) -> Optional[state.Binding]:
+def _lock_binding(expr: ast.AST, facts: ModuleFacts) -> Optional[Tuple[state.Binding, str]]:
+    """The process-wide binding of the lock ``expr`` enters, with the lock's constructor: a lock bound by name
+    (``_lock``, ``self._lock``), or one kept per key in a process-wide container (``_locks[wallet_id]``)."""
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "acquire":
         expr = expr.func.value
+    if isinstance(expr, ast.Subscript) and isinstance(expr.value, (ast.Name, ast.Attribute)):
+        container = state.binding_of(expr.value, facts)
+        kind = _lock_kept_in(container) if container is not None else None
+        return (container, kind) if kind is not None else None
     if not isinstance(expr, (ast.Name, ast.Attribute)):
         return None
     binding = state.binding_of(expr, facts)
-    if binding is None or state.constructed(binding.value, binding.facts) not in known.PROCESS_LOCK_CONSTRUCTORS:
+    kind = state.constructed(binding.value, binding.facts) if binding is not None else None
+    if kind not in known.PROCESS_LOCK_CONSTRUCTORS:
         return None
-    return binding
+    return binding, kind
+
+
+def _lock_kept_in(container: state.Binding) -> Optional[str]:
+    """The lock constructor a process-wide container holds one of per key: ``defaultdict(asyncio.Lock)``,
+    ``locks: dict[str, asyncio.Lock] = {}``, or what its module stores in it (``locks[k] = asyncio.Lock()``,
+    ``locks.setdefault(k, threading.Lock())``).  Each process fills its own container with its own locks."""
+    facts = container.facts
+    value = container.value
+    if isinstance(value, ast.Call) and value.args and (facts.qualify(value.func) or "").endswith("defaultdict"):
+        made = facts.qualify(value.args[0]) or ""
+        if made in known.PROCESS_LOCK_CONSTRUCTORS:
+            return made
+    statement = container.statement
+    if isinstance(statement, ast.AnnAssign) and isinstance(statement.annotation, ast.Subscript):
+        held = statement.annotation.slice
+        for element in (held.elts[-1:] if isinstance(held, ast.Tuple) else [held]):
+            made = facts.qualify(element) or ""
+            if made in known.PROCESS_LOCK_CONSTRUCTORS:
+                return made
+    for node in facts.nodes:
+        stored = None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript) \
+                and dotted(node.targets[0].value) == container.name:
+            stored = node.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setdefault"
+              and dotted(node.func.value) == container.name and len(node.args) == 2):
+            stored = node.args[1]
+        made = state.constructed(stored, facts) if stored is not None else None
+        if made in known.PROCESS_LOCK_CONSTRUCTORS:
+            return made
+    return None
 
 
 @register
@@ -199,18 +244,19 @@ class ProcessLocalLock(Rule):
         steps = _Steps()
         for block in facts.withs:
             for item in block.items:
-                binding = _lock_binding(item.context_expr, facts)
-                if binding is None:
+                found = _lock_binding(item.context_expr, facts)
+                if found is None:
                     continue
+                binding, kind = found
                 reach = reach or Reach.of_module(facts)
                 if reach.module_is_one_off or reach.operator_reason(block) is not None:
                     continue  # a script or a command: one process by construction
                 scope = facts.enclosing_function(block)
-                pair = read_then_write(steps.of_statements(list(block.body), facts, scope, _DEPTH))
-                if pair is None:
+                done = steps.of_statements(list(block.body), facts, scope, _DEPTH)
+                pair = read_then_write(done)
+                if pair is None or any(step.kind == SERIALISED for step in done):
                     continue
                 read, write = pair
-                kind = state.constructed(binding.value, binding.facts) or "Lock"
                 related = [Related(binding.facts.context.path, binding.line, 1,
                                    f"`{binding.name}` is made here: one `{kind}` per process"),
                            _place(read, "reads shared state"), _place(write, "then writes it")]

@@ -23,6 +23,7 @@ from .daemons import DaemonRegistrations
 from .jobs import (Scheduled, Target, _FUNCTION_TYPES, _HH_MM, _argument, _const, _cron_wall_clock, _fields_wall_clock,
                    _has_splat, _is_true_constant, _keywords)
 from .loops import LoopRegistrations
+from .ticking_decorators import TICKING_WORDS, loop_repeating
 
 
 #: Not yet looked up (None means looked up and absent).
@@ -283,10 +284,6 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         elif self.cross_file and process_roles.run_by_single_programs(scheduled.registration, self.facts):
             # registered only in a program the deployment runs as one replica (a clock process of its own)
             scheduled.gated = True
-        elif self.cross_file and process_roles.registered_by_commands_only(scheduled.registration, self.facts):
-            # registered only when a command is run (``app run-scheduler``), none of which starts the server:
-            # a scheduler process of its own, started where the deployment names that command
-            scheduled.gated = True
         if scheduled.family == known.HUEY and self.cross_file:
             running = deployment.huey_schedulers(self.facts)
             if running is not None and not running:
@@ -313,6 +310,8 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                 if self._registry_decorator(function, decorator):
                     continue
                 if self._scheduling_decorator(function, decorator):
+                    continue
+                if self._ticking_decorator(function, decorator):
                     continue
                 if not isinstance(decorator, ast.Call):
                     continue
@@ -372,9 +371,37 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             added = True
         return added
 
-    def _may_schedule(self, written: ast.AST) -> bool:
-        """The module that defines the decorator can hand a function to a scheduler: its text registers one
-        (read before the decorator is resolved, which parses that module; most decorators are a framework's)."""
+    def _ticking_decorator(self, function: FunctionNode, decorator: ast.AST) -> bool:
+        """``@repeat_every(seconds=3600)`` written in the project (or copied from fastapi-utils): a decorator whose
+        def keeps, in a def nested in it, a loop that calls the function it is handed and sleeps; calling the
+        decorated name starts that loop.  The decorated function is a ticker's job, as with the library."""
+        written = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if not self.cross_file or not isinstance(written, (ast.Name, ast.Attribute)) \
+                or (self.facts.qualify(written) or "") in known.DECORATORS:
+            return False
+        if not self._module_of_decorator_says(written, TICKING_WORDS):
+            return False
+        factory = self.resolve(written)
+        if factory is None or factory.function is None:
+            return False
+        home = factory.facts or self.facts
+        applied = returned_def(factory.function) if isinstance(decorator, ast.Call) else factory.function
+        if applied is None or not positional_parameters(applied):
+            return False
+        loop = loop_repeating(applied, positional_parameters(applied)[0], home)
+        if loop is None:
+            return False
+        scheduled = Scheduled(known.REPEAT_EVERY, "@" + (dotted(written) or applied.name), decorator,
+                              self._local(function), decorator, None, None)
+        scheduled.related.append(Related(home.context.path, loop.lineno, loop.col_offset + 1,
+                                         f"`{dotted(written) or applied.name}` calls the function it decorates in this "
+                                         f"loop, then sleeps"))
+        self.add(scheduled)
+        return True
+
+    def _module_of_decorator_says(self, written: ast.AST, words: Tuple[bytes, ...]) -> bool:
+        """The text of the module that defines the decorator holds one of ``words`` (read before the decorator
+        is resolved, which parses that module; most decorators are a framework's)."""
         qualified = self.bindings.imported_name(written) if isinstance(written, (ast.Name, ast.Attribute)) else None
         if qualified is None:
             source = "\n".join(self.facts.lines).encode("utf-8", "replace")
@@ -386,7 +413,11 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             if path is None:
                 return False
             source = project.read_bytes(path)
-        return any(word in source for word in _SCHEDULING_WORDS)
+        return any(word in source for word in words)
+
+    def _may_schedule(self, written: ast.AST) -> bool:
+        """The module that defines the decorator can hand a function to a scheduler: its text registers one."""
+        return self._module_of_decorator_says(written, _SCHEDULING_WORDS)
 
     def _registry_calls(self) -> None:
         """``periodic(seconds=60)(export)`` and ``register(export)``: a registering decorator called by hand."""

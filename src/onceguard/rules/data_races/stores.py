@@ -6,7 +6,7 @@ import ast
 from typing import Iterable, List, Optional, Set
 
 from ...project import index as project
-from ...analysis.facts import FunctionNode, ModuleFacts, in_exclusive_branches, walk
+from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, in_exclusive_branches, parent, walk
 from ...knowledge import redis_clients as redis_known
 from ...model import Diagnostic
 from ..redis_leases import _client_calls, argument, has_spread, key_argument, per_process, redis_call, short
@@ -141,6 +141,8 @@ def _changed_in_place(value: ast.AST, flow: Flow, read: ast.Call, write: ast.Cal
         value = value.args[0]  # ``json.dumps(data)``: the object serialised on the way back
     if not (isinstance(value, ast.Name) and value.id in flow.tainted):
         return None
+    if _made_afresh(value.id, read, write, function, facts, flow.tainted):
+        return None
     aliases = {value.id}
     nodes = [n for n in function_nodes(function, facts)
              if isinstance(n, ast.stmt) and later(n, read) and later(write, n) and not in_exclusive_branches(n, write)]
@@ -161,6 +163,32 @@ def _changed_in_place(value: ast.AST, flow: Flow, read: ast.Call, write: ast.Cal
             if isinstance(func, ast.Attribute) and func.attr in _IN_PLACE and _rooted_in(func.value, aliases):
                 return node
     return None
+
+
+def _made_afresh(name: str, read: ast.Call, write: ast.Call, function: FunctionNode, facts: ModuleFacts,
+                 tainted) -> bool:
+    """Every way from the read to the write passes a statement that binds ``name`` to a new object not made from
+    what was read (``stats = cache.get(k); if stats is None: stats = []; ...; cache.set(k, stats)``): the write
+    stores what this pass computed, a cache filled after a miss, and writes back nothing another writer read."""
+    above_write = {id(node) for node in ancestors(write)}
+    for node in function_nodes(function, facts):
+        if not (isinstance(node, ast.Assign) and later(node, read) and later(write, node)
+                and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+                and not _made_from(node.value, tainted | {name}, read)):
+            continue
+        holder = parent(node)
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(holder, field, None)
+            if isinstance(block, list) and any(statement is node for statement in block):
+                after = block[block.index(node) + 1:]
+                if any(id(statement) in above_write or statement is write for statement in after):
+                    return True
+    return False
+
+
+def _made_from(node: ast.AST, names, read: ast.Call) -> bool:
+    """``node`` uses the read or a name holding what it read: the new object carries the old value."""
+    return any((isinstance(n, ast.Name) and n.id in names) or n is read for n in walk(node))
 
 
 def _rooted_in(node: ast.AST, names) -> bool:

@@ -8,6 +8,7 @@ from ...project.claim_syntax import is_log_call
 from ...project.claims import ClaimAnalyzer
 from ...analysis.facts import ModuleFacts, ancestors, call_name, walk, walk_no_nested_functions
 from ...knowledge import orm
+from ...knowledge import startup as routes
 from ..data_races import unwrap
 from .selection import _contains, _is_constant
 from .callers import _resolver
@@ -109,3 +110,21 @@ def _returns_success(statements: List[ast.stmt]) -> bool:
             return not (isinstance(value, ast.Constant) and not value.value)
         return False
     return False
+
+
+def serves_delete_requests(function: ast.AST) -> bool:
+    """``function`` handles only HTTP DELETE requests (``@router.delete(...)``, ``@app.route(..., methods=
+    ["DELETE"])``): the entry it deletes is the resource the request names, and a second DELETE of it is the
+    same request again by HTTP's own terms, not a single-use code spent twice."""
+    for decorator in getattr(function, "decorator_list", ()):
+        if not (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)):
+            continue
+        if decorator.func.attr == routes.DELETE_ROUTE_DECORATOR:
+            return True
+        methods = next((k.value for k in decorator.keywords if k.arg == routes.ROUTE_METHODS_KEYWORD), None)
+        if (decorator.func.attr in routes.ROUTE_DECORATORS and isinstance(methods, (ast.List, ast.Tuple, ast.Set))
+                and methods.elts and all(isinstance(e, ast.Constant) and isinstance(e.value, str)
+                                         and e.value.upper() == routes.DELETE_METHOD for e in methods.elts)):
+            return True
+    return False
+

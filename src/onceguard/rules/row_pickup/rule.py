@@ -30,7 +30,7 @@ from ...model import Related
 from .check_then_act import (
     StateRead, StateWrite, _SENT_WORDS, _effects, _function_locks_rows, _guard_matches_write, _persist_call,
     _after_an_insert_claim, _insert_claims, _reaches, _region, _root, _rows_source, _source_locks, _state_reads, _state_writes, _words)
-from .consumes import _deleting_call, _matching_guard, _returns_success
+from .consumes import _deleting_call, _matching_guard, _returns_success, serves_delete_requests
 from .store_markers import STORE_MARKER_TRIGGERS, checks_then_sets
 
 
@@ -150,7 +150,7 @@ class UnclaimedRowPickup(Rule):
                 if not _returns_success(guard.body[index + 1:]) or _matching_guard(statement) is not guard:
                     continue
                 function = facts.enclosing_function(guard)
-                if function is None or not _deleting_call(call, facts):
+                if function is None or serves_delete_requests(function) or not _deleting_call(call, facts):
                     continue
                 if (_function_locks_rows(function, facts, guard.test) or _locked_before(guard.test, function, facts)
                         or runs_claimed(function, facts)):

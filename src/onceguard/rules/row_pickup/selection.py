@@ -10,7 +10,7 @@ from pglast.enums import A_Expr_Kind, BoolExprType
 
 from ...project.claim_syntax import is_log_call
 from ...analysis.executed_sql import ExecutedSql, bound_value
-from ...analysis.facts import FunctionNode, ModuleFacts, call_name, parent, walk
+from ...analysis.facts import FunctionNode, ModuleFacts, call_name, parent, walk, walk_no_nested_functions
 from ...knowledge import orm
 from ...analysis.names import dotted
 from ...model import Related
@@ -281,6 +281,7 @@ def _built_statement(node: ast.AST, facts: ModuleFacts) -> Optional[ast.AST]:
 
 def _sa_links(node: ast.AST, facts: ModuleFacts):
     head, links = chain(node)
+    links = [(name, _spread_conditions(call, facts)) for name, call in links]
     result = list(links)
     for _, call in links:
         if isinstance(call, ast.Call) and call.args:
@@ -288,6 +289,27 @@ def _sa_links(node: ast.AST, facts: ModuleFacts):
             if statement is not None:
                 result.extend(statement[1])
     return result
+
+
+def _spread_conditions(call: ast.AST, facts: ModuleFacts) -> ast.AST:
+    """``where(*_due())`` read as the conditions it spreads: ``_due`` a function of the module whose one
+    ``return`` hands back a tuple or list of them (``return (Job.status == "pending", Job.run_at <= now())``)."""
+    if not isinstance(call, ast.Call) or not any(isinstance(arg, ast.Starred) for arg in call.args):
+        return call
+    args: List[ast.AST] = []
+    for arg in call.args:
+        if not isinstance(arg, ast.Starred):
+            args.append(arg)
+            continue
+        spread = arg.value
+        helper = (facts.functions_by_name.get(spread.func.id, []) if isinstance(spread, ast.Call)
+                  and isinstance(spread.func, ast.Name) and not spread.args else [])
+        returns = [node for node in walk_no_nested_functions(helper[0]) if isinstance(node, ast.Return)] \
+            if len(helper) == 1 else []
+        if len(returns) != 1 or not isinstance(returns[0].value, (ast.Tuple, ast.List)):
+            return call
+        args.extend(returns[0].value.elts)
+    return ast.copy_location(ast.Call(func=call.func, args=args, keywords=call.keywords), call)
 
 
 def _loop_rows(pickup: Pickup, function: FunctionNode, facts: ModuleFacts) -> Set[str]:

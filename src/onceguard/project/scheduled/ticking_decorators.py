@@ -1,0 +1,50 @@
+"""A project's own ``repeat_every``: a decorator whose def keeps, in a def nested in it, a loop that calls the
+function it is handed and sleeps, with no way out but an error (a retry decorator returns the first result).
+Calling the decorated name starts the loop; the decorated function is a ticker's job."""
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
+from ...analysis.handed import positional_parameters
+from ...knowledge import schedulers as known
+
+_FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+#: What the module of a decorator that starts a ticker says: it sleeps between the calls of its loop.
+TICKING_WORDS = (b"sleep(",)
+
+
+def loop_repeating(applied: FunctionNode, handed: str, facts: ModuleFacts) -> Optional[ast.While]:
+    """A ``while`` loop, in a def nested in ``applied``, that calls ``handed`` (``await func()``, or hands it to a
+    runner: ``await run_in_threadpool(func)``) and sleeps (``await asyncio.sleep(seconds)``)."""
+    for node in ast.walk(applied):
+        if node is applied or not isinstance(node, _FUNCTION_TYPES):
+            continue
+        own = set(positional_parameters(node)) | {a.arg for a in node.args.kwonlyargs}
+        if handed in own:
+            continue  # (a nested def of its own with that parameter name: another function)
+        for loop in walk_no_nested_functions(node):
+            if not isinstance(loop, ast.While):
+                continue
+            calls = [n for n in walk_no_nested_functions(loop) if isinstance(n, ast.Call)]
+            runs = any((isinstance(c.func, ast.Name) and c.func.id == handed)
+                       or any(isinstance(a, ast.Name) and a.id == handed for a in c.args) for c in calls)
+            if runs and any((facts.callee(c) or "") in known.SLEEPS for c in calls) and _runs_on(loop):
+                return loop
+    return None
+
+
+def _runs_on(loop: ast.While) -> bool:
+    """The loop has no way out but an error or its condition: no ``return``, and no ``break`` of its own (a
+    retry loop returns the first result that comes back; a ticker goes on)."""
+    for node in walk_no_nested_functions(loop):
+        if isinstance(node, ast.Return):
+            return False
+        if isinstance(node, ast.Break):
+            inner = next((above for above in ancestors(node) if isinstance(above, (ast.While, ast.For, ast.AsyncFor))),
+                         None)
+            if inner is loop:
+                return False
+    return True
