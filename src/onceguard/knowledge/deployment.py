@@ -71,6 +71,9 @@ SINGLE_REPLICA = "1"
 #: ``manage.py migrate``), or runs one of these programs with ``upgrade`` (``alembic upgrade head``).
 MIGRATION_WORD = "migrat"
 MIGRATION_PROGRAMS = frozenset({"alembic", "flask", "db"})
+#: Folders a project keeps its Dockerfile in, below the project's own directory (``docker/Dockerfile``).
+DOCKERFILE_FOLDERS: FrozenSet[str] = frozenset({"docker", "build", "deploy", "deployment", ".docker", "container",
+                                                "containers", "images"})
 #: Words in the image name of a compose service that runs a server of its own (the database, its pooler, a
 #: broker, a proxy) rather than the project's code: its environment configures that server.
 INFRASTRUCTURE_IMAGE_WORDS: Tuple[str, ...] = (

@@ -29,6 +29,12 @@ class Launch:
     line: int
     per_replica: bool
     where: str  # "Dockerfile CMD", "Procfile release", "Kubernetes Job db-migrate", "entrypoint.sh"
+    #: a container that hands the image's entrypoint these arguments (Kubernetes ``args:`` without ``command:``)
+    args_only: bool = False
+    #: a container or service of the project's image that gives no command: the image's own runs (no words)
+    image_default: bool = False
+    #: the image a container or compose service runs ("" when built from the project, or not said)
+    image: str = ""
 
     @property
     def directory(self) -> str:
@@ -89,6 +95,7 @@ class Scanner:
                 direct.extend(_procfile(path))
             elif name.lower().endswith(known.YAML_SUFFIXES):
                 direct.extend(_yaml_file(path))
+        direct = _as_the_image_runs(direct)
         # The words a replicated container may hand an entrypoint script as its first argument (its command or
         # arguments, first words and the word after a script): a branch of the script another value selects is
         # run by the one-off containers that pass that value, not by every replica.
@@ -153,6 +160,46 @@ def logical_lines(text: str) -> Iterable[Tuple[int, str]]:
         pending = []
     if pending:
         yield start, " ".join(pending)
+
+
+def infrastructure_image(image: Optional[str]) -> bool:
+    """``edoburu/pgbouncer:1.23``, ``postgres:16``: the image of a server a project runs beside its code."""
+    name = (image or "").rsplit("/", 1)[-1].split(":", 1)[0].lower()
+    return bool(name) and any(word in name for word in known.INFRASTRUCTURE_IMAGE_WORDS)
+
+
+def _as_the_image_runs(launches: List[Launch]) -> List[Launch]:
+    """The launches as the containers of the project's image run them.  A Kubernetes container that gives
+    only ``args:`` runs the image's ENTRYPOINT with them; when the replicated workloads shown, and every other
+    container and compose service of the image, give their own command or arguments, the Dockerfile's CMD (and
+    its ENTRYPOINT on its own) is a default nothing runs.  A workload is the image's when its file lies in the
+    Dockerfile's project (its directory, or the one above a ``docker/`` folder) and no other Dockerfile is there:
+    with several, which image a workload runs is not known, and the files are left as written."""
+    dockerfiles = sorted({launch.path for launch in launches if is_dockerfile(os.path.basename(launch.path))})
+    found = [launch for launch in launches if not launch.image_default]
+    for dockerfile in dockerfiles:
+        base = os.path.dirname(dockerfile)
+        if os.path.basename(base).lower() in known.DOCKERFILE_FOLDERS:
+            base = os.path.dirname(base)
+        inside = base + os.sep
+        if any(other != dockerfile and other.startswith(inside) for other in dockerfiles):
+            continue
+        entry = next((launch for launch in launches if launch.path == dockerfile
+                      and launch.where.endswith(" ENTRYPOINT")), None)
+        # (a service of a database's or a broker's image runs that server, not the project's image)
+        orchestrated = [launch for launch in launches if launch.path != dockerfile and launch.path.startswith(inside)
+                        and not is_dockerfile(os.path.basename(launch.path)) and not infrastructure_image(launch.image)]
+        if entry is not None:
+            found = [Launch(entry.words + launch.words, launch.path, launch.line, launch.per_replica,
+                            f"{launch.where} (arguments to the image's ENTRYPOINT)")
+                     if launch.args_only and launch in orchestrated else launch for launch in found]
+        # Only a replicated workload shown giving its own command says the servers do not run the image's own;
+        # a one-off Job handing it arguments leaves the default to whatever runs the replicas.
+        if any(launch.per_replica for launch in orchestrated) and not any(
+                launch.image_default for launch in orchestrated) and all(
+                not launch.args_only or entry is not None for launch in orchestrated):
+            found = [launch for launch in found if launch.path != dockerfile]
+    return found
 
 
 def _dockerfile(path: str) -> List[Launch]:
@@ -429,12 +476,17 @@ def _compose(document, path: str) -> List[Launch]:
         name = str(name_node.value)
         replicas = _scalar(_get(_get(service, "deploy"), "replicas"))
         per_replica = name not in one_shot and "migrat" not in name.lower() and replicas != known.SINGLE_REPLICA
+        image = "" if _get(service, "build") is not None else (_scalar(_get(service, "image")) or "")
+        if _get(service, "entrypoint") is None and _get(service, "command") is None:
+            found.append(Launch((), path, _line(name_node), per_replica, f"{file_name} service {name}",
+                                image_default=True, image=image))
         for key in ("entrypoint", "command"):
             node = _get(service, key)
             if node is None:
                 continue
             for words in _words_of(node) or ():
-                found.append(Launch(words, path, _line(node), per_replica, f"{file_name} service {name} {key}"))
+                found.append(Launch(words, path, _line(node), per_replica, f"{file_name} service {name} {key}",
+                                    image=image))
     return found
 
 
@@ -463,7 +515,11 @@ def _kubernetes(document, path: str) -> List[Launch]:
             args = _get(container, "args")
             words: List[str] = []
             node = command if command is not None else args
+            label = f"{where} {'init container' if list_key == 'initContainers' else 'container'}"
+            image = _scalar(_get(container, "image")) or ""
             if node is None:
+                found.append(Launch((), path, _line(container), per_replica, label, image_default=True,
+                                    image=image))
                 continue
             for part in (command, args):
                 if part is None:
@@ -473,9 +529,9 @@ def _kubernetes(document, path: str) -> List[Launch]:
                     words.extend(scalar.split())
                 else:
                     words.extend(_scalar(item) or "" for item in _sequence(part))
-            label = f"{where} {'init container' if list_key == 'initContainers' else 'container'}"
             for command_words in _expand_shell_c(tuple(words)):
-                found.append(Launch(command_words, path, _line(node), per_replica, label))
+                found.append(Launch(command_words, path, _line(node), per_replica, label,
+                                    args_only=command is None, image=image))
     return found
 
 

@@ -19,7 +19,7 @@ from ..knowledge import deployment as known
 from . import index as project
 from .deployment import deployment_bases
 from .deployment_files import (_dockerfile, _get, _line, _mapping_items, _scalar, _sequence, _words_of,
-                               is_dockerfile, read_text)
+                               infrastructure_image, is_dockerfile, read_text)
 
 #: Options that set a server's number of worker processes.
 _WORKER_OPTIONS = ("--workers", "-w", "--processes")
@@ -101,7 +101,7 @@ def _pins_of_file(path: str, dockerfiles: Sequence[str], configured: bool) -> Li
                 single = replicas == known.SINGLE_REPLICA and _one_process(command, variables, configured)
                 where = f"{name} service {service_name.value}"
                 migrates = _migrates(str(service_name.value), command)
-                foreign = _get(service, "build") is None and _infrastructure_image(_scalar(_get(service, "image")))
+                foreign = _get(service, "build") is None and infrastructure_image(_scalar(_get(service, "image")))
                 found.extend(ServicePin(v, value, path, line, single, where, migrates, foreign)
                              for v, (value, line) in variables.items())
             continue
@@ -120,12 +120,6 @@ def _pins_of_file(path: str, dockerfiles: Sequence[str], configured: bool) -> Li
             found.extend(ServicePin(v, value, path, line, single, where, migrates)
                          for v, (value, line) in variables.items())
     return found
-
-
-def _infrastructure_image(image: Optional[str]) -> bool:
-    """``edoburu/pgbouncer:1.23``, ``postgres:16``: the image of a server the project runs beside its code."""
-    name = (image or "").rsplit("/", 1)[-1].split(":", 1)[0].lower()
-    return bool(name) and any(word in name for word in known.INFRASTRUCTURE_IMAGE_WORDS)
 
 
 def _migrates(name: str, command: Optional[Tuple[str, ...]]) -> bool:
