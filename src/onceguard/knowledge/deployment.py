@@ -71,6 +71,9 @@ SINGLE_REPLICA = "1"
 #: ``manage.py migrate``), or runs one of these programs with ``upgrade`` (``alembic upgrade head``).
 MIGRATION_WORD = "migrat"
 MIGRATION_PROGRAMS = frozenset({"alembic", "flask", "db"})
+#: How a launch of a container file is labelled (``Dockerfile CMD``, ``docker-compose.yml service web``,
+#: ``Kubernetes Deployment web``): what runs there runs in the project's image.
+CONTAINER_FILE_WORDS: Tuple[str, ...] = ("dockerfile", "docker-compose", "compose", "kubernetes", "containerfile")
 #: Folders a project keeps its Dockerfile in, below the project's own directory (``docker/Dockerfile``).
 DOCKERFILE_FOLDERS: FrozenSet[str] = frozenset({"docker", "build", "deploy", "deployment", ".docker", "container",
                                                 "containers", "images"})

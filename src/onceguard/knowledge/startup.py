@@ -82,6 +82,11 @@ MANAGEMENT_COMMAND_BASES: FrozenSet[str] = frozenset({
 ROUTE_DECORATORS: FrozenSet[str] = frozenset({
     "get", "post", "put", "patch", "delete", "head", "options", "route", "api_route", "websocket",
 })
+#: Calls that register a handler for requests, which a request runs later (not the code that registers it).
+ROUTE_REGISTRATIONS: FrozenSet[str] = frozenset({
+    "add_api_route", "add_route", "add_url_rule", "add_api_websocket_route", "add_websocket_route", "api_route",
+    "add_view", "add_resource", "register_route", "include_router", "route",
+})
 #: The route decorator (``@router.delete(...)``) and the ``methods=`` value of one that takes a list
 #: (``@app.route(..., methods=["DELETE"])``) of a handler of HTTP DELETE requests.
 DELETE_ROUTE_DECORATOR = "delete"

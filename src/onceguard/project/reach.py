@@ -744,18 +744,41 @@ def _operator_or_unknown(reach: Reach, node: ast.AST) -> Runs:
     return Runs(OPERATOR, reason) if reason is not None else _UNKNOWN
 
 
-def _runs_nested(name: str, outer: FunctionNode) -> bool:
+def _runs_nested(name: str, outer: FunctionNode, depth: int = 0) -> bool:
     """A def nested in ``outer`` runs with it when ``outer`` calls it or hands it to a call
-    (``conn.run_sync(_seed)``); a nested def that is only returned (a loader factory) runs later, elsewhere."""
+    (``conn.run_sync(_seed)``); a nested def that is only returned (a loader factory) runs later, elsewhere, and
+    so does one handed to a route registration (``router.add_api_route("/batch", batch_action)``), directly or
+    through a helper of the module that only hands it on to one: a request runs it."""
     for node in walk_no_nested_functions(outer):
-        if isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Name) and node.func.id == name:
-                return True
-            if any(isinstance(a, ast.Name) and a.id == name for a in node.args):
-                return True
-            if any(isinstance(k.value, ast.Name) and k.value.id == name for k in node.keywords):
-                return True
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Name) and node.func.id == name:
+            return True
+        handed = [index for index, a in enumerate(node.args) if isinstance(a, ast.Name) and a.id == name]
+        keywords = [k.arg for k in node.keywords if isinstance(k.value, ast.Name) and k.value.id == name and k.arg]
+        if not handed and not keywords:
+            continue
+        if call_name(node) in known.ROUTE_REGISTRATIONS:
+            continue
+        helper = _module_def(node, outer) if depth < 2 else None
+        if helper is not None:
+            parameters = [a.arg for a in helper.args.posonlyargs + helper.args.args]
+            received = [parameters[i] for i in handed if i < len(parameters)] + [k for k in keywords if k in parameters]
+            if received and not any(_runs_nested(parameter, helper, depth + 1) for parameter in received):
+                continue  # (the helper only registers what it is handed)
+        return True
     return False
+
+
+def _module_def(call: ast.Call, inside: ast.AST) -> Optional[FunctionNode]:
+    """The top-level def of the module around ``inside`` that ``call`` names (``maybe_add_route(...)``)."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    module = next((above for above in ancestors(inside) if isinstance(above, ast.Module)), None)
+    if module is None:
+        return None
+    return next((statement for statement in module.body if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and statement.name == call.func.id), None)
 
 
 # -- the places on the way ------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, Optional
 
+from ...project.container_zones import one_zone_everywhere
 from ...project.through_helpers import through_helpers
 from ...project.bindings import Bindings
 from ...analysis.facts import ModuleFacts, parent
@@ -202,6 +203,8 @@ class ImplicitScheduleTimezone(Rule):
             if scheduled.family not in _TZ_SUGGESTIONS:
                 continue
             if zones is None:
+                if facts.context.cross_file and one_zone_everywhere(facts):
+                    return  # every replica runs the one image in the one zone: they fire at the same instant
                 zones = _Timezones(facts)
             description = zones.missing(scheduled)
             if description is None:
