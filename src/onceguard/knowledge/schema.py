@@ -335,3 +335,10 @@ LOCAL_DATABASE_CONNECTION_TYPES: FrozenSet[str] = frozenset({
 LOCAL_DIALECT_WORDS: Tuple[str, ...] = ("sqlite", "duckdb")
 #: yoyo-migrations: ``backend.apply_migrations(backend.to_apply(migrations))`` on a ``get_backend(url)`` backend.
 YOYO_APPLY_METHOD = "apply_migrations"
+
+#: A table lock that serialises migration runners: ``LOCK TABLE`` (pglast's statement), in a mode that conflicts
+#: with itself (ACCESS EXCLUSIVE is the default), waited for unless ``NOWAIT``.
+LOCK_STATEMENT = "LockStmt"
+NO_WAIT = "NOWAIT"
+SELF_CONFLICTING_LOCK_MODES: Tuple[str, ...] = ("ACCESS EXCLUSIVE", " EXCLUSIVE MODE", "SHARE ROW EXCLUSIVE",
+                                                "SHARE UPDATE EXCLUSIVE")

@@ -58,15 +58,30 @@ def _is_django_connection(root: str) -> bool:
 
 
 def _blocking_locks(facts: ModuleFacts) -> List[Tuple[ExecutedSql, bool]]:
-    """(sql, is session lock) for every blocking advisory lock the module sends."""
+    """(sql, is session lock) for every blocking advisory lock the module sends, and every table lock in a mode
+    that conflicts with itself (``LOCK TABLE alembic_version IN ACCESS EXCLUSIVE MODE``): held by the
+    transaction, it makes the next runner wait as a transaction-level advisory lock does."""
     found = []
     for item in executed_sql(facts):
+        if _self_excluding_table_lock(item):
+            found.append((item, False))
+            continue
         for advisory in item.sql.advisory:
             function = advisory.function
             if function.is_lock and function.blocking:
                 found.append((item, function.session))
                 break
     return found
+
+
+def _self_excluding_table_lock(item: ExecutedSql) -> bool:
+    """``LOCK TABLE t`` (ACCESS EXCLUSIVE by default) or in a mode two holders cannot share, waiting for it."""
+    if known.LOCK_STATEMENT not in item.sql.statement_types:
+        return False
+    text = " ".join(item.text.upper().split())
+    if known.NO_WAIT in text:
+        return False
+    return " MODE" not in text or any(mode in text for mode in known.SELF_CONFLICTING_LOCK_MODES)
 
 
 def _unlocks(facts: ModuleFacts) -> List[ExecutedSql]:
