@@ -74,6 +74,13 @@ MIGRATION_PROGRAMS = frozenset({"alembic", "flask", "db"})
 #: How a launch of a container file is labelled (``Dockerfile CMD``, ``docker-compose.yml service web``,
 #: ``Kubernetes Deployment web``): what runs there runs in the project's image.
 CONTAINER_FILE_WORDS: Tuple[str, ...] = ("dockerfile", "docker-compose", "compose", "kubernetes", "containerfile")
+#: uWSGI options that run a command as the server starts, and daemons it keeps running beside its workers.
+UWSGI_SECTION = "uwsgi"
+UWSGI_HOOK_PREFIX = "hook-"
+UWSGI_EXEC_ACTIONS: FrozenSet[str] = frozenset({"exec"})
+UWSGI_EXEC_PREFIX = "exec-"
+UWSGI_DAEMON_OPTIONS: FrozenSet[str] = frozenset({"attach-daemon", "attach-control-daemon", "attach-daemon2"})
+UWSGI_PIDFILE_DAEMON_OPTIONS: FrozenSet[str] = frozenset({"smart-attach-daemon", "smart-attach-daemon2"})
 #: Folders a project keeps its Dockerfile in, below the project's own directory (``docker/Dockerfile``).
 DOCKERFILE_FOLDERS: FrozenSet[str] = frozenset({"docker", "build", "deploy", "deployment", ".docker", "container",
                                                 "containers", "images"})

@@ -53,7 +53,12 @@ def is_dockerfile(name: str) -> bool:
 def is_deployment_file(name: str) -> bool:
     lowered = name.lower()
     return (is_dockerfile(name) or name in known.PROCFILE_NAMES or lowered.endswith(known.YAML_SUFFIXES)
-            or lowered.endswith(known.SHELL_SUFFIXES))
+            or lowered.endswith(known.SHELL_SUFFIXES) or _may_be_uwsgi_config(lowered))
+
+
+def _may_be_uwsgi_config(lowered: str) -> bool:
+    """``uwsgi.ini``, ``docker/uwsgi-prod.ini``: an ini file named for uWSGI (its ``[uwsgi]`` section is read)."""
+    return lowered.endswith(".ini") and "uwsgi" in lowered
 
 
 def read_text(path: str) -> str:
@@ -95,6 +100,8 @@ class Scanner:
                 direct.extend(_procfile(path))
             elif name.lower().endswith(known.YAML_SUFFIXES):
                 direct.extend(_yaml_file(path))
+            elif _may_be_uwsgi_config(name.lower()):
+                direct.extend(_uwsgi_config(path))
         direct = _as_the_image_runs(direct)
         # The words a replicated container may hand an entrypoint script as its first argument (its command or
         # arguments, first words and the word after a script): a branch of the script another value selects is
@@ -223,6 +230,38 @@ def _dockerfile(path: str) -> List[Launch]:
             if cmd is not None and entry is not None:
                 # exec-form ENTRYPOINT and CMD: the container runs the one with the other as its arguments
                 found.append(Launch(entry.words + cmd.words, path, line, per_replica, f"{name} ENTRYPOINT + CMD"))
+    return found
+
+
+def _uwsgi_config(path: str) -> List[Launch]:
+    """The commands a uWSGI server runs as it starts (``hook-pre-app = exec:./manage.py migrate``,
+    ``exec-asap = ...``) and the daemons it keeps up beside its workers (``attach-daemon = ./manage.py
+    sendalerts``), from the ``[uwsgi]`` section: every replica whose server loads the file runs them."""
+    found: List[Launch] = []
+    name = os.path.basename(path)
+    per_replica = "migrat" not in name.lower()
+    section = ""
+    for line, text in logical_lines(read_text(path)):
+        stripped = text.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            section = stripped[1:-1].strip().lower()
+            continue
+        if section != known.UWSGI_SECTION or "=" not in stripped or stripped.startswith(("#", ";")):
+            continue
+        key, _, value = (part.strip() for part in stripped.partition("="))
+        key = key.lower()
+        if key.startswith(known.UWSGI_HOOK_PREFIX):
+            action, _, command = value.partition(":")
+            if action.strip() not in known.UWSGI_EXEC_ACTIONS:
+                continue
+        elif key.startswith(known.UWSGI_EXEC_PREFIX) or key in known.UWSGI_DAEMON_OPTIONS:
+            command = value
+        elif key in known.UWSGI_PIDFILE_DAEMON_OPTIONS:
+            command = value.partition(" ")[2]  # (its first word is the daemon's pidfile)
+        else:
+            continue
+        for words in _shell_words(command.strip()):
+            found.append(Launch(words, path, line, per_replica, f"{name} {key}"))
     return found
 
 

@@ -85,6 +85,9 @@ class RedisClients(Handles):
     def _bound(self, origin: ast.AST, value: Optional[ast.AST], is_annotation: bool, depth: int) -> Optional[Handle]:
         if not is_annotation:
             handle = self.of(value, depth)
+            if handle is None and isinstance(origin, ast.AnnAssign):
+                # ``r: redis.Redis = ctx["redis"]``: what the value is the code does not show, its annotation does
+                return self._bound(origin, origin.annotation, True, depth)
             if handle is not None and isinstance(origin, ast.withitem):
                 handle = Handle(handle.kind, handle.library, handle.how, origin)
             return handle
