@@ -40,3 +40,16 @@ def test_one_image_in_one_zone(tmp_path, files, reported):
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     assert findings(tmp_path, "digest/jobs.py", codes=("OG202",)) == reported
+
+
+def test_deployment_files_at_the_root_of_the_run_above_the_project(tmp_path, monkeypatch):
+    """``app/pyproject.toml`` and the Dockerfile at the repository's root: checked from the root, the
+    Dockerfile is the project's; checked from elsewhere, nothing shows where the replicas run."""
+    write(tmp_path, {"app/digest/__init__.py": "", "app/digest/jobs.py": JOBS,
+                     "app/digest/mail.py": "def send_digest():\n    pass\n"})
+    (tmp_path / "app" / "pyproject.toml").write_text("[project]\nname = 'digest'\n")
+    (tmp_path / "Dockerfile").write_text('FROM python:3.12\nCMD ["python", "-m", "digest.worker"]\n')
+    monkeypatch.chdir(tmp_path)
+    assert findings(tmp_path / "app", "digest/jobs.py", codes=("OG202",)) == []
+    monkeypatch.chdir(tmp_path / "app" / "digest")
+    assert findings(tmp_path / "app", "digest/jobs.py", codes=("OG202",)) == [(5, "OG202")]

@@ -109,6 +109,7 @@ def _exclude_matcher(patterns: Tuple[str, ...]) -> "re.Pattern[str]":
 @lru_cache(maxsize=64)
 def _digest(config: Config) -> str:
     data = {f.name: getattr(config, f.name) for f in fields(config) if f.name != "root"}
+    data["run-directory-above"] = run_directory_above(config.root)
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=list).encode()).hexdigest()[:16]
 
 
@@ -318,3 +319,25 @@ def _defines(roots: Iterable[str], parts: list) -> bool:
                        re.search(rf"\bimport\b[^\n]*\b{re.escape(name)}\b", text) for name in names):
                     return True
     return False
+
+
+#: How far above the project root the directory a run started in may be and still hold its deployment files.
+_MAX_LEVELS_ABOVE_PROJECT = 2
+
+
+def run_directory_above(root: str) -> str:
+    """The directory the run started in, when the project root lies a few levels below it: deployment files
+    there (a Dockerfile at the repository's root building ``app/``) are the project's too, so results depend
+    on it (the cache keys on it with the settings)."""
+    if not root:
+        return ""
+    try:
+        start = os.getcwd()
+    except OSError:
+        return ""
+    above = os.path.abspath(root)
+    for _ in range(_MAX_LEVELS_ABOVE_PROJECT):
+        above = os.path.dirname(above)
+        if above == start:
+            return start
+    return ""

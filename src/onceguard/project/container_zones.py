@@ -20,15 +20,20 @@ def one_zone_everywhere(facts: ModuleFacts) -> bool:
     """The project's replicas run its image in containers and nothing gives them a zone of their own."""
     config = facts.config
     root = project.search_root(facts)
-    # (the deployment files of this project or service: a monorepo's others run other programs)
+    # The deployment files of this project or service, in its directory or in one above it (a Dockerfile at
+    # the repository's root that builds ``app/``); a monorepo's others, beside it, run other programs.
     own = project_directory(facts.context.path or "", config, root) + os.sep
-    containers = [launch for launch in launches(config, root) if launch.path.startswith(own)
+
+    def ours(path: str) -> bool:
+        return path.startswith(own) or own.startswith(os.path.dirname(path) + os.sep)
+
+    containers = [launch for launch in launches(config, root) if ours(launch.path)
                   and launch.where.split(" ", 1)[0].lower().startswith(known.CONTAINER_FILE_WORDS)]
     if not containers:
         return False
     for base in deployment_bases(config, root):
         for path in project.files_named(base, is_deployment_file, config, key="deployment"):
-            if not path.startswith(own) or os.path.basename(path).lower().startswith("procfile"):
+            if not ours(path) or os.path.basename(path).lower().startswith("procfile"):
                 continue
             if _SETS_TZ.search(project.read_bytes(path)):
                 return False

@@ -26,7 +26,7 @@ import threading
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from ..config import Config
+from ..config import Config, run_directory_above
 from ..knowledge import deployment as known
 from ..knowledge import schema as schema_known
 from . import index as project
@@ -56,9 +56,11 @@ class Step:
 
 
 def deployment_bases(config: Config, search_root: str = "") -> List[str]:
-    """Where deployment files are looked for: the source tree of the checked code, then the project root."""
+    """Where deployment files are looked for: the source tree of the checked code, then the project root, then
+    the directory the run started in when the project lies a few levels below it (``app/pyproject.toml`` with
+    the Dockerfile and compose file at the repository's root, checked from there)."""
     bases = []
-    for base in (search_root, config.root):
+    for base in (search_root, config.root, run_directory_above(config.root)):
         if base and os.path.isdir(base) and os.path.abspath(base) not in bases:
             bases.append(os.path.abspath(base))
     return bases
