@@ -67,6 +67,11 @@ HUEY_NO_PERIODIC_FLAGS: FrozenSet[str] = frozenset({"-n", "--no-periodic"})
 #: ``deploy: replicas: 1`` (compose) or ``spec.replicas: 1`` (Kubernetes): a service the project pins to one
 #: process, as a single scheduler is.
 SINGLE_REPLICA = "1"
+#: Folders and file-name words of deployment files made for a developer's machine (one instance).
+DEVELOPMENT_FOLDERS: FrozenSet[str] = frozenset({"dev", ".devcontainer", "devcontainer", "development", "local"})
+DEVELOPMENT_WORDS: FrozenSet[str] = frozenset({"dev", "devcontainer", "development", "developer", "local"})
+#: A compose service with a fixed container name runs one container (``--scale`` refuses to make a second).
+COMPOSE_CONTAINER_NAME = "container_name"
 #: A service or workload that applies migrations says so in its name or command (``migrate``, ``migrations``,
 #: ``manage.py migrate``), or runs one of these programs with ``upgrade`` (``alembic upgrade head``).
 MIGRATION_WORD = "migrat"

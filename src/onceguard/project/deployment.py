@@ -83,9 +83,19 @@ def launches(config: Config, search_root: str = "") -> List[Launch]:
             for path in project.files_named(base, is_deployment_file, config, key="deployment"):
                 if path not in files:
                     files.append(path)
-        return Scanner(files, _starts_server).scan(), tuple(files)
+        return Scanner(files, _starts_server, lambda path: for_development(path, bases)).scan(), tuple(files)
 
     return project.scan_once(_scans, bases, scan)
+
+
+def for_development(path: str, bases: Sequence[str]) -> bool:
+    """A deployment file for a developer's machine, by its name or folder within the project
+    (``docker-compose.dev.yml``, ``Dockerfile.local``, ``dev/docker/startup.sh``, ``.devcontainer/``)."""
+    relative = next((os.path.relpath(path, base) for base in bases if path.startswith(base + os.sep)),
+                    os.path.basename(path))
+    parts = relative.lower().split(os.sep)
+    return (any(part in known.DEVELOPMENT_FOLDERS for part in parts[:-1])
+            or bool(set(re.split(r"[._-]", parts[-1])) & known.DEVELOPMENT_WORDS))
 
 
 def clear_cache() -> None:

@@ -10,7 +10,7 @@ import json
 import os
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..knowledge import deployment as known
@@ -81,9 +81,13 @@ class Scanner:
     """Every launch of the files, and of the scripts they run (to a depth); ``starts_server`` tells a script that
     starts a server, whose commands before it are the container's start when nothing else runs it."""
 
-    def __init__(self, files: Sequence[str], starts_server: Callable[[Sequence[str]], bool]) -> None:
+    def __init__(self, files: Sequence[str], starts_server: Callable[[Sequence[str]], bool],
+                 for_development: Callable[[str], bool] = lambda path: False) -> None:
         self.files = list(files)
         self.starts_server = starts_server
+        #: a file that describes a developer's machine (``docker-compose.dev.yml``, ``.devcontainer/``): one
+        #: instance, whatever it runs
+        self.for_development = for_development
         self.scripts = [p for p in files if p.lower().endswith(known.SHELL_SUFFIXES)]
         self.found: List[Launch] = []
         self._script_modes: Dict[str, bool] = {}  # script -> per replica, as the files that run it say
@@ -102,7 +106,8 @@ class Scanner:
                 direct.extend(_yaml_file(path))
             elif _may_be_uwsgi_config(name.lower()):
                 direct.extend(_uwsgi_config(path))
-        direct = _as_the_image_runs(direct)
+        direct = [replace(launch, per_replica=False) if launch.per_replica and self.for_development(launch.path)
+                  else launch for launch in _as_the_image_runs(direct)]
         # The words a replicated container may hand an entrypoint script as its first argument (its command or
         # arguments, first words and the word after a script): a branch of the script another value selects is
         # run by the one-off containers that pass that value, not by every replica.
@@ -117,9 +122,10 @@ class Scanner:
                 continue
             commands = _selected_commands(script)
             if any(self.starts_server(words) for _, words, _ in commands):
-                self._script_modes[script] = True
+                replicated = not self.for_development(script)
+                self._script_modes[script] = replicated
                 for line, words, selected in commands:
-                    self._add(Launch(words, script, line, self._per_replica(True, selected),
+                    self._add(Launch(words, script, line, self._per_replica(replicated, selected),
                                      os.path.basename(script)), 1)
         return self.found
 
@@ -514,7 +520,9 @@ def _compose(document, path: str) -> List[Launch]:
     for name_node, service in services:
         name = str(name_node.value)
         replicas = _scalar(_get(_get(service, "deploy"), "replicas"))
-        per_replica = name not in one_shot and "migrat" not in name.lower() and replicas != known.SINGLE_REPLICA
+        # A fixed ``container_name`` is one container: compose cannot scale such a service past one.
+        per_replica = (name not in one_shot and "migrat" not in name.lower() and replicas != known.SINGLE_REPLICA
+                       and _get(service, known.COMPOSE_CONTAINER_NAME) is None)
         image = "" if _get(service, "build") is not None else (_scalar(_get(service, "image")) or "")
         if _get(service, "entrypoint") is None and _get(service, "command") is None:
             found.append(Launch((), path, _line(name_node), per_replica, f"{file_name} service {name}",

@@ -98,7 +98,8 @@ def _pins_of_file(path: str, dockerfiles: Sequence[str], configured: bool) -> Li
                 replicas = _scalar(_get(_get(service, "deploy"), "replicas")) or _scalar(_get(service, "scale"))
                 command = _command(service, ("entrypoint", "command")) or _image_command(path, dockerfiles)
                 variables = _environment(_get(service, "environment"))
-                single = replicas == known.SINGLE_REPLICA and _one_process(command, variables, configured)
+                single = ((replicas == known.SINGLE_REPLICA or _get(service, known.COMPOSE_CONTAINER_NAME) is not None)
+                          and _one_process(command, variables, configured))
                 where = f"{name} service {service_name.value}"
                 migrates = _migrates(str(service_name.value), command)
                 foreign = _get(service, "build") is None and infrastructure_image(_scalar(_get(service, "image")))
