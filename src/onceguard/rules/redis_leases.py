@@ -16,7 +16,7 @@ import ast
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from ..analysis.facts import ModuleFacts, parent, walk, walk_no_nested_functions
+from ..analysis.facts import ModuleFacts, in_exclusive_branches, parent, walk, walk_no_nested_functions
 from ..analysis.handles import Handle
 from ..analysis.redis_arguments import (argument, has_spread, is_false, is_none, key_argument, result_tested,
                                         short, words)
@@ -222,7 +222,8 @@ class Leases:
         function = facts.enclosing_function(acquire.call)
         return function is not None and any(
             r.identity == acquire.identity and facts.enclosing_function(r.call) is function
-            and _after(acquire.call, r.call) for r in self.releases)
+            and _after(acquire.call, r.call) and not in_exclusive_branches(acquire.call, r.call)
+            for r in self.releases)
 
     def is_lock(self, acquire: Acquire, facts: ModuleFacts) -> bool:
         """Whether an acquire is a lock by its use: a key set only if absent (or checked for absence first) to
@@ -275,7 +276,8 @@ def _names_a_release(release: Release, facts: ModuleFacts, taken_with_nx: bool =
 
 def _checked_before(acquire: Acquire, facts: ModuleFacts) -> bool:
     """A GET/EXISTS of the same key, earlier in the function, whose result decides whether to go on."""
-    return any(result_tested(call, facts) for call in _reads_of_key(acquire.call, acquire.key, facts))
+    return any(result_tested(call, facts) and not in_exclusive_branches(call, acquire.call)
+               for call in _reads_of_key(acquire.call, acquire.key, facts))
 
 
 #: Methods that add to a collection in place: a value built up by them is data, not a marker.
