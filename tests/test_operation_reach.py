@@ -173,3 +173,32 @@ def test_a_script_that_reads_its_command_line(tmp_path, argument, reported):
     write(tmp_path, {"shop/__init__.py": "", "shop/app.py": APP, "shop/loader.py": LOADER,
                      "import_dump.py": IMPORTER.replace("{argument}", argument)})
     assert findings(tmp_path, "shop/loader.py", codes=("OG401",)) == reported
+
+
+ENV = """\
+    from alembic import context
+    from sqlalchemy import engine_from_config, pool
+
+    config = context.config
+
+
+    def run_migrations_online():
+        connectable = engine_from_config(config.get_section(config.config_ini_section, {}), poolclass=pool.NullPool)
+        with connectable.connect() as connection:
+            context.configure(connection=connection)
+            with context.begin_transaction():
+                context.run_migrations()
+
+
+    run_migrations_online()
+"""
+
+
+def test_the_env_py_a_requested_restore_runs_is_no_replica_run(tmp_path):
+    """The env.py only a restore runs (a request's upgrade to the backup's revision) is not run by every
+    replica; the one start-up code runs is."""
+    files = {"app/__init__.py": "", "app/db.py": DB, "app/backups.py": RESTORE, "alembic/env.py": ENV,
+             "alembic.ini": "[alembic]\nscript_location = alembic\n",
+             "app/routes.py": ROUTES.format(called="restore", arguments="dump")}
+    write(tmp_path, files)
+    assert findings(tmp_path, "alembic/env.py", codes=("OG403",)) == []

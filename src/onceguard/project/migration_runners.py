@@ -15,7 +15,7 @@ from . import deployment, migration_locations
 from . import index as project_index
 from .migration_locks import shared_alembic_connections
 from .reach import enclosing_function, place, runs
-from .schema_writes import SchemaWrite, keyword_of, schema_writes
+from .schema_writes import SchemaWrite, keyword_of, removes_or_restores, schema_writes
 
 
 # =====================================================================================================
@@ -185,6 +185,8 @@ def env_evidence(facts: ModuleFacts, reported_at_runner: Callable[[SchemaWrite, 
                 continue
             if reported_at_runner(write, other):
                 continue  # one root cause, one finding: the runner's report names this env.py
+            if removes_or_restores(write):
+                continue  # (a restore a request asks for: not reported at the runner, not every replica's run)
             runner = other.enclosing_function(write.call)
             if past_handing_runners and runner is not None and id(runner) in shared_alembic_connections(other):
                 continue

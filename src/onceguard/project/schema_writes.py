@@ -564,3 +564,21 @@ def _only_reports(arguments, keywords) -> bool:
     if any(isinstance(a, ast.Constant) and a.value in known.DJANGO_MIGRATE_READ_ONLY_OPTIONS for a in arguments):
         return True
     return any(k.arg in known.DJANGO_MIGRATE_READ_ONLY_KEYWORDS and is_true(k.value) for k in keywords)
+
+
+def removes_or_restores(write: SchemaWrite) -> bool:
+    """Schema a request or a job removes (``DROP ...``, ``drop_all()``), or brings to a revision the code holds
+    in a variable (a backup's version, a downgrade target) rather than ``head``: an operation somebody asks for,
+    which one replica carries out when asked, not schema that every pass ensures and that concurrent passes
+    race.  (At start-up every replica runs it all the same: there it is reported whatever it is.)"""
+    if "drop" in write.what.lower():
+        return True
+    if not write.applies_migrations or write.framework not in (known.ALEMBIC, known.FLASK_MIGRATE):
+        return False
+    revision = next((k.value for k in write.call.keywords if k.arg == "revision"), None)
+    if revision is None and len(write.call.args) > 1:
+        revision = write.call.args[1]
+    if revision is None:
+        return False  # (the default revision is head)
+    return not (isinstance(revision, ast.Constant) and isinstance(revision.value, str)
+                and revision.value.endswith("head") or isinstance(revision, ast.Constant) and revision.value is None)

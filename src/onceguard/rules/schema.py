@@ -19,7 +19,7 @@ from ..project.migration_locks import Apply, LockFinder, env_applications, env_r
 from ..project.migration_runners import env_of_runner
 from ..project.reach import Reach, Runs, enclosing_function, place, runs
 from ..project.renamed_callers import project_callers
-from ..project.schema_writes import SchemaWrite, is_lock_helper, schema_writes
+from ..project.schema_writes import SchemaWrite, is_lock_helper, removes_or_restores, schema_writes
 from .base import Rule
 from .registry import register
 
@@ -43,7 +43,7 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str, T
             reason = reach.reason(write.call)
             function = enclosing_function(write.call)
             if (reason is not None and function is not None and reach.is_request_or_job(function)
-                    and _removes_or_restores(write)):
+                    and removes_or_restores(write)):
                 reason = None
             related: Tuple[Related, ...] = ()
             if reason is None and write.registers_hook:
@@ -51,7 +51,7 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str, T
             if reason is None and context.cross_file:
                 # Migration code is where schema writes belong: a way through it is the migrate entrypoint's.
                 answer = runs(write.call, facts, through_migration_code=False, max_hops=_MAX_CALLER_HOPS)
-                if answer.every_replica and answer.calls and _removes_or_restores(write) and not runs(
+                if answer.every_replica and answer.calls and removes_or_restores(write) and not runs(
                         write.call, facts, startup_only=True, through_migration_code=False,
                         max_hops=_MAX_CALLER_HOPS).every_replica:
                     answer = _UNKNOWN_RUNS  # (reached from a request or a job only)
@@ -69,24 +69,6 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str, T
         return reported
 
     return facts.cached("schema:reported", build)
-
-
-def _removes_or_restores(write: SchemaWrite) -> bool:
-    """Schema a request or a job removes (``DROP ...``, ``drop_all()``), or brings to a revision the code holds
-    in a variable (a backup's version, a downgrade target) rather than ``head``: an operation somebody asks for,
-    which one replica carries out when asked, not schema that every pass ensures and that concurrent passes
-    race.  (At start-up every replica runs it all the same: there it is reported whatever it is.)"""
-    if "drop" in write.what.lower():
-        return True
-    if not write.applies_migrations or write.framework not in (known.ALEMBIC, known.FLASK_MIGRATE):
-        return False
-    revision = next((k.value for k in write.call.keywords if k.arg == "revision"), None)
-    if revision is None and len(write.call.args) > 1:
-        revision = write.call.args[1]
-    if revision is None:
-        return False  # (the default revision is head)
-    return not (isinstance(revision, ast.Constant) and isinstance(revision.value, str)
-                and revision.value.endswith("head") or isinstance(revision, ast.Constant) and revision.value is None)
 
 
 def _raw_ddl_locked(write: SchemaWrite, facts: ModuleFacts) -> bool:
