@@ -575,10 +575,20 @@ def removes_or_restores(write: SchemaWrite) -> bool:
         return True
     if not write.applies_migrations or write.framework not in (known.ALEMBIC, known.FLASK_MIGRATE):
         return False
+    arguments = list(write.call.args)
+    for index, argument in enumerate(arguments):
+        if (dotted(argument) or "").endswith("upgrade"):
+            arguments = arguments[index + 1:]  # (handed to a helper that calls it: ``run(command.upgrade, cfg, rev)``)
+            break
     revision = next((k.value for k in write.call.keywords if k.arg == "revision"), None)
-    if revision is None and len(write.call.args) > 1:
-        revision = write.call.args[1]
+    if revision is None and len(arguments) > 1:
+        revision = arguments[1]
     if revision is None:
         return False  # (the default revision is head)
+    function = next((above for above in ancestors(write.call) if isinstance(above, (ast.FunctionDef,
+                                                                                   ast.AsyncFunctionDef))), None)
+    if isinstance(revision, ast.Name) and function is not None and revision.id in {
+            a.arg for a in function.args.posonlyargs + function.args.args + function.args.kwonlyargs}:
+        return False  # (a helper handing its caller's revision on: which one, its callers say)
     return not (isinstance(revision, ast.Constant) and isinstance(revision.value, str)
                 and revision.value.endswith("head") or isinstance(revision, ast.Constant) and revision.value is None)
