@@ -20,10 +20,41 @@ def _inserts_unless_present(text: str) -> bool:
 
 
 def _update_has_where(text: str) -> bool:
+    """An UPDATE that moves rows on only from the state it tests: its WHERE reads a column its SET writes
+    (``SET status = 'running' WHERE id = %s AND status = 'pending'``, a version bumped where it matched), so a
+    second run finds nothing left to change.  ``SET balance = balance + 10 WHERE active`` changes the same rows
+    every time: work, not a claim."""
     statements = parse_statements(text)
     if not statements:
         return False
-    return any(type(s).__name__ == "UpdateStmt" and getattr(s, "whereClause", None) is not None for s in statements)
+    for statement in statements:
+        if type(statement).__name__ != "UpdateStmt" or getattr(statement, "whereClause", None) is None:
+            continue
+        written = {getattr(target, "name", None) for target in statement.targetList or ()}
+        if written & _column_names(statement.whereClause):
+            return True
+    return False
+
+
+def _column_names(node, depth: int = 0) -> set:
+    """The last name of every column reference under a pglast node (subqueries included)."""
+    found: set = set()
+    if node is None or depth > 40:
+        return found
+    if isinstance(node, (tuple, list)):
+        for item in node:
+            found |= _column_names(item, depth + 1)
+        return found
+    if type(node).__name__ == "ColumnRef":
+        fields = [getattr(field, "sval", None) for field in node.fields or ()]
+        if fields and fields[-1]:
+            found.add(fields[-1])
+        return found
+    for attribute in getattr(node, "__slots__", ()):
+        value = getattr(node, attribute, None)
+        if value is not None and not isinstance(value, (str, int, float, bool)):
+            found |= _column_names(value, depth + 1)
+    return found
 
 
 def _makes_lock(node: ast.Call, facts: ModuleFacts) -> bool:

@@ -28,6 +28,7 @@ from ..analysis.executed_sql import bound_value
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, body_nodes, call_name, walk_no_nested_functions
 from ..analysis.handed import handed_callable, handed_sites
 from ..analysis.names import dotted
+from ..knowledge import schedulers as known_schedulers
 from ..knowledge import startup as known
 from ..model import Related
 from . import deployment
@@ -89,6 +90,19 @@ def _stop_flag(loop: ast.While) -> Optional[str]:
     if not values or not all(isinstance(v, ast.Constant) and isinstance(v.value, bool) for v in values):
         return None
     return flag
+
+
+def _in_ticking_loop(node: ast.AST, function: Optional[FunctionNode], facts: ModuleFacts) -> bool:
+    """``node`` is in the body of an endless loop of its function that sleeps between passes (a thread or task
+    started at start-up that then works on every tick)."""
+    for above in ancestors(node):
+        if above is function or isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        if isinstance(above, ast.While) and endless(above) and any(
+                isinstance(call, ast.Call) and (facts.callee(call) or "") in known_schedulers.SLEEPS
+                for call in walk_no_nested_functions(above)):
+            return True
+    return False
 
 
 def endless(loop: ast.While) -> bool:
@@ -569,6 +583,8 @@ def _runs(node: ast.AST, facts: ModuleFacts, ask: _Ask, hops: int, seen: Set[int
         return _UNKNOWN
     reach = Reach.of_module(facts)
     function = enclosing_function(node)
+    if ask.startup_only and _in_ticking_loop(node, function, facts):
+        return _UNKNOWN  # a ticker's pass: it runs on every tick, which is a job's question, not start-up's
     here = _startup_here(node, function, reach, seen) if ask.startup_only else _here(node, function, reach, seen)
     if here is not None:
         return here
