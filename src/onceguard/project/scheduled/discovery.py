@@ -342,19 +342,10 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         """``@every(minutes=5)`` (or ``@nightly``), a decorator of the project whose def registers the function it
         is handed with a library scheduler -- itself or through a wrapper calling it (``schedule.every(m).minutes
         .do(runner)``): the decorated function is that scheduler's job, judged as one registered directly."""
-        written = decorator.func if isinstance(decorator, ast.Call) else decorator
-        if not self.cross_file or not isinstance(written, (ast.Name, ast.Attribute)) \
-                or (self.facts.qualify(written) or "") in known.DECORATORS:
+        found = self._project_decorator(decorator, _SCHEDULING_WORDS)
+        if found is None:
             return False
-        if not self._may_schedule(written):
-            return False
-        factory = self.resolve(written)
-        if factory is None or factory.function is None:
-            return False
-        home = factory.facts or self.facts
-        applied = returned_def(factory.function) if isinstance(decorator, ast.Call) else factory.function
-        if applied is None or not positional_parameters(applied):
-            return False
+        written, applied, home = found
         handed = positional_parameters(applied)[0]
         first, last = applied.lineno, applied.end_lineno or applied.lineno
         added = False
@@ -375,19 +366,10 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         """``@repeat_every(seconds=3600)`` written in the project (or copied from fastapi-utils): a decorator whose
         def keeps, in a def nested in it, a loop that calls the function it is handed and sleeps; calling the
         decorated name starts that loop.  The decorated function is a ticker's job, as with the library."""
-        written = decorator.func if isinstance(decorator, ast.Call) else decorator
-        if not self.cross_file or not isinstance(written, (ast.Name, ast.Attribute)) \
-                or (self.facts.qualify(written) or "") in known.DECORATORS:
+        found = self._project_decorator(decorator, TICKING_WORDS)
+        if found is None:
             return False
-        if not self._module_of_decorator_says(written, TICKING_WORDS):
-            return False
-        factory = self.resolve(written)
-        if factory is None or factory.function is None:
-            return False
-        home = factory.facts or self.facts
-        applied = returned_def(factory.function) if isinstance(decorator, ast.Call) else factory.function
-        if applied is None or not positional_parameters(applied):
-            return False
+        written, applied, home = found
         loop = loop_repeating(applied, positional_parameters(applied)[0], home)
         if loop is None:
             return False
@@ -398,6 +380,24 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                                          f"loop, then sleeps"))
         self.add(scheduled)
         return True
+
+    def _project_decorator(self, decorator: ast.AST, words: Tuple[bytes, ...]):
+        """(the decorator as written, the def it applies to the function, that def's module) for a decorator of
+        the project whose module's text holds one of ``words`` (``@every(minutes=5)``: the def ``every`` returns;
+        ``@nightly``: ``nightly`` itself), whose applied def takes the function first; None otherwise."""
+        written = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if not self.cross_file or not isinstance(written, (ast.Name, ast.Attribute)) \
+                or (self.facts.qualify(written) or "") in known.DECORATORS:
+            return None
+        if not self._module_of_decorator_says(written, words):
+            return None
+        factory = self.resolve(written)
+        if factory is None or factory.function is None:
+            return None
+        applied = returned_def(factory.function) if isinstance(decorator, ast.Call) else factory.function
+        if applied is None or not positional_parameters(applied):
+            return None
+        return written, applied, factory.facts or self.facts
 
     def _module_of_decorator_says(self, written: ast.AST, words: Tuple[bytes, ...]) -> bool:
         """The text of the module that defines the decorator holds one of ``words`` (read before the decorator
@@ -414,10 +414,6 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                 return False
             source = project.read_bytes(path)
         return any(word in source for word in words)
-
-    def _may_schedule(self, written: ast.AST) -> bool:
-        """The module that defines the decorator can hand a function to a scheduler: its text registers one."""
-        return self._module_of_decorator_says(written, _SCHEDULING_WORDS)
 
     def _registry_calls(self) -> None:
         """``periodic(seconds=60)(export)`` and ``register(export)``: a registering decorator called by hand."""
