@@ -75,6 +75,17 @@ def in_exclusive_branches(first: ast.AST, second: ast.AST) -> bool:
     return False
 
 
+def in_handler(node: ast.AST, scope: ast.AST) -> bool:
+    """``node`` lies in an ``except`` handler between it and ``scope`` (its function): it runs only when the
+    ``try`` body failed."""
+    for above in ancestors(node):
+        if above is scope:
+            return False
+        if isinstance(above, ast.ExceptHandler):
+            return True
+    return False
+
+
 def position(node: ast.AST) -> Tuple[int, int]:
     """(line, column) of a node, for "which comes first" within one file."""
     return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from ..analysis.executed_sql import executed_sql
-from ..analysis.facts import (FunctionNode, ModuleFacts, ancestors, is_generator, parent, position, statement_list,
-                              walk, walk_no_nested_functions)
+from ..analysis.facts import (FunctionNode, ModuleFacts, ancestors, in_handler, is_generator, parent, position,
+                              statement_list, walk, walk_no_nested_functions)
 from ..analysis.names import dotted
 from ..config import Config
 from . import index as project
@@ -152,18 +152,9 @@ def release_guaranteed(lock: ast.AST, releases: List[ast.AST], scope: ast.AST, f
         if ModuleFacts.in_finally(node, scope) or _exit_callback(node):
             return True
         if _in_reraising_handler(node, scope, facts) and any(
-                other is not node and not _in_handler(other, scope) for other in releases):
+                other is not node and not in_handler(other, scope) for other in releases):
             return True
-    return any(_shielded(lock, node, scope, facts) for node in releases if not _in_handler(node, scope))
-
-
-def _in_handler(node: ast.AST, scope: ast.AST) -> bool:
-    for above in ancestors(node):
-        if above is scope:
-            return False
-        if isinstance(above, ast.ExceptHandler):
-            return True
-    return False
+    return any(_shielded(lock, node, scope, facts) for node in releases if not in_handler(node, scope))
 
 
 def _catches_all(handler: ast.ExceptHandler, facts: ModuleFacts) -> bool:

@@ -218,7 +218,7 @@ def _as_the_image_runs(launches: List[Launch]) -> List[Launch]:
 def _dockerfile(path: str) -> List[Launch]:
     found = []
     name = os.path.basename(path)
-    per_replica = "migrat" not in name.lower()  # ``Dockerfile.migrate``: an image for the one-off job
+    per_replica = known.MIGRATION_WORD not in name.lower()  # ``Dockerfile.migrate``: an image for the one-off job
     for line, text in logical_lines(read_text(path)):
         stripped = text.strip()
         if not stripped or stripped.startswith("#"):
@@ -245,7 +245,7 @@ def _uwsgi_config(path: str) -> List[Launch]:
     sendalerts``), from the ``[uwsgi]`` section: every replica whose server loads the file runs them."""
     found: List[Launch] = []
     name = os.path.basename(path)
-    per_replica = "migrat" not in name.lower()
+    per_replica = known.MIGRATION_WORD not in name.lower()
     section = ""
     for line, text in logical_lines(read_text(path)):
         stripped = text.strip()
@@ -521,8 +521,8 @@ def _compose(document, path: str) -> List[Launch]:
         name = str(name_node.value)
         replicas = _scalar(_get(_get(service, "deploy"), "replicas"))
         # A fixed ``container_name`` is one container: compose cannot scale such a service past one.
-        per_replica = (name not in one_shot and "migrat" not in name.lower() and replicas != known.SINGLE_REPLICA
-                       and _get(service, known.COMPOSE_CONTAINER_NAME) is None)
+        per_replica = (name not in one_shot and known.MIGRATION_WORD not in name.lower()
+                       and replicas != known.SINGLE_REPLICA and _get(service, known.COMPOSE_CONTAINER_NAME) is None)
         image = "" if _get(service, "build") is not None else (_scalar(_get(service, "image")) or "")
         if _get(service, "entrypoint") is None and _get(service, "command") is None:
             found.append(Launch((), path, _line(name_node), per_replica, f"{file_name} service {name}",

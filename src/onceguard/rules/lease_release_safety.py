@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional
 
-from ..analysis.facts import ModuleFacts, ancestors, parent, walk, walk_no_nested_functions
+from ..analysis.facts import ModuleFacts, ancestors, in_handler, parent, walk, walk_no_nested_functions
 from ..knowledge import redis_clients as known
 from ..project.redis_clients import client_calls
 from ..project.redis_keys import key_identity
@@ -83,22 +83,13 @@ def freed_only_on_failure(release, releases, locks, facts: ModuleFacts) -> bool:
     long a finished delivery is remembered, not how long the work may hold a lock.  The delete frees it for a
     retry right after the one attempt that took it failed, long before that expiry."""
     function = facts.enclosing_function(release.call)
-    if function is None or not _in_handler(release.call, function):
+    if function is None or not in_handler(release.call, function):
         return False
     if any(other.identity == release.identity and facts.enclosing_function(other.call) is function
-           and not _in_handler(other.call, function) for other in releases):
+           and not in_handler(other.call, function) for other in releases):
         return False
     return any(taken.identity == release.identity and taken.nx and taken.expires
                and facts.enclosing_function(taken.call) is function for taken in locks)
-
-
-def _in_handler(node: ast.AST, function: ast.AST) -> bool:
-    for above in ancestors(node):
-        if above is function:
-            return False
-        if isinstance(above, ast.ExceptHandler):
-            return True
-    return False
 
 
 def _reads_clock(node: ast.AST, facts: ModuleFacts) -> bool:
