@@ -148,7 +148,9 @@ def test_temporary_tables_and_truncate_are_not_schema(tmp_path):
     assert findings(tmp_path, src, "reports/tasks.py") == []
 
 
-def test_job_and_view_code_is_flagged(tmp_path):
+def test_queued_task_and_view_code_is_not_start_up(tmp_path):
+    # A queued task runs once per enqueue and a view once per request, each on one replica: a partition made
+    # per month or an admin's migrate button is one replica's operation, not every replica's boot.
     src = """
         from celery import shared_task
         from django.core.management import call_command
@@ -168,7 +170,23 @@ def test_job_and_view_code_is_flagged(tmp_path):
             call_command("migrate")
             return JsonResponse({"ok": True})
     """
-    assert findings(tmp_path, src, "events/tasks.py") == [(9, "OG401"), (17, "OG401")]
+    assert findings(tmp_path, src, "events/tasks.py") == []
+
+
+def test_a_job_each_replicas_scheduler_runs_is_flagged(tmp_path):
+    src = """
+        from apscheduler.schedulers.background import BackgroundScheduler
+        from django.db import connection
+
+        def ensure_partition():
+            with connection.cursor() as cursor:
+                cursor.execute("CREATE TABLE IF NOT EXISTS events_current PARTITION OF events DEFAULT")
+
+        scheduler = BackgroundScheduler()
+        scheduler.add_job(ensure_partition, "interval", hours=1)
+        scheduler.start()
+    """
+    assert findings(tmp_path, src, "events/jobs.py") == [(7, "OG401")]
 
 
 def test_manage_py_execute_from_command_line_is_not_flagged_but_wsgi_migrate_is(tmp_path):

@@ -86,6 +86,12 @@ UWSGI_EXEC_ACTIONS: FrozenSet[str] = frozenset({"exec"})
 UWSGI_EXEC_PREFIX = "exec-"
 UWSGI_DAEMON_OPTIONS: FrozenSet[str] = frozenset({"attach-daemon", "attach-control-daemon", "attach-daemon2"})
 UWSGI_PIDFILE_DAEMON_OPTIONS: FrozenSet[str] = frozenset({"smart-attach-daemon", "smart-attach-daemon2"})
+#: supervisord configurations: a ``.conf``/``.ini`` file whose name says supervisor, its ``[program:name]``
+#: sections each a process every container running supervisord starts (not one with ``autostart=false``).
+SUPERVISOR_WORD = "supervisor"
+SUPERVISOR_SUFFIXES: Tuple[str, ...] = (".conf", ".ini")
+SUPERVISOR_PROGRAM_PREFIX = "program:"
+SUPERVISOR_FALSE_VALUES: FrozenSet[str] = frozenset({"false", "no", "off", "0"})
 #: Folders a project keeps its Dockerfile in, below the project's own directory (``docker/Dockerfile``).
 DOCKERFILE_FOLDERS: FrozenSet[str] = frozenset({"docker", "build", "deploy", "deployment", ".docker", "container",
                                                 "containers", "images"})

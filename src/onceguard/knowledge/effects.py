@@ -161,9 +161,27 @@ PURE_MODULES: Tuple[str, ...] = (
     "itertools.", "functools.", "operator.", "copy.", "datetime.", "uuid.", "random.", "decimal.",
     "fractions.", "statistics.", "textwrap.", "urllib.parse.", "collections.", "dataclasses.", "enum.",
     "ipaddress.", "secrets.", "traceback.", "warnings.", "contextlib.", "types.", "weakref.",
+    "time.", "calendar.", "zoneinfo.", "struct.", "binascii.", "zlib.", "html.", "unicodedata.", "bisect.",
+    "heapq.", "shlex.", "difflib.", "pprint.", "numbers.", "abc.",
     # this host's own counters and processes, read (a process stopped through it is judged by ``kill``/``terminate``)
     "psutil.",
+    # SQL functions (``func.now()``, ``func.count(...)``): parts of a statement, judged with the statement.
+    "sqlalchemy.func.", "sqlalchemy.sql.func.", "sqlalchemy.sql.expression.func.", "sqlmodel.func.",
 )
+
+#: SQL expression constructors of SQLAlchemy (and of SQLModel, which re-exports them): ``false()``,
+#: ``case(...)``, ``literal(...)`` build a part of a statement and send nothing; the statement that carries
+#: them is judged where it is executed.
+_SQL_EXPRESSION_NAMES = (
+    "and_", "or_", "not_", "false", "true", "null", "case", "cast", "literal", "literal_column", "column",
+    "table", "text", "exists", "distinct", "desc", "asc", "nulls_first", "nulls_last", "nullsfirst",
+    "nullslast", "bindparam", "tuple_", "type_coerce", "union", "union_all", "intersect", "except_",
+    "between", "extract", "over", "within_group", "lateral", "collate", "any_", "all_", "outerjoin", "join",
+    "label", "select", "funcfilter", "values",
+)
+_SQL_EXPRESSION_MODULES = ("sqlalchemy", "sqlalchemy.sql", "sqlalchemy.sql.expression", "sqlmodel")
+SQL_EXPRESSION_CALLS: FrozenSet[str] = frozenset(
+    f"{module}.{name}" for module in _SQL_EXPRESSION_MODULES for name in _SQL_EXPRESSION_NAMES)
 
 #: Name prefixes of accessors and predicates: ``get_settings()``, ``is_enabled()``.  A name that also says
 #: it creates (``get_or_create``) is not one.

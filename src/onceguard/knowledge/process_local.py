@@ -189,3 +189,8 @@ BROADCAST_TRIGGERS = (b"SocketIO", b"socketio", b"InMemoryChannelLayer", b"send_
                       b"send_str", b"write_message",
                       # a message put into each queue of a registry of connections' queues
                       (b"put_nowait(", b"for "), (b".put(", b"await ", b"for "), (b"send_nowait(", b"for "))
+
+#: Decorators that keep what a function returns for the process's life (one limiter per process, as a
+#: module-level one): ``@lru_cache`` ``def get_limiter(): return SlidingWindow(...)``.
+MEMOIZING_DECORATORS = frozenset({"functools.lru_cache", "functools.cache"})
+

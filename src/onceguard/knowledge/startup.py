@@ -96,6 +96,9 @@ ROUTE_METHODS_KEYWORD = "methods"
 JOB_DECORATORS: FrozenSet[str] = frozenset({
     "task", "shared_task", "actor", "periodic_task", "db_periodic_task", "db_task", "scheduled_job",
 })
+#: Of those, the decorators of a task a queue hands to one worker per enqueue (not a scheduler's tick in each
+#: replica): the task runs when something asks for it.
+QUEUED_TASK_DECORATORS: FrozenSet[str] = frozenset({"task", "shared_task", "actor", "db_task"})
 #: ``scheduler.add_job(fn, ...)`` and ``schedule.every(5).minutes.do(fn)`` make ``fn`` job code.
 JOB_REGISTRATION_METHODS: FrozenSet[str] = frozenset({"add_job", "add_schedule", "do"})
 #: Django function views: first parameter named ``request`` in a module that imports Django.
@@ -156,3 +159,6 @@ OG610_TRIGGERS: Tuple[Tuple[bytes, ...], ...] = (
 PROGRAM_RUNNERS: FrozenSet[str] = frozenset({"asyncio.run", "anyio.run", "trio.run", "uvloop.run"})
 #: ``loop.run_until_complete(main())`` on any event loop.
 PROGRAM_RUNNER_METHODS: FrozenSet[str] = frozenset({"run_until_complete"})
+#: Methods that end a connection or client: called at module level on one opened there, the module's own
+#: work is over (a script), not kept for an importer.
+CLOSE_METHODS: FrozenSet[str] = frozenset({"close", "aclose", "dispose", "disconnect", "quit"})

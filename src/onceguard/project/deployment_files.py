@@ -53,7 +53,14 @@ def is_dockerfile(name: str) -> bool:
 def is_deployment_file(name: str) -> bool:
     lowered = name.lower()
     return (is_dockerfile(name) or name in known.PROCFILE_NAMES or lowered.endswith(known.YAML_SUFFIXES)
-            or lowered.endswith(known.SHELL_SUFFIXES) or _may_be_uwsgi_config(lowered))
+            or lowered.endswith(known.SHELL_SUFFIXES) or _may_be_uwsgi_config(lowered)
+            or _may_be_supervisor_config(lowered))
+
+
+def _may_be_supervisor_config(lowered: str) -> bool:
+    """``supervisord.conf``, ``supervisor-web.conf``: a configuration named for supervisord (its
+    ``[program:...]`` sections are read)."""
+    return lowered.endswith(known.SUPERVISOR_SUFFIXES) and known.SUPERVISOR_WORD in lowered
 
 
 def _may_be_uwsgi_config(lowered: str) -> bool:
@@ -106,6 +113,8 @@ class Scanner:
                 direct.extend(_yaml_file(path))
             elif _may_be_uwsgi_config(name.lower()):
                 direct.extend(_uwsgi_config(path))
+            elif _may_be_supervisor_config(name.lower()):
+                direct.extend(_supervisor_config(path))
         direct = [replace(launch, per_replica=False) if launch.per_replica and self.for_development(launch.path)
                   else launch for launch in _as_the_image_runs(direct)]
         # The words a replicated container may hand an entrypoint script as its first argument (its command or
@@ -268,6 +277,38 @@ def _uwsgi_config(path: str) -> List[Launch]:
             continue
         for words in _shell_words(command.strip()):
             found.append(Launch(words, path, line, per_replica, f"{name} {key}"))
+    return found
+
+
+def _supervisor_config(path: str) -> List[Launch]:
+    """The programs supervisord starts (``[program:web]`` ``command = ...``): every container whose start
+    command is supervisord runs each of them, a one-shot ``migrate`` as much as the server, unless the program
+    is not started with supervisord (``autostart = false``)."""
+    found: List[Launch] = []
+    name = os.path.basename(path)
+    programs: Dict[str, Tuple[int, str]] = {}
+    manual: Set[str] = set()
+    section = ""
+    for line, text in logical_lines(read_text(path)):
+        stripped = text.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            section = stripped[1:-1].strip()
+            continue
+        if not section.startswith(known.SUPERVISOR_PROGRAM_PREFIX) or "=" not in stripped \
+                or stripped.startswith(("#", ";")):
+            continue
+        key, _, value = (part.strip() for part in stripped.partition("="))
+        value = value.split(" ;", 1)[0].strip()  # (an inline comment follows a blank and a semicolon)
+        if key.lower() == "command":
+            programs[section] = (line, value)
+        elif key.lower() == "autostart" and value.lower() in known.SUPERVISOR_FALSE_VALUES:
+            manual.add(section)
+    per_replica = known.MIGRATION_WORD not in name.lower()
+    for section, (line, command) in programs.items():
+        if section in manual:
+            continue
+        for words in _shell_words(command):
+            found.append(Launch(words, path, line, per_replica, f"{name} [{section}]"))
     return found
 
 

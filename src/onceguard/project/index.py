@@ -70,14 +70,58 @@ def _record(path: str) -> None:
 
 def _search_roots(root: str) -> List[str]:
     roots = []
-    for base in root.split(os.pathsep):
-        if not base:
-            continue
+    bases = [base for base in root.split(os.pathsep) if base]
+    for base in bases:
         roots.append(base)
         source = os.path.join(base, "src")
         if os.path.isdir(source):
             roots.append(source)
+    # Last, the project's other distributions: a repository that holds a shared library beside its
+    # services (``shared/pyproject.toml`` with ``shared/common/``) installs it into their images, and their
+    # ``import common`` reads it from there.
+    if bases:
+        roots.extend(root for root in _distribution_roots(bases[0]) if root not in roots)
     return roots
+
+
+#: project base -> the source directories of the distributions it holds below it.
+_distributions: Dict[str, List[str]] = {}
+#: The files that make a directory a distribution pip can install.
+_DISTRIBUTION_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+#: How far below the project's base a distribution is looked for (``libs/shared/pyproject.toml``).
+_DISTRIBUTION_DEPTH = 2
+
+
+def _distribution_roots(base: str) -> List[str]:
+    """Directories below ``base`` (not ``base`` itself) that hold a distribution's packaging file, each
+    with its ``src`` when it has one, in name order."""
+    with _lock:
+        cached = _distributions.get(base)
+    if cached is not None:
+        return cached
+    found: List[str] = []
+    level = [base]
+    for _ in range(_DISTRIBUTION_DEPTH):
+        below = []
+        for directory in level:
+            try:
+                entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+            except OSError:
+                continue
+            for entry in entries:
+                if (entry.name in _SKIPPED_DIRECTORIES or entry.name.startswith(".")
+                        or not entry.is_dir(follow_symlinks=False)):
+                    continue
+                below.append(entry.path)
+                if any(os.path.isfile(os.path.join(entry.path, name)) for name in _DISTRIBUTION_FILES):
+                    found.append(entry.path)
+                    source = os.path.join(entry.path, "src")
+                    if os.path.isdir(source):
+                        found.append(source)
+        level = below
+    with _lock:
+        _distributions[base] = found
+    return found
 
 
 def package_root(path: str) -> str:
@@ -437,6 +481,7 @@ def clear_cache() -> None:
         _def_indexes.clear()
         _call_indexes.clear()
         _mentions.clear()
+        _distributions.clear()
         _named_files.clear()
     for hook in list(_clear_hooks):
         hook()

@@ -189,6 +189,7 @@ class Reach:
                               if self.programs or self._starts_server(block)}
         self.extra: Dict[int, str] = {}
         self._startup_extra: Set[int] = set()  # ids in ``extra`` that run at start-up (not request/job)
+        self._on_demand: Set[int] = set()  # ids in ``extra`` run per request or queued task (``on_demand``)
         self._entries: Set[int] = set()  # request handlers and jobs themselves (not what they call)
         self._find_server_main_callees()
         self._find_server_commands()
@@ -335,10 +336,12 @@ class Reach:
         imports_django = _imports_module(facts, ("django", "rest_framework"))
         imports_responders = _imports_module(facts, known.RESPONDER_MODULES)
 
-        def mark(function: Optional[FunctionNode], reason: str) -> None:
+        def mark(function: Optional[FunctionNode], reason: str, on_demand: bool = False) -> None:
             if function is not None and id(function) not in self.extra and self.startup.reason(function) is None:
                 self.extra[id(function)] = reason
                 self._entries.add(id(function))
+                if on_demand:
+                    self._on_demand.add(id(function))
                 pending.append(function)
 
         for function in facts.functions:
@@ -349,13 +352,15 @@ class Reach:
                         and isinstance(decorator.args[0], ast.Constant) and isinstance(decorator.args[0].value, str)
                         and (decorator.args[0].value.startswith("/") or decorator.args[0].value == "")):
                     # (``@router.post("")``: the router's own prefix is the path)
-                    mark(function, f"in the request handler {function.name}()")
+                    mark(function, f"in the request handler {function.name}()", on_demand=True)
                 elif last in known.JOB_DECORATORS or qualified.rsplit(".", 1)[-1] in known.JOB_DECORATORS:
-                    mark(function, f"in the job {function.name}()")  # (also imported under another name)
+                    # (also imported under another name)
+                    mark(function, f"in the job {function.name}()",
+                         on_demand=qualified.rsplit(".", 1)[-1] in known.QUEUED_TASK_DECORATORS)
             if imports_django and self._first_parameter(function) == known.REQUEST_PARAMETER:
-                mark(function, f"in the request handler {function.name}()")
+                mark(function, f"in the request handler {function.name}()", on_demand=True)
             elif imports_responders and self._is_responder(function):
-                mark(function, f"in the request handler {function.name}()")
+                mark(function, f"in the request handler {function.name}()", on_demand=True)
         for call in facts.calls_named(*known.JOB_REGISTRATION_METHODS):
             if call.args:
                 mark(self._function_named(call.args[0]), "in a scheduled job")
@@ -416,6 +421,8 @@ class Reach:
                         self.extra[id(callee)] = f"called from {function.name}(), {what}"
                         if what == _STARTUP_CODE:
                             self._startup_extra.add(id(callee))
+                        if id(function) in self._on_demand:
+                            self._on_demand.add(id(callee))
                         pending.append(callee)
 
     # -- the answer ------------------------------------------------------------------------------------------
@@ -457,6 +464,11 @@ class Reach:
     def is_request_or_job(self, function: FunctionNode) -> bool:
         """Request handler or job code of this module, or what it calls here."""
         return id(function) in self.extra and id(function) not in self._startup_extra
+
+    def on_demand(self, function: FunctionNode) -> bool:
+        """Code that runs when asked, once per ask, on whichever replica takes it: a request handler or a queued
+        task (``@shared_task``, ``@actor``), or what it calls here; not a replica's own scheduler."""
+        return id(function) in self._on_demand and self.is_request_or_job(function)
 
     def _function_reason(self, function: FunctionNode, depth: int) -> Optional[str]:
         startup = self.startup.reason(function)
@@ -535,6 +547,8 @@ class Runs:
     reason: str = ""
     entry: Tuple[Related, ...] = ()
     calls: Tuple[Related, ...] = ()
+    #: every replica runs it only as requests or queued tasks ask (``Reach.on_demand``)
+    on_demand: bool = False
 
     @property
     def every_replica(self) -> bool:
@@ -623,7 +637,7 @@ def _runs_from_callers(node: ast.AST, function: FunctionNode, facts: ModuleFacts
             if not found.calls and entry and (entry[-1].path, entry[-1].line, entry[-1].column) == (
                     step.path, step.line, step.column):
                 entry = entry[:-1]  # the module-level call itself: the step says what happens there
-            return Runs(found.where, found.reason, entry, found.calls + (step,))
+            return Runs(found.where, found.reason, entry, found.calls + (step,), found.on_demand)
         any_caller, operator_only = True, operator_only and found.operator
     if not any_caller:
         handed = handed_to_startup_elsewhere(function, facts)
@@ -637,7 +651,8 @@ def _runs_from_callers(node: ast.AST, function: FunctionNode, facts: ModuleFacts
                 continue
             found = _runs(call, other, ask, hops + 1, seen)
             if found.every_replica:
-                return Runs(found.where, found.reason, found.entry, found.calls + (_call_place(other, call, function),))
+                return Runs(found.where, found.reason, found.entry,
+                            found.calls + (_call_place(other, call, function),), found.on_demand)
             any_caller, operator_only = True, operator_only and found.operator
     if any_caller and operator_only:
         return Runs(OPERATOR, "called only from operator code")
@@ -686,7 +701,8 @@ def _here(node: ast.AST, function: Optional[FunctionNode], reach: Reach, seen: S
     of ``function``."""
     reason = reach.reason(node)
     if reason is not None:
-        return Runs(EVERY_REPLICA, reason, tuple(_local_chain(node, reach.facts, reach, reason)))
+        return Runs(EVERY_REPLICA, reason, tuple(_local_chain(node, reach.facts, reach, reason)),
+                    on_demand=function is not None and reach.on_demand(function))
     if function is None:
         return _operator_or_unknown(reach, node)
     if id(function) in seen:

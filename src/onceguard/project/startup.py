@@ -70,7 +70,8 @@ def is_unguarded_script(facts: ModuleFacts) -> bool:
         context = facts.context
         if not context.cross_file or not context.path or context.is_test or per_replica_programs(facts):
             return False
-        if not any(_runs_program(statement, facts) for statement in facts.tree.body) and not _reads_arguments(facts):
+        if not (any(_runs_program(statement, facts) for statement in facts.tree.body) or _reads_arguments(facts)
+                or _closes_what_it_opened(facts)):
             return False
         return not _imported_in_project(facts)
 
@@ -87,6 +88,25 @@ def _reads_arguments(facts: ModuleFacts) -> bool:
             if isinstance(node, ast.Subscript) and (facts.qualify(node.value) or "") == "sys.argv":
                 return True
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "parse_args":
+                return True
+    return False
+
+
+def _closes_what_it_opened(facts: ModuleFacts) -> bool:
+    """Module-level code closes a connection or client its module level opened (``conn = connect(...)`` ...
+    ``conn.close()``): the module's top level does its work and ends it, as a program does; a module imported
+    for what it defines keeps what it opens for the importer."""
+    opened: Set[str] = set()
+    for statement in facts.tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for node in (statement, *walk_no_nested_functions(statement)):
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name)):
+                opened.add(node.targets[0].id)
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in known.CLOSE_METHODS and isinstance(node.func.value, ast.Name)
+                  and node.func.value.id in opened):
                 return True
     return False
 

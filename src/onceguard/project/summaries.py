@@ -60,6 +60,7 @@ from ..knowledge.effects import (CONTAINER_METHODS as _CONTAINER_METHODS, DRAIN_
                                  QUERY_BUILDERS as _QUERY_BUILDERS, READ_METHODS as _READ_METHODS,
                                  SCOPE_METHODS as _SCOPE_METHODS, PROCESS_LOCAL_METHODS as _PROCESS_LOCAL_METHODS,
                                  READ_ANYWHERE_METHODS as _READ_ANYWHERE_METHODS, PURE_MODULES as _PURE_MODULES,
+                                 SQL_EXPRESSION_CALLS as _SQL_EXPRESSION_CALLS,
                                  ACCESSOR_PREFIXES as _ACCESSOR_PREFIXES, ACCESSOR_EXCEPTIONS as _ACCESSOR_EXCEPTIONS,
                                  ACTION_WORDS as _ACTION_WORDS, EFFECT_MODULES as _EFFECT_MODULES,
                                  STORAGE_VERBS as _STORAGE_VERBS, STORAGE_VERB_FORMS as _STORAGE_VERB_FORMS,
@@ -596,6 +597,11 @@ class Summaries:
                     result.merge(self._call_effect(node, facts, function, entries, 0))
         return result
 
+    def call_effects(self, call: ast.Call, function: FunctionNode, facts: ModuleFacts) -> Effects:
+        """What one call of ``function`` does, judged as ``effects`` judges each call of a job."""
+        self._budget = CALL_BUDGET
+        return self._call_effect(call, facts, function, self._entries(facts), 0)
+
     @staticmethod
     def _calls(function: FunctionNode) -> Iterator[ast.Call]:
         # The body only: the decorators (``@scheduler.scheduled_job(...)``) and defaults run once, at
@@ -641,7 +647,7 @@ class Summaries:
                 return merged
         if _acts_on_own_process(call, qualified) or _reads_a_file(call, qualified):
             return Effects()
-        if qualified in _PURE_CALLS or qualified.startswith(_PURE_MODULES):
+        if qualified in _PURE_CALLS or qualified in _SQL_EXPRESSION_CALLS or qualified.startswith(_PURE_MODULES):
             return Effects()
         if depth < MAX_DEPTH and self._budget > 0:
             self._budget -= 1

@@ -15,18 +15,19 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Tuple
+from typing import Iterator, List, Optional, Set, Tuple
 
 from ..project import process_state as state
 from ..analysis.executed_sql import executed_sql
 from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
 from ..analysis.names import dotted
-from ..knowledge import process_state as known
+from ..knowledge import orm, process_state as known
 from ..model import Diagnostic, Fix, Related
 from ..project.reach import Reach
 from ..project.summaries import resolve
 from ..project.unique_fields import model_class
 from .base import Rule
+from .data_races.loads import sa_source
 from .registry import register
 
 _DEPTH = 3  # calls followed from the locked block into project functions
@@ -77,9 +78,17 @@ def shared_step(call: ast.Call, facts: ModuleFacts, scope: Optional[FunctionNode
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr in known.ROW_LOCKING_METHODS:
         return SERIALISED, f"locks the rows it reads (`.{func.attr}()`)"
+    if any(k.arg == orm.SA_ROW_LOCK_KEYWORD and not (isinstance(k.value, ast.Constant) and not k.value.value)
+           for k in call.keywords):
+        return SERIALISED, f"locks the rows it reads (`{orm.SA_ROW_LOCK_KEYWORD}=`)"
     sql = _sql_kind(call, facts)
     if sql is not None:
         return sql, ("runs an SQL write" if sql == WRITE else "runs an SQL query")
+    loaded = sa_source(call, facts, many=False) or sa_source(call, facts, many=True)
+    if loaded is not None:
+        if loaded.locked:
+            return SERIALISED, "locks the rows it reads (`with_for_update`)"
+        return READ, f"reads rows of `{loaded.model}`"
     qualified = facts.callee(call) or ""
     method = func.attr if isinstance(func, ast.Attribute) else ""
     if qualified in ("open", "io.open") or method == "open":
@@ -120,6 +129,31 @@ def shared_step(call: ast.Call, facts: ModuleFacts, scope: Optional[FunctionNode
     return None
 
 
+def _writes_back(session: Optional[str], scope: Optional[FunctionNode]) -> bool:
+    """The session an instance was loaded through writes its changes back in this function: it is the
+    target of a ``with ....begin() as session`` block, or the function commits or flushes it."""
+    if not session or scope is None:
+        return False
+    for node in walk_no_nested_functions(scope):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                opened = item.context_expr
+                if (isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == session
+                        and isinstance(opened, ast.Call) and isinstance(opened.func, ast.Attribute)
+                        and opened.func.attr in _TRANSACTION_OPENERS):
+                    return True
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in _WRITE_BACK_METHODS and dotted(node.func.value) == session):
+            return True
+    return False
+
+
+#: ``sessionmaker.begin()`` / ``Session.begin()``: a session whose transaction commits as the block ends.
+_TRANSACTION_OPENERS = frozenset({"begin"})
+#: Methods of a session that send the changes made to its instances.
+_WRITE_BACK_METHODS = frozenset({"commit", "flush"})
+
+
 def _is_model(expr: ast.AST, facts: ModuleFacts) -> bool:
     """``expr`` names a model class of the project: a class one of whose bases is an ORM's ``Model``
     (Tortoise's ``Model.create`` is a class method)."""
@@ -143,10 +177,24 @@ class _Steps:
     def of_statements(self, statements: List[ast.stmt], facts: ModuleFacts, scope: Optional[FunctionNode],
                       depth: int) -> List[SharedStep]:
         steps: List[SharedStep] = []
+        #: names bound here to an ORM instance loaded through a session that writes its changes back
+        written_back: Set[str] = set()
         for statement in statements:
             for node in walk_no_nested_functions(statement):
                 if isinstance(node, ast.Call):
                     steps.extend(self._of_call(node, facts, scope, depth))
+                elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    target = node.targets[0]
+                    if isinstance(target, ast.Name):
+                        loaded = sa_source(node.value, facts, many=False)
+                        if loaded is not None and _writes_back(loaded.session, scope):
+                            written_back.add(target.id)
+                        else:
+                            written_back.discard(target.id)
+                    elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                          and target.value.id in written_back):
+                        steps.append(SharedStep(
+                            WRITE, f"changes the row it read (`{target.value.id}.{target.attr} = ...`)", node, facts))
         return steps
 
     def _of_call(self, call: ast.Call, facts: ModuleFacts, scope: Optional[FunctionNode], depth: int) -> List[SharedStep]:

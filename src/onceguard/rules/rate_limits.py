@@ -13,6 +13,7 @@ import ast
 import re
 from typing import Iterator, List, Optional, Tuple
 
+from ..analysis.applied_decorators import decorators
 from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_nested_functions
 from ..analysis.names import dotted
 from ..knowledge import process_local as known
@@ -406,6 +407,77 @@ def _application_state(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
         )
 
 
+def _memoized_holders(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
+    """A limiter object a memoised factory makes (``@lru_cache`` ``def get_limiter(): return SlidingWindow(...)``)
+    lives as long as the process, one per process, as a module-level one does; handlers get it by calling the
+    factory or as a dependency (``limiter = Depends(get_limiter)``) and refuse with 429 on its answer."""
+    for function in facts.tree.body:
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or not _memoized(function, facts):
+            continue
+        made = next(((node, kind[1]) for node in walk_no_nested_functions(function)
+                     if isinstance(node, ast.Return) and node.value is not None
+                     for kind in [_holder_kind(node.value, facts)] if kind is not None and kind[1] is not None), None)
+        if made is None:
+            continue
+        refusal = next(((user, found) for user, local, where in _factory_users(function.name, facts)
+                        for found in [refusal_for(local, user, where)] if found is not None), None)
+        if refusal is None:
+            continue
+        statement, cls = made
+        user, (node, where, _) = refusal
+        yield rule.finding(
+            statement,
+            f"`{cls.name}` made once per process by `{function.name}()` (memoised) holds rate-limit state in process "
+            f"memory and `{user.name}()` refuses with 429 on it, so N replicas allow N times the limit.",
+            "The memoised factory keeps one limiter in each worker process of each replica, each counting only the "
+            "requests it serves. " + known.HANDWRITTEN_INSTEAD,
+            related=[Related(where.context.path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1,
+                             "the request is refused with 429 here")],
+        )
+
+
+def _memoized(function: FunctionNode, facts: ModuleFacts) -> bool:
+    return any(facts.qualify(decorator.func if isinstance(decorator, ast.Call) else decorator)
+               in known.MEMOIZING_DECORATORS for decorator in decorators(function, facts))
+
+
+def _factory_users(name: str, facts: ModuleFacts) -> List[Tuple[FunctionNode, str, ModuleFacts]]:
+    """(function, the name it holds the factory's object by, its module): functions of this module and of the
+    modules importing the factory that call it into a name (``limiter = get_limiter()``) or take it as a
+    dependency parameter (``limiter = Depends(get_limiter)``, ``Annotated[Limiter, Depends(get_limiter)]``)."""
+    from ..project.bindings import own_module_names
+
+    wanted = {f"{module}.{name}" for module in own_module_names(facts)}
+    others = other_modules(name, facts) if facts.context.cross_file else []
+    spellings = [(facts, name)] + [(other, local) for other in others
+                                   for local, qualified in other.imports.aliases.items() if qualified in wanted]
+    found: List[Tuple[FunctionNode, str, ModuleFacts]] = []
+    for where, local in spellings:
+        for function in functions_using(local, where):
+            found.extend((function, held, where) for held in _holding_names(function, local))
+    return found
+
+
+def _holding_names(function: FunctionNode, factory: str) -> List[str]:
+    def hands_factory(node: Optional[ast.AST], called: bool) -> bool:
+        return node is not None and any(
+            isinstance(call, ast.Call) and (
+                (called and isinstance(call.func, ast.Name) and call.func.id == factory) or
+                (not called and any(isinstance(a, ast.Name) and a.id == factory for a in call.args)))
+            for call in walk(node))
+
+    arguments = function.args
+    positional = arguments.posonlyargs + arguments.args
+    defaults = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
+    names = [a.arg for a, default in zip(positional, defaults)
+             if hands_factory(default, False) or hands_factory(a.annotation, False)]
+    names += [a.arg for a, default in zip(arguments.kwonlyargs, arguments.kw_defaults)
+              if hands_factory(default, False) or hands_factory(a.annotation, False)]
+    names += [target.id for node in walk_no_nested_functions(function) if isinstance(node, ast.Assign)
+              and hands_factory(node.value, True) for target in node.targets if isinstance(target, ast.Name)]
+    return names
+
+
 def _state_key(target: ast.AST) -> Optional[str]:
     """The key of an application-state slot: ``app[KEY]`` (a module constant, aiohttp's ``AppKey``) or
     ``app.state.<name>``."""
@@ -457,3 +529,4 @@ class InMemoryRateLimit(Rule):
         yield from _django_throttles(self, facts)
         yield from _handwritten(self, facts)
         yield from _application_state(self, facts)
+        yield from _memoized_holders(self, facts)

@@ -38,12 +38,14 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str, T
         for write in writes:
             if _under_lock_helper(write.call) or _only_called_under_lock_helpers(write.call, facts):
                 continue  # serialized by the project's own lock: the later replicas find the schema there
-            if write.framework == known.RAW_SQL and _raw_ddl_locked(write, facts):
+            if _ddl_locked(write, facts):
                 continue  # sent on a connection holding a blocking advisory lock: replicas queue for it
             reason = reach.reason(write.call)
             function = enclosing_function(write.call)
+            # Schema written when a request or a queued task asks is one replica's operation at a time, not every
+            # booting replica's; so is a drop or a restore in any job.
             if (reason is not None and function is not None and reach.is_request_or_job(function)
-                    and removes_or_restores(write)):
+                    and (reach.on_demand(function) or removes_or_restores(write))):
                 reason = None
             related: Tuple[Related, ...] = ()
             if reason is None and write.registers_hook:
@@ -51,7 +53,8 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str, T
             if reason is None and context.cross_file:
                 # Migration code is where schema writes belong: a way through it is the migrate entrypoint's.
                 answer = runs(write.call, facts, through_migration_code=False, max_hops=_MAX_CALLER_HOPS)
-                if answer.every_replica and answer.calls and removes_or_restores(write) and not runs(
+                if answer.every_replica and answer.calls and (
+                        answer.on_demand or removes_or_restores(write)) and not runs(
                         write.call, facts, startup_only=True, through_migration_code=False,
                         max_hops=_MAX_CALLER_HOPS).every_replica:
                     answer = _UNKNOWN_RUNS  # (reached from a request or a job only)
@@ -71,14 +74,34 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str, T
     return facts.cached("schema:reported", build)
 
 
-def _raw_ddl_locked(write: SchemaWrite, facts: ModuleFacts) -> bool:
-    """Raw DDL sent on a connection that holds a blocking advisory lock taken before it (and not released in
-    between), in its function or in every caller: the later replicas wait, then find the schema there."""
-    receiver = write.call.func.value if isinstance(write.call.func, ast.Attribute) else None
-    if receiver is None:
+def _ddl_locked(write: SchemaWrite, facts: ModuleFacts) -> bool:
+    """DDL sent on a connection that holds a blocking advisory lock taken before it (and not released in
+    between), in its function or in every caller: the later replicas wait, then find the schema there.  Raw
+    DDL goes through its receiver; ``metadata.create_all`` through the connection it is bound to
+    (``create_all(conn)``, ``create_all(bind=conn)``) or run on (``conn.run_sync(metadata.create_all)``)."""
+    connection = _ddl_connection(write)
+    if connection is None:
         return False
     finder = facts.cached("schema:lock-finder", LockFinder)
-    return finder.held(Apply(write.call, write.what, receiver, known.RAW_SQL))
+    return finder.held(Apply(write.call, write.what, connection, write.framework))
+
+
+def _ddl_connection(write: SchemaWrite) -> Optional[ast.AST]:
+    call = write.call
+    func = call.func
+    if write.framework == known.RAW_SQL:
+        return func.value if isinstance(func, ast.Attribute) else None
+    if write.applies_migrations or not isinstance(func, ast.Attribute):
+        return None
+    if func.attr in _CONNECTION_RUNNERS and call.args:
+        return func.value
+    bound = next((k.value for k in call.keywords if k.arg == "bind"), call.args[0] if call.args else None)
+    return bound if isinstance(bound, (ast.Name, ast.Attribute)) else None
+
+
+#: Methods of a connection that run the callable they are handed with themselves (SQLAlchemy's async
+#: ``AsyncConnection.run_sync``).
+_CONNECTION_RUNNERS = frozenset({"run_sync"})
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from ...project.claims import ClaimAnalyzer
 from ...project.handed_values import cases_of
 from ...analysis.applied_decorators import decorators
 from ...analysis.facts import FunctionNode, ModuleFacts, parent, returned_def, walk_no_nested_functions
+from ...analysis.executed_sql import bound_value
 from ...analysis.handed import argument_for, closed_over_parameter, positional_parameters
 from ...knowledge import schedulers as known
 from ...model import Related
@@ -164,6 +165,10 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             imported = self.bindings.imported_name(expr)
             if imported is not None:
                 return self._foreign(imported, expr)
+            # A job bound to a name first (``job = partial(report, redis)``, then ``every_hour(job)``).
+            bound = bound_value(expr, facts)
+            if bound is not None and not isinstance(bound, ast.Name):
+                return self.resolve(bound, depth + 1)
             return None
         if isinstance(expr, ast.Attribute):
             method = self.bindings.method(expr)

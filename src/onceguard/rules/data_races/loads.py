@@ -212,7 +212,9 @@ def sa_source(expr: ast.AST, facts: ModuleFacts, many: bool) -> Optional[Loaded]
     # session.get(Model, pk), also on a session reached through an attribute (``db.session.get(...)``)
     if not many and links[-1][0] in orm.SA_SESSION_GET and isinstance(expr, ast.Call) \
             and all(call is None for _, call in links[:-1]):
-        if len(expr.args) >= 2 and _is_sa_session(expr.func.value, facts):
+        # The receiver is a session by its handle, or by what it is asked for: a class SQLAlchemy maps.
+        if len(expr.args) >= 2 and (_is_sa_session(expr.func.value, facts) or (
+                isinstance(expr.args[0], ast.Name) and _mapped_class(expr.args[0], facts))):
             locked = any(k.arg == orm.SA_ROW_LOCK_KEYWORD and not _falsy(k.value) for k in expr.keywords)
             return Loaded("sqlalchemy", dotted(expr.args[0]) or "Model", expr, locked, dotted(expr.func.value))
         if len(links) == 1:

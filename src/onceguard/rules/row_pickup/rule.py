@@ -26,6 +26,7 @@ from ...project.claims import ClaimAnalyzer, won_claim_reaches
 from ...project.queue_handoffs import queue_put
 from ...project.fixed_arguments import callers_of
 from ...project.scheduled.discovery import scheduled_once
+from ...project.summaries import summaries_for
 from ...model import Related
 from .check_then_act import (
     StateRead, StateWrite, _SENT_WORDS, _effects, _function_locks_rows, _guard_matches_write, _persist_call,
@@ -186,7 +187,7 @@ class UnclaimedRowPickup(Rule):
                         continue
                     claims = _insert_claims(function, facts)
                     effects = [e for e in _effects(region, write, read.path, facts)
-                               if not _after_an_insert_claim(e, guard, claims)]
+                               if not _after_an_insert_claim(e, guard, claims) and _repeats_harm(e, function, facts)]
                     stored = _persist_call(write, read.path, region) or write.node
                     after = [e for e in effects if later(e, stored) and _reaches(write.node, e)]
                     before = [e for e in effects if not later(e, write.node)]
@@ -383,4 +384,12 @@ class UnclaimedRowPickup(Rule):
                                 f"`{caller.name}` {how}")
                 return picked, (where, other, call), caller
         return None, None, None
+
+
+def _repeats_harm(call: ast.Call, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """The work a passed test guards does harm when two requests both pass it only when it acts outside the
+    process and not idempotently: recomputing a value from the rows, re-adding an id to this process's own
+    set, or writing the same constant again leaves the same result however many run it.  A call the analysis
+    cannot follow is work that may be done twice."""
+    return bool(summaries_for(facts).call_effects(call, function, facts).other)
 
