@@ -72,3 +72,36 @@ def test_a_session_lock_through_djangos_connection_to_a_pooler(tmp_path, host, p
              "k8s/deploy.yaml": DEPLOY.replace("{deployed_host}", deployed_host)}
     write(tmp_path, files)
     assert findings(tmp_path, "ledger/locks.py", codes=("OG102",)) == reported
+
+
+COMPOSE = """\
+    services:
+      postgres:
+        image: postgres:16
+      pgbouncer:
+        image: edoburu/pgbouncer:1.22.1
+        environment:
+          DATABASE_URL: postgres://ledger:secret@postgres:5432/ledger
+          POOL_MODE: transaction
+      migrate:
+        build: .
+        command: python manage.py migrate --noinput
+        environment:
+          DB_HOST: postgres
+          DB_PORT: "5432"
+      web:
+        build: .
+        environment:
+          DB_HOST: pgbouncer
+        deploy:
+          replicas: 2
+"""
+
+
+def test_the_poolers_own_upstream_is_not_where_the_application_connects(tmp_path):
+    # The pgbouncer service's DATABASE_URL names PostgreSQL itself, and the migrate step goes there directly:
+    # neither is a URL the application connects with, so every URL it does use goes through the pooler.
+    files = {"site/__init__.py": "", "site/settings.py": SETTINGS.replace("{host}", "pgbouncer").replace(
+        "{port}", "6432"), "ledger/__init__.py": "", "ledger/locks.py": LOCKS, "docker-compose.yml": COMPOSE}
+    write(tmp_path, files)
+    assert findings(tmp_path, "ledger/locks.py", codes=("OG102",)) == [(9, "OG102")]

@@ -91,3 +91,31 @@ def test_a_lock_released_after_its_work_is_still_reported(tmp_path):
 """)
     write(tmp_path, {"jobs/__init__.py": "", "jobs/once.py": source})
     assert findings(tmp_path, "jobs/once.py", codes=("OG502",)) == [(13, "OG502")]
+
+
+TAKEN_BACK = """\
+    from django.core.cache import cache
+
+
+    def redeem(code_id, entry, finish):
+        claim = f"codes:{code_id}:claimed"
+        if not cache.add(claim, "1", timeout=300):
+            raise ValueError("already used")
+        if entry is None:
+            {between}
+            cache.delete(claim)
+            raise LookupError(code_id)
+        finish(entry)
+"""
+
+
+@pytest.mark.parametrize("between, reported", [
+    ("pass", []),
+    ("finish(None)", [(10, "OG502")]),
+])
+def test_a_claim_taken_back_before_any_work(tmp_path, between, reported):
+    # Given back before anything runs while it is held, the claim cannot have expired into another
+    # replica's hands; work in between (anything called) may outlive it.
+    write(tmp_path, {"codes/__init__.py": "", "codes/settings.py": SETTINGS,
+                     "codes/redeem.py": TAKEN_BACK.replace("{between}", between)})
+    assert findings(tmp_path, "codes/redeem.py", codes=("OG502",)) == reported

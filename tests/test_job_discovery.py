@@ -471,10 +471,10 @@ DAEMON = """\
             asyncio.create_task(self._announce())
 
         async def _announce(self) -> None:
-            deadline = time.monotonic() + 5
-            while self._pending and time.monotonic() < deadline:
-                self._pending.pop()
-                await hooks.post("/forgotten", json={{"event": "forgotten"}})
+            while True:
+                while self._pending:
+                    self._pending.pop()
+                    await hooks.post("/forgotten", json={{"event": "forgotten"}})
                 await asyncio.sleep(0.1)
 
         async def {entry}(self){returns}:

@@ -97,3 +97,40 @@ def test_work_the_database_serialises_itself_is_not_the_locks_doing(tmp_path):
     write(tmp_path, {"ledger/__init__.py": "", "ledger/database.py": DATABASE, "ledger/accounts.py": accounts,
                      "ledger/payments.py": source})
     assert findings(tmp_path, "ledger/payments.py", codes=("OG606",)) == []
+
+
+LOCKS_MODULE = """\
+    import asyncio
+    from collections import defaultdict
+
+    _by_account = defaultdict(asyncio.Lock)
+
+
+    def account_lock(account_id):
+        return _by_account[account_id]
+"""
+
+WITHDRAW = """\
+    import asyncpg
+
+    from wallet.{module} import account_lock
+
+    pool = None
+
+
+    async def withdraw(account_id, cents):
+        async with account_lock(account_id):
+            async with pool.acquire() as conn:
+                balance = await conn.fetchval("SELECT balance FROM accounts WHERE id = $1", account_id)
+                if balance < cents:
+                    raise ValueError("insufficient funds")
+                await conn.execute("UPDATE accounts SET balance = $1 WHERE id = $2", balance - cents, account_id)
+"""
+
+
+@pytest.mark.parametrize("module", ["locks", "concurrency"])
+def test_a_per_key_lock_a_helper_of_another_module_hands_back(tmp_path, module):
+    # The module entering the lock names no lock class: the helper's module makes them, one per process.
+    write(tmp_path, {"wallet/__init__.py": "", f"wallet/{module}.py": LOCKS_MODULE,
+                     "wallet/service.py": WITHDRAW.replace("{module}", module)})
+    assert findings(tmp_path, "wallet/service.py", codes=("OG606",)) == [(9, "OG606")]

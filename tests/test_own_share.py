@@ -231,6 +231,15 @@ REMINDERS = """\
         async with httpx.AsyncClient() as client:
             await client.post("https://push.example.org/remind")
 """
+CLAIM_SLOT = """\
+from redis.asyncio import Redis
+
+client = Redis(host="redis")
+
+
+async def claim_slot(name, seconds):
+    return await client.set(f"slot:{name}", 1, nx=True, ex=seconds)
+"""
 STARTS = {
     "create_task": "asyncio.create_task(repeat.keep_running(reminders.remind_owners, 60))",
     "keyword": "asyncio.create_task(repeat.keep_running(pause=60, job=reminders.remind_owners))",
@@ -264,7 +273,7 @@ def test_the_work_a_generic_ticker_is_handed_is_the_job(tmp_path, start, claim, 
     """``keep_running(job, pause)`` calls what it is handed on every pass: the handed function is the job, and
     its own leading claim is what guards it (the ticker, which knows nothing of it, has none)."""
     write(tmp_path, {"svc/__init__.py": "", "svc/repeat.py": REPEAT,
-                     "svc/db.py": "async def claim_slot(name, seconds):\n    return True\n",
+                     "svc/db.py": CLAIM_SLOT,
                      "svc/reminders.py": REMINDERS.format(claim=claim),
                      "svc/app.py": REPEAT_APP.format(start=STARTS[start])})
     assert findings(tmp_path, "svc/app.py") == ([(11, "OG201")] if flagged else [])

@@ -68,6 +68,7 @@ class ClaimAnalyzer(ClaimBranches):
         self._claim_functions = frozenset(facts.config.claim_functions)
         self._own_modules = own_module_names(facts)
         self._helpers: Dict[int, Optional[str]] = {}
+        self._project_defs: Dict[int, Optional[FunctionNode]] = {}
         self._in_progress: Set[int] = set()
         self._in_progress_guard: Set[int] = set()
         self._guarded: Dict[int, bool] = {}
@@ -90,7 +91,9 @@ class ClaimAnalyzer(ClaimBranches):
         if name is None:
             return False
         if name in known.CLAIM_FUNCTION_NAMES or name.startswith(known.CLAIM_FUNCTION_PREFIXES):
-            return True
+            # The name of a guard (``run_once``, ``claim_period``) from outside the project; a def of the project
+            # so named is judged by what it does, as any helper (``service.run_once()`` may be one pass of work).
+            return self._project_def(call) is None
         if (self.facts.callee(call) or "") in known.GUARD_FUNCTIONS:
             return True
         if self._claim_functions:
@@ -100,6 +103,13 @@ class ClaimAnalyzer(ClaimBranches):
             if isinstance(call.func, ast.Name) and any(f"{m}.{name}" in self._claim_functions for m in self._own_modules):
                 return True
         return False
+
+    def _project_def(self, call: ast.Call) -> Optional[FunctionNode]:
+        key = id(call)
+        if key not in self._project_defs:
+            found = self._helper_target(call)
+            self._project_defs[key] = found[0] if found is not None else None
+        return self._project_defs[key]
 
     def _is_lock_call(self, node: ast.AST) -> bool:
         """``client.lock("name", ...)``, ``redis_lock.Lock(...)``, ``Redlock(...)``, ``huey.lock_task(...)``, or a

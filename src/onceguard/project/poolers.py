@@ -163,6 +163,13 @@ def _shown(facts) -> _Shown:
                 session = session or any(m.group(1).lower() == b"session" for m in _POOL_MODE.finditer(data))
                 if not path.lower().endswith(".ini"):  # (alembic.ini's URL is a template the env.py replaces)
                     urls.extend(_urls_in(data, path, in_code=False))
+        # A URL a server's own container is given (the pooler's upstream, ``DATABASE_URL`` of the pgbouncer
+        # service) or that a migrate step uses is no place the application's code connects to.
+        if urls:
+            from .service_settings import service_pins
+
+            elsewhere = {(pin.path, pin.line) for pin in service_pins(config, root) if pin.foreign or pin.migrates}
+            urls = [url for url in urls if (url.path, url.line) not in elsewhere]
         for path in project.files_mentioning("postgres", root):
             if FileContext(path, config).is_test:
                 continue

@@ -19,7 +19,7 @@ import ahocorasick_rs
 
 from ..analysis.context import FileContext
 from ..config import Config
-from ..knowledge import process_local
+from ..knowledge import process_local, process_state
 from . import index as project
 
 #: ``def name(`` anywhere: a pattern that starts with a literal is searched for quickly, one anchored at each line
@@ -94,6 +94,7 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     loaders: Set[bytes] = set()
     bare: Set[bytes] = set()
     counting: Set[bytes] = set()
+    lock_helpers: Set[bytes] = set()
     for path in project.project_files(root):
         source = project.read_bytes(path)
         # One pass of one automaton over the file finds the words of every family.
@@ -109,6 +110,9 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
             here.append((bare, _bare_loading_defs(source)))
         if _CONTAINER in found and _CLOCK in found:
             here.append((counting, _counting_classes(source)))
+        if _LOCK in found:
+            here.append((lock_helpers, {defined.name for defined, text in defs_of(source)
+                                        if defined.top_level and b"return" in text}))
         if any(defs for _, defs in here) and _deployed(path, config):
             for family, defs in here:  # (test code and migrations are no helpers of the deployed code)
                 family.update(defs)
@@ -118,6 +122,7 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     _bare_loaders_by_root[root] = tuple(sorted((name + b"()", b"for ") for name in bare))
     # (``Name(`` for a call, ``Name as`` for an import under an alias, whose calls spell the alias)
     _counting_classes_by_root[root] = tuple(sorted(name + ending for name in counting for ending in (b"(", b" as ")))
+    _lock_helpers_by_root[root] = tuple(sorted(name + b"(" for name in lock_helpers - BUILTIN_METHODS))
     return tuple(sorted(name + b"(" for name in names))
 
 
@@ -221,6 +226,16 @@ _SELF_CONTAINER = re.compile(
 _counting_classes_by_root: Dict[str, tuple] = {}
 
 
+_lock_helpers_by_root: Dict[str, tuple] = {}
+
+
+def lock_helper_words(config: Config) -> tuple:
+    """``name(`` for each module-level def that returns, in a module that makes thread or asyncio locks: it may
+    hand back one of them (``account_lock(account_id)`` returning ``_locks[account_id]``), entered by a module
+    whose own text names no lock (OG606).  Once per project."""
+    return _read_once(config, _lock_helpers_by_root)
+
+
 def counting_class_words(config: Config) -> tuple:
     """``Name(`` and ``Name as`` for each module-level class of the project that keeps containers on its instances
     and reads a clock: a module that makes one at its top level (``limiter = SlidingWindow(5, 60)``) may hold a limiter of
@@ -286,9 +301,10 @@ def _word(name: bytes) -> "re.Pattern[bytes]":
 
 
 # -- one automaton for the words of every family ---------------------------------------------------------------
-_CLAIM, _STATE, _FILTER, _CONTAINER, _CLOCK = range(5)
+_CLAIM, _STATE, _FILTER, _CONTAINER, _CLOCK, _LOCK = range(6)
 _FAMILIES = ((_CLAIM, _CLAIM_BODY_WORDS), (_STATE, _STATE_WORDS), (_FILTER, _FILTER_WORDS),
-             (_CONTAINER, process_local.CONTAINER_WORDS), (_CLOCK, process_local.CLOCK_WORDS))
+             (_CONTAINER, process_local.CONTAINER_WORDS), (_CLOCK, process_local.CLOCK_WORDS),
+             (_LOCK, process_state.LOCK_TRIGGERS))
 #: The family of each word, by its place in the automaton.
 _FAMILY_OF_WORD: List[int] = [family for family, spelled in _FAMILIES for _ in spelled]
 # Overlapping matches: a word inside another family's word still counts for its own family.
@@ -301,6 +317,7 @@ def _clear() -> None:
     _loaders_by_root.clear()
     _bare_loaders_by_root.clear()
     _counting_classes_by_root.clear()
+    _lock_helpers_by_root.clear()
 
 
 project.on_clear(_clear)

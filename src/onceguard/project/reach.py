@@ -25,13 +25,15 @@ from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from ..analysis.applied_decorators import decorators
 from ..analysis.executed_sql import bound_value
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, body_nodes, call_name, walk_no_nested_functions
+from ..analysis.facts import (FunctionNode, ModuleFacts, ancestors, body_nodes, call_name, walk,
+                              walk_no_nested_functions)
 from ..analysis.handed import handed_callable, handed_sites
 from ..analysis.names import dotted
 from ..knowledge import schedulers as known_schedulers
 from ..knowledge import startup as known
 from ..model import Related
 from . import deployment
+from .loop_exits import endless
 from .startup import StartupMap, is_main_guard, is_unguarded_script, per_replica_programs
 from .renamed_callers import project_callers
 
@@ -55,41 +57,11 @@ def _in_class_body(node: ast.AST) -> bool:
     return False
 
 
-def _stop_event(test: ast.AST) -> Optional[str]:
-    """``stop`` of a ``not stop.is_set()`` loop test (``self._stop`` as written), else None."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call):
-        func = test.operand.func
-        if isinstance(func, ast.Attribute) and func.attr == "is_set" and not test.operand.args:
-            return dotted(func.value)
-    return None
-
-
 def _main_block(node: ast.AST) -> Optional[ast.If]:
     for above in ancestors(node):
         if isinstance(above, ast.If) and is_main_guard(above.test):
             return above
     return None
-
-
-def _stop_flag(loop: ast.While) -> Optional[str]:
-    """``running`` of ``while running:`` / ``while not self.stopped:``, when the flag is only ever given ``True``
-    or ``False`` (a module or class attribute flipped by a signal handler or a ``stop()`` method), else None."""
-    test = loop.test.operand if isinstance(loop.test, ast.UnaryOp) and isinstance(loop.test.op, ast.Not) else loop.test
-    flag = dotted(test) if isinstance(test, ast.Name) or (
-        isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id in ("self", "cls")) else None
-    if flag is None:
-        return None
-    scope = next((a for a in ancestors(loop) if isinstance(a, ast.ClassDef)), None) if "." in flag else None
-    scope = scope or next((a for a in ancestors(loop) if isinstance(a, ast.Module)), None)
-    if scope is None:
-        return None
-    values = [statement.value for statement in ast.walk(scope)
-              if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-              and any(dotted(target) == flag for target in
-                      (statement.targets if isinstance(statement, ast.Assign) else [statement.target]))]
-    if not values or not all(isinstance(v, ast.Constant) and isinstance(v.value, bool) for v in values):
-        return None
-    return flag
 
 
 def _in_ticking_loop(node: ast.AST, function: Optional[FunctionNode], facts: ModuleFacts) -> bool:
@@ -103,49 +75,6 @@ def _in_ticking_loop(node: ast.AST, function: Optional[FunctionNode], facts: Mod
                 for call in walk_no_nested_functions(above)):
             return True
     return False
-
-
-def endless(loop: ast.While) -> bool:
-    """A loop that runs until the process stops: ``while True:`` (any constant true test); ``while not
-    stop.is_set():`` on an event only something outside the loop sets (a shutdown signal); or ``while running:``
-    on a flag only ever set to ``True`` or ``False`` that the loop itself does not set — that no ``break`` or
-    ``return`` of its own leaves (nor a ``stop.set()`` of its own)."""
-    stop = _stop_event(loop.test)
-    flag = _stop_flag(loop) if stop is None and not isinstance(loop.test, ast.Constant) else None
-    if not (isinstance(loop.test, ast.Constant) and loop.test.value) and stop is None and flag is None:
-        return False
-    pending: List[Tuple[ast.AST, ast.AST]] = [(statement, loop) for statement in loop.body]
-    while pending:
-        node, above = pending.pop()
-        if isinstance(node, (ast.Break, ast.Return)):
-            if _shutdown_exit(node, above, loop):
-                continue  # leaves only when the process is told to stop, as ``while not stop.is_set()`` does
-            return False
-        if stop is not None and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr == "set" and dotted(node.func.value) == stop:
-            return False
-        if flag is not None and isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and any(
-                dotted(target) == flag for target in (node.targets if isinstance(node, ast.Assign) else [node.target])):
-            return False
-        if not isinstance(node, (ast.While, ast.For, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef,
-                                 ast.ClassDef, ast.Lambda)):
-            pending.extend((child, node) for child in ast.iter_child_nodes(node))
-    return True
-
-
-def _shutdown_exit(leave: ast.AST, above: ast.AST, loop: ast.While) -> bool:
-    """``if stop.wait(60): break`` / ``if stop.is_set(): return``: the pass's pause (or a look) on an event that
-    only something outside the loop sets -- a shutdown signal -- is the only way out."""
-    if not isinstance(above, ast.If) or not any(statement is leave for statement in above.body):
-        return False
-    test = above.test.value if isinstance(above.test, ast.Await) else above.test
-    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute)
-            and test.func.attr in ("wait", "is_set")):
-        return False
-    event = dotted(test.func.value)
-    return event is not None and not any(
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set"
-        and dotted(node.func.value) == event for node in ast.walk(loop))
 
 
 def _imports_module(facts: ModuleFacts, prefixes: Iterable[str]) -> bool:
@@ -190,9 +119,11 @@ class Reach:
         self.extra: Dict[int, str] = {}
         self._startup_extra: Set[int] = set()  # ids in ``extra`` that run at start-up (not request/job)
         self._on_demand: Set[int] = set()  # ids in ``extra`` run per request or queued task (``on_demand``)
+        self._command_makers: Dict[str, bool] = {}  # decorator as spelled -> it makes commands
         self._entries: Set[int] = set()  # request handlers and jobs themselves (not what they call)
         self._find_server_main_callees()
         self._find_server_commands()
+        self._find_deployed_commands()
         self._find_request_and_job_code()
 
     @classmethod
@@ -217,14 +148,56 @@ class Reach:
         return bool(self._main_blocks) and not self._server_mains or is_unguarded_script(self.facts)
 
     def is_command(self, function: FunctionNode) -> bool:
-        for _, last, qualified in _decorator_names(self.facts, function):
+        for decorator, last, qualified in _decorator_names(self.facts, function):
             if qualified in known.COMMAND_DECORATOR_QUALIFIED or qualified.startswith(known.COMMAND_DECORATOR_PREFIXES):
                 return True
             if last in known.COMMAND_DECORATORS:
                 return True
+            if self._makes_commands(decorator):
+                return True
         cls_node = self.facts.enclosing_class(function)
         if cls_node is not None and function.name == "handle":
             return any((self.facts.qualify(base) or "") in known.MANAGEMENT_COMMAND_BASES for base in cls_node.bases)
+        return False
+
+    def _makes_commands(self, decorator: ast.AST) -> bool:
+        """A decorator of the project that turns what it decorates into a command line's command: its def (or
+        its class's ``__call__``) applies ``click.command``/``typer``'s (``@notify_command()`` whose ``__call__``
+        wraps the function in ``click.command(name=...)``)."""
+        func = decorator.func if isinstance(decorator, ast.Call) else decorator
+        name = dotted(func)
+        if not name:
+            return False
+        cached = self._command_makers.get(name)
+        if cached is None:
+            cached = self._command_makers[name] = self._applies_command_decorator(func)
+        return cached
+
+    def _applies_command_decorator(self, func: ast.AST) -> bool:
+        facts = self.facts
+        bodies: List[Tuple[ast.AST, ModuleFacts]] = []
+        if isinstance(func, ast.Name):
+            for statement in facts.tree.body:
+                if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                        and statement.name == func.id:
+                    bodies.append((statement, facts))
+        if not bodies and facts.context.cross_file:
+            from . import index as project
+
+            qualified = facts.qualify(func) or ""
+            found = project.find_class(qualified, facts.config, project.roots_for(facts)) if "." in qualified \
+                else None
+            if found is not None:
+                bodies.append(found)
+            elif "." in qualified:
+                function = project.find_function(qualified, facts.config, project.roots_for(facts))
+                if function is not None:
+                    bodies.append(function)
+        for body, where in bodies:
+            for node in walk(body):
+                if isinstance(node, (ast.Name, ast.Attribute)) and \
+                        (where.qualify(node) or "") in known.COMMAND_DECORATOR_QUALIFIED:
+                    return True
         return False
 
     def _served_by_deployment(self, command: Optional[FunctionNode]) -> bool:
@@ -322,6 +295,27 @@ class Reach:
                 pending.append(function)
         self._propagate(pending, _STARTUP_CODE)
 
+    def _find_deployed_commands(self) -> None:
+        """A Django management command a deployment file runs in every replica (``python manage.py seed_plans``
+        in the web container's entrypoint, before the server; or the container's own command): its ``handle``
+        runs as each replica starts, not when a person asks."""
+        context = self.facts.context
+        parts = context.parts[:-1]
+        first, second = known.SCRIPT_COMMAND_PARTS
+        if not any(parts[i] == first and parts[i + 1] == second for i in range(len(parts) - 1)):
+            return
+        if not self._served_by_deployment(None):
+            return
+        pending: List[FunctionNode] = []
+        for function in self.facts.functions:
+            if function.name == "handle" and self.is_command(function) and id(function) not in self.extra:
+                stem = os.path.splitext(context.filename)[0]
+                self.extra[id(function)] = (f"in the management command {stem}, which a deployment file runs in "
+                                            "every replica")
+                self._startup_extra.add(id(function))
+                pending.append(function)
+        self._propagate(pending, _STARTUP_CODE)
+
     def _is_decorated_command(self, function: FunctionNode) -> bool:
         return any(
             qualified in known.COMMAND_DECORATOR_QUALIFIED or qualified.startswith(known.COMMAND_DECORATOR_PREFIXES)
@@ -352,15 +346,15 @@ class Reach:
                         and isinstance(decorator.args[0], ast.Constant) and isinstance(decorator.args[0].value, str)
                         and (decorator.args[0].value.startswith("/") or decorator.args[0].value == "")):
                     # (``@router.post("")``: the router's own prefix is the path)
-                    mark(function, f"in the request handler {function.name}()", on_demand=True)
+                    mark(function, f"in the request handler {function.name}()")
                 elif last in known.JOB_DECORATORS or qualified.rsplit(".", 1)[-1] in known.JOB_DECORATORS:
                     # (also imported under another name)
                     mark(function, f"in the job {function.name}()",
                          on_demand=qualified.rsplit(".", 1)[-1] in known.QUEUED_TASK_DECORATORS)
             if imports_django and self._first_parameter(function) == known.REQUEST_PARAMETER:
-                mark(function, f"in the request handler {function.name}()", on_demand=True)
+                mark(function, f"in the request handler {function.name}()")
             elif imports_responders and self._is_responder(function):
-                mark(function, f"in the request handler {function.name}()", on_demand=True)
+                mark(function, f"in the request handler {function.name}()")
         for call in facts.calls_named(*known.JOB_REGISTRATION_METHODS):
             if call.args:
                 mark(self._function_named(call.args[0]), "in a scheduled job")
@@ -466,8 +460,9 @@ class Reach:
         return id(function) in self.extra and id(function) not in self._startup_extra
 
     def on_demand(self, function: FunctionNode) -> bool:
-        """Code that runs when asked, once per ask, on whichever replica takes it: a request handler or a queued
-        task (``@shared_task``, ``@actor``), or what it calls here; not a replica's own scheduler."""
+        """Code that runs once per ask, on the one worker a queue hands it to: a queued task (``@shared_task``,
+        ``@actor``), or what it calls here.  Not a replica's own scheduler, whose jobs every replica runs on every
+        tick, nor a request handler, which every replica serves as the load balancer sends it requests."""
         return id(function) in self._on_demand and self.is_request_or_job(function)
 
     def _function_reason(self, function: FunctionNode, depth: int) -> Optional[str]:
@@ -547,7 +542,7 @@ class Runs:
     reason: str = ""
     entry: Tuple[Related, ...] = ()
     calls: Tuple[Related, ...] = ()
-    #: every replica runs it only as requests or queued tasks ask (``Reach.on_demand``)
+    #: it runs only as a queued task is asked for, once per ask (``Reach.on_demand``)
     on_demand: bool = False
 
     @property
@@ -596,6 +591,9 @@ def _runs(node: ast.AST, facts: ModuleFacts, ask: _Ask, hops: int, seen: Set[int
     if context.is_test or hops > ask.max_hops or (context.is_migration and not ask.through_migration_code):
         return _UNKNOWN
     reach = Reach.of_module(facts)
+    if hops and context.is_migration and not reach.programs:
+        # A caller in migration code: the migrate step runs it once, in one process, as an operator's command.
+        return Runs(OPERATOR, "in migration code, which the migrate step runs once")
     function = enclosing_function(node)
     if ask.startup_only and _in_ticking_loop(node, function, facts):
         return _UNKNOWN  # a ticker's pass: it runs on every tick, which is a job's question, not start-up's

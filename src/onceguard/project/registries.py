@@ -31,7 +31,8 @@ from ..config import Config
 from ..knowledge import schedulers as known
 from . import index as project
 from .definitions import definition_facts, top_level
-from .reach import Runs, endless, runs
+from .loop_exits import endless
+from .reach import Runs, runs
 from .renamed_callers import import_statements, spells
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)

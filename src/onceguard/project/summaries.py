@@ -728,8 +728,12 @@ def _reads_a_file(call: ast.Call, qualified: str) -> bool:
 
 
 def _acts_on_own_process(call: ast.Call, qualified: str) -> bool:
-    """``os.kill(os.getpid(), SIGTERM)``, ``sys.exit()``: the process ends or signals itself."""
+    """``os.kill(os.getpid(), SIGTERM)``, ``sys.exit()``: the process ends or signals itself; ``os.kill(pid, 0)``
+    sends no signal at all, it asks whether the process is there."""
     if qualified in _OWN_PROCESS_CALLS:
+        return True
+    if qualified in _SIGNAL_CALLS and len(call.args) == 2 and isinstance(call.args[1], ast.Constant) \
+            and call.args[1].value == 0:
         return True
     if qualified in _SIGNAL_CALLS and call.args and isinstance(call.args[0], ast.Call):
         func = call.args[0].func
@@ -869,11 +873,24 @@ def callers(function: FunctionNode, facts: ModuleFacts, limit: int = 40) -> List
             target = other.qualify(call.func) or ""
             same_module = other is facts and (dotted_name(call.func) in suffixes
                                               or (cls is not None and _is_self_call(call, name)))
-            if target in qualified or same_module:
+            if target in qualified or same_module or (
+                    cls is not None and function.name != "__init__" and _runs_method(call, other, function, facts)):
                 found.append((call, other))
                 if len(found) >= limit:
                     return found
     return found
+
+
+def _runs_method(call: ast.Call, facts: ModuleFacts, method: FunctionNode, method_facts: ModuleFacts) -> bool:
+    """``self._repo.fetch(...)`` with ``self._repo`` typed as the method's class (an annotated parameter, an
+    instance made of it): the call resolves to the method itself."""
+    if not isinstance(call.func, ast.Attribute) or isinstance(call.func.value, ast.Name) and call.func.value.id in (
+            "self", "cls"):
+        return False
+    own = os.path.abspath(method_facts.context.path or "")
+    return any(target.name == method.name and target.lineno == method.lineno
+               and os.path.abspath(where.context.path or "") == own
+               for target, where in resolve(call, facts, facts.enclosing_function(call), by_name=False))
 
 
 _EMPTY_RELATIVE_IMPORT = re.compile(rb"from[\s\\]*\.+[\s\\]*import")

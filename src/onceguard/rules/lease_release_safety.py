@@ -92,6 +92,35 @@ def freed_only_on_failure(release, releases, locks, facts: ModuleFacts) -> bool:
                and facts.enclosing_function(taken.call) is function for taken in locks)
 
 
+def released_before_any_work(release, locks, facts: ModuleFacts) -> bool:
+    """The key is deleted after this function set it only if absent, with an expiry, and nothing is called on
+    the way from the one to the other (``if not cache.add(claim): abort(...)`` then ``if entry is None:
+    cache.delete(claim)``): the claim is taken back before it could expire, so nobody else can hold the key
+    yet.  What the branch for a claim not taken does (``abort(...)``) is not on that way."""
+    function = facts.enclosing_function(release.call)
+    if function is None:
+        return False
+    start = (release.call.lineno, release.call.col_offset)
+    for taken in locks:
+        if not (taken.identity == release.identity and taken.nx and taken.expires
+                and facts.enclosing_function(taken.call) is function and after(taken.call, release.call)):
+            continue
+        end = (taken.call.end_lineno or taken.call.lineno, taken.call.end_col_offset or 0)
+        claim_test = next((above for above in ancestors(taken.call) if isinstance(above, ast.If)
+                           and _inside(taken.call, above.test)), None)
+        on_failure = claim_test is not None and not _inside(release.call, claim_test)
+        between = [node for node in walk(function) if isinstance(node, (ast.Call, ast.Await))
+                   and end <= (node.lineno, node.col_offset) < start
+                   and not _inside(release.call, node) and not (on_failure and _inside(node, claim_test))]
+        if not between:
+            return True
+    return False
+
+
+def _inside(node: ast.AST, outer: ast.AST) -> bool:
+    return node is outer or any(above is outer for above in ancestors(node))
+
+
 def _reads_clock(node: ast.AST, facts: ModuleFacts) -> bool:
     return isinstance(node, ast.Call) and (facts.callee(node) or "") in known.CLOCK_CALLS
 

@@ -23,6 +23,7 @@ from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
 from ..analysis.names import dotted
 from ..knowledge import orm, process_state as known
 from ..model import Diagnostic, Fix, Related
+from ..project.prefilter_words import lock_helper_words
 from ..project.reach import Reach
 from ..project.summaries import resolve
 from ..project.unique_fields import model_class
@@ -226,11 +227,21 @@ def read_then_write(steps: List[SharedStep]) -> Optional[Tuple[SharedStep, Share
     return (first_read, write) if write is not None else None
 
 
-def _lock_binding(expr: ast.AST, facts: ModuleFacts) -> Optional[Tuple[state.Binding, str]]:
+def _lock_binding(expr: ast.AST, facts: ModuleFacts,
+                  through_helper: bool = True) -> Optional[Tuple[state.Binding, str]]:
     """The process-wide binding of the lock ``expr`` enters, with the lock's constructor: a lock bound by name
-    (``_lock``, ``self._lock``), or one kept per key in a process-wide container (``_locks[wallet_id]``)."""
+    (``_lock``, ``self._lock``), or one kept per key in a process-wide container (``_locks[wallet_id]``), also as
+    a function of the project returns it (``account_lock(account_id)`` returning ``_locks[account_id]``)."""
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "acquire":
         expr = expr.func.value
+    if isinstance(expr, ast.Call) and through_helper:
+        for function, where in resolve(expr, facts, facts.enclosing_function(expr), by_name=False):
+            for node in walk_no_nested_functions(function):
+                if isinstance(node, ast.Return) and node.value is not None:
+                    found = _lock_binding(node.value, where, through_helper=False)
+                    if found is not None:
+                        return found
+        return None
     if isinstance(expr, ast.Subscript) and isinstance(expr.value, (ast.Name, ast.Attribute)):
         container = state.binding_of(expr.value, facts)
         kind = _lock_kept_in(container) if container is not None else None
@@ -283,6 +294,11 @@ class ProcessLocalLock(Rule):
                "excludes nothing in the other processes and replicas")
     triggers = known.LOCK_TRIGGERS
     skips_tests = True
+
+    @staticmethod
+    def project_triggers(config) -> tuple:
+        """A module entering a lock a project function hands back (``async with account_lock(id):``)."""
+        return lock_helper_words(config)
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         context = facts.context

@@ -28,6 +28,7 @@ from ..project.redis_clients import RedisClients, client_calls, command_of, redi
 from ..project.redis_keys import key_identity, key_names_a_lock, key_text
 from .fix_plans import atomic_set_fix, lock_ttl_fix
 from .lease_release_safety import after as _after, before_own_deadline, freed_only_on_failure, owner_checked_first
+from .lease_release_safety import released_before_any_work
 from .lease_release_safety import reads_of_key as _reads_of_key
 from .lease_renewals import unsafe_renewals
 from .registry import register
@@ -440,6 +441,8 @@ class UnsafeLeaseRelease(Rule):
                 continue  # released only while the lease it took cannot have expired: nobody else holds it yet
             if freed_only_on_failure(release, leases.releases, leases.locks, facts):
                 continue
+            if released_before_any_work(release, leases.locks, facts):
+                continue  # taken back before any work: it cannot have expired into another holder's hands
             checked = owner_checked_first(release, facts)
             if checked == "sync":
                 # The stored token is compared right before the delete: only a lease that expires within that one

@@ -42,8 +42,8 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str, T
                 continue  # sent on a connection holding a blocking advisory lock: replicas queue for it
             reason = reach.reason(write.call)
             function = enclosing_function(write.call)
-            # Schema written when a request or a queued task asks is one replica's operation at a time, not every
-            # booting replica's; so is a drop or a restore in any job.
+            # Schema a queued task writes is written once per enqueue, by one worker, not by every booting
+            # replica; so is a drop or a restore a request or a job asks for.
             if (reason is not None and function is not None and reach.is_request_or_job(function)
                     and (reach.on_demand(function) or removes_or_restores(write))):
                 reason = None

@@ -247,8 +247,11 @@ def _set_based_resets(facts: ModuleFacts) -> Iterator[Tuple[FunctionNode, Reset]
         kinds = set(item.sql.statement_types)
         if function is None or not kinds & {"UpdateStmt", "DeleteStmt"} or item.params or item.holes:
             continue
+        # A value of the run in the row selection (an age threshold, this host's name) picks rows, not all of
+        # them; one only in the values written (``finished_at = now()``) does not narrow the selection.
         text = item.text.lower()
-        if any(word in text for word in known.SQL_RUNTIME_WORDS):
+        selection = " ".join(text.split()).split(" where ", 1)[-1]
+        if any(word in selection for word in known.SQL_RUNTIME_WORDS):
             continue
         table = _sql_table(item.text)
         verb = "deletes" if "DeleteStmt" in kinds else "overwrites"

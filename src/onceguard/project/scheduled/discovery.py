@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from typing import Dict, List, Optional, Tuple
 
 from ...project import deployment, index as project, process_roles
@@ -11,6 +12,7 @@ from ...project.bindings import Bindings, own_module_name, own_module_names
 from ...project.claims import ClaimAnalyzer
 from ...project.handed_values import cases_of
 from ...analysis.applied_decorators import decorators
+from ...analysis.context import FileContext
 from ...analysis.facts import FunctionNode, ModuleFacts, parent, returned_def, walk_no_nested_functions
 from ...analysis.executed_sql import bound_value
 from ...analysis.handed import argument_for, closed_over_parameter, positional_parameters
@@ -831,7 +833,19 @@ def scheduled_once(function: FunctionNode, facts: ModuleFacts) -> bool:
     if not found and facts.context.cross_file:
         # registered in another module by name, not called there (a beat schedule's entry naming the task)
         found = [s for other in _modules_naming(function, facts) for s in scheduled_in(other) if same(s.target)]
-    return bool(found) and all(s.coordinated or s.gated for s in found)
+    return bool(found) and all(s.coordinated or s.gated for s in found) and not _enqueued_by_code(function, facts)
+
+
+def _enqueued_by_code(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """Code of the project also puts the task on the queue (``dispatch.delay()``, ``on_commit(dispatch.delay)``,
+    ``dispatch.apply_async(...)``): runs that a request or a signal starts overlap the scheduled one, on
+    other workers."""
+    if not facts.context.cross_file:
+        return False
+    spelled = re.compile(rb"\b" + re.escape(function.name.encode()) + rb"\s*\.\s*(?:"
+                         + b"|".join(re.escape(m.encode()) for m in known.TASK_ENQUEUE_METHODS) + rb")\b")
+    return any(spelled.search(project.read_bytes(path)) and not FileContext(path, facts.config).is_test
+               for path in project.files_mentioning(function.name, project.search_root(facts)))
 
 
 def _same_def(target: Target, function: FunctionNode, facts: ModuleFacts) -> bool:

@@ -9,6 +9,7 @@ from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, walk, walk_n
 from ...analysis.handed import argument_for, closed_over_parameter, positional_parameters
 from ...knowledge import schedulers as known
 from ...analysis.names import dotted
+from ...project.loop_exits import leaves_on_its_own
 from ...project.reach import Reach, runs
 from ...project.registries import consumes, is_pause, repeating_loops, repeats_a_registry
 from ...project.startup import StartupMap
@@ -254,8 +255,8 @@ class LoopRegistrations:
 
     def _ticker_loop(self, function: FunctionNode, facts: Optional[ModuleFacts] = None) -> Optional[ast.While]:
         for node in walk_no_nested_functions(function):
-            if not isinstance(node, ast.While):
-                continue
+            if not isinstance(node, ast.While) or leaves_on_its_own(node):
+                continue  # (a loop that leaves on its own, when its work is done or a deadline passes, retries)
             nodes = list(walk_no_nested_functions(node))
             if not any(self._sleep_call(n, facts) for n in nodes + [node.test]):
                 continue

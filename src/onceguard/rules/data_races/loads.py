@@ -8,7 +8,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ...project import index as project
 from ...analysis.executed_sql import bound_value
-from ...analysis.facts import FunctionNode, ModuleFacts, walk
+from ...analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
 from ...project.db_handles import ProjectHandles
 from ...project.definitions import definition
 from ...knowledge.databases import FLASK_SQLALCHEMY as FLASK_SQLALCHEMY_HANDLE
@@ -463,6 +463,35 @@ def _relocked_before(instance: str, node: ast.AST, function: FunctionNode, facts
         receiver = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
         if receiver == instance or any(dotted(a) == instance for a in call.args):
             return True
+    return False
+
+
+def instance_attribute(model: Optional[str], field: str, facts: ModuleFacts,
+                       cls: Optional[ast.ClassDef] = None) -> bool:
+    """The model class (seen), which declares its columns in its body, sets ``self.<field>`` in ``__init__``
+    (``self.console = Console(path)``) and declares no class attribute of that name: state of the Python
+    object, not a column its save writes back.  (A class that declares no columns, a record it serialises
+    whole, may persist any attribute.)"""
+    where = facts
+    if cls is None and model:
+        found = _model_class(model, facts)
+        if found is None:
+            return False
+        cls, where = found
+    if cls is None or not _model_columns(cls, where):
+        return False
+    for statement in cls.body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else (
+            [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        if any(isinstance(t, ast.Name) and t.id == field for t in targets):
+            return False
+    for method in cls.body:
+        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.name == "__init__":
+            for node in walk_no_nested_functions(method):
+                if isinstance(node, ast.Assign) and any(
+                        isinstance(t, ast.Attribute) and t.attr == field and isinstance(t.value, ast.Name)
+                        and t.value.id == "self" for t in node.targets):
+                    return True
     return False
 
 

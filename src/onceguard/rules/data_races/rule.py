@@ -21,7 +21,8 @@ from .stores import StoreChecks
 from .keyed_stores import KeyedStoreChecks
 from .sql_reads import SqlChecks
 from .loads import (
-    FLASK_SESSION, Loaded, _instance_bindings, chain, column_type, _loader_before, _model_columns, _model_method,
+    FLASK_SESSION, Loaded, _instance_bindings, chain, column_type, instance_attribute, _loader_before, _model_columns,
+    _model_method,
     _operator_only, _relocked_before, _single_process, django_instance_loader, function_nodes, later,
     module_imports_any, sa_source, unwrap)
 from .flow import Flow, _first_arithmetic, _keyed, plain_name
@@ -250,6 +251,8 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                     continue
                 if sole_writer(change.instance, change.statement, function, facts) is not None:
                     continue
+                if self._object_state(change, loaded, function, facts):
+                    continue
                 reported[change.instance] = change.field
                 yield self._report(change, loaded, write, self._column(change, loaded, function, facts),
                                    tortoise=_tortoise_instance(change, function, facts))
@@ -261,12 +264,18 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                 if loaded is not None and loaded.locked:
                     continue
                 write = _written_back(change, function, facts, bindings)
-                if write is not None and sole_writer(change.instance, change.back, function, facts) is None:
+                if write is not None and sole_writer(change.instance, change.back, function, facts) is None \
+                        and not self._object_state(change, loaded, function, facts):
                     seen.add(id(at))
                     change.statement = at
                     yield self._report(change, loaded, write, self._column(change, loaded, function, facts),
                                        tortoise=_tortoise_instance(change, function, facts))
 
+
+    @staticmethod
+    def _object_state(change: Change, loaded: Optional[Loaded], function: FunctionNode, facts: ModuleFacts) -> bool:
+        own = facts.enclosing_class(function) if change.instance == "self" else None
+        return instance_attribute(loaded.model if loaded is not None else None, change.field, facts, own)
 
     @staticmethod
     def _column(change: Change, loaded: Optional[Loaded], function: FunctionNode, facts: ModuleFacts) -> Optional[str]:

@@ -8,6 +8,7 @@ from ...analysis.handed import argument_for, positional_parameters
 from ...analysis.names import dotted
 from ...model import Related
 from ..data_races import function_nodes, names_in, unwrap
+from .moved_rows import helper_writes
 from .selection import Pickup, _contains, _functions_writing_rows, _local_pickups, _rows_names
 
 
@@ -19,10 +20,12 @@ def returned_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]
     if id(function) not in _functions_writing_rows(facts):
         from .handed_rows import hands_rows_on
 
-        # It writes no rows itself: only rows it takes from a loader of the project and hands on may move.
-        if id(function) not in _functions_calling_loaders(facts) or not hands_rows_on(function):
+        # It writes no rows itself: only rows it takes from a loader of the project and hands on may move, or
+        # rows it loops over and marks through a helper of the project (``repo.mark_sent(row.id)``).
+        if id(function) in _functions_calling_loaders(facts) and hands_rows_on(function):
+            only_loaders = True
+        elif not (_loops_over_a_call(function, facts) and helper_writes(function, facts, function)):
             return []
-        only_loaders = True
     from ...project.summaries import resolve
 
     found: List[Pickup] = []
@@ -50,6 +53,15 @@ def returned_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]
                                     session, where, loader=(target, target_facts)))
                 break
     return found
+
+
+def _loops_over_a_call(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """A loop of ``function`` runs over what a call returned: the call itself, or a name bound to one."""
+    bound = {target.id for node in function_nodes(function, facts) if isinstance(node, ast.Assign)
+             and isinstance(unwrap(node.value), ast.Call) for target in node.targets if isinstance(target, ast.Name)}
+    return any(isinstance(node, (ast.For, ast.AsyncFor)) and (
+        isinstance(unwrap(node.iter), ast.Call) or (isinstance(node.iter, ast.Name) and node.iter.id in bound))
+        for node in function_nodes(function, facts))
 
 
 def _called_name(call: ast.Call) -> str:
