@@ -184,3 +184,27 @@ def test_sql_functions_build_a_statement(tmp_path):
     write(tmp_path, {"svc/__init__.py": "", "svc/models.py": MODELS, "svc/expiry.py": FUNC_NOW})
     assert findings(tmp_path, "svc/expiry.py") == []
     assert findings(tmp_path, "svc/expiry.py", codes=("OG204",), select=["OG204"]) == [(11, "OG204")]
+
+
+CLIENT_REFRESH = """\
+    import boto3
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    CLIENTS = {}
+    scheduler = BackgroundScheduler()
+
+
+    def renew_clients():
+        # A new client picks up rotated credentials; this process's own cache holds it.
+        CLIENTS["s3"] = boto3.client("s3")
+        CLIENTS["sqs"] = boto3.Session().client("sqs")
+
+
+    scheduler.add_job(renew_clients, "interval", minutes=50)
+    scheduler.start()
+"""
+
+
+def test_making_an_sdk_client_sends_nothing(tmp_path):
+    write(tmp_path, {"svc/__init__.py": "", "svc/clients.py": CLIENT_REFRESH})
+    assert findings(tmp_path, "svc/clients.py") == []

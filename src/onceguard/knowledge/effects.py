@@ -36,6 +36,9 @@ PURE_CALLS: FrozenSet[str] = frozenset({
     # Query expressions (Django ``F``/``Q``): parts of a statement, judged with the statement.
     "django.db.models.F", "django.db.models.Q", "django.db.models.expressions.F", "django.db.models.Value",
     "django.db.models.query_utils.Q",
+    # Making an SDK's client sends nothing: what it is then asked to do is judged at those calls.
+    "boto3.client", "boto3.resource", "boto3.Session", "boto3.session.Session", "boto3.Session.client",
+    "boto3.Session.resource", "boto3.session.Session.client", "boto3.session.Session.resource",
     # This process's own event loop: making, setting and reading it acts on nothing outside.
     "asyncio.new_event_loop", "asyncio.set_event_loop", "asyncio.get_event_loop", "asyncio.get_running_loop",
     # Typing, introspection and import machinery.
