@@ -85,3 +85,37 @@ def test_work_nothing_shows_harmless_keeps_the_finding(tmp_path):
     # A project call the analysis cannot follow (an SDK's client) may be the work done twice.
     _project(tmp_path, work="feed_client.publish(feed.url)")
     assert findings(tmp_path, "feeds/services.py", codes=("OG302",)) == [(23, "OG302")]
+
+
+HOOKS = """\
+    HOOKS = {}
+
+
+    def on(name):
+        def register(function):
+            HOOKS.setdefault(name, []).append(function)
+            return function
+        return register
+
+
+    def _dispatch(hooks, args):
+        for hook in hooks:
+            _call(hook, args)
+
+
+    def _call(hook, args):
+        hook(*args)
+
+
+    def run_hook(name, *args):
+        _dispatch(HOOKS.get(name, []), args)
+"""
+
+
+def test_work_dispatched_to_registered_hooks_may_be_done_twice(tmp_path):
+    # What a hook registry runs is whatever was registered: nothing shows it harmless, however deep it is.
+    write(tmp_path, {"feeds/__init__.py": "", "feeds/models.py": MODELS, "feeds/schedule.py": SCHEDULE,
+                     "feeds/hooks.py": HOOKS,
+                     "feeds/services.py": SERVICES.replace("{work}", 'run_hook("feed_live", feed)').replace(
+                         "from .schedule import watch", "from .hooks import run_hook\n    from .schedule import watch")})
+    assert findings(tmp_path, "feeds/services.py", codes=("OG302",)) == [(24, "OG302")]

@@ -544,7 +544,10 @@ def _stops_or_deletes(call: ast.Call, facts: ModuleFacts) -> bool:
 class Summaries:
     """Effects of functions, cached per def for one run."""
 
-    def __init__(self) -> None:
+    def __init__(self, strict: bool = False) -> None:
+        #: every call the analysis cannot follow counts, however deep (not only near the job): for work that must
+        #: be shown harmless before it is let off, as a passed test's follow-up is
+        self._strict = strict
         #: (def, the class ``self`` is an instance of when a subclass inherits the def) -> effects
         self._effects: Dict[Tuple[int, int], Effects] = {}
         self._sql: Dict[int, dict] = {}
@@ -673,7 +676,7 @@ class Summaries:
         if _builds_an_object(func) or _is_accessor(func):
             return Effects()
         plain = _names_a_write(call, qualified)
-        if depth >= UNKNOWN_DEPTH and not plain:
+        if depth >= UNKNOWN_DEPTH and not plain and not self._strict:
             return Effects()
         return _outside(call, facts, plain, depth)
 
@@ -833,8 +836,11 @@ def _local_receiver(receiver: ast.AST, function: FunctionNode, facts: ModuleFact
     return False
 
 
-def summaries_for(facts: ModuleFacts) -> Summaries:
-    """One summary table per checked module (the defs of other modules it reaches are summarised with it)."""
+def summaries_for(facts: ModuleFacts, strict: bool = False) -> Summaries:
+    """One summary table per checked module (the defs of other modules it reaches are summarised with it); a
+    second, ``strict``, in which every call nothing follows counts as an effect."""
+    if strict:
+        return facts.cached("summaries:strict", lambda _facts: Summaries(strict=True))
     return facts.cached("summaries", lambda _facts: Summaries())
 
 

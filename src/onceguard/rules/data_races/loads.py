@@ -466,25 +466,33 @@ def _relocked_before(instance: str, node: ast.AST, function: FunctionNode, facts
     return False
 
 
+def _class_seen(model: Optional[str], facts: ModuleFacts,
+                cls: Optional[ast.ClassDef]) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
+    """The model class as given, or found by the name a loader used (with the module that defines it)."""
+    if cls is not None:
+        return cls, facts
+    return _model_class(model, facts) if model else None
+
+
+def _declared_in(statement: ast.stmt, field: str) -> bool:
+    """``statement`` of a class body binds ``field`` (``field = Column(...)``, ``field: Mapped[int]``)."""
+    targets = statement.targets if isinstance(statement, ast.Assign) else (
+        [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+    return any(isinstance(t, ast.Name) and t.id == field for t in targets)
+
+
 def instance_attribute(model: Optional[str], field: str, facts: ModuleFacts,
                        cls: Optional[ast.ClassDef] = None) -> bool:
     """The model class (seen), which declares its columns in its body, sets ``self.<field>`` in ``__init__``
     (``self.console = Console(path)``) and declares no class attribute of that name: state of the Python
     object, not a column its save writes back.  (A class that declares no columns, a record it serialises
     whole, may persist any attribute.)"""
-    where = facts
-    if cls is None and model:
-        found = _model_class(model, facts)
-        if found is None:
-            return False
-        cls, where = found
-    if cls is None or not _model_columns(cls, where):
+    found = _class_seen(model, facts, cls)
+    if found is None or not _model_columns(*found):
         return False
-    for statement in cls.body:
-        targets = statement.targets if isinstance(statement, ast.Assign) else (
-            [statement.target] if isinstance(statement, ast.AnnAssign) else [])
-        if any(isinstance(t, ast.Name) and t.id == field for t in targets):
-            return False
+    cls = found[0]
+    if any(_declared_in(statement, field) for statement in cls.body):
+        return False
     for method in cls.body:
         if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.name == "__init__":
             for node in walk_no_nested_functions(method):
@@ -499,18 +507,12 @@ def column_type(model: Optional[str], field: str, facts: ModuleFacts,
                 cls: Optional[ast.ClassDef] = None) -> Optional[str]:
     """"number", "text" or "json" for a column a model class declares (``models.TextField()``,
     ``Column(JSONB)``, ``Mapped[dict]``); None when the class or the column is not seen."""
-    where = facts
-    if cls is None and model:
-        found = _model_class(model, facts)
-        if found is None:
-            return None
-        cls, where = found
-    if cls is None:
+    found = _class_seen(model, facts, cls)
+    if found is None:
         return None
+    cls, where = found
     for statement in cls.body:
-        targets = statement.targets if isinstance(statement, ast.Assign) else (
-            [statement.target] if isinstance(statement, ast.AnnAssign) else [])
-        if not any(isinstance(t, ast.Name) and t.id == field for t in targets):
+        if not _declared_in(statement, field):
             continue
         names = []
         if isinstance(statement, ast.AnnAssign):

@@ -7,7 +7,8 @@ from ...analysis.facts import FunctionNode, ModuleFacts, walk
 from ...analysis.handed import argument_for, positional_parameters
 from ...analysis.names import dotted
 from ...model import Related
-from ..data_races import function_nodes, names_in, unwrap
+from ...project.claim_syntax import is_log_call
+from ..data_races import function_nodes, names_in, target_names, unwrap
 from .moved_rows import helper_writes
 from .selection import Pickup, _contains, _functions_writing_rows, _local_pickups, _rows_names
 
@@ -16,7 +17,7 @@ def returned_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]
     """Rows another function of the project picks by their state and returns (a repository's
     ``due_invoices(session)``), picked where it is called: the call is the pickup, the names its result is
     bound to hold the rows, and the session is what the caller hands in for the callee's session."""
-    only_loaders = False
+    only_loaders = marks_through_helpers = False
     if id(function) not in _functions_writing_rows(facts):
         from .handed_rows import hands_rows_on
 
@@ -24,8 +25,12 @@ def returned_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]
         # rows it loops over and marks through a helper of the project (``repo.mark_sent(row.id)``).
         if id(function) in _functions_calling_loaders(facts) and hands_rows_on(function):
             only_loaders = True
-        elif not (_loops_over_a_call(function, facts) and helper_writes(function, facts, function)):
-            return []
+        else:
+            # (whether a helper marks them is asked once a pickup is found: following every call costs more)
+            sources = _row_sources(function, facts)
+            if not sources:
+                return []
+            marks_through_helpers = True
     from ...project.summaries import resolve
 
     found: List[Pickup] = []
@@ -43,6 +48,8 @@ def returned_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]
             continue
         if only_loaders and _called_name(node) not in _loader_names(facts):
             continue
+        if marks_through_helpers and id(node) not in sources:
+            continue
         for target, target_facts in resolve(node, facts, function, by_name=False):
             picked = next((p for p in _local_pickups(target, target_facts) if _returns_rows(p, target)), None)
             if picked is not None:
@@ -52,16 +59,31 @@ def returned_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]
                 found.append(Pickup(picked.framework, node, picked.model, picked.column, _rows_names(node, facts),
                                     session, where, loader=(target, target_facts)))
                 break
+    if found and marks_through_helpers and not helper_writes(function, facts, function):
+        return []
     return found
 
 
-def _loops_over_a_call(function: FunctionNode, facts: ModuleFacts) -> bool:
-    """A loop of ``function`` runs over what a call returned: the call itself, or a name bound to one."""
-    bound = {target.id for node in function_nodes(function, facts) if isinstance(node, ast.Assign)
+def _row_sources(function: FunctionNode, facts: ModuleFacts) -> Set[int]:
+    """The calls whose result a loop of ``function`` runs over (the call itself, or the one a name it iterates is
+    bound to), when the loop hands each row, or a field of it, to a call (``repo.mark_sent(conn, row.id)``): it
+    may mark the rows it took."""
+    bound = {target.id: unwrap(node.value) for node in function_nodes(function, facts) if isinstance(node, ast.Assign)
              and isinstance(unwrap(node.value), ast.Call) for target in node.targets if isinstance(target, ast.Name)}
-    return any(isinstance(node, (ast.For, ast.AsyncFor)) and (
-        isinstance(unwrap(node.iter), ast.Call) or (isinstance(node.iter, ast.Name) and node.iter.id in bound))
-        for node in function_nodes(function, facts))
+    sources: Set[int] = set()
+    for loop in function_nodes(function, facts):
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            continue
+        source = unwrap(loop.iter) if isinstance(unwrap(loop.iter), ast.Call) else (
+            bound.get(loop.iter.id) if isinstance(loop.iter, ast.Name) else None)
+        if source is None:
+            continue
+        rows = set(target_names(loop.target))
+        if any(isinstance(call, ast.Call) and not is_log_call(call)
+               and any(rows & names_in(argument) for argument in [*call.args, *(k.value for k in call.keywords)])
+               for statement in loop.body for call in walk(statement)):
+            sources.add(id(source))
+    return sources
 
 
 def _called_name(call: ast.Call) -> str:

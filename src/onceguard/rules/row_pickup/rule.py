@@ -390,6 +390,6 @@ def _repeats_harm(call: ast.Call, function: FunctionNode, facts: ModuleFacts) ->
     """The work a passed test guards does harm when two requests both pass it only when it acts outside the
     process and not idempotently: recomputing a value from the rows, re-adding an id to this process's own
     set, or writing the same constant again leaves the same result however many run it.  A call the analysis
-    cannot follow is work that may be done twice."""
-    return bool(summaries_for(facts).call_effects(call, function, facts).other)
+    cannot follow, however deep (a hook a plugin registry dispatches to), is work that may be done twice."""
+    return bool(summaries_for(facts, strict=True).call_effects(call, function, facts).other)
 
