@@ -114,8 +114,8 @@ HOOKS = """\
 
 def test_work_dispatched_to_registered_hooks_may_be_done_twice(tmp_path):
     # What a hook registry runs is whatever was registered: nothing shows it harmless, however deep it is.
+    services = SERVICES.replace("{work}", 'run_hook("feed_live", feed)').replace(
+        "from .schedule import watch", "from .hooks import run_hook\n    from .schedule import watch")
     write(tmp_path, {"feeds/__init__.py": "", "feeds/models.py": MODELS, "feeds/schedule.py": SCHEDULE,
-                     "feeds/hooks.py": HOOKS,
-                     "feeds/services.py": SERVICES.replace("{work}", 'run_hook("feed_live", feed)').replace(
-                         "from .schedule import watch", "from .hooks import run_hook\n    from .schedule import watch")})
+                     "feeds/hooks.py": HOOKS, "feeds/services.py": services})
     assert findings(tmp_path, "feeds/services.py", codes=("OG302",)) == [(24, "OG302")]

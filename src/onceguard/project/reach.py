@@ -118,7 +118,7 @@ class Reach:
                               if self.programs or self._starts_server(block)}
         self.extra: Dict[int, str] = {}
         self._startup_extra: Set[int] = set()  # ids in ``extra`` that run at start-up (not request/job)
-        self._on_demand: Set[int] = set()  # ids in ``extra`` run per request or queued task (``on_demand``)
+        self._on_demand: Set[int] = set()  # ids in ``extra`` run once per queued task (``on_demand``)
         self._command_makers: Dict[str, bool] = {}  # decorator as spelled -> it makes commands
         self._entries: Set[int] = set()  # request handlers and jobs themselves (not what they call)
         self._find_server_main_callees()

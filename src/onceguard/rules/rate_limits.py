@@ -369,8 +369,7 @@ def _handwritten(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
             "times the limit.",
             "Each replica keeps its own counts, and a client blocked on one replica is let in by the others. "
             + known.HANDWRITTEN_INSTEAD,
-            related=[Related(where.context.path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1,
-                             "the request is refused with 429 here")],
+            related=[_refused_here(node, where)],
         )
 
 
@@ -402,8 +401,7 @@ def _application_state(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
             f"`{function.name}()` refuses with 429 on it, so N replicas allow N times the limit.",
             "Each replica (and each worker process) makes its own at start-up and counts only the requests it "
             "serves. " + known.HANDWRITTEN_INSTEAD,
-            related=[Related(where.context.path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1,
-                             "the request is refused with 429 here")],
+            related=[_refused_here(node, where)],
         )
 
 
@@ -431,9 +429,13 @@ def _memoized_holders(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
             f"memory and `{user.name}()` refuses with 429 on it, so N replicas allow N times the limit.",
             "The memoised factory keeps one limiter in each worker process of each replica, each counting only the "
             "requests it serves. " + known.HANDWRITTEN_INSTEAD,
-            related=[Related(where.context.path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1,
-                             "the request is refused with 429 here")],
+            related=[_refused_here(node, where)],
         )
+
+
+def _refused_here(node: ast.AST, where: ModuleFacts) -> Related:
+    return Related(where.context.path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1,
+                   "the request is refused with 429 here")
 
 
 def _memoized(function: FunctionNode, facts: ModuleFacts) -> bool:
