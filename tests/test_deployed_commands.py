@@ -87,3 +87,29 @@ def test_a_command_no_deployment_runs(tmp_path):
 def test_a_command_only_a_one_off_job_runs(tmp_path):
     _project(tmp_path, "python manage.py collectstatic --no-input", {"k8s/seed-job.yaml": JOB})
     assert findings(tmp_path, "shop/management/commands/seed_plans.py", codes=("OG603",)) == []
+
+
+WORKER_COMMAND = """\
+    import time
+
+    from django.core.management.base import BaseCommand
+
+    from shop.models import Plan
+
+
+    class Command(BaseCommand):
+        help = "Keep the plans in step with the catalogue"
+
+        def handle(self, *args, **options):
+            while True:
+                for code in ("free", "pro"):
+                    if not Plan.objects.filter(code=code).exists():
+                        Plan.objects.create(code=code, price=0)
+                time.sleep(60)
+"""
+
+
+def test_a_command_the_container_keeps_running_is_a_worker(tmp_path):
+    # Its passes are a job's (OG201's question), not start-up seeding.
+    _project(tmp_path, "python manage.py seed_plans", {"shop/management/commands/seed_plans.py": WORKER_COMMAND})
+    assert findings(tmp_path, "shop/management/commands/seed_plans.py", codes=("OG603",)) == []

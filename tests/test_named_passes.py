@@ -62,3 +62,47 @@ def test_a_pass_that_claims_first(tmp_path, name):
     write(tmp_path, {"svc/__init__.py": "", "svc/service.py": SERVICE.format(name=name, claim=CLAIM),
                      "svc/app.py": APP.replace("{name}", name)})
     assert findings(tmp_path, "svc/app.py") == []
+
+
+QUEUE = """\
+    class JobQueue:
+        def __init__(self, conn):
+            self.conn = conn
+
+        def claim_next(self):
+            with self.conn.cursor() as cur:
+                cur.execute(
+                    "UPDATE jobs SET state = 'running' WHERE id = (SELECT id FROM jobs WHERE state = 'queued' "
+                    "ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id, payload")
+                return cur.fetchone()
+"""
+
+WORKER = """\
+    import time
+
+    import httpx
+    import psycopg2
+
+    from .queue import JobQueue
+
+
+    def main():
+        queue = JobQueue(psycopg2.connect("postgresql://jobs@db/jobs"))
+        while True:
+            job = queue.claim_next()
+            if job is None:
+                time.sleep(5)
+                continue
+            httpx.post("https://hooks.example.com/done", json={"id": job[0]})
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def test_a_pass_that_asks_for_a_claimed_row_first(tmp_path):
+    # A project def named for what it gives (a claim) is asked for before the work: each pass works on its own row.
+    write(tmp_path, {"svc/__init__.py": "", "svc/queue.py": QUEUE, "svc/worker.py": WORKER,
+                     "Procfile": "worker: python -m svc.worker\n"})
+    assert findings(tmp_path, "svc/worker.py") == []

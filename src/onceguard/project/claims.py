@@ -90,10 +90,12 @@ class ClaimAnalyzer(ClaimBranches):
         name = call_name(call)
         if name is None:
             return False
-        if name in known.CLAIM_FUNCTION_NAMES or name.startswith(known.CLAIM_FUNCTION_PREFIXES):
+        if name in known.CLAIM_FUNCTION_NAMES:
             # The name of a guard (``run_once``, ``claim_period``) from outside the project; a def of the project
             # so named is judged by what it does, as any helper (``service.run_once()`` may be one pass of work).
             return self._project_def(call) is None
+        if name.startswith(known.CLAIM_FUNCTION_PREFIXES):
+            return True  # ``claim_next()``, ``try_claim(...)``: what the caller asks for is a claim
         if (self.facts.callee(call) or "") in known.GUARD_FUNCTIONS:
             return True
         if self._claim_functions:

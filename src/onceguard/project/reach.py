@@ -298,7 +298,7 @@ class Reach:
     def _find_deployed_commands(self) -> None:
         """A Django management command a deployment file runs in every replica (``python manage.py seed_plans``
         in the web container's entrypoint, before the server; or the container's own command): its ``handle``
-        runs as each replica starts, not when a person asks."""
+        runs as each replica starts, not when a person asks.  One that loops until stopped is a worker."""
         context = self.facts.context
         parts = context.parts[:-1]
         first, second = known.SCRIPT_COMMAND_PARTS
@@ -308,6 +308,8 @@ class Reach:
             return
         pending: List[FunctionNode] = []
         for function in self.facts.functions:
+            if any(isinstance(node, ast.While) and endless(node) for node in walk_no_nested_functions(function)):
+                continue  # a worker the container keeps running: its passes are jobs, not start-up
             if function.name == "handle" and self.is_command(function) and id(function) not in self.extra:
                 stem = os.path.splitext(context.filename)[0]
                 self.extra[id(function)] = (f"in the management command {stem}, which a deployment file runs in "
