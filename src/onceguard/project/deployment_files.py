@@ -11,7 +11,7 @@ import os
 import re
 import shlex
 from dataclasses import dataclass, replace
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..knowledge import deployment as known
 from . import index as project
@@ -248,6 +248,21 @@ def _dockerfile(path: str) -> List[Launch]:
     return found
 
 
+def _ini_entries(path: str) -> Iterator[Tuple[int, str, str, str]]:
+    """(line, section as written, key, value) of each ``key = value`` line of an ini-style file, comments and
+    lines before the first section left out."""
+    section = ""
+    for line, text in logical_lines(read_text(path)):
+        stripped = text.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            section = stripped[1:-1].strip()
+            continue
+        if not section or "=" not in stripped or stripped.startswith(("#", ";")):
+            continue
+        key, _, value = (part.strip() for part in stripped.partition("="))
+        yield line, section, key, value
+
+
 def _uwsgi_config(path: str) -> List[Launch]:
     """The commands a uWSGI server runs as it starts (``hook-pre-app = exec:./manage.py migrate``,
     ``exec-asap = ...``) and the daemons it keeps up beside its workers (``attach-daemon = ./manage.py
@@ -255,15 +270,9 @@ def _uwsgi_config(path: str) -> List[Launch]:
     found: List[Launch] = []
     name = os.path.basename(path)
     per_replica = known.MIGRATION_WORD not in name.lower()
-    section = ""
-    for line, text in logical_lines(read_text(path)):
-        stripped = text.strip()
-        if stripped.startswith("[") and stripped.endswith("]"):
-            section = stripped[1:-1].strip().lower()
+    for line, section, key, value in _ini_entries(path):
+        if section.lower() != known.UWSGI_SECTION:
             continue
-        if section != known.UWSGI_SECTION or "=" not in stripped or stripped.startswith(("#", ";")):
-            continue
-        key, _, value = (part.strip() for part in stripped.partition("="))
         key = key.lower()
         if key.startswith(known.UWSGI_HOOK_PREFIX):
             action, _, command = value.partition(":")
@@ -288,16 +297,9 @@ def _supervisor_config(path: str) -> List[Launch]:
     name = os.path.basename(path)
     programs: Dict[str, Tuple[int, str]] = {}
     manual: Set[str] = set()
-    section = ""
-    for line, text in logical_lines(read_text(path)):
-        stripped = text.strip()
-        if stripped.startswith("[") and stripped.endswith("]"):
-            section = stripped[1:-1].strip()
+    for line, section, key, value in _ini_entries(path):
+        if not section.startswith(known.SUPERVISOR_PROGRAM_PREFIX):
             continue
-        if not section.startswith(known.SUPERVISOR_PROGRAM_PREFIX) or "=" not in stripped \
-                or stripped.startswith(("#", ";")):
-            continue
-        key, _, value = (part.strip() for part in stripped.partition("="))
         value = value.split(" ;", 1)[0].strip()  # (an inline comment follows a blank and a semicolon)
         if key.lower() == "command":
             programs[section] = (line, value)

@@ -64,6 +64,13 @@ def _main_block(node: ast.AST) -> Optional[ast.If]:
     return None
 
 
+def _in_management_commands(context) -> bool:
+    """The file is a Django management command's module (``<app>/management/commands/<name>.py``)."""
+    parts = context.parts[:-1]
+    first, second = known.SCRIPT_COMMAND_PARTS
+    return any(parts[i] == first and parts[i + 1] == second for i in range(len(parts) - 1))
+
+
 def _in_ticking_loop(node: ast.AST, function: Optional[FunctionNode], facts: ModuleFacts) -> bool:
     """``node`` is in the body of an endless loop of its function that sleeps between passes (a thread or task
     started at start-up that then works on every tick)."""
@@ -140,8 +147,7 @@ class Reach:
         if self.programs:
             return False
         parts = context.parts[:-1]
-        first, second = known.SCRIPT_COMMAND_PARTS
-        if any(parts[i] == first and parts[i + 1] == second for i in range(len(parts) - 1)):
+        if _in_management_commands(context):
             return True
         if any(part in known.SCRIPT_DIRECTORIES for part in parts) or context.filename == "manage.py":
             return True
@@ -174,31 +180,14 @@ class Reach:
         return cached
 
     def _applies_command_decorator(self, func: ast.AST) -> bool:
-        facts = self.facts
-        bodies: List[Tuple[ast.AST, ModuleFacts]] = []
-        if isinstance(func, ast.Name):
-            for statement in facts.tree.body:
-                if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                        and statement.name == func.id:
-                    bodies.append((statement, facts))
-        if not bodies and facts.context.cross_file:
-            from . import index as project
+        from .definitions import definition
 
-            qualified = facts.qualify(func) or ""
-            found = project.find_class(qualified, facts.config, project.roots_for(facts)) if "." in qualified \
-                else None
-            if found is not None:
-                bodies.append(found)
-            elif "." in qualified:
-                function = project.find_function(qualified, facts.config, project.roots_for(facts))
-                if function is not None:
-                    bodies.append(function)
-        for body, where in bodies:
-            for node in walk(body):
-                if isinstance(node, (ast.Name, ast.Attribute)) and \
-                        (where.qualify(node) or "") in known.COMMAND_DECORATOR_QUALIFIED:
-                    return True
-        return False
+        found = definition(self.facts.qualify(func) or dotted(func) or "", self.facts)
+        if found is None:
+            return False
+        body, where = found
+        return any(isinstance(node, (ast.Name, ast.Attribute))
+                   and (where.qualify(node) or "") in known.COMMAND_DECORATOR_QUALIFIED for node in walk(body))
 
     def _served_by_deployment(self, command: Optional[FunctionNode]) -> bool:
         """A Django management command a deployment file keeps running in every replica (a Deployment's container
@@ -300,22 +289,19 @@ class Reach:
         in the web container's entrypoint, before the server; or the container's own command): its ``handle``
         runs as each replica starts, not when a person asks.  One that loops until stopped is a worker."""
         context = self.facts.context
-        parts = context.parts[:-1]
-        first, second = known.SCRIPT_COMMAND_PARTS
-        if not any(parts[i] == first and parts[i + 1] == second for i in range(len(parts) - 1)):
+        if not _in_management_commands(context) or not self._served_by_deployment(None):
             return
-        if not self._served_by_deployment(None):
-            return
+        stem = os.path.splitext(context.filename)[0]
         pending: List[FunctionNode] = []
         for function in self.facts.functions:
+            if function.name != "handle" or not self.is_command(function) or id(function) in self.extra:
+                continue
             if any(isinstance(node, ast.While) and endless(node) for node in walk_no_nested_functions(function)):
                 continue  # a worker the container keeps running: its passes are jobs, not start-up
-            if function.name == "handle" and self.is_command(function) and id(function) not in self.extra:
-                stem = os.path.splitext(context.filename)[0]
-                self.extra[id(function)] = (f"in the management command {stem}, which a deployment file runs in "
-                                            "every replica")
-                self._startup_extra.add(id(function))
-                pending.append(function)
+            self.extra[id(function)] = (f"in the management command {stem}, which a deployment file runs in "
+                                        "every replica")
+            self._startup_extra.add(id(function))
+            pending.append(function)
         self._propagate(pending, _STARTUP_CODE)
 
     def _is_decorated_command(self, function: FunctionNode) -> bool:
@@ -508,8 +494,7 @@ class Reach:
             return None
         context = self.facts.context
         parts = context.parts[:-1]
-        first, second = known.SCRIPT_COMMAND_PARTS
-        if any(parts[i] == first and parts[i + 1] == second for i in range(len(parts) - 1)):
+        if _in_management_commands(context):
             return None if self._served_by_deployment(None) else "in a management command's module"
         if any(part in known.SCRIPT_DIRECTORIES for part in parts):
             return "in a script a person runs"

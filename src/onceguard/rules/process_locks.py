@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from ..project import process_state as state
 from ..analysis.executed_sql import executed_sql
@@ -28,7 +28,8 @@ from ..project.reach import Reach
 from ..project.summaries import resolve
 from ..project.unique_fields import model_class
 from .base import Rule
-from .data_races.loads import sa_source
+from .data_races.changes import committed_by_block
+from .data_races.loads import Loaded, _session_matches, sa_source
 from .registry import register
 
 _DEPTH = 3  # calls followed from the locked block into project functions
@@ -130,29 +131,14 @@ def shared_step(call: ast.Call, facts: ModuleFacts, scope: Optional[FunctionNode
     return None
 
 
-def _writes_back(session: Optional[str], scope: Optional[FunctionNode]) -> bool:
-    """The session an instance was loaded through writes its changes back in this function: it is the
-    target of a ``with ....begin() as session`` block, or the function commits or flushes it."""
-    if not session or scope is None:
-        return False
-    for node in walk_no_nested_functions(scope):
-        if isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                opened = item.context_expr
-                if (isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == session
-                        and isinstance(opened, ast.Call) and isinstance(opened.func, ast.Attribute)
-                        and opened.func.attr in _TRANSACTION_OPENERS):
-                    return True
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr in _WRITE_BACK_METHODS and dotted(node.func.value) == session):
-            return True
-    return False
-
-
-#: ``sessionmaker.begin()`` / ``Session.begin()``: a session whose transaction commits as the block ends.
-_TRANSACTION_OPENERS = frozenset({"begin"})
-#: Methods of a session that send the changes made to its instances.
-_WRITE_BACK_METHODS = frozenset({"commit", "flush"})
+def _writes_back(loaded: Loaded, change: ast.AST, scope: Optional[FunctionNode]) -> bool:
+    """The session an instance was loaded through writes ``change`` back: the change is inside that session's
+    ``begin()`` block (as OG301 reads it), or the function commits or flushes the session."""
+    if committed_by_block(change, loaded) is not None:
+        return True
+    return scope is not None and any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in orm.SA_FLUSH
+        and _session_matches(loaded.session, node.func.value) for node in walk_no_nested_functions(scope))
 
 
 def _is_model(expr: ast.AST, facts: ModuleFacts) -> bool:
@@ -178,8 +164,8 @@ class _Steps:
     def of_statements(self, statements: List[ast.stmt], facts: ModuleFacts, scope: Optional[FunctionNode],
                       depth: int) -> List[SharedStep]:
         steps: List[SharedStep] = []
-        #: names bound here to an ORM instance loaded through a session that writes its changes back
-        written_back: Set[str] = set()
+        #: names bound here to an ORM instance, with where it was loaded
+        loaded_as: Dict[str, Loaded] = {}
         for statement in statements:
             for node in walk_no_nested_functions(statement):
                 if isinstance(node, ast.Call):
@@ -188,12 +174,12 @@ class _Steps:
                     target = node.targets[0]
                     if isinstance(target, ast.Name):
                         loaded = sa_source(node.value, facts, many=False)
-                        if loaded is not None and _writes_back(loaded.session, scope):
-                            written_back.add(target.id)
+                        if loaded is not None:
+                            loaded_as[target.id] = loaded
                         else:
-                            written_back.discard(target.id)
+                            loaded_as.pop(target.id, None)
                     elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                          and target.value.id in written_back):
+                          and target.value.id in loaded_as and _writes_back(loaded_as[target.value.id], node, scope)):
                         steps.append(SharedStep(
                             WRITE, f"changes the row it read (`{target.value.id}.{target.attr} = ...`)", node, facts))
         return steps

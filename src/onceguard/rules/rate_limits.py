@@ -447,17 +447,10 @@ def _factory_users(name: str, facts: ModuleFacts) -> List[Tuple[FunctionNode, st
     """(function, the name it holds the factory's object by, its module): functions of this module and of the
     modules importing the factory that call it into a name (``limiter = get_limiter()``) or take it as a
     dependency parameter (``limiter = Depends(get_limiter)``, ``Annotated[Limiter, Depends(get_limiter)]``)."""
-    from ..project.bindings import own_module_names
-
-    wanted = {f"{module}.{name}" for module in own_module_names(facts)}
-    others = other_modules(name, facts) if facts.context.cross_file else []
-    spellings = [(facts, name)] + [(other, local) for other in others
-                                   for local, qualified in other.imports.aliases.items() if qualified in wanted]
-    found: List[Tuple[FunctionNode, str, ModuleFacts]] = []
-    for where, local in spellings:
-        for function in functions_using(local, where):
-            found.extend((function, held, where) for held in _holding_names(function, local))
-    return found
+    users = [(function, name, facts) for function in functions_using(name, facts)]
+    if facts.context.cross_file:
+        users += users_elsewhere(name, facts)
+    return [(function, held, where) for function, local, where in users for held in _holding_names(function, local)]
 
 
 def _holding_names(function: FunctionNode, factory: str) -> List[str]:

@@ -247,15 +247,15 @@ def _written_back(change: Change, function: FunctionNode, facts: ModuleFacts,
         elif name in ("update", "aupdate", "values") and any(
                 keyword.arg == field and _reads(keyword.value, instance, field) for keyword in node.keywords):
             return node
-    return _committed_by_block(change, loaded)
+    return committed_by_block(change.back, loaded)
 
 
-def _committed_by_block(change: Change, loaded) -> Optional[ast.Call]:
-    """``with session.begin():`` (or ``with factory.begin() as session:``) around the change, on the session the
-    row was loaded through: the block's end commits the changed value."""
+def committed_by_block(node: ast.AST, loaded) -> Optional[ast.Call]:
+    """``with session.begin():`` (or ``with factory.begin() as session:``) around ``node``, a change, on the
+    session the row was loaded through: the block's end commits the changed value."""
     if loaded is None or loaded.framework != "sqlalchemy":
         return None
-    for above in ancestors(change.back):
+    for above in ancestors(node):
         if not isinstance(above, (ast.With, ast.AsyncWith)):
             continue
         for item in above.items:
