@@ -17,7 +17,7 @@ from ..analysis.facts import ModuleFacts
 from ..model import Diagnostic
 from ..noqa import filter_suppressed
 from ..project.dialect_branches import lines_no_dialect_reaches
-from ..project.index import module_facts, parsed_module, read_bytes, record_dependency
+from ..project.index import adopt_checked, module_facts, parsed_module, read_bytes, record_dependency
 from ..rules.registry import ENGINE_CODES, rule_classes
 from ..rules.base import Rule, Trigger
 from ..analysis.newer_syntax import decode_source, parse_newer
@@ -225,8 +225,11 @@ def check_tree(tree: ast.Module, lines: Sequence[str], context: FileContext,
 
 
 def check_source(source: bytes, path: str, config: Config, rules: Optional[Sequence[Rule]] = None,
-                 apply_noqa: bool = True, cross_file: bool = False) -> List[Diagnostic]:
-    """Everything onceguard has to say about one file's bytes."""
+                 apply_noqa: bool = True, cross_file: bool = False,
+                 read_at: Optional[Tuple[int, int]] = None) -> List[Diagnostic]:
+    """Everything onceguard has to say about one file's bytes. ``read_at``: the file's (size, mtime_ns)
+    before ``source`` was read from it, when it was (not an editor's unsaved text): its parse may then
+    serve the other files' checks that read it as a module (``adopt_checked``)."""
     rules = enabled_rules(config) if rules is None else rules
     context = FileContext(path, config, cross_file)
     if not is_reported(context):
@@ -243,7 +246,8 @@ def check_source(source: bytes, path: str, config: Config, rules: Optional[Seque
         else:
             known = _read_as_other_module(source, context, lines)
             tree = parse(text, path) if known is None else known.tree
-            found = _check_parsed(tree, known, lines, context, rules)
+            found = _check_parsed(tree, known, lines, context, rules,
+                                  lambda facts: adopt_checked(path, source, facts, read_at))
     except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError) as error:
         if is_template(error, text):
             return []  # a template named .py (the parse fails at its markup): not Python, nothing to check
@@ -256,9 +260,20 @@ def check_source(source: bytes, path: str, config: Config, rules: Optional[Seque
 
 
 def _check_parsed(tree: ast.Module, known: Optional[ModuleFacts], lines: List[str], context: FileContext,
-                  rules: Sequence[Rule]) -> List[Diagnostic]:
+                  rules: Sequence[Rule], kept: Optional[Callable[[ModuleFacts], bool]] = None) -> List[Diagnostic]:
+    """Findings of a parsed file: of the facts already built for it, else of new ones, released after the
+    rules unless ``kept`` takes them over first (the project's parse of the module, which the rules may
+    read too)."""
     try:
-        return check_tree(tree, lines, context, rules) if known is None else run_rules(known, rules)
+        if known is not None:
+            return run_rules(known, rules)
+        facts = ModuleFacts(tree, context, list(lines))
+        shared = kept is not None and kept(facts)
+        try:
+            return run_rules(facts, rules)
+        finally:
+            if not shared:
+                facts.release()
     except RecursionError:
         return [engine_diagnostic("OG000", "cannot parse: nesting too deep to analyse")]
 

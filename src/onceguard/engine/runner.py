@@ -43,7 +43,8 @@ def check_one(item: WorkItem) -> WorkResult:
     if digest == cached_digest:
         return path, digest, signature, None, ()  # unchanged content: reuse the cached findings
     with recording() as others:
-        found = check_source(source, path, config, _rules_for(config), cross_file=config.whole_project)
+        found = check_source(source, path, config, _rules_for(config), cross_file=config.whole_project,
+                             read_at=signature)
     # A finding that names another file depends on it, whether or not the rule read it through the index.
     others.update(place.path for d in found for place in d.related)
     others.discard(os.path.abspath(path))

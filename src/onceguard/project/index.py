@@ -32,7 +32,7 @@ _MAX_FILE_BYTES = 2_000_000
 _lock = threading.Lock()
 #: path -> (mtime, size, facts or None when unreadable/unparsable, CRC-32 of the bytes parsed), least
 #: recently used first
-_modules: Dict[str, Tuple[float, int, Optional[ModuleFacts], int]] = {}
+_modules: "OrderedDict[str, Tuple[float, int, Optional[ModuleFacts], int]]" = OrderedDict()
 #: How many nodes the trees in ``_modules`` may hold between two checks, per process.  Kept whole, the
 #: trees of every module a large project's files read cost far more memory than all else a run holds (each
 #: node with its attribute dict, some 300 bytes); past this, the least recently used are dropped, and
@@ -262,6 +262,33 @@ def module_facts(path: str, config: Config) -> Optional[ModuleFacts]:
         _modules[key] = (stat.st_mtime, stat.st_size, facts, digest)
         _module_nodes += _node_count(facts)
     return facts
+
+
+def adopt_checked(path: str, source: bytes, facts: ModuleFacts, read_at: Optional[Tuple[int, int]]) -> bool:
+    """Keep a checked file's facts as the project's parse of that module, when they are what reading it as
+    another module would build: its on-disk bytes (unchanged since ``read_at``, the (size, mtime_ns) taken
+    before they were read), decoded alike, for a whole-project run.  Its own rules look it up as a module
+    (where a name it imports from itself is defined), and the files of its package checked after it read
+    it: neither parses it a second time.  Returns whether it was kept (the caller releases it otherwise)."""
+    global _module_nodes
+    context = facts.context
+    if read_at is None or not context.cross_file or not path or large_files.is_large(source):
+        return False
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return False
+    if (stat.st_size, stat.st_mtime_ns) != read_at or stat.st_size != len(source):
+        return False
+    if facts.lines != source.decode("utf-8", "replace").splitlines():
+        return False  # decoded from another encoding than a module read would
+    key = os.path.abspath(path)
+    with _lock:
+        if key in _modules:
+            return False
+        _modules[key] = (stat.st_mtime, stat.st_size, facts, zlib.crc32(source))
+        _module_nodes += _node_count(facts)
+    return True
 
 
 def _node_count(facts: Optional[ModuleFacts]) -> int:
