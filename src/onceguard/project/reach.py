@@ -126,6 +126,7 @@ class Reach:
         self.extra: Dict[int, str] = {}
         self._startup_extra: Set[int] = set()  # ids in ``extra`` that run at start-up (not request/job)
         self._on_demand: Set[int] = set()  # ids in ``extra`` run once per queued task (``on_demand``)
+        self._per_request: Set[int] = set()  # ids in ``extra`` run once per request (``per_request``)
         self._command_makers: Dict[str, bool] = {}  # decorator as spelled -> it makes commands
         self._entries: Set[int] = set()  # request handlers and jobs themselves (not what they call)
         self._find_server_main_callees()
@@ -318,12 +319,15 @@ class Reach:
         imports_django = _imports_module(facts, ("django", "rest_framework"))
         imports_responders = _imports_module(facts, known.RESPONDER_MODULES)
 
-        def mark(function: Optional[FunctionNode], reason: str, on_demand: bool = False) -> None:
+        def mark(function: Optional[FunctionNode], reason: str, on_demand: bool = False,
+                 per_request: bool = False) -> None:
             if function is not None and id(function) not in self.extra and self.startup.reason(function) is None:
                 self.extra[id(function)] = reason
                 self._entries.add(id(function))
                 if on_demand:
                     self._on_demand.add(id(function))
+                if per_request:
+                    self._per_request.add(id(function))
                 pending.append(function)
 
         for function in facts.functions:
@@ -334,15 +338,15 @@ class Reach:
                         and isinstance(decorator.args[0], ast.Constant) and isinstance(decorator.args[0].value, str)
                         and (decorator.args[0].value.startswith("/") or decorator.args[0].value == "")):
                     # (``@router.post("")``: the router's own prefix is the path)
-                    mark(function, f"in the request handler {function.name}()")
+                    mark(function, f"in the request handler {function.name}()", per_request=True)
                 elif last in known.JOB_DECORATORS or qualified.rsplit(".", 1)[-1] in known.JOB_DECORATORS:
                     # (also imported under another name)
                     mark(function, f"in the job {function.name}()",
                          on_demand=qualified.rsplit(".", 1)[-1] in known.QUEUED_TASK_DECORATORS)
             if imports_django and self._first_parameter(function) == known.REQUEST_PARAMETER:
-                mark(function, f"in the request handler {function.name}()")
+                mark(function, f"in the request handler {function.name}()", per_request=True)
             elif imports_responders and self._is_responder(function):
-                mark(function, f"in the request handler {function.name}()")
+                mark(function, f"in the request handler {function.name}()", per_request=True)
         for call in facts.calls_named(*known.JOB_REGISTRATION_METHODS):
             if call.args:
                 mark(self._function_named(call.args[0]), "in a scheduled job")
@@ -405,6 +409,8 @@ class Reach:
                             self._startup_extra.add(id(callee))
                         if id(function) in self._on_demand:
                             self._on_demand.add(id(callee))
+                        if id(function) in self._per_request:
+                            self._per_request.add(id(callee))
                         pending.append(callee)
 
     # -- the answer ------------------------------------------------------------------------------------------
@@ -452,6 +458,11 @@ class Reach:
         ``@actor``), or what it calls here.  Not a replica's own scheduler, whose jobs every replica runs on every
         tick, nor a request handler, which every replica serves as the load balancer sends it requests."""
         return id(function) in self._on_demand and self.is_request_or_job(function)
+
+    def per_request(self, function: FunctionNode) -> bool:
+        """A request handler, or what it calls here: it runs once per request, on the one replica the load
+        balancer sends it to."""
+        return id(function) in self._per_request and self.is_request_or_job(function)
 
     def _function_reason(self, function: FunctionNode, depth: int) -> Optional[str]:
         startup = self.startup.reason(function)
@@ -531,6 +542,13 @@ class Runs:
     calls: Tuple[Related, ...] = ()
     #: it runs only as a queued task is asked for, once per ask (``Reach.on_demand``)
     on_demand: bool = False
+    #: it runs once per request, on the replica that serves it (``Reach.per_request``)
+    per_request: bool = False
+
+    @property
+    def per_ask(self) -> bool:
+        """It runs once per ask (a queued task, a request), not on every replica's own schedule or start-up."""
+        return self.on_demand or self.per_request
 
     @property
     def every_replica(self) -> bool:
@@ -622,7 +640,7 @@ def _runs_from_callers(node: ast.AST, function: FunctionNode, facts: ModuleFacts
             if not found.calls and entry and (entry[-1].path, entry[-1].line, entry[-1].column) == (
                     step.path, step.line, step.column):
                 entry = entry[:-1]  # the module-level call itself: the step says what happens there
-            return Runs(found.where, found.reason, entry, found.calls + (step,), found.on_demand)
+            return Runs(found.where, found.reason, entry, found.calls + (step,), found.on_demand, found.per_request)
         any_caller, operator_only = True, operator_only and found.operator
     if not any_caller:
         handed = handed_to_startup_elsewhere(function, facts)
@@ -637,7 +655,7 @@ def _runs_from_callers(node: ast.AST, function: FunctionNode, facts: ModuleFacts
             found = _runs(call, other, ask, hops + 1, seen)
             if found.every_replica:
                 return Runs(found.where, found.reason, found.entry,
-                            found.calls + (_call_place(other, call, function),), found.on_demand)
+                            found.calls + (_call_place(other, call, function),), found.on_demand, found.per_request)
             any_caller, operator_only = True, operator_only and found.operator
     if any_caller and operator_only:
         return Runs(OPERATOR, "called only from operator code")
@@ -687,7 +705,8 @@ def _here(node: ast.AST, function: Optional[FunctionNode], reach: Reach, seen: S
     reason = reach.reason(node)
     if reason is not None:
         return Runs(EVERY_REPLICA, reason, tuple(_local_chain(node, reach.facts, reach, reason)),
-                    on_demand=function is not None and reach.on_demand(function))
+                    on_demand=function is not None and reach.on_demand(function),
+                    per_request=function is not None and reach.per_request(function))
     if function is None:
         return _operator_or_unknown(reach, node)
     if id(function) in seen:

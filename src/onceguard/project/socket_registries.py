@@ -9,6 +9,7 @@ A container at module or class level, or on ``self``, into which a function puts
 from __future__ import annotations
 
 import ast
+import os
 from typing import Dict, Optional, Set, Tuple
 
 from ..analysis.facts import FunctionNode, ModuleFacts, walk
@@ -32,7 +33,8 @@ def is_socket_annotation(annotation: Optional[ast.AST], facts: ModuleFacts) -> b
 
 
 def socket_parameters(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
-    """Parameters of ``function`` that are WebSocket connections (annotated, or accepted/sent on)."""
+    """The WebSocket connections ``function`` serves: parameters that are (annotated, or accepted/sent on), and
+    the connection it makes for the request it handles (aiohttp's ``ws = web.WebSocketResponse()``)."""
     arguments = function.args.posonlyargs + function.args.args + function.args.kwonlyargs
     found = {a.arg for a in arguments if is_socket_annotation(a.annotation, facts)}
     names = {a.arg for a in arguments}
@@ -41,6 +43,11 @@ def socket_parameters(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
                 and node.func.attr in known.SOCKET_ONLY_METHODS and isinstance(node.func.value, ast.Name)
                 and node.func.value.id in names):
             found.add(node.func.value.id)
+        elif (isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call)
+              and isinstance(node.value.func, (ast.Name, ast.Attribute))
+              and (facts.qualify(node.value.func) or "") in known.SOCKET_TYPES):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found.update(target.id for target in targets if isinstance(target, ast.Name))
     return found
 
 
@@ -73,6 +80,8 @@ def registries_of_module(facts: ModuleFacts) -> Dict[str, ast.AST]:
                 for candidate in (key, "." + key.split(".")[-1]):
                     if candidate in containers and (candidate.startswith(".") or "." not in key):
                         registries.setdefault(candidate, containers[candidate])
+        for name in _filled_elsewhere([n for n in containers if not n.startswith(".") and n not in registries], facts):
+            registries[name] = containers[name]
         return registries
 
     return facts.cached("broadcast:registries", build)
@@ -102,21 +111,78 @@ def _collect_containers(statement: ast.AST, containers: Dict[str, ast.AST], fact
 
 def _registered_into(node: ast.AST, sockets: Set[str]) -> Optional[str]:
     """The chain a socket is put into at ``node``: ``reg.append(ws)``, ``reg[k] = ws``, ``reg[k].add(ws)``."""
+    chain = _registering_chain(node, sockets)
+    return _chain_root(chain) if chain is not None else None
+
+
+def _registering_chain(node: ast.AST, sockets: Set[str]) -> Optional[ast.AST]:
+    """The expression of the container a socket is put into at ``node`` (a group of it under a key included)."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in known.REGISTER_METHODS:
         if any(isinstance(a, ast.Name) and a.id in sockets for a in node.args):
-            return _chain_root(node.func.value)
+            return _group_owner(node.func.value)
     if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in sockets:
         for target in node.targets:
             if isinstance(target, ast.Subscript):
-                return _chain_root(target.value)
+                return _group_owner(target.value)
     return None
 
 
-def _chain_root(node: ast.AST) -> Optional[str]:
+def _group_owner(node: ast.AST) -> ast.AST:
     # ``registry[key]`` and ``registry.setdefault(key, set())``: the group of the registry under a key
     while isinstance(node, ast.Subscript) or (
             isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("setdefault", "get")):
         node = node.value if isinstance(node, ast.Subscript) else node.func.value
+    return node
+
+
+#: At most this many other modules are read for the handlers that fill a module's container.
+_MAX_FILLING_MODULES = 12
+
+
+def _filled_elsewhere(names, facts: ModuleFacts) -> Set[str]:
+    """Module-level containers of ``facts`` (``names``) into which a function of another module of the project
+    puts a connection it serves (``hub.subscribers.add(ws)`` beside ``from . import hub``): the module keeps the
+    registry, the handlers live elsewhere.  Command line only; only a module that names a WebSocket is asked."""
+    if not names or not facts.context.cross_file:
+        return set()
+    text = "\n".join(facts.lines)
+    if not any(word.decode() in text for word in _SOCKET_WORDS):
+        return set()
+    from .bindings import own_module_names
+
+    own = os.path.abspath(facts.context.path or "")
+    root = project.search_root(facts)
+    found: Set[str] = set()
+    for name in names:
+        wanted = {f"{module}.{name}" for module in own_module_names(facts)}
+        read = 0
+        for path in project.files_mentioning(name, root):
+            if os.path.abspath(path) == own or not any(word in project.read_bytes(path) for word in _SOCKET_WORDS):
+                continue
+            read += 1
+            if read > _MAX_FILLING_MODULES:
+                break
+            other = project.module_facts(path, facts.config)
+            if other is not None and not other.context.is_test and _fills(other, wanted):
+                found.add(name)
+                break
+    return found
+
+
+def _fills(other: ModuleFacts, wanted: Set[str]) -> bool:
+    """A function of ``other`` puts a connection it serves into one of the containers ``wanted`` names."""
+    for function in other.functions:
+        sockets = socket_parameters(function, other) | connection_queues(function, other)
+        if not sockets:
+            continue
+        for node in walk(function):
+            chain = _registering_chain(node, sockets)
+            if isinstance(chain, (ast.Name, ast.Attribute)) and (other.qualify(chain) or "") in wanted:
+                return True
+    return False
+
+
+def _chain_root(node: ast.AST) -> Optional[str]:
     text = dotted(node)
     if text and text.startswith("self."):
         return "." + text[len("self."):]

@@ -14,7 +14,8 @@ from ...knowledge import claims as claim_data
 from ...model import Diagnostic, Fix
 from ..registry import register
 from ..base import Rule
-from ...project.scheduled.discovery import _resolver
+from ...project.reach import runs
+from ...project.scheduled.discovery import _resolver, scheduled_by_all
 from ...project.scheduled.jobs import _const
 
 
@@ -91,6 +92,8 @@ class LoudSkipLog(Rule):
                     lock_handlers = {id(h) for h in failed_lock_handlers(facts, analyzer)}
                 if not lock_handlers or not self._in_handler(call, lock_handlers):
                     continue
+            if self._lost_only_to_an_overlap(call, facts):
+                continue
             fix = None
             if isinstance(call.func, ast.Attribute) and call.func.attr in claim_data.FIXABLE_LOG_METHODS:
                 fix = Fix(kind="log-level-debug", description="log the skip at debug", applicability="safe")
@@ -103,6 +106,17 @@ class LoudSkipLog(Rule):
                 "of the job itself.",
                 fix,
             )
+
+    @staticmethod
+    def _lost_only_to_an_overlap(call: ast.Call, facts: ModuleFacts) -> bool:
+        """The claim's code runs once per ask (a queued task, a request: on the one worker or replica handed
+        it) and no replica's own scheduler runs it: its claim is lost only when two asks overlap, a fault the
+        warning is right to report, not the skip every replica but one takes on every run."""
+        function = facts.enclosing_function(call)
+        if function is None:
+            return False
+        answer = runs(call, facts)
+        return answer.every_replica and answer.per_ask and not scheduled_by_all(function, facts)
 
     @staticmethod
     def _in_failed_branch(call: ast.Call, facts: ModuleFacts, analyzer: ClaimAnalyzer,
