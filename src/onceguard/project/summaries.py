@@ -170,6 +170,14 @@ def _value_class(value: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ast.Class
     return found
 
 
+def _binds(function: FunctionNode, name: str) -> bool:
+    """``name`` is a parameter of ``function`` or assigned in its body: its own, not a closure's."""
+    arguments = function.args
+    parameters = arguments.posonlyargs + arguments.args + arguments.kwonlyargs + [
+        a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    return any(a.arg == name for a in parameters) or name in _name_bindings(function)
+
+
 def _name_bindings(scope: ast.AST) -> Dict[str, ast.AST]:
     """name -> the first ``name = ...`` / ``name: T = ...`` of a function (or of a module, outside its
     functions and classes), read once per scope."""
@@ -241,6 +249,10 @@ def _receiver_class(expr: ast.AST, facts: ModuleFacts, function: Optional[Functi
         annotation = _annotation_class(_parameter_annotation(function, expr.id))
         if annotation is not None:
             return _class_of(annotation, facts)
+        if function is not None and facts.enclosing_function(function) is not None \
+                and not _binds(function, expr.id):
+            # a free name of a nested def (a closure a hook is): what the def around it makes it
+            return _receiver_class(expr, facts, facts.enclosing_function(function), depth + 1)
         for scope in ([function] if function is not None else []) + [facts.tree]:
             node = _name_bindings(scope).get(expr.id)
             if node is None:

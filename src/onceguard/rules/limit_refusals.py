@@ -33,6 +33,10 @@ def _refuses_too_many(scope: ast.AST, limiter: Optional[str] = None) -> Optional
     return None
 
 
+#: The attribute a response's status is set through (Flask, Django, Starlette; aiohttp's ``set_status`` is a call).
+_STATUS_ATTRIBUTES = frozenset({"status_code", "status"})
+
+
 def _refusal_in(scope: ast.AST) -> Optional[ast.AST]:
     for node in walk_no_nested_functions(scope):
         if isinstance(node, ast.Constant) and node.value == known.TOO_MANY_REQUESTS and type(node.value) is int:
@@ -41,6 +45,9 @@ def _refusal_in(scope: ast.AST) -> Optional[ast.AST]:
                 return node
             if isinstance(above, ast.Tuple) and isinstance(parent(above), ast.Return):
                 return node  # ``return jsonify(error=...), 429`` (Flask, Quart)
+            if isinstance(above, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr in _STATUS_ATTRIBUTES
+                                                     for t in above.targets):
+                return node  # ``response.status_code = 429``
         elif isinstance(node, ast.Attribute) and node.attr in known.TOO_MANY_REQUESTS_NAMES:
             return node
         elif isinstance(node, ast.Name) and node.id in known.TOO_MANY_REQUESTS_NAMES:
@@ -200,12 +207,14 @@ def _handler_refusing(exception: str, facts: ModuleFacts) -> Optional[ast.AST]:
 
 
 def _answers_yes_or_no(function: FunctionNode) -> bool:
-    """``function`` returns ``True`` or ``False`` somewhere, or a comparison (``return used <= limit``): a
-    yes-or-no its callers act on."""
+    """``function`` returns ``True`` or ``False`` somewhere, or a comparison (``return used <= limit``), maybe
+    first in a tuple (``return False, retry_after``): a yes-or-no its callers act on."""
     return any(isinstance(n, ast.Return) and _is_verdict(n.value) for n in walk_no_nested_functions(function))
 
 
 def _is_verdict(value: Optional[ast.AST]) -> bool:
+    if isinstance(value, ast.Tuple) and value.elts:
+        return _is_verdict(value.elts[0])  # ``return False, retry_after``: the answer and how long to wait
     if isinstance(value, ast.Constant):
         return isinstance(value.value, bool)
     if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
