@@ -9,6 +9,15 @@ from __future__ import annotations
 
 from typing import FrozenSet, Tuple
 
+#: HTTP's safe methods (RFC 9110 9.2.1: GET, HEAD and OPTIONS ask, they change nothing on the server) sent by
+#: the HTTP libraries' module functions; a client object's ``.get(...)`` is a read as any ``get`` is.  A client
+#: or session constructed (``aiohttp.ClientSession()``) builds an object.
+HTTP_READ_CALLS: FrozenSet[str] = frozenset({
+    "requests.get", "requests.head", "requests.options", "httpx.get", "httpx.head", "httpx.options",
+    "aiohttp.ClientSession", "aiohttp.client.ClientSession", "httpx.Client", "httpx.AsyncClient", "requests.Session",
+    "requests.session",
+})
+
 #: Calls with no effect outside the process (pure builtins, clocks, sleeps, serialisation, copying).
 PURE_CALLS: FrozenSet[str] = frozenset({
     "len", "str", "int", "float", "bool", "list", "dict", "set", "tuple", "frozenset", "sorted", "reversed",
@@ -144,6 +153,8 @@ READ_ANYWHERE_METHODS: FrozenSet[str] = frozenset({
     "replace", "join", "isalnum", "isdigit", "isalpha", "model_dump", "model_dump_json", "dict", "json",
     "to_dict", "copy", "total_seconds", "date", "astimezone", "hexdigest", "digest", "group", "groups",
     "match", "search", "findall", "is_set", "done", "cancelled", "result", "qsize", "empty",
+    # an HTTP response looked at (requests, httpx): its status turned into an exception
+    "raise_for_status",
     # pydantic validation and parsing
     "validate_python", "validate_json", "validate_strings", "model_validate", "model_validate_json",
     "parse_obj", "parse_raw", "model_copy",

@@ -376,7 +376,8 @@ def find_function(qualified: str, config: Config, root: Optional[str] = None,
         path = module_path(module, root)
         if path is None:
             continue
-        if not _may_define(path, attrs[-1]) and not (len(attrs) > 1 and _may_define(path, attrs[0])):
+        if not _may_define(path, attrs[-1]) and not (len(attrs) > 1 and _may_define(path, attrs[0])) \
+                and _STAR_IMPORT not in _read_bytes(path):
             _record(os.path.abspath(path))  # still a dependency: adding the def there changes the answer
             return None
         facts = module_facts(path, config)
@@ -385,11 +386,34 @@ def find_function(qualified: str, config: Config, root: Optional[str] = None,
         found = _lookup(facts.tree.body, attrs)
         if found is not None:
             return found, facts
+        if _hops >= _MAX_REEXPORTS:
+            return None
         target = reexported(facts, attrs[0])
-        if target is not None and _hops < _MAX_REEXPORTS:
+        if target is not None:
             return find_function(".".join([target, *attrs[1:]]), config, root, _hops + 1)
+        # ``from .model_schema import *`` in a package's ``__init__``: the name may come from any of them
+        for source in _star_sources(facts):
+            found_there = find_function(".".join([source, *attrs]), config, root, _hops + 1)
+            if found_there is not None:
+                return found_there
         return None
     return None
+
+
+_STAR_IMPORT = b"import *"
+
+
+def _star_sources(facts: ModuleFacts) -> List[str]:
+    """The modules a module's top level star-imports (``from .parts import *``), absolute, in order."""
+    sources = []
+    for statement in _module_level_statements(facts.tree.body):
+        if isinstance(statement, ast.ImportFrom) and any(alias.name == "*" for alias in statement.names):
+            module = statement.module or ""
+            if statement.level:
+                module = facts.imports._relative(module, statement.level)
+            if module and not module.startswith("."):
+                sources.append(module)
+    return sources
 
 
 def reexported(facts: ModuleFacts, name: str) -> Optional[str]:

@@ -57,6 +57,7 @@ from ..knowledge.effects import (CONTAINER_METHODS as _CONTAINER_METHODS, DRAIN_
                                  FILE_OPENERS as _FILE_OPENERS, FILE_WRITE_MODE_CHARACTERS as _FILE_WRITE_MODE_CHARACTERS,
                                  LOG_METHODS as _LOG_METHODS,
                                  LOG_RECEIVER_WORDS as _LOG_RECEIVER_WORDS, PURE_CALLS as _PURE_CALLS,
+                                 HTTP_READ_CALLS as _HTTP_READ_CALLS,
                                  QUERY_BUILDERS as _QUERY_BUILDERS, READ_METHODS as _READ_METHODS,
                                  SCOPE_METHODS as _SCOPE_METHODS, PROCESS_LOCAL_METHODS as _PROCESS_LOCAL_METHODS,
                                  READ_ANYWHERE_METHODS as _READ_ANYWHERE_METHODS, PURE_MODULES as _PURE_MODULES,
@@ -662,7 +663,8 @@ class Summaries:
                 return merged
         if _acts_on_own_process(call, qualified) or _reads_a_file(call, qualified):
             return Effects()
-        if qualified in _PURE_CALLS or qualified in _SQL_EXPRESSION_CALLS or qualified.startswith(_PURE_MODULES):
+        if qualified in _PURE_CALLS or qualified in _SQL_EXPRESSION_CALLS or qualified in _HTTP_READ_CALLS \
+                or qualified.startswith(_PURE_MODULES):
             return Effects()
         if depth < MAX_DEPTH and self._budget > 0:
             self._budget -= 1
@@ -765,6 +767,8 @@ def _builds_an_object(func: ast.AST) -> bool:
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     if isinstance(func, ast.Attribute) and name.startswith("from_") and _builds_an_object(func.value):
         return True  # ``Redis.from_url(...)``, ``Settings.from_env()``: a class's alternate constructor
+    if isinstance(func, ast.Name) and name == "cls":
+        return True  # ``cls(...)`` in a classmethod: an instance of its class, made from what it was handed
     return bool(name) and name[0].isupper() and not name.isupper()
 
 
