@@ -499,15 +499,18 @@ def find_assignment(qualified: str, config: Config, root: Optional[str] = None) 
         return None
     facts, name = found
     values = []
-    for statement in facts.tree.body:
+    # (under a top-level ``if``/``try`` too: ``scheduler = None`` then ``if not BROKER: scheduler = APScheduler()``)
+    for statement in _module_level_statements(facts.tree.body):
         if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in statement.targets):
             values.append(statement.value)
         elif (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
               and statement.target.id == name and statement.value is not None):
             values.append(statement.value)
-    if len(values) != 1:
+    # A ``None`` the module binds until it is configured is no other value: the name is what it is configured to.
+    configured = [value for value in values if not (isinstance(value, ast.Constant) and value.value is None)]
+    if len(configured) != 1:
         return None
-    return values[0], facts
+    return configured[0], facts
 
 
 _clear_hooks: List = []
