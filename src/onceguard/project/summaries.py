@@ -666,6 +666,10 @@ class Summaries:
         if qualified in _PURE_CALLS or qualified in _SQL_EXPRESSION_CALLS or qualified in _HTTP_READ_CALLS \
                 or qualified.startswith(_PURE_MODULES):
             return Effects()
+        if isinstance(call.func, ast.Name) and depth < MAX_DEPTH and self._budget > 0:
+            handed_in = self._handed_parameter(call.func.id, function, facts, depth, self_class)
+            if handed_in is not None:
+                return handed_in
         if depth < MAX_DEPTH and self._budget > 0:
             self._budget -= 1
             # A stub (a Protocol's or an abstract method, ``...``) says nothing of what the object behind it
@@ -693,6 +697,58 @@ class Summaries:
         if depth >= UNKNOWN_DEPTH and not plain and not self._strict:
             return Effects()
         return _outside(call, facts, plain, depth)
+
+
+    def _handed_parameter(self, name: str, function: FunctionNode, facts: ModuleFacts, depth: int,
+                          self_class: Optional[ClassRef]) -> Optional[Effects]:
+        """A call of a parameter of ``function`` (``def throttled(log_method, text): log_method(text)``) does what
+        its callers hand it: a logger's method, a def of the project (judged as such), else an unknown call.
+        None when ``name`` is not a parameter, or no caller is found to say."""
+        if _is_bound_in_body(function, name):
+            return None
+        positional = [a.arg for a in function.args.posonlyargs + function.args.args]
+        if name not in positional and name not in (a.arg for a in function.args.kwonlyargs):
+            return None
+        if positional and positional[0] in ("self", "cls") and facts.enclosing_class(function) is not None:
+            positional = positional[1:]
+        index = positional.index(name) if name in positional else None
+        handed: List[Tuple[ast.AST, ast.Call, ModuleFacts]] = []
+        sites = [(c, facts) for c in facts.calls_named(function.name)] + [
+            (c, where) for c, where in callers(function, facts, limit=_MAX_HANDING_CALLERS) if where is not facts]
+        for call, where in sites[:_MAX_HANDING_CALLERS]:
+            value = next((k.value for k in call.keywords if k.arg == name), None)
+            if value is None and index is not None and index < len(call.args) \
+                    and not any(isinstance(a, ast.Starred) for a in call.args[:index + 1]):
+                value = call.args[index]
+            if value is None:
+                return None  # a default, or spread arguments: not said here
+            handed.append((value, call, where))
+        if not handed:
+            return None
+        merged = Effects()
+        for value, call, where in handed:
+            self._budget -= 1
+            as_call = ast.copy_location(ast.Call(func=value, args=[], keywords=[]), call)
+            as_call._og_parent = call  # (read where it is written: its enclosing function is the caller's)
+            if _is_log_call(as_call):
+                continue
+            caller = where.enclosing_function(call)
+            targets = resolve_with_self(as_call, where, caller, by_name=False) if caller is not None else []
+            if not targets:
+                merged.merge(_outside(call, where, False, depth + 1))
+                continue
+            for target, target_facts, target_self in targets:
+                merged.merge(self.effects(target, target_facts, depth + 1, self_class=target_self))
+        return merged
+
+
+#: At most this many calls of a function are read for what they hand it to call.
+_MAX_HANDING_CALLERS = 12
+
+
+def _is_bound_in_body(function: FunctionNode, name: str) -> bool:
+    """``name`` is assigned in ``function``'s body: no longer (only) what its caller handed it."""
+    return name in _name_bindings(function)
 
 
 #: Methods that change nothing another replica sees, on any receiver: reads, and the process's own metrics.
