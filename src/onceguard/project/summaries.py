@@ -28,7 +28,7 @@ from . import index as project
 from ..analysis.context import FileContext
 from ..analysis.executed_sql import executed_sql, module_statements, orm_query, orm_set_statement
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, body_nodes, walk_no_nested_functions
-from ..analysis.names import plain_name
+from ..analysis.names import dotted, plain_name
 from ..analysis.handed import handed_callable
 from .core_statements import builds_statement, statement_effect
 from . import declared_types as declared
@@ -176,7 +176,45 @@ def _binds(function: FunctionNode, name: str) -> bool:
     arguments = function.args
     parameters = arguments.posonlyargs + arguments.args + arguments.kwonlyargs + [
         a for a in (arguments.vararg, arguments.kwarg) if a is not None]
-    return any(a.arg == name for a in parameters) or name in _name_bindings(function)
+    return any(a.arg == name for a in parameters) or name in _name_bindings(function) \
+        or name in _with_bindings(function)
+
+
+def _with_bindings(function: FunctionNode) -> Dict[str, ast.withitem]:
+    """name -> the first ``with <manager> as name`` (or ``async with``) of a function, read once per function."""
+    cached = getattr(function, "_og_with_bindings", None)
+    if cached is not None:
+        return cached
+    table: Dict[str, ast.withitem] = {}
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if isinstance(item.optional_vars, ast.Name):
+                    table.setdefault(item.optional_vars.id, item)
+    function._og_with_bindings = table
+    return table
+
+
+def _entered_class(manager: ClassRef) -> Optional[ClassRef]:
+    """The class of what ``with manager as x`` binds: the manager itself when its ``__enter__`` (``__aenter__``)
+    returns ``self`` or is annotated ``Self`` or the class, else the class its annotation names."""
+    cls, facts = manager
+    for name in ("__aenter__", "__enter__"):
+        found = _method_of(cls, facts, name)
+        if found is None:
+            continue
+        method, where = found
+        returned = method.returns
+        if returned is not None:
+            named = dotted(_annotation_class(returned) or returned) or ""
+            if named.rsplit(".", 1)[-1] in ("Self", cls.name):
+                return manager
+            return _class_of(_annotation_class(returned) or returned, where)
+        results = [n.value for n in walk_no_nested_functions(method) if isinstance(n, ast.Return)]
+        if results and all(isinstance(v, ast.Name) and v.id == "self" for v in results):
+            return manager
+        return None
+    return None
 
 
 def _name_bindings(scope: ast.AST) -> Dict[str, ast.AST]:
@@ -254,6 +292,12 @@ def _receiver_class(expr: ast.AST, facts: ModuleFacts, function: Optional[Functi
                 and not _binds(function, expr.id):
             # a free name of a nested def (a closure a hook is): what the def around it makes it
             return _receiver_class(expr, facts, facts.enclosing_function(function), depth + 1)
+        if function is not None and expr.id not in _name_bindings(function):
+            entered = _with_bindings(function).get(expr.id)
+            if entered is not None:
+                # ``async with self._uow as uow``: what the manager's ``__aenter__`` hands over
+                manager = _bound_class(entered.context_expr, facts, function, depth, self_class)
+                return _entered_class(manager) if manager is not None else None
         for scope in ([function] if function is not None else []) + [facts.tree]:
             node = _name_bindings(scope).get(expr.id)
             if node is None:
@@ -275,6 +319,12 @@ def _receiver_class(expr: ast.AST, facts: ModuleFacts, function: Optional[Functi
     if isinstance(expr, ast.Call):
         return _bound_class(expr, facts, function, depth)  # ``Lease(url, "k", 90).take``: a fresh instance
     return None
+
+
+def instance_class(expr: ast.AST, facts: ModuleFacts, function: Optional[FunctionNode]) -> Optional[ClassRef]:
+    """The project class the code makes ``expr`` an instance of (a parameter's annotation, a constructor call,
+    ``self``, what ``with manager as x`` binds), or None."""
+    return _receiver_class(expr, facts, function)
 
 
 def resolve(call: ast.Call, facts: ModuleFacts, function: Optional[FunctionNode],

@@ -242,12 +242,22 @@ def _written_back(change: Change, function: FunctionNode, facts: ModuleFacts,
             spelled = dotted(receiver)
             if spelled in added_to:
                 return node
-            if loaded is not None and loaded.framework == "sqlalchemy" and _session_matches(loaded.session, receiver):
+            if loaded is not None and loaded.framework == "sqlalchemy" and (
+                    _session_matches(loaded.session, receiver) or _holds_session(loaded.session, receiver)):
                 return node
         elif name in ("update", "aupdate", "values") and any(
                 keyword.arg == field and _reads(keyword.value, instance, field) for keyword in node.keywords):
             return node
     return committed_by_block(change.back, loaded)
+
+
+def _holds_session(session: Optional[str], receiver: ast.AST) -> bool:
+    """``uow.commit()`` for rows loaded through ``uow._session``: a unit of work's own commit commits the session
+    it holds (its repositories load through it)."""
+    spelled = dotted(receiver)
+    if not session or not spelled or not session.startswith(spelled + "."):
+        return False
+    return "." not in session[len(spelled) + 1:]
 
 
 def committed_by_block(node: ast.AST, loaded) -> Optional[ast.Call]:

@@ -25,7 +25,7 @@ from ...analysis.handed import argument_for, parameter_names
 from ...analysis.names import dotted
 from ...model import Related
 from ...project.definitions import definition_facts
-from ...project.summaries import resolve, resolve_reference
+from ...project.summaries import instance_class, resolve, resolve_reference
 from .loads import (
     FLASK_SESSION, Loaded, _instance_bindings, _loader_before, _session_get, django_instance_loader, function_nodes,
     later, sa_source, unwrap)
@@ -195,6 +195,7 @@ def _instance_session(attribute: str, call: ast.Call, target: FunctionNode, targ
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
     made = receiver
     own_init = None
+    holder = None
     if isinstance(receiver, ast.Name):
         bound = _last_binding(receiver.id, call, function, facts)
         made = unwrap(bound.value) if bound is not None else None
@@ -202,9 +203,20 @@ def _instance_session(attribute: str, call: ast.Call, target: FunctionNode, targ
         # ``self._repo.get(...)`` with ``self._repo = ProfileRepository(session)`` in the caller's own ``__init__``
         own_init = _init_of(facts.enclosing_class(function))
         made = _assigned_in(own_init, f"self.{receiver.attr}") if own_init is not None else None
+    elif isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name):
+        # ``uow.accounts.get(...)``: a repository a unit of work makes with the session it holds
+        # (``self.accounts = AccountRepository(self._session)`` in its ``__enter__``)
+        owner = instance_class(receiver.value, facts, function)
+        made = _assigned_in_class(owner[0], f"self.{receiver.attr}") if owner is not None else None
+        holder = receiver.value.id
     if len(kept) != 1 or not isinstance(made, ast.Call) or (dotted(made.func) or "").rsplit(".", 1)[-1] != cls.name:
         return None
     handed = argument_for(made, init, kept[0])
+    if holder is not None:
+        spelled = dotted(handed) if handed is not None else None
+        if not spelled or not spelled.startswith("self.") or spelled.count(".") != 1:
+            return None
+        return f"{holder}.{spelled[len('self.'):]}{dot}{rest}"
     if own_init is not None and isinstance(handed, ast.Name):
         # the session the caller's ``__init__`` handed the repository, as the caller keeps it (``self._session``)
         handed = next((t for n in ast.walk(own_init) if isinstance(n, ast.Assign) and len(n.targets) == 1
@@ -219,6 +231,13 @@ def _init_of(cls: Optional[ast.ClassDef]) -> Optional[FunctionNode]:
         return None
     return next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
                  and s.name == "__init__"), None)
+
+
+def _assigned_in_class(cls: ast.ClassDef, target: str) -> Optional[ast.AST]:
+    """The one value a method of ``cls`` assigns to ``target`` (``self.accounts``)."""
+    values = [unwrap(n.value) for n in ast.walk(cls) if isinstance(n, ast.Assign) and len(n.targets) == 1
+              and dotted(n.targets[0]) == target]
+    return values[0] if len(values) == 1 else None
 
 
 def _assigned_in(function: FunctionNode, target: str) -> Optional[ast.AST]:
