@@ -403,8 +403,8 @@ class SessionLockOnPool(Rule):
         if _is_session_object(handle) and use.scope is not None and use.function.is_lock:
             ended = ended_by_callers_block(use, facts)
             if ended is not None:
-                return (f"`{shown}` takes `{use.function.name}` on a Session the helper hands back to its caller's "
-                        f"block, and {ended}, so the lock leaks.",
+                return (f"`{shown}` takes `{use.function.name}` on a Session its caller's block goes on using "
+                        f"before the unlock, and {ended}, so the lock leaks.",
                         "At COMMIT/ROLLBACK the Session hands its connection back to the pool, so the unlock after "
                         "the block runs on another server connection and the lock leaks on an idle pooled "
                         "connection.")

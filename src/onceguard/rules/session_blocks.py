@@ -1,4 +1,5 @@
-"""A lock helper that hands its Session to the caller's ``with`` block between lock and unlock (OG101).
+"""A lock helper that hands its Session to the caller's ``with`` block between lock and unlock (OG101): the
+Session it is handed, or the one both import (``db.session``).
 
 ``@asynccontextmanager async def job_lock(session, key)`` takes ``pg_try_advisory_lock`` on the Session it is
 handed, yields, and unlocks after: what the caller's block does with that Session happens while the lock is
@@ -22,9 +23,17 @@ def ended_by_callers_block(use, facts: ModuleFacts) -> Optional[str]:
     from .advisory_locks import SESSION_ENDERS, _argument_for, _parameters, session_text
 
     scope = use.scope
-    root = (session_text(use) or "").split(".")[0]
-    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or root not in _parameters(scope):
+    spelled = session_text(use) or ""
+    root = spelled.split(".")[0]
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
+    # The Session is handed in, or it is one the module imports (Flask-SQLAlchemy's ``db.session``, a
+    # ``scoped_session``): the caller's block then uses the same Session under its own spelling of that import.
+    shared = None
+    if root not in _parameters(scope):
+        if not facts.imports.is_imported(root):
+            return None
+        shared = facts.imports.qualify_dotted(spelled)
     if not any(isinstance(n, ast.Yield) and position(n) > position(use.call) for n in walk_no_nested_functions(scope)):
         return None
     for call, other in callers_of(scope, facts):
@@ -32,13 +41,22 @@ def ended_by_callers_block(use, facts: ModuleFacts) -> Optional[str]:
         block = parent(item) if isinstance(item, ast.withitem) else None
         if not isinstance(block, (ast.With, ast.AsyncWith)) or other.context.is_test:
             continue
-        handed = _argument_for(call, scope, root)
-        text = dotted(handed) if handed is not None else None
-        if not text:
-            continue
+        if shared is None:
+            handed = _argument_for(call, scope, root)
+            text = dotted(handed) if handed is not None else None
+            if not text:
+                continue
+
+            def same(receiver: ast.AST, text=text) -> bool:
+                return dotted(receiver) == text
+        else:
+            text = None
+
+            def same(receiver: ast.AST, other=other) -> bool:
+                return (other.qualify(receiver) or "") == shared
         enders = [c for statement in block.body for c in walk(statement) if isinstance(c, ast.Call)
-                  and isinstance(c.func, ast.Attribute) and c.func.attr in SESSION_ENDERS and dotted(c.func.value) == text]
-        if enders and not bound_to_one_connection(text, call, other):
+                  and isinstance(c.func, ast.Attribute) and c.func.attr in SESSION_ENDERS and same(c.func.value)]
+        if enders and not (text is not None and bound_to_one_connection(text, call, other)):
             ender = min(enders, key=position)
             caller = other.enclosing_function(call)
             return (f"`{getattr(caller, 'name', 'its caller')}` calls `{dotted(ender.func)}()` inside that block "
