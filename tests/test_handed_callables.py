@@ -1,7 +1,7 @@
-"""A call of a parameter does what the callers hand it (``def throttled(emit, text): emit(text)`` called with
-``log.warning``): a marker that lets a logger's message through once per period per process gates only this
-process's own output (OG608 leaves it alone); handed a function that sends mail, it gates work that leaves the
-process."""
+"""A call of a parameter that every caller hands a logger's method (``def throttled(emit, text): emit(text)``
+called with ``log.warning``) is a log line: a marker that lets it through once per period per process gates
+only this process's own output (OG608 leaves it alone); handed a function that sends mail, it gates work that
+leaves the process."""
 from __future__ import annotations
 
 import pytest

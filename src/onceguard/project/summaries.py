@@ -751,9 +751,9 @@ class Summaries:
 
     def _handed_parameter(self, name: str, function: FunctionNode, facts: ModuleFacts, depth: int,
                           self_class: Optional[ClassRef]) -> Optional[Effects]:
-        """A call of a parameter of ``function`` (``def throttled(log_method, text): log_method(text)``) does what
-        its callers hand it: a logger's method, a def of the project (judged as such), else an unknown call.
-        None when ``name`` is not a parameter, or no caller is found to say."""
+        """A call of a parameter of ``function`` (``def throttled(emit, text): emit(text)``) that every caller
+        hands a logger's method (``throttled(log.warning, ...)``) is a log line: no effect.  None otherwise (the
+        call is judged as any other: what one caller hands says nothing of another caller's run)."""
         if _is_bound_in_body(function, name):
             return None
         positional = [a.arg for a in function.args.posonlyargs + function.args.args]
@@ -762,34 +762,19 @@ class Summaries:
         if positional and positional[0] in ("self", "cls") and facts.enclosing_class(function) is not None:
             positional = positional[1:]
         index = positional.index(name) if name in positional else None
-        handed: List[Tuple[ast.AST, ast.Call, ModuleFacts]] = []
         sites = [(c, facts) for c in facts.calls_named(function.name)] + [
             (c, where) for c, where in callers(function, facts, limit=_MAX_HANDING_CALLERS) if where is not facts]
-        for call, where in sites[:_MAX_HANDING_CALLERS]:
+        if not sites or len(sites) > _MAX_HANDING_CALLERS:
+            return None
+        self._budget -= 1
+        for call, _ in sites:
             value = next((k.value for k in call.keywords if k.arg == name), None)
             if value is None and index is not None and index < len(call.args) \
                     and not any(isinstance(a, ast.Starred) for a in call.args[:index + 1]):
                 value = call.args[index]
-            if value is None:
-                return None  # a default, or spread arguments: not said here
-            handed.append((value, call, where))
-        if not handed:
-            return None
-        merged = Effects()
-        for value, call, where in handed:
-            self._budget -= 1
-            as_call = ast.copy_location(ast.Call(func=value, args=[], keywords=[]), call)
-            as_call._og_parent = call  # (read where it is written: its enclosing function is the caller's)
-            if _is_log_call(as_call):
-                continue
-            caller = where.enclosing_function(call)
-            targets = resolve_with_self(as_call, where, caller, by_name=False) if caller is not None else []
-            if not targets:
-                merged.merge(_outside(call, where, False, depth + 1))
-                continue
-            for target, target_facts, target_self in targets:
-                merged.merge(self.effects(target, target_facts, depth + 1, self_class=target_self))
-        return merged
+            if value is None or not _is_log_call(ast.Call(func=value, args=[], keywords=[])):
+                return None
+        return Effects()
 
 
 #: At most this many calls of a function are read for what they hand it to call.
