@@ -604,7 +604,8 @@ class ClaimAnalyzer(ClaimBranches):
                         hit = self.context_claim(item.context_expr, depth)
                         if hit is not None:
                             pending[item.optional_vars.id] = hit
-            if isinstance(statement, (ast.With, ast.AsyncWith, ast.Try) + _TRY_STAR):
+            # (a ticker's ``while True:``: each pass's claim guards that pass's work)
+            if isinstance(statement, (ast.With, ast.AsyncWith, ast.Try, ast.While) + _TRY_STAR):
                 found = self._guard_in(statement.body, depth, pending)
                 if found is not None:
                     return found
