@@ -3,6 +3,8 @@ A queued task or a request runs once per ask, on one worker or replica: its clai
 overlap (a duplicate dispatch, a double click), a fault its warning is right to report."""
 from __future__ import annotations
 
+import pytest
+
 from test_job_discovery import findings, fresh_caches, write  # noqa: F401 (fresh_caches: autouse here too)
 
 GUARD = """\
@@ -100,3 +102,42 @@ def test_a_task_every_replica_also_schedules_is_routine(tmp_path):
     _project(tmp_path, "tasks", QUEUED)
     write(tmp_path, {"billing/schedule.py": TICKER})
     assert findings(tmp_path, "billing/export.py", codes=("OG203",)) == [(11, "OG203")]
+
+
+FINISHING = """\
+    import logging
+    import time
+
+    import redis
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from billing.ledger import push_invoices
+
+    log = logging.getLogger(__name__)
+    r = redis.Redis(host="redis")
+
+
+    def nightly_export():
+        {start}
+        push_invoices("nightly")
+        if not r.set("export:nightly:done", "1", nx=True, ex=86400):
+            log.warning("nightly export was already marked done")
+
+
+    scheduler = BackgroundScheduler(timezone="UTC")
+    scheduler.add_job(nightly_export, "interval", hours=24)
+    scheduler.start()
+"""
+
+
+@pytest.mark.parametrize("start, expected", [
+    ("pass", []),
+    ('if not r.set("export:nightly", "1", nx=True, ex=3600):\n'
+     '            log.warning("nightly export taken by another replica")\n'
+     '            return', [(15, "OG203")]),
+])
+def test_a_claims_answer_after_the_work_guards_nothing(tmp_path, start, expected):
+    """The marker set after the work is done skips nothing: its loud log reports a lost claim, not a skip."""
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'billing'\n", "billing/__init__.py": "",
+                     "billing/ledger.py": LEDGER, "billing/export.py": FINISHING.format(start=start)})
+    assert findings(tmp_path, "billing/export.py", codes=("OG203",)) == expected

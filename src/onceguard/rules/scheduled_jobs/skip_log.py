@@ -53,6 +53,37 @@ def _loud_calls(facts: ModuleFacts) -> List[Tuple[ast.Call, str]]:
     return loud
 
 
+def _skips_work(test: ast.If, failed: List[ast.stmt]) -> bool:
+    """The failed branch is a skip: it leaves before the work that follows (``if not got: ...; return``), or it
+    is the ``else`` of an ``if`` whose body is the work.  A log after a claim's answer that guards nothing (``if
+    not finish(job): log.warning(...)``, the work already done) reports a lost claim, not a skip."""
+    if failed is test.orelse:
+        return any(not _is_log_statement(statement) for statement in test.body)
+    return any(isinstance(node, (ast.Return, ast.Continue, ast.Break, ast.Raise))
+               for statement in failed for node in ast.walk(statement)) or _followed(test)
+
+
+def _followed(node: ast.stmt) -> bool:
+    """Statements follow ``node`` in its function before the function (or the pass of a loop) ends: work the
+    claim's answer may still guard (``if self.primary: r.incr(...)`` after the branch that logs)."""
+    for above in ancestors(node):
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(above, field, None)
+            if isinstance(block, list) and any(statement is node for statement in block):
+                if block[-1] is not node:
+                    return True
+                break
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)):
+            return False
+        node = above
+    return False
+
+
+def _is_log_statement(statement: ast.stmt) -> bool:
+    return isinstance(statement, ast.Pass) or (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+                                               and is_log_call(statement.value))
+
+
 @register
 class LoudSkipLog(Rule):
     code = "OG203"
@@ -138,7 +169,7 @@ class LoudSkipLog(Rule):
                         branch = found[0]
                     cache[key] = branch
                 branch = cache[key]
-                if branch and any(child is statement for statement in branch):
+                if branch and any(child is statement for statement in branch) and _skips_work(above, branch):
                     return True
             child = above
         return False
