@@ -25,7 +25,7 @@ from ..project.flask_cache_types import cache_types
 from ..project.forwarding import forwarded
 from ..project.module_caches import imports_a_module_cache
 from ..project.minted_keys import minted_by_callers, minted_key
-from ..project.reach import Reach
+from ..project.reach import Reach, runs
 from ..project.settings_objects import django_settings_modules
 from .base import Rule
 from .registry import register
@@ -288,6 +288,43 @@ def _memoised_function(reference: ast.AST, facts: ModuleFacts):
     return None
 
 
+#: Decorators of cachetools that keep a function's answers in the cache object handed as ``cache=``.
+_CACHETOOLS_MEMO_DECORATORS = frozenset({"cachetools.cached", "cachetools.func.cached"})
+#: What takes entries out of a mapping: one key, or all of them.
+_EVICTIONS = frozenset({"pop", "clear", "popitem", "__delitem__"})
+
+
+def _cachetools_memos(facts: ModuleFacts):
+    """name of a module-level per-process cache -> the function ``@cached(cache=name)`` fills it with shared data."""
+    from ..analysis.applied_decorators import decorators
+
+    bound = {binding.name for binding in _cache_bindings(facts) if binding.scope == state.MODULE}
+    memos = {}
+    for function in facts.functions:
+        for decorator in decorators(function, facts):
+            if not isinstance(decorator, ast.Call) or (facts.qualify(decorator.func) or "") not in \
+                    _CACHETOOLS_MEMO_DECORATORS:
+                continue
+            handed = next((k.value for k in decorator.keywords if k.arg == "cache"),
+                          decorator.args[0] if decorator.args else None)
+            if isinstance(handed, ast.Name) and handed.id in bound and _reads_shared_data(function, facts):
+                memos[handed.id] = function
+    return memos
+
+
+def _taken_out_of(node: ast.AST) -> Tuple[Optional[str], str]:
+    """(the module-level name an entry is taken out of, how it is written) for ``name.pop(...)``,
+    ``name.clear()``, ``del name[...]``; (None, "") otherwise."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _EVICTIONS \
+            and isinstance(node.func.value, ast.Name):
+        return node.func.value.id, f"{node.func.value.id}.{node.func.attr}(...)"
+    if isinstance(node, ast.Delete):
+        for target in node.targets:
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                return target.value.id, f"del {target.value.id}[...]"
+    return None, ""
+
+
 def _reads_shared_data(function, facts: ModuleFacts) -> bool:
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _SHARED_READS
                or isinstance(n, ast.Attribute) and n.attr == "objects" for n in walk(function))
@@ -315,6 +352,38 @@ class PerProcessCacheCoordination(Rule):
         yield from self._coordination(facts)
         yield from self._markers(facts)
         yield from self._cleared_memos(facts)
+        yield from self._invalidated_caches(facts)
+
+    def _invalidated_caches(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        """A ``cachetools`` cache a ``@cached(cache=...)`` function fills with what the replicas share (a role, a
+        flag read from the database), whose entries request or job code takes out when it changes that data
+        (``_roles.pop(hashkey(user_id))``, ``del _roles[key]``, ``_roles.clear()``): the change reaches this
+        process's copy only; every other replica serves the stale entry until it expires."""
+        memos = _cachetools_memos(facts)
+        if not memos:
+            return
+        for node in facts.nodes:
+            name, taken = _taken_out_of(node)
+            if name is None or name not in memos:
+                continue
+            function = facts.enclosing_function(node)
+            memo = memos[name]
+            if function is None or function is memo:
+                continue
+            answer = runs(node, facts)
+            if not answer.every_replica or runs(node, facts, startup_only=True).every_replica:
+                continue  # not request or job code (start-up empties every replica's copy as it boots)
+            yield self.finding(
+                node,
+                f"`{taken}` takes the entry out of this process's copy of `{name}`, the cache of `{memo.name}()`, so "
+                "every other replica keeps serving the value it cached before the change.",
+                "A cachetools cache lives in each worker process of each replica; invalidating it here refreshes one "
+                "of them. Read the value from the shared store each time, keep the cache in a store every replica "
+                "shares (Redis, with the same invalidation), or publish the change (Redis pub/sub) to a listener "
+                "in every replica that evicts its own entry; a short `ttl` bounds how long the others stay stale.",
+                related=[Related(facts.context.path, memo.lineno, memo.col_offset + 1,
+                                 f"`{memo.name}` caches what it reads in `{name}`, per process")],
+            )
 
     def _cleared_memos(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         """``get_flags.cache_clear()`` in request or job code, ``get_flags`` an ``lru_cache`` memo of what the
