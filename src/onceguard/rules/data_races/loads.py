@@ -466,6 +466,43 @@ def _relocked_before(instance: str, node: ast.AST, function: FunctionNode, facts
     return False
 
 
+#: Bindings followed back from an instance to the query it came from (``target = by_id.get(k)`` <- ``by_id = {...
+#: for c in locked}`` <- ``locked = list(Case.objects.select_for_update()...)``).
+_LOCK_TRACE_DEPTH = 4
+
+
+def derived_from_locked_rows(instance: str, node: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """``instance`` was picked, before ``node``, out of rows a query of this function locked
+    (``select_for_update()``, ``with_for_update()``): through the names its binding reads, a comprehension over
+    them, a ``dict``'s ``.get``."""
+    bindings: Dict[str, List[ast.AST]] = {}
+    for statement in function_nodes(function, facts):
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None and later(node, statement):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+                    bindings.setdefault(name, []).append(statement.value)
+        elif isinstance(statement, (ast.For, ast.AsyncFor)) and later(node, statement):
+            for name in (n.id for n in ast.walk(statement.target) if isinstance(n, ast.Name)):
+                bindings.setdefault(name, []).append(statement.iter)
+    seen: Set[str] = set()
+    pending = [(instance, 0)]
+    while pending:
+        name, depth = pending.pop()
+        if name in seen or depth > _LOCK_TRACE_DEPTH:
+            continue
+        seen.add(name)
+        values = bindings.get(name, [])
+        if len(values) != 1:
+            continue  # bound more than once (or not here): not one query's rows
+        for inner in ast.walk(values[0]):
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr in orm.ROW_LOCKS:
+                return True
+            if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load):
+                pending.append((inner.id, depth + 1))
+    return False
+
+
 def _class_seen(model: Optional[str], facts: ModuleFacts,
                 cls: Optional[ast.ClassDef]) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
     """The model class as given, or found by the name a loader used (with the module that defines it)."""

@@ -23,7 +23,8 @@ from .sql_reads import SqlChecks
 from .loads import (
     FLASK_SESSION, Loaded, _instance_bindings, chain, column_type, instance_attribute, _loader_before, _model_columns,
     _model_method,
-    _operator_only, _relocked_before, _single_process, django_instance_loader, function_nodes, later,
+    _operator_only, _relocked_before, _single_process, derived_from_locked_rows, django_instance_loader,
+    function_nodes, later,
     module_imports_any, sa_source, unwrap)
 from .flow import Flow, _first_arithmetic, _keyed, plain_name
 from .writers import sole_writer
@@ -231,8 +232,9 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                 loaded = _loader_before(bindings.get(change.instance, []), change.back)
                 if loaded is not None and loaded.locked:
                     continue
-                if _relocked_before(change.instance, change.statement, function, facts):
-                    continue
+                if _relocked_before(change.instance, change.statement, function, facts) \
+                        or derived_from_locked_rows(change.instance, change.statement, function, facts):
+                    continue  # re-read under a lock, or picked out of rows a query here locked
                 if won_claim_reaches(change.statement, facts, exclusive=True):
                     continue  # one replica at a time runs it: the claim serialises the load and the write
                 if _fresh_object(change.instance, change, function, facts):
