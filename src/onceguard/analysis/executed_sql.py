@@ -254,7 +254,7 @@ def orm_set_statement(call: ast.Call, function: Optional[ast.AST] = None) -> Opt
     if not isinstance(func, ast.Attribute) or func.attr not in orm.SET_STATEMENT_RUNS:
         return None
     kind = "delete" if "delete" in func.attr else "update"
-    if kind == "delete" and call.args:
+    if kind == "delete" and call.args and func.attr not in orm.SET_STATEMENT_RUNS_WITH_ALIAS:
         return None  # ``session.delete(obj)``: one instance, not a statement
     query = orm_query(func.value, function)
     if query is None or not query.filtered:

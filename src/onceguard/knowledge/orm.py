@@ -221,7 +221,10 @@ QUERY_COMPOSERS: FrozenSet[str] = frozenset({
     "subquery", "cte", "scalar_subquery", "as_scalar", "exists", "alias", "label", "statement",
 })
 #: Terminal methods of a queryset or a legacy Query that run one DELETE or UPDATE over the rows it matches.
-SET_STATEMENT_RUNS: FrozenSet[str] = frozenset({"delete", "adelete", "update", "aupdate"})
+SET_STATEMENT_RUNS: FrozenSet[str] = frozenset({"delete", "adelete", "update", "aupdate", "_raw_delete"})
+#: Runs that take the database alias as their argument (Django's ``QuerySet._raw_delete(using)``: one DELETE of
+#: the matched rows, without signals or cascades in Python).
+SET_STATEMENT_RUNS_WITH_ALIAS: FrozenSet[str] = frozenset({"_raw_delete"})
 #: Methods that narrow the matched rows.  A set-based statement has at least one.
 SET_STATEMENT_FILTERS: FrozenSet[str] = frozenset({"filter", "filter_by", "where", "exclude"})
 #: Methods between the manager and the run that shape the query without running it.

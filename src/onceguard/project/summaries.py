@@ -595,6 +595,15 @@ def _orm_idempotent(call: ast.Call, function: Optional[FunctionNode] = None) -> 
     return statement.kind == "delete" or all(isinstance(v, ast.Constant) for v in statement.values)
 
 
+#: Methods that remove what they are called on (or the one thing named by their argument).
+_REMOVALS = frozenset({"delete", "adelete"})
+
+
+def _removes(call: ast.Call) -> bool:
+    func = call.func
+    return isinstance(func, ast.Attribute) and func.attr in _REMOVALS and len(call.args) <= 1 and not call.keywords
+
+
 def _stops_or_deletes(call: ast.Call, facts: ModuleFacts) -> bool:
     """``shutil.rmtree(tmp)``, ``stale.unlink(missing_ok=True)``, ``proc.terminate()``: a path removed, a
     process stopped. Repeated, it removes or stops nothing more (OG204 at most, never a duplicated effect)."""
@@ -720,6 +729,10 @@ class Summaries:
             handed_in = self._handed_parameter(call.func.id, function, facts, depth, self_class)
             if handed_in is not None:
                 return handed_in
+        if _removes(call) and not resolve_with_self(call, facts, function, by_name=False, self_class=self_class):
+            # ``blob.delete()``, ``storage.delete(name)`` on an object the project does not type: a removal
+            # repeated removes nothing more (a def found only by its common name is no evidence against that)
+            return Effects(idempotent=[call])
         if depth < MAX_DEPTH and self._budget > 0:
             self._budget -= 1
             # A stub (a Protocol's or an abstract method, ``...``) says nothing of what the object behind it
