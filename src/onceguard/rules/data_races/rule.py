@@ -221,12 +221,14 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
         for function in _functions_writing_instances(facts):
             changes = instance_changes(function, facts)
             bindings = _instance_bindings(function, facts)
-            # One finding per instance and function (its first changed field), and one per place that field
-            # is changed (``likes += 1`` in one branch, ``likes -= 1`` in the other).
+            # One finding per instance and write-back (its first changed field: ``a += 1; b += 1; obj.save()`` is
+            # one lost update), and one per place that field is changed (``likes += 1`` in one branch, ``likes -=
+            # 1`` in the other); a field another branch writes back on its own (``elif action == "like":``
+            # ``likes += 1`` ... ``.update(likes=...)``) is a lost update of its own.
             reported: Dict[str, str] = {}
+            written: Dict[str, Set[int]] = {}
             for change in changes:
-                if reported.get(change.instance, change.field) != change.field:
-                    continue
+                other_field = reported.get(change.instance, change.field) != change.field
                 if change.kind == "in place" and not module_imports_any(facts, ("django",)):
                     continue  # list columns grown in place: Django ArrayField/JSONField (see _LIST_GROWTH)
                 loaded = _loader_before(bindings.get(change.instance, []), change.back)
@@ -251,11 +253,14 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                 write = _written_back(change, function, facts, seen_by)
                 if write is None:
                     continue
+                if other_field and id(write) in written.get(change.instance, set()):
+                    continue  # the same write-back as a field already reported
                 if sole_writer(change.instance, change.statement, function, facts) is not None:
                     continue
                 if self._object_state(change, loaded, function, facts):
                     continue
-                reported[change.instance] = change.field
+                reported.setdefault(change.instance, change.field)
+                written.setdefault(change.instance, set()).add(id(write))
                 yield self._report(change, loaded, write, self._column(change, loaded, function, facts),
                                    tortoise=_tortoise_instance(change, function, facts))
             seen: Set[int] = set()
