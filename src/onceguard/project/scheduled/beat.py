@@ -48,10 +48,22 @@ class BeatRegistrations:
             targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
             if any((dotted(t) or "").rsplit(".", 1)[-1] in known.CELERY_BEAT_SCHEDULE_NAMES for t in targets):
                 self._beat_dict(assign.value, dotted(targets[0]) or "beat_schedule")
+            # one entry added by key (``CELERY_BEAT_SCHEDULE["throttle"] = {"task": ..., "schedule": ...}``,
+            # often under a setting's ``if``)
+            for target in targets:
+                if isinstance(target, ast.Subscript) and (dotted(target.value) or "").rsplit(".", 1)[-1] in \
+                        known.CELERY_BEAT_SCHEDULE_NAMES:
+                    self._beat_dict(ast.Dict(keys=[target.slice], values=[assign.value]),
+                                    dotted(target.value) or "beat_schedule")
         for call in facts.calls_by_name.get("update", ()):
             for keyword in call.keywords:
                 if keyword.arg in known.CELERY_BEAT_SCHEDULE_NAMES:
                     self._beat_dict(keyword.value, keyword.arg)
+            # ``CELERY_BEAT_SCHEDULE.update({...})``, ``app.conf.beat_schedule.update({...})``: entries added
+            receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+            if receiver is not None and (dotted(receiver) or "").rsplit(".", 1)[-1] in \
+                    known.CELERY_BEAT_SCHEDULE_NAMES and call.args:
+                self._beat_dict(call.args[0], dotted(receiver) or "beat_schedule")
 
     def _beat_dict(self, value: ast.AST, how: str) -> None:
         if not isinstance(value, ast.Dict):
