@@ -5,6 +5,7 @@ from typing import Iterable, List, Optional, Set
 
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors
 from ...project.through_helpers import through_helpers
+from ...project.unasked_tasks import holding_function, never_asked
 from ...knowledge import orm
 from ...model import Diagnostic
 from ..registry import register
@@ -97,8 +98,17 @@ class UnclaimedRowPickup(Rule):
             return
         facts = through_helpers(facts)  # a call behind a helper that only forwards it is that call
         for finding in self._all(facts):
-            if not _operator_only(finding.line, facts):  # (asked only of a finding: it reads callers)
+            # (asked only of a finding: it reads callers, and other files for the task's name)
+            if not _operator_only(finding.line, facts) and not self._never_asked(finding.line, facts):
                 yield finding
+
+    @staticmethod
+    def _never_asked(line: int, facts: ModuleFacts) -> bool:
+        """The pickup is in a queued task nothing in the project enqueues or schedules: no run of it races."""
+        function = holding_function(line, facts)
+        while function is not None and facts.enclosing_function(function) is not None:
+            function = facts.enclosing_function(function)
+        return function is not None and never_asked(function, facts)
 
     def _all(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         reported: Set[int] = set()
