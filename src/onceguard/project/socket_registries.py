@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Dict, Optional, Set, Tuple
+from typing import Dict, Iterator, Optional, Set, Tuple
 
 from ..analysis.facts import FunctionNode, ModuleFacts, walk
 from ..analysis.names import dotted
@@ -69,17 +69,13 @@ def registries_of_module(facts: ModuleFacts) -> Dict[str, ast.AST]:
                                     and target.value.id == "self" and _is_empty_container(node.value)):
                                 containers.setdefault("." + target.attr, node)
         registries: Dict[str, ast.AST] = {}
-        for function in facts.functions:
-            sockets = socket_parameters(function, facts) | connection_queues(function, facts)
-            if not sockets:
+        for chain in _registrations(facts):
+            key = _chain_root(chain)
+            if key is None:
                 continue
-            for node in walk(function):
-                key = _registered_into(node, sockets)
-                if key is None:
-                    continue
-                for candidate in (key, "." + key.split(".")[-1]):
-                    if candidate in containers and (candidate.startswith(".") or "." not in key):
-                        registries.setdefault(candidate, containers[candidate])
+            for candidate in (key, "." + key.split(".")[-1]):
+                if candidate in containers and (candidate.startswith(".") or "." not in key):
+                    registries.setdefault(candidate, containers[candidate])
         for name in _filled_elsewhere([n for n in containers if not n.startswith(".") and n not in registries], facts):
             registries[name] = containers[name]
         return registries
@@ -107,12 +103,6 @@ def _collect_containers(statement: ast.AST, containers: Dict[str, ast.AST], fact
             for target in targets:
                 if isinstance(target, ast.Name):
                     containers.setdefault(prefix + target.id, statement)
-
-
-def _registered_into(node: ast.AST, sockets: Set[str]) -> Optional[str]:
-    """The chain a socket is put into at ``node``: ``reg.append(ws)``, ``reg[k] = ws``, ``reg[k].add(ws)``."""
-    chain = _registering_chain(node, sockets)
-    return _chain_root(chain) if chain is not None else None
 
 
 def _registering_chain(node: ast.AST, sockets: Set[str]) -> Optional[ast.AST]:
@@ -171,15 +161,21 @@ def _filled_elsewhere(names, facts: ModuleFacts) -> Set[str]:
 
 def _fills(other: ModuleFacts, wanted: Set[str]) -> bool:
     """A function of ``other`` puts a connection it serves into one of the containers ``wanted`` names."""
-    for function in other.functions:
-        sockets = socket_parameters(function, other) | connection_queues(function, other)
+    return any(isinstance(chain, (ast.Name, ast.Attribute)) and (other.qualify(chain) or "") in wanted
+               for chain in _registrations(other))
+
+
+def _registrations(facts: ModuleFacts) -> Iterator[ast.AST]:
+    """The containers (or a group of one under a key) that a function of the module puts a connection it
+    serves into, as written there."""
+    for function in facts.functions:
+        sockets = socket_parameters(function, facts) | connection_queues(function, facts)
         if not sockets:
             continue
         for node in walk(function):
             chain = _registering_chain(node, sockets)
-            if isinstance(chain, (ast.Name, ast.Attribute)) and (other.qualify(chain) or "") in wanted:
-                return True
-    return False
+            if chain is not None:
+                yield chain
 
 
 def _chain_root(node: ast.AST) -> Optional[str]:
