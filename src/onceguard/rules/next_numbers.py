@@ -10,7 +10,8 @@ What counts as storing: the number (or a name holding it) assigned to an attribu
 passed as a keyword argument (a constructor, ``create``, ``values``).  A ``return`` is not followed.
 
 Silent when the function (or, for a private helper, every caller of it in the module, before the
-call) takes a row or advisory lock before reading (``select_for_update``,
+call) takes a row or advisory lock before reading (a lock of the read itself does not count: it locks the
+rows already numbered, none on the first number, never the one being added) (``select_for_update``,
 ``with_for_update``, a call whose name says it locks), when the allocation sits in a ``try`` that
 catches the unique-violation error (the insert is retried with a fresh number), or in a branch taken
 only on SQLite (one file on one host).
@@ -61,7 +62,11 @@ def _in_function(function: FunctionNode, facts: ModuleFacts) -> Iterator[Allocat
         if read is None:
             continue
         highest, column = read
-        if any(position(lock) < position(node) for lock in locks) or _retried_on_conflict(node, facts):
+        # A lock taken by the read itself (``.select_for_update().aggregate(Max(...))``) locks only the rows the
+        # read matches: none on the first number of a period, and never the row being added.
+        within = {id(n) for n in ast.walk(highest)}
+        if any(position(lock) < position(node) and id(lock) not in within for lock in locks) \
+                or _retried_on_conflict(node, facts):
             continue
         if _only_on_sqlite(node):
             continue
@@ -82,9 +87,17 @@ def _returned(number: ast.AST, bound: Dict[str, List[ast.Assign]]) -> bool:
         name = above.targets[0].id
         function = next((a for a in ancestors(above) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
         return function is not None and any(
-            isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id == name
-            for n in walk_no_nested_functions(function))
+            isinstance(n, ast.Return) and _hands_back(n.value, name) for n in walk_no_nested_functions(function))
     return False
+
+
+def _hands_back(value: Optional[ast.AST], name: str) -> bool:
+    """``return n``, or the number formatted into the text returned (``return f"INV-{day}-{n:04d}"``)."""
+    if isinstance(value, ast.Name):
+        return value.id == name
+    return isinstance(value, ast.JoinedStr) and any(
+        isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name) and part.value.id == name
+        for part in value.values)
 
 
 def _stored_by_callers(function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:
@@ -145,6 +158,14 @@ def _highest_read(node: ast.AST, bound: Dict[str, List[ast.Assign]], facts: Modu
         return None
     if isinstance(node, ast.Subscript) and _aggregate_max(node.value, facts):
         return node, _max_column(node, facts.qualify, orm.DJANGO_MAX)
+    if isinstance(node, ast.Call) and call_name(node) == "get" and isinstance(node.func, ast.Attribute) \
+            and node.args:  # ``result.get("max_seq")`` of ``result = qs.aggregate(max_seq=Max(...))``
+        owner = node.func.value
+        if isinstance(owner, ast.Name):
+            assigns = [a for a in bound.get(owner.id, ()) if position(a) < position(node)]
+            owner = assigns[-1].value if assigns else owner
+        if _aggregate_max(owner, facts):
+            return owner, _max_column(owner, facts.qualify, orm.DJANGO_MAX)
     if isinstance(node, ast.Call) and call_name(node) in orm.SCALAR_READS and _contains_max(node, facts):
         return node, _max_column(node, facts.qualify, orm.SQLALCHEMY_MAX)
     if isinstance(node, ast.Attribute):
