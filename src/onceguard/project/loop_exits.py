@@ -77,6 +77,8 @@ def _leaves_by_itself(loop: ast.While, stop: Optional[str], flag: Optional[str],
         if isinstance(node, (ast.Break, ast.Return)):
             if _shutdown_exit(node, above, loop):
                 continue  # leaves only when the process is told to stop, as ``while not stop.is_set()`` does
+            if _fixed_before_loop(node, above, loop):
+                continue  # ``if options["once"]: return``: one pass when asked, else no way out
             return True
         if stop is not None and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr == "set" and dotted(node.func.value) == stop:
@@ -88,6 +90,31 @@ def _leaves_by_itself(loop: ast.While, stop: Optional[str], flag: Optional[str],
                                  ast.ClassDef, ast.Lambda)):
             pending.extend((child, node) for child in ast.iter_child_nodes(node))
     return False
+
+
+def _fixed_before_loop(leave: ast.AST, above: ast.AST, loop: ast.While) -> bool:
+    """``if options["once"]: return`` / ``if run_once: break``: the test reads only values nothing in the loop
+    changes (a command's option, a parameter) and calls nothing, so the loop leaves after its first pass or
+    never: a run-once switch, not a way for the work to end."""
+    if not isinstance(above, ast.If) or not any(statement is leave for statement in above.body):
+        return False
+    names = set()
+    for node in ast.walk(above.test):
+        if isinstance(node, (ast.Call, ast.Await, ast.NamedExpr)):
+            return False
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+    if not names:
+        return False
+    for node in ast.walk(loop):
+        targets = (node.targets if isinstance(node, ast.Assign) else [node.target]
+                   if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)) else
+                   [item.optional_vars for item in node.items if item.optional_vars is not None]
+                   if isinstance(node, (ast.With, ast.AsyncWith)) else [])
+        for target in targets:
+            if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(target)):
+                return False
+    return True
 
 
 def _shutdown_exit(leave: ast.AST, above: ast.AST, loop: ast.While) -> bool:
