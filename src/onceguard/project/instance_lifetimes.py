@@ -1,7 +1,8 @@
 """How long an instance lives: whether the objects of a class outlive one request.
 
 An instance made at module level (in its module, or on the command line in any module of the project that
-imports the class) lives as long as the process; so does one whose class runs its own polling loop (a daemon:
+imports the class) lives as long as the process; so does one start-up code makes and keeps on something
+(``app.ctx.presence = Registry()`` in a start-up listener); so does one whose class runs its own polling loop (a daemon:
 a thread or task started on ``self`` that loops with a pause), whose loop and the methods it calls are its job.
 State kept on such an instance is kept once per process.
 """
@@ -50,11 +51,41 @@ def long_lived_instance(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifet
         return None
     from .renamed_callers import project_callers  # (also ``Guard()`` after ``import X as Guard``)
 
-    for call, other in project_callers(init, facts):
+    callers = project_callers(init, facts)
+    for call, other in callers:
         if other.enclosing_function(call) is None and other.enclosing_class(call) is None:
             return Lifetime(f"one `{cls.name}` is made at module level of `{other.context.rel_path}`, so each "
                             "process has its own", other.context.path, call.lineno)
+    for call, other in callers:
+        kept = _kept_on(call)
+        if kept is not None and _runs_at_startup(call, other):
+            return Lifetime(f"one `{cls.name}` is made by start-up code and kept on `{kept}`, so each process "
+                            "has its own", other.context.path, call.lineno)
     return None
+
+
+def _kept_on(call: ast.Call) -> Optional[str]:
+    """Where ``call``'s object is kept beyond the function that makes it: an attribute or an item of something
+    (``app.ctx.presence = Registry()``, ``app["presence"] = Registry()``, ``self.registry = Registry()``)."""
+    from ..analysis.facts import parent
+    from ..analysis.names import dotted
+
+    above = parent(call)
+    if isinstance(above, (ast.Assign, ast.AnnAssign)) and above.value is call:
+        targets = above.targets if isinstance(above, ast.Assign) else [above.target]
+        for target in targets:
+            if isinstance(target, ast.Attribute):
+                return dotted(target) or target.attr
+            if isinstance(target, ast.Subscript):
+                return (dotted(target.value) or "a container") + "[...]"
+    return None
+
+
+def _runs_at_startup(call: ast.Call, facts: ModuleFacts) -> bool:
+    """The code making the object runs once per process as it starts (a start-up hook or what it calls)."""
+    from .reach import runs
+
+    return runs(call, facts, startup_only=True).every_replica
 
 
 def daemon_lifetime(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifetime]:
