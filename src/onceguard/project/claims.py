@@ -256,6 +256,12 @@ class ClaimAnalyzer(ClaimBranches):
                 analyzer = ClaimAnalyzer.of_module(foreign, self.resolver)
                 analyzer.by_name = analyzer.by_name or self.by_name
                 return function, analyzer
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            # ``self.job(day)`` with ``self.job`` the callable the class's constructions hand it (a generic
+            # ticker): the one function they all hand
+            handed = self._constructor_target(call)
+            if handed is not None:
+                return handed
         if isinstance(func, ast.Attribute):
             # ``lock_manager.acquire_lock(...)`` on a parameter, an attribute or a closure variable: the
             # project's method, from the receiver's class or (one candidate only) from its name.
@@ -270,6 +276,22 @@ class ClaimAnalyzer(ClaimBranches):
                 analyzer.by_name = analyzer.by_name or self.by_name
                 return function, analyzer
         return None
+
+    def _constructor_target(self, call: ast.Call) -> Optional[Tuple[FunctionNode, "ClaimAnalyzer"]]:
+        from .handed_values import constructor_handed
+
+        targets = []
+        for value, where in constructor_handed(call, self.facts):
+            if not isinstance(value, (ast.Name, ast.Attribute)):
+                return None
+            analyzer = self if where is self.facts else ClaimAnalyzer.of_module(where, self.resolver)
+            found = analyzer._helper_target(ast.copy_location(ast.Call(func=value, args=[], keywords=[]), value))
+            if found is None:
+                return None
+            targets.append(found)
+        if not targets or any(t[0] is not targets[0][0] for t in targets):
+            return None
+        return targets[0]
 
     def helper_of(self, call: ast.Call) -> Optional[Tuple[FunctionNode, "ClaimAnalyzer"]]:
         """The project function ``call`` runs, with the analyzer of its module, or None."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analysis.facts import ModuleFacts, parent
 from ..analysis.handed import argument_for, parameter_names
@@ -170,3 +170,41 @@ def _fills_slot(name: ast.Name, at: ast.AST, facts: ModuleFacts) -> bool:
     if function is not None and name.id in parameter_names(function):
         return True
     return _loop_binding([name.id], at, function) is not None
+
+
+def constructor_handed(call: ast.Call, facts: ModuleFacts) -> List[Tuple[ast.AST, ModuleFacts]]:
+    """What ``self.job(...)`` calls, ``self.job`` being set in the class's ``__init__`` from one of its
+    parameters (``self.job = job``): the argument each construction of the class hands that parameter
+    (``DailyTicker(8, partial(run_report, app))``, found in the project on the command line), a
+    ``functools.partial`` read as the function it binds.  Empty when a construction does not say."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+        return []
+    cls = next((a for a in _ancestors(call) if isinstance(a, ast.ClassDef)), None)
+    init = next((s for s in cls.body if isinstance(s, _FUNCTION_TYPES) and s.name == "__init__"), None) \
+        if cls is not None else None
+    if init is None:
+        return []
+    kept = [n.value.id for n in ast.walk(init) if isinstance(n, ast.Assign) and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Attribute) and isinstance(n.targets[0].value, ast.Name)
+            and n.targets[0].value.id == "self" and n.targets[0].attr == func.attr and isinstance(n.value, ast.Name)]
+    if len(kept) != 1 or kept[0] not in parameter_names(init, receiver=False):
+        return []
+    handed = []
+    for made, where in callers_of(init, facts):
+        value = argument_for(made, init, kept[0])
+        if value is None:
+            return []
+        if isinstance(value, ast.Call) and isinstance(value.func, (ast.Name, ast.Attribute)) \
+                and (value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id) == "partial" \
+                and value.args:
+            value = value.args[0]
+        handed.append((value, where))
+    return handed
+
+
+def _ancestors(node: ast.AST):
+    above = parent(node)
+    while above is not None:
+        yield above
+        above = parent(above)
