@@ -66,3 +66,46 @@ def test_a_job_that_only_reads_other_services_into_its_process(tmp_path, verb, e
                      "shelf/app.py": APP, "shelf/services/__init__.py": SERVICES_INIT,
                      "shelf/services/catalogue.py": CATALOGUE.format(verb=verb), "shelf/models.py": MODELS})
     assert findings(tmp_path, "shelf/app.py") == expected
+
+
+TICKER = """\
+    import asyncio
+
+    import aiohttp
+
+    _rates = {{}}
+
+
+    async def rates_loop():
+        async with aiohttp.ClientSession() as http:
+            while True:
+                async with http.{verb}("https://rates.internal/v1/latest", {extra}) as answer:
+                    answer.raise_for_status()
+                    _rates.update(await answer.json())
+                await asyncio.sleep(60)
+
+
+    def start(app):
+        app["rates"] = asyncio.create_task(rates_loop())
+"""
+
+AIOHTTP_APP = """\
+    from aiohttp import web
+
+    from shelf.ticker import start
+
+
+    def make_app():
+        app = web.Application()
+        app.on_startup.append(lambda app: start(app))
+        return app
+"""
+
+
+@pytest.mark.parametrize("verb, extra, expected", [("get", "timeout=5", []),
+                                                   ("post", 'json={"ask": "rates"}', [(8, "OG201")])])
+def test_a_request_sent_as_a_with_item(tmp_path, verb, extra, expected):
+    """``async with http.post(...)`` sends the request: an action, not a scope; ``http.get`` only asks."""
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'shelf'\n", "shelf/__init__.py": "",
+                     "shelf/ticker.py": TICKER.format(verb=verb, extra=extra), "shelf/app.py": AIOHTTP_APP})
+    assert findings(tmp_path, "shelf/ticker.py") == expected

@@ -428,6 +428,26 @@ def _opens_scope(call: ast.Call) -> bool:
     return isinstance(func, ast.Attribute) and func.attr in _NEUTRAL_METHODS
 
 
+#: HTTP methods that change what the server holds, as a client's method names (``async with http.post(...)``).
+_HTTP_WRITE_METHODS = frozenset({"post", "put", "patch", "delete"})
+#: A client's methods that take the HTTP method as their first argument (``client.stream("POST", url)``).
+_HTTP_METHOD_TAKING = frozenset({"request", "stream"})
+_SAFE_HTTP_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def _sends_request(call: ast.Call) -> bool:
+    """``async with http.post(url, json=...)``: a request sent as the ``with`` item (aiohttp, httpx's
+    ``stream``), an action however it is entered -- not a connection or transaction scope."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr in _HTTP_WRITE_METHODS:
+        return True
+    method = call.args[0] if call.args else None
+    return func.attr in _HTTP_METHOD_TAKING and isinstance(method, ast.Constant) and isinstance(method.value, str) \
+        and method.value.upper() not in _SAFE_HTTP_METHODS
+
+
 def _empty_container(node: ast.AST, facts: ModuleFacts) -> bool:
     if isinstance(node, (ast.Dict, ast.List, ast.Set)) and not getattr(node, "keys", None) \
             and not getattr(node, "elts", None):
@@ -698,7 +718,7 @@ class Summaries:
             return Effects(idempotent=[call])
         if builds_statement(call, facts) or _composes_query(call, function):
             return Effects()
-        if _is_log_call(call) or _opens_scope(call):
+        if _is_log_call(call) or (_opens_scope(call) and not _sends_request(call)):
             return Effects()
         if _refreshes_expiries(call, function):
             return Effects(idempotent=[call])
