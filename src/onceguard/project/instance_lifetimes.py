@@ -66,7 +66,8 @@ def long_lived_instance(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifet
 
 def _kept_on(call: ast.Call) -> Optional[str]:
     """Where ``call``'s object is kept beyond the function that makes it: an attribute or an item of something
-    (``app.ctx.presence = Registry()``, ``app["presence"] = Registry()``, ``self.registry = Registry()``)."""
+    the function does not own (``app.ctx.presence = Registry()``, ``app["presence"] = Registry()``).  Not
+    ``self.registry = Registry()``: that lives as long as ``self`` does, which says nothing of the process."""
     from ..analysis.facts import parent
     from ..analysis.names import dotted
 
@@ -74,10 +75,13 @@ def _kept_on(call: ast.Call) -> Optional[str]:
     if isinstance(above, (ast.Assign, ast.AnnAssign)) and above.value is call:
         targets = above.targets if isinstance(above, ast.Assign) else [above.target]
         for target in targets:
-            if isinstance(target, ast.Attribute):
-                return dotted(target) or target.attr
-            if isinstance(target, ast.Subscript):
-                return (dotted(target.value) or "a container") + "[...]"
+            holder = target.value if isinstance(target, (ast.Attribute, ast.Subscript)) else None
+            root = holder
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if holder is None or not isinstance(root, ast.Name) or root.id in ("self", "cls"):
+                continue
+            return dotted(target) if isinstance(target, ast.Attribute) else (dotted(holder) or root.id) + "[...]"
     return None
 
 
