@@ -72,8 +72,8 @@ WORKS = {
 def test_a_job_that_only_removes(tmp_path, work, codes):
     tasks = TASKS.format(work=WORKS[work])
     if work == "mail":
-        tasks = tasks.replace("    from vault.models import Upload",
-                              "    from vault.billing import close_account as stripe_note\n    from vault.models import Upload")
+        alias = "    from vault.billing import close_account as stripe_note\n"
+        tasks = tasks.replace("    from vault.models import Upload", alias + "    from vault.models import Upload")
     write(tmp_path, {"pyproject.toml": "[project]\nname = 'vault'\n", "vault/__init__.py": "",
                      "vault/models.py": MODELS, "vault/tasks.py": tasks, "vault/views.py": VIEWS,
                      "vault/billing.py": BILLING, "vault/settings.py": SETTINGS, "Procfile": ENTRY})

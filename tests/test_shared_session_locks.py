@@ -44,8 +44,8 @@ SERVICE = """\
     def rebuild_roster(team_id, members):
         with roster_lock(team_id):
             for member in members:
-                extensions.db.session.execute(
-                    extensions.db.text("INSERT INTO roster (team, member) VALUES (:t, :m)"), {{"t": team_id, "m": member}})
+                extensions.db.session.execute(extensions.db.text("INSERT INTO roster (team, member) VALUES (:t, :m)"),
+                                              {{"t": team_id, "m": member}})
                 {ending}
 """
 

@@ -59,8 +59,8 @@ CALLERS = {
 }
 
 
-@pytest.mark.parametrize("callers, expected", [("none", []), ("test only", []), ("beat in every worker", [(9, "OG302")]),
-                                               ("view", [(9, "OG302")])])
+@pytest.mark.parametrize("callers, expected", [("none", []), ("test only", []),
+                                               ("beat in every worker", [(9, "OG302")]), ("view", [(9, "OG302")])])
 def test_a_task_nothing_enqueues(tmp_path, callers, expected):
     write(tmp_path, {"pyproject.toml": "[project]\nname = 'studio'\n", "studio/__init__.py": "",
                      "studio/models.py": MODELS, "studio/tasks.py": TASKS, **CALLERS[callers]})

@@ -40,8 +40,9 @@ def never_asked(function: FunctionNode, facts: ModuleFacts) -> bool:
 def _registration_strings(function: FunctionNode):
     for decorator in function.decorator_list:
         for keyword in getattr(decorator, "keywords", ()):
-            if keyword.arg == "name" and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str):
-                yield keyword.value.value
+            value = keyword.value
+            if keyword.arg == "name" and isinstance(value, ast.Constant) and isinstance(value.value, str):
+                yield value.value
 
 
 def _registered_names(function: FunctionNode) -> Set[str]:

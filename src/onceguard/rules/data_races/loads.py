@@ -477,7 +477,8 @@ def derived_from_locked_rows(instance: str, node: ast.AST, function: FunctionNod
     them, a ``dict``'s ``.get``."""
     bindings: Dict[str, List[ast.AST]] = {}
     for statement in function_nodes(function, facts):
-        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None and later(node, statement):
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None \
+                and later(node, statement):
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
             for target in targets:
                 for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
@@ -496,7 +497,8 @@ def derived_from_locked_rows(instance: str, node: ast.AST, function: FunctionNod
         if len(values) != 1:
             continue  # bound more than once (or not here): not one query's rows
         for inner in ast.walk(values[0]):
-            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr in orm.ROW_LOCKS:
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) \
+                    and inner.func.attr in orm.ROW_LOCKS:
                 return True
             if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load):
                 pending.append((inner.id, depth + 1))
