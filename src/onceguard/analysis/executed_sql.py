@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 from .facts import ModuleFacts, ancestors, assigned_before, parent, walk, walk_no_nested_functions
 from ..knowledge.databases import SQL_METHODS, SQL_WRAPPERS
@@ -74,7 +74,17 @@ def _string_parts(node: ast.AST, facts: ModuleFacts, holes: List[ast.AST], depth
         value = _bound_value(node, facts)
         if value is not None:
             return _string_parts(value, facts, holes, depth + 1)
+    if isinstance(node, (ast.Name, ast.Attribute)) and imported_constant is not None and facts.context.cross_file:
+        found = imported_constant(node, facts)
+        if found is not None:
+            return _string_parts(found[0], found[1], holes, depth + 1)
     return None
+
+
+#: Set by the project layer: the value another module of the project binds at its top level to what ``node``
+#: names (``queries.FETCH_PENDING`` after ``from . import queries``, or the name imported from there), with that
+#: module's facts; SQL kept in a module of constants is the SQL of the call that sends it.
+imported_constant: Optional[Callable[[ast.AST, ModuleFacts], Optional[Tuple[ast.AST, ModuleFacts]]]] = None
 
 
 def _bound_value(name: ast.Name, facts: ModuleFacts) -> Optional[ast.AST]:

@@ -20,7 +20,7 @@ import zlib
 from collections import OrderedDict
 from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 
-from ..analysis import large_files
+from ..analysis import executed_sql, large_files
 from ..config import Config
 from ..analysis.context import FileContext
 from ..analysis.facts import FunctionNode, ModuleFacts
@@ -512,6 +512,25 @@ def find_assignment(qualified: str, config: Config, root: Optional[str] = None) 
         return None
     return configured[0], facts
 
+
+def _imported_constant(node: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+    """The top-level value of another module of the project that ``node`` names through an import
+    (``queries.FETCH_PENDING``, or ``FETCH_PENDING`` imported from there), with that module's facts."""
+    head = node
+    while isinstance(head, ast.Attribute):
+        head = head.value
+    if not isinstance(head, ast.Name) or not facts.imports.is_imported(head.id):
+        return None
+    qualified = facts.qualify(node) or ""
+    if "." not in qualified:
+        return None
+    found = find_assignment(qualified, facts.config, roots_for(facts))
+    if found is None or found[1] is facts:
+        return None
+    return found
+
+
+executed_sql.imported_constant = _imported_constant
 
 _clear_hooks: List = []
 

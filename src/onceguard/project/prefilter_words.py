@@ -95,6 +95,7 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     bare: Set[bytes] = set()
     counting: Set[bytes] = set()
     lock_helpers: Set[bytes] = set()
+    sql_constants: Set[bytes] = set()
     for path in project.project_files(root):
         source = project.read_bytes(path)
         # One pass of one automaton over the file finds the words of every family.
@@ -106,6 +107,7 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
             here.append((names, _claiming_defs(source)))
         if _STATE in found:
             here.append((loaders, _loading_defs(source)))
+            here.append((sql_constants, _state_select_constants(source)))
         if _FILTER in found:
             here.append((bare, _bare_loading_defs(source)))
         if _CONTAINER in found and _CLOCK in found:
@@ -123,6 +125,7 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     # (``Name(`` for a call, ``Name as`` for an import under an alias, whose calls spell the alias)
     _counting_classes_by_root[root] = tuple(sorted(name + ending for name in counting for ending in (b"(", b" as ")))
     _lock_helpers_by_root[root] = tuple(sorted(name + b"(" for name in lock_helpers - BUILTIN_METHODS))
+    _sql_constants_by_root[root] = tuple(sorted(sql_constants))
     return tuple(sorted(name + b"(" for name in names))
 
 
@@ -164,6 +167,31 @@ def _loading_defs(source: bytes) -> Set[bytes]:
         if b"return" in text and _STATE_AUTOMATON.find_matches_as_indexes(text) \
                 and _QUERY_AUTOMATON.find_matches_as_indexes(text):
             found.add(defined.name)
+    return found
+
+
+# -- SQL kept in constants: a module of queries whose SELECT picks rows by their state ----------------------------
+#: ``NAME = """...`` / ``NAME = "...`` at a line's start (a module-level constant), up to where its text ends.
+_STRING_CONSTANT = re.compile(rb'^([A-Z][A-Z0-9_]{3,})[ \t]*(?::[^=\n]*)?=[ \t]*\(?\s*[rRuU]?("""|\'\'\'|"|\')',
+                              re.MULTILINE)
+_sql_constants_by_root: Dict[str, tuple] = {}
+
+
+def sql_constant_words(config: Config) -> tuple:
+    """The names of the project's module-level constants whose SQL selects rows by a state column: a file that
+    sends one (``conn.fetch(queries.FETCH_PENDING)``) picks rows with no word of the query in its own text
+    (OG302).  Once per project."""
+    return _read_once(config, _sql_constants_by_root)
+
+
+def _state_select_constants(source: bytes) -> Set[bytes]:
+    found: Set[bytes] = set()
+    for match in _STRING_CONSTANT.finditer(source):
+        quote = match.group(2)
+        end = source.find(quote, match.end())
+        text = source[match.end():end if end >= 0 else len(source)]
+        if b"SELECT" in text.upper() and b"WHERE" in text.upper() and _STATE_AUTOMATON.find_matches_as_indexes(text):
+            found.add(match.group(1))
     return found
 
 
@@ -318,6 +346,7 @@ def _clear() -> None:
     _bare_loaders_by_root.clear()
     _counting_classes_by_root.clear()
     _lock_helpers_by_root.clear()
+    _sql_constants_by_root.clear()
 
 
 project.on_clear(_clear)

@@ -20,7 +20,7 @@ from .selection import (
     _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, holds_row, may_pick_by_state,
     sql_pickup)
 from .handed_rows import handed_row_write
-from ...project.prefilter_words import loader_words
+from ...project.prefilter_words import loader_words, sql_constant_words
 from .moved_rows import aggregates_only, hands_back, helper_writes, picked_and_written_after
 from .callers import _locked_before, _resolver, runs_claimed
 from ...project.claims import ClaimAnalyzer, won_claim_reaches
@@ -90,8 +90,9 @@ class UnclaimedRowPickup(Rule):
 
     @staticmethod
     def project_triggers(config) -> tuple:
-        """A module that loops over what a loader of the project picked by state, handing the rows on."""
-        return loader_words(config)
+        """A module that loops over what a loader of the project picked by state, handing the rows on, or that
+        sends a query a module of constants keeps."""
+        return loader_words(config) + sql_constant_words(config)
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if _single_process(facts):
