@@ -214,14 +214,19 @@ def _dedupe(diagnostics: List[Diagnostic]) -> List[Diagnostic]:
 
 
 def check_tree(tree: ast.Module, lines: Sequence[str], context: FileContext,
-               rules: Optional[Sequence[Rule]] = None) -> List[Diagnostic]:
-    """Rules over a parsed tree (flake8 hands over its own). No noqa filtering: the caller does it."""
+               rules: Optional[Sequence[Rule]] = None,
+               kept: Optional[Callable[[ModuleFacts], bool]] = None) -> List[Diagnostic]:
+    """Rules over a parsed tree (flake8 hands over its own). No noqa filtering: the caller does it.  The facts
+    built for it are released after the rules unless ``kept`` takes them over first (the project's parse of the
+    module, which the rules may read too)."""
     rules = enabled_rules(context.config) if rules is None else rules
     facts = ModuleFacts(tree, context, list(lines))
+    shared = kept is not None and kept(facts)
     try:
         return run_rules(facts, rules)
     finally:
-        facts.release()
+        if not shared:
+            facts.release()
 
 
 def check_source(source: bytes, path: str, config: Config, rules: Optional[Sequence[Rule]] = None,
@@ -261,19 +266,9 @@ def check_source(source: bytes, path: str, config: Config, rules: Optional[Seque
 
 def _check_parsed(tree: ast.Module, known: Optional[ModuleFacts], lines: List[str], context: FileContext,
                   rules: Sequence[Rule], kept: Optional[Callable[[ModuleFacts], bool]] = None) -> List[Diagnostic]:
-    """Findings of a parsed file: of the facts already built for it, else of new ones, released after the
-    rules unless ``kept`` takes them over first (the project's parse of the module, which the rules may
-    read too)."""
+    """Findings of a parsed file: of the facts already built for it, else of new ones (``check_tree``)."""
     try:
-        if known is not None:
-            return run_rules(known, rules)
-        facts = ModuleFacts(tree, context, list(lines))
-        shared = kept is not None and kept(facts)
-        try:
-            return run_rules(facts, rules)
-        finally:
-            if not shared:
-                facts.release()
+        return check_tree(tree, lines, context, rules, kept) if known is None else run_rules(known, rules)
     except RecursionError:
         return [engine_diagnostic("OG000", "cannot parse: nesting too deep to analyse")]
 

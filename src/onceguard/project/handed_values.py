@@ -12,8 +12,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..analysis.facts import ModuleFacts, parent
-from ..analysis.handed import argument_for, parameter_names
+from ..analysis.facts import ModuleFacts, ancestors, parent
+from ..analysis.handed import argument_for, parameter_names, unwrapped
 from ..model import Related
 from .fixed_arguments import callers_of
 
@@ -176,11 +176,11 @@ def constructor_handed(call: ast.Call, facts: ModuleFacts) -> List[Tuple[ast.AST
     """What ``self.job(...)`` calls, ``self.job`` being set in the class's ``__init__`` from one of its
     parameters (``self.job = job``): the argument each construction of the class hands that parameter
     (``DailyTicker(8, partial(run_report, app))``, found in the project on the command line), a
-    ``functools.partial`` read as the function it binds.  Empty when a construction does not say."""
+    ``functools.partial`` or a lambda read as the function it runs.  Empty when a construction does not say."""
     func = call.func
     if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
         return []
-    cls = next((a for a in _ancestors(call) if isinstance(a, ast.ClassDef)), None)
+    cls = next((a for a in ancestors(call) if isinstance(a, ast.ClassDef)), None)
     init = next((s for s in cls.body if isinstance(s, _FUNCTION_TYPES) and s.name == "__init__"), None) \
         if cls is not None else None
     if init is None:
@@ -192,19 +192,8 @@ def constructor_handed(call: ast.Call, facts: ModuleFacts) -> List[Tuple[ast.AST
         return []
     handed = []
     for made, where in callers_of(init, facts):
-        value = argument_for(made, init, kept[0])
+        value = unwrapped(argument_for(made, init, kept[0]), where)
         if value is None:
             return []
-        if isinstance(value, ast.Call) and isinstance(value.func, (ast.Name, ast.Attribute)) \
-                and (value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id) == "partial" \
-                and value.args:
-            value = value.args[0]
         handed.append((value, where))
     return handed
-
-
-def _ancestors(node: ast.AST):
-    above = parent(node)
-    while above is not None:
-        yield above
-        above = parent(above)

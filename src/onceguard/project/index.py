@@ -32,7 +32,7 @@ _MAX_FILE_BYTES = 2_000_000
 _lock = threading.Lock()
 #: path -> (mtime, size, facts or None when unreadable/unparsable, CRC-32 of the bytes parsed), least
 #: recently used first
-_modules: "OrderedDict[str, Tuple[float, int, Optional[ModuleFacts], int]]" = OrderedDict()
+_modules: Dict[str, Tuple[float, int, Optional[ModuleFacts], int]] = {}
 #: How many nodes the trees in ``_modules`` may hold between two checks, per process.  Kept whole, the
 #: trees of every module a large project's files read cost far more memory than all else a run holds (each
 #: node with its attribute dict, some 300 bytes); past this, the least recently used are dropped, and

@@ -12,7 +12,8 @@ import ast
 from dataclasses import dataclass
 from typing import FrozenSet, Iterator, Optional, Set
 
-from ..analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_nested_functions
+from ..analysis.names import dotted
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -68,9 +69,6 @@ def _kept_on(call: ast.Call) -> Optional[str]:
     """Where ``call``'s object is kept beyond the function that makes it: an attribute or an item of something
     the function does not own (``app.ctx.presence = Registry()``, ``app["presence"] = Registry()``).  Not
     ``self.registry = Registry()``: that lives as long as ``self`` does, which says nothing of the process."""
-    from ..analysis.facts import parent
-    from ..analysis.names import dotted
-
     above = parent(call)
     if isinstance(above, (ast.Assign, ast.AnnAssign)) and above.value is call:
         targets = above.targets if isinstance(above, ast.Assign) else [above.target]

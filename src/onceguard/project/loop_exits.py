@@ -106,15 +106,9 @@ def _fixed_before_loop(leave: ast.AST, above: ast.AST, loop: ast.While) -> bool:
             names.add(node.id)
     if not names:
         return False
-    for node in ast.walk(loop):
-        targets = (node.targets if isinstance(node, ast.Assign) else [node.target]
-                   if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)) else
-                   [item.optional_vars for item in node.items if item.optional_vars is not None]
-                   if isinstance(node, (ast.With, ast.AsyncWith)) else [])
-        for target in targets:
-            if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(target)):
-                return False
-    return True
+    # (any binding of one of them in the loop: an assignment, a loop or ``with`` target, a walrus)
+    return not any(isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id in names
+                   for node in ast.walk(loop))
 
 
 def _shutdown_exit(leave: ast.AST, above: ast.AST, loop: ast.While) -> bool:

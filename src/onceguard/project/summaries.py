@@ -787,8 +787,8 @@ class Summaries:
         """A call of a parameter of ``function`` (``def throttled(emit, text): emit(text)``) that every caller
         hands a logger's method (``throttled(log.warning, ...)``) is a log line: no effect.  None otherwise (the
         call is judged as any other: what one caller hands says nothing of another caller's run)."""
-        if _is_bound_in_body(function, name):
-            return None
+        if name in _name_bindings(function):
+            return None  # assigned in the body: no longer (only) what the caller handed it
         positional = [a.arg for a in function.args.posonlyargs + function.args.args]
         if name not in positional and name not in (a.arg for a in function.args.kwonlyargs):
             return None
@@ -812,11 +812,6 @@ class Summaries:
 
 #: At most this many calls of a function are read for what they hand it to call.
 _MAX_HANDING_CALLERS = 12
-
-
-def _is_bound_in_body(function: FunctionNode, name: str) -> bool:
-    """``name`` is assigned in ``function``'s body: no longer (only) what its caller handed it."""
-    return name in _name_bindings(function)
 
 
 #: Methods that change nothing another replica sees, on any receiver: reads, and the process's own metrics.

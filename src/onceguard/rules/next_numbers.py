@@ -160,24 +160,27 @@ def _highest_read(node: ast.AST, bound: Dict[str, List[ast.Assign]], facts: Modu
         return node, _max_column(node, facts.qualify, orm.DJANGO_MAX)
     if isinstance(node, ast.Call) and call_name(node) == "get" and isinstance(node.func, ast.Attribute) \
             and node.args:  # ``result.get("max_seq")`` of ``result = qs.aggregate(max_seq=Max(...))``
-        owner = node.func.value
-        if isinstance(owner, ast.Name):
-            assigns = [a for a in bound.get(owner.id, ()) if position(a) < position(node)]
-            owner = assigns[-1].value if assigns else owner
+        owner = _last_value(node.func.value, node, bound)
         if _aggregate_max(owner, facts):
             return owner, _max_column(owner, facts.qualify, orm.DJANGO_MAX)
     if isinstance(node, ast.Call) and call_name(node) in orm.SCALAR_READS and _contains_max(node, facts):
         return node, _max_column(node, facts.qualify, orm.SQLALCHEMY_MAX)
     if isinstance(node, ast.Attribute):
-        row = node.value
-        if isinstance(row, ast.Name):
-            assigns = [a for a in bound.get(row.id, ()) if position(a) < position(node)]
-            row = assigns[-1].value if assigns else row
+        row = _last_value(node.value, node, bound)
         if isinstance(row, ast.Await):
             row = row.value
         if _first_in_descending_order(row, node.attr):
             return node, node.attr
     return None
+
+
+def _last_value(value: ast.AST, at: ast.AST, bound: Dict[str, List[ast.Assign]]) -> ast.AST:
+    """What a name was last bound to before ``at`` (``value`` itself when it is no such name)."""
+    if isinstance(value, ast.Name):
+        assigns = [a for a in bound.get(value.id, ()) if position(a) < position(at)]
+        if assigns:
+            return assigns[-1].value
+    return value
 
 
 def _max_column(read: ast.AST, qualify, names) -> str:

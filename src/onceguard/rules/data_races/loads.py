@@ -289,11 +289,11 @@ def _operator_only(line: int, facts: ModuleFacts) -> bool:
     command or a script (the start-up reach's answer, across modules on the command line). One process,
     nothing interleaves with it, as in ``_single_process``; a function with no caller in view is not."""
     from ...project.reach import runs_function
+    from ...project.unasked_tasks import holding_function
 
-    holders = [f for f in facts.functions if f.lineno <= line <= (getattr(f, "end_lineno", None) or f.lineno)]
-    if not holders:
+    function = holding_function(line, facts)
+    if function is None:
         return False
-    function = max(holders, key=lambda f: f.lineno)
     return facts.cached(f"operator-only:{id(function)}", lambda _facts: runs_function(function, facts).operator)
 
 
