@@ -162,3 +162,7 @@ PROGRAM_RUNNER_METHODS: FrozenSet[str] = frozenset({"run_until_complete"})
 #: Methods that end a connection or client: called at module level on one opened there, the module's own
 #: work is over (a script), not kept for an importer.
 CLOSE_METHODS: FrozenSet[str] = frozenset({"close", "aclose", "dispose", "disconnect", "quit"})
+
+#: The namespace an application object offers for what its code keeps for every request: Sanic's ``app.ctx``,
+#: Starlette's, FastAPI's and Litestar's ``app.state`` (read back as ``request.app.ctx.x``, ``request.app.state.x``).
+APP_NAMESPACES: FrozenSet[str] = frozenset({"ctx", "state"})

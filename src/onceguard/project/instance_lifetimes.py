@@ -45,8 +45,10 @@ def long_lived_instance(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifet
             if isinstance(call.func, ast.Name) and call.func.id == cls.name:
                 return Lifetime(f"one `{cls.name}` is made at module level, so each process has its own",
                                 facts.context.path, call.lineno)
-    if not facts.context.cross_file:
-        return None
+    made_here = [call for call in facts.calls_by_name.get(cls.name, ()) if isinstance(call.func, ast.Name)]
+    kept = _kept_at_startup(made_here, facts, cls)
+    if kept is not None or not facts.context.cross_file:
+        return kept
     init = next((s for s in cls.body if isinstance(s, _FUNCTIONS) and s.name == "__init__"), None)
     if init is None:
         return None
@@ -58,11 +60,31 @@ def long_lived_instance(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifet
             return Lifetime(f"one `{cls.name}` is made at module level of `{other.context.rel_path}`, so each "
                             "process has its own", other.context.path, call.lineno)
     for call, other in callers:
-        kept = _kept_on(call)
-        if kept is not None and _runs_at_startup(call, other):
-            return Lifetime(f"one `{cls.name}` is made by start-up code and kept on `{kept}`, so each process "
-                            "has its own", other.context.path, call.lineno)
+        kept = _kept_at_startup([call], other, cls)
+        if kept is not None:
+            return kept
     return None
+
+
+def _kept_at_startup(calls, facts: ModuleFacts, cls: ast.ClassDef) -> Optional[Lifetime]:
+    for call in _through_factories(calls, facts):
+        kept = _kept_on(call)
+        if kept is not None and _runs_at_startup(call, facts):
+            return Lifetime(f"one `{cls.name}` is made by start-up code and kept on `{kept}`, so each process "
+                            "has its own", facts.context.path, call.lineno)
+    return None
+
+
+def _through_factories(calls, facts: ModuleFacts) -> Iterator[ast.Call]:
+    """The calls, and for one a function of this module returns (``def make_board(): return Board()``), the
+    calls of that function in this module: the object is kept where the factory's result is."""
+    for call in calls:
+        yield call
+        above = parent(call)
+        factory = facts.enclosing_function(call) if isinstance(above, ast.Return) else None
+        if factory is not None and facts.enclosing_class(factory) is None:
+            yield from (made for made in facts.calls_by_name.get(factory.name, ())
+                        if isinstance(made.func, ast.Name) and made is not call)
 
 
 def _kept_on(call: ast.Call) -> Optional[str]:

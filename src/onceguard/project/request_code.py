@@ -16,6 +16,7 @@ from . import process_state as state
 from .fixed_arguments import named_in_few_files
 from .reach import Reach, _method_callers_by_name
 from .renamed_callers import project_callers
+from .summaries import instance_class
 
 #: How many calls up, across the modules of the project, request or job code may be from the function that
 #: uses the state (a route calling a service calling the helper that keeps the marker is two).
@@ -52,11 +53,12 @@ class RequestCode:
                 return "in the daemon's loop"
             if self.reach.is_request_or_job(function):
                 return self.reach.function_reason(function)
-        for call in self.facts.calls_named(function.name) if (cls is not None and receivers) or answer else ():
+        for call in self.facts.calls_named(function.name) if cls is not None or answer else ():
             caller = self.facts.enclosing_function(call)
             if caller is None or decorates(call, caller):
                 continue  # ``@registry.add("x")`` on a def runs once, when the module is imported
-            if not _calls_here(call, caller, cls, receivers, self.facts, answer is not None) \
+            if not (_calls_here(call, caller, cls, receivers, self.facts, answer is not None)
+                    or answer is None and _typed_here(call, caller, cls, self.facts)) \
                     or (answer is not None and not answer(call, self.facts)):
                 continue
             if cls is not None and caller.name in loop_methods and self.facts.enclosing_class(caller) is cls:
@@ -94,6 +96,16 @@ def _calls_here(call: ast.Call, caller: FunctionNode, cls: Optional[ast.ClassDef
     if not isinstance(receiver, ast.Name):
         return False
     return receiver.id in receivers or (direct and receiver.id == "self" and facts.enclosing_class(caller) is cls)
+
+
+def _typed_here(call: ast.Call, caller: FunctionNode, cls: Optional[ast.ClassDef], facts: ModuleFacts) -> bool:
+    """``call`` is a method call on an object this module's code makes an instance of ``cls`` (what the
+    application keeps for every request, read back as ``request.app.state.x``; an annotated parameter)."""
+    if cls is None or not isinstance(call.func, ast.Attribute) or isinstance(call.func.value, ast.Name) \
+            and call.func.value.id in ("self", "cls"):
+        return False
+    found = instance_class(call.func.value, facts, caller)
+    return found is not None and found[0] is cls
 
 
 def _request_callers(function: FunctionNode, facts: ModuleFacts, hops: int, seen: Set[int],

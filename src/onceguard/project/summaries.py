@@ -316,6 +316,9 @@ def _receiver_class(expr: ast.AST, facts: ModuleFacts, function: Optional[Functi
         owner = _receiver_class(expr.value, facts, function, depth + 1, self_class)
         if owner is not None:
             return _self_attribute_class(owner[0], owner[1], expr.attr)
+        from .app_namespaces import kept_class
+
+        return kept_class(expr, facts)  # ``request.app.ctx.presence``: what start-up code keeps there
     if isinstance(expr, ast.Call):
         return _bound_class(expr, facts, function, depth)  # ``Lease(url, "k", 90).take``: a fresh instance
     return None
@@ -985,6 +988,7 @@ def summaries_for(facts: ModuleFacts, strict: bool = False) -> Summaries:
 def callers(function: FunctionNode, facts: ModuleFacts, limit: int = 40) -> List[Tuple[ast.Call, ModuleFacts]]:
     """The calls in the project that run ``function`` (``Class(...)`` for an ``__init__``), at most
     ``limit``.  Only files whose text names it are parsed."""
+    from .app_namespaces import kept_names
     from .bindings import own_module_names
 
     if not facts.context.cross_file:
@@ -1000,7 +1004,8 @@ def callers(function: FunctionNode, facts: ModuleFacts, limit: int = 40) -> List
     modules = own_module_names(facts)
     qualified = {f"{module}.{suffix}" for module in modules for suffix in suffixes}
     found: List[Tuple[ast.Call, ModuleFacts]] = []
-    may_call = _caller_text_check(facts, modules, cls.name if cls is not None else None, name)
+    kept = kept_names(cls, facts) if cls is not None and function.name != "__init__" else ()
+    may_call = _caller_text_check(facts, modules, cls.name if cls is not None else None, name, kept)
     for path in project.files_mentioning(name, project.search_root(facts)):
         if path == facts.context.path or os.path.abspath(path) == os.path.abspath(facts.context.path):
             other = facts
@@ -1037,26 +1042,31 @@ def _runs_method(call: ast.Call, facts: ModuleFacts, method: FunctionNode, metho
 _EMPTY_RELATIVE_IMPORT = re.compile(rb"from[\s\\]*\.+[\s\\]*import")
 
 
-def _caller_text_check(facts: ModuleFacts, modules: Set[str], class_name: Optional[str], called: str):
+def _caller_text_check(facts: ModuleFacts, modules: Set[str], class_name: Optional[str], called: str,
+                       kept: Tuple[str, ...] = ()):
     """What another file's bytes must hold to contain a call that qualifies to a def of ``modules``.
 
     Such a call is spelled ``mod.f(...)``, ``Class.f(...)`` or ``f(...)`` after ``from pkg.mod import f``
     / ``from .mod import f``: the module's last name is written in the file, except after ``from . import f``
     (the module is then the file's own package); a method's class is named in the call itself.  Checked on
-    the bytes already read, so a common function name does not parse every file that says it.  And the
+    the bytes already read, so a common function name does not parse every file that says it.  A method of a
+    class the application keeps on its namespace is called through it instead (``request.app.ctx.presence
+    .online()``: ``kept`` holds ``ctx.presence``).  And the
     name must be called somewhere: followed by ``(`` (or by a comment, a line continuation or the ``)`` of
     ``(obj.name)(...)`` on the way to one)."""
     module_words = {module.rsplit(".", 1)[-1].encode("utf-8", "replace") for module in modules}
     path = facts.context.path or ""
     package_module = os.path.basename(path) == "__init__.py" or (path.endswith(".py") and os.path.isdir(path[:-3]))
     class_word = class_name.encode("utf-8", "replace") if class_name is not None else b""
+    kept_words = [word.encode("utf-8", "replace") for word in kept]
 
     # Starts with the name itself, so the regular expression engine scans for it as plain text.
     call = re.compile(re.escape(called.encode("utf-8", "replace")) + rb"[\s\\]*[(#)]")
 
     def may_call(other_path: str) -> bool:
         source = project.read_bytes(other_path)
-        named = class_word in source and any(word in source for word in module_words)
+        named = class_word in source and any(word in source for word in module_words) or any(
+            word in source for word in kept_words)
         if not named and not (package_module and _EMPTY_RELATIVE_IMPORT.search(source) is not None):
             return False
         return call.search(source) is not None

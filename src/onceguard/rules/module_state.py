@@ -249,7 +249,7 @@ _TESTS = (ast.If, ast.IfExp)
 
 
 def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, receivers: Set[str],
-           daemon) -> Optional[_Finding]:
+           daemon, long_lived: Callable[[], bool] = lambda: False) -> Optional[_Finding]:
     found = state.accesses(binding, facts)
     written = {a.kind for a in found.items}
     if not written & {"decide", "read"} or not (
@@ -298,7 +298,9 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
                 return _Finding("mark", _fill_of(fills, decision), decision)
         if tested and facts.context.cross_file:
             return _Finding("mark", _fill_of(fills, tested[0]), tested[0], elsewhere=True)
-    records = found.of_kind(state.WRITE_RECORD)
+    # An entry stamped with the time its key was last seen (``self._last_seen[user] = time.time()``) records the
+    # key as much as any value does: another function that reads the entries (who is online) reads a registry.
+    records = found.of_kind(state.WRITE_RECORD) + stamps
     # A registry keeps to the request and job code this module shows: followed through the project's
     # callers, a reader is as often work the writer itself runs (a queue it drains through its own pool) or
     # set-up that builds a new object as another request.
@@ -307,10 +309,14 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
     if records and not found.of_kind(state.WRITE_OBJECT):
         for record in records:
             writer = record.function
-            minted = facts.context.cross_file and minted_key(record.node, facts)
-            follow = binding if minted else None
             if writer is None:
                 continue
+            minted = facts.context.cross_file and minted_key(record.node, facts)
+            # An object the application keeps for the process (``app.ctx.presence = Registry()``) is used by
+            # handlers elsewhere: its methods' callers are followed through the project as a minted key's are.
+            kept = binding.scope == state.INSTANCE and not receivers and not minted and facts.context.cross_file \
+                and request.runs(writer, receivers) is None and long_lived()
+            follow = binding if minted or kept else None
             if request.runs(writer, receivers, binding=follow) is None:
                 # the key may come from the writer's callers (a route minting an upload id): only then are they
                 # followed, and only asked when another function of the module reads the entries
@@ -449,7 +455,7 @@ class ModuleStateAsSharedMemory(Rule):
                     daemons[id(owner)] = found.loop_methods if found is not None else frozenset()
                 return daemons[id(owner)]
 
-            finding = _judge(binding, facts, request, receivers, daemon)
+            finding = _judge(binding, facts, request, receivers, daemon, lambda: lifetime_of() is not None)
             if finding is None or request.reach.module_is_one_off:
                 continue  # (a script a person runs is one process)
             if finding.kind == "registry" and _is_mapping_cache(binding.value, facts):
