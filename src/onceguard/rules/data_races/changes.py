@@ -245,10 +245,37 @@ def _written_back(change: Change, function: FunctionNode, facts: ModuleFacts,
             if loaded is not None and loaded.framework == "sqlalchemy" and (
                     _session_matches(loaded.session, receiver) or _holds_session(loaded.session, receiver)):
                 return node
+        elif loaded is not None and loaded.framework == "sqlalchemy" and later(node, change.back) \
+                and _commits_on_self(node, loaded, function, facts):
+            return node
         elif name in ("update", "aupdate", "values") and any(
                 keyword.arg == field and _reads(keyword.value, instance, field) for keyword in node.keywords):
             return node
     return committed_by_block(change.back, loaded)
+
+
+def _committing_methods(cls: ast.ClassDef) -> Dict[str, List[ast.Call]]:
+    """method name -> its own ``commit()``/``flush()`` calls, for the methods of ``cls`` that make one."""
+    found: Dict[str, List[ast.Call]] = {}
+    for method in cls.body:
+        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            commits = [node for node in ast.walk(method) if isinstance(node, ast.Call)
+                       and isinstance(node.func, ast.Attribute) and node.func.attr in orm.SA_FLUSH and not node.args]
+            if commits:
+                found[method.name] = commits
+    return found
+
+
+def _commits_on_self(call: ast.Call, loaded: Loaded, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """``await self._commit()``: a method of the same class whose body commits (or flushes) the session the row
+    was loaded through, spelled alike since ``self`` is the same object (``self.session.commit()``)."""
+    func = call.func
+    cls = facts.enclosing_class(function)
+    if cls is None or not (isinstance(func.value, ast.Name) and func.value.id == "self") or call.args:
+        return False
+    commits = facts.cached(f"committing-methods:{id(cls)}", lambda _facts: _committing_methods(cls))
+    return any(_session_matches(loaded.session, commit.func.value) or _holds_session(loaded.session, commit.func.value)
+               for commit in commits.get(func.attr, ()))
 
 
 def _holds_session(session: Optional[str], receiver: ast.AST) -> bool:
@@ -314,6 +341,14 @@ def _functions_writing_instances(facts: ModuleFacts) -> List[FunctionNode]:
         function = facts.enclosing_function(call)
         if function is not None:
             found.setdefault(id(function), function)
+    for cls in facts.classes:
+        # ``await self._commit()``: a method of its class that commits
+        helpers = _committing_methods(cls) if any(
+            facts.enclosing_class(call) is cls for call in facts.calls_named(*orm.SA_FLUSH)) else {}
+        for call in facts.calls_named(*helpers):
+            function = facts.enclosing_function(call)
+            if function is not None and isinstance(call.func, ast.Attribute) and plain_name(call.func.value) == "self":
+                found.setdefault(id(function), function)
     for call in facts.calls_named("begin"):
         # ``with session.begin():``: the block's end commits what it changed
         above = parent(call)
