@@ -76,6 +76,10 @@ PURE_CALLS: FrozenSet[str] = frozenset({
     "tracemalloc.take_snapshot", "tracemalloc.get_traced_memory", "resource.getrusage",
     # The process's own terminal: what it prints reaches its own console and logs, like a log line.
     "sys.stdout.write", "sys.stderr.write", "sys.stdout.flush", "sys.stderr.flush",
+    # The process's own database connections: closing stale ones (before and after a job's work in a long-lived
+    # thread) opens or ends no work anywhere else.
+    "django.db.close_old_connections", "django.db.connections.close_all", "django.db.connection.close",
+    "django.db.reset_queries",
     # The process's own metrics written out as text.
     "prometheus_client.generate_latest", "prometheus_client.exposition.generate_latest",
     "prometheus_client.openmetrics.exposition.generate_latest",

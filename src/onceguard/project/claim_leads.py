@@ -82,6 +82,14 @@ class LeadScan:
                 return outcome
         return _CONTINUE, None, None
 
+    def _stays_in_process(self, statement: ast.stmt) -> bool:
+        from .summaries import summaries_for
+
+        facts = self.analyzer.facts
+        function = facts.enclosing_function(statement)
+        return function is not None and summaries_for(facts, strict=True).effects_of(
+            [statement], function, facts).process_only
+
     def _claim(self, expr: Optional[ast.AST]) -> Optional[ClaimHit]:
         return self.analyzer.claim_in(expr, self.depth)
 
@@ -179,7 +187,9 @@ class LeadScan:
                 return _CONTINUE, None, None
             hit = self._claim(value)
             if hit is None:
-                return fail
+                # ``close_old_connections()`` first: a call that stays inside the process (every call it makes
+                # followed, none unknown) does no work another replica repeats.
+                return (_CONTINUE, None, None) if self._stays_in_process(statement) else fail
             if not hit.needs_test or self._wraps_job(hit):
                 return CLAIMED, None, hit.kind
             call = value.value if isinstance(value, ast.Await) else value
