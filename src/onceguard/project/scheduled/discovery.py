@@ -674,7 +674,10 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                 scheduled = Scheduled(known.SCHEDULE, "schedule.every(...)" + ("" if at is None else ".at(...)") + ".do",
                                       site, target, call, None, at)
                 scheduled.related.extend(via)
-                if at is not None and at.args and isinstance(_const(at.args[0]), str) and _HH_MM.match(at.args[0].value):
+                if at is not None and at.args and (not isinstance(_const(at.args[0]), str)
+                                                   or _HH_MM.match(at.args[0].value)):
+                    # ``.at(...)`` names a time of day (or of the hour), a configured one too: every replica
+                    # fires at the same moment
                     scheduled.wall_clock = True
                 self.add(scheduled)
 

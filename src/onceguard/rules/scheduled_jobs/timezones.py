@@ -40,7 +40,7 @@ class _Timezones:
             return self._apscheduler(scheduled)
         if family == known.SCHEDULE:
             at = scheduled.trigger
-            if isinstance(at, ast.Call) and scheduled.wall_clock:
+            if isinstance(at, ast.Call) and scheduled.wall_clock and isinstance(_const(at.args[0]), str):
                 if len(at.args) > known.SCHEDULE_AT_TZ_POSITION or known.SCHEDULE_AT_TZ_KEYWORD in _keywords(at):
                     return None
                 return f'.at("{at.args[0].value}")'
