@@ -31,6 +31,8 @@ class Lifetime:
     daemon: bool = False
     #: For a daemon: its loop's method and the methods of the class it calls on ``self``, which are its job.
     loop_methods: FrozenSet[str] = frozenset()
+    #: Made by start-up code and kept on the application (``app.state.x = X()``): handlers elsewhere use it.
+    kept_at_startup: bool = False
 
 
 def long_lived_instance(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifetime]:
@@ -71,7 +73,7 @@ def _kept_at_startup(calls, facts: ModuleFacts, cls: ast.ClassDef) -> Optional[L
         kept = _kept_on(call)
         if kept is not None and _runs_at_startup(call, facts):
             return Lifetime(f"one `{cls.name}` is made by start-up code and kept on `{kept}`, so each process "
-                            "has its own", facts.context.path, call.lineno)
+                            "has its own", facts.context.path, call.lineno, kept_at_startup=True)
     return None
 
 

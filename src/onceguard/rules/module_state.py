@@ -249,7 +249,7 @@ _TESTS = (ast.If, ast.IfExp)
 
 
 def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, receivers: Set[str],
-           daemon, long_lived: Callable[[], bool] = lambda: False) -> Optional[_Finding]:
+           daemon, kept_at_startup: Callable[[], bool] = lambda: False) -> Optional[_Finding]:
     found = state.accesses(binding, facts)
     written = {a.kind for a in found.items}
     if not written & {"decide", "read"} or not (
@@ -312,10 +312,11 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
             if writer is None:
                 continue
             minted = facts.context.cross_file and minted_key(record.node, facts)
-            # An object the application keeps for the process (``app.ctx.presence = Registry()``) is used by
+            # An object start-up code keeps on the application (``app.ctx.presence = Registry()``) is there for
             # handlers elsewhere: its methods' callers are followed through the project as a minted key's are.
+            # (A module-level instance's are not: most such registries other modules fill mirror shared data.)
             kept = binding.scope == state.INSTANCE and not receivers and not minted and facts.context.cross_file \
-                and request.runs(writer, receivers) is None and long_lived()
+                and request.runs(writer, receivers) is None and kept_at_startup()
             follow = binding if minted or kept else None
             if request.runs(writer, receivers, binding=follow) is None:
                 # the key may come from the writer's callers (a route minting an upload id): only then are they
@@ -455,7 +456,8 @@ class ModuleStateAsSharedMemory(Rule):
                     daemons[id(owner)] = found.loop_methods if found is not None else frozenset()
                 return daemons[id(owner)]
 
-            finding = _judge(binding, facts, request, receivers, daemon, lambda: lifetime_of() is not None)
+            finding = _judge(binding, facts, request, receivers, daemon,
+                             lambda: getattr(lifetime_of(), "kept_at_startup", False))
             if finding is None or request.reach.module_is_one_off:
                 continue  # (a script a person runs is one process)
             if finding.kind == "registry" and _is_mapping_cache(binding.value, facts):
