@@ -542,6 +542,19 @@ class ClaimAnalyzer(ClaimBranches):
                 return Lead(True, HELPER_GUARD)
         return self.lead_body(function.body, skip, depth)
 
+    def claiming_wrapper(self, call: ast.Call) -> bool:
+        """``claimed(name, job)``: a project function returning a def that leads with a claim and then calls a
+        function it was handed, as ``@claimed`` would wrap it."""
+        found = self._helper_target(call)
+        wrapper = _nested_returned(found[0]) if found is not None else None
+        if wrapper is None:
+            return False
+        factory, analyzer = found
+        arguments = factory.args
+        handed = {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
+        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in handed
+                   for n in walk_no_nested_functions(wrapper)) and analyzer.lead(wrapper, depth=1).claimed
+
     def _claiming_decorator(self, decorator: ast.AST, depth: int) -> bool:
         """``@single_instance("nightly")``: a decorator of the project whose wrapper leads with a claim and then
         calls the function it wraps (or a factory returning such a decorator)."""

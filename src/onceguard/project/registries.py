@@ -313,6 +313,13 @@ def _qualified_container(loop: ast.For, facts: ModuleFacts, module: str) -> str:
     """The container a ``for`` walks, qualified: a module-level or imported name, or ``module.Class.jobs`` for
     ``for job in self.jobs`` in a method (the attribute of every instance of the class); "" for anything else."""
     container = _iterated(loop.iter)
+    function = facts.enclosing_function(loop)
+    if isinstance(container, ast.Name) and function is not None and container.id in positional_parameters(function):
+        # ``def install(scheduler, jobs): for job in jobs: scheduler.add_job(job.func, ...)``: the container its
+        # callers hand it (``install(scheduler, collect())``, ``collect`` returning ``list(_JOBS.values())``)
+        from .handed_containers import handed_container
+
+        return handed_container(function, container.id, facts)
     if isinstance(container, ast.Name):
         if facts.imports.is_imported(container.id):
             return facts.imports.qualify_dotted(container.id) or ""
@@ -327,7 +334,6 @@ def _qualified_container(loop: ast.For, facts: ModuleFacts, module: str) -> str:
         if owner in facts.cached("registries:module-names", _module_level_names):
             return f"{module}.{owner}.{container.attr}" if module else ""
         return ""
-    function = facts.enclosing_function(loop)
     own_self, cls = _instance_of(function, facts) if function is not None else (None, None)
     attribute = _container_of(container, own_self, cls, set())
     return f"{module}.{attribute}" if attribute and module else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from dataclasses import replace
 from typing import Dict, List, Optional, Tuple
 
 from ...project import deployment, index as project, process_roles
@@ -159,6 +160,10 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             if (isinstance(expr.func, ast.Attribute) and expr.func.attr in known.CELERY_SIGNATURE_METHODS
                     and isinstance(expr.func.value, (ast.Name, ast.Attribute))):
                 return self.resolve(expr.func.value, depth + 1)
+            if isinstance(expr.func, (ast.Name, ast.Attribute)) and self.analyzer.claiming_wrapper(expr):
+                # ``add_job(claimed(name, job))``: what is scheduled is the def the project's wrapper returns, which
+                # claims before it calls the job it was handed
+                return Target(claimed=True, label=dotted(expr.func) or "")
             return None
         if isinstance(expr, ast.Name):
             function = self.bindings.module_function(expr)
@@ -468,6 +473,8 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             if handing is None:
                 continue
             how = _registered_how(site, registering, registry)
+            if handing.target.claimed:
+                target = replace(target, claimed=True)  # each item handed over wrapped in a claim
             scheduled = Scheduled(handing.family, how, site, target,
                                   registering if isinstance(registering, ast.Call) else None)
             scheduled.periodic, scheduled.coordinated = handing.periodic, handing.coordinated
