@@ -147,8 +147,18 @@ def sa_statement(node: ast.AST, facts: ModuleFacts) -> Optional[Tuple[str, Links
     head, links = chain(node)
     head, links = module_chain(head, links, facts)
     if isinstance(head, ast.Call) and facts.callee(head) in orm.SA_SELECT and head.args:
-        return dotted(head.args[0]) or "Model", links, head
+        return _selected_from(head.args[0]), links, head
     return None
+
+
+def _selected_from(first: ast.AST) -> str:
+    """The model or table a ``select(...)`` reads: ``Model``, or ``deliveries`` for a Core table's column
+    (``select(deliveries.c.id, ...)``)."""
+    spelled = dotted(first) or "Model"
+    parts = spelled.split(".")
+    if len(parts) >= 3 and parts[-2] in ("c", "columns"):
+        return ".".join(parts[:-2])
+    return spelled
 
 
 def module_chain(head: ast.AST, links: Links, facts: ModuleFacts) -> Tuple[ast.AST, Links]:

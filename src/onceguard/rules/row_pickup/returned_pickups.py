@@ -97,7 +97,9 @@ def _loader_names(facts: ModuleFacts) -> Set[str]:
 
     def build(_facts: ModuleFacts) -> Set[str]:
         if not facts.context.cross_file:
-            return set()
+            # (the one file read alone: its own defs that hand back rows they pick by state)
+            return {function.name for function in facts.functions if facts.enclosing_function(function) is None
+                    and any(_returns_rows(pickup, function) for pickup in _local_pickups(function, facts))}
         return {words[0][:-1].decode() for words in loader_words(facts.config)}
 
     return facts.cached("row_pickup:loader-names", build)

@@ -21,7 +21,7 @@ from .selection import (
     sql_pickup)
 from .handed_rows import handed_row_write
 from ...project.prefilter_words import loader_words, sql_constant_words
-from .moved_rows import aggregates_only, hands_back, helper_writes, picked_and_written_after
+from .moved_rows import aggregates_only, core_update_behind, hands_back, helper_writes, picked_and_written_after
 from .callers import _locked_before, _resolver, runs_claimed
 from ...project.claims import ClaimAnalyzer, won_claim_reaches
 from ...project.queue_handoffs import queue_put
@@ -271,6 +271,9 @@ class UnclaimedRowPickup(Rule):
                                            and row_names(t.value) for t in targets):
                     changed = node
                 continue
+            if pickup.framework == "sqlalchemy" and isinstance(node, ast.Call) and row_names(node) \
+                    and core_update_behind(node, function, facts):
+                return node  # a repository function that updates the row it is handed
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
             method, receiver = node.func.attr, node.func.value

@@ -19,6 +19,7 @@ from ...analysis.sql import parse_statements, sql_nodes
 from ..data_races import (
     _FETCH, _tables, chain, django_instance_loader, django_queryset, function_nodes, later,
     names_in, sa_source, sa_statement, target_names, unwrap)
+from ..data_races.loads import module_chain
 from ..redis_leases import result_tested
 
 
@@ -406,7 +407,7 @@ def _sa_update(node: ast.AST, facts: ModuleFacts):
         if value is None:
             return None
         node = unwrap(value)
-    head, links = chain(node)
+    head, links = module_chain(*chain(node), facts)  # (``sqlalchemy.update(T)``: the module is no receiver)
     if isinstance(head, ast.Call) and facts.callee(head) in orm.SA_UPDATE:
         return links
     return None
