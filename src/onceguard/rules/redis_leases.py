@@ -240,7 +240,8 @@ class Leases:
             # tested is a run-once marker (and may well be meant to stay) unless its text calls it a lock.
             tested = result_tested(acquire.call, facts)
             return tested and (acquire.two_step_expiry is not None
-                               or key_names_a_lock(acquire.key, facts, taken_with_nx=True))
+                               or key_names_a_lock(acquire.key, facts, taken_with_nx=True)
+                               or _owner_compared(acquire, facts))
         # A plain SET is a lock only when its absence was checked first, it stores a marker (not the value the
         # caller reads back) and it is dropped again when the work is done: by the same function, or by a
         # release of the same object (``wait_and_take()`` sets ``self.key``, ``release()`` deletes it).
@@ -253,6 +254,30 @@ class Leases:
         return owner is not None and any(
             r.identity == acquire.identity and facts.enclosing_class(r.call) is owner and _names_a_release(r, facts)
             for r in self.releases)
+
+
+def _owner_compared(acquire: Acquire, facts: ModuleFacts) -> bool:
+    """The key holds who took it: its value read back (``GET`` of the same key) is compared with the value the
+    NX set stored (``return await r.get(key) == self.identity``). An owner's key is a lease, held by one
+    replica and owed back; a marker meant to stay stores no owner to ask about."""
+    stored = argument(acquire.call, known.Arg("value", 1))
+    if stored is None or isinstance(stored, ast.Constant):
+        return False
+    spelled = ast.dump(stored)
+    owner = facts.enclosing_class(acquire.call)
+    function = facts.enclosing_function(acquire.call)
+    for call, _, _ in client_calls(facts, ("get",)):
+        where = facts.enclosing_class(call) if owner is not None else facts.enclosing_function(call)
+        if where is not (owner if owner is not None else function) or not call.args \
+                or key_identity(call.args[0], facts) != acquire.identity:
+            continue
+        compare = parent(call)
+        if isinstance(compare, ast.Await):
+            compare = parent(compare)
+        if isinstance(compare, ast.Compare) and any(ast.dump(side) == spelled
+                                                     for side in [compare.left, *compare.comparators]):
+            return True
+    return False
 
 
 def _answers_whether_taken(acquire: Acquire, facts: ModuleFacts) -> bool:
