@@ -12,7 +12,7 @@ PLAN = """\
     from dataclasses import dataclass
     from typing import Callable
 
-    from apscheduler.schedulers.base import BaseScheduler
+    from apscheduler.schedulers.background import BackgroundScheduler
     from apscheduler.triggers.cron import CronTrigger
 
     from ledger.wrappers import {wrapper}
@@ -40,7 +40,7 @@ PLAN = """\
         return list(_PLAN.values())
 
 
-    def install(scheduler: BaseScheduler, entries: list[Entry]) -> None:
+    def install(scheduler: BackgroundScheduler, entries: list[Entry]) -> None:
         for entry in entries:
             scheduler.add_job({wrapper}(entry.key, entry.run), CronTrigger.from_crontab(entry.cron), id=entry.key)
 """

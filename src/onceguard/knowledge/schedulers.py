@@ -71,8 +71,6 @@ _APS3_CLASSES = {
 
 CONSTRUCTORS: Dict[str, str] = {
     **{f"apscheduler.schedulers.{m}.{_APS3_CLASSES[m]}": APS3 for m in _APS3_MODULES},
-    # the base every APScheduler 3 scheduler derives from: made by none, written as a parameter's annotation
-    "apscheduler.schedulers.base.BaseScheduler": APS3,
     "apscheduler.Scheduler": APS4,
     "apscheduler.AsyncScheduler": APS4,
     "apscheduler._schedulers.sync.Scheduler": APS4,
