@@ -34,7 +34,7 @@ from . import index as project
 #: A PostgreSQL URL in any text: ``postgresql://``, ``postgres://``, ``postgresql+psycopg://`` ...
 _URL = re.compile(rb"""postgres(?:ql)?(?:\+[A-Za-z0-9_]+)?://[^\s'"`<>]+""")
 #: ``NAME: value`` / ``NAME=value`` / ``"NAME": "value"`` ending where the URL starts.
-_NAMED = re.compile(rb"""["']?([A-Za-z_][A-Za-z0-9_]*)["']?\s*[:=]\s*["']?$""")
+_NAMED = re.compile(rb"""(?:^|[^A-Za-z0-9_.-])["']?([A-Za-z_][A-Za-z0-9_]*)["']?\s*[:=]\s*["']?$""")
 #: A Kubernetes ``- name: X`` line above a ``value:`` line.
 _ENV_NAME = re.compile(rb"""name:\s*["']?([A-Za-z_][A-Za-z0-9_]*)""")
 #: ``os.environ.get("X", "<url>")`` / ``os.getenv("X", "<url>")`` / ``env("X", default="<url>")``: the
@@ -163,6 +163,7 @@ def _shown(facts) -> _Shown:
                 session = session or any(m.group(1).lower() == b"session" for m in _POOL_MODE.finditer(data))
                 if not path.lower().endswith(".ini"):  # (alembic.ini's URL is a template the env.py replaces)
                     urls.extend(_urls_in(data, path, in_code=False))
+        urls.extend(_referenced_urls(read))
         # A URL a server's own container is given (the pooler's upstream, ``DATABASE_URL`` of the pgbouncer
         # service) or that a migrate step uses is no place the application's code connects to.
         if urls:
@@ -183,6 +184,26 @@ def _shown(facts) -> _Shown:
 
 
 _scans: Dict = {}
+
+
+def _referenced_urls(paths: List[str]) -> List[ShownUrl]:
+    """The PostgreSQL URLs a Kubernetes container's ``env`` takes from a Secret or ConfigMap of the manifests,
+    each at the env entry, named by its variable."""
+    from . import kubernetes_values
+
+    manifests = [(path, project.read_bytes(path).decode("utf-8", "replace")) for path in paths
+                 if path.lower().endswith((".yaml", ".yml"))]
+    if not any("valueFrom" in text for _, text in manifests):
+        return []
+    entries, references = kubernetes_values.read(manifests)
+    found = []
+    for path, entry_references in references.items():
+        for variable, kind, name, key, line in entry_references:
+            value = entries.get((kind, name, key), ("", 0))[0]
+            if _URL.fullmatch(value.strip().encode("utf-8", "replace")):
+                url = value.strip()
+                found.append(ShownUrl(url, path, line, variable, False, pooler_sign(url)))
+    return found
 
 
 _DJANGO_DATABASES = "DATABASES"

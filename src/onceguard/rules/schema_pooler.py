@@ -12,7 +12,7 @@ from ..knowledge import schema as known
 from ..model import Diagnostic
 from ..project.definitions import top_level
 from ..project.poolers import host_or_port, pooled_everywhere, pooled_variable, pooler_sign
-from ..project.settings_objects import derived_setting
+from ..project.settings_objects import EnvironmentField, derived_setting
 from .base import Rule
 from .registry import register
 
@@ -92,6 +92,9 @@ def _dsn_parts(expr: ast.AST, facts: ModuleFacts) -> _DsnParts:
             derived = derived_setting(node, where, bound_value)
             if isinstance(derived, tuple):
                 stack.append((derived[0], depth + 1, derived[1]))
+                continue
+            if isinstance(derived, EnvironmentField):
+                env.append((node, derived.variable))  # a settings class's field: read from its variable
                 continue
         if isinstance(node, ast.Call) and not node.args and not node.keywords:
             returned = _returned_by(node, where)
