@@ -112,6 +112,13 @@ class ClaimBranches:
                 block = getattr(above, name, None)
                 if not isinstance(block, list) or not any(s is child for s in block):
                     continue
+                if isinstance(above, (ast.With, ast.AsyncWith)) and name == "body":
+                    # ``with exclusive(engine, key): run()``: a context manager that enters only for the winner
+                    # (it raises, or leaves, when the claim fails)
+                    for item in above.items:
+                        hit = self.claim_in(item.context_expr)
+                        if hit is not None and not hit.needs_test:
+                            return hit
                 if isinstance(above, ast.If):
                     side = failed_side(above)  # (the test is resolved only when ``node`` is on its won side)
                     found = self.failed_branch(above) if side is not None and side[0] is not block else None
