@@ -30,6 +30,7 @@ from .flow import Flow, _first_arithmetic, _keyed, plain_name
 from .writers import sole_writer
 from .handed_sessions import changed_for_callers, changed_rows_handed_in
 from .returned_loads import returned_row
+from ...project.held_locks import held_by_lock_helper
 from .changes import Change, _fresh_object, _functions_writing_instances, _written_back, instance_changes
 
 
@@ -239,6 +240,8 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                     continue  # re-read under a lock, or picked out of rows a query here locked
                 if won_claim_reaches(change.statement, facts, exclusive=True):
                     continue  # one replica at a time runs it: the claim serialises the load and the write
+                if held_by_lock_helper(change.statement, facts):
+                    continue  # every caller waits for the lock the helper takes before it hands over the block
                 if _fresh_object(change.instance, change, function, facts):
                     continue
                 seen_by = bindings
