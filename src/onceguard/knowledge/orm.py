@@ -27,6 +27,11 @@ DJANGO_INSTANCE_WRITES: FrozenSet[str] = frozenset({"save", "asave", "delete", "
 DJANGO_QUERYSET_WRITES: FrozenSet[str] = frozenset({"update", "aupdate", "delete", "adelete"})
 #: Row locks; ``select_for_update()`` evaluated outside ``atomic()`` raises, so its presence means a lock.
 DJANGO_ROW_LOCK = "select_for_update"
+#: Django REST framework: a view's ``get_object()`` loads the object from what its ``get_queryset()`` returns,
+#: under the view's ``action`` (``"retrieve"``, ``"update"``, or a custom ``@action``'s method name).
+DRF_OBJECT_GETTERS: FrozenSet[str] = frozenset({"get_object"})
+DRF_QUERYSET_METHOD = "get_queryset"
+DRF_ACTION_ATTRIBUTE = "action"
 DJANGO_F: FrozenSet[str] = frozenset({"django.db.models.F", "django.db.models.expressions.F"})
 
 # -- SQLAlchemy / SQLModel / Flask-SQLAlchemy ----------------------------------------------------------

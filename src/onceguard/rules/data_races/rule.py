@@ -31,6 +31,7 @@ from .writers import sole_writer
 from .handed_sessions import changed_for_callers, changed_rows_handed_in
 from .returned_loads import returned_row
 from ...project.held_locks import held_by_lock_helper
+from .view_objects import locked_view_object
 from .changes import Change, _fresh_object, _functions_writing_instances, _written_back, instance_changes
 
 
@@ -242,6 +243,8 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                     continue  # one replica at a time runs it: the claim serialises the load and the write
                 if held_by_lock_helper(change.statement, facts):
                     continue  # every caller waits for the lock the helper takes before it hands over the block
+                if locked_view_object(change.instance, change.back, function, facts):
+                    continue  # a REST view's object its own queryset locks for this action
                 if _fresh_object(change.instance, change, function, facts):
                     continue
                 seen_by = bindings
