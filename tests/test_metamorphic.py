@@ -21,7 +21,6 @@ CASES, APPLICABLE = cases(EXAMPLES)
 # is counted and printed by test_left_out_cases_still_differ, which fails once one is fixed (then remove it).
 # Each entry: (example)-(transformation): why it differs; what changes.
 LEFT_OUT = {
-    'fixture-fastapi_tickers-call_through_helper': 'a call put behind a small project helper is not followed into the helper; loses OG201 at tickets/main.py:87; adds OG201 at tickets/main.py:145',
     'fixture-layered_service-call_through_helper': 'a call put behind a small project helper is not followed into the helper; loses OG201 at backend/app/main.py:39',
     'OG103-flagged-line123-function_to_method': 'a lock helper reached as a method of a module-level instance is not followed into the method (a forwarding helper is a module-level function); loses OG103 at jobs/exports.py:18',
     'OG204-flagged-line67-function_to_method': 'a method reached through a module-level instance is not followed by this rule; loses OG204 at shop/jobs.py:14',
