@@ -166,3 +166,6 @@ CLOSE_METHODS: FrozenSet[str] = frozenset({"close", "aclose", "dispose", "discon
 #: The namespace an application object offers for what its code keeps for every request: Sanic's ``app.ctx``,
 #: Starlette's, FastAPI's and Litestar's ``app.state`` (read back as ``request.app.ctx.x``, ``request.app.state.x``).
 APP_NAMESPACES: FrozenSet[str] = frozenset({"ctx", "state"})
+#: Flask's registry of what extensions keep on the application (``app.extensions["redis"] = client``), read back
+#: as ``current_app.extensions["redis"]``.
+APP_REGISTRIES: FrozenSet[str] = frozenset({"extensions"})

@@ -9,11 +9,11 @@ an instance of that class, wherever it is read.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, Iterator, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..analysis.context import FileContext
 from ..analysis.facts import ModuleFacts, parent
-from ..knowledge.startup import APP_NAMESPACES
+from ..knowledge.startup import APP_NAMESPACES, APP_REGISTRIES
 from . import index as project
 from .declared_types import ClassRef
 
@@ -22,11 +22,42 @@ project.on_clear(_kept.clear)
 
 
 def namespace_attribute(expr: ast.AST) -> Optional[Tuple[str, str]]:
-    """(namespace, name) of ``x.ctx.name`` / ``x.state.name``, else None."""
+    """(namespace, name) of ``x.ctx.name`` / ``x.state.name``, and of ``x.extensions["name"]`` (Flask's registry
+    of what extensions keep), else None."""
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Attribute) \
             and expr.value.attr in APP_NAMESPACES:
         return expr.value.attr, expr.attr
+    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Attribute) \
+            and expr.value.attr in APP_REGISTRIES and isinstance(expr.slice, ast.Constant) \
+            and isinstance(expr.slice.value, str):
+        return expr.value.attr, expr.slice.value
     return None
+
+
+def _searched(namespace: str, name: str) -> str:
+    return f"{namespace}[" if namespace in APP_REGISTRIES else f"{namespace}.{name}"
+
+
+def kept_values(expr: ast.AST, facts: ModuleFacts) -> List[Tuple[ast.AST, ModuleFacts]]:
+    """Every value the project assigns to ``expr``'s namespace attribute or registry entry, with its module
+    (what ``current_app.extensions["redis"]`` holds: the ``redis.Redis.from_url(...)`` the app factory put
+    there)."""
+    spelled = namespace_attribute(expr)
+    if spelled is None:
+        return []
+    modules = [facts] if not facts.context.cross_file else list(
+        _assigning_modules(*spelled, project.search_root(facts), facts))
+    return [(statement.value, other) for other in modules for statement in _assignments(other, spelled)]
+
+
+def _assignments(facts: ModuleFacts, spelled: Tuple[str, str]) -> Iterator[ast.stmt]:
+    for statement in facts.assigns:
+        if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.value is None:
+            continue
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        if any(namespace_attribute(target) == spelled for target in targets) and not (
+                isinstance(statement.value, ast.Constant) and statement.value.value is None):
+            yield statement  # (not a placeholder until start-up fills it)
 
 
 def kept_class(expr: ast.AST, facts: ModuleFacts) -> Optional[ClassRef]:
@@ -45,7 +76,7 @@ def kept_class(expr: ast.AST, facts: ModuleFacts) -> Optional[ClassRef]:
 
 
 def _assigning_modules(namespace: str, name: str, root: str, facts: ModuleFacts) -> Iterator[ModuleFacts]:
-    for path in project.files_mentioning(f"{namespace}.{name}", root):
+    for path in project.files_mentioning(_searched(namespace, name), root):
         if not FileContext(path, facts.config, cross_file=True).is_test:
             other = project.module_facts(path, facts.config)
             if other is not None:
@@ -57,14 +88,7 @@ def _assigned_class(namespace: str, name: str, modules: Iterable[ModuleFacts]) -
 
     found: Optional[ClassRef] = None
     for other in modules:
-        for statement in other.assigns:
-            if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.value is None:
-                continue
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            if not any(namespace_attribute(target) == (namespace, name) for target in targets):
-                continue
-            if isinstance(statement.value, ast.Constant) and statement.value.value is None:
-                continue  # a placeholder until start-up fills it
+        for statement in _assignments(other, (namespace, name)):
             made = instance_class(statement.value, other, other.enclosing_function(statement))
             if made is None or found is not None and _place(made) != _place(found):
                 return None  # something else, or instances of two classes: no one class
@@ -94,5 +118,6 @@ def kept_names(cls: ast.ClassDef, facts: ModuleFacts) -> Tuple[str, ...]:
             statement = parent(call)
             if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is call:
                 targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-                names.update(".".join(spelled) for spelled in map(namespace_attribute, targets) if spelled)
+                names.update(".".join(spelled) for spelled in map(namespace_attribute, targets)
+                             if spelled and spelled[0] in APP_NAMESPACES)
     return tuple(sorted(names))

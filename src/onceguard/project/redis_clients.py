@@ -39,8 +39,27 @@ class RedisClients(Handles):
         if isinstance(expr, ast.Subscript):  # django.core.cache.caches["locks"]
             if self.facts.qualify(expr.value) in known.CACHE_MAPPINGS:
                 return Handle(known.DJANGO_CACHE, "django", "caches")
+            return self._kept(expr, _depth)
+        found = super().of(expr, _depth)
+        return found if found is not None or not isinstance(expr, ast.Attribute) else self._kept(expr, _depth)
+
+    def _kept(self, expr: ast.AST, depth: int) -> Optional[Handle]:
+        """``current_app.extensions["redis"]``, ``request.app.state.redis``: the client the application keeps
+        there, when every assignment of that place in the project makes one of the same kind."""
+        from .app_namespaces import kept_values, namespace_attribute
+
+        if depth > self._MAX_DEPTH or namespace_attribute(expr) is None:
             return None
-        return super().of(expr, _depth)
+        kinds = set()
+        for value, where in kept_values(expr, self.facts):
+            made = RedisClients.of_module(where).of(value, depth + 1)
+            if made is None:
+                return None
+            kinds.add((made.kind, made.library, made.how))
+        if len(kinds) != 1:
+            return None
+        kind, library, how = kinds.pop()
+        return Handle(kind, library, how)
 
     def _of_imported(self, qualified: str, depth: int) -> Optional[Handle]:
         """A client another module of the project binds at its top level (``from app.cache import
