@@ -142,3 +142,46 @@ def test_made_per_request_it_lives_for_that_request(tmp_path):
         "        await request.app.ctx.board.mark").replace(
         "from sanic import Blueprint\n", "from sanic import Blueprint\n\nfrom parley.board import TypingBoard\n")})
     assert findings(tmp_path, board, codes=("OG608",)) == []
+
+
+FLASK_FACTORY = """\
+    from flask import Flask
+
+    from parley.board import TypingBoard
+    from parley.views import chat
+
+
+    def create_app() -> Flask:
+        app = Flask(__name__)
+        app.extensions["parley"] = {"board": TypingBoard(), "greeting": "hi"}
+        app.register_blueprint(chat)
+        return app
+"""
+
+FLASK_VIEWS = """\
+    from flask import Blueprint, current_app, request
+
+    chat = Blueprint("chat", __name__)
+
+
+    @chat.post("/typing")
+    async def typing():
+        parts = current_app.extensions["parley"]
+        board = parts["board"]
+        await board.mark(request.json["user"])
+        return {"ok": True}
+
+
+    @chat.get("/typing")
+    async def typists():
+        return {"typing": await current_app.extensions["parley"]["board"].who()}
+"""
+
+
+def test_a_registry_kept_in_a_dict_of_flask_extensions(tmp_path):
+    # ``app.extensions["parley"] = {"board": TypingBoard()}`` in the app factory: read back as
+    # ``current_app.extensions["parley"]["board"]`` (or through names bound to the parts), it is that instance.
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'parley'\n", "parley/__init__.py": "",
+                     "parley/board.py": BOARD.format(), "parley/app.py": FLASK_FACTORY,
+                     "parley/views.py": FLASK_VIEWS})
+    assert findings(tmp_path, "parley/board.py", codes=("OG608",)) == [(7, "OG608")]

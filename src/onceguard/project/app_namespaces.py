@@ -111,13 +111,44 @@ def kept_names(cls: ast.ClassDef, facts: ModuleFacts) -> Tuple[str, ...]:
     names = set()
     for path in project.files_mentioning(cls.name, root):
         source = project.read_bytes(path)
-        if not any(f".{namespace}.".encode() in source for namespace in APP_NAMESPACES):
+        if not any(f".{namespace}".encode() in source for namespace in APP_NAMESPACES | APP_REGISTRIES):
             continue
         other = project.module_facts(path, facts.config)
         for call in other.calls_by_name.get(cls.name, ()) if other is not None else ():
             statement = parent(call)
+            entry = next((k for k, v in zip(statement.keys, statement.values) if v is call), None) \
+                if isinstance(statement, ast.Dict) else None
+            if isinstance(entry, ast.Constant) and isinstance(entry.value, str):
+                # ``app.extensions["hooks"] = {"ledger": Ledger()}``: read back as ``ext["ledger"]``
+                names.update((f'"{entry.value}"', f"'{entry.value}'"))
+                continue
             if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is call:
                 targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
                 names.update(".".join(spelled) for spelled in map(namespace_attribute, targets)
                              if spelled and spelled[0] in APP_NAMESPACES)
     return tuple(sorted(names))
+
+
+def kept_entry_class(expr: ast.Subscript, facts: ModuleFacts, function, depth: int) -> Optional[ClassRef]:
+    """``ext["ledger"]`` with ``ext = current_app.extensions["hooks"]`` (or the subscript written in one piece):
+    the class of the ``"ledger"`` entry of the dict every assignment of the application's place holds."""
+    from .summaries import _name_bindings, instance_class
+
+    key = expr.slice.value if isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, str) else None
+    holder = expr.value
+    if key is None or depth > 3:
+        return kept_class(expr, facts)
+    if isinstance(holder, ast.Name) and function is not None:
+        bound = _name_bindings(function).get(holder.id)
+        holder = bound.value if isinstance(bound, ast.Assign) else holder
+    if namespace_attribute(holder) is None:
+        return None
+    found: Optional[ClassRef] = None
+    for value, where in kept_values(holder, facts):
+        entry = next((v for k, v in zip(value.keys, value.values) if isinstance(k, ast.Constant) and k.value == key),
+                     None) if isinstance(value, ast.Dict) else None
+        made = instance_class(entry, where, where.enclosing_function(entry)) if entry is not None else None
+        if made is None or found is not None and _place(made) != _place(found):
+            return None
+        found = made
+    return found

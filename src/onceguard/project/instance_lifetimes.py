@@ -89,11 +89,15 @@ def _through_factories(calls, facts: ModuleFacts) -> Iterator[ast.Call]:
                         if isinstance(made.func, ast.Name) and made is not call)
 
 
-def _kept_on(call: ast.Call) -> Optional[str]:
+def _kept_on(call: ast.AST) -> Optional[str]:
     """Where ``call``'s object is kept beyond the function that makes it: an attribute or an item of something
     the function does not own (``app.ctx.presence = Registry()``, ``app["presence"] = Registry()``).  Not
     ``self.registry = Registry()``: that lives as long as ``self`` does, which says nothing of the process."""
     above = parent(call)
+    if isinstance(above, ast.Dict) and any(value is call for value in above.values):
+        # ``app.extensions["hooks"] = {"ledger": Ledger(), ...}``: kept where the dict is
+        kept = _kept_on(above)
+        return f"{kept}[...]" if kept is not None else None
     if isinstance(above, (ast.Assign, ast.AnnAssign)) and above.value is call:
         targets = above.targets if isinstance(above, ast.Assign) else [above.target]
         for target in targets:

@@ -241,7 +241,7 @@ def _bound_class(value: ast.AST, facts: ModuleFacts, function: Optional[Function
                  depth: int, self_class: Optional[ClassRef] = None) -> Optional[ClassRef]:
     """The class of what a name is bound to: a constructor call, ``cast(C, x)``, or another name or
     attribute whose class is known (``manager = self.lock_manager``)."""
-    if isinstance(value, (ast.Name, ast.Attribute)):
+    if isinstance(value, (ast.Name, ast.Attribute, ast.Subscript)):
         return _receiver_class(value, facts, function, depth + 1, self_class)
     return _value_class(value, facts)
 
@@ -321,6 +321,10 @@ def _receiver_class(expr: ast.AST, facts: ModuleFacts, function: Optional[Functi
         return kept_class(expr, facts)  # ``request.app.ctx.presence``: what start-up code keeps there
     if isinstance(expr, ast.Call):
         return _bound_class(expr, facts, function, depth)  # ``Lease(url, "k", 90).take``: a fresh instance
+    if isinstance(expr, ast.Subscript):
+        from .app_namespaces import kept_entry_class
+
+        return kept_entry_class(expr, facts, function, depth)  # ``current_app.extensions["hooks"]["ledger"]``
     return None
 
 
