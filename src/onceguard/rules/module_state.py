@@ -22,7 +22,8 @@ import ast
 from typing import Callable, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from ..project import process_state as state
-from ..analysis.facts import FunctionNode, ModuleFacts, spells_triggers, walk, walk_no_nested_functions
+from ..analysis.facts import (FunctionNode, ModuleFacts, ancestors, in_handler, spells_triggers, walk,
+                              walk_no_nested_functions)
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
 from ..project.forwarding import forwarded
@@ -168,14 +169,62 @@ def _fill_of(fills: List[state.Access], decision: state.Access) -> state.Access:
     return next((fill for fill in fills if fill.function is decision.function), fills[0])
 
 
-def _work_ended(found: state.Accesses, matcher: state.StateMatcher, stamped: bool) -> bool:
+def _work_ended(found: state.Accesses, matcher: state.StateMatcher, stamped: bool,
+                facts: Optional[ModuleFacts] = None) -> bool:
     """A member is taken out again: a marker of work in flight in this process.  For entries stamped with the
     time they were seen, a loop over the state that drops entries (``for key, at in list(self._seen.items()):``
-    … ``del self._seen[key]``) is their expiry, not the end of the work."""
+    … ``del self._seen[key]``) is their expiry, not the end of the work.  Neither is a loop that drops the
+    oldest keys a queue of arrivals hands it (``_, old = self._order.popleft(); self._seen.discard(old)``), nor a
+    removal only failure runs (``except: ledger.forget(key); raise``): the work did not happen, so it may be
+    asked for again."""
     for access in found.of_kind("unmark"):
-        if not (stamped and state.in_loop_over_state(access, matcher)):
-            return True
+        if stamped and state.in_loop_over_state(access, matcher):
+            continue
+        if facts is not None and (_drops_oldest(access) or _only_on_failure(access, facts)):
+            continue
+        return True
     return False
+
+
+def _drops_oldest(access: state.Access) -> bool:
+    """The removal sits in a ``while`` loop that takes the oldest entries off another queue (``popleft``)."""
+    for above in ancestors(access.node):
+        if above is access.function:
+            return False
+        if isinstance(above, ast.While):
+            return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                       and node.func.attr in _OLDEST_TAKES for node in walk(above))
+    return False
+
+
+#: Methods that take the oldest entry off a queue or heap.
+_OLDEST_TAKES = frozenset({"popleft", "heappop", "popitem"})
+
+
+def _only_on_failure(access: state.Access, facts: ModuleFacts) -> bool:
+    """The removal is a method of its own (``forget``) that every caller in the project calls from an ``except``
+    handler (or from a helper that only such handlers call): it undoes the mark when the work could not be
+    done."""
+    function = access.function
+    if function is None or facts.enclosing_class(function) is None:
+        return False
+    return _called_only_on_failure(function, facts, 0)
+
+
+def _called_only_on_failure(function: FunctionNode, facts: ModuleFacts, depth: int) -> bool:
+    from ..project.reach import _method_callers_by_name
+    from ..project.renamed_callers import project_callers
+
+    # (a method called on an instance the caller's spelling does not name by its class: ``ledger.forget()``)
+    calls = (project_callers(function, facts) or _method_callers_by_name(function, facts)) \
+        if facts.context.cross_file else [(call, facts) for call in facts.calls_named(function.name)
+                                          if isinstance(call.func, ast.Attribute if facts.enclosing_class(
+                                              function) is not None else ast.Name)]
+    callers = [(call, where) for call, where in calls if where.enclosing_function(call) is not None]
+    return bool(callers) and all(
+        in_handler(call, where.enclosing_function(call))
+        or depth < 1 and _called_only_on_failure(where.enclosing_function(call), where, depth + 1)
+        for call, where in callers)
 
 
 def _compares_field(access: state.Access, matcher: state.StateMatcher, fields: Set[str]) -> bool:
@@ -254,7 +303,9 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
     written = {a.kind for a in found.items}
     if not written & {"decide", "read"} or not (
             written & {state.WRITE_COUNTER, state.WRITE_CLOCK}
-            or (state.WRITE_MARK in written and "unmark" not in written)
+            or (state.WRITE_MARK in written and (
+                "unmark" not in written
+                or not _work_ended(found, state.StateMatcher(binding, facts), stamped=False, facts=facts)))
             or (state.WRITE_RECORD in written and state.WRITE_OBJECT not in written)):
         return None  # nothing decides from it, or none of its writes is one the judgements below look at
     matcher = state.StateMatcher(binding, facts)
@@ -288,7 +339,7 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
     # = now``); the test may be a method's answer (``return key in self._seen``) that its caller acts on.
     marks = found.of_kind(state.WRITE_MARK)
     stamps = [c for c in found.of_kind(state.WRITE_CLOCK) if state.field_of(_target(c.node)) == "[]"]
-    if (marks or stamps) and not _work_ended(found, matcher, stamped=not marks):
+    if (marks or stamps) and not _work_ended(found, matcher, stamped=not marks, facts=facts):
         tested = [d for d in decisions if _membership_test(d, matcher)
                   and (marks or any(stamp.function is d.function for stamp in stamps))]
         tested += [a for a in found.of_kind("read") if state.answers_membership(a, matcher)]
