@@ -151,6 +151,7 @@ PROJECT_MARKERS: Tuple[str, ...] = (
 #: worker -B``), so every replica of that worker fires every beat entry.
 CELERY_PROGRAM = "celery"
 CELERY_WORKER_SUBCOMMAND = "worker"
+CELERY_BEAT_SUBCOMMAND = "beat"
 CELERY_EMBEDDED_BEAT_OPTIONS: FrozenSet[str] = frozenset({"-B", "--beat"})
 
 # -- how many processes a program is ------------------------------------------------------------------------

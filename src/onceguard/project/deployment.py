@@ -362,12 +362,16 @@ def _script_tokens(path: str) -> Set[str]:
 
 
 def embeds_beat(launch: Launch) -> bool:
-    """Whether this command starts a Celery worker with the beat scheduler inside it: ``-B``/``--beat`` on
-    the worker's command line, or (a worker started from a script with its arguments in a variable) a
-    script that names both ``worker`` and ``--beat`` for the celery command it runs."""
+    """Whether this command runs a Celery beat in every replica: a worker with the beat scheduler inside it
+    (``-B``/``--beat`` on the worker's command line, or a script that names both ``worker`` and ``--beat`` for
+    the celery command it runs with its arguments in a variable), or ``celery beat`` itself in a service the
+    file asks several replicas of."""
     words = launch.words
     if not _runs_celery(words):
         return False
+    if known.CELERY_BEAT_SUBCOMMAND in words and known.CELERY_WORKER_SUBCOMMAND not in words:
+        # ``celery -A app beat`` in a service the file runs as several replicas: a beat in each
+        return launch.replicas is not None and launch.replicas > 1
     if known.CELERY_WORKER_SUBCOMMAND in words:
         return any(_beat_option(w) for w in words)
     if launch.path.lower().endswith(known.SHELL_SUFFIXES) and any(w.startswith("$") for w in words):

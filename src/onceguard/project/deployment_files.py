@@ -35,6 +35,9 @@ class Launch:
     image_default: bool = False
     #: the image a container or compose service runs ("" when built from the project, or not said)
     image: str = ""
+    #: how many replicas the file asks for when it says so (a Deployment's ``replicas:``, compose's
+    #: ``deploy.replicas``); None when it leaves the number to a default or an autoscaler
+    replicas: Optional[int] = None
 
     @property
     def directory(self) -> str:
@@ -567,16 +570,17 @@ def _compose(document, path: str) -> List[Launch]:
         per_replica = (name not in one_shot and known.MIGRATION_WORD not in name.lower()
                        and replicas != known.SINGLE_REPLICA and _get(service, known.COMPOSE_CONTAINER_NAME) is None)
         image = "" if _get(service, "build") is not None else (_scalar(_get(service, "image")) or "")
+        count = _count(replicas)
         if _get(service, "entrypoint") is None and _get(service, "command") is None:
             found.append(Launch((), path, _line(name_node), per_replica, f"{file_name} service {name}",
-                                image_default=True, image=image))
+                                image_default=True, image=image, replicas=count))
         for key in ("entrypoint", "command"):
             node = _get(service, key)
             if node is None:
                 continue
             for words in _words_of(node) or ():
                 found.append(Launch(words, path, _line(node), per_replica, f"{file_name} service {name} {key}",
-                                    image=image))
+                                    image=image, replicas=count))
     return found
 
 
@@ -597,6 +601,7 @@ def _kubernetes(document, path: str) -> List[Launch]:
         return []
     per_replica = (kind in known.KUBERNETES_REPLICATED_KINDS and not hook
                    and _scalar(_get(spec, "replicas")) != known.SINGLE_REPLICA)
+    count = _count(_scalar(_get(spec, "replicas"))) if kind in known.KUBERNETES_REPLICATED_KINDS else None
     where = f"Kubernetes {kind} {name}" + (" (a deploy hook)" if hook else "")
     found = []
     for list_key in ("initContainers", "containers"):
@@ -609,7 +614,7 @@ def _kubernetes(document, path: str) -> List[Launch]:
             image = _scalar(_get(container, "image")) or ""
             if node is None:
                 found.append(Launch((), path, _line(container), per_replica, label, image_default=True,
-                                    image=image))
+                                    image=image, replicas=count))
                 continue
             for part in (command, args):
                 if part is None:
@@ -621,8 +626,13 @@ def _kubernetes(document, path: str) -> List[Launch]:
                     words.extend(_scalar(item) or "" for item in _sequence(part))
             for command_words in _expand_shell_c(tuple(words)):
                 found.append(Launch(command_words, path, _line(node), per_replica, label,
-                                    args_only=command is None, image=image))
+                                    args_only=command is None, image=image, replicas=count))
     return found
+
+
+def _count(text: Optional[str]) -> Optional[int]:
+    """A replica count written as a number (a template or a variable says nothing)."""
+    return int(text) if text is not None and text.strip().isdigit() else None
 
 
 def resolve_file(name: str, directory: str, candidates: Sequence[str]) -> List[str]:

@@ -7,6 +7,7 @@ import re
 from dataclasses import replace
 from typing import Dict, List, Optional, Tuple
 
+from ...knowledge import deployment as deployment_known
 from ...project import deployment, index as project, process_roles
 from ...project.through_helpers import through_helpers
 from ...project.bindings import Bindings, own_module_name, own_module_names
@@ -310,8 +311,11 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             launch = self._embedded_beat()
             if launch is not None:
                 scheduled.detail = f"{launch.where} runs `{' '.join(launch.words)}`"
-                scheduled.related.append(Related(launch.path, launch.line, 1,
-                                                 "beat runs inside this worker, in every replica"))
+                standalone = deployment_known.CELERY_WORKER_SUBCOMMAND not in launch.words
+                scheduled.beat_replicas = launch.replicas if standalone else None
+                scheduled.related.append(Related(launch.path, launch.line, 1, (
+                    f"beat runs in each of this service's {launch.replicas} replicas" if standalone
+                    else "beat runs inside this worker, in every replica")))
         self.found.append(scheduled)
 
     # -- decorators --------------------------------------------------------------------------

@@ -47,6 +47,8 @@ class Scheduled:
     wall_clock: bool = False  # fires at a wall-clock time: once per business period
     long_hint: bool = False
     detail: str = ""  # e.g. the start-up hook that starts a ticker
+    #: a Celery beat the deployment runs on its own in this many replicas (not inside a worker)
+    beat_replicas: Optional[int] = None
     gated: bool = False  # registered only by a claim's winner, or only in a process the project dedicates to it
     skip: Optional[Callable[[ast.stmt], bool]] = None
     #: places in other files the registration depends on (the scheduler made in another module)

@@ -99,6 +99,8 @@ def _why(scheduled: Scheduled) -> str:
     if family in (known.ASYNCIO_TICKER, known.THREAD_TICKER):
         started = f"`{scheduled.how}`, start-up: {scheduled.detail}" if scheduled.detail else f"`{scheduled.how}`"
         return f"Every replica starts this {family} ({started})."
+    if family in known.BEAT_FAMILIES and scheduled.detail and scheduled.beat_replicas:
+        return f"Beat runs in each of {scheduled.beat_replicas} replicas ({scheduled.detail}), and each sends every task."
     if family in known.BEAT_FAMILIES and scheduled.detail:
         return f"Beat runs inside every Celery worker ({scheduled.detail})."
     return _FAMILY_NOTES.get(family, "")
@@ -130,6 +132,8 @@ def _suggestion(scheduled: Scheduled, claim: JobClaim) -> str:
         text = f"{begin}: the first replica to ask in a period runs it, every other one skips."
     why = _why(scheduled)
     text = f"{why} {text}" if why else text
+    if scheduled.family in known.BEAT_FAMILIES and scheduled.detail and scheduled.beat_replicas:
+        return text + " Or run exactly one beat replica (and replace it, not roll it, on deploys)."
     if scheduled.family in known.BEAT_FAMILIES and scheduled.detail:
         return text + " Or start the workers without -B/--beat and run exactly one beat process."
     return text + _FAMILY_ALTERNATIVES.get(scheduled.family, "")
