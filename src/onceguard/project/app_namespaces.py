@@ -18,7 +18,9 @@ from . import index as project
 from .declared_types import ClassRef
 
 _kept: Dict[Tuple[str, str, str], Optional[ClassRef]] = {}
+_values: Dict[Tuple[str, str, str], List[Tuple[ast.AST, ModuleFacts]]] = {}
 project.on_clear(_kept.clear)
+project.on_clear(_values.clear)
 
 
 def namespace_attribute(expr: ast.AST) -> Optional[Tuple[str, str]]:
@@ -45,9 +47,14 @@ def kept_values(expr: ast.AST, facts: ModuleFacts) -> List[Tuple[ast.AST, Module
     spelled = namespace_attribute(expr)
     if spelled is None:
         return []
-    modules = [facts] if not facts.context.cross_file else list(
-        _assigning_modules(*spelled, project.search_root(facts), facts))
-    return [(statement.value, other) for other in modules for statement in _assignments(other, spelled)]
+    if not facts.context.cross_file:
+        return [(statement.value, facts) for statement in _assignments(facts, spelled)]
+    root = project.search_root(facts)
+    key = (root, *spelled)
+    if key not in _values:
+        _values[key] = [(statement.value, other) for other in _assigning_modules(*spelled, root, facts)
+                        for statement in _assignments(other, spelled)]
+    return _values[key]
 
 
 def _assignments(facts: ModuleFacts, spelled: Tuple[str, str]) -> Iterator[ast.stmt]:

@@ -9,8 +9,9 @@ holds nothing over the block.
 from __future__ import annotations
 
 import ast
+from typing import Iterable
 
-from ..analysis.executed_sql import executed_sql
+from ..analysis.executed_sql import ExecutedSql, executed_sql
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, position, walk_no_nested_functions
 
 
@@ -42,11 +43,16 @@ def _locks_before_yield(function: FunctionNode, facts: ModuleFacts) -> bool:
     if not yields:
         return False
     first = min(position(node) for node in yields)
+    return holds_blocking_lock(entry for entry in sorted(executed_sql(facts), key=lambda e: position(e.call))
+                               if facts.enclosing_function(entry.call) is function and position(entry.call) < first)
+
+
+def holds_blocking_lock(executions: Iterable[ExecutedSql]) -> bool:
+    """Whether, after these statements (in the order sent), a blocking advisory lock one of them took is still
+    held: no unlock came after it."""
     held = False
-    for entry in sorted(executed_sql(facts), key=lambda e: position(e.call)):
-        if facts.enclosing_function(entry.call) is not function or position(entry.call) > first:
-            continue
-        for advisory in entry.sql.advisory:
+    for execution in executions:
+        for advisory in execution.sql.advisory:
             if advisory.function.unlock:
                 held = False
             elif advisory.function.is_lock and advisory.function.blocking:

@@ -11,6 +11,7 @@ from ...analysis.executed_sql import ExecutedSql, bound_value, executed_sql
 from ...analysis.facts import FunctionNode, ModuleFacts
 from ...knowledge import orm
 from ...project.claims import won_claim_reaches
+from ...project.held_locks import holds_blocking_lock
 from ...model import Diagnostic
 from ...analysis.names import dotted
 from ...analysis.sql import parse_statements, placeholder_names, sql_nodes
@@ -200,16 +201,7 @@ def _waited_for_lock(select: ExecutedSql, executions: List[ExecutedSql], functio
     before it in the same function, and no unlock between: every runner of the read waits its turn, and reads what
     the one before it wrote."""
     receiver = dotted(select.receiver) if select.receiver is not None else None
-    locked = False
-    for execution in sorted(executions, key=lambda e: (e.call.lineno, e.call.col_offset)):
-        if not later(select.call, execution.call):
-            break
-        if facts.enclosing_function(execution.call) is not function or execution.receiver is None \
-                or dotted(execution.receiver) != receiver:
-            continue
-        for advisory in execution.sql.advisory:
-            if advisory.function.unlock:
-                locked = False
-            elif advisory.function.is_lock and advisory.function.blocking:
-                locked = True
-    return locked
+    return holds_blocking_lock(
+        execution for execution in sorted(executions, key=lambda e: (e.call.lineno, e.call.col_offset))
+        if later(select.call, execution.call) and facts.enclosing_function(execution.call) is function
+        and execution.receiver is not None and dotted(execution.receiver) == receiver)
