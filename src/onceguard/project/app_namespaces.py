@@ -9,6 +9,7 @@ an instance of that class, wherever it is read.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..analysis.context import FileContext
@@ -19,8 +20,10 @@ from .declared_types import ClassRef
 
 _kept: Dict[Tuple[str, str, str], Optional[ClassRef]] = {}
 _values: Dict[Tuple[str, str, str], List[Tuple[ast.AST, ModuleFacts]]] = {}
+_names: Dict[Tuple[str, str, str, int], Tuple[str, ...]] = {}
 project.on_clear(_kept.clear)
 project.on_clear(_values.clear)
+project.on_clear(_names.clear)
 
 
 def namespace_attribute(expr: ast.AST) -> Optional[Tuple[str, str]]:
@@ -115,10 +118,24 @@ def kept_names(cls: ast.ClassDef, facts: ModuleFacts) -> Tuple[str, ...]:
     if not facts.context.cross_file:
         return ()
     root = project.search_root(facts)
+    key = (root, facts.context.path or "", cls.name, cls.lineno)
+    if key not in _names:
+        _names[key] = _kept_names(cls, facts, root)
+    return _names[key]
+
+
+def _kept_names(cls: ast.ClassDef, facts: ModuleFacts, root: str) -> Tuple[str, ...]:
+    # Only files whose text assigns ``<namespace>.<name> = Cls(`` or holds ``"key": Cls(`` beside a registry are
+    # parsed: a class name and ``.state`` are both common words.
+    made = re.escape(cls.name.encode("utf-8", "replace")) + rb"\s*\("
+    assigned = re.compile(rb"\.(?:" + b"|".join(n.encode() for n in sorted(APP_NAMESPACES))
+                          + rb")\.[A-Za-z_]\w*\s*(?::[^=\n]*)?=\s*" + made)
+    entry = re.compile(rb"[\"'][^\"'\n]+[\"']\s*:\s*" + made)
     names = set()
     for path in project.files_mentioning(cls.name, root):
         source = project.read_bytes(path)
-        if not any(f".{namespace}".encode() in source for namespace in APP_NAMESPACES | APP_REGISTRIES):
+        if assigned.search(source) is None and not (
+                any(f"{registry}[".encode() in source for registry in APP_REGISTRIES) and entry.search(source)):
             continue
         other = project.module_facts(path, facts.config)
         for call in other.calls_by_name.get(cls.name, ()) if other is not None else ():

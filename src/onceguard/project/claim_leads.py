@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
-from ..analysis.facts import walk
+from ..analysis.facts import ModuleFacts, walk
 from ..analysis.names import plain_name
 from .claim_kinds import (CLAIM_FUNCTION, CONDITIONAL_UPDATE, HELPER_RESULT, HUEY_LOCK, LOCK_WITH, TRY_LOCK,
                           UNIQUE_INSERT, ClaimHit)
@@ -83,12 +83,19 @@ class LeadScan:
         return _CONTINUE, None, None
 
     def _stays_in_process(self, statement: ast.stmt) -> bool:
-        from .summaries import summaries_for
-
+        """A call the knowledge says acts on nothing outside the process (``close_old_connections()``), or a
+        function of this module whose every call is one (a helper around it).  Read from the knowledge, not by
+        following the project's calls: a scan of a job's first statements is asked of every job."""
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        call = call.value if isinstance(call, ast.Await) else call
+        if not isinstance(call, ast.Call):
+            return False
         facts = self.analyzer.facts
-        function = facts.enclosing_function(statement)
-        return function is not None and summaries_for(facts, strict=True).effects_of(
-            [statement], function, facts).process_only
+        if _knowledge_pure(call, facts):
+            return True
+        helper = self.analyzer.bindings.module_function(call.func) if isinstance(call.func, ast.Name) else None
+        calls = [node for node in walk(helper) if isinstance(node, ast.Call)] if helper is not None else []
+        return bool(calls) and all(_knowledge_pure(inner, facts) or is_log_call(inner) for inner in calls)
 
     def _claim(self, expr: Optional[ast.AST]) -> Optional[ClaimHit]:
         return self.analyzer.claim_in(expr, self.depth)
@@ -271,5 +278,8 @@ class LeadScan:
         return False
 
 
+def _knowledge_pure(call: ast.Call, facts: ModuleFacts) -> bool:
+    from ..knowledge.effects import PURE_CALLS, PURE_MODULES
 
-
+    qualified = facts.callee(call) or ""
+    return bool(qualified) and (qualified in PURE_CALLS or qualified.startswith(PURE_MODULES))

@@ -206,9 +206,23 @@ def _only_on_failure(access: state.Access, facts: ModuleFacts) -> bool:
     handler (or from a helper that only such handlers call): it undoes the mark when the work could not be
     done."""
     function = access.function
-    if function is None or facts.enclosing_class(function) is None:
+    if function is None or facts.enclosing_class(function) is None or not _only_removes(function, access):
         return False
     return _called_only_on_failure(function, facts, 0)
+
+
+def _only_removes(function: FunctionNode, access: state.Access) -> bool:
+    """The method does nothing but the removal (under a lock of its own, perhaps): an undo its callers ask for.
+    (Its callers are read only for such a method: reading them is dear, and a method that does more is work.)"""
+    statements = list(function.body)
+    while statements:
+        statement = statements.pop()
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            statements.extend(statement.body)
+        elif not (isinstance(statement, ast.Expr) and (isinstance(statement.value, ast.Constant)
+                                                        or any(node is access.node for node in walk(statement)))):
+            return False
+    return True
 
 
 def _called_only_on_failure(function: FunctionNode, facts: ModuleFacts, depth: int) -> bool:
