@@ -176,3 +176,21 @@ def kept_entry_class(expr: ast.Subscript, facts: ModuleFacts, function, depth: i
             return None
         found = made
     return found
+
+
+def may_be_kept(cls: ast.ClassDef, facts: ModuleFacts) -> bool:
+    """Some file that names ``cls`` (its own, or one of the project's) assigns a place on the application
+    (``x.state.y = ...``, ``x.extensions["y"] = ...``): the cheap test before the dear question of where its
+    instances live."""
+    texts = [("\n".join(facts.lines)).encode("utf-8", "replace")] if not facts.context.cross_file else None
+    key = ("", facts.context.path or "", cls.name, -cls.lineno)
+    if key not in _names:
+        found = texts if texts is not None else (
+            project.read_bytes(path) for path in project.files_mentioning(cls.name, project.search_root(facts)))
+        _names[key] = ("yes",) if any(_ASSIGNS_A_PLACE.search(text) for text in found) else ()
+    return bool(_names[key])
+
+
+_ASSIGNS_A_PLACE = re.compile(
+    rb"\.(?:" + b"|".join(n.encode() for n in sorted(APP_NAMESPACES)) + rb")\.[A-Za-z_]\w*\s*(?::[^=\n]*)?=[^=]"
+    + rb"|(?:" + b"|".join(n.encode() for n in sorted(APP_REGISTRIES)) + rb")\[[^\]\n]+\]\s*=[^=]")

@@ -32,6 +32,7 @@ from ..project.reach import Reach
 from ..project.summaries import summaries_for
 from .base import Rule
 from .registry import register
+from ..project.app_namespaces import may_be_kept
 from ..project.request_code import RequestCode
 from .scalar_markers import TRIGGERS as SCALAR_TRIGGERS, scalar_markers
 
@@ -522,7 +523,8 @@ class ModuleStateAsSharedMemory(Rule):
                 return daemons[id(owner)]
 
             finding = _judge(binding, facts, request, receivers, daemon,
-                             lambda: getattr(lifetime_of(), "kept_at_startup", False))
+                             lambda: binding.owner is not None and may_be_kept(binding.owner, facts)
+                             and getattr(lifetime_of(), "kept_at_startup", False))
             if finding is None or request.reach.module_is_one_off:
                 continue  # (a script a person runs is one process)
             if finding.kind == "registry" and _is_mapping_cache(binding.value, facts):
