@@ -382,6 +382,8 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
             # handlers elsewhere: its methods' callers are followed through the project as a minted key's are.
             # (A module-level instance's are not: most such registries other modules fill mirror shared data.)
             kept = binding.scope == state.INSTANCE and not receivers and not minted and facts.context.cross_file \
+                and any(r.function is not None and r.function is not writer
+                        for r in decisions + found.of_kind("read")) \
                 and request.runs(writer, receivers) is None and kept_at_startup()
             follow = binding if minted or kept else None
             if request.runs(writer, receivers, binding=follow) is None:
