@@ -90,6 +90,9 @@ class LeadScan:
         call = call.value if isinstance(call, ast.Await) else call
         if not isinstance(call, ast.Call):
             return False
+        if self.pending and isinstance(call.func, ast.Attribute) and call.func.attr in _TRANSACTION_ENDS \
+                and not call.args and not call.keywords:
+            return True  # ``conn.commit()`` after the try-lock's answer was read: it ends a transaction, no work
         facts = self.analyzer.facts
         if _knowledge_pure(call, facts):
             return True
@@ -276,6 +279,10 @@ class LeadScan:
                 isinstance(v, ast.Call) and (facts.callee(v) or "") in ("functools.partial", "partial"))
                 for v in values)
         return False
+
+
+#: Calls that end the connection's transaction (a session lock taken in it stays held).
+_TRANSACTION_ENDS = frozenset({"commit", "rollback"})
 
 
 def _knowledge_pure(call: ast.Call, facts: ModuleFacts) -> bool:
