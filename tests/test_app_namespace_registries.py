@@ -185,3 +185,19 @@ def test_a_registry_kept_in_a_dict_of_flask_extensions(tmp_path):
                      "parley/board.py": BOARD.format(), "parley/app.py": FLASK_FACTORY,
                      "parley/views.py": FLASK_VIEWS})
     assert findings(tmp_path, "parley/board.py", codes=("OG608",)) == [(7, "OG608")]
+
+
+def test_the_names_a_class_is_kept_under_read_from_several_files(tmp_path):
+    # One file keeps the board in a dict of extensions, a later one names the class beside a registry without
+    # keeping it: each file is read for what it shows, and the first one's entry is the name found.
+    from onceguard.config import config_for
+    from onceguard.project import index
+    from onceguard.project.app_namespaces import kept_names
+
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'parley'\n", "parley/__init__.py": "",
+                     "parley/board.py": BOARD.format(), "parley/app.py": FLASK_FACTORY,
+                     "parley/views.py": "from flask import current_app\n\nfrom parley.board import TypingBoard\n\n\n"
+                                        "def parts():\n    return current_app.extensions['parley'], TypingBoard\n"})
+    board = index.module_facts(str(tmp_path / "parley/board.py"), config_for(str(tmp_path)))
+    cls = next(node for node in board.tree.body if getattr(node, "name", "") == "TypingBoard")
+    assert kept_names(cls, board) == ('"board"', "'board'")

@@ -21,9 +21,12 @@ from .declared_types import ClassRef
 _kept: Dict[Tuple[str, str, str], Optional[ClassRef]] = {}
 _values: Dict[Tuple[str, str, str], List[Tuple[ast.AST, ModuleFacts]]] = {}
 _names: Dict[Tuple[str, str, str, int], Tuple[str, ...]] = {}
-project.on_clear(_kept.clear)
-project.on_clear(_values.clear)
-project.on_clear(_names.clear)
+_may_keep: Dict[Tuple[str, str, int], bool] = {}
+for _cache in (_kept, _values, _names, _may_keep):
+    project.on_clear(_cache.clear)
+
+#: ``ctx|state``, for the regular expressions below.
+_NAMESPACE_WORDS = b"|".join(n.encode() for n in sorted(APP_NAMESPACES))
 
 
 def namespace_attribute(expr: ast.AST) -> Optional[Tuple[str, str]]:
@@ -96,13 +99,17 @@ def _assigning_modules(namespace: str, name: str, root: str, facts: ModuleFacts)
 def _assigned_class(namespace: str, name: str, modules: Iterable[ModuleFacts]) -> Optional[ClassRef]:
     from .summaries import instance_class
 
+    return _one_class(instance_class(statement.value, other, other.enclosing_function(statement))
+                      for other in modules for statement in _assignments(other, (namespace, name)))
+
+
+def _one_class(made: Iterable[Optional[ClassRef]]) -> Optional[ClassRef]:
+    """The class every value is an instance of: None when one is something else, or two classes differ."""
     found: Optional[ClassRef] = None
-    for other in modules:
-        for statement in _assignments(other, (namespace, name)):
-            made = instance_class(statement.value, other, other.enclosing_function(statement))
-            if made is None or found is not None and _place(made) != _place(found):
-                return None  # something else, or instances of two classes: no one class
-            found = made
+    for cls in made:
+        if cls is None or found is not None and _place(cls) != _place(found):
+            return None
+        found = cls
     return found
 
 
@@ -128,14 +135,13 @@ def _kept_names(cls: ast.ClassDef, facts: ModuleFacts, root: str) -> Tuple[str, 
     # Only files whose text assigns ``<namespace>.<name> = Cls(`` or holds ``"key": Cls(`` beside a registry are
     # parsed: a class name and ``.state`` are both common words.
     made = re.escape(cls.name.encode("utf-8", "replace")) + rb"\s*\("
-    assigned = re.compile(rb"\.(?:" + b"|".join(n.encode() for n in sorted(APP_NAMESPACES))
-                          + rb")\.[A-Za-z_]\w*\s*(?::[^=\n]*)?=\s*" + made)
-    entry = re.compile(rb"[\"'][^\"'\n]+[\"']\s*:\s*" + made)
+    assigned = re.compile(rb"\.(?:" + _NAMESPACE_WORDS + rb")\.[A-Za-z_]\w*\s*(?::[^=\n]*)?=\s*" + made)
+    dict_entry = re.compile(rb"[\"'][^\"'\n]+[\"']\s*:\s*" + made)
     names = set()
     for path in project.files_mentioning(cls.name, root):
         source = project.read_bytes(path)
         if assigned.search(source) is None and not (
-                any(f"{registry}[".encode() in source for registry in APP_REGISTRIES) and entry.search(source)):
+                any(f"{registry}[".encode() in source for registry in APP_REGISTRIES) and dict_entry.search(source)):
             continue
         other = project.module_facts(path, facts.config)
         for call in other.calls_by_name.get(cls.name, ()) if other is not None else ():
@@ -167,30 +173,27 @@ def kept_entry_class(expr: ast.Subscript, facts: ModuleFacts, function, depth: i
         holder = bound.value if isinstance(bound, ast.Assign) else holder
     if namespace_attribute(holder) is None:
         return None
-    found: Optional[ClassRef] = None
-    for value, where in kept_values(holder, facts):
+    def entry_class(value: ast.AST, where: ModuleFacts) -> Optional[ClassRef]:
         entry = next((v for k, v in zip(value.keys, value.values) if isinstance(k, ast.Constant) and k.value == key),
                      None) if isinstance(value, ast.Dict) else None
-        made = instance_class(entry, where, where.enclosing_function(entry)) if entry is not None else None
-        if made is None or found is not None and _place(made) != _place(found):
-            return None
-        found = made
-    return found
+        return instance_class(entry, where, where.enclosing_function(entry)) if entry is not None else None
+
+    return _one_class(entry_class(value, where) for value, where in kept_values(holder, facts))
 
 
 def may_be_kept(cls: ast.ClassDef, facts: ModuleFacts) -> bool:
     """Some file that names ``cls`` (its own, or one of the project's) assigns a place on the application
     (``x.state.y = ...``, ``x.extensions["y"] = ...``): the cheap test before the dear question of where its
     instances live."""
-    texts = [("\n".join(facts.lines)).encode("utf-8", "replace")] if not facts.context.cross_file else None
-    key = ("", facts.context.path or "", cls.name, -cls.lineno)
-    if key not in _names:
-        found = texts if texts is not None else (
-            project.read_bytes(path) for path in project.files_mentioning(cls.name, project.search_root(facts)))
-        _names[key] = ("yes",) if any(_ASSIGNS_A_PLACE.search(text) for text in found) else ()
-    return bool(_names[key])
+    if not facts.context.cross_file:  # (the one file read alone: its own text)
+        return _ASSIGNS_A_PLACE.search("\n".join(facts.lines).encode("utf-8", "replace")) is not None
+    key = (facts.context.path or "", cls.name, cls.lineno)
+    if key not in _may_keep:
+        _may_keep[key] = any(_ASSIGNS_A_PLACE.search(project.read_bytes(path))
+                             for path in project.files_mentioning(cls.name, project.search_root(facts)))
+    return _may_keep[key]
 
 
 _ASSIGNS_A_PLACE = re.compile(
-    rb"\.(?:" + b"|".join(n.encode() for n in sorted(APP_NAMESPACES)) + rb")\.[A-Za-z_]\w*\s*(?::[^=\n]*)?=[^=]"
+    rb"\.(?:" + _NAMESPACE_WORDS + rb")\.[A-Za-z_]\w*\s*(?::[^=\n]*)?=[^=]"
     + rb"|(?:" + b"|".join(n.encode() for n in sorted(APP_REGISTRIES)) + rb")\[[^\]\n]+\]\s*=[^=]")
