@@ -197,8 +197,8 @@ class LeadScan:
                 return _CONTINUE, None, None
             hit = self._claim(value)
             if hit is None:
-                # ``close_old_connections()`` first: a call that stays inside the process (every call it makes
-                # followed, none unknown) does no work another replica repeats.
+                # ``close_old_connections()`` first: a call the knowledge says stays inside the process does no
+                # work another replica repeats.
                 return (_CONTINUE, None, None) if self._stays_in_process(statement) else fail
             if not hit.needs_test or self._wraps_job(hit):
                 return CLAIMED, None, hit.kind
@@ -286,7 +286,6 @@ _TRANSACTION_ENDS = frozenset({"commit", "rollback"})
 
 
 def _knowledge_pure(call: ast.Call, facts: ModuleFacts) -> bool:
-    from ..knowledge.effects import PURE_CALLS, PURE_MODULES
+    from .summaries import pure_callee
 
-    qualified = facts.callee(call) or ""
-    return bool(qualified) and (qualified in PURE_CALLS or qualified.startswith(PURE_MODULES))
+    return pure_callee(facts.callee(call) or "")

@@ -622,6 +622,11 @@ def _orm_idempotent(call: ast.Call, function: Optional[FunctionNode] = None) -> 
     return statement.kind == "delete" or all(isinstance(v, ast.Constant) for v in statement.values)
 
 
+def pure_callee(qualified: str) -> bool:
+    """A function the knowledge says computes and changes nothing outside the process (by name, or its module)."""
+    return bool(qualified) and (qualified in _PURE_CALLS or qualified.startswith(_PURE_MODULES))
+
+
 #: Methods that remove what they are called on (or the one thing named by their argument).
 _REMOVALS = frozenset({"delete", "adelete"})
 
@@ -749,8 +754,7 @@ class Summaries:
                 return merged
         if _acts_on_own_process(call, qualified) or _reads_a_file(call, qualified):
             return Effects()
-        if qualified in _PURE_CALLS or qualified in _SQL_EXPRESSION_CALLS or qualified in _HTTP_READ_CALLS \
-                or qualified.startswith(_PURE_MODULES):
+        if pure_callee(qualified) or qualified in _SQL_EXPRESSION_CALLS or qualified in _HTTP_READ_CALLS:
             return Effects()
         if isinstance(call.func, ast.Name) and depth < MAX_DEPTH and self._budget > 0:
             handed_in = self._handed_parameter(call.func.id, function, facts, depth, self_class)
