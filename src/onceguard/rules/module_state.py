@@ -170,8 +170,7 @@ def _fill_of(fills: List[state.Access], decision: state.Access) -> state.Access:
     return next((fill for fill in fills if fill.function is decision.function), fills[0])
 
 
-def _work_ended(found: state.Accesses, matcher: state.StateMatcher, stamped: bool,
-                facts: Optional[ModuleFacts] = None) -> bool:
+def _work_ended(found: state.Accesses, matcher: state.StateMatcher, stamped: bool, facts: ModuleFacts) -> bool:
     """A member is taken out again: a marker of work in flight in this process.  For entries stamped with the
     time they were seen, a loop over the state that drops entries (``for key, at in list(self._seen.items()):``
     … ``del self._seen[key]``) is their expiry, not the end of the work.  Neither is a loop that drops the
@@ -181,7 +180,7 @@ def _work_ended(found: state.Accesses, matcher: state.StateMatcher, stamped: boo
     for access in found.of_kind("unmark"):
         if stamped and state.in_loop_over_state(access, matcher):
             continue
-        if facts is not None and (_drops_oldest(access) or _only_on_failure(access, facts)):
+        if _drops_oldest(access) or _only_on_failure(access, facts):
             continue
         return True
     return False
@@ -231,10 +230,11 @@ def _called_only_on_failure(function: FunctionNode, facts: ModuleFacts, depth: i
     from ..project.renamed_callers import project_callers
 
     # (a method called on an instance the caller's spelling does not name by its class: ``ledger.forget()``)
-    calls = (project_callers(function, facts) or _method_callers_by_name(function, facts)) \
-        if facts.context.cross_file else [(call, facts) for call in facts.calls_named(function.name)
-                                          if isinstance(call.func, ast.Attribute if facts.enclosing_class(
-                                              function) is not None else ast.Name)]
+    if facts.context.cross_file:
+        calls = project_callers(function, facts) or _method_callers_by_name(function, facts)
+    else:  # (the one file read alone: a method's calls through a receiver, a function's by its name)
+        spelled = ast.Attribute if facts.enclosing_class(function) is not None else ast.Name
+        calls = [(call, facts) for call in facts.calls_named(function.name) if isinstance(call.func, spelled)]
     callers = [(call, where) for call, where in calls if where.enclosing_function(call) is not None]
     return bool(callers) and all(
         in_handler(call, where.enclosing_function(call))
@@ -316,14 +316,20 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
            daemon, kept_at_startup: Callable[[], bool] = lambda: False) -> Optional[_Finding]:
     found = state.accesses(binding, facts)
     written = {a.kind for a in found.items}
-    if not written & {"decide", "read"} or not (
-            written & {state.WRITE_COUNTER, state.WRITE_CLOCK}
-            or (state.WRITE_MARK in written and (
-                "unmark" not in written
-                or not _work_ended(found, state.StateMatcher(binding, facts), stamped=False, facts=facts)))
-            or (state.WRITE_RECORD in written and state.WRITE_OBJECT not in written)):
-        return None  # nothing decides from it, or none of its writes is one the judgements below look at
+    if not written & {"decide", "read"}:
+        return None  # nothing decides from it
     matcher = state.StateMatcher(binding, facts)
+    ended: dict = {}
+
+    def work_ended(stamped: bool) -> bool:  # (read once: an undo's callers may be followed through the project)
+        if stamped not in ended:
+            ended[stamped] = _work_ended(found, matcher, stamped, facts)
+        return ended[stamped]
+
+    if not (written & {state.WRITE_COUNTER, state.WRITE_CLOCK}
+            or (state.WRITE_MARK in written and ("unmark" not in written or not work_ended(False)))
+            or (state.WRITE_RECORD in written and state.WRITE_OBJECT not in written)):
+        return None  # none of its writes is one the judgements below look at
     deciding = {id(a.function): a.function for a in found.of_kind("decide") if a.function is not None}
     memos = {key for key, function in deciding.items() if state.read_through(function, binding, facts)}
     decisions = [a for a in found.of_kind("decide") if a.function is not None and id(a.function) not in memos]
@@ -354,7 +360,7 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
     # = now``); the test may be a method's answer (``return key in self._seen``) that its caller acts on.
     marks = found.of_kind(state.WRITE_MARK)
     stamps = [c for c in found.of_kind(state.WRITE_CLOCK) if state.field_of(_target(c.node)) == "[]"]
-    if (marks or stamps) and not _work_ended(found, matcher, stamped=not marks, facts=facts):
+    if (marks or stamps) and not work_ended(not marks):
         tested = [d for d in decisions if _membership_test(d, matcher)
                   and (marks or any(stamp.function is d.function for stamp in stamps))]
         tested += [a for a in found.of_kind("read") if state.answers_membership(a, matcher)]
