@@ -266,6 +266,10 @@ def _committing_methods(cls: ast.ClassDef) -> Dict[str, List[ast.Call]]:
     return found
 
 
+def _committing_methods_of(cls: ast.ClassDef, facts: ModuleFacts) -> Dict[str, List[ast.Call]]:
+    return facts.cached(f"committing-methods:{id(cls)}", lambda _facts: _committing_methods(cls))
+
+
 def _commits_on_self(call: ast.Call, loaded: Loaded, function: FunctionNode, facts: ModuleFacts) -> bool:
     """``await self._commit()``: a method of the same class whose body commits (or flushes) the session the row
     was loaded through, spelled alike since ``self`` is the same object (``self.session.commit()``)."""
@@ -273,7 +277,7 @@ def _commits_on_self(call: ast.Call, loaded: Loaded, function: FunctionNode, fac
     cls = facts.enclosing_class(function)
     if cls is None or not (isinstance(func.value, ast.Name) and func.value.id == "self") or call.args:
         return False
-    commits = facts.cached(f"committing-methods:{id(cls)}", lambda _facts: _committing_methods(cls))
+    commits = _committing_methods_of(cls, facts)
     return any(_session_matches(loaded.session, commit.func.value) or _holds_session(loaded.session, commit.func.value)
                for commit in commits.get(func.attr, ()))
 
@@ -343,7 +347,7 @@ def _functions_writing_instances(facts: ModuleFacts) -> List[FunctionNode]:
             found.setdefault(id(function), function)
     for cls in facts.classes:
         # ``await self._commit()``: a method of its class that commits
-        helpers = _committing_methods(cls) if any(
+        helpers = _committing_methods_of(cls, facts) if any(
             facts.enclosing_class(call) is cls for call in facts.calls_named(*orm.SA_FLUSH)) else {}
         for call in facts.calls_named(*helpers):
             function = facts.enclosing_function(call)
