@@ -550,10 +550,7 @@ class ClaimAnalyzer(ClaimBranches):
         if wrapper is None:
             return False
         factory, analyzer = found
-        arguments = factory.args
-        handed = {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
-        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in handed
-                   for n in walk_no_nested_functions(wrapper)) and analyzer.lead(wrapper, depth=1).claimed
+        return _calls_parameter_of(wrapper, factory, any_parameter=True) and analyzer.lead(wrapper, depth=1).claimed
 
     def _claiming_decorator(self, decorator: ast.AST, depth: int) -> bool:
         """``@single_instance("nightly")``: a decorator of the project whose wrapper leads with a claim and then
@@ -745,11 +742,14 @@ def _nested_returned(function: FunctionNode) -> Optional[FunctionNode]:
     return None
 
 
-def _calls_parameter_of(wrapper: FunctionNode, decorator: FunctionNode) -> bool:
-    """The wrapper calls the function its decorator was given (its first parameter)."""
+def _calls_parameter_of(wrapper: FunctionNode, decorator: FunctionNode, any_parameter: bool = False) -> bool:
+    """The wrapper calls the function its decorator was given (its first parameter); with ``any_parameter``, a
+    function any parameter of a wrapping factory was handed (``claimed(name, job)``)."""
     arguments = decorator.args.posonlyargs + decorator.args.args
+    if any_parameter:
+        arguments = arguments + decorator.args.kwonlyargs
     if not arguments:
         return False
-    wrapped = arguments[0].arg
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == wrapped
+    wrapped = {a.arg for a in arguments} if any_parameter else {arguments[0].arg}
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in wrapped
                for n in walk_no_nested_functions(wrapper))
