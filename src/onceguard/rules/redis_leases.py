@@ -264,12 +264,11 @@ def _owner_compared(acquire: Acquire, facts: ModuleFacts) -> bool:
     if stored is None or isinstance(stored, ast.Constant):
         return False
     spelled = ast.dump(stored)
-    owner = facts.enclosing_class(acquire.call)
-    function = facts.enclosing_function(acquire.call)
+    # the read back is looked for in the same object's methods, or in the same function when there is no class
+    enclosing = facts.enclosing_class if facts.enclosing_class(acquire.call) is not None else facts.enclosing_function
+    scope = enclosing(acquire.call)
     for call, _, _ in client_calls(facts, ("get",)):
-        where = facts.enclosing_class(call) if owner is not None else facts.enclosing_function(call)
-        if where is not (owner if owner is not None else function) or not call.args \
-                or key_identity(call.args[0], facts) != acquire.identity:
+        if enclosing(call) is not scope or not call.args or key_identity(call.args[0], facts) != acquire.identity:
             continue
         compare = parent(call)
         if isinstance(compare, ast.Await):
