@@ -64,16 +64,11 @@ def core_update_behind(call: ast.Call, function: FunctionNode, facts: ModuleFact
     """``outbox.mark_sent(conn, row.id)``: a project function ``call`` runs executes a SQLAlchemy ``update(...)``
     whose ``where`` tests no state (it moves the row whatever another replica did to it meanwhile)."""
     from ...project.summaries import resolve
-    from .selection import _sa_status_condition, _sa_update
+    from .selection import moves_whatever_its_state
 
-    for target, target_facts in resolve(call, facts, function, by_name=False):
-        for node in function_nodes(target, target_facts):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "execute" \
-                    and node.args:
-                links = _sa_update(node.args[0], target_facts)
-                if links is not None and not _sa_status_condition(links):
-                    return True
-    return False
+    return any(moves_whatever_its_state(node, target_facts)
+               for target, target_facts in resolve(call, facts, function, by_name=False)
+               for node in function_nodes(target, target_facts))
 
 
 #: How many project calls deep a queue consumer's writes are followed (its loop, the step it hands each item

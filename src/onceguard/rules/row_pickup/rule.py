@@ -18,7 +18,7 @@ from ..redis_leases import result_tested, short
 from .selection import (
     Pickup, _django_status_filter, _loop_rows, _only_writes_rows, _pickups, _reread_locked, _row_walk,
     _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, holds_row, may_pick_by_state,
-    sql_pickup)
+    moves_whatever_its_state, sql_pickup)
 from .handed_rows import handed_row_write
 from ...project.prefilter_words import loader_words, sql_constant_words
 from .moved_rows import aggregates_only, core_update_behind, hands_back, helper_writes, picked_and_written_after
@@ -290,10 +290,9 @@ class UnclaimedRowPickup(Rule):
                     return node
                 if method == orm.SA_DELETE and node.args and row_names(node.args[0]):
                     return node
-                if method == "execute" and node.args and row_names(node.args[0]):
-                    statement = _sa_update(node.args[0], facts)
-                    if statement is not None and not _sa_status_condition(statement):
-                        return node
+                if method == "execute" and node.args and row_names(node.args[0]) \
+                        and moves_whatever_its_state(node, facts):
+                    return node
         if changed is not None and pickup.framework == "sqlalchemy" and _commits_on_exit(pickup.session, changed):
             return changed  # ``with SessionLocal.begin() as db:``: the block's end commits what changed in it
         return None

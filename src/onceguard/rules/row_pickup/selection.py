@@ -413,6 +413,16 @@ def _sa_update(node: ast.AST, facts: ModuleFacts):
     return None
 
 
+def moves_whatever_its_state(call: ast.AST, facts: ModuleFacts) -> bool:
+    """``conn.execute(update(T).where(T.c.id == ...).values(...))``: a SQLAlchemy UPDATE sent whose ``where``
+    tests no state: it moves the row whatever another replica did to it meanwhile."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "execute"
+            and call.args):
+        return False
+    links = _sa_update(call.args[0], facts)
+    return links is not None and not _sa_status_condition(links)
+
+
 def _sql_status_column(where, pickup: bool = False) -> Optional[str]:
     """The status-like column a WHERE clause tests: ``status = …``, ``status IN (…)``, ``sent_at IS NULL``,
     ``NOT processed``.  For a ``pickup``, None when the WHERE also pins the rows to one caller-given value
