@@ -599,9 +599,9 @@ def _kubernetes(document, path: str) -> List[Launch]:
         pod = spec
     else:
         return []
-    per_replica = (kind in known.KUBERNETES_REPLICATED_KINDS and not hook
-                   and _scalar(_get(spec, "replicas")) != known.SINGLE_REPLICA)
-    count = _count(_scalar(_get(spec, "replicas"))) if kind in known.KUBERNETES_REPLICATED_KINDS else None
+    replicas = _scalar(_get(spec, "replicas"))
+    per_replica = kind in known.KUBERNETES_REPLICATED_KINDS and not hook and replicas != known.SINGLE_REPLICA
+    count = _count(replicas) if kind in known.KUBERNETES_REPLICATED_KINDS else None
     where = f"Kubernetes {kind} {name}" + (" (a deploy hook)" if hook else "")
     found = []
     for list_key in ("initContainers", "containers"):

@@ -11,6 +11,8 @@ import base64
 import binascii
 from typing import Dict, Iterable, List, Tuple
 
+from .deployment_files import _get, _line, _mapping_items, _scalar, _sequence
+
 #: (kind, name, key) -> (value, line)
 Entries = Dict[Tuple[str, str, str], Tuple[str, int]]
 #: (variable, kind, name, key, line of the env entry)
@@ -22,9 +24,7 @@ _REFERENCE_KINDS = {"secretKeyRef": "Secret", "configMapKeyRef": "ConfigMap"}
 def read(texts: Iterable[Tuple[str, str]]) -> Tuple[Entries, Dict[str, References]]:
     """The Secret and ConfigMap entries of the manifests (path, text) and, per path, the env entries that take
     their value from one."""
-    import yaml
-
-    from .deployment_files import _get, _line, _mapping_items, _scalar, _sequence
+    import yaml  # (imported here, as the deployment files' reader does: the plugin's import stays cheap)
 
     entries: Entries = {}
     references: Dict[str, References] = {}
@@ -44,7 +44,7 @@ def read(texts: Iterable[Tuple[str, str]]) -> Tuple[Entries, Dict[str, Reference
                             decoded = _decoded(text_value) if encoded else text_value
                             entries[(kind, name, _scalar(key))] = (decoded, _line(value))
             elif isinstance(document, yaml.MappingNode):
-                found = list(_env_references(document, _get, _line, _scalar, _sequence))
+                found = list(_env_references(document))
                 if found:
                     references.setdefault(path, []).extend(found)
     return entries, references
@@ -57,7 +57,7 @@ def _decoded(value: str) -> str:
         return ""
 
 
-def _env_references(node, _get, _line, _scalar, _sequence):
+def _env_references(node):
     """Every ``env`` entry under ``node`` (its containers, at any depth) with a ``valueFrom`` reference."""
     import yaml
 
