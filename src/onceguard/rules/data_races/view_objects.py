@@ -12,7 +12,8 @@ from typing import Optional
 
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
 from ...knowledge import orm
-from .loads import function_nodes, later, unwrap
+from .loads import unwrap
+from .returned_loads import _last_binding
 
 
 def locked_view_object(instance: str, before: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
@@ -21,11 +22,8 @@ def locked_view_object(instance: str, before: ast.AST, function: FunctionNode, f
     cls = facts.enclosing_class(function)
     if cls is None:
         return False
-    bound: Optional[ast.AST] = None
-    for node in function_nodes(function, facts):
-        if isinstance(node, ast.Assign) and later(before, node) and any(
-                isinstance(t, ast.Name) and t.id == instance for t in node.targets):
-            bound = unwrap(node.value)
+    assignment = _last_binding(instance, before, function, facts)
+    bound = unwrap(assignment.value) if assignment is not None else None
     if not (isinstance(bound, ast.Call) and isinstance(bound.func, ast.Attribute)
             and bound.func.attr in orm.DRF_OBJECT_GETTERS and isinstance(bound.func.value, ast.Name)
             and bound.func.value.id == "self"):
