@@ -68,6 +68,8 @@ def _row_sources(function: FunctionNode, facts: ModuleFacts) -> Set[int]:
     """The calls whose result a loop of ``function`` runs over (the call itself, or the one a name it iterates is
     bound to), when the loop hands each row, or a field of it, to a call (``repo.mark_sent(conn, row.id)``): it
     may mark the rows it took."""
+    if facts.nodes and id(function) not in _functions_with_loops(facts):
+        return set()
     bound = {target.id: unwrap(node.value) for node in function_nodes(function, facts) if isinstance(node, ast.Assign)
              and isinstance(unwrap(node.value), ast.Call) for target in node.targets if isinstance(target, ast.Name)}
     sources: Set[int] = set()
@@ -84,6 +86,17 @@ def _row_sources(function: FunctionNode, facts: ModuleFacts) -> Set[int]:
                for statement in loop.body for call in walk(statement)):
             sources.add(id(source))
     return sources
+
+
+def _functions_with_loops(facts: ModuleFacts) -> Set[int]:
+    """The functions of the module with a ``for`` loop of their own (one pass over the module's nodes: most
+    functions have none, and looking for their loops one function at a time walks each of them)."""
+    def build(_facts: ModuleFacts) -> Set[int]:
+        around = facts.functions_around_nodes()
+        return {id(around[index]) for index, node in enumerate(facts.nodes)
+                if type(node) in (ast.For, ast.AsyncFor) and around[index] is not None}
+
+    return facts.cached("row_pickup:functions-with-loops", build)
 
 
 def _called_name(call: ast.Call) -> str:
