@@ -54,6 +54,11 @@ PIN_METHODS: FrozenSet[str] = frozenset({
     "connect", "begin", "acquire", "connection", "getconn", "raw_connection", "connection_context",
 })
 
+#: Methods that only open, wait for or close a database handle's own connections (``pool.open(wait=True)``,
+#: ``database.connect()``, ``engine.dispose()``): the process's set-up of its handle, no statement sent.
+SETUP_METHODS: FrozenSet[str] = frozenset({
+    "open", "wait", "close", "connect", "disconnect", "dispose", "check",
+})
 #: Blocks that hand the handle itself a connection for their length, without naming it: peewee's
 #: ``with db.connection_context():`` opens one on the Database (from its pool) and closes it at the block's end;
 #: ``db.execute_sql(...)`` inside runs on it.  library -> the methods.

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ..analysis.facts import ModuleFacts, walk
+from ..analysis.handles import Handles
 from ..analysis.names import plain_name
+from ..knowledge import databases as db
 from .claim_kinds import (CLAIM_FUNCTION, CONDITIONAL_UPDATE, HELPER_RESULT, HUEY_LOCK, LOCK_WITH, TRY_LOCK,
                           UNIQUE_INSERT, ClaimHit)
 from .claim_syntax import (_assigned, _fetch_from, _has_call, _is_huey_lock_expr, _is_preamble, _target_names,
@@ -94,7 +96,7 @@ class LeadScan:
                 and not call.args and not call.keywords:
             return True  # ``conn.commit()`` after the try-lock's answer was read: it ends a transaction, no work
         facts = self.analyzer.facts
-        if _knowledge_pure(call, facts):
+        if _knowledge_pure(call, facts) or _sets_up_handle(call, facts):
             return True
         helper = self.analyzer.bindings.module_function(call.func) if isinstance(call.func, ast.Name) else None
         calls = [node for node in walk(helper) if isinstance(node, ast.Call)] if helper is not None else []
@@ -283,6 +285,14 @@ class LeadScan:
 
 #: Calls that end the connection's transaction (a session lock taken in it stays held).
 _TRANSACTION_ENDS = frozenset({"commit", "rollback"})
+
+
+def _sets_up_handle(call: ast.Call, facts: ModuleFacts) -> bool:
+    """``self._pool.open(wait=True)``: a database handle the module makes opening (or closing) its own
+    connections, with no statement sent."""
+    func = call.func
+    return isinstance(func, ast.Attribute) and func.attr in db.SETUP_METHODS and not call.args \
+        and Handles.of_module(facts).of(func.value) is not None
 
 
 def _knowledge_pure(call: ast.Call, facts: ModuleFacts) -> bool:

@@ -394,11 +394,13 @@ class ClaimAnalyzer(ClaimBranches):
         self._in_progress.add(key)
         try:
             kind = None
-            if self.lead(function, depth=depth).claimed:
+            lead = self.lead(function, depth=depth)
+            if lead.claimed:
                 # leading with a claim guards its own body, unless what it returns is the claim's answer
                 # (``if r.set(k, me, nx=True, px=ttl): return True`` … ``return self.renew()``): the caller's
-                # test of that answer is the guard
-                kind = HELPER_RESULT if _returns_answers(function) and (
+                # test of that answer is the guard. Rows a ``SKIP LOCKED`` select hands back are the caller's
+                # alone whatever it tests: no other replica gets them, so the call is the claim.
+                kind = HELPER_RESULT if lead.kind != ROW_LOCK and _returns_answers(function) and (
                     self._returns_claim(function, depth) or self._reports_claim(function, depth)) else HELPER_GUARD
             elif is_context_factory(function, self.facts):
                 # What ``with`` binds is what the generator yields, not what it returns.

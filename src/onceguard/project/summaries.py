@@ -27,7 +27,8 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from . import index as project
 from ..analysis.context import FileContext
 from ..analysis.executed_sql import executed_sql, module_statements, orm_query, orm_set_statement
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, body_nodes, walk_no_nested_functions
+from ..analysis.facts import (PARENT, FunctionNode, ModuleFacts, ancestors, body_nodes, parent,
+                              walk_no_nested_functions)
 from ..analysis.names import dotted, plain_name
 from ..analysis.handed import handed_callable
 from .core_statements import builds_statement, statement_effect
@@ -741,7 +742,8 @@ class Summaries:
                 and isinstance(call.args[0], ast.Call):
             # ``loop.run_until_complete(update_metrics(redis))``: the work is the coroutine's
             return self._call_effect(call.args[0], facts, function, entries, depth, self_class)
-        handed = handed_callable(call, facts, qualified) or _enqueued_task(call)
+        run = handed_callable(call, facts, qualified)
+        handed = run or _enqueued_task(call)
         if handed is not None and depth < MAX_DEPTH:
             # ``executor.submit(poll, api)``, ``asyncio.to_thread(export)``: the work is the callable's.
             targets = resolve_with_self(ast.copy_location(ast.Call(func=handed, args=[], keywords=[]), call), facts,
@@ -752,6 +754,11 @@ class Summaries:
                     if not target_facts.context.is_test:
                         merged.merge(self.effects(target, target_facts, depth + 1, self_class=target_self))
                 return merged
+            if run is not None:
+                # A library's callable handed to a runner (``asyncio.to_thread(stripe.Charge.create, **charge)``)
+                # does what it would do called here: the runner itself is no evidence of safety.
+                return self._call_effect(_called_in_place(run, call), facts, function, entries, depth + 1,
+                                         self_class)
         if _acts_on_own_process(call, qualified) or _reads_a_file(call, qualified):
             return Effects()
         if pure_callee(qualified) or qualified in _SQL_EXPRESSION_CALLS or qualified in _HTTP_READ_CALLS:
@@ -851,6 +858,15 @@ def _is_stub(function: FunctionNode) -> bool:
     return isinstance(statement, ast.Raise) and statement.exc is not None and \
         "NotImplementedError" in (dotted_name(statement.exc.func if isinstance(statement.exc, ast.Call)
                                               else statement.exc) or "")
+
+
+def _called_in_place(handed: ast.AST, runner: ast.Call) -> ast.Call:
+    """The call a runner makes of the callable it is handed, at the runner's place, with the arguments handed
+    along (``to_thread(create, customer=c)`` -> ``create(customer=c)``)."""
+    called = ast.Call(func=handed, args=[a for a in runner.args if a is not handed],
+                      keywords=[k for k in runner.keywords if k.value is not handed])
+    setattr(called, PARENT, parent(runner))
+    return ast.copy_location(called, runner)
 
 
 def _enqueued_task(call: ast.Call) -> Optional[ast.AST]:
