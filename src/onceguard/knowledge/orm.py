@@ -143,6 +143,10 @@ READ_MODIFY_WRITE_TRIGGERS = (
     # Redis or the Django cache: GET, then SET of a value computed from it.
     *((client, write, op) for client in _REDIS_CLIENT_WORDS for write in (b"set(", b"hset", b"setex")
       for op in _ARITHMETIC_WORDS),
+    # A document store: a field read with ``find_one`` and written back with ``$set``.
+    (b"find_one", b"$set"),
+    # ... or the whole value read, changed in place (a JSON document decoded, a list grown), set back.
+    *((client, b"set(", change) for client in _REDIS_CLIENT_WORDS for change in (b"] = ", *_IN_PLACE_CHANGE_WORDS)),
 )
 
 # -- next-number allocation (OG301): the highest value read, one added in Python, stored in a row -------

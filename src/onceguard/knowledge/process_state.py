@@ -145,6 +145,8 @@ CACHE_TRIGGERS = (b"TTLCache", b"LRUCache", b"LFUCache", b"TLRUCache", b"FIFOCac
                   b"SimpleCache", b"NullCache", b"LocMemCache", b"CACHE_TYPE", b"SimpleMemoryCache",
                   (b"django.core.cache", b".add("), (b"django.core.cache", b".incr("),
                   (b"django.core.cache", b".decr("),
+                  # a count read and written back changed (``used = cache.get(k, 0)`` ... ``cache.set(k, used + 1)``)
+                  (b"django.core.cache", b".get(", b".set(", b" + "),
                   # a process memo cleared by request code, as if every replica's were
                   b".cache_clear()")
 #: OG608 needs both an empty container made somewhere in the file and a write that accumulates into state (a

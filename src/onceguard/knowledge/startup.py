@@ -169,3 +169,6 @@ APP_NAMESPACES: FrozenSet[str] = frozenset({"ctx", "state"})
 #: Flask's registry of what extensions keep on the application (``app.extensions["redis"] = client``), read back
 #: as ``current_app.extensions["redis"]``.
 APP_REGISTRIES: FrozenSet[str] = frozenset({"extensions"})
+#: An application object that is itself a mapping of what start-up keeps: aiohttp's ``app[sessions_key] =
+#: SessionStore()`` (a ``web.AppKey`` or a string), read back as ``request.app[sessions_key]``.
+APP_MAPPINGS: FrozenSet[str] = frozenset({"app"})

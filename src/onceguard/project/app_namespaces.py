@@ -14,7 +14,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..analysis.context import FileContext
 from ..analysis.facts import ModuleFacts, parent
-from ..knowledge.startup import APP_NAMESPACES, APP_REGISTRIES
+from ..knowledge.startup import APP_MAPPINGS, APP_NAMESPACES, APP_REGISTRIES
 from . import index as project
 from .declared_types import ClassRef
 
@@ -30,19 +30,30 @@ _NAMESPACE_WORDS = b"|".join(n.encode() for n in sorted(APP_NAMESPACES))
 
 
 def namespace_attribute(expr: ast.AST) -> Optional[Tuple[str, str]]:
-    """(namespace, name) of ``x.ctx.name`` / ``x.state.name``, and of ``x.extensions["name"]`` (Flask's registry
-    of what extensions keep), else None."""
+    """(namespace, name) of ``x.ctx.name`` / ``x.state.name``, of ``x.extensions["name"]`` (Flask's registry
+    of what extensions keep), and of ``app[name_key]`` / ``request.app[name_key]`` (aiohttp's application is
+    the mapping), else None."""
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Attribute) \
             and expr.value.attr in APP_NAMESPACES:
         return expr.value.attr, expr.attr
-    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Attribute) \
-            and expr.value.attr in APP_REGISTRIES and isinstance(expr.slice, ast.Constant) \
-            and isinstance(expr.slice.value, str):
-        return expr.value.attr, expr.slice.value
+    if not isinstance(expr, ast.Subscript):
+        return None
+    holder, key = expr.value, expr.slice
+    if isinstance(holder, ast.Attribute) and holder.attr in APP_REGISTRIES and isinstance(key, ast.Constant) \
+            and isinstance(key.value, str):
+        return holder.attr, key.value
+    held = holder.id if isinstance(holder, ast.Name) else holder.attr if isinstance(holder, ast.Attribute) else None
+    if held in APP_MAPPINGS:
+        if isinstance(key, ast.Name):
+            return held, key.id
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return held, repr(key.value)
     return None
 
 
 def _searched(namespace: str, name: str) -> str:
+    if namespace in APP_MAPPINGS:
+        return f"[{name}]" if name.isidentifier() else name
     return f"{namespace}[" if namespace in APP_REGISTRIES else f"{namespace}.{name}"
 
 
@@ -196,4 +207,4 @@ def may_be_kept(cls: ast.ClassDef, facts: ModuleFacts) -> bool:
 
 _ASSIGNS_A_PLACE = re.compile(
     rb"\.(?:" + _NAMESPACE_WORDS + rb")\.[A-Za-z_]\w*\s*(?::[^=\n]*)?=[^=]"
-    + rb"|(?:" + b"|".join(n.encode() for n in sorted(APP_REGISTRIES)) + rb")\[[^\]\n]+\]\s*=[^=]")
+    + rb"|(?:" + b"|".join(n.encode() for n in sorted(APP_REGISTRIES | APP_MAPPINGS)) + rb")\[[^\]\n]+\]\s*=[^=]")

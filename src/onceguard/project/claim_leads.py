@@ -159,7 +159,8 @@ class LeadScan:
         if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
             header = statement.test if isinstance(statement, ast.While) else statement.iter
             hit = self._claim(header)
-            if hit is not None and not hit.needs_test:
+            if hit is not None and (not hit.needs_test or not isinstance(statement, ast.While)):
+                # (a ``for`` over what a claim hands back runs its body only for what this replica won)
                 return CLAIMED, None, hit.kind
             inner = LeadScan(self.analyzer, self.skip, self.depth, dict(self.pending), dict(self.executed),
                           answers=set(self.answers))

@@ -35,6 +35,7 @@ from .claim_kinds import (ANSWER_KINDS, CACHE_ADD, CLAIM_FUNCTION, CONDITIONAL_U
 from .claim_syntax import (_assigned, _fetch_from, _inserts_unless_present, _is_huey_lock, _is_preamble, _leaves,
                            _makes_lock, _negative_test, sets_with_nx, _non_blocking, _real_statements, _target_names,
                            _update_has_where, mentions)
+from .callable_objects import called_object_method
 from .forwarding import forwarded
 from .lock_libraries import waits_when_entered, yields_acquired_flag
 from .unique_fields import GET_OR_CREATE, creates_once
@@ -256,6 +257,13 @@ class ClaimAnalyzer(ClaimBranches):
                 analyzer = ClaimAnalyzer.of_module(foreign, self.resolver)
                 analyzer.by_name = analyzer.by_name or self.by_name
                 return function, analyzer
+        if isinstance(func, ast.Name):
+            # ``await job(fire_at)`` with ``job`` handed an instance of a project class: its ``__call__``
+            called = called_object_method(call, self.facts, self.facts.enclosing_function(call))
+            if called is not None:
+                method, where, _ = called
+                analyzer = self if where is self.facts else ClaimAnalyzer.of_module(where, self.resolver)
+                return method, analyzer
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
             # ``self.job(day)`` with ``self.job`` the callable the class's constructions hand it (a generic
             # ticker): the one function they all hand

@@ -8,10 +8,10 @@ An entry under such a key in one process's memory is a store the other replicas 
 from __future__ import annotations
 
 import ast
-from typing import List
+from typing import List, Optional
 
 from ..analysis.executed_sql import bound_value
-from ..analysis.facts import ModuleFacts, walk
+from ..analysis.facts import ModuleFacts, parent, walk
 from ..knowledge import process_state as known
 
 
@@ -46,6 +46,7 @@ def minted_by_callers(node: ast.AST, facts: ModuleFacts) -> bool:
 def _minted_by_callers(key: ast.AST, node: ast.AST, facts: ModuleFacts) -> bool:
     from ..analysis.handed import argument_for, parameter_names
     from .fixed_arguments import callers_of
+    from .reach import _method_callers_by_name
 
     function = facts.enclosing_function(node)
     if function is None:
@@ -55,6 +56,10 @@ def _minted_by_callers(key: ast.AST, node: ast.AST, facts: ModuleFacts) -> bool:
     if len(named) != 1 or named[0].id not in parameter_names(function, receiver=False):
         return False
     key = named[0]
+    # ``_uploads[upload.upload_id] = upload``: the key is a field of the object the caller hands in, minted
+    # where the caller builds it (``Upload(upload_id=uuid4().hex, ...)``)
+    above = parent(key)
+    field = above.attr if isinstance(above, ast.Attribute) and above.value is key else None
     # (read only when a file of the project both names the function and mints a key: most never do)
     from . import index as project
 
@@ -65,11 +70,23 @@ def _minted_by_callers(key: ast.AST, node: ast.AST, facts: ModuleFacts) -> bool:
     # (a caller that mints the key spells both the function and the minting call, within a few lines)
     if not any(path == own or _mints_near_a_call(project.read_bytes(path), function.name) for path in candidates):
         return False
-    for call, other in callers_of(function, facts):
+    # (a method called on an object its caller reaches without naming the class, ``app[STORE].begin(...)``: the
+    # calls that resolve to it)
+    for call, other in callers_of(function, facts) or _method_callers_by_name(function, facts):
         given = argument_for(call, function, key.id)
+        if given is not None and field is not None:
+            given = _field_given(given, field, other)
         if given is not None and any(_mints(part, other) for part in _key_parts(given, other)):
             return True
     return False
+
+
+def _field_given(value: ast.AST, field: str, facts: ModuleFacts) -> Optional[ast.AST]:
+    """What the keyword ``field`` of the constructor call ``value`` is (or the name ``value`` is bound to) gives."""
+    made = bound_value(value, facts) if isinstance(value, ast.Name) else value
+    if not isinstance(made, ast.Call):
+        return None
+    return next((k.value for k in made.keywords if k.arg == field), None)
 
 
 def _mints_near_a_call(source: bytes, name: str) -> bool:

@@ -33,6 +33,7 @@ from ..analysis.names import dotted, plain_name
 from ..analysis.handed import handed_callable
 from .core_statements import builds_statement, statement_effect
 from . import declared_types as declared
+from .callable_objects import called_object_method
 from .declared_types import (ClassRef, annotation_class as _annotation_class, attribute_writes as _attribute_writes,
                              class_of as _class_of, parameter_annotation as _parameter_annotation)
 from .own_share import acts_on_own_share
@@ -362,7 +363,9 @@ def resolve_with_self(call: ast.Call, facts: ModuleFacts, function: Optional[Fun
         if cross and facts.imports.is_imported(func.id):
             found = project.find_function(facts.qualify(func) or "", facts.config, project.roots_for(facts))
             return [(found[0], found[1], None)] if found is not None else []
-        return []
+        # ``job(fire_at)`` with ``job`` a parameter handed an instance of a project class: its ``__call__``
+        called = called_object_method(call, facts, function)
+        return [_with_self(called[:2], called[2])] if called is not None else []
     if not isinstance(func, ast.Attribute):
         return []
     owner = _receiver_class(func.value, facts, function, self_class=self_class)

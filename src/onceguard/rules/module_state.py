@@ -34,6 +34,7 @@ from .base import Rule
 from .registry import register
 from ..project.app_namespaces import may_be_kept
 from ..project.request_code import RequestCode
+from .presence_tests import hands_back_stored, membership_test, stored_when_absent, test_of
 from .scalar_markers import TRIGGERS as SCALAR_TRIGGERS, scalar_markers
 
 _SUGGESTION = ("Keep it where every replica reads and writes the same copy: a Redis key per item (`SET key 1 NX EX "
@@ -144,27 +145,6 @@ class _Finding:
         self.answered = False
 
 
-def _test_of(access: state.Access) -> Optional[ast.AST]:
-    """What a deciding access tests; for a returned answer (``return key in self._seen``), the answer."""
-    if access.function is None:
-        return None
-    if isinstance(access.node, ast.Return):
-        return access.node.value
-    return getattr(access.node, "test", None)
-
-
-def _membership_test(access: state.Access, matcher: state.StateMatcher) -> bool:
-    test = _test_of(access)
-    if test is None:
-        return False
-    names = matcher.aliases(access.function)
-    for node in walk(test):
-        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
-            if any(matcher.derives(c, names, access.function) for c in node.comparators):
-                return True
-    return False
-
-
 def _fill_of(fills: List[state.Access], decision: state.Access) -> state.Access:
     """The write that marks what ``decision`` tests: the one in the same function, else the first."""
     return next((fill for fill in fills if fill.function is decision.function), fills[0])
@@ -245,7 +225,7 @@ def _called_only_on_failure(function: FunctionNode, facts: ModuleFacts, depth: i
 def _compares_field(access: state.Access, matcher: state.StateMatcher, fields: Set[str]) -> bool:
     """The test orders (``<``, ``>=``) a value of the state, and that value is one of ``fields`` (``[]``: an item
     of the container itself)."""
-    test = _test_of(access)
+    test = test_of(access)
     if test is None:
         return False
     names = matcher.aliases(access.function)
@@ -360,8 +340,13 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
     # = now``); the test may be a method's answer (``return key in self._seen``) that its caller acts on.
     marks = found.of_kind(state.WRITE_MARK)
     stamps = [c for c in found.of_kind(state.WRITE_CLOCK) if state.field_of(_target(c.node)) == "[]"]
+    # An entry stored under a key by the function that first asks whether the key is there (``if entry is None:
+    # _claims[key] = Claim(...)``) marks the key as much as an added member does, whatever the entry holds.
+    stamps += [r for r in found.of_kind(state.WRITE_RECORD) if state.field_of(_target(r.node)) == "[]"
+               and not hands_back_stored(r) and any(d.function is r.function and stored_when_absent(r, d, matcher)
+                                                    for d in decisions)]
     if (marks or stamps) and not work_ended(not marks):
-        tested = [d for d in decisions if _membership_test(d, matcher)
+        tested = [d for d in decisions if membership_test(d, matcher)
                   and (marks or any(stamp.function is d.function for stamp in stamps))]
         tested += [a for a in found.of_kind("read") if state.answers_membership(a, matcher)]
         fills = marks + stamps

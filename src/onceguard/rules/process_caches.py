@@ -196,6 +196,34 @@ def _django_cache_is_per_process(facts: ModuleFacts) -> Optional[str]:
     return None
 
 
+def _counts_written_back(facts: ModuleFacts) -> List[Tuple[ast.Call, ast.Call]]:
+    """(read, write) in one function: ``used = cache.get(key, 0)`` on Django's cache, then ``cache.set(key, used +
+    1)`` of the same key: a counter written out in two steps."""
+    found = []
+    for write in facts.calls_named(*_CACHE_WRITES):
+        if not (isinstance(write.func, ast.Attribute) and len(write.args) >= 2
+                and (facts.qualify(write.func.value) or "") in known.DJANGO_CACHE_NAMES):
+            continue
+        function = facts.enclosing_function(write)
+        changed = {n.id for node in walk(write.args[1]) if isinstance(node, ast.BinOp)
+                   and isinstance(node.op, (ast.Add, ast.Sub)) for n in (node.left, node.right) if isinstance(n, ast.Name)}
+        key = ast.dump(write.args[0])
+        for read in facts.calls_named(*_CACHE_READS):
+            statement = facts.statement_of(read)
+            if (read.args and ast.dump(read.args[0]) == key and facts.enclosing_function(read) is function
+                    and isinstance(read.func, ast.Attribute) and ast.dump(read.func.value) == ast.dump(write.func.value)
+                    and isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id in changed
+                                                                  for t in statement.targets)):
+                found.append((read, write))
+                break
+    return found
+
+
+#: Django's cache API: reading a value and setting one (sync and async).
+_CACHE_READS = ("get", "aget")
+_CACHE_WRITES = ("set", "aset")
+
+
 def _result_decides(call: ast.Call) -> bool:
     """The result of ``cache.add(...)`` is tested or kept: it says whether this caller got the key."""
     above = parent(call)
@@ -483,12 +511,22 @@ class PerProcessCacheCoordination(Rule):
             if why is None:
                 continue
             use, own = ("a lock or once-only marker", "lock") if method == "add" else ("a counter", "count")
-            yield self.finding(
-                call,
-                f"`cache.{method}()` is used as {use}, but {why}, so each replica keeps its own {own}.",
-                "Every replica (and every worker process) has its own entries, and none sees the others'. "
-                + _COORDINATION_SUGGESTION,
-                fix=Fix("shared-cache-snippet", 'configure a shared backend: `CACHES = {"default": {"BACKEND": '
-                        '"django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://cache:6379/0"}}` '
-                        '(Flask-Caching: `CACHE_TYPE = "RedisCache"`)', "display-only"),
-            )
+            yield self._per_process_coordination(call, f"`cache.{method}()` is used as {use}", why, own)
+        for read, write in _counts_written_back(facts):
+            if not asked:
+                django_why, asked = _django_cache_is_per_process(facts), True
+            if django_why is not None:
+                yield self._per_process_coordination(
+                    read, f"`cache.{read.func.attr}()` reads a count that `cache.{write.func.attr}()` on line "
+                    f"{write.lineno} writes back changed", django_why, "count")
+
+    def _per_process_coordination(self, call: ast.Call, use: str, why: str, own: str) -> Diagnostic:
+        return self.finding(
+            call,
+            f"{use}, but {why}, so each replica keeps its own {own}.",
+            "Every replica (and every worker process) has its own entries, and none sees the others'. "
+            + _COORDINATION_SUGGESTION,
+            fix=Fix("shared-cache-snippet", 'configure a shared backend: `CACHES = {"default": {"BACKEND": '
+                    '"django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://cache:6379/0"}}` '
+                    '(Flask-Caching: `CACHE_TYPE = "RedisCache"`)', "display-only"),
+        )

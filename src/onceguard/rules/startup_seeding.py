@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, statement_list, walk, walk_no_nested_functions
 from ..model import Diagnostic, Related
 from .registry import register
 from ..project.reach import runs_function
@@ -371,6 +371,15 @@ def _per_replica_key(expr: ast.AST, bindings: Dict[str, List[ast.AST]], depth: i
     return False
 
 
+def _after_skip(check: ast.If) -> List[ast.stmt]:
+    """``if Model.objects.filter(name=n).exists(): continue`` … ``Model.objects.create(name=n)``: an ``if`` that
+    leaves when the row is there makes what follows it the missing row's branch."""
+    if check.orelse or not check.body or not isinstance(check.body[-1], (ast.Continue, ast.Return, ast.Break)):
+        return []
+    siblings = statement_list(check) or []
+    return siblings[siblings.index(check) + 1:] if check in siblings else []
+
+
 def _innermost(found: List[Tuple[ast.If, str, str]]) -> List[Tuple[ast.If, str, str]]:
     ids = {id(item[0]) for item in found}
     inner = []
@@ -430,7 +439,8 @@ class UnguardedStartupSeeding(Rule):
                 read = _models_read(node.test, bindings)
                 if not read or _per_replica_key(node.test, bindings):
                     continue
-                for model, call in _inserts(node.body + node.orelse, function, facts, node, 0, {id(function)}):
+                for model, call in _inserts(node.body + node.orelse + _after_skip(node), function, facts, node, 0,
+                                            {id(function)}):
                     if model in read and not _per_replica_key(call, bindings):
                         found.append((node, model, ""))
                         break

@@ -20,6 +20,7 @@ from ..project.claim_syntax import sets_with_nx
 from ..project.claims import CACHE_ADD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, ClaimAnalyzer
 from ..project.lock_libraries import LibraryLock, library_locks, spells_lock_library
 from ..project.minted_keys import minted_key
+from ..project.redis_keys import key_text
 from ..project.scheduled.discovery import _resolver as claim_resolver
 from ..project.state_answers import answer_dropped
 from .advisory_locks import LockUse, _calls_on, _lease_first, lock_uses
@@ -154,10 +155,18 @@ def _dropped_set_nx(facts: ModuleFacts) -> Iterator[ast.Call]:
             continue
         if minted_key(call, facts):
             continue  # stored under a key this call minted (a fresh token): nobody else can contend for it
-        key = ast.dump(call.args[0])
-        if any(read.args and ast.dump(read.args[0]) == key for read in facts.calls_named(*_KEY_READS)):
-            continue  # a value cached once (the first writer's kept) and read back: no claim was meant
+        if any(read.args and _same_key(read.args[0], call.args[0], facts) for read in facts.calls_named(*_KEY_READS)):
+            continue  # a value stored once (the first writer's kept) and read back: a record, no claim was meant
         yield call
+
+
+def _same_key(one: ast.AST, other: ast.AST, facts: ModuleFacts) -> bool:
+    """The same expression, or two spellings whose text has the same fixed parts (``self._meta_key(upload.id)``
+    and ``self._meta_key(upload_id)`` both ``"uploads:{}"``)."""
+    if ast.dump(one) == ast.dump(other):
+        return True
+    text = key_text(one, facts)
+    return bool(text) and any(c.isalnum() for c in text.replace("{}", "")) and key_text(other, facts) == text
 
 
 

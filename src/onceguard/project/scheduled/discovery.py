@@ -165,6 +165,12 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                 # ``add_job(claimed(name, job))``: what is scheduled is the def the project's wrapper returns, which
                 # claims before it calls the job it was handed
                 return Target(claimed=True, label=dotted(expr.func) or "")
+            if isinstance(expr.func, ast.Name):
+                # ``.do(make_invoice_job(run, tz))``: the job is the def the project's factory returns
+                factory = self.resolve(expr.func, depth + 1)
+                made = returned_def(factory.function) if factory is not None and factory.function is not None else None
+                if made is not None:
+                    return Target(made, factory.facts, factory.foreign, False, f"{factory.label}().{made.name}")
             return None
         if isinstance(expr, ast.Name):
             function = self.bindings.module_function(expr)

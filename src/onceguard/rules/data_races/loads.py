@@ -367,10 +367,11 @@ def _core_reads(model: str, before: ast.AST, function: FunctionNode, facts: Modu
             continue
         for argument_node in select_call.args:
             spelled = dotted(argument_node) or ""
+            owner, _, column = spelled.rpartition(".")
             if spelled == model:
                 found[id(node)] = None
-            elif spelled.rpartition(".")[0] == model:
-                found[id(node)] = spelled.rpartition(".")[2]
+            elif owner == model or owner in (f"{model}.c", f"{model}.columns"):
+                found[id(node)] = column  # ``Card.balance``, or a Core table's ``cards.c.balance``
     return found
 
 

@@ -16,6 +16,7 @@ from ...model import Diagnostic
 from ...analysis.names import dotted
 from ...analysis.sql import parse_statements, placeholder_names, sql_nodes
 from .loads import _core_reads, _names_compared, chain, later, module_chain
+from .queryset_updates import queryset_writes
 from .flow import Flow, _merged
 
 
@@ -132,18 +133,38 @@ class SqlChecks:
                 if flow.arithmetic(keyword.value) or _merged(keyword.value, flow.reads_here):
                     if won_claim_reaches(call, facts, exclusive=True):
                         break  # one replica at a time runs it: the claim serialises the read and the write
+                    # (a Core table's columns are spelled through ``.c``)
+                    spelled = f"{model}.c.{column}" if any(f"{model}.c." in line for line in facts.lines) \
+                        else f"{model}.{column}"
                     yield self.finding(
                         call,
                         f"`{column}` of `{model}` is read by an earlier SELECT, "
                         f"{'merged' if not flow.arithmetic(keyword.value) else 'changed'} in Python and written "
                         f"back whole by this UPDATE, so one of two replicas' changes is lost.",
                         f"Two replicas (or requests) start from the same value and the later UPDATE overwrites the "
-                        f"other's change. Change the value in the statement (`{model}.{column} + delta`, or a JSON function such "
-                        f"as `func.jsonb_set` / `{model}.{column}.concat(...)` for one key); or read the row "
-                        f"`.with_for_update()` in the same transaction; or add `.where({model}.{column} == old)` "
+                        f"other's change. Change the value in the statement (`{spelled} + delta`, or a JSON function such "
+                        f"as `func.jsonb_set` / `{spelled}.concat(...)` for one key); or read the row "
+                        f"`.with_for_update()` in the same transaction; or add `.where({spelled} == old)` "
                         f"and check `rowcount` (compare-and-set).",
                     )
                     break
+
+    # Django: a queryset write of a value computed from an earlier read of the model ---------------------
+    def _queryset_updates(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        for write, model, column, read in queryset_writes(facts):
+            if won_claim_reaches(write, facts, exclusive=True):
+                continue  # one replica at a time runs it: the claim serialises the read and the write
+            method = write.func.attr if isinstance(write.func, ast.Attribute) else "update"
+            fix = (f'`defaults={{"{column}": F("{column}") + delta}}` with `create_defaults` for a new row'
+                   if method.endswith("_or_create") else f'`.update({column}=F("{column}") + delta)`')
+            yield self.finding(
+                write,
+                f"`{column}` of `{model}` is read at line {read.lineno}, changed in Python and written by this "
+                f"`{method}()`, so one of two replicas' changes is lost.",
+                f"Two replicas (or requests) read the same value and the later write overwrites the other's change. "
+                f"Change it in the statement with an F expression ({fix}); or read the row with "
+                f"`select_for_update()` inside `transaction.atomic()`.",
+            )
 
     # raw SQL ---------------------------------------------------------------------------------------------
     def _raw_sql(self, facts: ModuleFacts) -> Iterable[Diagnostic]:

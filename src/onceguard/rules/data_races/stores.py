@@ -11,6 +11,7 @@ from ...knowledge import redis_clients as redis_known
 from ...model import Diagnostic
 from ..redis_leases import _client_calls, argument, has_spread, key_argument, per_process, redis_call, short
 from .loads import _ARITHMETIC, function_nodes, later, target_names, unwrap
+from .document_updates import document_write_backs
 from .flow import Flow, _IN_PLACE, _is_name, _subscript_root
 
 
@@ -287,6 +288,19 @@ class StoreChecks:
                 elif _changed_in_place(value, flow, reads[0], call, function, facts):
                     yield self._redis_report(call, command, reads[0], handle.kind, whole=True)
         yield from self._wrapper_redis(facts)
+
+    def _documents(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        """A document store's field read, changed in Python and written back with ``$set``."""
+        for write, field, read in document_write_backs(facts):
+            yield self.finding(
+                write,
+                f"`{field}` is read with `{short(read, 40)}` (line {read.lineno}), changed in Python and written "
+                f"back with `$set`, so one of two replicas' changes is lost.",
+                f"Two replicas (or requests) read the same document and the later write overwrites the other's "
+                f"change. Change the value in the store with an update operator (`{{\"$inc\": {{\"{field}\": delta}}}}`), "
+                f"with a filter that still holds for the write (`{{\"{field}\": {{\"$gte\": amount}}}}`) and a check "
+                f"of `modified_count`; or compare the value read in the filter (compare-and-set).",
+            )
 
     def _wrapper_redis(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         """A project class over a cache (``await self.cache.async_get_cache(key=k)``, the dict changed in
