@@ -73,7 +73,8 @@ def test_a_factory_job_calling_a_handed_object(tmp_path, lead, expected):
         "pyproject.toml": "[project]\nname = 'books'\n",
         "Dockerfile": 'FROM python:3.12\nCMD ["python", "-m", "books.scheduler"]\n',
         "deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nspec:\n  replicas: 2\n  template:\n    spec:\n"
-                       "      containers:\n        - name: s\n          command: [\"python\", \"-m\", \"books.scheduler\"]\n",
+                       "      containers:\n        - name: s\n"
+                       "          command: [\"python\", \"-m\", \"books.scheduler\"]\n",
         "books/__init__.py": "", "books/scheduler.py": SCHEDULER, "books/claims.py": CLAIMS,
         "books/billing.py": BILLING.format(lead=lead),
     })

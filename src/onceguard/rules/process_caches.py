@@ -205,8 +205,9 @@ def _counts_written_back(facts: ModuleFacts) -> List[Tuple[ast.Call, ast.Call]]:
                 and (facts.qualify(write.func.value) or "") in known.DJANGO_CACHE_NAMES):
             continue
         function = facts.enclosing_function(write)
-        changed = {n.id for node in walk(write.args[1]) if isinstance(node, ast.BinOp)
-                   and isinstance(node.op, (ast.Add, ast.Sub)) for n in (node.left, node.right) if isinstance(n, ast.Name)}
+        changed = {n.id for node in walk(write.args[1])
+                   if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))
+                   for n in (node.left, node.right) if isinstance(n, ast.Name)}
         key = ast.dump(write.args[0])
         for read in facts.calls_named(*_CACHE_READS):
             statement = facts.statement_of(read)

@@ -1,6 +1,7 @@
 """OG301 for Django writes that send a value Python computed from an earlier read of the same model.
 
-``row = Usage.objects.filter(key=k).first()`` … ``hits = row.hits + 1`` … ``Usage.objects.filter(key=k).update(hits=hits)``
+``row = Usage.objects.filter(key=k).first()`` … ``hits = row.hits + 1`` …
+``Usage.objects.filter(key=k).update(hits=hits)``
 (or ``update_or_create(..., defaults={"hits": hits})``): the statement writes a number the function computed
 from what it read, not ``F("hits") + 1``. Two replicas that read the same value both write value + 1, and one
 increment is lost. A read that locks the row (``select_for_update()``) serialises the two.

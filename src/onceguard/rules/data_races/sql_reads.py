@@ -142,8 +142,8 @@ class SqlChecks:
                         f"{'merged' if not flow.arithmetic(keyword.value) else 'changed'} in Python and written "
                         f"back whole by this UPDATE, so one of two replicas' changes is lost.",
                         f"Two replicas (or requests) start from the same value and the later UPDATE overwrites the "
-                        f"other's change. Change the value in the statement (`{spelled} + delta`, or a JSON function such "
-                        f"as `func.jsonb_set` / `{spelled}.concat(...)` for one key); or read the row "
+                        f"other's change. Change the value in the statement (`{spelled} + delta`, or a JSON "
+                        f"function such as `func.jsonb_set` / `{spelled}.concat(...)` for one key); or read the row "
                         f"`.with_for_update()` in the same transaction; or add `.where({spelled} == old)` "
                         f"and check `rowcount` (compare-and-set).",
                     )

@@ -297,7 +297,8 @@ class StoreChecks:
                 f"`{field}` is read with `{short(read, 40)}` (line {read.lineno}), changed in Python and written "
                 f"back with `$set`, so one of two replicas' changes is lost.",
                 f"Two replicas (or requests) read the same document and the later write overwrites the other's "
-                f"change. Change the value in the store with an update operator (`{{\"$inc\": {{\"{field}\": delta}}}}`), "
+                f"change. Change the value in the store with an update operator "
+                f"(`{{\"$inc\": {{\"{field}\": delta}}}}`), "
                 f"with a filter that still holds for the write (`{{\"{field}\": {{\"$gte\": amount}}}}`) and a check "
                 f"of `modified_count`; or compare the value read in the filter (compare-and-set).",
             )
