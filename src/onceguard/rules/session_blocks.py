@@ -56,12 +56,35 @@ def ended_by_callers_block(use, facts: ModuleFacts) -> Optional[str]:
                 return (other.qualify(receiver) or "") == shared
         enders = [c for statement in block.body for c in walk(statement) if isinstance(c, ast.Call)
                   and isinstance(c.func, ast.Attribute) and c.func.attr in SESSION_ENDERS and same(c.func.value)]
+        if not enders:
+            # ``rebuild(session, tenant)`` inside the block, committing batch by batch the Session it is handed
+            enders = [c for statement in block.body for c in walk(statement) if isinstance(c, ast.Call)
+                      and _ends_handed_session(c, same, other, SESSION_ENDERS)]
         if enders and not (text is not None and bound_to_one_connection(text, call, other)):
             ender = min(enders, key=position)
             caller = other.enclosing_function(call)
             return (f"`{getattr(caller, 'name', 'its caller')}` calls `{dotted(ender.func)}()` inside that block "
                     f"({os.path.basename(other.context.path or '')}:{ender.lineno})")
     return None
+
+
+def _ends_handed_session(call: ast.Call, same, facts: ModuleFacts, enders) -> bool:
+    """``call`` hands the Session (``same`` tells it) to a project function that commits, rolls back or closes the
+    parameter it receives it as."""
+    from ..analysis.handed import argument_for, parameter_names
+    from ..project.summaries import resolve
+
+    if not any(same(argument) for argument in [*call.args, *(k.value for k in call.keywords)]):
+        return False
+    for target, _ in resolve(call, facts, facts.enclosing_function(call), by_name=False):
+        for name in parameter_names(target, receiver=False):
+            given = argument_for(call, target, name)
+            if given is not None and same(given) and any(
+                    isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in enders
+                    and isinstance(n.func.value, ast.Name) and n.func.value.id == name
+                    for n in walk_no_nested_functions(target)):
+                return True
+    return False
 
 
 def bound_to_one_connection(text: str, near: ast.AST, facts: ModuleFacts) -> bool:
