@@ -117,3 +117,75 @@ def test_a_document_field_set_back(tmp_path, write_back, expected):
     write(tmp_path, {"pyproject.toml": "[project]\nname = 'hall'\n", "hall/__init__.py": "",
                      "hall/rooms.py": SEATS.format(write=write_back)})
     assert findings(tmp_path, "hall/rooms.py", codes=("OG301",)) == expected
+
+
+BASKET = """\
+    from redis import Redis
+
+    r = Redis.from_url("redis://cache:6379/0")
+
+
+    def add_line(basket: str, sku: str, qty: int) -> None:
+        key = f"basket:{{basket}}"
+        lines = r.hgetall(key)
+        {change}
+"""
+
+
+@pytest.mark.parametrize("change, expected", [
+    ("lines[sku] = int(lines.get(sku, 0)) + qty\n        r.hset(key, mapping=lines)", [(10, "OG301")]),
+    ("r.hincrby(key, sku, qty)", []),  # the store changes the one field itself
+])
+def test_a_hash_read_whole_and_written_back_whole(tmp_path, change, expected):
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'shop'\n", "shop/__init__.py": "",
+                     "shop/baskets.py": BASKET.format(change=change)})
+    assert findings(tmp_path, "shop/baskets.py", codes=("OG301",)) == expected
+
+
+SETTINGS = """\
+    from sqlalchemy.orm import sessionmaker
+
+    from .models import Account
+
+
+    class AccountSettings:
+        def __init__(self, factory: sessionmaker) -> None:
+            self.factory = factory
+
+        def put(self, account_id: int, key: str, value) -> None:
+            with self.factory.begin() as session:
+                account = session.get(Account, account_id{lock})
+                account.prefs = {{**account.prefs, key: value}}
+"""
+
+
+@pytest.mark.parametrize("lock, expected", [
+    ("", [(13, "OG301")]),
+    (", with_for_update=True", []),
+])
+def test_a_merge_committed_by_the_begin_block(tmp_path, lock, expected):
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'acct'\n", "acct/__init__.py": "",
+                     "acct/models.py": "Account = None\n", "acct/settings.py": SETTINGS.format(lock=lock)})
+    assert findings(tmp_path, "acct/settings.py", codes=("OG301",)) == expected
+
+
+TICKETS = """\
+    async def open_ticket(pool, project_id: int, title: str) -> int:
+        async with pool.connection() as conn, conn.transaction():
+            {lock}
+            cur = await conn.execute("SELECT max(number) AS last FROM tickets WHERE project_id = %s", (project_id,))
+            last = (await cur.fetchone())[0] or 0
+            await conn.execute("INSERT INTO tickets (project_id, number, title) VALUES (%s, %s, %s)",
+                               (project_id, last + 1, title))
+            return last + 1
+"""
+
+
+@pytest.mark.parametrize("lock, expected", [
+    ("pass", [(6, "OG301")]),
+    ('await conn.execute("SELECT id FROM projects WHERE id = %s FOR UPDATE", (project_id,))', []),
+])
+def test_a_next_number_read_and_stored_through_sql_text(tmp_path, lock, expected):
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'desk'\n", "desk/__init__.py": "",
+                     "desk/tickets.py": TICKETS.format(lock=lock)})
+    assert findings(tmp_path, "desk/tickets.py", codes=("OG301",)) == expected

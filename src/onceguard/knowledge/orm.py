@@ -103,7 +103,9 @@ _REDIS_CLIENT_WORDS = (b"redis", b"Redis", b"valkey", b"Valkey", b"core.cache")
 #: A field changed from its own value: arithmetic, a dict merge, a list grown in place, a key counted.
 _CHANGE_WORDS = (*_ARITHMETIC_WORDS, b"{**", b" | ", b".append(", b".extend(", b"] = ")
 #: What writes an instance back, wherever it came from (a parameter, ``self.token``, a repository).
-_INSTANCE_WRITE_WORDS = (b"save(", b"commit(", b"flush(", b".merge(", b".update(", b".values(")
+_INSTANCE_WRITE_WORDS = (b"save(", b"commit(", b"flush(", b".merge(", b".update(", b".values(",
+                         # ``with factory.begin() as session:``: the block's end commits
+                         b".begin()")
 
 #: A container read from a store and changed in place (every method the data-race rules count as one).
 _IN_PLACE_CHANGE_WORDS = tuple(b"." + method + b"(" for method in (
@@ -143,6 +145,8 @@ READ_MODIFY_WRITE_TRIGGERS = (
     # Redis or the Django cache: GET, then SET of a value computed from it.
     *((client, write, op) for client in _REDIS_CLIENT_WORDS for write in (b"set(", b"hset", b"setex")
       for op in _ARITHMETIC_WORDS),
+    # A Redis hash read whole and written back whole.
+    (b"hgetall(", b"mapping="),
     # A document store: a field read with ``find_one`` and written back with ``$set``.
     (b"find_one", b"$set"),
     # ... or the whole value read, changed in place (a JSON document decoded, a list grown), set back.
@@ -168,7 +172,7 @@ UNIQUE_VIOLATION_BASES = frozenset({"DatabaseError", "DBAPIError", "SQLAlchemyEr
 INSERT_SENDERS = frozenset({"commit", "flush", "save", "create", "bulk_create", "acommit", "aflush", "asave", "acreate"})
 NEXT_NUMBER_TRIGGERS = tuple(
     (read, step) for read in (b"Max(", b"func.max", b".desc()", b"desc(", b"order_by(\"-", b"order_by('-",
-                              b".latest(")
+                              b".latest(", b"max(", b"MAX(")
     for step in (b"+ 1", b"+1")
 )
 

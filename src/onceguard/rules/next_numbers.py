@@ -4,25 +4,28 @@ compute the same number: two rows share a position, an invoice number or a local
 fails on a unique constraint.
 
 What counts as reading the highest value: a ``MAX`` aggregate (Django ``aggregate(Max(...))[...]``,
-SQLAlchemy ``func.max(...)`` read with ``scalar()``), or the column of the first row in descending
-order of it (``order_by(M.n.desc()).first().n``, ``order_by("-n").first().n``, ``latest("n").n``).
-What counts as storing: the number (or a name holding it) assigned to an attribute or an item, or
-passed as a keyword argument (a constructor, ``create``, ``values``).  A ``return`` is not followed.
+SQLAlchemy ``func.max(...)`` read with ``scalar()``, SQL text ``SELECT max(n) ...`` read with ``fetchone()`` /
+``fetchval()``), or the column of the first row in descending order of it (``order_by(M.n.desc()).first().n``,
+``order_by("-n").first().n``, ``latest("n").n``).  What counts as storing: the number (or a name holding it)
+assigned to an attribute or an item, passed as a keyword argument (a constructor, ``create``, ``values``), or
+sent as a parameter of an ``INSERT``/``UPDATE`` written as SQL text.  A ``return`` is not followed.
 
 Silent when the function (or, for a private helper, every caller of it in the module, before the
 call) takes a row or advisory lock before reading (a lock of the read itself does not count: it locks the
 rows already numbered, none on the first number, never the one being added) (``select_for_update``,
-``with_for_update``, a call whose name says it locks), when the allocation sits in a ``try`` that
-catches the unique-violation error (the insert is retried with a fresh number), or in a branch taken
-only on SQLite (one file on one host).
+``with_for_update``, SQL text ``FOR UPDATE``, a call whose name says it locks), when the allocation sits in a
+``try`` that catches the unique-violation error (the insert is retried with a fresh number), or in a branch
+taken only on SQLite (one file on one host).
 """
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional
 
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, position, walk, walk_no_nested_functions
+from ..analysis.facts import (FunctionNode, ModuleFacts, ancestors, call_name, parent, position, walk,
+                              walk_no_nested_functions)
 from ..knowledge import orm
 
 
@@ -36,12 +39,22 @@ class Allocation:
 
 #: calls one of which a function must make to read a highest value
 _READ_CALLS = ("aggregate", "latest", "order_by", "max")
+#: SQL text that selects a column's maximum, and the column; a statement that stores a row.
+_SQL_MAX = re.compile(r"(?is)\bselect\b.*?\bmax\s*\(\s*([A-Za-z_][\w.]*)\s*\)")
+_WRITE_SQL = re.compile(r"(?i)^\s*(insert|update)\b")
+#: Calls that send SQL text, and those that read its result.
+_SQL_SENDS = ("execute", "fetchval", "fetchrow", "fetch", "fetchone")
+_SQL_FETCHES = frozenset({"fetchone", "fetchval", "fetchrow", "scalar", "scalar_one", "first", "one"})
 
 
 def allocations(facts: ModuleFacts) -> Iterator[Allocation]:
     # Only functions that call something reading a highest value are walked: most modules have none.
     candidates = {id(function): function for call in facts.calls_named(*_READ_CALLS)
                   for function in [facts.enclosing_function(call)] if function is not None}
+    if any(_SQL_MAX.search(line) for line in facts.lines):
+        # raw SQL that selects a maximum: the functions that send SQL
+        candidates.update((id(function), function) for call in facts.calls_named(*_SQL_SENDS)
+                          for function in [facts.enclosing_function(call)] if function is not None)
     for function in candidates.values():
         yield from _in_function(function, facts)
 
@@ -165,6 +178,9 @@ def _highest_read(node: ast.AST, bound: Dict[str, List[ast.Assign]], facts: Modu
             return owner, _max_column(owner, facts.qualify, orm.DJANGO_MAX)
     if isinstance(node, ast.Call) and call_name(node) in orm.SCALAR_READS and _contains_max(node, facts):
         return node, _max_column(node, facts.qualify, orm.SQLALCHEMY_MAX)
+    raw = _raw_max_read(node, bound)
+    if raw is not None:
+        return raw
     if isinstance(node, ast.Attribute):
         row = _last_value(node.value, node, bound)
         if isinstance(row, ast.Await):
@@ -172,6 +188,30 @@ def _highest_read(node: ast.AST, bound: Dict[str, List[ast.Assign]], facts: Modu
         if _first_in_descending_order(row, node.attr):
             return node, node.attr
     return None
+
+
+def _raw_max_read(node: ast.AST, bound: Dict[str, List[ast.Assign]]) -> Optional[tuple]:
+    """``(await cur.fetchone())["last"]`` after ``cur = await conn.execute("SELECT max(number) AS last ...")``, or
+    ``await conn.fetchval("SELECT max(n) ...")``: the highest value read through SQL text."""
+    value = node
+    while isinstance(value, (ast.Subscript, ast.Await)):
+        value = value.value
+    if not (isinstance(value, ast.Call) and call_name(value) in _SQL_FETCHES):
+        return None
+    sent = value
+    if not _sql_text(sent) and isinstance(sent.func, ast.Attribute):
+        sent = _last_value(sent.func.value, node, bound)  # the cursor: what its ``execute`` sent
+        sent = sent.value if isinstance(sent, ast.Await) else sent
+    match = _SQL_MAX.search(_sql_text(sent)) if isinstance(sent, ast.Call) else None
+    return (node, match.group(1)) if match else None
+
+
+def _sql_text(call: ast.AST) -> str:
+    """The SQL text a call sends as its first argument (a literal, or ``text("...")``), else ""."""
+    first = call.args[0] if isinstance(call, ast.Call) and call.args else None
+    if isinstance(first, ast.Call) and first.args:
+        first = first.args[0]
+    return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
 
 
 def _last_value(value: ast.AST, at: ast.AST, bound: Dict[str, List[ast.Assign]]) -> ast.AST:
@@ -265,6 +305,12 @@ def _parent_skipping_or(node: ast.AST) -> Optional[ast.AST]:
 
 
 def _is_store(above: Optional[ast.AST], value: ast.AST) -> bool:
+    if isinstance(above, (ast.Tuple, ast.List)):
+        # a parameter of an INSERT or UPDATE sent as text (``execute("INSERT ... VALUES (%s, %s)", (p, n + 1))``)
+        sent = parent(above)
+        return isinstance(sent, ast.Call) and above in sent.args and _WRITE_SQL.search(_sql_text(sent)) is not None
+    if isinstance(above, ast.Call) and any(argument is value for argument in above.args[1:]):
+        return _WRITE_SQL.search(_sql_text(above)) is not None  # asyncpg: ``execute(sql, p, n + 1)``
     if isinstance(above, ast.keyword):
         return above.arg is not None
     if isinstance(above, ast.Assign):
@@ -285,7 +331,8 @@ def _locks(call: ast.Call) -> bool:
 
 def _locking_sql(text: str) -> bool:
     lowered = text.lower()
-    return "advisory_xact_lock" in lowered or "advisory_lock" in lowered or "lock table" in lowered
+    return ("advisory_xact_lock" in lowered or "advisory_lock" in lowered or "lock table" in lowered
+            or re.search(r"\bfor\s+(no\s+key\s+)?update\b", lowered) is not None)  # a parent row locked first
 
 
 def _only_on_sqlite(node: ast.AST) -> bool:

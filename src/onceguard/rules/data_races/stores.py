@@ -288,6 +288,30 @@ class StoreChecks:
                 elif _changed_in_place(value, flow, reads[0], call, function, facts):
                     yield self._redis_report(call, command, reads[0], handle.kind, whole=True)
         yield from self._wrapper_redis(facts)
+        yield from self._whole_hashes(facts)
+
+    def _whole_hashes(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        """``lines = r.hgetall(key)``, an entry changed in Python, ``r.hset(key, mapping=lines)``: the whole hash
+        written back, other writers' changes to its fields lost."""
+        for command, mapping_arg in redis_known.WHOLE_HASH_WRITES.items():
+            for call in facts.calls_named(command):
+                function = facts.enclosing_function(call)
+                value = argument(call, mapping_arg)
+                handle = redis_call(call, facts) if function is not None and value is not None else None
+                key = key_argument(call, handle, redis_known.WRITES["hset"][0]) if handle is not None else None
+                if key is None or per_process(handle, facts):
+                    continue
+                reads = [read for name, key_arg in redis_known.WHOLE_HASH_READS.items()
+                         for read in facts.calls_named(name) if facts.enclosing_function(read) is function
+                         and not later(read, call) and redis_call(read, facts) is not None
+                         and ast.dump(key_argument(read, redis_call(read, facts), key_arg) or ast.Pass())
+                         == ast.dump(key)]
+                if not reads:
+                    continue
+                read_ids = {id(r) for r in reads}
+                flow = Flow(function, facts, lambda n: id(n) in read_ids, at=call)
+                if _changed_in_place(value, flow, reads[-1], call, function, facts):
+                    yield self._redis_report(call, command, reads[-1], handle.kind, whole=True)
 
     def _documents(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         """A document store's field read, changed in Python and written back with ``$set``."""
