@@ -98,7 +98,8 @@ DJANGO_STATUS_LOOKUPS: FrozenSet[str] = frozenset({"", "exact", "in", "isnull"})
 _ARITHMETIC_WORDS = (b"+=", b"-=", b" + ", b" - ")
 _SQLALCHEMY_WORDS = (b"sqlalchemy", b"sqlmodel", b".query")
 #: A Redis client or the Django cache is visible only through its import.
-_REDIS_CLIENT_WORDS = (b"redis", b"Redis", b"valkey", b"Valkey", b"core.cache")
+_REDIS_ONLY_WORDS = (b"redis", b"Redis", b"valkey", b"Valkey")
+_REDIS_CLIENT_WORDS = (*_REDIS_ONLY_WORDS, b"core.cache")
 
 #: A field changed from its own value: arithmetic, a dict merge, a list grown in place, a key counted.
 _CHANGE_WORDS = (*_ARITHMETIC_WORDS, b"{**", b" | ", b".append(", b".extend(", b"] = ")
@@ -150,7 +151,8 @@ READ_MODIFY_WRITE_TRIGGERS = (
     # A document store: a field read with ``find_one`` and written back with ``$set``.
     (b"find_one", b"$set"),
     # ... or the whole value read, changed in place (a JSON document decoded, a list grown), set back.
-    *((client, b"set(", change) for client in _REDIS_CLIENT_WORDS for change in (b"] = ", *_IN_PLACE_CHANGE_WORDS)),
+    # (a Redis client's: a document kept in Django's cache is as often one job's own progress, read back by it)
+    *((client, b"set(", change) for client in _REDIS_ONLY_WORDS for change in (b"] = ", *_IN_PLACE_CHANGE_WORDS)),
 )
 
 # -- next-number allocation (OG301): the highest value read, one added in Python, stored in a row -------

@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Tuple
 from ..analysis.facts import ancestors, walk_no_nested_functions
 from ..analysis.names import plain_name
 from .bindings import _module_level
-from .claim_kinds import CONDITIONAL_UPDATE, NEEDS_TEST, TRY_LOCK, UNIQUE_INSERT, ClaimHit
+from .claim_kinds import CONDITIONAL_UPDATE, HELPER_GUARD, NEEDS_TEST, TRY_LOCK, UNIQUE_INSERT, ClaimHit
 from .claim_syntax import _fetch_from, _leaves, _target_attributes, _target_names, failed_side
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -164,6 +164,15 @@ class ClaimBranches:
                     if hit is not None:
                         return hit
             return None
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+            # ``if lease.held or lease.try_acquire():`` is true when one part is: each part must be the claim's
+            # answer, or the state of the object that claims (it holds what an earlier pass of the loop won)
+            hits = [self._tested_claim(part, node) for part in test.values]
+            claimers = {_receiver_text(hit.node) for hit in hits if hit is not None} - {""}
+            if any(hit is not None for hit in hits) and all(
+                    hit is not None or _receiver_text(part) in claimers for part, hit in zip(test.values, hits)):
+                return next(hit for hit in hits if hit is not None)
+            return None
         if isinstance(test, ast.Await):
             test = test.value
         if isinstance(test, ast.NamedExpr):
@@ -179,4 +188,15 @@ class ClaimBranches:
             if hit is not None and hit.read_by(root):
                 return hit
         hit = self.claim_in(test)
+        if hit is not None and hit.kind == HELPER_GUARD and hit.node is test:
+            # ``if lease.try_acquire():`` on a helper that leads with its claim: what it hands back, tested here,
+            # is that claim's answer (it returns before, or without, saying yes when the claim fails)
+            return hit
         return hit if hit is not None and hit.kind in NEEDS_TEST else None
+
+
+def _receiver_text(node: ast.AST) -> str:
+    """``lease`` for ``lease.held`` and ``lease.try_acquire()``: the object a test asks, as spelled."""
+    node = node.value if isinstance(node, ast.Await) else node
+    node = node.func if isinstance(node, ast.Call) else node
+    return (plain_name(node.value) or "") if isinstance(node, ast.Attribute) else ""

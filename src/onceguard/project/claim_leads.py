@@ -74,6 +74,9 @@ class LeadScan:
     #: The pending names that hold an answer as a value (assigned, or bound by ``with``), not as a cursor: what
     #: is computed from them is the answer too.
     answers: Set[str] = field(default_factory=set)
+    #: The kind of claim a ``for`` so far iterated over (``for row in claim_due(...)``): its body did only this
+    #: replica's share; the scan goes on after it, and ends claimed if nothing else does work.
+    looped_over: Optional[str] = None
 
     def block(self, body: List[ast.stmt]) -> Tuple[str, Optional[ast.AST], Optional[str]]:
         for index, statement in enumerate(body):
@@ -159,9 +162,13 @@ class LeadScan:
         if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
             header = statement.test if isinstance(statement, ast.While) else statement.iter
             hit = self._claim(header)
-            if hit is not None and (not hit.needs_test or not isinstance(statement, ast.While)):
-                # (a ``for`` over what a claim hands back runs its body only for what this replica won)
+            if hit is not None and not hit.needs_test:
                 return CLAIMED, None, hit.kind
+            if hit is not None and not isinstance(statement, ast.While):
+                # a ``for`` over what a claim hands back runs its body only for what this replica won; what
+                # comes after the loop is judged on its own
+                self.looped_over = self.looped_over or hit.kind
+                return _CONTINUE, None, None
             inner = LeadScan(self.analyzer, self.skip, self.depth, dict(self.pending), dict(self.executed),
                           answers=set(self.answers))
             outcome = inner.block(statement.body)
@@ -171,6 +178,8 @@ class LeadScan:
                 return FAILED, outcome[1], None
             if inner.untested is not None:
                 return FAILED, inner.untested, None
+            if inner.looped_over is not None:
+                return CLAIMED, None, inner.looped_over  # each pass's only work is on what it claimed
             return fail
         if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             value = statement.value

@@ -591,6 +591,8 @@ class ClaimAnalyzer(ClaimBranches):
         outcome, node, kind = scan.block(body)
         if outcome == CLAIMED:
             return Lead(True, kind)
+        if outcome != FAILED and scan.looped_over is not None and scan.untested is None:
+            return Lead(True, scan.looped_over)  # its only work ran in loops over what claims handed back
         if outcome != FAILED and scan.untested is not None:
             # A claim-shaped statement whose result nobody tested is work like any other
             # (``UPDATE ... WHERE ...`` with no row count check).

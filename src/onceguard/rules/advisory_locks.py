@@ -528,13 +528,12 @@ def _checkout_of(use: LockUse) -> Optional[ast.AST]:
                             return item
                         root = opened  # a cursor's block: the checkout is its connection's
             if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                # ``conn = pool.getconn()`` … ``pool.putconn(conn)``, twice: the checkout in force at the call
-                # is the last one bound before it
+                # ``conn = pool.getconn()`` … ``pool.putconn(conn)``, twice (or through a helper that checks one
+                # out): the checkout in force at the call is the one bound last before it
                 checkouts = [node for node in walk_no_nested_functions(above) if isinstance(node, ast.Assign)
                              and any(isinstance(t, ast.Name) and t.id == root for t in node.targets)
-                             and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute)
-                             and node.value.func.attr in db.PIN_METHODS and position(node) < position(use.call)]
-                if checkouts:
+                             and isinstance(node.value, ast.Call) and position(node) < position(use.call)]
+                if len(checkouts) > 1 and use.handle is not None and use.handle.how in db.PIN_METHODS:
                     return max(checkouts, key=position)
                 break
     return use.handle.origin if use.handle is not None else None

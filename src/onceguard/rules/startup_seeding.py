@@ -261,8 +261,9 @@ def _local_callee(call: ast.Call, scope: Optional[FunctionNode], facts: ModuleFa
     return None
 
 
-def _handles_duplicate(node: ast.AST, stop: Optional[ast.AST]) -> bool:
-    """``node`` sits in a ``try`` that catches the duplicate-key error (below ``stop``)."""
+def _handles_duplicate(node: ast.AST, stop: Optional[ast.AST], facts: ModuleFacts) -> bool:
+    """``node`` sits in a ``try`` that catches the duplicate-key error (below ``stop``), under any name the module
+    imports it as."""
     for above in ancestors(node):
         if above is stop:
             return False
@@ -270,13 +271,13 @@ def _handles_duplicate(node: ast.AST, stop: Optional[ast.AST]) -> bool:
             for handler in above.handlers:
                 types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
                 for kind in types:
-                    name = kind.attr if isinstance(kind, ast.Attribute) else getattr(kind, "id", "")
-                    if name in _DUPLICATE_ERRORS:
+                    name = (facts.qualify(kind) or "").rsplit(".", 1)[-1] if kind is not None else ""
+                    if name in _DUPLICATE_ERRORS or getattr(kind, "attr", getattr(kind, "id", "")) in _DUPLICATE_ERRORS:
                         return True
     return False
 
 
-def _tolerates_conflicts(function: Optional[ast.AST]) -> bool:
+def _tolerates_conflicts(function: Optional[ast.AST], facts: ModuleFacts) -> bool:
     """The function writes with ``ON CONFLICT`` (or a dialect's ignore), takes an advisory lock, or claims
     rows with ``FOR UPDATE``: the seeding is already made safe to race."""
     if function is None:
@@ -290,7 +291,14 @@ def _tolerates_conflicts(function: Optional[ast.AST]) -> bool:
                 return True
         elif isinstance(node, ast.Name) and _ADVISORY_TEXT in node.id.lower():
             return True
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _SENDS \
+                and _handles_duplicate(node, function, facts):
+            return True  # ``session.add(row)`` … ``try: session.commit() except IntegrityError:``: the loser skips
     return False
+
+
+#: What sends the rows a Session was given: the duplicate surfaces there.
+_SENDS = frozenset({"commit", "flush", "acommit", "aflush"})
 
 
 def _under_lock(node: ast.AST) -> bool:
@@ -316,7 +324,7 @@ def _inserts(statements: Iterable[ast.AST], scope: Optional[FunctionNode], facts
         for node in walk_no_nested_functions(statement):
             if not isinstance(node, ast.Call):
                 continue
-            if _handles_duplicate(node, stop):
+            if _handles_duplicate(node, stop, facts):
                 continue
             model = _inserted_model(node, bindings, facts)
             if model:
@@ -325,7 +333,7 @@ def _inserts(statements: Iterable[ast.AST], scope: Optional[FunctionNode], facts
             if depth >= _DEPTH:
                 continue
             callee = _local_callee(node, scope, facts)
-            if callee is None or id(callee) in seen or _tolerates_conflicts(callee):
+            if callee is None or id(callee) in seen or _tolerates_conflicts(callee, facts):
                 continue
             seen.add(id(callee))
             for model, call in _inserts(callee.body, callee, facts, callee, depth + 1, seen):
@@ -373,11 +381,27 @@ def _per_replica_key(expr: ast.AST, bindings: Dict[str, List[ast.AST]], depth: i
 
 def _after_skip(check: ast.If) -> List[ast.stmt]:
     """``if Model.objects.filter(name=n).exists(): continue`` … ``Model.objects.create(name=n)``: an ``if`` that
-    leaves when the row is there makes what follows it the missing row's branch."""
+    leaves when the row is there makes what follows it the missing row's branch (not ``if not rows: return``,
+    which leaves when they are missing)."""
     if check.orelse or not check.body or not isinstance(check.body[-1], (ast.Continue, ast.Return, ast.Break)):
+        return []
+    if not _true_when_present(check.test):
         return []
     siblings = statement_list(check) or []
     return siblings[siblings.index(check) + 1:] if check in siblings else []
+
+
+def _true_when_present(test: ast.AST) -> bool:
+    """The test holds when the rows it reads are there: ``qs.exists()``, ``row``, ``row is not None``, ``n > 0``;
+    not ``not row``, ``row is None``, ``n == 0``."""
+    present = True
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, present = test.operand, not present
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant):
+        op, value = test.ops[0], test.comparators[0].value
+        if (isinstance(op, (ast.Is, ast.Eq)) and value in (None, 0, False)) or (isinstance(op, ast.Lt) and value == 1):
+            present = not present
+    return present
 
 
 def _innermost(found: List[Tuple[ast.If, str, str]]) -> List[Tuple[ast.If, str, str]]:
@@ -444,7 +468,7 @@ class UnguardedStartupSeeding(Rule):
                     if model in read and not _per_replica_key(call, bindings):
                         found.append((node, model, ""))
                         break
-            if not found or _tolerates_conflicts(function):
+            if not found or _tolerates_conflicts(function, facts):
                 continue
             found_reason = _startup_reason_of_function(function, facts, memo)
             if found_reason is None:

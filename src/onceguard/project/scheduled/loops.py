@@ -26,17 +26,48 @@ def _deployed_command_loop(loop: ast.AST, facts: ModuleFacts) -> bool:
     process): the command is that replica's long-running program."""
     from ...project import deployment
 
-    path = (facts.context.path or "").replace("\\", "/")
-    if "/management/commands/" not in path or not facts.context.cross_file:
+    if not facts.context.cross_file:
         return False
+    path = (facts.context.path or "").replace("\\", "/")
     handle = facts.enclosing_function(loop)
-    while handle is not None and facts.enclosing_function(handle) is not None:
+    while handle is not None:
+        cli_names = _cli_command_names(handle)
+        if cli_names:
+            # ``@app.cli.command("sync-crm")`` (click, Typer, Flask) run as ``flask --app shop sync-crm``
+            launch = deployment.launch_naming(facts, cli_names)
+            return launch is not None and launch.per_replica
+        if facts.enclosing_function(handle) is None:
+            break
         handle = facts.enclosing_function(handle)
-    if handle is None or handle.name != "handle" or facts.enclosing_class(handle) is None:
+    if handle is None:
+        return False
+    if "/management/commands/" not in path or handle.name != "handle" or facts.enclosing_class(handle) is None:
         return False
     launch = deployment.launch_naming(facts, [facts.context.filename[:-3]])
     return launch is not None and launch.per_replica and any(
         word.endswith("manage.py") or word == "django-admin" for word in launch.words)
+
+
+def _cli_command_names(function: ast.AST) -> List[str]:
+    """The names a command-line decorator gives ``function`` (``@cli.command("sync-crm")``, or its own name
+    when the decorator names none); empty when it is no such command."""
+    names: List[str] = []
+    for decorator in getattr(function, "decorator_list", ()):
+        call = decorator if isinstance(decorator, ast.Call) else None
+        target = call.func if call is not None else decorator
+        last = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if last != _CLI_COMMAND:
+            continue
+        given = next((a.value for a in (call.args if call is not None else ())
+                      if isinstance(a, ast.Constant) and isinstance(a.value, str)), None) or next(
+            (k.value.value for k in (call.keywords if call is not None else ()) if k.arg == "name"
+             and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)), None)
+        names.append(given or function.name)
+    return names
+
+
+#: The decorator click, Typer and Flask's ``app.cli`` register a command with.
+_CLI_COMMAND = "command"
 
 
 #: Functions followed up from a timer's start to the code that first runs it.
@@ -287,10 +318,15 @@ class LoopRegistrations:
             pause = next((_argument(n, 0, None) for n in nodes if isinstance(n, ast.Call) and self._sleep_call(n)),
                          None)
             for node in nodes:
-                # the pass's work: a call made as a statement, or whose result is kept (``count = send(day)``)
-                if not isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign)) or node.value is None:
+                # the pass's work: a call made as a statement, whose result is kept (``count = send(day)``), or
+                # whose result decides the pause (``if relay(conn) < batch: time.sleep(idle)``)
+                if isinstance(node, ast.If) and node is not loop:
+                    calls = [c.value if isinstance(c, ast.Await) else c for c in ast.iter_child_nodes(node.test)]
+                    call = next((c for c in [node.test, *calls] if isinstance(c, ast.Call)), None)
+                elif isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    call = node.value.value if isinstance(node.value, ast.Await) else node.value
+                else:
                     continue
-                call = node.value.value if isinstance(node.value, ast.Await) else node.value
                 if not isinstance(call, ast.Call) or self._sleep_call(call) \
                         or not isinstance(call.func, (ast.Name, ast.Attribute)):
                     continue
@@ -300,7 +336,7 @@ class LoopRegistrations:
                 if target is None or target.function is None or pumps_only(target.function):
                     continue
                 scheduled = Scheduled(known.WORKER_LOOP, "while True", call, target, call, trigger=pause,
-                                      value_kept=not isinstance(node, ast.Expr))
+                                      value_kept=not isinstance(node, (ast.Expr, ast.If)))
                 scheduled.related.append(Related(facts.context.path, loop.lineno, loop.col_offset + 1,
                                                  "the program repeats this loop until it is stopped"))
                 self.add(scheduled)

@@ -400,6 +400,8 @@ class UnguardedScheduledJob(Rule):
         (b"__main__", b"while ", b"sleep"), (b"__main__", b"while ", b".wait("),
         # or a Django management command's (``manage.py <name>`` deployed as a process)
         (b"BaseCommand", b"while ", b"sleep"), (b"BaseCommand", b"while ", b".wait("),
+        # or a command-line command's (``@app.cli.command("sync")`` run as ``flask --app shop sync``)
+        (b".command(", b"while ", b"sleep"), (b".command(", b"while ", b".wait("),
     )
     skips_tests = True
 
