@@ -189,3 +189,25 @@ def test_a_next_number_read_and_stored_through_sql_text(tmp_path, lock, expected
     write(tmp_path, {"pyproject.toml": "[project]\nname = 'desk'\n", "desk/__init__.py": "",
                      "desk/tickets.py": TICKETS.format(lock=lock)})
     assert findings(tmp_path, "desk/tickets.py", codes=("OG301",)) == expected
+
+
+LEDGER = """\
+    from .models import Account
+
+
+    def withdraw(account_id: int, amount: int) -> None:
+        account = Account.get({read})
+        Account.update(balance={written}).where(Account.id == account_id).execute()
+"""
+
+
+@pytest.mark.parametrize("read, written, expected", [
+    ("Account.id == account_id", "account.balance - amount", [(6, "OG301")]),
+    ("Account.id == account_id", "Account.balance - amount", []),  # changed in the statement
+    ("Account.id == 1", "account.balance - amount", []),  # another row read: a template, not this row
+])
+def test_a_model_class_update_of_a_value_read(tmp_path, read, written, expected):
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'bank'\n", "bank/__init__.py": "",
+                     "bank/models.py": "Account = None\n",
+                     "bank/ledger.py": LEDGER.format(read=read, written=written)})
+    assert findings(tmp_path, "bank/ledger.py", codes=("OG301",)) == expected

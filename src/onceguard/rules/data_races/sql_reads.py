@@ -16,6 +16,7 @@ from ...model import Diagnostic
 from ...analysis.names import dotted
 from ...analysis.sql import parse_statements, placeholder_names, sql_nodes
 from .loads import _core_reads, _names_compared, chain, later, module_chain
+from .model_updates import model_update_write_backs
 from .queryset_updates import queryset_writes
 from .flow import Flow, _merged
 
@@ -151,19 +152,24 @@ class SqlChecks:
 
     # Django: a queryset write of a value computed from an earlier read of the model ---------------------
     def _queryset_updates(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
-        for write, model, column, read in queryset_writes(facts):
+        for write, model, column, read in [*queryset_writes(facts), *model_update_write_backs(facts)]:
             if won_claim_reaches(write, facts, exclusive=True):
                 continue  # one replica at a time runs it: the claim serialises the read and the write
             method = write.func.attr if isinstance(write.func, ast.Attribute) else "update"
-            fix = (f'`defaults={{"{column}": F("{column}") + delta}}` with `create_defaults` for a new row'
-                   if method.endswith("_or_create") else f'`.update({column}=F("{column}") + delta)`')
+            if isinstance(write.func, ast.Attribute) and isinstance(write.func.value, ast.Name):
+                # ``Model.update({Model.col: ...})`` (Peewee, Piccolo): the column's own expression
+                fix = f"`{model}.update({{{model}.{column}: {model}.{column} + delta}})`"
+            elif method.endswith("_or_create"):
+                fix = f'`defaults={{"{column}": F("{column}") + delta}}` with `create_defaults` for a new row'
+            else:
+                fix = f'`.update({column}=F("{column}") + delta)`'
             yield self.finding(
                 write,
                 f"`{column}` of `{model}` is read at line {read.lineno}, changed in Python and written by this "
                 f"`{method}()`, so one of two replicas' changes is lost.",
                 f"Two replicas (or requests) read the same value and the later write overwrites the other's change. "
-                f"Change it in the statement with an F expression ({fix}); or read the row with "
-                f"`select_for_update()` inside `transaction.atomic()`.",
+                f"Change it in the statement ({fix}); or read the row locked (`select_for_update()`, "
+                f"`for_update()`) in the same transaction.",
             )
 
     # raw SQL ---------------------------------------------------------------------------------------------
