@@ -136,3 +136,30 @@ def _bound_name(pipeline: ast.Call) -> Optional[str]:
     if isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name):
         return above.targets[0].id
     return None
+
+
+def handed_taken_items(call: ast.Call, facts: ModuleFacts) -> bool:
+    """``sink.write(events)`` after ``events = buffer.drain(100)`` in the same pass: the call works on what a
+    project function (or a command) took out of a shared store in one step, so each replica's pass works on
+    other items."""
+    from ..analysis.facts import position
+    from .summaries import resolve
+
+    function = facts.enclosing_function(call)
+    names = {a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name)}
+    if function is None or not names:
+        return False
+    for node in walk_no_nested_functions(function):
+        if not (isinstance(node, ast.Assign) and position(node) < position(call)
+                and any(isinstance(t, ast.Name) and t.id in names for t in node.targets)):
+            continue
+        value = node.value.value if isinstance(node.value, ast.Await) else node.value
+        if not isinstance(value, ast.Call):
+            continue
+        if isinstance(value.func, ast.Attribute) and value.func.attr in _TAKING_COMMANDS \
+                and redis_call(value, facts) is not None:
+            return True
+        if any(takes_its_items(target, where) for target, where in resolve(value, facts, function, by_name=False)
+               if not where.context.is_test):
+            return True
+    return False

@@ -16,7 +16,7 @@ from ..data_races import (
     later, names_in, unwrap)
 from ..redis_leases import result_tested, short
 from .selection import (
-    Pickup, _django_status_filter, _loop_rows, _only_writes_rows, _pickups, _reread_locked, _row_walk,
+    MODEL_CLASS, Pickup, _django_status_filter, _loop_rows, _only_writes_rows, _pickups, _reread_locked, _row_walk,
     _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, holds_row, may_pick_by_state,
     moves_whatever_its_state, sql_pickup)
 from .handed_rows import handed_row_write
@@ -277,7 +277,11 @@ class UnclaimedRowPickup(Rule):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
             method, receiver = node.func.attr, node.func.value
-            if pickup.framework == "django":
+            if pickup.framework == MODEL_CLASS:
+                # a model class's rows are written back each by its own ``save()`` (Peewee, Tortoise)
+                if method in orm.DJANGO_INSTANCE_WRITES and isinstance(receiver, ast.Name) and row_names(receiver):
+                    return node
+            elif pickup.framework == "django":
                 if method in orm.DJANGO_INSTANCE_WRITES and isinstance(receiver, ast.Name) and row_names(receiver):
                     return node
                 if method in orm.DJANGO_QUERYSET_WRITES and row_names(node) and django_queryset(node) is not None:
@@ -330,6 +334,11 @@ class UnclaimedRowPickup(Rule):
                           f"`{model}.objects.select_for_update(skip_locked=True).filter(...)`, or move each row with a "
                           f"conditional update `{model}.objects.filter(pk=row.pk, {field}=<pending>).update({field}="
                           f"<running>)` and process it only when that returns 1.")
+        elif pickup.framework == MODEL_CLASS:
+            suggestion = (f"{why}Claim the rows: inside the transaction that updates them, select them with a lock that "
+                          f"skips rows another replica holds (Peewee `.for_update(\"FOR UPDATE SKIP LOCKED\")`, Tortoise "
+                          f"`.select_for_update(skip_locked=True)`), or move each row with a conditional update of "
+                          f"`{field}` and process it only when one row changed.")
         else:
             suggestion = (f"{why}Claim the rows: select them with `.with_for_update(skip_locked=True)` in the transaction "
                           f"that updates them, or move each row with `session.execute(update({model}).where("

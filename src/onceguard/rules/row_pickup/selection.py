@@ -119,7 +119,7 @@ def _is_null_test(condition: ast.AST) -> bool:
 
 @dataclass
 class Pickup:
-    framework: str  # "django" | "sqlalchemy" | "sql"
+    framework: str  # "django" | "sqlalchemy" | "sql" | MODEL_CLASS
     node: ast.AST  # where the rows are selected
     model: str
     column: str
@@ -204,7 +204,29 @@ def _local_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]:
             if column:
                 found.append(Pickup("sqlalchemy", node, loaded.model, column, _rows_names(node, facts), loaded.session,
                                     statement=_built_statement(node, facts)))
+        elif loaded is None:
+            picked = _model_class_pickup(node)
+            if picked is not None:
+                found.append(Pickup(MODEL_CLASS, node, picked[0], picked[1], _rows_names(node, facts)))
     return found
+
+
+#: A query a model class starts itself (Peewee ``Task.select().where(...)``, Tortoise ``Note.filter(...)``).
+MODEL_CLASS = "model class"
+_MODEL_QUERIES = frozenset({"select", "filter", "where"})
+_MODEL_LOCKS = frozenset({"for_update", "select_for_update"})
+
+
+def _model_class_pickup(node: ast.AST) -> Optional[Tuple[str, str]]:
+    """(model, state column) when ``node`` is a model class's own query of rows by their state, taking no row
+    lock: ``Task.select().where(Task.done == False)``, ``Notification.filter(sent=False).limit(50)``."""
+    head, links = chain(node)
+    names = [name for name, _ in links]
+    if not (isinstance(head, ast.Name) and head.id[:1].isupper() and names and names[0] in _MODEL_QUERIES) \
+            or _MODEL_LOCKS & set(names) or "update" in names or "delete" in names:
+        return None
+    column = _sa_status_condition(links, pickup=True) or _django_status_filter(links, pickup=True)
+    return (head.id, column) if column else None
 
 
 def _functions_writing_rows(facts: ModuleFacts) -> Set[int]:

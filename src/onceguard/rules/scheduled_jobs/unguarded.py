@@ -20,7 +20,7 @@ from ...project.registries import registering_words
 from ...project.startup import is_per_replica_program
 from ...project.redis_clients import redis_call
 from ...project.row_claims import takes_claimed_rows
-from ...project.shared_takes import takes_its_items
+from ...project.shared_takes import handed_taken_items, takes_its_items
 from ...project.state_answers import answer_dropped
 from ...project.summaries import Evidence, summaries_for
 from ..base import Rule
@@ -253,6 +253,8 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
                 # The pass hands it a row it took: a consumer's work on that row, not a job every replica repeats
                 # (each takes other rows; rows picked without a claim are OG302's, at the pickup).
                 continue
+            if scheduled.family == known.WORKER_LOOP and handed_taken_items(scheduled.registration, facts):
+                continue  # the pass works on what it took out of a shared store in one step: a consumer's work
             analyzer = ClaimAnalyzer.of_module(target.facts, resolver)
             analyzer.by_name = bool(resolver)
             lead = analyzer.lead(function, skip=scheduled.skip)
