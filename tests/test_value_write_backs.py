@@ -211,3 +211,40 @@ def test_a_model_class_update_of_a_value_read(tmp_path, read, written, expected)
                      "bank/models.py": "Account = None\n",
                      "bank/ledger.py": LEDGER.format(read=read, written=written)})
     assert findings(tmp_path, "bank/ledger.py", codes=("OG301",)) == expected
+
+
+SNAPSHOTS = """\
+    from django.db.models import Max
+
+    from .models import Snapshot
+
+
+    def build_snapshot(store_id: int):
+        last = Snapshot.objects.filter(store_id=store_id).aggregate(top=Max("version"))["top"] or 0
+        return Snapshot.objects.create(store_id=store_id, version=last + 1)
+"""
+
+PUBLISH = """\
+    from django.db import transaction
+
+    from . import snapshots
+    from .locks import try_store_lock
+
+
+    def publish(store_id: int):
+        with transaction.atomic():
+            {guard}
+            return snapshots.build_snapshot(store_id)
+"""
+
+
+@pytest.mark.parametrize("guard, expected", [
+    ("pass", [(8, "OG301")]),
+    ('if not try_store_lock(store_id):\n                raise RuntimeError("busy")', []),
+])
+def test_a_next_number_every_project_caller_locks_first(tmp_path, guard, expected):
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'menus'\n", "menus/__init__.py": "",
+                     "menus/models.py": "Snapshot = None\n", "menus/snapshots.py": SNAPSHOTS,
+                     "menus/locks.py": "def try_store_lock(store_id):\n    return True\n",
+                     "menus/publishing.py": PUBLISH.format(guard=guard)})
+    assert findings(tmp_path, "menus/snapshots.py", codes=("OG301",)) == expected

@@ -66,7 +66,7 @@ def _in_function(function: FunctionNode, facts: ModuleFacts) -> Iterator[Allocat
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             bound.setdefault(node.targets[0].id, []).append(node)
     locks = [node for node in nodes if isinstance(node, ast.Call) and _locks(node)]
-    if _every_caller_locks_first(function, facts):
+    if _every_caller_locks_first(function, facts) or _every_project_caller_locks_first(function, facts):
         return
     for node in nodes:
         if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and _is_small_step(node.right)):
@@ -149,6 +149,26 @@ def _every_caller_locks_first(function: FunctionNode, facts: ModuleFacts) -> boo
             return False
         if not any(isinstance(node, ast.Call) and _locks(node) and position(node) < position(call)
                    for node in walk_no_nested_functions(caller)):
+            return False
+    return True
+
+
+def _every_project_caller_locks_first(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """Command line: every call of ``function`` in the project (tests aside) comes after its caller took a lock
+    (``if not try_store_lock(store_id): retry`` … ``publishing.build_snapshot(store_id)``): allocations run one at
+    a time."""
+    if not facts.context.cross_file or facts.enclosing_function(function) is not None:
+        return False
+    from ..project.fixed_arguments import callers_of
+
+    calls = [(call, where) for call, where in callers_of(function, facts) if not where.context.is_test]
+    if not calls:
+        return False
+    for call, where in calls:
+        caller = where.enclosing_function(call)
+        if caller is None or caller is function or not any(
+                isinstance(node, ast.Call) and _locks(node) and position(node) < position(call)
+                for node in walk_no_nested_functions(caller)):
             return False
     return True
 
