@@ -64,6 +64,8 @@ SERVER_COMMANDS: FrozenSet[str] = frozenset({
 #: so told only runs what the one scheduling consumer enqueues. ``manage.py run_huey`` is django-huey's.
 HUEY_CONSUMER_COMMANDS: FrozenSet[str] = frozenset({"huey_consumer", "huey_consumer.py", "run_huey"})
 HUEY_NO_PERIODIC_FLAGS: FrozenSet[str] = frozenset({"-n", "--no-periodic"})
+#: The process that enqueues Dramatiq's periodic actors (each one started enqueues every tick).
+PERIODIQ_COMMANDS: FrozenSet[str] = frozenset({"periodiq"})
 #: ``deploy: replicas: 1`` (compose) or ``spec.replicas: 1`` (Kubernetes): a service the project pins to one
 #: process, as a single scheduler is.
 SINGLE_REPLICA = "1"

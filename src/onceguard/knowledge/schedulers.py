@@ -21,6 +21,8 @@ ARQ = "arq"
 REPEAT_EVERY = "repeat_every"
 AIOCRON = "aiocron"
 ROCKETRY = "Rocketry"
+#: Dramatiq's periodic actors (``@dramatiq.actor(periodic=cron(...))``), enqueued by each ``periodiq`` process.
+PERIODIQ = "periodiq"
 ASYNCIO_TICKER = "asyncio ticker"
 THREAD_TICKER = "thread ticker"
 TIMER = "threading.Timer"
@@ -138,6 +140,8 @@ DECORATORS: Dict[str, Registration] = {
     "fastapi_utilities.repeat.repeat_every": Registration(REPEAT_EVERY, "repeat_every", True),
     "fastapi_utilities.repeat.repeat_at": Registration(REPEAT_EVERY, "repeat_at", True, None, None, None, "cron"),
     "aiocron.crontab": Registration(AIOCRON, "crontab", True, None, None, 0, "spec"),
+    "dramatiq.actor": Registration(PERIODIQ, "actor", True, None, None, None, "periodic",
+                                   requires_keyword="periodic"),
     # Celery <= 4 legacy decorator (gone in Celery 5).
     "celery.task.periodic_task": Registration(CELERY_BEAT, "periodic_task", True, None, None, None, "run_every"),
     "celery.decorators.periodic_task": Registration(CELERY_BEAT, "periodic_task", True, None, None, None, "run_every"),

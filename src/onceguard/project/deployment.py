@@ -418,6 +418,16 @@ def huey_schedulers(facts) -> Optional[List[Launch]]:
             if launch.per_replica and not any(word in known.HUEY_NO_PERIODIC_FLAGS for word in launch.words)]
 
 
+def periodiq_schedulers(facts) -> Optional[List[Launch]]:
+    """The ``periodiq`` processes the deployment runs in every replica of a service that may have several; None
+    when it runs none at all (nothing enqueues the periodic actors, or the deployment is not in view)."""
+    running = [launch for launch in launches_for(facts)
+               if any(os.path.basename(word) in known.PERIODIQ_COMMANDS for word in launch.words[:3])]
+    if not running:
+        return None
+    return [launch for launch in running if launch.per_replica and launch.replicas != 1]
+
+
 # =====================================================================================================
 # Operator code the deployment does not run
 # =====================================================================================================

@@ -313,6 +313,14 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                 launch = running[0]
                 scheduled.related.append(Related(launch.path, launch.line, 1,
                                                  "this consumer runs the periodic scheduler, in every replica"))
+        if scheduled.family == known.PERIODIQ:
+            running = deployment.periodiq_schedulers(self.facts) if self.cross_file else None
+            if not running:
+                # one periodiq process enqueues each tick (or none is seen running: nothing repeats the actor)
+                scheduled.coordinated = True
+            else:
+                scheduled.related.append(Related(running[0].path, running[0].line, 1,
+                                                 "periodiq runs here, in every replica"))
         if self.single and scheduled.family in known.BEAT_FAMILIES:
             launch = self._embedded_beat()
             if launch is not None:
@@ -350,6 +358,8 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                                          if r.decorator and r.method == decorator.func.attr), None)
                 if registration is None or not self._allowed(registration.family):
                     continue
+                if registration.requires_keyword and registration.requires_keyword not in _keywords(decorator):
+                    continue  # (``@dramatiq.actor`` with no ``periodic=``: an actor, not a schedule)
                 trigger = _argument(decorator, registration.trigger_position, registration.trigger_keyword)
                 scheduled = Scheduled(
                     registration.family, "@" + (dotted(decorator.func) or registration.method), decorator,

@@ -34,6 +34,7 @@ from ...project.scheduled.discovery import Scheduled, _resolver, scheduled_in
 #: Why a family's jobs run in every replica: the first sentence of OG201's help.
 _FAMILY_NOTES = {
     known.HUEY: "Every huey consumer started without -n runs the periodic scheduler.",
+    known.PERIODIQ: "Every periodiq process enqueues the periodic actors on its own clock.",
     known.APS3: "APScheduler 3 has no coordination between processes.",
     known.APS4: "Without a shared data store each APScheduler 4 scheduler keeps its own schedules.",
     known.FLASK_APS: "Flask-APScheduler starts a scheduler in every process that calls start().",
@@ -52,6 +53,7 @@ _FAMILY_NOTES = {
 
 _FAMILY_ALTERNATIVES = {
     known.HUEY: " Or run exactly one consumer with periodic tasks (start the others with -n).",
+    known.PERIODIQ: " Or run exactly one periodiq process (a service of its own with one replica).",
     known.APS4: " Or give the scheduler a shared data store (SQLAlchemyDataStore) so replicas share schedules.",
     known.ARQ: " Or drop unique=False: arq's default unique=True enqueues each run once.",
     known.CELERY_BEAT: " Or run exactly one beat process.",
@@ -397,7 +399,7 @@ class UnguardedScheduledJob(Rule):
         (b"cron", b"unique"), b"aiocron", b".cron(", b"repeat_", b"Timer", b"LoopingCall", b"looping_call",
         b"create_task", b"ensure_future", b"start_soon", b"Thread(", b".add_task(",
         b".start()", b"enter_async_context", b"enter_context",
-        b"beat_schedule", b"BEAT_SCHEDULE", b"PeriodicTask", b"interval=",
+        b"beat_schedule", b"BEAT_SCHEDULE", b"PeriodicTask", b"interval=", b"periodic=",
         # a program's own loop: ``while True:`` with a sleep (or an Event's timed wait), run from ``__main__``
         (b"__main__", b"while ", b"sleep"), (b"__main__", b"while ", b".wait("),
         # or a Django management command's (``manage.py <name>`` deployed as a process)
