@@ -83,6 +83,7 @@ VISITS = """\
     ("Visit.objects.filter(page=page).update(seen=seen)", [(9, "OG301")]),
     ("Visit.objects.filter(page=page).update(seen=F('seen') + 1)", []),
     ("Visit.objects.filter(page=page + '/child').update(seen=seen)", []),  # another row: no lost update
+    ("Visit.objects.filter(page=page).update(title=row.page + ' (archived)')", []),  # built from another field
 ])
 def test_a_django_queryset_write_of_a_value_read_before(tmp_path, write_back, expected):
     write(tmp_path, {"pyproject.toml": "[project]\nname = 'site'\n", "site/__init__.py": "",

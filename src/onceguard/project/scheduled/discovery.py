@@ -166,10 +166,17 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                 # claims before it calls the job it was handed
                 return Target(claimed=True, label=dotted(expr.func) or "")
             if isinstance(expr.func, ast.Name):
-                # ``.do(make_invoice_job(run, tz))``: the job is the def the project's factory returns
+                # ``.do(make_invoice_job(run, tz))``: the job is the def the project's factory returns; a def that
+                # only wraps what it is handed (``.do(safe_run(sweep))``) runs that, judged as itself
                 factory = self.resolve(expr.func, depth + 1)
                 made = returned_def(factory.function) if factory is not None and factory.function is not None else None
                 if made is not None:
+                    calls = [n for n in walk_no_nested_functions(made) if isinstance(n, ast.Call)]
+                    called = closed_over_parameter(made, factory.function, calls)
+                    handed = argument_for(expr, factory.function, called) if called is not None else None
+                    inner = self.resolve(handed, depth + 1) if handed is not None else None
+                    if inner is not None and (inner.function is not None or inner.claimed):
+                        return inner
                     return Target(made, factory.facts, factory.foreign, False, f"{factory.label}().{made.name}")
             return None
         if isinstance(expr, ast.Name):

@@ -15,6 +15,7 @@ from typing import Iterator, List, Optional, Set, Tuple
 from ...analysis.facts import ModuleFacts, parent, walk
 from .flow import Flow
 from .loads import chain, function_nodes, later
+from .queryset_updates import reads_column
 
 #: How a model class starts a query of its rows, and what locks the rows it reads.
 _QUERIES = frozenset({"select", "get", "get_or_none", "objects", "filter"})
@@ -44,7 +45,7 @@ def model_update_write_backs(facts: ModuleFacts) -> Iterator[Tuple[ast.Call, str
         read_ids = {id(read) for read in reads}
         flow = Flow(function, facts, lambda n: id(n) in read_ids, at=call)
         for column, value in values:
-            if flow.arithmetic(value):
+            if flow.arithmetic(value) and reads_column(column, flow, function, facts, value, call):
                 yield call, model, column, reads[0]
                 break
 

@@ -45,9 +45,22 @@ def queryset_writes(facts: ModuleFacts) -> Iterator[Tuple[ast.Call, str, str, as
         if not same:
             continue
         for column, value in values:
-            if flow.arithmetic(value):
+            if flow.arithmetic(value) and reads_column(column, flow, function, facts, value, call):
                 yield call, model, column, min(same, key=lambda read: (read.lineno, read.col_offset))
                 break
+
+
+def reads_column(column: str, flow: Flow, function: FunctionNode, facts: ModuleFacts, value: ast.AST,
+                 at: ast.AST) -> bool:
+    """The value written is arithmetic on ``column`` of what the function loaded (``row.hits + 1``, through
+    locals too): that column's own value changed, not a value built from another field (a path from an id)."""
+    def reads_it(node: ast.AST) -> bool:
+        return ((isinstance(node, ast.Attribute) and node.attr == column)
+                or (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+                    and node.slice.value == column)) and isinstance(node.value, ast.Name) \
+            and node.value.id in flow.tainted
+
+    return Flow(function, facts, reads_it, at=at).arithmetic(value)
 
 
 def _lookup(call: ast.Call, links) -> Dict[str, str]:
