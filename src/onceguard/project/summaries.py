@@ -27,8 +27,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from . import index as project
 from ..analysis.context import FileContext
 from ..analysis.executed_sql import executed_sql, module_statements, orm_query, orm_set_statement
-from ..analysis.facts import (PARENT, FunctionNode, ModuleFacts, ancestors, body_nodes, parent,
-                              walk_no_nested_functions)
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, body_nodes, walk_no_nested_functions
 from ..analysis.names import dotted, plain_name
 from ..analysis.handed import handed_callable
 from .core_statements import builds_statement, statement_effect
@@ -866,9 +865,10 @@ def _is_stub(function: FunctionNode) -> bool:
 def _called_in_place(handed: ast.AST, runner: ast.Call) -> ast.Call:
     """The call a runner makes of the callable it is handed, at the runner's place, with the arguments handed
     along (``to_thread(create, customer=c)`` -> ``create(customer=c)``)."""
+    # (no parent link: the summary keeps what it found, and a link would keep the whole tree alive after the
+    # module's facts are released)
     called = ast.Call(func=handed, args=[a for a in runner.args if a is not handed],
                       keywords=[k for k in runner.keywords if k.value is not handed])
-    setattr(called, PARENT, parent(runner))
     return ast.copy_location(called, runner)
 
 

@@ -66,8 +66,9 @@ def _in_function(function: FunctionNode, facts: ModuleFacts) -> Iterator[Allocat
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             bound.setdefault(node.targets[0].id, []).append(node)
     locks = [node for node in nodes if isinstance(node, ast.Call) and _locks(node)]
-    if _every_caller_locks_first(function, facts) or _every_project_caller_locks_first(function, facts):
+    if _every_caller_locks_first(function, facts):
         return
+    callers_lock: Optional[bool] = None  # (asked of the project only once an allocation is found: it reads callers)
     for node in nodes:
         if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and _is_small_step(node.right)):
             continue
@@ -88,6 +89,10 @@ def _in_function(function: FunctionNode, facts: ModuleFacts) -> Iterator[Allocat
             stored = _stored_by_callers(function, facts)
         if stored is None:
             continue
+        if callers_lock is None:
+            callers_lock = _every_project_caller_locks_first(function, facts)
+        if callers_lock:
+            return
         yield Allocation(facts.statement_of(node), highest, column, stored)
 
 
