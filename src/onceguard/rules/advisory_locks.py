@@ -16,7 +16,7 @@ from typing import Iterable, Iterator, List, Optional, Set, Tuple
 
 from ..analysis.executed_sql import ExecutedSql, executed_sql
 from ..analysis.facts import ModuleFacts, ancestors, position, walk, walk_no_nested_functions
-from ..analysis.handles import Handle, cursor_of
+from ..analysis.handles import Handle
 from ..project.db_handles import ProjectHandles
 from ..project.poolers import pooled_everywhere
 from ..knowledge import advisory_locks as known
@@ -26,6 +26,7 @@ from ..model import Diagnostic
 from ..analysis.names import dotted
 from .registry import register
 from .base import Rule
+from .lock_checkouts import checkout_of
 from .session_blocks import bound_to_one_connection, ended_by_callers_block
 
 
@@ -367,8 +368,8 @@ class SessionLockOnPool(Rule):
                     yield self.finding(
                         use.call,
                         f"`{use.function.name}` runs on a connection checked out at line "
-                        f"{_node_line(_checkout_of(use), use.call)}, but the lock was taken on another checkout "
-                        f"(line {_node_line(_checkout_of(other), other.call)}), so the unlock releases nothing and "
+                        f"{_node_line(checkout_of(use), use.call)}, but the lock was taken on another checkout "
+                        f"(line {_node_line(checkout_of(other), other.call)}), so the unlock releases nothing and "
                         "the lock stays held.",
                         "Each checkout may get a different server connection from the pool, so the lock stays held "
                         "by an idle pooled connection and no replica can take it again. "
@@ -499,44 +500,16 @@ class SessionLockOnPool(Rule):
     @staticmethod
     def _lock_on_other_checkout(use: LockUse, uses: List[LockUse]) -> Optional[LockUse]:
         handle = use.handle
-        checkout = _checkout_of(use)
+        checkout = checkout_of(use)
         if handle is None or handle.how not in db.PIN_METHODS or checkout is None or handle.closes_on_release:
             return None  # a NullPool checkout ends its server session, and the lock, when its block closes
         for other in uses:
             if (other.function.is_lock and other.function.session and other.scope is use.scope
                     and other.handle is not None and other.handle.pinned and other.handle.how in db.PIN_METHODS
-                    and _checkout_of(other) not in (None, checkout)
+                    and checkout_of(other) not in (None, checkout)
                     and position(other.call) < position(use.call)):
                 return other
         return None
-
-
-def _checkout_of(use: LockUse) -> Optional[ast.AST]:
-    """The ``with pool.connection() as conn`` item whose connection runs this call.
-
-    A name reused by several ``with`` blocks has one binding per block; the enclosing block is the one
-    in force at the call."""
-    receiver = use.receiver_text
-    if receiver:
-        root = receiver.split(".")[0]
-        for above in ancestors(use.call):
-            if isinstance(above, (ast.With, ast.AsyncWith)):
-                for item in above.items:
-                    if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == root:
-                        opened = cursor_of(item.context_expr)
-                        if opened is None:
-                            return item
-                        root = opened  # a cursor's block: the checkout is its connection's
-            if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                # ``conn = pool.getconn()`` … ``pool.putconn(conn)``, twice (or through a helper that checks one
-                # out): the checkout in force at the call is the one bound last before it
-                checkouts = [node for node in walk_no_nested_functions(above) if isinstance(node, ast.Assign)
-                             and any(isinstance(t, ast.Name) and t.id == root for t in node.targets)
-                             and isinstance(node.value, ast.Call) and position(node) < position(use.call)]
-                if len(checkouts) > 1 and use.handle is not None and use.handle.how in db.PIN_METHODS:
-                    return max(checkouts, key=position)
-                break
-    return use.handle.origin if use.handle is not None else None
 
 
 def _pgbouncer_evidence(facts: ModuleFacts) -> Optional[ast.AST]:
