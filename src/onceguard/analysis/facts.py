@@ -25,6 +25,20 @@ def parent(node: ast.AST) -> Optional[ast.AST]:
     return getattr(node, PARENT, None)
 
 
+def chain_top(call: ast.AST) -> ast.AST:
+    """The whole method chain ``call`` is a link of (``A.objects.filter(x)`` -> ``A.objects.filter(x).update(y)``,
+    ``Model.update(...)`` -> ``Model.update(...).where(...)``)."""
+    node = call
+    while True:
+        above = parent(node)
+        called = parent(above) if above is not None else None
+        if isinstance(above, ast.Attribute) and above.value is node and isinstance(called, ast.Call) \
+                and called.func is above:
+            node = called
+        else:
+            return node
+
+
 def statement_list(statement: ast.AST) -> Optional[list]:
     """The ``body``, ``orelse`` or ``finalbody`` list of its parent that holds ``statement``."""
     above = parent(statement)

@@ -16,7 +16,7 @@ from ..analysis.context import FileContext
 from ..analysis.facts import ModuleFacts, parent
 from ..knowledge.startup import APP_MAPPINGS, APP_NAMESPACES, APP_REGISTRIES
 from . import index as project
-from .declared_types import ClassRef
+from .declared_types import ClassRef, one_class
 
 _kept: Dict[Tuple[str, str, str], Optional[ClassRef]] = {}
 _values: Dict[Tuple[str, str, str], List[Tuple[ast.AST, ModuleFacts]]] = {}
@@ -110,23 +110,8 @@ def _assigning_modules(namespace: str, name: str, root: str, facts: ModuleFacts)
 def _assigned_class(namespace: str, name: str, modules: Iterable[ModuleFacts]) -> Optional[ClassRef]:
     from .summaries import instance_class
 
-    return _one_class(instance_class(statement.value, other, other.enclosing_function(statement))
+    return one_class(instance_class(statement.value, other, other.enclosing_function(statement))
                       for other in modules for statement in _assignments(other, (namespace, name)))
-
-
-def _one_class(made: Iterable[Optional[ClassRef]]) -> Optional[ClassRef]:
-    """The class every value is an instance of: None when one is something else, or two classes differ."""
-    found: Optional[ClassRef] = None
-    for cls in made:
-        if cls is None or found is not None and _place(cls) != _place(found):
-            return None
-        found = cls
-    return found
-
-
-def _place(cls: ClassRef) -> Tuple[str, int]:
-    # (a module's tree may be parsed again between two assignments: the same class is the same place)
-    return cls[1].context.path or "", cls[0].lineno
 
 
 def kept_names(cls: ast.ClassDef, facts: ModuleFacts) -> Tuple[str, ...]:
@@ -189,7 +174,7 @@ def kept_entry_class(expr: ast.Subscript, facts: ModuleFacts, function, depth: i
                      None) if isinstance(value, ast.Dict) else None
         return instance_class(entry, where, where.enclosing_function(entry)) if entry is not None else None
 
-    return _one_class(entry_class(value, where) for value, where in kept_values(holder, facts))
+    return one_class(entry_class(value, where) for value, where in kept_values(holder, facts))
 
 
 def may_be_kept(cls: ast.ClassDef, facts: ModuleFacts) -> bool:

@@ -13,7 +13,7 @@ from typing import Optional, Tuple
 
 from ..analysis.facts import FunctionNode, ModuleFacts
 from ..analysis.handed import parameter_names
-from .declared_types import ClassRef
+from .declared_types import ClassRef, one_class
 
 #: What a call of an object runs.
 _CALL_METHOD = "__call__"
@@ -71,11 +71,5 @@ def _handed_by_every_caller(name: str, binder: FunctionNode, facts: ModuleFacts)
     cases = cases_of([name], binder.body[0], facts)
     if not cases:
         return None
-    found: Optional[ClassRef] = None
-    for case in cases:
-        value = case.values.get(name)
-        made = instance_class(value, case.facts, case.facts.enclosing_function(value)) if value is not None else None
-        if made is None or (found is not None and made[0] is not found[0]):
-            return None
-        found = made
-    return found
+    return one_class(instance_class(value, case.facts, case.facts.enclosing_function(value)) if value is not None
+                     else None for case in cases for value in [case.values.get(name)])

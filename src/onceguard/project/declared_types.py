@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import threading
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from . import index as project
 from ..analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
@@ -429,3 +429,18 @@ def _made_by_returns(function: FunctionNode, facts: ModuleFacts) -> Optional[Dec
     if found[0] is None or any(ref is None or ref[0] is not found[0][0] for ref in found):
         return None
     return Declared(made[0].func, facts)
+
+
+def one_class(made: Iterable[Optional[ClassRef]]) -> Optional[ClassRef]:
+    """The class every value is an instance of: None when one is something else, or two classes differ (a
+    module's tree may be parsed again between two values: the same class is the same place)."""
+    found: Optional[ClassRef] = None
+    for cls in made:
+        if cls is None or found is not None and _place(cls) != _place(found):
+            return None
+        found = cls
+    return found
+
+
+def _place(cls: ClassRef) -> Tuple[str, int]:
+    return cls[1].context.path or "", cls[0].lineno

@@ -410,8 +410,7 @@ def embedded_beat_for(facts) -> Optional[Launch]:
 def huey_schedulers(facts) -> Optional[List[Launch]]:
     """The huey consumers the deployment runs in every replica that also run the periodic scheduler (no ``-n``
     / ``--no-periodic``); None when the deployment runs no huey consumer at all (nothing known)."""
-    consumers = [launch for launch in launches_for(facts)
-                 if any(os.path.basename(word) in known.HUEY_CONSUMER_COMMANDS for word in launch.words[:3])]
+    consumers = _running(facts, known.HUEY_CONSUMER_COMMANDS)
     if not consumers:
         return None
     return [launch for launch in consumers
@@ -421,11 +420,16 @@ def huey_schedulers(facts) -> Optional[List[Launch]]:
 def periodiq_schedulers(facts) -> Optional[List[Launch]]:
     """The ``periodiq`` processes the deployment runs in every replica of a service that may have several; None
     when it runs none at all (nothing enqueues the periodic actors, or the deployment is not in view)."""
-    running = [launch for launch in launches_for(facts)
-               if any(os.path.basename(word) in known.PERIODIQ_COMMANDS for word in launch.words[:3])]
+    running = _running(facts, known.PERIODIQ_COMMANDS)
     if not running:
         return None
     return [launch for launch in running if launch.per_replica and launch.replicas != 1]
+
+
+def _running(facts, commands) -> List[Launch]:
+    """The deployment's commands that start one of ``commands`` (named in their first words, any path)."""
+    return [launch for launch in launches_for(facts)
+            if any(os.path.basename(word) in commands for word in launch.words[:3])]
 
 
 # =====================================================================================================

@@ -205,12 +205,16 @@ def import_statements(source: bytes) -> Iterator[bytes]:
 def spells(source: bytes, word: bytes) -> bool:
     """``word`` occurs in ``source`` as a whole identifier (``bytes.find`` and a look at each side: a regular
     expression that starts with ``\\b`` cannot skip ahead, and over a whole project that is slow)."""
+    return next(word_places(source, word), None) is not None
+
+
+def word_places(source: bytes, word: bytes) -> Iterator[int]:
+    """Where ``word`` occurs in ``source`` as a whole identifier, in order."""
     at = source.find(word)
     size = len(word)
     while at != -1:
         before = source[at - 1:at]
         after = source[at + size:at + size + 1]
         if not (before.isalnum() or before == b"_") and not (after.isalnum() or after == b"_"):
-            return True
+            yield at
         at = source.find(word, at + 1)
-    return False

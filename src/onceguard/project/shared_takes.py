@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Set
 
-from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, position, walk_no_nested_functions
 from ..knowledge import redis_clients as known
 from .redis_clients import redis_call
 
@@ -142,7 +142,6 @@ def handed_taken_items(call: ast.Call, facts: ModuleFacts) -> bool:
     """``sink.write(events)`` after ``events = buffer.drain(100)`` in the same pass: the call works on what a
     project function (or a command) took out of a shared store in one step, so each replica's pass works on
     other items."""
-    from ..analysis.facts import position
     from .summaries import resolve
 
     function = facts.enclosing_function(call)

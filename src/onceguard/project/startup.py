@@ -160,24 +160,20 @@ def _may_import(data: bytes, stem: bytes) -> bool:
     """Whether some import statement of the text can name ``stem``: it occurs as a whole word on a line that
     says ``import`` or ``from`` (or continues one with a backslash), or inside the parentheses of an
     ``import (...)``. A file that only uses the word otherwise is not parsed to find out."""
-    size = len(stem)
-    at = data.find(stem)
-    while at != -1:
-        before = data[at - 1:at]
-        after = data[at + size:at + size + 1]
-        if not (before.isalnum() or before == b"_") and not (after.isalnum() or after == b"_"):
-            start = data.rfind(b"\n", 0, at) + 1
-            # a backslash continuation: the logical line begins where the last unescaped newline is
-            while start > 1 and data[start - 2:start - 1] == b"\\":
-                start = data.rfind(b"\n", 0, start - 2) + 1
-            end = data.find(b"\n", at)
-            line = data[start:end if end != -1 else len(data)]
-            if b"import" in line or b"from" in line:
-                return True
-            opened = data.rfind(b"import", 0, at)
-            if opened != -1 and data[opened + 6:at].lstrip(b" \t").startswith(b"(") and b")" not in data[opened:at]:
-                return True
-        at = data.find(stem, at + 1)
+    from .renamed_callers import word_places
+
+    for at in word_places(data, stem):
+        start = data.rfind(b"\n", 0, at) + 1
+        # a backslash continuation: the logical line begins where the last unescaped newline is
+        while start > 1 and data[start - 2:start - 1] == b"\\":
+            start = data.rfind(b"\n", 0, start - 2) + 1
+        end = data.find(b"\n", at)
+        line = data[start:end if end != -1 else len(data)]
+        if b"import" in line or b"from" in line:
+            return True
+        opened = data.rfind(b"import", 0, at)
+        if opened != -1 and data[opened + 6:at].lstrip(b" \t").startswith(b"(") and b")" not in data[opened:at]:
+            return True
     return False
 
 

@@ -28,7 +28,7 @@ import ast
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..analysis.executed_sql import executed_sql
-from ..analysis.facts import FunctionNode, ModuleFacts, call_name, walk, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, call_name, chain_top, walk, walk_no_nested_functions
 from ..knowledge import startup as known
 from ..model import Diagnostic
 from ..project.forwarding import forwarded
@@ -213,23 +213,11 @@ def _writes_constants(call: ast.Call) -> bool:
     return bool(values) and all(v is not None and _is_constant(v) for v in values)
 
 
-def _outermost(call: ast.Call) -> ast.Call:
-    """The whole method chain ``call`` is a link of (``A.objects.filter(x)`` -> ``A.objects.filter(x).update(y)``)."""
-    node = call
-    while True:
-        parent = getattr(node, "_og_parent", None)
-        above = getattr(parent, "_og_parent", None)
-        if isinstance(parent, ast.Attribute) and isinstance(above, ast.Call) and above.func is parent:
-            node = above
-        else:
-            return node
-
-
 def _set_based_resets(facts: ModuleFacts) -> Iterator[Tuple[FunctionNode, Reset]]:
     seen: set = set()
     for name in sorted(known.SET_WRITES | known.STATEMENT_BUILDERS):
         for call in facts.calls_by_name.get(name, ()):
-            top = _outermost(call)
+            top = chain_top(call)
             if id(top) in seen:
                 continue
             seen.add(id(top))

@@ -12,10 +12,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Set, Tuple
 
-from ...analysis.facts import ModuleFacts, parent, walk
+from ...analysis.facts import ModuleFacts, chain_top, walk
 from .flow import Flow
 from .loads import chain, function_nodes, later
-from .queryset_updates import reads_column
+from .queryset_updates import ends_chain, reads_column
 
 #: How a model class starts a query of its rows, and what locks the rows it reads.
 _QUERIES = frozenset({"select", "get", "get_or_none", "objects", "filter"})
@@ -37,7 +37,7 @@ def model_update_write_backs(facts: ModuleFacts) -> Iterator[Tuple[ast.Call, str
         values = _written(call, model)
         if not values:
             continue
-        row = _compared_values(_outer_chain(call))
+        row = _compared_values(chain_top(call))
         reads = [node for node in function_nodes(function, facts) if isinstance(node, ast.Call)
                  and later(call, node) and _reads_model(node, model) and row & _compared_values(node)]
         if not reads or not row:
@@ -60,21 +60,9 @@ def _written(call: ast.Call, model: str) -> List[Tuple[str, ast.AST]]:
     return found
 
 
-def _outer_chain(call: ast.Call) -> ast.AST:
-    """The whole statement a call starts (``Model.update(...).where(...)``)."""
-    node: ast.AST = call
-    while True:
-        above = parent(node)
-        if isinstance(above, ast.Attribute) and above.value is node and isinstance(parent(above), ast.Call):
-            node = parent(above)
-        else:
-            return node
-
-
 def _reads_model(node: ast.Call, model: str) -> bool:
     """A query of ``model``'s rows that takes no row lock, whole (the outermost call of its chain)."""
-    above = parent(node)
-    if isinstance(above, ast.Attribute) and above.value is node:
+    if not ends_chain(node):
         return False
     head, links = chain(node)
     names = [name for name, _ in links]

@@ -9,7 +9,7 @@ increment is lost. A read that locks the row (``select_for_update()``) serialise
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Tuple
 
 from ...analysis.facts import FunctionNode, ModuleFacts, parent
 from ...knowledge import orm
@@ -110,14 +110,13 @@ def _earlier_reads(model: str, write: ast.Call, function: FunctionNode, facts: M
         names = [name for name, _ in queryset[1]]
         if orm.DJANGO_ROW_LOCK in names or names[-1] in _WRITES:
             continue
-        if _outermost(node) is node:
+        if ends_chain(node):
             found[id(node)] = node
     return found
 
 
-def _outermost(call: ast.Call) -> Optional[ast.AST]:
-    """The call itself when it ends its chain (``.first()`` of ``filter(...).only(...).first()``), else None."""
+def ends_chain(call: ast.AST) -> bool:
+    """No attribute of ``call`` is taken: it is the end of its chain (``.first()`` of
+    ``filter(...).only(...).first()``), whatever is done with its result."""
     above = parent(call)
-    if isinstance(above, ast.Attribute) and above.value is call:
-        return None
-    return call
+    return not (isinstance(above, ast.Attribute) and above.value is call)

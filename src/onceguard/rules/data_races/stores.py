@@ -303,9 +303,9 @@ class StoreChecks:
                     continue
                 reads = [read for name, key_arg in redis_known.WHOLE_HASH_READS.items()
                          for read in facts.calls_named(name) if facts.enclosing_function(read) is function
-                         and not later(read, call) and redis_call(read, facts) is not None
-                         and ast.dump(key_argument(read, redis_call(read, facts), key_arg) or ast.Pass())
-                         == ast.dump(key)]
+                         and not later(read, call)
+                         for read_handle in [redis_call(read, facts)] if read_handle is not None
+                         and ast.dump(key_argument(read, read_handle, key_arg) or ast.Pass()) == ast.dump(key)]
                 if not reads:
                     continue
                 read_ids = {id(r) for r in reads}
