@@ -43,6 +43,8 @@ SA_ONE: FrozenSet[str] = frozenset({
     # Flask-SQLAlchemy's ``Model.query``: the same, aborting with 404 when nothing matches
     "get_or_404", "first_or_404", "one_or_404",
 })
+#: The terminal calls of a Flask-SQLAlchemy ``Model.query`` chain that load one instance.
+FLASK_QUERY_LOADS = ("first", "one", "one_or_none", "get", "get_or_404", "first_or_404", "one_or_404")
 #: ``class Customer(db.Model)``: the declarative base a Flask-SQLAlchemy extension hands out.
 FLASK_MODEL_BASE = "Model"
 #: Flask-SQLAlchemy 3's extension methods that load one instance: ``db.get_or_404(User, user_id)``.
@@ -138,6 +140,8 @@ READ_MODIFY_WRITE_TRIGGERS = (
     # SQLAlchemy: a row loaded through a session the function is handed and changed there; the caller commits.
     *((library, loader, op) for library in _SQLALCHEMY_WORDS
       for loader in (b"session.get(", b"session.scalar(", b".scalars(", b"session.execute(") for op in _ARITHMETIC_WORDS),
+    # Flask-SQLAlchemy: a row loaded through ``Model.query`` changed here; the caller commits the app's session.
+    *((b".query.", op) for op in _ARITHMETIC_WORDS),
     # A row handed in (``def debit(session: Session, acct, amount)``) changed here, written back by the caller.
     (b"Session", b"+="), (b"Session", b"-="),
     # Raw SQL: SELECT, then UPDATE with the value computed in Python.

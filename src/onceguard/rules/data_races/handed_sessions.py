@@ -20,7 +20,9 @@ from ...knowledge import orm
 from ...model import Related
 from ...project.fixed_arguments import callers_of, named_in_few_files
 from .changes import Change, instance_changes
-from .loads import Loaded, _instance_bindings, _loader_before, function_nodes, later, module_imports_any, unwrap
+from .loads import (
+    FLASK_SESSION, Loaded, _instance_bindings, _loader_before, _session_matches, chain, function_nodes, later,
+    module_imports_any, unwrap)
 
 @dataclass
 class WrittenByCaller:
@@ -48,6 +50,12 @@ def changed_for_callers(facts: ModuleFacts) -> Iterator[WrittenByCaller]:
         if function is not None and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
                 and call.func.value.id in parameter_names(function):
             candidates.setdefault(id(function), function)
+    for call in facts.calls_named(*orm.FLASK_QUERY_LOADS):
+        # or through the session the whole app shares (Flask-SQLAlchemy's ``Model.query...first_or_404()``),
+        # which the caller commits as ``db.session.commit()``
+        function = facts.enclosing_function(call)
+        if function is not None and any(name == "query" for name, _ in chain(call)[1]):
+            candidates.setdefault(id(function), function)
     for function in candidates.values():
         parameters = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
         if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in orm.SA_FLUSH
@@ -60,7 +68,8 @@ def changed_for_callers(facts: ModuleFacts) -> Iterator[WrittenByCaller]:
             if bindings is None:
                 bindings = _instance_bindings(function, facts)
             loaded = _loader_before(bindings.get(change.instance, []), change.back)
-            if loaded is None or loaded.framework != "sqlalchemy" or loaded.locked or loaded.session not in parameters:
+            if loaded is None or loaded.framework != "sqlalchemy" or loaded.locked \
+                    or (loaded.session not in parameters and loaded.session != FLASK_SESSION):
                 continue
             commit = _caller_commit(function, loaded.session, facts)
             if commit is not None:
@@ -72,15 +81,18 @@ def _caller_commit(function: FunctionNode, session: str, facts: ModuleFacts) -> 
     """Where the first caller that hands in its own session commits or flushes it after the call."""
     for call, other in callers_of(function, facts):
         caller = other.enclosing_function(call)
-        handed = argument_for(call, function, session)
+        handed = argument_for(call, function, session) if session != FLASK_SESSION else None
         spelled = dotted(handed) if handed is not None else None
-        if caller is None or spelled is None or other.context.is_test:
+        if caller is None or (spelled is None and session != FLASK_SESSION) or other.context.is_test:
             continue
         for node in function_nodes(caller, other):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in orm.SA_FLUSH \
-                    and not node.args and later(node, call) and dotted(unwrap(node.func.value)) == spelled:
+                    and not node.args and later(node, call) and (
+                        dotted(unwrap(node.func.value)) == spelled if spelled is not None
+                        else _session_matches(FLASK_SESSION, unwrap(node.func.value))):
+                how = "the session it handed in" if spelled is not None else "the app's session"
                 return Related(other.context.path, node.lineno, node.col_offset + 1,
-                               f"`{caller.name}` commits the session it handed in here"), caller.name
+                               f"`{caller.name}` commits {how} here"), caller.name
     return None
 
 

@@ -214,6 +214,12 @@ def sa_source(expr: ast.AST, facts: ModuleFacts, many: bool) -> Optional[Loaded]
     if not links:
         return None
     terminals = orm.SA_MANY if many else orm.SA_ONE
+    executed = _executed_result(head, links, expr, facts)
+    if executed is not None:
+        # ``result = await session.execute(select(M))`` then ``result.scalar_one_or_none()``: one load in two
+        # statements, read as the chain it would be in one
+        executed_head, executed_links = chain(executed)
+        head, links = executed_head, executed_links + links
     # db.get_or_404(Model, pk): the extension loads through the session the app commits
     if not many and len(links) == 1 and links[0][0] in orm.FLASK_SA_GET and isinstance(expr, ast.Call):
         if len(expr.args) >= 2 and _is_flask_sqlalchemy(expr.func.value, facts):
@@ -259,6 +265,28 @@ def sa_source(expr: ast.AST, facts: ModuleFacts, many: bool) -> Optional[Loaded]
             and _ends_with(links[1:], terminals, many, orm.SA_QUERY_METHODS)
             and (module_imports_any(facts, orm.SA_MODULES) or _mapped_class(head, facts))):
         return Loaded("sqlalchemy", head.id, expr, any(n == orm.SA_ROW_LOCK for n, _ in links), FLASK_SESSION)
+    return None
+
+
+def _executed_result(head: ast.AST, links: Links, expr: ast.AST, facts: ModuleFacts) -> Optional[ast.AST]:
+    """The statement execution a result name holds, when ``expr`` reads rows off it (``result.scalars().all()``):
+    the name's one binding in the function, before ``expr``, to ``<session>.execute(...)`` (awaited or not)."""
+    if not isinstance(head, ast.Name) or links[0][1] is None \
+            or links[0][0] not in orm.SA_ONE | orm.SA_MANY | {"scalars"}:
+        return None
+    function = facts.enclosing_function(expr)
+    if function is None:
+        return None
+    bound = [node.value for node in function_nodes(function, facts)
+             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
+             and any(isinstance(t, ast.Name) and t.id == head.id
+                     for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))]
+    if len(bound) != 1 or not later(expr, bound[0]):
+        return None
+    value = unwrap(bound[0])
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "execute" \
+            and value.args:
+        return value
     return None
 
 
