@@ -62,6 +62,13 @@ class FileContext:
         return any(part in _SCRIPT_DIRS for part in parts)
 
     @cached_property
+    def is_named_runner(self) -> bool:
+        """Named for the migrate verb (``migrate.py``, ``run_migrations.py``, ``migrate_db.py``): a runner module,
+        which may be a one-off script or a helper that start-up code calls; its callers say which."""
+        lowered = self.filename.lower()
+        return lowered in _RUNNER_FILENAMES or lowered.startswith("migrate_")
+
+    @cached_property
     def is_migration(self) -> bool:
         """Alembic env.py, files under migrations/ or alembic/versions/, a runner module named for what it
         is (``migrate.py``, ``run_migrations.py``), or config paths.
@@ -70,8 +77,7 @@ class FileContext:
         migration code: what makes code migration code is being a migration runner or living where
         migrations live."""
         name = self.filename
-        lowered = name.lower()
-        if lowered in _RUNNER_FILENAMES or lowered.startswith("migrate_"):
+        if self.is_named_runner:
             return True  # named for the verb: the migrate entrypoint (``migrate_db.py``), not ``migration_pause.py``
         if "migrat" in name.lower() and self.is_operator_entrypoint:
             return True  # ``manage.py migrate_locked``, ``scripts/run_migrations_once.py``

@@ -228,6 +228,11 @@ TASK_GROUP_METHODS: FrozenSet[str] = frozenset({"create_task", "start_soon"})
 LOOP_CREATE_TASK = "create_task"
 THREAD_CLASSES: FrozenSet[str] = frozenset({"threading.Thread"})
 TIMER_CLASSES: FrozenSet[str] = frozenset({"threading.Timer"})
+#: Methods of an event loop that run a callable once, later: where the callable sits (asyncio's
+#: ``loop.call_later(delay, fn)`` and ``call_at(when, fn)``, Tornado's ``IOLoop.call_later`` and
+#: ``add_timeout(deadline, fn)``, Twisted's ``reactor.callLater(delay, fn)``).  A callable that arms the same
+#: call again when it runs is a timer that re-arms itself, as a ``threading.Timer`` that does.
+DELAYED_CALL_METHODS: Dict[str, int] = {"call_later": 1, "call_at": 1, "add_timeout": 1, "callLater": 1}
 SLEEPS: FrozenSet[str] = frozenset({
     "asyncio.sleep", "time.sleep", "anyio.sleep", "trio.sleep", "gevent.sleep", "eventlet.sleep",
 })

@@ -68,9 +68,11 @@ def _loop_binding(names: Sequence[str], at: ast.AST, function: Optional[ast.AST]
 
 
 def _items(names: Sequence[str], loop: ast.For, facts: ModuleFacts, depth: int) -> Optional[List[Case]]:
-    container = _literal(iterated(loop.iter), facts)
-    if container is None:
+    found = _literal_anywhere(iterated(loop.iter), facts)
+    if found is None:
         return None
+    # (the items are read in the module that writes them out: their names are that module's)
+    container, facts = found
     items: List[ast.AST]
     if isinstance(container, ast.Dict):
         view = loop.iter.func.attr if (isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Attribute)) else ""
@@ -124,6 +126,25 @@ def _literal(expr: ast.AST, facts: ModuleFacts) -> Optional[ast.AST]:
     if len(values) == 1 and isinstance(values[0], (ast.List, ast.Tuple, ast.Set, ast.Dict)):
         return values[0]
     return None
+
+
+def _literal_anywhere(expr: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+    """``_literal`` in this module or, on the command line, in the project module a name is imported from
+    (``from app.jobs.registry import JOBS``): the container and the module that writes it out."""
+    container = _literal(expr, facts)
+    if container is not None:
+        return container, facts
+    if not (isinstance(expr, ast.Name) and facts.context.cross_file and facts.imports.is_imported(expr.id)):
+        return None
+    from .definitions import definition_facts
+
+    qualified = facts.qualify(expr) or ""
+    found = definition_facts(qualified, facts) if "." in qualified else None
+    if found is None or found[0] is facts or found[0].context.is_test:
+        return None
+    home, name = found
+    container = _literal(ast.Name(id=name, ctx=ast.Load()), home)
+    return (container, home) if container is not None else None
 
 
 def _unpack(target: ast.AST, item: ast.AST, bound: Dict[str, ast.AST]) -> bool:

@@ -596,8 +596,9 @@ def _runs(node: ast.AST, facts: ModuleFacts, ask: _Ask, hops: int, seen: Set[int
     if context.is_test or hops > ask.max_hops or (context.is_migration and not ask.through_migration_code):
         return _UNKNOWN
     reach = Reach.of_module(facts)
-    if hops and context.is_migration and not reach.programs:
+    if hops and context.is_migration and not context.is_named_runner and not reach.programs:
         # A caller in migration code: the migrate step runs it once, in one process, as an operator's command.
+        # (A runner module named for the verb is asked of its own callers: start-up code may call it.)
         return Runs(OPERATOR, "in migration code, which the migrate step runs once")
     function = enclosing_function(node)
     if ask.startup_only and _in_ticking_loop(node, function, facts):

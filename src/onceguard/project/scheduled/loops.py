@@ -385,11 +385,12 @@ class LoopRegistrations:
     # -- threading.Timer that re-arms itself --------------------------------------------------------
     def _timers(self) -> None:
         facts = self.facts
-        for call in facts.calls_by_name.get("Timer", ()):
-            if (facts.callee(call) or "") not in known.TIMER_CLASSES:
-                continue
+        armed = [(call, _argument(call, 1, "function")) for call in facts.calls_by_name.get("Timer", ())
+                 if (facts.callee(call) or "") in known.TIMER_CLASSES]
+        armed += [(call, _argument(call, position, None)) for method, position in known.DELAYED_CALL_METHODS.items()
+                  for call in facts.calls_by_name.get(method, ()) if isinstance(call.func, ast.Attribute)]
+        for call, target_expr in armed:
             function = facts.enclosing_function(call)
-            target_expr = _argument(call, 1, "function")
             if function is None or target_expr is None:
                 continue
             found = self.resolve(target_expr) if isinstance(target_expr, (ast.Name, ast.Attribute)) else None
@@ -400,11 +401,12 @@ class LoopRegistrations:
             # ``_arm()`` makes ``Timer(60, _tick)`` and ``_tick`` calls ``_arm()`` when done: the two re-arm each
             # other, and the work is ``_tick``'s
             job = function if same else (found.function if found is not None and found.function is not None
-                                         and not found.foreign and _calls_by_name(found.function, function.name)
+                                         and not found.foreign and _arms_again(found.function, function, facts)
                                          else None)
             if job is None or self._started_only_by_operators(function):
                 continue
-            scheduled = Scheduled(known.TIMER, dotted(call.func) or "Timer", call, self._local(job), call)
+            how = ast.unparse(call.func)  # as written (``asyncio.get_running_loop().call_later``)
+            scheduled = Scheduled(known.TIMER, how, call, self._local(job), call)
             scheduled.skip = self._is_timer_statement
             self.add(scheduled)
 
@@ -454,3 +456,37 @@ class LoopRegistrations:
 def _calls_by_name(function: FunctionNode, name: str) -> bool:
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
                for n in walk_no_nested_functions(function))
+
+
+#: How many of the module's functions a callback may pass through before it arms its timer again.
+_MAX_REARM_STEPS = 3
+
+
+def _arms_again(callback: FunctionNode, arming: FunctionNode, facts: ModuleFacts) -> bool:
+    """``callback``, when it runs, calls ``arming`` again: itself, or through functions of the module it calls
+    or starts as a task (``_fire`` starts ``self._tick()``, whose ``finally`` calls ``self._arm(...)``): a
+    function by its name, a method of the same class through ``self``."""
+    owner = facts.enclosing_class(arming)
+    seen, pending = {id(callback)}, [callback]
+    for _ in range(_MAX_REARM_STEPS):
+        following = []
+        for function in pending:
+            for node in walk_no_nested_functions(function):
+                if not isinstance(node, ast.Call):
+                    continue
+                func = node.func
+                if isinstance(func, ast.Name):
+                    candidates = [f for f in facts.functions_by_name.get(func.id, ())
+                                  if facts.enclosing_class(f) is None]
+                elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+                        and owner is not None:
+                    candidates = [f for f in facts.functions_by_name.get(func.attr, ())
+                                  if facts.enclosing_class(f) is owner]
+                else:
+                    continue
+                if any(f is arming for f in candidates):
+                    return True
+                following += [f for f in candidates if id(f) not in seen]
+                seen.update(id(f) for f in candidates)
+        pending = following
+    return False
