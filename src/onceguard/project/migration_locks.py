@@ -28,6 +28,9 @@ class Apply:
     connection: object  # an expression, or DJANGO_CONNECTION
     framework: str
     per_migration_transactions: bool = False
+    #: held only where a lock is seen: a caller in another module is not taken to hold one (OG401 reports
+    #: the write unless the lock shows; OG403 keeps quiet where it cannot see the runner's callers)
+    seen_only: bool = False
 
 
 def _connection_root(expr: ast.AST, facts: ModuleFacts, depth: int = 0) -> str:
@@ -123,6 +126,8 @@ class LockFinder:
         if not callers:
             # Called from another module: a connection passed in, or Django's thread connection, may be
             # locked by that caller; we cannot see it, so we say nothing.
+            if apply.seen_only:
+                return False
             if parameter is not None:
                 return True
             return connection is DJANGO_CONNECTION and not self._is_entrypoint(function)

@@ -15,7 +15,8 @@ from ..analysis.facts import ModuleFacts, ancestors
 from ..knowledge import schema as known
 from ..model import Diagnostic, Related
 from ..project import index as project_index
-from ..project.migration_locks import Apply, LockFinder, env_applications, env_runs_locked, shared_alembic_connections
+from ..project.migration_locks import (
+    DJANGO_CONNECTION, Apply, LockFinder, env_applications, env_runs_locked, shared_alembic_connections)
 from ..project.migration_runners import env_of_runner
 from ..project.reach import Reach, Runs, enclosing_function, place, runs
 from ..project.renamed_callers import project_callers
@@ -80,10 +81,14 @@ def _ddl_locked(write: SchemaWrite, facts: ModuleFacts) -> bool:
     DDL goes through its receiver; ``metadata.create_all`` through the connection it is bound to
     (``create_all(conn)``, ``create_all(bind=conn)``) or run on (``conn.run_sync(metadata.create_all)``)."""
     connection = _ddl_connection(write)
+    if connection is None and write.applies_migrations and write.framework == known.DJANGO:
+        # ``call_command("migrate")`` runs on the thread's ``django.db.connection``: a session lock taken on it
+        # before (a cursor closed in between leaves the connection, and the lock, open) holds for the run
+        connection = DJANGO_CONNECTION
     if connection is None:
         return False
     finder = facts.cached("schema:lock-finder", LockFinder)
-    return finder.held(Apply(write.call, write.what, connection, write.framework))
+    return finder.held(Apply(write.call, write.what, connection, write.framework, seen_only=True))
 
 
 def _ddl_connection(write: SchemaWrite) -> Optional[ast.AST]:
