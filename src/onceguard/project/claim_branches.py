@@ -108,6 +108,14 @@ class ClaimBranches:
         for above in ancestors(node):
             if isinstance(above, (ast.Lambda, ast.ClassDef)):
                 return None
+            if isinstance(above, ast.IfExp) and child is not above.test:
+                # ``sent = settle() if locked else 0``: the side the won claim takes, as an ``if`` statement's
+                test = above.test
+                negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+                if (child is above.body) != negated:
+                    hit = self._tested_claim(test.operand if negated else test, node)
+                    if hit is not None:
+                        return hit
             for name in ("body", "orelse", "finalbody"):
                 block = getattr(above, name, None)
                 if not isinstance(block, list) or not any(s is child for s in block):

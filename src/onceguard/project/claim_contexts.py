@@ -117,3 +117,54 @@ def _decided(analyzer: "ClaimAnalyzer", node: ast.Yield, answers: Set[str], dept
 
 def _leaves(body: list) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
+
+
+def won_state(analyzer: "ClaimAnalyzer", cls: ast.ClassDef, enter: FunctionNode) -> Set[str]:
+    """Attributes of an object that say whether its ``__enter__`` (``__aenter__``) won a claim, when it returns the
+    object itself: what a method it calls on itself (``await self.acquire()``) sets only on the side a claim won
+    (``if await redis.set(key, token, nx=True, px=ttl): self._token = token``), and the properties of the class
+    that read one of those (``held``: ``return self._token is not None``).  Empty when the object carries no
+    such answer."""
+    methods = {s.name: s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    own = enter.args.args[0].arg if enter.args.args else "self"
+    won: Set[str] = set()
+    for node in walk_no_nested_functions(enter):
+        call = node.value if isinstance(node, ast.Await) else node
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                and isinstance(call.func.value, ast.Name) and call.func.value.id == own \
+                and call.func.attr in methods and methods[call.func.attr] is not enter:
+            won |= _set_on_won_side(analyzer, methods[call.func.attr])
+    if not won:
+        return set()
+    readers = {name for name, method in methods.items()
+               if any(isinstance(d, ast.Name) and d.id == "property" for d in method.decorator_list)
+               and _returns_read_of(method, won)}
+    return won | readers
+
+
+def _self_attributes_set(statements) -> Set[str]:
+    found: Set[str] = set()
+    for statement in statements:
+        for node in [statement, *walk_no_nested_functions(statement)]:
+            if isinstance(node, ast.Assign):
+                found.update(t.attr for t in node.targets if isinstance(t, ast.Attribute)
+                             and isinstance(t.value, ast.Name) and t.value.id == "self")
+    return found
+
+
+def _set_on_won_side(analyzer: "ClaimAnalyzer", method: FunctionNode) -> Set[str]:
+    """``self.`` attributes the method sets inside ``if <claim>:`` (the branch taken when the claim is won)."""
+    found: Set[str] = set()
+    for node in walk_no_nested_functions(method):
+        if isinstance(node, ast.If) and not (isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)):
+            if analyzer._tested_claim(node.test, node) is not None:
+                found |= _self_attributes_set(node.body)
+    return found
+
+
+def _returns_read_of(method: FunctionNode, attributes: Set[str]) -> bool:
+    """Every ``return`` of the method reads one of ``attributes`` of ``self`` (``return self._token is not None``)."""
+    returns = [n for n in walk_no_nested_functions(method) if isinstance(n, ast.Return) and n.value is not None]
+    return bool(returns) and all(
+        any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+            and n.attr in attributes for n in ast.walk(r.value)) for r in returns)

@@ -371,6 +371,9 @@ class ClaimAnalyzer(ClaimBranches):
                 held = {name[len(own):] for name in analyzer.answer_names(statement, depth + 1, contexts=True)
                         if name.startswith(own) and "." not in name[len(own):]} \
                     if _returns_own_instance(statement) else set()
+                if not held and _returns_own_instance(statement):
+                    # ``await self.acquire()`` then ``return self``: what that method sets when its claim is won
+                    held = won_state(analyzer, cls, statement)
                 if held:
                     # ``self.acquired = bool(row[0])`` then ``return self``: the object bound by ``as`` carries the
                     # claim's answer (``with LeaderLease(pool, "rollup") as lease: if lease.acquired: ...``)
@@ -730,7 +733,8 @@ def won_claim_reaches(node: ast.AST, facts: ModuleFacts, exclusive: bool = False
     return hit is not None and (not exclusive or hit.kind in EXCLUSIVE_KINDS)
 
 
-from .claim_contexts import is_context_factory, yields_claim, yields_claim_element  # noqa: E402 (it reads claims through this module)
+# (it reads claims through this module)
+from .claim_contexts import is_context_factory, won_state, yields_claim, yields_claim_element  # noqa: E402
 
 
 def _own_name(method: FunctionNode) -> str:

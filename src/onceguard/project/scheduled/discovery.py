@@ -363,7 +363,7 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                         continue
                     registration = next((r for r in known.METHODS.get(family, ())
                                          if r.decorator and r.method == decorator.func.attr), None)
-                if registration is None or not self._allowed(registration.family):
+                if registration is None:
                     continue
                 if registration.requires_keyword and registration.requires_keyword not in _keywords(decorator):
                     continue  # (``@dramatiq.actor`` with no ``periodic=``: an actor, not a schedule)
@@ -374,6 +374,8 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                 )
                 if isinstance(decorator.func, ast.Attribute) and id(decorator.func.value) in self.made_elsewhere:
                     scheduled.related.append(self.made_elsewhere[id(decorator.func.value)])
+                # one scheduler process fires it (beat not embedded in the workers): kept, as coordinated
+                scheduled.coordinated = not self._allowed(registration.family)
                 self._classify_trigger(scheduled)
                 self.add(scheduled)
 
@@ -395,6 +397,7 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                 continue
             scheduled = Scheduled(registered.family, "@" + (dotted(written) or handed), decorator,
                                   self._local(function), decorator, registered.ctor, None)
+            scheduled.coordinated = registered.coordinated
             scheduled.related.append(Related(home.context.path, call.lineno, call.col_offset + 1,
                                              f"`{dotted(written) or handed}` registers the function it decorates here"))
             self.add(scheduled)
@@ -597,12 +600,13 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                 if family is None and name == "add_periodic_task" and self._celery_sender(func.value):
                     family = known.CELERY_BEAT
                 again = None
+                once = False
                 if family is not None and not self._allowed(family):
                     # One scheduler process fires what is registered, but a registration every replica's start-up
                     # makes again without a stable id adds another copy each time (rq-scheduler's ``cron``).
                     again = self._registered_again(call, family)
-                    if again is None:
-                        continue
+                    # otherwise it is kept as coordinated: one process runs each tick (``scheduled_once``)
+                    once = again is None
                 if family is None:
                     continue
                 registration = next((r for r in known.METHODS.get(family, ())
@@ -626,8 +630,9 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                         alias = _const(trigger)
                         if (trigger is None and not _has_splat(call)) or alias in known.APS3_ONE_OFF_TRIGGERS:
                             scheduled.periodic = False  # (a ``**trigger_kwargs`` splat may hold a periodic trigger)
-                    if family == known.APS4 and (self._aps4_shared_store(ctor) if ctor is not None
-                                                 else self.cross_file and _aps4_stores_all_shared(self.facts)):
+                    if once or (family == known.APS4 and (
+                            self._aps4_shared_store(ctor) if ctor is not None
+                            else self.cross_file and _aps4_stores_all_shared(self.facts))):
                         scheduled.coordinated = True
                     self._classify_trigger(scheduled)
                     self.add(scheduled)

@@ -44,8 +44,13 @@ def runs_claimed(function: FunctionNode, facts: ModuleFacts, depth: int = 0) -> 
             seen = {id(call) for call, _ in callers}
             callers += [(c, other) for c, other in callers_of(function, facts)
                         if other is not facts and id(c) not in seen and not other.context.is_test]
-        result = bool(callers)
-        for call, where in callers:
+        handings = _handings(function, facts)
+        if handings:
+            # ``run_exclusive("charge", _charge_usage)``: a runner of the project that calls what it is handed past
+            # its own claim (``if not locked: return`` then ``body(session)``) runs it on one replica at a time
+            callers += handings
+        result = bool(callers) and None not in callers
+        for call, where in (c for c in callers if c is not None):
             caller = where.enclosing_function(call)
             claims = analyzer if where is facts else ClaimAnalyzer.of_module(where, _resolver)
             if caller is None or caller is function or not (
@@ -56,6 +61,45 @@ def runs_claimed(function: FunctionNode, facts: ModuleFacts, depth: int = 0) -> 
                 break
     cache[key] = result
     return result
+
+
+def _handings(function: FunctionNode, facts: ModuleFacts) -> list:
+    """(the call of the parameter, the runner's module) for each place the module hands ``function`` by name to a
+    runner of the project (``run_exclusive("charge", _charge_usage)``), one per call the runner makes of that
+    parameter; a None where the runner or its call of the parameter is not seen.  Empty when the function is
+    never handed on."""
+    from ...analysis.handed import positional_parameters
+    from ...project.definitions import definition
+
+    found: list = []
+    name = function.name
+    for node in facts.nodes:
+        if not (type(node) is ast.Name and node.id == name and type(node.ctx) is ast.Load):
+            continue
+        above = getattr(node, "_og_parent", None)
+        if isinstance(above, ast.keyword):
+            handing, slot = getattr(above, "_og_parent", None), above.arg
+        elif isinstance(above, ast.Call) and node in above.args:
+            handing, slot = above, above.args.index(node)
+        else:
+            continue  # called, or kept: the callers' question, asked as before
+        if not isinstance(handing, ast.Call) or not isinstance(handing.func, (ast.Name, ast.Attribute)):
+            found.append(None)
+            continue
+        runner, where = None, facts
+        if isinstance(handing.func, ast.Name) and not facts.imports.is_imported(handing.func.id):
+            runner = next((f for f in facts.functions_by_name.get(handing.func.id, ())
+                           if facts.enclosing_function(f) is None and facts.enclosing_class(f) is None), None)
+        elif facts.context.cross_file:
+            resolved = definition(facts.callee(handing) or "", facts)
+            if resolved is not None and isinstance(resolved[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+                runner, where = resolved
+        parameters = positional_parameters(runner) if runner is not None else []
+        parameter = slot if isinstance(slot, str) else (parameters[slot] if slot < len(parameters) else None)
+        calls = [n for n in walk_no_nested_functions(runner) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Name) and n.func.id == parameter] if parameter else []
+        found.extend([(call, where) for call in calls] or [None])
+    return found
 
 
 #: SQL that blocks until this session or transaction holds a lock that serialises whole operations (an
