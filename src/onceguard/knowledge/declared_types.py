@@ -48,4 +48,7 @@ PROCESS_LOCAL_CLASSES: FrozenSet[str] = frozenset({
     "asyncio.BoundedSemaphore", "asyncio.PriorityQueue", "asyncio.LifoQueue", "threading.BoundedSemaphore",
     "anyio.Semaphore", "anyio.Lock", "anyio.Event", "anyio.Condition", "anyio.CapacityLimiter",
     "anyio.CancelScope", "anyio.abc.TaskGroup", "asyncio.TaskGroup", "asyncio.Task", "asyncio.Future",
+    # OpenTelemetry's instruments: recorded in the process, exported by each replica's own reader
+    "opentelemetry.metrics.Counter", "opentelemetry.metrics.UpDownCounter", "opentelemetry.metrics.Histogram",
+    "opentelemetry.metrics.Gauge", "opentelemetry.metrics._Gauge",
 })

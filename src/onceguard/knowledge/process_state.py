@@ -162,6 +162,11 @@ STATE_TRIGGERS = tuple((container, write) for container in STATE_CONTAINER_BYTES
 MINTED_KEY_CALLS: FrozenSet[str] = frozenset({
     "uuid.uuid4", "uuid.uuid1", "secrets.token_hex", "secrets.token_urlsafe", "secrets.token_bytes", "os.urandom",
 })
+#: Calls that draw a secret a value is made of (a one-time code): stored as an entry's value, it is handed out
+#: (mailed, texted) and checked when it comes back, by whichever replica serves that request.
+MINTED_VALUE_CALLS: FrozenSet[str] = MINTED_KEY_CALLS | frozenset({
+    "secrets.randbelow", "secrets.choice", "random.SystemRandom",
+})
 #: Queues a process makes for its own threads or tasks: what one puts, another of the same process takes.
 IN_PROCESS_QUEUES: FrozenSet[str] = frozenset({
     "queue.Queue", "queue.SimpleQueue", "queue.LifoQueue", "queue.PriorityQueue", "asyncio.Queue",

@@ -42,12 +42,16 @@ def connection_queues(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
     from .fixed_arguments import callers_of
 
     for call, other in callers_of(function, facts):
-        reader = other.enclosing_function(call)
+        caller = other.enclosing_function(call)
         statement = other.statement_of(call)
-        if reader is None or not is_generator(reader) or not isinstance(statement, (ast.Assign, ast.AnnAssign)):
+        if caller is None or not isinstance(statement, (ast.Assign, ast.AnnAssign)):
             continue
+        # the stream's generator: the caller itself, or a def in it that closes over the queue (``async def
+        # send_events(): ... await queue.get() ...`` handed to the response)
+        readers = [node for node in walk(caller) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and is_generator(node)]
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-        if any(isinstance(t, ast.Name) and _reads_queue(reader, t.id) for t in targets):
+        if any(isinstance(t, ast.Name) and _reads_queue(reader, t.id) for t in targets for reader in readers):
             return handed
     return set()
 

@@ -293,12 +293,24 @@ def attribute_type(cls: ast.ClassDef, facts: ModuleFacts, attr: str, steps: int 
             declared = type_of(node.value, facts, facts.enclosing_function(node), steps + 1, instance)
             if declared is not None:
                 return declared
+    for statement in cls.body:
+        # ``@property def lag_histogram(self) -> Histogram:``: what reading the attribute gives
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == attr \
+                and statement.returns is not None and not _says_nothing(statement.returns) and any(
+                    (isinstance(d, ast.Name) and d.id in _PROPERTIES) or (isinstance(d, ast.Attribute)
+                                                                         and d.attr in _PROPERTIES)
+                    for d in statement.decorator_list):
+            return Declared(statement.returns, facts)
     if bases < _MAX_BASES:
         for base, base_facts in base_classes(cls, facts):
             declared = attribute_type(base, base_facts, attr, steps + 1, bases + 1, instance)
             if declared is not None:
                 return declared
     return None
+
+
+#: Decorators that make a method read as an attribute.
+_PROPERTIES = frozenset({"property", "cached_property"})
 
 
 def _name_type(name: str, facts: ModuleFacts, function: Optional[FunctionNode], steps: int,

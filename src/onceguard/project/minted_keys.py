@@ -128,3 +128,25 @@ def _key_parts(key: ast.AST, facts: ModuleFacts) -> List[ast.AST]:
 def _mints(value: ast.AST, facts: ModuleFacts) -> bool:
     return any(isinstance(node, ast.Call) and (facts.callee(node) or "") in known.MINTED_KEY_CALLS
                for node in walk(value))
+
+
+def minted_value(node: ast.AST, value: Optional[ast.AST], facts: ModuleFacts) -> bool:
+    """``store[email] = code`` where ``code`` is a secret drawn here (``secrets.randbelow``, ``token_urlsafe``),
+    directly or by a function of the module it calls (``code = new_code()``): a one-time code the writer hands
+    out and a later request checks against the entry."""
+    if value is None:
+        return False
+    for part in _key_parts(value, facts):
+        if _draws_secret(part, facts):
+            return True
+        if isinstance(part, ast.Call) and isinstance(part.func, ast.Name):
+            made = [f for f in facts.functions_by_name.get(part.func.id, ()) if facts.enclosing_class(f) is None]
+            if len(made) == 1 and any(isinstance(n, ast.Return) and n.value is not None
+                                      and _draws_secret(n.value, facts) for n in walk(made[0])):
+                return True
+    return False
+
+
+def _draws_secret(value: ast.AST, facts: ModuleFacts) -> bool:
+    return any(isinstance(node, ast.Call) and (facts.callee(node) or "") in known.MINTED_VALUE_CALLS
+               for node in walk(value))

@@ -111,6 +111,14 @@ def refusal_for(name: str, function: FunctionNode, facts: ModuleFacts) -> Option
             found = _refuses_too_many(caller) if caller is not None and caller is not function else None
             if found is not None:
                 return found, where, "caller"
+    if _returns_a_value(function):
+        # ``retry_after = quota.consume(key)`` then ``if retry_after is not None: return ..., 429``: an answer other
+        # than yes or no (how long to wait), which the caller tests before refusing
+        for call, where in _callers_here_and_elsewhere(function, facts):
+            caller = where.enclosing_function(call)
+            found = _refused_on_answer(call, caller) if caller is not None and caller is not function else None
+            if found is not None:
+                return found, where, "caller"
     raised = _refused_through_exception(name, function, facts)
     if raised is not None:
         return raised
@@ -245,6 +253,32 @@ def _parameter_for(call: ast.Call, name: str, target: ast.AST) -> Optional[str]:
     for keyword in call.keywords:
         if isinstance(keyword.value, ast.Name) and keyword.value.id == name and keyword.arg:
             return keyword.arg
+    return None
+
+
+def _returns_a_value(function: FunctionNode) -> bool:
+    return any(isinstance(n, ast.Return) and n.value is not None
+               and not (isinstance(n.value, ast.Constant) and n.value.value is None)
+               for n in walk_no_nested_functions(function))
+
+
+def _refused_on_answer(call: ast.Call, caller: FunctionNode) -> Optional[ast.AST]:
+    """The 429 of an ``if`` in ``caller`` whose test reads what ``call`` answered: the call itself, or the name
+    its answer is bound to."""
+    above = parent(call)
+    while isinstance(above, ast.Await):
+        above = parent(above)
+    bound = above.targets[0].id if isinstance(above, ast.Assign) and len(above.targets) == 1 \
+        and isinstance(above.targets[0], ast.Name) else None
+    for node in walk_no_nested_functions(caller):
+        if not isinstance(node, ast.If):
+            continue
+        tested = list(walk(node.test))
+        if any(n is call for n in tested) or (bound is not None and any(
+                isinstance(n, ast.Name) and n.id == bound for n in tested)):
+            found = _refusal_in(node)
+            if found is not None:
+                return found
     return None
 
 

@@ -24,7 +24,7 @@ from ..model import Diagnostic, Fix, Related
 from ..project.flask_cache_types import cache_types
 from ..project.forwarding import forwarded
 from ..project.module_caches import imports_a_module_cache
-from ..project.minted_keys import minted_by_callers, minted_key
+from ..project.minted_keys import minted_by_callers, minted_key, minted_value
 from ..project.reach import Reach, runs
 from ..project.settings_objects import django_settings_modules
 from .base import Rule
@@ -146,7 +146,8 @@ def _store_use(binding: state.Binding, facts: ModuleFacts):
     found = state.accesses(binding, facts)
     writes = [a for a in found.of_kind(state.WRITE_RECORD, state.WRITE_MARK)
               if a.function is not None and (_status_record(_written_value(a.node) or a.node, facts)
-                                             or minted_key(a.node, facts) or minted_by_callers(a.node, facts))]
+                                             or minted_key(a.node, facts) or minted_by_callers(a.node, facts)
+                                             or minted_value(a.node, _written_value(a.node), facts))]
     if not writes:
         return None
     writers = found.functions(state.WRITE_RECORD, state.WRITE_MARK, state.WRITE_DERIVED, state.WRITE_OBJECT,
