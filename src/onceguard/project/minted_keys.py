@@ -132,21 +132,52 @@ def _mints(value: ast.AST, facts: ModuleFacts) -> bool:
 
 def minted_value(node: ast.AST, value: Optional[ast.AST], facts: ModuleFacts) -> bool:
     """``store[email] = code`` where ``code`` is a secret drawn here (``secrets.randbelow``, ``token_urlsafe``),
-    directly or by a function of the module it calls (``code = new_code()``): a one-time code the writer hands
+    directly or by a function of the project it calls (``code = new_code()``): a one-time code the writer hands
     out and a later request checks against the entry."""
     if value is None:
         return False
-    for part in _key_parts(value, facts):
-        if _draws_secret(part, facts):
+    return any(_draws_secret(part, facts, 0) for part in _key_parts(value, facts))
+
+
+#: How many project functions a secret is followed through (a helper over ``secrets``, a factory over that).
+_MAX_DRAW_DEPTH = 3
+
+
+def _draws_secret(value: ast.AST, facts: ModuleFacts, depth: int) -> bool:
+    calls = [node for node in walk(value) if isinstance(node, ast.Call)]
+    if any((facts.callee(call) or "") in known.MINTED_VALUE_CALLS for call in calls):
+        return True
+    if depth >= _MAX_DRAW_DEPTH:
+        return False
+    for call in calls:
+        found = _project_function(call, facts)
+        if found is not None and any(isinstance(n, ast.Return) and n.value is not None
+                                     and _draws_secret(n.value, found[1], depth + 1) for n in walk(found[0])):
             return True
-        if isinstance(part, ast.Call) and isinstance(part.func, ast.Name):
-            made = [f for f in facts.functions_by_name.get(part.func.id, ()) if facts.enclosing_class(f) is None]
-            if len(made) == 1 and any(isinstance(n, ast.Return) and n.value is not None
-                                      and _draws_secret(n.value, facts) for n in walk(made[0])):
-                return True
     return False
 
 
-def _draws_secret(value: ast.AST, facts: ModuleFacts) -> bool:
-    return any(isinstance(node, ast.Call) and (facts.callee(node) or "") in known.MINTED_VALUE_CALLS
-               for node in walk(value))
+def _project_function(call: ast.Call, facts: ModuleFacts):
+    """The project def a call runs: a module-level function (here or imported), a method of a module-level
+    instance, or a method of the class around the call through ``self``."""
+    func = call.func
+    if isinstance(func, ast.Name) and not facts.imports.is_imported(func.id):
+        made = [f for f in facts.functions_by_name.get(func.id, ()) if facts.enclosing_class(f) is None
+                and facts.enclosing_function(f) is None]
+        return (made[0], facts) if len(made) == 1 else None
+    if isinstance(func, ast.Attribute):
+        if isinstance(func.value, ast.Name) and func.value.id == "self":
+            owner = facts.enclosing_class(call)
+            made = [f for f in facts.functions_by_name.get(func.attr, ()) if owner is not None
+                    and facts.enclosing_class(f) is owner]
+            return (made[0], facts) if len(made) == 1 else None
+        method = facts.module_method(func)
+        if method is not None:
+            return method, facts
+    if facts.context.cross_file and isinstance(func, (ast.Name, ast.Attribute)):
+        from .definitions import definition
+
+        found = definition(facts.callee(call) or "", facts)
+        if found is not None and isinstance(found[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return found[0], found[1]
+    return None

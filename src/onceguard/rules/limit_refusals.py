@@ -114,11 +114,9 @@ def refusal_for(name: str, function: FunctionNode, facts: ModuleFacts) -> Option
     if _returns_a_value(function):
         # ``retry_after = quota.consume(key)`` then ``if retry_after is not None: return ..., 429``: an answer other
         # than yes or no (how long to wait), which the caller tests before refusing
-        for call, where in _callers_here_and_elsewhere(function, facts):
-            caller = where.enclosing_function(call)
-            found = _refused_on_answer(call, caller) if caller is not None and caller is not function else None
-            if found is not None:
-                return found, where, "caller"
+        found = _caller_refusing_on_answer(function, facts)
+        if found is not None:
+            return found[0], found[1], "caller"
     raised = _refused_through_exception(name, function, facts)
     if raised is not None:
         return raised
@@ -260,6 +258,24 @@ def _returns_a_value(function: FunctionNode) -> bool:
     return any(isinstance(n, ast.Return) and n.value is not None
                and not (isinstance(n.value, ast.Constant) and n.value.value is None)
                for n in walk_no_nested_functions(function))
+
+
+def _caller_refusing_on_answer(function: FunctionNode, facts: ModuleFacts,
+                               depth: int = 0) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+    """The 429 of a caller testing ``function``'s answer, or of the callers of a function that only hands that
+    answer back (``def check(key): return wait_for(key)``)."""
+    for call, where in _callers_here_and_elsewhere(function, facts):
+        caller = where.enclosing_function(call)
+        if caller is None or caller is function:
+            continue
+        found = _refused_on_answer(call, caller)
+        if found is not None:
+            return found, where
+        if depth < 1 and isinstance(parent(call), ast.Return):
+            found = _caller_refusing_on_answer(caller, where, depth + 1)
+            if found is not None:
+                return found
+    return None
 
 
 def _refused_on_answer(call: ast.Call, caller: FunctionNode) -> Optional[ast.AST]:

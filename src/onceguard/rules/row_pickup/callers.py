@@ -4,6 +4,7 @@ import ast
 
 from ...project import index as project
 from ...project.claims import ClaimAnalyzer
+from ...analysis.handed import positional_parameters
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, walk, walk_no_nested_functions
 from ...knowledge import orm
 from ..data_races import function_nodes, later, target_names, unwrap
@@ -64,42 +65,68 @@ def runs_claimed(function: FunctionNode, facts: ModuleFacts, depth: int = 0) -> 
 
 
 def _handings(function: FunctionNode, facts: ModuleFacts) -> list:
-    """(the call of the parameter, the runner's module) for each place the module hands ``function`` by name to a
-    runner of the project (``run_exclusive("charge", _charge_usage)``), one per call the runner makes of that
-    parameter; a None where the runner or its call of the parameter is not seen.  Empty when the function is
-    never handed on."""
-    from ...analysis.handed import positional_parameters
-    from ...project.definitions import definition
-
+    """(the call of the parameter, the runner's module) for each place the project hands ``function`` on by name to
+    a runner of the project (``run_exclusive("charge", _charge_usage)``, ``self._charge`` too), one per call the
+    runner makes of that parameter; a None where the runner or its call of the parameter is not seen.  Empty when
+    the function is never handed on."""
     found: list = []
-    name = function.name
-    for node in facts.nodes:
-        if not (type(node) is ast.Name and node.id == name and type(node.ctx) is ast.Load):
-            continue
-        above = getattr(node, "_og_parent", None)
+    for reference, where in _references(function, facts):
+        above = getattr(reference, "_og_parent", None)
         if isinstance(above, ast.keyword):
             handing, slot = getattr(above, "_og_parent", None), above.arg
-        elif isinstance(above, ast.Call) and node in above.args:
-            handing, slot = above, above.args.index(node)
+        elif isinstance(above, ast.Call) and reference in above.args:
+            handing, slot = above, above.args.index(reference)
         else:
             continue  # called, or kept: the callers' question, asked as before
-        if not isinstance(handing, ast.Call) or not isinstance(handing.func, (ast.Name, ast.Attribute)):
+        runner = _runner(handing, where) if isinstance(handing, ast.Call) else None
+        if runner is None:
             found.append(None)
             continue
-        runner, where = None, facts
-        if isinstance(handing.func, ast.Name) and not facts.imports.is_imported(handing.func.id):
-            runner = next((f for f in facts.functions_by_name.get(handing.func.id, ())
-                           if facts.enclosing_function(f) is None and facts.enclosing_class(f) is None), None)
-        elif facts.context.cross_file:
-            resolved = definition(facts.callee(handing) or "", facts)
-            if resolved is not None and isinstance(resolved[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
-                runner, where = resolved
-        parameters = positional_parameters(runner) if runner is not None else []
+        target, home = runner
+        parameters = positional_parameters(target)
         parameter = slot if isinstance(slot, str) else (parameters[slot] if slot < len(parameters) else None)
-        calls = [n for n in walk_no_nested_functions(runner) if isinstance(n, ast.Call)
+        calls = [n for n in walk_no_nested_functions(target) if isinstance(n, ast.Call)
                  and isinstance(n.func, ast.Name) and n.func.id == parameter] if parameter else []
-        found.extend([(call, where) for call in calls] or [None])
+        found.extend([(call, home) for call in calls] or [None])
     return found
+
+
+#: Other modules read for the places a function is handed on from.
+_MAX_HANDING_FILES = 8
+
+
+def _references(function: FunctionNode, facts: ModuleFacts) -> list:
+    """(node, module) for each read of ``function`` by name: in its module (its name, ``self.<name>`` in its class,
+    ``<instance>.<name>`` of a module-level instance) and, reading the project, in the modules that import it."""
+    from ...project.bindings import own_module_names
+
+    name, owner = function.name, facts.enclosing_class(function)
+    found = []
+    for node in facts.nodes:
+        if type(node) is ast.Name and node.id == name and type(node.ctx) is ast.Load and owner is None:
+            found.append((node, facts))
+        elif type(node) is ast.Attribute and node.attr == name and type(node.ctx) is ast.Load and owner is not None \
+                and ((isinstance(node.value, ast.Name) and node.value.id == "self" and facts.enclosing_class(node)
+                      is owner) or facts.module_method(node) is function):
+            found.append((node, facts))
+    if owner is None and facts.context.cross_file and facts.enclosing_function(function) is None:
+        wanted = {f"{module}.{name}" for module in own_module_names(facts)}
+        for path in project.files_mentioning(name, project.search_root(facts))[:_MAX_HANDING_FILES]:
+            other = project.module_facts(path, facts.config) if path != facts.context.path else None
+            if other is None or other.context.is_test:
+                continue
+            local = {alias for alias, target in other.imports.aliases.items() if target in wanted}
+            found.extend((node, other) for node in other.nodes if type(node) is ast.Name and node.id in local
+                         and type(node.ctx) is ast.Load)
+    return found
+
+
+def _runner(handing: ast.Call, facts: ModuleFacts):
+    """The project def a handing call runs: a module-level function (here or imported), a method through ``self``
+    or through a module-level instance."""
+    from ...project.minted_keys import _project_function
+
+    return _project_function(handing, facts)
 
 
 #: SQL that blocks until this session or transaction holds a lock that serialises whole operations (an
