@@ -160,3 +160,47 @@ def test_a_flask_query_row_no_caller_commits_is_not_reported(tmp_path):
                      "perks/logic.py": LOGIC.replace("{lock}", ""),
                      "perks/views.py": VIEWS.replace("        db.session.commit()\n", "")})
     assert findings(tmp_path, "perks/logic.py", codes=("OG301",)) == []
+
+
+HELD_REPOSITORY = """\
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from bank.models import Account
+
+
+    class Accounts:
+        def __init__(self, session: AsyncSession) -> None:
+            self.session = session
+
+        async def spend(self, account_id: int, cost) -> None:
+            account = await self.session.get(Account, account_id{lock})
+            account.credit -= cost
+"""
+
+UNIT_OF_WORK = """\
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from bank.repository import Accounts
+
+
+    class Usage:
+        def __init__(self, session: AsyncSession) -> None:
+            self.session = session
+            self.accounts = Accounts(session)
+
+        async def charge(self, account_id: int, cost) -> None:
+            await self.accounts.spend(account_id, cost)
+            {commit}
+"""
+
+
+@pytest.mark.parametrize("lock, commit, expected", [
+    ("", "await self.session.commit()", [(12, "OG301")]),
+    (", with_for_update=True", "await self.session.commit()", []),
+    ("", "pass", []),
+])
+def test_a_repository_session_committed_by_the_unit_of_work(tmp_path, lock, commit, expected):
+    write(tmp_path, {"bank/__init__.py": "", "bank/models.py": MODELS,
+                     "bank/repository.py": HELD_REPOSITORY.replace("{lock}", lock),
+                     "bank/usage.py": UNIT_OF_WORK.replace("{commit}", commit)})
+    assert findings(tmp_path, "bank/repository.py", codes=("OG301",)) == expected

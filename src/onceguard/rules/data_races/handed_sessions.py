@@ -21,7 +21,8 @@ from ...model import Related
 from ...project.fixed_arguments import callers_of, named_in_few_files
 from .changes import Change, instance_changes
 from .loads import (
-    FLASK_SESSION, Loaded, _instance_bindings, _loader_before, _session_matches, chain, function_nodes, later,
+    FLASK_SESSION, Loaded, _instance_bindings, _is_sa_session, _loader_before, _session_matches, chain,
+    function_nodes, later,
     module_imports_any, unwrap)
 
 @dataclass
@@ -46,9 +47,11 @@ def changed_for_callers(facts: ModuleFacts) -> Iterator[WrittenByCaller]:
     candidates = {}
     for call in facts.calls_named(*_LOADS):
         function = facts.enclosing_function(call)
-        # the load goes through something the function is handed (``session.get(...)`` on its parameter)
-        if function is not None and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
-                and call.func.value.id in parameter_names(function):
+        # the load goes through something the function is handed (``session.get(...)`` on its parameter), or
+        # a session its object holds (a repository's ``self.session.get(...)``)
+        if function is not None and isinstance(call.func, ast.Attribute) and (
+                (isinstance(call.func.value, ast.Name) and call.func.value.id in parameter_names(function))
+                or _held_session(call.func.value)):
             candidates.setdefault(id(function), function)
     for call in facts.calls_named(*orm.FLASK_QUERY_LOADS):
         # or through the session the whole app shares (Flask-SQLAlchemy's ``Model.query...first_or_404()``),
@@ -69,7 +72,8 @@ def changed_for_callers(facts: ModuleFacts) -> Iterator[WrittenByCaller]:
                 bindings = _instance_bindings(function, facts)
             loaded = _loader_before(bindings.get(change.instance, []), change.back)
             if loaded is None or loaded.framework != "sqlalchemy" or loaded.locked \
-                    or (loaded.session not in parameters and loaded.session != FLASK_SESSION):
+                    or (loaded.session not in parameters and loaded.session != FLASK_SESSION
+                        and not loaded.session.startswith("self.")):
                 continue
             commit = _caller_commit(function, loaded.session, facts)
             if commit is not None:
@@ -79,21 +83,29 @@ def changed_for_callers(facts: ModuleFacts) -> Iterator[WrittenByCaller]:
 
 def _caller_commit(function: FunctionNode, session: str, facts: ModuleFacts) -> Optional[Tuple[Related, str]]:
     """Where the first caller that hands in its own session commits or flushes it after the call."""
+    held = session.startswith("self.")  # (the repository's own session: the unit of work around it commits)
     for call, other in callers_of(function, facts):
         caller = other.enclosing_function(call)
-        handed = argument_for(call, function, session) if session != FLASK_SESSION else None
+        handed = argument_for(call, function, session) if session != FLASK_SESSION and not held else None
         spelled = dotted(handed) if handed is not None else None
-        if caller is None or (spelled is None and session != FLASK_SESSION) or other.context.is_test:
+        if caller is None or (spelled is None and session != FLASK_SESSION and not held) or other.context.is_test:
             continue
         for node in function_nodes(caller, other):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in orm.SA_FLUSH \
                     and not node.args and later(node, call) and (
                         dotted(unwrap(node.func.value)) == spelled if spelled is not None
+                        else _is_sa_session(unwrap(node.func.value), other) if held
                         else _session_matches(FLASK_SESSION, unwrap(node.func.value))):
-                how = "the session it handed in" if spelled is not None else "the app's session"
+                how = ("the session it handed in" if spelled is not None
+                       else "the session it shares with the repository" if held else "the app's session")
                 return Related(other.context.path, node.lineno, node.col_offset + 1,
                                f"`{caller.name}` commits {how} here"), caller.name
     return None
+
+
+def _held_session(receiver: ast.AST) -> bool:
+    """``self.session`` / ``self._db``: a session the object keeps (a repository's)."""
+    return isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id == "self"
 
 
 def changed_rows_handed_in(facts: ModuleFacts) -> Iterator[WrittenByCaller]:
