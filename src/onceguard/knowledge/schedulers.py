@@ -227,6 +227,11 @@ TASK_GROUPS: FrozenSet[str] = frozenset({"asyncio.TaskGroup", "anyio.create_task
 TASK_GROUP_METHODS: FrozenSet[str] = frozenset({"create_task", "start_soon"})
 LOOP_CREATE_TASK = "create_task"
 THREAD_CLASSES: FrozenSet[str] = frozenset({"threading.Thread"})
+#: Green threads: the function each starts, by position (``gevent.spawn(poll, app)``, ``spawn_later(5, poll)``).
+GREENLET_SPAWNERS: Dict[str, int] = {
+    "gevent.spawn": 0, "gevent.spawn_later": 1, "gevent.Greenlet.spawn": 0, "eventlet.spawn": 0,
+    "eventlet.spawn_n": 0, "eventlet.spawn_after": 1, "eventlet.greenthread.spawn": 0,
+}
 TIMER_CLASSES: FrozenSet[str] = frozenset({"threading.Timer"})
 #: Methods of an event loop that run a callable once, later: where the callable sits (asyncio's
 #: ``loop.call_later(delay, fn)`` and ``call_at(when, fn)``, Tornado's ``IOLoop.call_later`` and

@@ -124,7 +124,8 @@ class LoopRegistrations:
     def _tickers(self) -> None:
         facts = self.facts
         startup = None
-        for name in ("create_task", "ensure_future", "start_soon", "add_task", "Thread"):
+        for name in ("create_task", "ensure_future", "start_soon", "add_task", "Thread", "spawn", "spawn_later",
+                     "spawn_n", "spawn_after"):
             for call in facts.calls_by_name.get(name, ()):
                 family, target_expr = self._ticker_start(call, name)
                 if target_expr is None:
@@ -240,10 +241,15 @@ class LoopRegistrations:
             if (facts.callee(call) or "") not in known.THREAD_CLASSES:
                 return known.THREAD_TICKER, None
             return known.THREAD_TICKER, _argument(call, 1, "target")
+        qualified = facts.callee(call) or ""
+        if qualified in known.GREENLET_SPAWNERS:
+            position = known.GREENLET_SPAWNERS[qualified]
+            return known.THREAD_TICKER, call.args[position] if len(call.args) > position else None
+        if name.startswith("spawn"):
+            return known.THREAD_TICKER, None
         if not call.args:
             return known.ASYNCIO_TICKER, None
         started = False
-        qualified = facts.callee(call) or ""
         if qualified in known.TASK_STARTERS and name != "start_soon":
             started = True
         elif isinstance(call.func, ast.Attribute):

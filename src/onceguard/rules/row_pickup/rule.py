@@ -24,6 +24,7 @@ from ...project.prefilter_words import loader_words, sql_constant_words
 from .moved_rows import aggregates_only, core_update_behind, hands_back, helper_writes, picked_and_written_after
 from .callers import _locked_before, _resolver, runs_claimed
 from ...project.claims import ClaimAnalyzer, won_claim_reaches
+from ...project.held_locks import held_by_lock_helper
 from ...project.queue_handoffs import queue_put
 from ...project.fixed_arguments import callers_of
 from ...project.scheduled.discovery import scheduled_once
@@ -121,7 +122,8 @@ class UnclaimedRowPickup(Rule):
                     continue
                 if pickup.at.lineno in reported or any(id(n) in reported_nodes for n in (pickup.at, *ancestors(pickup.at))) \
                         or _only_writes_rows(pickup, function, facts) or runs_claimed(function, facts) \
-                        or won_claim_reaches(pickup.node, facts) or _written_by_winner(write, function, facts):
+                        or won_claim_reaches(pickup.node, facts) or _written_by_winner(write, function, facts) \
+                        or held_by_lock_helper(pickup.node, facts):
                     continue  # (``(await session.scalars(...)).all()``: the awaited call and the chain are one pickup)
                 reported.add(pickup.at.lineno)
                 reported_nodes.add(id(pickup.at))
@@ -373,6 +375,9 @@ class UnclaimedRowPickup(Rule):
                     continue  # the caller waits for a lock that serialises its runs before it loads the rows
                 if where is None and won_claim_reaches(select.call, facts):
                     continue  # only the replica that won a claim reaches the SELECT
+                if held_by_lock_helper(select.call, facts) or (
+                        where is not None and held_by_lock_helper(where[2], runner_facts)):
+                    continue  # inside a project lock section that waits for its lock: the replicas pick in turn
                 write = writes[0]
                 yield self.finding(
                     select.call,
