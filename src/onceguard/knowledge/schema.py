@@ -264,6 +264,9 @@ RUN_MIGRATIONS = "run_migrations"
 ALEMBIC_SHARED_CONNECTION_KEY = "connection"
 #: Calls that open a transaction in which an xact lock is held (``with context.begin_transaction():``).
 TRANSACTION_METHODS: FrozenSet[str] = frozenset({"begin_transaction", "begin", "transaction", "atomic"})
+#: DB-API connections whose ``with`` block is one transaction (begun by the first statement, committed at its end).
+TRANSACTIONAL_CONNECTS: FrozenSet[str] = frozenset({"psycopg.connect", "psycopg.Connection.connect",
+                                                    "psycopg.AsyncConnection.connect"})
 #: Reading a SQL file to execute it: ``path.read_text()``, ``open(p).read()``.
 FILE_READ_METHODS: FrozenSet[str] = frozenset({"read", "read_text"})
 #: A migration revision (Alembic ``revision = "..."``, Django ``class Migration``) runs inside the runner

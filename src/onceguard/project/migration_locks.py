@@ -116,7 +116,8 @@ class LockFinder:
             if session and not self._unlocked_between(item, site, function):
                 return True
             if (not session and not apply.per_migration_transactions
-                    and self._same_transaction(item.call, site, function)):
+                    and (self._same_transaction(item.call, site, function)
+                         or self._same_implicit_transaction(item.call, site, function))):
                 return True
         if function is None or depth >= self._MAX_DEPTH or id(function) in visited:
             return False
@@ -202,6 +203,21 @@ class LockFinder:
                 unlock_root = _connection_root(unlock.receiver, self.facts) if unlock.receiver is not None else ""
                 if unlock_root == root:
                     return True
+        return False
+
+    def _same_implicit_transaction(self, lock: ast.AST, site: ast.AST, function: Optional[FunctionNode]) -> bool:
+        """``with psycopg.connect(dsn) as conn:``: a DB-API connection opens a transaction with its first statement
+        and the block commits it at its end, so an xact lock taken in the block holds for what follows it there,
+        unless the code commits in between."""
+        around_site = {id(a) for a in ancestors(site)}
+        for block in (a for a in ancestors(lock) if isinstance(a, (ast.With, ast.AsyncWith))):
+            if id(block) not in around_site or not any(
+                    isinstance(i.context_expr, ast.Call)
+                    and (self.facts.callee(i.context_expr) or "") in known.TRANSACTIONAL_CONNECTS for i in block.items):
+                continue
+            return not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                           and n.func.attr in ("commit", "rollback") and position(lock) < position(n) < position(site)
+                           for n in walk_no_nested_functions(block))
         return False
 
     @staticmethod

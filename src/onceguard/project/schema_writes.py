@@ -315,7 +315,11 @@ def _schema_commands_run(facts: ModuleFacts) -> List[SchemaWrite]:
             continue
         tool, said = command
         framework = _TOOL_FRAMEWORKS.get(tool, known.SCHEMA_TOOL)
-        found.append(SchemaWrite(call, call, f"`{said}` run by `{describe_call(call)}`", framework, quoted=True))
+        # ``alembic upgrade head`` run as a program applies the migrations as ``command.upgrade`` does: the env.py
+        # it runs (and the lock that holds, or not) is the same
+        applies = framework in (known.ALEMBIC, known.FLASK_MIGRATE) and "upgrade" in words
+        found.append(SchemaWrite(call, call, f"`{said}` run by `{describe_call(call)}`", framework, quoted=True,
+                                 applies_migrations=applies))
     return found
 
 

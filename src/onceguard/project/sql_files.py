@@ -57,10 +57,11 @@ def _file_named(expr: ast.AST, facts: ModuleFacts, hops: int) -> Optional[ast.Co
         return None
     if isinstance(expr.func, ast.Attribute) and expr.func.attr in _READS:
         path = expr.func.value  # what is read (not the read's own arguments: an encoding)
+        if isinstance(path, ast.Name):
+            path = _opened_as(path, facts) or path  # ``with open(SCHEMA) as fh:`` ... ``fh.read()``
         if isinstance(path, ast.Call) and isinstance(path.func, ast.Name) and path.func.id == "open" and path.args:
             path = path.args[0]  # ``open(name, encoding=...).read()``: the name
-        parts = sorted((n for n in walk(path) if isinstance(n, ast.Constant) and isinstance(n.value, str)),
-                       key=lambda n: (n.lineno, n.col_offset))
+        parts = sorted(_string_parts(path, facts), key=lambda n: (n.lineno, n.col_offset))
         last = next((i for i in range(len(parts) - 1, -1, -1) if parts[i].value.lower().endswith(".sql")), None)
         if last is None:
             return None
@@ -74,6 +75,31 @@ def _file_named(expr: ast.AST, facts: ModuleFacts, hops: int) -> Optional[ast.Co
         if len(returns) == 1 and returns[0].value is not None:
             return _file_named(returns[0].value, facts, hops + 1)
     return None
+
+
+def _opened_as(name: ast.Name, facts: ModuleFacts) -> Optional[ast.AST]:
+    """What ``with open(...) as <name>:`` around the read opened, in the same function."""
+    function = facts.enclosing_function(name)
+    for statement in facts.withs:
+        if facts.enclosing_function(statement) is function and statement.lineno <= name.lineno:
+            for item in statement.items:
+                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id:
+                    return item.context_expr
+    return None
+
+
+def _string_parts(path: ast.AST, facts: ModuleFacts) -> List[ast.Constant]:
+    """The string literals a path is made of, a name read through its one binding (``SCHEMA =
+    Path(__file__).with_name("schema.sql")``)."""
+    found = []
+    for node in walk(path):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.append(node)
+        elif isinstance(node, ast.Name):
+            value = bound_value(node, facts)
+            if value is not None:
+                found.extend(n for n in walk(value) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    return found
 
 
 def _read(named: ast.Constant, facts: ModuleFacts) -> Optional[str]:

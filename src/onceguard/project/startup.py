@@ -73,9 +73,20 @@ def is_unguarded_script(facts: ModuleFacts) -> bool:
         if not (any(_runs_program(statement, facts) for statement in facts.tree.body) or _reads_arguments(facts)
                 or _closes_what_it_opened(facts)):
             return False
-        return not _imported_in_project(facts)
+        return not _imported_in_project(facts) and not _named_by_a_launch(facts)
 
     return facts.cached("startup:unguarded-script", build)
+
+
+def _named_by_a_launch(facts: ModuleFacts) -> bool:
+    """A deployment command names the module as what a server imports (``gunicorn orders.app:app``,
+    ``uvicorn shop.main:app``): its module level runs in every server process."""
+    from . import deployment
+    from .bindings import own_module_names
+
+    names = {name for name in own_module_names(facts) if "." in name}
+    return bool(names) and any(word.split(":", 1)[0] in names
+                               for launch in deployment.launches_for(facts) for word in launch.words)
 
 
 def _reads_arguments(facts: ModuleFacts) -> bool:

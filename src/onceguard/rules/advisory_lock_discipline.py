@@ -106,9 +106,10 @@ def _locks_for_caller(use: LockUse) -> bool:
 
 
 def _runs_migrations(scope: Optional[ast.AST], facts: ModuleFacts) -> bool:
-    """The function holding the lock applies migrations itself (``command.upgrade``, ``call_command("migrate")``)."""
+    """The function holding the lock applies migrations itself (``command.upgrade``, ``call_command("migrate")``);
+    for a lock taken at module level, the module's own top-level code (what its import runs)."""
     if scope is None:
-        return False
+        scope = facts.tree
     for node in walk_no_nested_functions(scope):
         if not isinstance(node, ast.Call):
             continue

@@ -100,6 +100,8 @@ def _ddl_connection(write: SchemaWrite) -> Optional[ast.AST]:
         return None
     if func.attr in _CONNECTION_RUNNERS and call.args:
         return func.value
+    if write.framework == known.PEEWEE:
+        return func.value  # ``db.create_tables([...])``: on the database object's own connection
     bound = next((k.value for k in call.keywords if k.arg == "bind"), call.args[0] if call.args else None)
     return bound if isinstance(bound, (ast.Name, ast.Attribute)) else None
 

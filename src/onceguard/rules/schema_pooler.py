@@ -10,6 +10,7 @@ from ..analysis.executed_sql import bound_value, sql_text
 from ..analysis.facts import ModuleFacts, position, walk_no_nested_functions
 from ..knowledge import schema as known
 from ..model import Diagnostic
+from ..project import index as project
 from ..project.definitions import top_level
 from ..project.poolers import host_or_port, pooled_everywhere, pooled_variable, pooler_sign
 from ..project.settings_objects import EnvironmentField, derived_setting
@@ -85,6 +86,13 @@ def _dsn_parts(expr: ast.AST, facts: ModuleFacts) -> _DsnParts:
             value = bound_value(node, where)
             if value is not None:
                 stack.append((value, depth + 1, where))
+            elif where.context.cross_file and where.imports.is_imported(node.id):
+                # ``from app.settings import DATABASE_URL``: what the other module binds it to
+                qualified = where.qualify(node) or ""
+                found = project.find_assignment(qualified, where.config, project.roots_for(where)) \
+                    if "." in qualified else None
+                if found is not None:
+                    stack.append((found[0], depth + 1, found[1]))
             continue
         if isinstance(node, ast.Constant):
             continue
