@@ -151,6 +151,9 @@ SHARED_CHANNEL_SUBSCRIBES: FrozenSet[str] = frozenset({"subscribe", "psubscribe"
 #: redis-py ``pubsub.subscribe(**{channel: handler})``, NATS ``subscribe(subject, cb=handler)``.  The first
 #: positional argument is the channel (APScheduler's ``add_listener(callback, mask)`` is not a subscription).
 SHARED_CHANNEL_CALLBACKS: FrozenSet[str] = SHARED_CHANNEL_SUBSCRIBES | {"add_listener"}
+#: Methods that take such a callback off again (``remove_listener(channel, callback)``): naming the callback there
+#: runs nothing.
+SHARED_CHANNEL_UNSUBSCRIBES: FrozenSet[str] = frozenset({"remove_listener", "unsubscribe", "punsubscribe"})
 #: Keywords that make a subscription share the messages out among its subscribers (a NATS queue group):
 #: then each message reaches one replica only.
 SHARED_CHANNEL_SPLIT_KEYWORDS: FrozenSet[str] = frozenset({"queue"})

@@ -148,7 +148,7 @@ CACHE_TRIGGERS = (b"TTLCache", b"LRUCache", b"LFUCache", b"TLRUCache", b"FIFOCac
                   # a count read and written back changed (``used = cache.get(k, 0)`` ... ``cache.set(k, used + 1)``)
                   (b"django.core.cache", b".get(", b".set(", b" + "),
                   # a process memo cleared by request code, as if every replica's were
-                  b".cache_clear()")
+                  b".cache_clear")
 #: OG608 needs both an empty container made somewhere in the file and a write that accumulates into state (a
 #: count, a clock reading, a member added, an item set): every pair is a trigger.
 STATE_CONTAINER_BYTES = (b"= {}", b"set()", b"defaultdict(", b"Counter(", b"{} for ", b"dict()", b"OrderedDict(",

@@ -82,6 +82,12 @@ MANAGEMENT_COMMAND_BASES: FrozenSet[str] = frozenset({
 ROUTE_DECORATORS: FrozenSet[str] = frozenset({
     "get", "post", "put", "patch", "delete", "head", "options", "route", "api_route", "websocket",
 })
+#: Hooks every request runs through: Flask's ``@app.before_request`` (and its blueprint and teardown forms),
+#: Starlette's and FastAPI's ``@app.middleware("http")``, Quart's and Sanic's request middleware.
+REQUEST_HOOK_DECORATORS: FrozenSet[str] = frozenset({
+    "before_request", "before_app_request", "after_request", "after_app_request", "teardown_request",
+    "middleware", "on_request", "on_response",
+})
 #: Calls that register a handler for requests, which a request runs later (not the code that registers it).
 ROUTE_REGISTRATIONS: FrozenSet[str] = frozenset({
     "add_api_route", "add_route", "add_url_rule", "add_api_websocket_route", "add_websocket_route", "api_route",

@@ -339,6 +339,9 @@ class Reach:
                         and (decorator.args[0].value.startswith("/") or decorator.args[0].value == "")):
                     # (``@router.post("")``: the router's own prefix is the path)
                     mark(function, f"in the request handler {function.name}()", per_request=True)
+                elif last in known.REQUEST_HOOK_DECORATORS and isinstance(decorator, (ast.Attribute, ast.Call)):
+                    # ``@app.before_request``, ``@app.middleware("http")``: every request runs through it
+                    mark(function, f"in the request hook {function.name}()", per_request=True)
                 elif last in known.JOB_DECORATORS or qualified.rsplit(".", 1)[-1] in known.JOB_DECORATORS:
                     # (also imported under another name)
                     mark(function, f"in the job {function.name}()",

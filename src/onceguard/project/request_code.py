@@ -67,7 +67,9 @@ class RequestCode:
                 return f"called from {caller.name}(), {self.reach.function_reason(caller) or 'request code'}"
         if binding is None:
             return None
-        key = (id(function), id(binding), answer is not None)
+        # (each kind of answer its own entry: a marker's "acts with work that leaves the process", a registry's
+        # "acts on what it is told")
+        key = (id(function), id(binding), getattr(answer, "__qualname__", None) if answer is not None else None)
         if key not in self._elsewhere:
             fresh = binding.owner if binding.scope == state.INSTANCE else None
             self._elsewhere[key] = _request_callers(function, self.facts, 0, set(), fresh, answer)
@@ -79,8 +81,9 @@ class RequestCode:
         runs (for the finding to show)."""
         if function is None:
             return []
-        found = (self._elsewhere.get((id(function), id(binding), True))  # (the callers acting on its answer)
-                 or self._elsewhere.get((id(function), id(binding), False)))
+        found = next((value for key, value in self._elsewhere.items()  # (the callers acting on its answer first)
+                      if key[:2] == (id(function), id(binding)) and key[2] is not None and value is not None),
+                     self._elsewhere.get((id(function), id(binding), None)))
         return list(found[1]) if found is not None else []
 
 

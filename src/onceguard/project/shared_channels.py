@@ -118,7 +118,7 @@ def _references(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.AS
                 or (isinstance(n, ast.Attribute) and n.attr == name and not (
                     method and isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")
                     and where.enclosing_class(n) is not holder))]
-    found = [(n, facts) for n in named(facts) if function not in ancestors(n)]
+    found = [(n, facts) for n in named(facts) if function not in ancestors(n) and not _unsubscribed(n)]
     paths = project.files_mentioning(name, project.search_root(facts)) if facts.context.cross_file else []
     if len(paths) > _MAX_CALLER_FILES:
         return found + [(function, facts)]  # (too common a name to read every caller: one not excused)
@@ -126,5 +126,12 @@ def _references(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.AS
         own = os.path.abspath(path) == os.path.abspath(facts.context.path or "")
         other = None if own else project.module_facts(path, facts.config)
         if other is not None and not other.context.is_test:
-            found.extend((n, other) for n in named(other))
+            found.extend((n, other) for n in named(other) if not _unsubscribed(n))
     return found
+
+
+def _unsubscribed(reference: ast.AST) -> bool:
+    """``conn.remove_listener(channel, self._on_notify)``: the callback taken off a subscription, not run."""
+    call = parent(reference)
+    return isinstance(call, ast.Call) and reference is not call.func and isinstance(call.func, ast.Attribute) \
+        and call.func.attr in known.SHARED_CHANNEL_UNSUBSCRIBES

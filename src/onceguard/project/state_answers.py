@@ -116,12 +116,30 @@ def acts_on_answer(call: ast.Call, facts: ModuleFacts, fills: FrozenSet[str] = f
     if fills and not any(facts.enclosing_function(other) is caller for other in facts.calls_named(*fills)):
         return False
     work = decided_work(test, answers_exit=True) or []
+    if _answers_the_request(test, caller):
+        return True
     receiver = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
     own = {id(part) for statement in work for part in walk(statement)
            if isinstance(part, ast.Call) and ((receiver and isinstance(part.func, ast.Attribute)
                                                and dotted(part.func.value) == receiver)
                                               or call_name(part) in fills)}
     return not summaries_for(facts).effects_of(work, caller, facts, skip=own).process_only
+
+
+def _answers_the_request(test: ast.AST, caller: ast.AST) -> bool:
+    """The branch the answer decides ends the caller with a value or an error (``if is_revoked(jti): return
+    _unauthorized(...)``, ``raise PermissionDenied``): what the client is told depends on it, and another replica,
+    asked the same, tells it otherwise."""
+    branch = test if isinstance(test, (ast.If, ast.While)) else None
+    if branch is None:
+        return False
+    for statement in branch.body:
+        for node in [statement, *walk(statement)]:
+            if isinstance(node, ast.Raise) or (isinstance(node, ast.Return) and node.value is not None
+                                               and not (isinstance(node.value, ast.Constant)
+                                                        and node.value.value is None)):
+                return True
+    return False
 
 
 def in_loop_over_state(access: Access, matcher: StateMatcher) -> bool:

@@ -451,6 +451,22 @@ def _answered(finding: _Finding, binding: state.Binding, facts: ModuleFacts, rea
     return lambda call, other: state.acts_on_answer(call, other, fills)
 
 
+def _read_back_by_other_requests(finding: _Finding, binding: state.Binding, request: RequestCode,
+                                 receivers: Set[str], loop_methods: FrozenSet[str]) -> bool:
+    """One request adds a member (``revoke(jti)`` from the logout route) and another function answers whether a
+    key is there to requests that act on it (``if is_revoked(jti): return _unauthorized(...)``): the member is
+    a record other requests read, a registry, whether or not one caller both asks and adds."""
+    writer, reader = finding.write.function, finding.decision.function if finding.decision else None
+    if writer is None or reader is None or writer is reader:
+        return False
+    return bool(request.runs(writer, receivers, loop_methods, binding)) and bool(
+        request.runs(reader, receivers, loop_methods, binding, _acts_on_what_it_is_told))
+
+
+def _acts_on_what_it_is_told(call: ast.Call, facts: ModuleFacts) -> bool:
+    return state.acts_on_answer(call, facts)
+
+
 def _describe(finding: _Finding, binding: state.Binding) -> Tuple[str, str]:
     """The finding's one sentence, and why it happens, for the help."""
     name = f"`{binding.name}`"
@@ -537,7 +553,9 @@ class ModuleStateAsSharedMemory(Rule):
             finding.answered = answer is not None
             if answer is not None and not request.runs(finding.decision.function, receivers, daemon(), binding,
                                                        answer):
-                continue  # no caller acts on its answer with work that leaves the process
+                if not _read_back_by_other_requests(finding, binding, request, receivers, daemon()):
+                    continue  # no caller acts on its answer with work that leaves the process
+                finding.kind = "registry"  # (a revocation list: one request adds, every other request asks)
             related: List[Related] = []
             if lifetime is not None:
                 related.append(Related(lifetime.path, lifetime.line, 1, lifetime.why))

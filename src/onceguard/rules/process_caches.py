@@ -132,6 +132,21 @@ def _status_record(value: ast.AST, facts: ModuleFacts) -> bool:
     return False
 
 
+def _cache_clears(facts: ModuleFacts) -> Iterator[Tuple[ast.AST, ast.Attribute]]:
+    """(the call that clears, ``memo.cache_clear``) for ``memo.cache_clear()`` and for ``memo.cache_clear`` handed
+    as a callback to a call that runs it (``transaction.on_commit(memo.cache_clear)``)."""
+    for call in facts.calls_named("cache_clear"):
+        if isinstance(call.func, ast.Attribute) and not call.args:
+            yield call, call.func
+    for node in facts.nodes:
+        if type(node) is ast.Attribute and node.attr == "cache_clear":
+            above = getattr(node, "_og_parent", None)
+            if isinstance(above, ast.keyword):
+                above = getattr(above, "_og_parent", None)
+            if isinstance(above, ast.Call) and above.func is not node:
+                yield above, node
+
+
 def _written_value(node: ast.AST) -> Optional[ast.AST]:
     if isinstance(node, (ast.Assign, ast.AnnAssign)):
         return node.value
@@ -420,10 +435,7 @@ class PerProcessCacheCoordination(Rule):
         database holds: the change it follows is seen at once by this process only; every other replica keeps
         serving its own copy until it restarts."""
         reach = None
-        for call in facts.calls_named("cache_clear"):
-            func = call.func
-            if not isinstance(func, ast.Attribute) or call.args:
-                continue
+        for call, func in _cache_clears(facts):
             memo = _memoised_function(func.value, facts)
             if memo is None or not _reads_shared_data(*memo):
                 continue
