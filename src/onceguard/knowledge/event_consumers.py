@@ -97,6 +97,26 @@ EXCLUSIVE_CONSUMER = ConsumerKind(
     "the replicas (RabbitMQ `x-single-active-consumer` keeps one active consumer with fail-over)",
     "the broker refuses every replica's consumer but the first",
 )
+# -- channels every subscriber hears in full (``rules/channel_subscribers``) ----------------------------------
+#: Kafka consumer classes: with no group, or a group of their own, each replica reads every message.
+KAFKA_CONSUMERS: FrozenSet[str] = frozenset({
+    "kafka.KafkaConsumer", "kafka.consumer.KafkaConsumer", "aiokafka.AIOKafkaConsumer",
+    "aiokafka.consumer.AIOKafkaConsumer", "confluent_kafka.Consumer",
+})
+#: How the group is given: a keyword (kafka-python, aiokafka) or a librdkafka configuration key.
+KAFKA_GROUP_KEYWORDS: FrozenSet[str] = frozenset({"group_id", "group.id"})
+#: Values that differ between replicas: a group named with one is the replica's own.
+REPLICA_OWN_VALUES: FrozenSet[str] = frozenset({
+    "socket.gethostname", "socket.getfqdn", "platform.node", "os.getpid", "uuid.uuid4", "uuid.uuid1",
+    "secrets.token_hex", "os.uname",
+})
+SUBSCRIBER_HAZARD = "every message is handled once per replica"
+SUBSCRIBER_INSTEAD = (
+    "Let one replica take each message: a Redis Stream read with a consumer group (`XREADGROUP` and `XACK`), one "
+    "Kafka group id every replica shares, a NATS queue group (`queue=`), a queue the replicas share on the "
+    "broker; or claim each message before acting on it (`SET <message id> NX EX`, or an `INSERT ... ON CONFLICT "
+    "DO NOTHING` of its id); or subscribe from one dedicated process")
+
 #: Calls that run a function elsewhere (a thread, a task, a pool): its first argument or ``target=``.
 START_ELSEWHERE: FrozenSet[str] = frozenset({
     "threading.Thread", "Thread", "asyncio.create_task", "asyncio.ensure_future", "create_task", "ensure_future",
@@ -105,6 +125,7 @@ START_ELSEWHERE: FrozenSet[str] = frozenset({
 
 #: Byte strings that let the prefilter keep a file that may start such a client: the clients' own names, and
 #: the start-up hooks that may start a poller defined in another module (the command line follows it there).
-TRIGGERS = (b"discord", b"telegram", b"aiogram", b"telebot", b"hikari", b"sync_forever", b"IMAP", b"imap",
+TRIGGERS = (b"listen(", b"get_message", b"xread(", b"add_listener", b"KafkaConsumer", b"confluent_kafka",
+            b"discord", b"telegram", b"aiogram", b"telebot", b"hikari", b"sync_forever", b"IMAP", b"imap",
             b"MailBox", b"exclusive", b"lifespan", b"on_event", b"on_startup", b"add_event_handler", b"def ready",
             b"def create_app", b"before_first_request")

@@ -295,6 +295,15 @@ def _node_count(facts: Optional[ModuleFacts]) -> int:
     return len(facts.nodes) if facts is not None else 0
 
 
+def path_of_tree(tree: ast.AST) -> Optional[str]:
+    """The path of the project module whose parsed tree ``tree`` is, among those read this run."""
+    with _lock:
+        for key, held in _modules.items():
+            if held[2] is not None and held[2].tree is tree:
+                return key
+    return None
+
+
 def trim_modules() -> None:
     """Between two checks (no rule holds a tree then), keep the trees of other modules within
     ``MODULE_NODE_BUDGET``: past it, drop the least recently used down to half of it (a trim every few

@@ -59,7 +59,7 @@ def _listen_statement(node: ast.AST) -> bool:
     return text.lstrip().upper().startswith(known.LISTEN_STATEMENT + " ")
 
 
-def _channel_call(node: ast.AST, methods: FrozenSet[str], facts: ModuleFacts) -> bool:
+def channel_call(node: ast.AST, methods: FrozenSet[str], facts: ModuleFacts) -> bool:
     """A call of one of ``methods`` on a broker's client, not on this module's own class (an in-process bus),
     nor one that shares the messages out among the subscribers."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in methods):
@@ -75,7 +75,7 @@ def _in_subscription(node: ast.AST, function: FunctionNode, facts: ModuleFacts) 
     client joining), an ``async with`` that subscribes, or any loop of a function that sends ``LISTEN``."""
     reads = known.SHARED_CHANNEL_RECEIVES | known.SHARED_CHANNEL_SUBSCRIBES
     bound = {t.id for a in walk(function) if isinstance(a, ast.Assign) and any(
-        _channel_call(c, reads, facts) for c in walk(a.value)) for t in a.targets if isinstance(t, ast.Name)}
+        channel_call(c, reads, facts) for c in walk(a.value)) for t in a.targets if isinstance(t, ast.Name)}
     listens = _broker_in_sight(facts) and any(_listen_statement(n) for n in walk(function))
     for above in ancestors(node):
         if above is function:
@@ -90,7 +90,7 @@ def _in_subscription(node: ast.AST, function: FunctionNode, facts: ModuleFacts) 
             heads, methods = [item.context_expr for item in above.items], reads
         else:
             continue
-        if any(_channel_call(n, methods, facts) or (isinstance(n, ast.Name) and n.id in bound)
+        if any(channel_call(n, methods, facts) or (isinstance(n, ast.Name) and n.id in bound)
                for head in heads for n in walk(head)):
             return True
     return False
@@ -102,7 +102,7 @@ def _subscribed_callback(reference: ast.AST, facts: ModuleFacts) -> bool:
     while isinstance(call, (ast.keyword, ast.Dict)):
         call = parent(call)
     return (isinstance(call, ast.Call) and reference is not call.func and not (call.args and call.args[0] is reference)
-            and _channel_call(call, known.SHARED_CHANNEL_CALLBACKS, facts))
+            and channel_call(call, known.SHARED_CHANNEL_CALLBACKS, facts))
 
 
 def _references(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.AST, ModuleFacts]]:

@@ -949,6 +949,11 @@ def _names_a_write(call: ast.Call, qualified: str) -> bool:
     return any(word.lower() in _ACTION_WORDS for word in _WORD_SPLIT.split(name) if word)
 
 
+def names_a_write(call: ast.Call) -> bool:
+    """The call's own name says it changes something outside the process (``client.post``, ``send_push``)."""
+    return _names_a_write(call, "")
+
+
 _STORAGE_NAMES = frozenset(form.format(verb) for verb in _STORAGE_VERBS for form in _STORAGE_VERB_FORMS)
 
 

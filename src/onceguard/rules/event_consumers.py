@@ -23,6 +23,7 @@ from ..project.forwarding import callee_through, forwarded
 from ..project.reach import runs
 from ..project.startup import StartupMap
 from .base import Rule
+from .channel_subscribers import acting_outside, every_replica_subscribes, subscriptions
 
 _MODULE_LEVEL = "module level"
 _START_METHODS = sorted({m for kind in known.CONSUMER_CONSTRUCTORS.values() for m in kind.start_methods})
@@ -267,6 +268,28 @@ class EventConsumerPerReplica(Rule):
                 related=via + ([elsewhere] if elsewhere is not None else []),
             )
         yield from self._single_consumers(facts, startup)
+        yield from self._subscribers(facts)
+
+    def _subscribers(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        """Subscriptions every replica holds to a channel each subscriber hears in full, acting outside the
+        process on each message (``rules/channel_subscribers``)."""
+        for subscription in subscriptions(facts):
+            evidence = acting_outside(subscription)
+            if evidence is None:
+                continue
+            reason = every_replica_subscribes(subscription)
+            if reason is None:
+                continue
+            effect = evidence.call
+            yield self.finding(
+                subscription.site,
+                f"Every replica subscribes here ({subscription.what}, {reason}) and each hears every message, so "
+                f"{known.SUBSCRIBER_HAZARD}.",
+                f"The work done per message acts outside the process (`{dotted(getattr(effect, 'func', effect)) or 'a call'}"
+                f"(...)`, line {getattr(effect, 'lineno', '?')}), and each replica does it. " + known.SUBSCRIBER_INSTEAD,
+                related=[Related(evidence.path, getattr(effect, "lineno", 1), getattr(effect, "col_offset", 0) + 1,
+                                 "what each replica does for every message")],
+            )
 
     def _single_consumers(self, facts: ModuleFacts, startup: Optional[StartupMap]) -> Iterator[Diagnostic]:
         """Mail pollers and exclusive consumers that start-up code runs or starts."""

@@ -1,0 +1,174 @@
+"""Subscriptions every replica holds to a channel that gives each subscriber every message, whose handling of a
+message acts outside the process (OG602's second half).
+
+A Redis pub/sub subscriber (``async for message in pubsub.listen()``), a Redis Stream read with ``XREAD`` (no
+consumer group), a Postgres ``LISTEN`` callback (asyncpg ``add_listener``), a NATS subscription without a queue
+group, and a Kafka consumer whose group is its own replica's (no ``group_id``, or one made of the host's name or
+a fresh id) each receive every message.  Started by every replica (start-up code, or a program the deployment
+runs in each replica), the handler runs once per replica for each message: the ledger row written N times, the
+webhook called N times.  Handling that stays in the process, or only reaches this process's own clients (a
+relay to its WebSockets, a local cache cleared), is what such a subscription is for, and is left alone; so is
+handling that claims the message first.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Iterator, List, Optional
+
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk
+from ..analysis.names import dotted
+from ..knowledge import event_consumers as known
+from ..knowledge import process_local as channels
+from ..project.claims import ClaimAnalyzer
+from ..project.reach import runs
+from ..project.shared_channels import channel_call
+from ..project import index as project
+from ..project.summaries import Evidence, names_a_write, summaries_for
+
+
+@dataclass
+class Subscription:
+    """Where every replica subscribes, what it subscribes to, and the work it does per message."""
+
+    site: ast.AST  # the subscription (the loop's head call, the callback's registration)
+    what: str  # the channel's kind, for the message
+    work: List[ast.AST]  # the statements run for each message
+    function: FunctionNode  # the function those statements belong to
+    facts: ModuleFacts
+
+
+def subscriptions(facts: ModuleFacts) -> Iterator[Subscription]:
+    """Each subscription of the module to a channel every subscriber hears in full, with its per-message work."""
+    for loop in facts.loops:
+        if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+            continue
+        function = facts.enclosing_function(loop)
+        if function is None:
+            continue
+        heads = [loop.iter] if isinstance(loop, (ast.For, ast.AsyncFor)) else [loop.test, *loop.body[:2]]
+        what = _channel_read(heads, function, facts)
+        if what is not None:
+            yield Subscription(loop, what, list(loop.body), function, facts)
+    for call in facts.calls_named(*channels.SHARED_CHANNEL_CALLBACKS):
+        if not channel_call(call, channels.SHARED_CHANNEL_CALLBACKS, facts):
+            continue
+        handed = [k.value for k in call.keywords if k.arg not in channels.SHARED_CHANNEL_SPLIT_KEYWORDS]
+        handed += list(call.args[1:])
+        for value in handed:
+            values = value.values if isinstance(value, ast.Dict) else [value]  # ``subscribe(**{channel: handler})``
+            for reference in values:
+                found = _callback(reference, facts)
+                if found is not None:
+                    yield Subscription(call, f"`{call.func.attr}` callback", list(found.body), found, facts)
+
+
+def _channel_read(heads: List[ast.AST], function: FunctionNode, facts: ModuleFacts) -> Optional[str]:
+    """What a loop reads its messages from, when it is a channel every subscriber hears in full: a pub/sub
+    ``listen()``/``get_message()``, an ``XREAD``, or a Kafka consumer whose group is this replica's own."""
+    for head in heads:
+        for node in walk(head):
+            if channel_call(node, channels.SHARED_CHANNEL_RECEIVES, facts):
+                return f"`{node.func.attr}()`"
+            if isinstance(node, (ast.Name, ast.Attribute)):
+                made = _own_group_consumer(node, function, facts)
+                if made is not None:
+                    return made
+    return None
+
+
+def _own_group_consumer(node: ast.AST, function: FunctionNode, facts: ModuleFacts) -> Optional[str]:
+    """``consumer`` made in this function (or on ``self`` in the class) by a Kafka consumer class with a group id
+    that is this replica's own: none at all (the consumer reads every partition itself), or one made of the
+    host's name, the process id or a fresh random id."""
+    made = _made_by(node, function, facts)
+    if made is None or (facts.callee(made) or "") not in known.KAFKA_CONSUMERS:
+        return None
+    group = next((k.value for k in made.keywords if k.arg in known.KAFKA_GROUP_KEYWORDS), None)
+    if group is None and made.args and isinstance(made.args[-1], ast.Dict):
+        group = next((v for k, v in zip(made.args[-1].keys, made.args[-1].values)
+                      if isinstance(k, ast.Constant) and k.value in known.KAFKA_GROUP_KEYWORDS), None)
+        if group is None:
+            return None  # (a librdkafka config without a group: that library refuses to subscribe)
+    if group is None or (isinstance(group, ast.Constant) and group.value is None):
+        return "a Kafka consumer with no group"
+    if any(isinstance(n, ast.Call) and (facts.callee(n) or "") in known.REPLICA_OWN_VALUES for n in walk(group)):
+        return "a Kafka consumer whose group is named for this replica"
+    return None
+
+
+def _made_by(node: ast.AST, function: FunctionNode, facts: ModuleFacts) -> Optional[ast.Call]:
+    """The constructor call a name (or ``self.<attr>``) of the function was bound to."""
+    spelled = dotted(node)
+    if not spelled:
+        return None
+    scopes = [function]
+    owner = facts.enclosing_class(function)
+    if spelled.startswith("self.") and owner is not None:
+        scopes = [s for s in owner.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for scope in scopes:
+        for statement in walk(scope):
+            if isinstance(statement, ast.Assign) and any(dotted(t) == spelled for t in statement.targets):
+                value = statement.value.value if isinstance(statement.value, ast.Await) else statement.value
+                if isinstance(value, ast.Call):
+                    return value
+    return None
+
+
+def _callback(reference: ast.AST, facts: ModuleFacts) -> Optional[FunctionNode]:
+    """The def a subscription hands its messages to: a function of the module, or a method through ``self``."""
+    if isinstance(reference, ast.Name):
+        return next((f for f in facts.functions_by_name.get(reference.id, ()) if facts.enclosing_class(f) is None),
+                    None)
+    if isinstance(reference, ast.Attribute) and isinstance(reference.value, ast.Name) and reference.value.id == "self":
+        owner = facts.enclosing_class(reference)
+        return next((f for f in facts.functions_by_name.get(reference.attr, ())
+                     if owner is not None and facts.enclosing_class(f) is owner), None)
+    return facts.module_method(reference) if isinstance(reference, ast.Attribute) else None
+
+
+def acting_outside(subscription: Subscription) -> Optional[Evidence]:
+    """The first plain effect outside the process the per-message work has, unless it only reaches this
+    process's own share (its clients) or claims the message first; None otherwise."""
+    facts, function = subscription.facts, subscription.function
+    effects = summaries_for(facts).effects_of(subscription.work, function, facts)
+    evidence = effects.first_other
+    if evidence is None or not evidence.plain or _to_own_connection(evidence.call):
+        # A relay to this process's own sockets or streams is what such a subscription is for, and work on this
+        # replica's "own share" is read here as what it is: the subscription named for the replica is the
+        # hazard, not a share of the work.  Another effect whose name says it acts outside is each replica's.
+        named = next((call for call in effects.other + effects.own
+                      if not _to_own_connection(call) and names_a_write(call)), None)
+        path = _path_of(named, facts) if named is not None else None
+        if path is None:
+            return None
+        evidence = Evidence(named, path, True, evidence.depth if evidence is not None else 0)
+    analyzer = ClaimAnalyzer.of_module(facts)
+    if analyzer.lead(function).claimed or any(analyzer.dominating_claim(call) is not None for call in effects.other
+                                              if any(a is function for a in ancestors(call))):
+        return None
+    return evidence
+
+
+def _path_of(node: ast.AST, facts: ModuleFacts) -> Optional[str]:
+    top = next((above for above in ancestors(node) if isinstance(above, ast.Module)), None)
+    if top is facts.tree:
+        return facts.context.path
+    return project.path_of_tree(top) if top is not None else None
+
+
+def _to_own_connection(call: ast.AST) -> bool:
+    """``websocket.send_json(...)`` / ``queue.put_nowait(...)`` on the variable of a loop over the connections
+    (or client queues) this process keeps: it reaches this process's own clients."""
+    func = getattr(call, "func", None)
+    if not (isinstance(func, ast.Attribute) and func.attr in channels.SOCKET_SEND_METHODS | channels.QUEUE_SEND_METHODS
+            and isinstance(func.value, ast.Name)):
+        return False
+    return any(isinstance(above, (ast.For, ast.AsyncFor)) and isinstance(above.target, ast.Name)
+               and above.target.id == func.value.id for above in ancestors(call))
+
+
+def every_replica_subscribes(subscription: Subscription) -> Optional[str]:
+    """Why every replica runs the subscription: start-up code, or a program each replica runs."""
+    answer = runs(subscription.site, subscription.facts, startup_only=True)
+    return answer.reason if answer.every_replica else None
