@@ -2,7 +2,8 @@
 (reference/frameworks.md §6.1, §6.2)."""
 from __future__ import annotations
 
-from typing import FrozenSet, Tuple
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, Optional, Tuple
 
 # -- Django ------------------------------------------------------------------------------------------
 #: ``Model.<manager>.…``: the attribute that shows a chain is a Django queryset.
@@ -156,10 +157,41 @@ READ_MODIFY_WRITE_TRIGGERS = (
     (b"hgetall(", b"mapping="),
     # A document store: a field read with ``find_one`` and written back with ``$set``.
     (b"find_one", b"$set"),
+    # ... or a whole document read and written back (DynamoDB, Firestore, Elasticsearch, MongoDB ``replace_one``).
+    (b"get_item", b"put_item"), (b"firestore", b".set("), (b"elasticsearch", b".index("),
+    (b"opensearch", b".index("), (b"find_one", b"replace_one"),
     # ... or the whole value read, changed in place (a JSON document decoded, a list grown), set back.
     # (a Redis client's: a document kept in Django's cache is as often one job's own progress, read back by it)
     *((client, b"set(", change) for client in _REDIS_ONLY_WORDS for change in (b"] = ", *_IN_PLACE_CHANGE_WORDS)),
 )
+
+# -- document stores whose documents are read whole and written back whole (OG301) --------------------------
+@dataclass(frozen=True)
+class WholeDocumentStore:
+    name: str
+    modules: Tuple[str, ...]  # what a module (or, for names only this store uses, the project) imports
+    reads: FrozenSet[str]  # calls that read one document
+    writes: Dict[str, Tuple[Optional[str], Optional[int]]]  # call -> (keyword, position) of the document written
+    distinctive: bool  # its method names are its own: an import anywhere in the project is evidence enough
+    instead: str
+
+
+WHOLE_DOCUMENT_STORES: Tuple[WholeDocumentStore, ...] = (
+    WholeDocumentStore("DynamoDB", ("boto3", "aioboto3"), frozenset({"get_item"}), {"put_item": ("Item", None)},
+                       True, "`update_item` with `UpdateExpression=\"SET balance = balance - :d\"` and a "
+                       "`ConditionExpression` (`balance >= :d`), or a `ConditionExpression` on a version attribute"),
+    WholeDocumentStore("Firestore", ("google.cloud.firestore", "firebase_admin"), frozenset({"get"}),
+                       {"set": (None, 0)}, False, "`ref.update({\"count\": firestore.Increment(1)})`, or a "
+                       "transaction (`@firestore.transactional`) that reads and writes the document"),
+    WholeDocumentStore("Elasticsearch", ("elasticsearch", "opensearchpy"), frozenset({"get"}),
+                       {"index": ("document", None)}, False, "a scripted `update` (`ctx._source.views += 1`) with "
+                       "`retry_on_conflict`, or `index(..., if_seq_no=..., if_primary_term=...)` from the read"),
+    WholeDocumentStore("MongoDB", ("pymongo", "motor"), frozenset({"find_one"}), {"replace_one": ("replacement", 1)},
+                       False, "an update operator (`$inc`, `$push`, `$set` of one field) in `update_one`, or a "
+                       "filter on the value read so the replace only lands if nothing changed"),
+)
+#: Elasticsearch's older spelling of the document written.
+DOCUMENT_BODY_KEYWORD = "body"
 
 # -- next-number allocation (OG301): the highest value read, one added in Python, stored in a row -------
 #: Django's MAX aggregate, as ``aggregate(Max("n"))`` spells it.

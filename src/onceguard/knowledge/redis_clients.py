@@ -222,6 +222,9 @@ WRITES: Dict[str, Tuple[Arg, Optional[Arg], Arg]] = {
     "psetex": (Arg("name", 0), None, Arg("value", 2)),
     "hset": (Arg("name", 0), Arg("key", 1), Arg("value", 2)),
 }
+#: RedisJSON's commands, asked of ``client.json()``: ``JSON.SET key path obj`` writes the document it is handed.
+JSON_MODULE = "json"
+JSON_WRITES: Dict[str, Tuple[Arg, Optional[Arg], Arg]] = {"set": (Arg("name", 0), None, Arg("obj", 2))}
 #: A whole hash read (``HGETALL``) and written back whole (``HSET key mapping=...``, ``HMSET key mapping``).
 WHOLE_HASH_READS: Dict[str, Arg] = {"hgetall": Arg("name", 0)}
 WHOLE_HASH_WRITES: Dict[str, Arg] = {"hset": Arg("mapping", 3), "hmset": Arg("mapping", 1)}

@@ -36,6 +36,9 @@ class RedisClients(Handles):
     ANNOTATIONS = known.ANNOTATIONS
 
     def of(self, expr: Optional[ast.AST], _depth: int = 0) -> Optional[Handle]:
+        if json_module_of(expr) is not None:
+            # ``r.json().get(key)``: the RedisJSON commands go to the client they are asked of
+            return self.of(json_module_of(expr), _depth)
         if isinstance(expr, ast.Subscript):  # django.core.cache.caches["locks"]
             if self.facts.qualify(expr.value) in known.CACHE_MAPPINGS:
                 return Handle(known.DJANGO_CACHE, "django", "caches")
@@ -191,6 +194,14 @@ class RedisClients(Handles):
 
 _TYPE_WRAPPERS = frozenset({"Optional", "Annotated", "Union", "Final", "ClassVar", "Awaitable", "Coroutine"})
 _UNTYPED = frozenset({"typing.Any", "Any", "object", "typing_extensions.Any"})
+
+
+def json_module_of(expr: Optional[ast.AST]) -> Optional[ast.AST]:
+    """The client of ``<client>.json()``, RedisJSON's commands (``JSON.GET``, ``JSON.SET``) on it."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == known.JSON_MODULE \
+            and not expr.args and not expr.keywords:
+        return expr.func.value
+    return None
 
 
 def redis_call(call: ast.Call, facts: ModuleFacts) -> Optional[Handle]:

@@ -139,6 +139,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
         yield from self._remote_dicts(facts)
         yield from self._redis(facts)
         yield from self._documents(facts)
+        yield from self._whole_documents(facts)
         yield from self._keyed_stores(facts)
         yield from self._next_numbers(facts)
         yield from self._discarded_locks(facts)

@@ -6,12 +6,14 @@ import ast
 from typing import Iterable, List, Optional, Set
 
 from ...project import index as project
+from ...project.redis_clients import json_module_of
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, in_exclusive_branches, parent, walk
 from ...knowledge import redis_clients as redis_known
 from ...model import Diagnostic
 from ..redis_leases import _client_calls, argument, has_spread, key_argument, per_process, redis_call, short
 from .loads import _ARITHMETIC, function_nodes, later, target_names, unwrap
 from .document_updates import document_write_backs
+from .whole_documents import whole_document_write_backs
 from .flow import Flow, _IN_PLACE, _is_name, _subscript_root
 
 
@@ -271,6 +273,10 @@ class StoreChecks:
                 handle = redis_call(call, facts)
                 if handle is None:
                     continue
+                if json_module_of(call.func.value) is not None:  # ``r.json().set(key, "$", doc)``
+                    if command not in redis_known.JSON_WRITES:
+                        continue
+                    key_arg, field_arg, value_arg = redis_known.JSON_WRITES[command]
                 key = key_argument(call, handle, key_arg)
                 field = argument(call, field_arg) if field_arg else None
                 value = argument(call, value_arg)
@@ -312,6 +318,18 @@ class StoreChecks:
                 flow = Flow(function, facts, lambda n: id(n) in read_ids, at=call)
                 if _changed_in_place(value, flow, reads[-1], call, function, facts):
                     yield self._redis_report(call, command, reads[-1], handle.kind, whole=True)
+
+    def _whole_documents(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        """A document read, changed in Python and written back whole (DynamoDB ``put_item``, Firestore ``set``,
+        Elasticsearch ``index``, MongoDB ``replace_one``)."""
+        for write, read, store, instead in whole_document_write_backs(facts, _changed_in_place):
+            yield self.finding(
+                write,
+                f"`{short(write, 50)}` writes back whole the {store} document read by `{short(read, 40)}` (line "
+                f"{read.lineno}) and changed in Python, so one of two replicas' changes is lost.",
+                "Two replicas (or requests) read the same document, and the later write puts back its own copy over "
+                f"the other's change. Change the value in the store instead: {instead}.",
+            )
 
     def _documents(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         """A document store's field read, changed in Python and written back with ``$set``."""
