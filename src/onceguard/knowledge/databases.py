@@ -111,6 +111,8 @@ SQL_METHODS: FrozenSet[str] = frozenset({
     "execute", "executemany", "exec_driver_sql", "fetch", "fetchrow", "fetchval", "fetch_one",
     "fetch_all", "fetch_val", "scalar", "scalars", "exec", "execute_sql", "execute_query",
     "execute_query_dict", "raw", "fetchone", "fetchall",
+    # Twisted's ``adbapi.ConnectionPool``: a query's rows, or an operation, run on a pooled connection
+    "runQuery", "runOperation",
 })
 
 #: Calls that wrap SQL text into a statement object.

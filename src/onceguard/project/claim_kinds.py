@@ -22,6 +22,9 @@ CONDITIONAL_UPDATE = "conditional UPDATE"
 #: lost, a failure to report, not a replica that skips because another one runs.
 OWNER_SCRIPT = "owner-conditional Redis script"
 UNIQUE_INSERT = "INSERT ... ON CONFLICT DO NOTHING"  # (or get_or_create on a unique lookup)
+#: ``Run.objects.create(week=...)`` on a unique field inside ``try`` whose ``except IntegrityError`` leaves: the
+#: replica whose row goes in goes on; the others' insert raises and they leave.  No answer to test.
+UNIQUE_CREATE = "unique row created, a duplicate raising"
 HELPER_GUARD = "claiming helper"
 HELPER_RESULT = "claiming helper result"
 #: A context manager of the project that yields a claim's answer: the name ``with ... as`` binds is tested.

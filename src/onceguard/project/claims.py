@@ -31,14 +31,14 @@ from .bindings import Bindings, own_module_names
 from .claim_branches import ClaimBranches
 from .claim_kinds import (ANSWER_KINDS, CACHE_ADD, CLAIM_FUNCTION, CONDITIONAL_UPDATE, HELPER_CONTEXT, HELPER_GUARD,
                           HELPER_RESULT, HUEY_LOCK, LOCK_ACQUIRE, OWNER_SCRIPT, ROW_LOCK, SET_NX,
-                          TRY_LOCK, UNIQUE_INSERT, ClaimHit, Lead)
+                          TRY_LOCK, UNIQUE_CREATE, UNIQUE_INSERT, ClaimHit, Lead)
 from .claim_syntax import (_assigned, _fetch_from, _inserts_unless_present, _is_huey_lock, _is_preamble, _leaves,
                            _makes_lock, _negative_test, sets_with_nx, _non_blocking, _real_statements, _target_names,
                            _update_has_where, mentions)
 from .callable_objects import called_object_method
 from .forwarding import forwarded
 from .lock_libraries import waits_when_entered, yields_acquired_flag
-from .unique_fields import GET_OR_CREATE, creates_once
+from .unique_fields import CREATE, GET_OR_CREATE, creates_once, creates_unique_row
 
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -208,6 +208,8 @@ class ClaimAnalyzer(ClaimBranches):
                 return CACHE_ADD
         elif attr in GET_OR_CREATE and creates_once(call, self.facts):
             return UNIQUE_INSERT  # ``_, created = Run.objects.get_or_create(day=today)`` on a unique ``day``
+        elif attr in CREATE and _duplicate_leaves(call) and creates_unique_row(call, self.facts):
+            return UNIQUE_CREATE  # ``try: Run.objects.create(week=w) except IntegrityError: return``
         elif attr in known.ROW_LOCK_METHODS:
             for keyword in call.keywords:
                 if (keyword.arg == known.SKIP_LOCKED_KEYWORD and isinstance(keyword.value, ast.Constant)
@@ -735,6 +737,24 @@ def won_claim_reaches(node: ast.AST, facts: ModuleFacts, exclusive: bool = False
 
 # (it reads claims through this module)
 from .claim_contexts import is_context_factory, won_state, yields_claim, yields_claim_element  # noqa: E402
+
+
+def _duplicate_leaves(call: ast.Call) -> bool:
+    """``call`` sits in the body of a ``try`` one of whose handlers catches a duplicate key's error and leaves."""
+    from ..knowledge.orm import UNIQUE_VIOLATION_ERRORS
+
+    child = call
+    for above in ancestors(call):
+        if isinstance(above, _FUNCTION_TYPES):
+            return False
+        if isinstance(above, ast.Try) and any(child is s for s in above.body):
+            for handler in above.handlers:
+                names = {n.id if isinstance(n, ast.Name) else n.attr for n in walk(handler.type)
+                         if isinstance(n, (ast.Name, ast.Attribute))} if handler.type is not None else set()
+                if names & UNIQUE_VIOLATION_ERRORS and _leaves(handler.body):
+                    return True
+        child = above
+    return False
 
 
 def _own_name(method: FunctionNode) -> str:

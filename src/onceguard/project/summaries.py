@@ -568,6 +568,12 @@ def _sql_effect(call: ast.Call, entries) -> Optional[str]:
         if "UpdateStmt" in types and _arithmetic_set(text):
             return "other"
         return "idempotent"
+    if types and all(t == "InsertStmt" for t in types) and " ON CONFLICT " in text:
+        # ``ON CONFLICT DO NOTHING``, or an upsert that sets the row to the values given: running it again (on
+        # another replica) leaves the table as one run did; an upsert that adds (``n = t.n + 1``) does not
+        action = text.split(" ON CONFLICT ", 1)[1]
+        if " DO NOTHING" in " " + action or (" DO UPDATE " in " " + action and not _arithmetic_set(action)):
+            return "idempotent"
     return "other"
 
 

@@ -34,6 +34,20 @@ def creates_once(call: ast.Call, facts: ModuleFacts) -> bool:
     return model is not None and any(group <= lookup for group in _unique_groups(model))
 
 
+#: Manager methods that insert one row (a duplicate of a unique field raises).
+CREATE = frozenset({"create", "acreate"})
+
+
+def creates_unique_row(call: ast.Call, facts: ModuleFacts) -> bool:
+    """``Model.objects.create(<fields covering a unique group>)``: a second caller's insert raises."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in CREATE and isinstance(func.value, ast.Attribute)):
+        return False
+    given = {k.arg for k in call.keywords if k.arg}
+    model = model_class(func.value.value, facts) if given else None
+    return model is not None and any(group <= given for group in _unique_groups(model) if group - {"id", "pk"})
+
+
 def model_class(expr: ast.AST, facts: ModuleFacts) -> Optional[ast.ClassDef]:
     """The project class ``expr`` names: a class of this module by its name, or (command line) the class its
     qualified name finds."""

@@ -1,0 +1,136 @@
+"""Three readings of what a job's statements do.
+
+- OG201: ``try: with transaction.atomic(): Run.objects.create(week=...)`` ``except IntegrityError: return`` on a
+  field the model declares unique is a claim: the replica whose row goes in goes on, the others leave.
+- OG201: a ticker whose only writes are ``INSERT ... ON CONFLICT DO NOTHING`` (or an upsert that sets the values
+  given) leaves the table as one run did, whichever replicas run it: no job to claim (OG204's, off by default).
+  An upsert that adds (``n = t.n + 1``) is not.
+- OG302: Twisted's ``adbapi.ConnectionPool.runQuery`` / ``runOperation`` send SQL: a pickup through them is one.
+"""
+from __future__ import annotations
+
+import pytest
+from test_job_discovery import findings, fresh_caches, write  # noqa: F401 (fresh_caches: autouse here too)
+
+MODELS = """\
+    from django.db import models
+
+
+    class ReportRun(models.Model):
+        week = models.DateField({unique})
+"""
+
+JOBS = """\
+    from django.core.mail import send_mail
+    from django.db import IntegrityError, transaction
+
+    from reports.models import ReportRun
+
+
+    def send_weekly(week) -> None:
+        try:
+            with transaction.atomic():
+                ReportRun.objects.create(week=week)
+        except IntegrityError:
+            return
+        send_mail("Weekly report", "...", None, ["team@example.org"])
+"""
+
+SCHEDULER = """\
+    from apscheduler.schedulers.background import BackgroundScheduler
+    from django.apps import AppConfig
+
+    from reports.jobs import send_weekly
+
+
+    class ReportsConfig(AppConfig):
+        name = "reports"
+
+        def ready(self) -> None:
+            scheduler = BackgroundScheduler(timezone="UTC")
+            scheduler.add_job(send_weekly, "cron", day_of_week="mon", hour=7, args=[None])
+            scheduler.start()
+"""
+
+
+@pytest.mark.parametrize("unique, expected", [("unique=True", []), ("", [(12, "OG201")])])
+def test_a_unique_row_created_first_is_a_claim(tmp_path, unique, expected):
+    write(tmp_path, {"reports/__init__.py": "", "reports/models.py": MODELS.replace("{unique}", unique),
+                     "reports/jobs.py": JOBS, "reports/apps.py": SCHEDULER})
+    assert findings(tmp_path, "reports/apps.py", codes=("OG201",)) == expected
+
+
+TICKER = """\
+    import asyncio
+    from contextlib import asynccontextmanager
+
+    import asyncpg
+    from fastapi import FastAPI
+
+    STATEMENT = \"\"\"INSERT INTO rate_history (pair, at, rate) VALUES ($1, $2, $3) {conflict}\"\"\"
+
+
+    async def record(pool) -> None:
+        while True:
+            await pool.execute(STATEMENT, "EURUSD", "2026-01-01", 1.1)
+            await asyncio.sleep(60)
+
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        pool = await asyncpg.create_pool("postgresql://rates@db/rates")
+        asyncio.create_task(record(pool))
+        yield
+
+
+    app = FastAPI(lifespan=lifespan)
+"""
+
+
+@pytest.mark.parametrize("conflict, expected", [
+    ("ON CONFLICT (pair, at) DO NOTHING", []),
+    ("ON CONFLICT (pair, at) DO UPDATE SET rate = EXCLUDED.rate", []),
+    ("ON CONFLICT (pair, at) DO UPDATE SET hits = rate_history.hits + 1", [(10, "OG201")]),
+    ("", [(10, "OG201")]),
+])
+def test_inserts_that_leave_the_table_as_one_run_did(tmp_path, conflict, expected):
+    write(tmp_path, {"rates/__init__.py": "", "rates/main.py": TICKER.replace("{conflict}", conflict)})
+    assert findings(tmp_path, "rates/main.py", codes=("OG201",)) == expected
+
+
+STORE = """\
+    from twisted.enterprise import adbapi
+
+
+    class Outbox:
+        def __init__(self, dsn: str) -> None:
+            self._pool = adbapi.ConnectionPool("psycopg2", dsn)
+
+        def due(self):
+            return self._pool.runQuery("SELECT id, body FROM outbox WHERE state = 'queued' LIMIT 50{lock}")
+
+        def mark_sent(self, message_id: int):
+            return self._pool.runOperation("UPDATE outbox SET state = 'sent' WHERE id = %s", (message_id,))
+"""
+
+SENDER = """\
+    import treq
+    from twisted.internet.defer import inlineCallbacks
+
+    from courier.store import Outbox
+
+
+    @inlineCallbacks
+    def deliver(store: Outbox):
+        rows = yield store.due()
+        for message_id, body in rows:
+            yield treq.post("https://push.example.org/send", json={"body": body})
+            yield store.mark_sent(message_id)
+"""
+
+
+@pytest.mark.parametrize("lock, expected", [("", [(9, "OG302")]), (" FOR UPDATE SKIP LOCKED", [])])
+def test_a_pickup_through_twisted_adbapi(tmp_path, lock, expected):
+    write(tmp_path, {"courier/__init__.py": "", "courier/store.py": STORE.replace("{lock}", lock),
+                     "courier/sender.py": SENDER})
+    assert findings(tmp_path, "courier/store.py", codes=("OG302",)) == expected
