@@ -66,7 +66,7 @@ def unstable_parts(nodes: Iterable[ast.AST], facts: ModuleFacts) -> Iterator[Uns
             if id(inner) in skipped:
                 continue
             if isinstance(inner, ast.Name) and names > 0 and isinstance(inner.ctx, ast.Load):
-                value = bound_value(inner, where)
+                value = bound_value(inner, where) or _closure_value(inner, where)
                 if value is not None:
                     stack.append((value, where, names - 1, helpers, given, through, helper))
                 continue
@@ -231,6 +231,22 @@ def _given(call: ast.Call, target: FunctionNode, facts: ModuleFacts) -> _Given:
 def _returned(function: FunctionNode) -> List[ast.AST]:
     return [node.value for node in walk_no_nested_functions(function)
             if isinstance(node, ast.Return) and node.value is not None]
+
+
+def _closure_value(name: ast.Name, facts: ModuleFacts) -> Optional[ast.AST]:
+    """What a free name of a nested def is bound to in a def around it (``key = key_for(job)`` in a decorator,
+    read by the wrapper it returns), when it is bound there once."""
+    from ..analysis.facts import walk_no_nested_functions
+
+    function = facts.enclosing_function(name)
+    outer = facts.enclosing_function(function) if function is not None else None
+    while outer is not None:
+        values = [node.value for node in walk_no_nested_functions(outer) if isinstance(node, ast.Assign)
+                  and any(isinstance(t, ast.Name) and t.id == name.id for t in node.targets)]
+        if values:
+            return values[0] if len(values) == 1 else None
+        outer = facts.enclosing_function(outer)
+    return None
 
 
 def unstable_call(call: ast.Call, facts: ModuleFacts, given: Optional[_Given] = None) -> Optional[str]:

@@ -383,10 +383,19 @@ def _effects(region: List[ast.AST], write: StateWrite, path: str, facts: ModuleF
             continue  # a logger or metrics client (``stats_logger.incr``)
         if (facts.callee(call) or "").startswith(_REQUEST_LOCAL_MODULES):
             continue
-        if name in _PERSIST_METHODS and (receiver == path or receiver is None or _is_session_like(call)):
+        if name in _PERSIST_METHODS and (receiver == path or receiver is None or _is_session_like(call)) \
+                and not _adds_a_new_row(call):
             continue
         effects.append(call)
     return effects
+
+
+def _adds_a_new_row(call: ast.Call) -> bool:
+    """``session.add(LedgerEntry(...))``: a row made here and inserted, the work the state guards (a second
+    payment's ledger entry), not the read row written back."""
+    return call_name(call) == "add" and len(call.args) == 1 and isinstance(call.args[0], ast.Call) \
+        and isinstance(call.args[0].func, (ast.Name, ast.Attribute)) \
+        and (plain_name(call.args[0].func) or "").rsplit(".", 1)[-1][:1].isupper()
 
 
 def _is_session_like(call: ast.Call) -> bool:

@@ -202,7 +202,10 @@ class UnclaimedRowPickup(Rule):
                     effects = [e for e in _effects(region, write, read.path, facts)
                                if not _after_an_insert_claim(e, guard, claims) and _repeats_harm(e, function, facts)]
                     stored = _persist_call(write, read.path, region) or write.node
-                    after = [e for e in effects if later(e, stored) and _reaches(write.node, e)]
+                    # (the work done after the write, also before its commit: one transaction does both, and two
+                    # transactions that read the same state both do)
+                    after = [e for e in effects if _reaches(write.node, e) and (later(e, stored) or (
+                        later(e, write.node) and not _on_the_row(e, read.path)))]
                     before = [e for e in effects if not later(e, write.node)]
                     if not after and not (_words(read.field) & _SENT_WORDS or _rows_source(
                             _root(read.path), guard, function, facts) is not None):
@@ -411,6 +414,15 @@ class UnclaimedRowPickup(Rule):
                                 f"`{caller.name}` {how}")
                 return picked, (where, other, call), caller
         return None, None, None
+
+
+def _on_the_row(call: ast.AST, path: str) -> bool:
+    """``order.set_expires(now)``: a method of the row read, preparing what its save writes."""
+    func = getattr(call, "func", None)
+    receiver = func.value if isinstance(func, ast.Attribute) else None
+    while isinstance(receiver, ast.Attribute):
+        receiver = receiver.value
+    return isinstance(receiver, ast.Name) and receiver.id == path.split(".")[0]
 
 
 def _repeats_harm(call: ast.Call, function: FunctionNode, facts: ModuleFacts) -> bool:
