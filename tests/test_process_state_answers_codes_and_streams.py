@@ -219,3 +219,46 @@ def test_a_heartbeat_that_only_records_its_own_metric(tmp_path, declared, expect
     write(tmp_path, {"watch/__init__.py": "", "watch/metrics.py": METRICS.replace("{declared}", declared),
                      "watch/loop.py": WATCH, "Dockerfile": 'FROM python:3.11\nCMD ["python", "-m", "watch.loop"]\n'})
     assert findings(tmp_path, "watch/loop.py", codes=("OG201",)) == expected
+
+
+STATE_APP = """\
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+
+    from geo.middleware import RateLimitMiddleware
+
+
+    def create_app() -> Starlette:
+        app = Starlette(routes=[], middleware=[Middleware(RateLimitMiddleware, per_minute=60)])
+        app.state.rate = {}
+        return app
+"""
+
+STATE_MIDDLEWARE = """\
+    import time
+
+    from starlette.middleware.base import BaseHTTPMiddleware
+    from starlette.responses import JSONResponse
+
+
+    class RateLimitMiddleware(BaseHTTPMiddleware):
+        def __init__(self, app, per_minute: int) -> None:
+            super().__init__(app)
+            self.per_minute = per_minute
+
+        async def dispatch(self, request, call_next):
+            window = int(time.time() // 60)
+            counters = request.app.state.rate
+            key = (request.client.host, window)
+            counters[key] = counters.get(key, 0) + 1
+            if counters[key] > self.per_minute:
+                return JSONResponse({"detail": "slow down"}, status_code={status})
+            return await call_next(request)
+"""
+
+
+@pytest.mark.parametrize("status, expected", [("429", [(9, "OG604")]), ("200", [])])
+def test_counters_kept_in_the_application_state(tmp_path, status, expected):
+    write(tmp_path, {"geo/__init__.py": "", "geo/app.py": STATE_APP,
+                     "geo/middleware.py": STATE_MIDDLEWARE.replace("{status}", status)})
+    assert findings(tmp_path, "geo/app.py", codes=("OG604",)) == expected

@@ -187,7 +187,9 @@ RATE_LIMIT_TRIGGERS = (b"Limiter", b"MemoryStorage", b"memory://", b"429", b"TOO
                        b"THROTTLE", b"ratelimit", b"throttl", b"Throttl",
                        # a hand-written window of timestamps, whose refusal may be written in another module
                        *((container, clock) for container in (b"deque", b"defaultdict", b"= {}", b"Counter(")
-                         for clock in (b"monotonic", b"time.time", b"perf_counter")))
+                         for clock in (b"monotonic", b"time.time", b"perf_counter")),
+                       # a container kept in the application's state, counted by a middleware of another module
+                       (b".state.", b"= {}", b"Limit"), (b"app[", b"= {}", b"Limit"))
 BROADCAST_TRIGGERS = (b"SocketIO", b"socketio", b"InMemoryChannelLayer", b"send_text", b"send_json", b"send_bytes",
                       b"send_str", b"write_message",
                       # a message put into each queue of a registry of connections' queues

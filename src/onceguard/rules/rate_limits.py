@@ -386,18 +386,22 @@ def _application_state(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
         key = _state_key(statement.targets[0])
         if key is None:
             continue
-        kind = _holder_kind(statement.value, facts)
-        if kind is None or kind[1] is None:
+        container = _is_container(statement.value, facts)
+        kind = ("container", None) if container else _holder_kind(statement.value, facts)
+        if kind is None or (kind[1] is None and not container):
             continue
+        # (a plain container is a limiter's state where the function reading it counts against a clock)
         refusal = next(((function, found) for other in [facts] + other_modules(key, facts)
                         for function in other.functions if _reads_state(function, key)
+                        and (not container or _reads_clock(function, other))
                         for found in [refusal_for(key, function, other)] if found is not None), None)
         if refusal is None:
             continue
         function, (node, where, _) = refusal
+        held = f"`{kind[1].name}`" if kind[1] is not None else "A container"
         yield rule.finding(
             statement,
-            f"`{kind[1].name}` kept in the application's state holds rate-limit state in process memory and "
+            f"{held} kept in the application's state holds rate-limit state in process memory and "
             f"`{function.name}()` refuses with 429 on it, so N replicas allow N times the limit.",
             "Each replica (and each worker process) makes its own at start-up and counts only the requests it "
             "serves. " + known.HANDWRITTEN_INSTEAD,
