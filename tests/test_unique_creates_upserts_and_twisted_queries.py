@@ -134,3 +134,38 @@ def test_a_pickup_through_twisted_adbapi(tmp_path, lock, expected):
     write(tmp_path, {"courier/__init__.py": "", "courier/store.py": STORE.replace("{lock}", lock),
                      "courier/sender.py": SENDER})
     assert findings(tmp_path, "courier/store.py", codes=("OG302",)) == expected
+
+
+WORKER = """\
+    import asyncio
+
+    import asyncpg
+
+    STATEMENT = \"\"\"{sql}\"\"\"
+
+
+    async def run(pool) -> None:
+        while True:
+            await pool.fetchrow(STATEMENT)
+            await asyncio.sleep(1)
+
+
+    async def main() -> None:
+        pool = await asyncpg.create_pool("postgresql://jobs@db/jobs")
+        await run(pool)
+
+
+    if __name__ == "__main__":
+        asyncio.run(main())
+"""
+
+CLAIM_NEXT = ("UPDATE jobs SET state = 'running' WHERE id = (SELECT id FROM jobs WHERE state = 'new' "
+              "ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id")
+
+
+@pytest.mark.parametrize("sql, expected", [(CLAIM_NEXT, []), ("UPDATE jobs SET state = 'new' WHERE state = 'running'",
+                                                              [(10, "OG610")])])
+def test_a_bounded_claim_of_the_next_row_is_no_reset(tmp_path, sql, expected):
+    write(tmp_path, {"worker/__init__.py": "", "worker/main.py": WORKER.replace("{sql}", sql),
+                     "Dockerfile": 'FROM python:3.11\nCMD ["python", "-m", "worker.main"]\n'})
+    assert findings(tmp_path, "worker/main.py", codes=("OG610",)) == expected

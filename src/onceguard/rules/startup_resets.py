@@ -241,6 +241,8 @@ def _set_based_resets(facts: ModuleFacts) -> Iterator[Tuple[FunctionNode, Reset]
         selection = " ".join(text.split()).split(" where ", 1)[-1]
         if any(word in selection for word in known.SQL_RUNTIME_WORDS):
             continue
+        if " limit " in f" {selection} " or "skip locked" in selection:
+            continue  # a bounded pick (a claim of the next job), not every row in that state
         table = _sql_table(item.text)
         verb = "deletes" if "DeleteStmt" in kinds else "overwrites"
         yield function, (item.call, table, f"{verb} every row of `{table}` picked by state")
