@@ -134,3 +134,44 @@ KAFKA = """\
 def test_a_kafka_consumer_with_a_group_of_its_own(tmp_path, group, expected):
     write(tmp_path, {"mailer/__init__.py": "", "mailer/main.py": KAFKA.replace("{group}", group)})
     assert findings(tmp_path, "mailer/main.py", codes=("OG602",)) == expected
+
+
+NATS_HANDLERS = """\
+    import psycopg
+
+
+    def build_handler(dsn: str):
+        async def handle(msg) -> None:
+            async with await psycopg.AsyncConnection.connect(dsn) as conn:
+                await conn.execute("INSERT INTO invoices (order_id) VALUES (%s)", (msg.data.decode(),))
+
+        return handle
+"""
+
+NATS_MAIN = """\
+    from contextlib import asynccontextmanager
+
+    import nats
+    from fastapi import FastAPI
+
+    from billing.handlers import build_handler
+
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        nc = await nats.connect("nats://nats:4222")
+        handle = build_handler("postgresql://billing@db/billing")
+        await nc.subscribe("orders.created", cb=handle{queue})
+        yield
+        await nc.drain()
+
+
+    app = FastAPI(lifespan=lifespan)
+"""
+
+
+@pytest.mark.parametrize("queue, expected", [("", [(13, "OG602")]), (', queue="invoicer"', [])])
+def test_a_nats_subscription_whose_handler_a_factory_of_another_module_makes(tmp_path, queue, expected):
+    write(tmp_path, {"billing/__init__.py": "", "billing/handlers.py": NATS_HANDLERS,
+                     "billing/main.py": NATS_MAIN.replace("{queue}", queue)})
+    assert findings(tmp_path, "billing/main.py", codes=("OG602",)) == expected

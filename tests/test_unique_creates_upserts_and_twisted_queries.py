@@ -169,3 +169,47 @@ def test_a_bounded_claim_of_the_next_row_is_no_reset(tmp_path, sql, expected):
     write(tmp_path, {"worker/__init__.py": "", "worker/main.py": WORKER.replace("{sql}", sql),
                      "Dockerfile": 'FROM python:3.11\nCMD ["python", "-m", "worker.main"]\n'})
     assert findings(tmp_path, "worker/main.py", codes=("OG610",)) == expected
+
+
+PROJECTOR = """\
+    import asyncio
+    from contextlib import asynccontextmanager
+
+    import asyncpg
+    import httpx
+    from fastapi import FastAPI
+
+    LEASE = \"\"\"INSERT INTO checkpoints (name, owner, until) VALUES ('feed', $1, now() + interval '15 seconds')
+    ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, until = EXCLUDED.until
+    {where}RETURNING owner\"\"\"
+
+
+    async def tick(pool, me: str) -> None:
+        if await pool.fetchval(LEASE, me) is None:
+            return
+        await httpx.AsyncClient().post("https://hooks.example.org/feed", json={})
+
+
+    async def run(pool) -> None:
+        while True:
+            await tick(pool, "pod-a")
+            await asyncio.sleep(1)
+
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        asyncio.create_task(run(await asyncpg.create_pool("postgresql://app@db/app")))
+        yield
+
+
+    app = FastAPI(lifespan=lifespan)
+"""
+
+
+@pytest.mark.parametrize("where, expected", [
+    ("WHERE checkpoints.owner = EXCLUDED.owner OR checkpoints.until < now()\n    ", []),
+    ("", [(19, "OG201")]),
+])
+def test_a_lease_taken_with_a_conditional_upsert(tmp_path, where, expected):
+    write(tmp_path, {"feed/__init__.py": "", "feed/main.py": PROJECTOR.replace("{where}", where)})
+    assert findings(tmp_path, "feed/main.py", codes=("OG201",)) == expected

@@ -126,6 +126,7 @@ START_ELSEWHERE: FrozenSet[str] = frozenset({
 #: Byte strings that let the prefilter keep a file that may start such a client: the clients' own names, and
 #: the start-up hooks that may start a poller defined in another module (the command line follows it there).
 TRIGGERS = (b"listen(", b"get_message", b"xread(", b"add_listener", b"KafkaConsumer", b"confluent_kafka",
+            (b"subscribe(", b"cb="), (b"subscribe(", b"nats"),
             b"discord", b"telegram", b"aiogram", b"telebot", b"hikari", b"sync_forever", b"IMAP", b"imap",
             b"MailBox", b"exclusive", b"lifespan", b"on_event", b"on_startup", b"add_event_handler", b"def ready",
             b"def create_app", b"before_first_request")

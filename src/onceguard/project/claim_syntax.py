@@ -14,9 +14,20 @@ from ..knowledge import claims as known
 from .claim_kinds import CONDITIONAL_UPDATE, UNIQUE_INSERT, ClaimHit
 
 def _inserts_unless_present(text: str) -> bool:
+    """``INSERT ... ON CONFLICT DO NOTHING``, or a lease taken with an upsert that updates the existing row only
+    where a condition holds (``ON CONFLICT (name) DO UPDATE SET owner = ... WHERE t.owner = EXCLUDED.owner OR
+    t.lease_until < now()``): the caller whose row goes in (or is allowed to update) gets it back."""
     statements = parse_statements(text) or ()  # (None: text pglast cannot parse)
-    return any(type(s).__name__ == "InsertStmt" and getattr(s, "onConflictClause", None) is not None
-               and int(s.onConflictClause.action) == int(OnConflictAction.ONCONFLICT_NOTHING) for s in statements)
+    for s in statements:
+        clause = getattr(s, "onConflictClause", None) if type(s).__name__ == "InsertStmt" else None
+        if clause is None:
+            continue
+        if int(clause.action) == int(OnConflictAction.ONCONFLICT_NOTHING):
+            return True
+        returning = getattr(s, "returningList", None) or getattr(s, "returningClause", None)  # (by pglast version)
+        if getattr(clause, "whereClause", None) is not None and returning:
+            return True
+    return False
 
 
 def _update_has_where(text: str) -> bool:

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, Tuple
 
-from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk
+from ..analysis.executed_sql import bound_value
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, returned_def, walk
 from ..analysis.names import dotted
 from ..knowledge import event_consumers as known
 from ..knowledge import process_local as channels
 from ..project.claims import ClaimAnalyzer
+from ..project.definitions import definition
 from ..project.reach import runs
 from ..project.shared_channels import channel_call
 from ..project import index as project
@@ -35,7 +37,8 @@ class Subscription:
     what: str  # the channel's kind, for the message
     work: List[ast.AST]  # the statements run for each message
     function: FunctionNode  # the function those statements belong to
-    facts: ModuleFacts
+    facts: ModuleFacts  # the module of that function
+    site_facts: Optional[ModuleFacts] = None  # the subscription's own module, when the handler is elsewhere
 
 
 def subscriptions(facts: ModuleFacts) -> Iterator[Subscription]:
@@ -60,7 +63,8 @@ def subscriptions(facts: ModuleFacts) -> Iterator[Subscription]:
             for reference in values:
                 found = _callback(reference, facts)
                 if found is not None:
-                    yield Subscription(call, f"`{call.func.attr}` callback", list(found.body), found, facts)
+                    handler, where = found
+                    yield Subscription(call, f"`{call.func.attr}` callback", list(handler.body), handler, where, facts)
 
 
 def _channel_read(heads: List[ast.AST], function: FunctionNode, facts: ModuleFacts) -> Optional[str]:
@@ -115,16 +119,36 @@ def _made_by(node: ast.AST, function: FunctionNode, facts: ModuleFacts) -> Optio
     return None
 
 
-def _callback(reference: ast.AST, facts: ModuleFacts) -> Optional[FunctionNode]:
-    """The def a subscription hands its messages to: a function of the module, or a method through ``self``."""
-    if isinstance(reference, ast.Name):
-        return next((f for f in facts.functions_by_name.get(reference.id, ()) if facts.enclosing_class(f) is None),
-                    None)
-    if isinstance(reference, ast.Attribute) and isinstance(reference.value, ast.Name) and reference.value.id == "self":
+def _callback(reference: ast.AST, facts: ModuleFacts) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
+    """The def a subscription hands its messages to, with its module: a function of the module, a method
+    through ``self`` or a module-level instance, or (command line) a function imported from another module."""
+    found: Optional[FunctionNode] = None
+    if isinstance(reference, ast.Name) and not facts.imports.is_imported(reference.id):
+        found = next((f for f in facts.functions_by_name.get(reference.id, ()) if facts.enclosing_class(f) is None),
+                     None)
+    elif isinstance(reference, ast.Attribute) and isinstance(reference.value, ast.Name) \
+            and reference.value.id == "self":
         owner = facts.enclosing_class(reference)
-        return next((f for f in facts.functions_by_name.get(reference.attr, ())
-                     if owner is not None and facts.enclosing_class(f) is owner), None)
-    return facts.module_method(reference) if isinstance(reference, ast.Attribute) else None
+        found = next((f for f in facts.functions_by_name.get(reference.attr, ())
+                      if owner is not None and facts.enclosing_class(f) is owner), None)
+    elif isinstance(reference, ast.Attribute):
+        found = facts.module_method(reference)
+    if found is not None:
+        return found, facts
+    if isinstance(reference, ast.Name):
+        made = bound_value(reference, facts)
+        if isinstance(made, ast.Call) and isinstance(made.func, (ast.Name, ast.Attribute)):
+            # ``handle = build_order_handler(repo)``: the def the project's factory returns
+            factory = _callback(made.func, facts)
+            handler = returned_def(factory[0]) if factory is not None else None
+            return (handler, factory[1]) if handler is not None else None
+    if not facts.context.cross_file or not isinstance(reference, (ast.Name, ast.Attribute)):
+        return None
+    # ``subscribe("orders.created", cb=handle)`` with ``handle`` imported from the module that handles them
+    elsewhere = definition(facts.qualify(reference) or "", facts)
+    if elsewhere is not None and isinstance(elsewhere[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return elsewhere[0], elsewhere[1]
+    return None
 
 
 def acting_outside(subscription: Subscription) -> Optional[Evidence]:
@@ -170,5 +194,5 @@ def _to_own_connection(call: ast.AST) -> bool:
 
 def every_replica_subscribes(subscription: Subscription) -> Optional[str]:
     """Why every replica runs the subscription: start-up code, or a program each replica runs."""
-    answer = runs(subscription.site, subscription.facts, startup_only=True)
+    answer = runs(subscription.site, subscription.site_facts or subscription.facts, startup_only=True)
     return answer.reason if answer.every_replica else None
