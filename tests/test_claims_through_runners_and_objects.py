@@ -243,3 +243,54 @@ def test_a_lease_object_whose_enter_claims_and_whose_property_reads_the_win(tmp_
                      "rates/ticker.py": TICKER, "Dockerfile": 'FROM python:3.11\nCMD ["python", "-m", "rates.ticker"]\n',
                      "docker-compose.yml": "services:\n  ticker:\n    build: .\n    deploy:\n      replicas: 2\n"})
     assert findings(tmp_path, "rates/ticker.py", codes=("OG201",)) == expected
+
+
+RAISING_LOCK = """\
+    import uuid
+
+
+    class NotAcquired(RuntimeError):
+        pass
+
+
+    class RedisLock:
+        def __init__(self, client, name: str, ttl: int = 600) -> None:
+            self.client, self.key, self.ttl = client, f"lock:{name}", ttl
+            self.token = uuid.uuid4().hex
+
+        def __enter__(self) -> "RedisLock":
+            if not self.client.set(self.key, self.token, {nx}ex=self.ttl):
+                raise NotAcquired(self.key)
+            return self
+
+        def __exit__(self, *exc) -> bool:
+            return False
+"""
+
+HUEY_TASKS = """\
+    import httpx
+    import redis
+    from huey import RedisHuey, crontab
+
+    from feeds.locking import NotAcquired, RedisLock
+
+    huey = RedisHuey("feeds")
+    store = redis.Redis()
+
+
+    @huey.periodic_task(crontab(minute="*/5"))
+    def push_prices() -> None:
+        try:
+            with RedisLock(store, "prices", ttl=300):
+                httpx.post("https://partner.example.org/prices", json={})
+        except NotAcquired:
+            pass
+"""
+
+
+@pytest.mark.parametrize("nx, expected", [("nx=True, ", []), ("", [(12, "OG201")])])
+def test_a_lock_object_whose_enter_raises_unless_it_won(tmp_path, nx, expected):
+    write(tmp_path, {"feeds/__init__.py": "", "feeds/locking.py": RAISING_LOCK.replace("{nx}", nx),
+                     "feeds/tasks.py": HUEY_TASKS,
+                     "Dockerfile": 'FROM python:3.11\nCMD ["huey_consumer", "feeds.tasks.huey"]\n'})
+    assert findings(tmp_path, "feeds/tasks.py", codes=("OG201",)) == expected

@@ -125,6 +125,8 @@ class ClaimBranches:
                     # (it raises, or leaves, when the claim fails)
                     for item in above.items:
                         hit = self.claim_in(item.context_expr)
+                        if hit is None and isinstance(item.context_expr, ast.Call):
+                            hit = self.context_claim(item.context_expr)  # (an ``__enter__`` that raises unless won)
                         if hit is not None and not hit.needs_test:
                             return hit
                 if isinstance(above, ast.If):

@@ -148,6 +148,9 @@ class LeadScan:
                 hit = self._claim(expr)
                 if hit is not None and not hit.needs_test:
                     return CLAIMED, None, hit.kind
+                entered = self.analyzer.context_claim(expr, self.depth) if isinstance(expr, ast.Call) else None
+                if entered is not None and not entered.needs_test:
+                    return CLAIMED, None, entered.kind  # an object whose ``__enter__`` raises unless it won
                 if isinstance(item.optional_vars, ast.Name):
                     # ``with exclusive(key) as acquired:``: the name holds the answer, to be tested first.
                     hit = self.analyzer.context_claim(expr, self.depth)

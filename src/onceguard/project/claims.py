@@ -367,8 +367,13 @@ class ClaimAnalyzer(ClaimBranches):
         analyzer = self if where is self.facts else ClaimAnalyzer.of_module(where, self.resolver)
         for statement in cls.body:
             if isinstance(statement, _FUNCTION_TYPES) and statement.name in ("__enter__", "__aenter__"):
-                if analyzer.helper_kind(statement, depth + 1) == HELPER_RESULT:
+                kind = analyzer.helper_kind(statement, depth + 1)
+                if kind == HELPER_RESULT:
                     return ClaimHit(HELPER_CONTEXT, expr)
+                if kind == HELPER_GUARD and _raises_when_lost(statement, analyzer):
+                    # ``if not client.set(key, token, nx=True, ex=ttl): raise LockNotAcquired`` then ``return
+                    # self``: the block is entered only by the winner
+                    return ClaimHit(HELPER_GUARD, expr)
                 own = _own_name(statement) + "."
                 held = {name[len(own):] for name in analyzer.answer_names(statement, depth + 1, contexts=True)
                         if name.startswith(own) and "." not in name[len(own):]} \
@@ -737,6 +742,16 @@ def won_claim_reaches(node: ast.AST, facts: ModuleFacts, exclusive: bool = False
 
 # (it reads claims through this module)
 from .claim_contexts import is_context_factory, won_state, yields_claim, yields_claim_element  # noqa: E402
+
+
+def _raises_when_lost(enter: FunctionNode, analyzer: "ClaimAnalyzer") -> bool:
+    """The ``__enter__`` raises on the side its claim fails: the ``with`` body never runs for a loser."""
+    for node in walk_no_nested_functions(enter):
+        if isinstance(node, ast.If):
+            failed = analyzer.failed_branch(node)
+            if failed is not None and failed[0] and isinstance(failed[0][-1], ast.Raise):
+                return True
+    return False
 
 
 def _duplicate_leaves(call: ast.Call) -> bool:
