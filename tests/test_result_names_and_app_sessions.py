@@ -204,3 +204,57 @@ def test_a_repository_session_committed_by_the_unit_of_work(tmp_path, lock, comm
                      "bank/repository.py": HELD_REPOSITORY.replace("{lock}", lock),
                      "bank/usage.py": UNIT_OF_WORK.replace("{commit}", commit)})
     assert findings(tmp_path, "bank/repository.py", codes=("OG301",)) == expected
+
+
+GENERIC_REPOSITORY = """\
+    from typing import Generic, TypeVar
+
+    from sqlalchemy.orm import Session
+
+    from bank.models import Account
+
+    T = TypeVar("T")
+
+
+    class Repository(Generic[T]):
+        model: type
+
+        def __init__(self, session: Session) -> None:
+            self.session = session
+
+        def get(self, id: int):
+            return self.session.get(self.model, id)
+
+        def save(self, obj):
+            {store}
+            return obj
+
+
+    class Accounts(Repository[Account]):
+        model = Account
+"""
+
+SERVICE_WITH_REPOSITORY = """\
+    from bank.generic import Accounts
+
+
+    class Credits:
+        def __init__(self, accounts: Accounts) -> None:
+            self.accounts = accounts
+
+        def top_up(self, account_id: int, amount) -> None:
+            account = self.accounts.get(account_id)
+            account.credit += amount
+            self.accounts.save(account)
+"""
+
+
+@pytest.mark.parametrize("store, expected", [
+    ("self.session.add(obj)\n            self.session.commit()", [(10, "OG301")]),
+    ("self.session.expunge(obj)", []),
+])
+def test_a_generic_repository_saving_what_it_is_handed(tmp_path, store, expected):
+    write(tmp_path, {"bank/__init__.py": "", "bank/models.py": MODELS,
+                     "bank/generic.py": GENERIC_REPOSITORY.replace("{store}", store),
+                     "bank/credits.py": SERVICE_WITH_REPOSITORY})
+    assert findings(tmp_path, "bank/credits.py", codes=("OG301",)) == expected

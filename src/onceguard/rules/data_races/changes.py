@@ -251,7 +251,34 @@ def _written_back(change: Change, function: FunctionNode, facts: ModuleFacts,
         elif name in ("update", "aupdate", "values") and any(
                 keyword.arg == field and _reads(keyword.value, instance, field) for keyword in node.keywords):
             return node
+        elif loaded is not None and _stores_the_handed_row(node, instance, function, facts):
+            return node  # ``self.users.save(user)``: a repository method that adds and commits what it is handed
     return committed_by_block(change.back, loaded)
+
+
+def _stores_the_handed_row(call: ast.Call, instance: str, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """``call`` hands ``instance`` to a project def that writes its parameter back: adds (or merges) it to a
+    session and commits or flushes, or saves it."""
+    if not any(isinstance(a, ast.Name) and a.id == instance for a in call.args):
+        return False
+    from ...analysis.handed import parameter_names
+    from ...project.summaries import resolve
+
+    index = next(i for i, a in enumerate(call.args) if isinstance(a, ast.Name) and a.id == instance)
+    for target, _where in resolve(call, facts, function, by_name=False):
+        parameters = [p for p in parameter_names(target) if p not in ("self", "cls")]
+        if index >= len(parameters):
+            continue
+        handed = parameters[index]
+        calls = [n for n in ast.walk(target) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+        added = any(n.func.attr in ("add", "merge") and n.args and isinstance(n.args[0], ast.Name)
+                    and n.args[0].id == handed for n in calls)
+        committed = any(n.func.attr in orm.SA_FLUSH and not n.args for n in calls)
+        saved = any(n.func.attr in orm.DJANGO_SAVE and isinstance(n.func.value, ast.Name)
+                    and n.func.value.id == handed for n in calls)
+        if (added and committed) or saved:
+            return True
+    return False
 
 
 def _committing_methods(cls: ast.ClassDef) -> Dict[str, List[ast.Call]]:

@@ -311,6 +311,8 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
         django = (loaded.framework == "django") if loaded is not None else write.func.attr in orm.DJANGO_SAVE
         # The model as the fix names it: a Django instance whose loader is not in view is its own class.
         model = loaded.model.rsplit(".", 1)[-1] if loaded is not None else (f"type({obj})" if django else "Model")
+        if not model[:1].isupper() and not model.startswith("type("):
+            model = f"type({obj})"  # (loaded through ``self.model``: the instance's own class)
         wait = "await " if isinstance(parent(write), ast.Await) else ""  # an AsyncSession, as the fix writes it
         if change.kind != "arithmetic":
             lock = ("`select_for_update()` inside `transaction.atomic()`" if django
