@@ -262,3 +262,58 @@ def test_counters_kept_in_the_application_state(tmp_path, status, expected):
     write(tmp_path, {"geo/__init__.py": "", "geo/app.py": STATE_APP,
                      "geo/middleware.py": STATE_MIDDLEWARE.replace("{status}", status)})
     assert findings(tmp_path, "geo/app.py", codes=("OG604",)) == expected
+
+
+BUCKET = """\
+    import time
+
+
+    class TokenBucket:
+        def __init__(self, rate: float, capacity: int) -> None:
+            self.rate, self.capacity = rate, capacity
+            self.tokens: dict = {}
+
+        def consume(self, key: str) -> bool:
+            now = time.monotonic()
+            level, at = self.tokens.get(key, (self.capacity, now))
+            level = min(self.capacity, level + (now - at) * self.rate)
+            if level < 1:
+                return False
+            self.tokens[key] = (level - 1, now)
+            return True
+"""
+
+MEMO_DEPS = """\
+    from functools import lru_cache
+
+    from quotes.bucket import TokenBucket
+
+
+    @lru_cache
+    def get_limiter() -> TokenBucket:
+        return TokenBucket(rate=5, capacity=10)
+"""
+
+QUOTE_ROUTES = """\
+    from fastapi import APIRouter, Depends, HTTPException
+
+    from quotes.bucket import TokenBucket
+    from quotes.deps import get_limiter
+
+    router = APIRouter()
+    REFUSED = HTTPException(status_code={status}, detail="slow down")
+
+
+    @router.post("/quotes")
+    async def quote(limiter: TokenBucket = Depends(get_limiter)) -> dict:
+        if not limiter.consume("client"):
+            raise REFUSED
+        return {"price": 1}
+"""
+
+
+@pytest.mark.parametrize("status, expected", [("429", [(8, "OG604")]), ("403", [])])
+def test_a_memoised_limiter_refused_through_a_module_level_exception(tmp_path, status, expected):
+    write(tmp_path, {"quotes/__init__.py": "", "quotes/bucket.py": BUCKET, "quotes/deps.py": MEMO_DEPS,
+                     "quotes/routes.py": QUOTE_ROUTES.replace("{status}", status)})
+    assert findings(tmp_path, "quotes/deps.py", codes=("OG604",)) == expected

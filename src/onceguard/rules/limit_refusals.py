@@ -39,6 +39,10 @@ _STATUS_ATTRIBUTES = frozenset({"status_code", "status"})
 
 def _refusal_in(scope: ast.AST) -> Optional[ast.AST]:
     for node in walk_no_nested_functions(scope):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Name):
+            made = _module_constant(node.exc)
+            if made is not None and _refusal_in(made) is not None:
+                return node  # ``raise TOO_MANY``, a module-level ``HTTPException(status_code=429, ...)``
         if isinstance(node, ast.Constant) and node.value == known.TOO_MANY_REQUESTS and type(node.value) is int:
             above = parent(node)
             if isinstance(above, (ast.Call, ast.keyword)):
@@ -53,6 +57,16 @@ def _refusal_in(scope: ast.AST) -> Optional[ast.AST]:
         elif isinstance(node, ast.Name) and node.id in known.TOO_MANY_REQUESTS_NAMES:
             return node
     return None
+
+
+def _module_constant(name: ast.Name) -> Optional[ast.AST]:
+    """The value a module-level assignment gives ``name`` in the module around it (one assignment only)."""
+    module = next((above for above in ancestors(name) if isinstance(above, ast.Module)), None)
+    if module is None:
+        return None
+    values = [s.value for s in module.body if isinstance(s, ast.Assign)
+              and any(isinstance(t, ast.Name) and t.id == name.id for t in s.targets)]
+    return values[0] if len(values) == 1 and isinstance(values[0], ast.Call) else None
 
 
 def functions_using(name: str, facts: ModuleFacts) -> List[FunctionNode]:
