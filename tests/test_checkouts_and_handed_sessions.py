@@ -94,3 +94,30 @@ def test_a_callee_that_commits_the_locked_session(tmp_path, end, expected):
                      "cat/db.py": "from sqlalchemy.orm import sessionmaker\n\nSessionLocal = sessionmaker()\n",
                      "cat/locking.py": LOCKING, "cat/tasks.py": TASKS, "cat/rebuild.py": REBUILD.format(end=end)})
     assert findings(tmp_path, "cat/locking.py", codes=("OG101",)) == expected
+
+
+SESSION_FACTORY_HANDED = """\
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+
+    async def run_alone(sessions: async_sessionmaker[AsyncSession], job) -> bool:
+        async with sessions() as session:
+            got = (await session.execute(text("SELECT pg_try_advisory_lock(42)"))).scalar_one()
+            {between}
+            if not got:
+                return False
+            try:
+                await job()
+            finally:
+                await session.execute(text("SELECT pg_advisory_unlock(42)"))
+        return True
+"""
+
+
+def test_a_session_factory_handed_in_opens_a_pooled_session(tmp_path):
+    from test_job_discovery import findings as found_in, write as write_files
+
+    write_files(tmp_path, {"app/__init__.py": "",
+                           "app/alone.py": SESSION_FACTORY_HANDED.replace("{between}", "await session.commit()")})
+    assert [code for _, code in found_in(tmp_path, "app/alone.py", codes=("OG101",))] == ["OG101"]

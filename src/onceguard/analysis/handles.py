@@ -446,6 +446,8 @@ class Handles:
                 continue  # ``conn = None`` before ``conn = pool.getconn()``: a placeholder, not another handle
             if is_annotation:
                 target = _annotation_target(value)
+                if isinstance(value, ast.Subscript) and (self.facts.qualify(value.value) or "") in self.ANNOTATIONS:
+                    target = value.value  # ``async_sessionmaker[AsyncSession]``: the factory, not what it makes
                 qualified = self.facts.qualify(target) if target is not None else None
                 entry = self.ANNOTATIONS.get(qualified or "")
                 handle = Handle(entry[0], entry[1], qualified.rsplit(".", 1)[-1], origin) if entry else None

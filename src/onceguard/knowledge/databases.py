@@ -80,6 +80,9 @@ FLASK_SQLALCHEMY_POOLED_ATTRS: FrozenSet[str] = frozenset({"session", "engine"})
 
 #: Type annotations -> (kind, library), for parameters such as ``session: Session = Depends(...)``.
 ANNOTATIONS: Dict[str, tuple] = {
+    # a factory handed in (``sessions: async_sessionmaker[AsyncSession]``): what calling it opens is a Session
+    "sqlalchemy.orm.sessionmaker": (SESSION_FACTORY, "sqlalchemy"),
+    "sqlalchemy.ext.asyncio.async_sessionmaker": (SESSION_FACTORY, "sqlalchemy"),
     "sqlalchemy.Engine": (POOLED, "sqlalchemy"),
     "sqlalchemy.engine.Engine": (POOLED, "sqlalchemy"),
     "sqlalchemy.ext.asyncio.AsyncEngine": (POOLED, "sqlalchemy"),
