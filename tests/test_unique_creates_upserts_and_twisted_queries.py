@@ -213,3 +213,48 @@ PROJECTOR = """\
 def test_a_lease_taken_with_a_conditional_upsert(tmp_path, where, expected):
     write(tmp_path, {"feed/__init__.py": "", "feed/main.py": PROJECTOR.replace("{where}", where)})
     assert findings(tmp_path, "feed/main.py", codes=("OG201",)) == expected
+
+
+COUNTERS = """\
+    import uuid
+
+    import redis
+
+    r = redis.Redis()
+
+
+    def drain() -> dict:
+        batch = {batch}
+        try:
+            r.rename("views:pending", batch)
+        except redis.ResponseError:
+            return {}
+        counts = r.hgetall(batch)
+        r.delete(batch)
+        return counts
+"""
+
+DRAIN = """\
+    from django.db.models import F
+    from huey import RedisHuey, crontab
+
+    from views.counters import drain
+    from views.models import Post
+
+    huey = RedisHuey("views")
+
+
+    @huey.periodic_task(crontab(minute="*"))
+    def flush_views() -> None:
+        for post_id, count in drain().items():
+            Post.objects.filter(pk=int(post_id)).update(views=F("views") + int(count))
+"""
+
+
+@pytest.mark.parametrize("batch, expected", [('f"views:batch:{uuid.uuid4().hex}"', []),
+                                             ('"views:batch"', [(11, "OG201")])])
+def test_a_shared_hash_taken_whole_by_a_rename_to_a_key_of_ones_own(tmp_path, batch, expected):
+    write(tmp_path, {"views/__init__.py": "", "views/counters.py": COUNTERS.replace("{batch}", batch),
+                     "views/tasks.py": DRAIN,
+                     "Dockerfile": 'FROM python:3.11\nCMD ["huey_consumer", "views.tasks.huey"]\n'})
+    assert findings(tmp_path, "views/tasks.py", codes=("OG201",)) == expected

@@ -49,7 +49,23 @@ def _takes_from_redis(function: FunctionNode, facts: ModuleFacts) -> bool:
             return True
         if command == "pipeline" and _drains_in_one_step(node, function):
             return True
+        if command in _RENAMES and len(node.args) >= 2 and _minted(node.args[1], function, facts) \
+                and redis_call(node, facts) is not None:
+            return True  # ``rename(PENDING, f"pending:{uuid4().hex}")``: the whole key taken, by one renamer
     return False
+
+
+#: A key renamed to one only this caller knows: the whole collection moves to it in one step.
+_RENAMES = frozenset({"rename", "renamenx"})
+
+
+def _minted(key: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
+    from ..analysis.executed_sql import bound_value
+    from ..knowledge.process_state import MINTED_KEY_CALLS
+
+    parts = [key] + [bound_value(n, facts) for n in ast.walk(key) if isinstance(n, ast.Name)]
+    return any(isinstance(n, ast.Call) and (facts.callee(n) or "") in MINTED_KEY_CALLS
+               for part in parts if part is not None for n in ast.walk(part))
 
 
 def _a_callee(function: FunctionNode, facts: ModuleFacts, asked) -> bool:
