@@ -205,3 +205,34 @@ def test_env_py_reads_an_imported_url_the_deployment_points_at_the_pooler(tmp_pa
     write(tmp_path, {"ship/__init__.py": "", "ship/settings.py": SETTINGS, "migrations/env.py": POOLED_ENV,
                      "k8s/migrate.yaml": JOB.replace("{host}", host)})
     assert findings(tmp_path, "migrations/env.py", codes=("OG402",)) == expected
+
+
+ASYNC_SCHEMA = """\
+    from pathlib import Path
+
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+    from starlette.applications import Starlette
+
+    SCHEMA = Path(__file__).with_name("schema.sql")
+    engine = create_async_engine("postgresql+asyncpg://app@db/app")
+
+
+    async def create_schema() -> None:
+        async with engine.begin() as conn:
+            {lock}
+            await conn.execute(text(open(SCHEMA, encoding="utf-8").read()))
+
+
+    app = Starlette(routes=[], on_startup=[create_schema])
+"""
+
+
+@pytest.mark.parametrize("lock, expected", [
+    ('await conn.execute(text("SELECT pg_advisory_xact_lock(77)"))', []),
+    ("pass", [(14, "OG401")]),
+])
+def test_a_schema_file_wrapped_in_text_through_an_async_engine(tmp_path, lock, expected):
+    write(tmp_path, {"bookings/__init__.py": "", "bookings/app.py": ASYNC_SCHEMA.replace("{lock}", lock),
+                     "bookings/schema.sql": "CREATE TABLE rooms (id bigserial PRIMARY KEY);\n"})
+    assert findings(tmp_path, "bookings/app.py", codes=("OG401",)) == expected

@@ -14,7 +14,7 @@ from typing import List, Optional
 from ..analysis.executed_sql import ExecutedSql, bound_value
 from ..analysis.facts import ModuleFacts, walk, walk_no_nested_functions
 from ..analysis.sql import analyse
-from ..knowledge.databases import SQL_METHODS
+from ..knowledge.databases import SQL_METHODS, SQL_WRAPPERS
 
 #: Calls that read a file's text.
 _READS = frozenset({"read_text", "read", "read_bytes"})
@@ -55,6 +55,8 @@ def _file_named(expr: ast.AST, facts: ModuleFacts, hops: int) -> Optional[ast.Co
         return _file_named(value, facts, hops + 1) if value is not None else None
     if not isinstance(expr, ast.Call):
         return None
+    if (facts.callee(expr) or "") in SQL_WRAPPERS and expr.args:
+        return _file_named(expr.args[0], facts, hops + 1)  # ``text(open(SCHEMA).read())``
     if isinstance(expr.func, ast.Attribute) and expr.func.attr in _READS:
         path = expr.func.value  # what is read (not the read's own arguments: an encoding)
         if isinstance(path, ast.Name):
