@@ -38,7 +38,7 @@ from .claim_syntax import (_assigned, _fetch_from, _inserts_unless_present, _is_
 from .callable_objects import called_object_method
 from .forwarding import forwarded
 from .lock_libraries import waits_when_entered, yields_acquired_flag
-from .unique_fields import CREATE, GET_OR_CREATE, creates_once, creates_unique_row
+from .unique_fields import CREATE, GET_OR_CREATE, catches_duplicates, creates_once, creates_unique_row
 
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -208,7 +208,7 @@ class ClaimAnalyzer(ClaimBranches):
                 return CACHE_ADD
         elif attr in GET_OR_CREATE and creates_once(call, self.facts):
             return UNIQUE_INSERT  # ``_, created = Run.objects.get_or_create(day=today)`` on a unique ``day``
-        elif attr in CREATE and _duplicate_leaves(call) and creates_unique_row(call, self.facts):
+        elif attr in CREATE and _duplicate_leaves(call, self.facts) and creates_unique_row(call, self.facts):
             return UNIQUE_CREATE  # ``try: Run.objects.create(week=w) except IntegrityError: return``
         elif attr in known.ROW_LOCK_METHODS:
             for keyword in call.keywords:
@@ -754,20 +754,17 @@ def _raises_when_lost(enter: FunctionNode, analyzer: "ClaimAnalyzer") -> bool:
     return False
 
 
-def _duplicate_leaves(call: ast.Call) -> bool:
-    """``call`` sits in the body of a ``try`` one of whose handlers catches a duplicate key's error and leaves."""
-    from ..knowledge.orm import UNIQUE_VIOLATION_ERRORS
-
+def _duplicate_leaves(call: ast.Call, facts: ModuleFacts) -> bool:
+    """``call`` sits in the body of a ``try`` one of whose handlers catches a duplicate key's error (by its own
+    class) and leaves."""
     child = call
     for above in ancestors(call):
         if isinstance(above, _FUNCTION_TYPES):
             return False
-        if isinstance(above, ast.Try) and any(child is s for s in above.body):
-            for handler in above.handlers:
-                names = {n.id if isinstance(n, ast.Name) else n.attr for n in walk(handler.type)
-                         if isinstance(n, (ast.Name, ast.Attribute))} if handler.type is not None else set()
-                if names & UNIQUE_VIOLATION_ERRORS and _leaves(handler.body):
-                    return True
+        if isinstance(above, ast.Try) and any(child is s for s in above.body) and any(
+                handler.type is not None and catches_duplicates(handler, facts, bases=False) and _leaves(handler.body)
+                for handler in above.handlers):
+            return True
         child = above
     return False
 

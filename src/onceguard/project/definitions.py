@@ -5,7 +5,7 @@ import ast
 from typing import Callable, Optional, Tuple
 
 from . import index as project
-from ..analysis.facts import ModuleFacts
+from ..analysis.facts import FunctionNode, ModuleFacts
 
 
 def definition_facts(qualified: str, facts: ModuleFacts,
@@ -53,3 +53,27 @@ def definition(qualified: str, facts: ModuleFacts,
     where, name = located
     found = top_level(where, name)
     return (found, where) if found is not None else None
+
+
+def called_def(call: ast.Call, facts: ModuleFacts) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
+    """The project def a call runs: a module-level function (here or imported), a method of a module-level
+    instance, or a method of the class around the call through ``self``."""
+    func = call.func
+    if isinstance(func, ast.Name) and not facts.imports.is_imported(func.id):
+        made = [f for f in facts.functions_by_name.get(func.id, ()) if facts.enclosing_class(f) is None
+                and facts.enclosing_function(f) is None]
+        return (made[0], facts) if len(made) == 1 else None
+    if isinstance(func, ast.Attribute):
+        if isinstance(func.value, ast.Name) and func.value.id == "self":
+            owner = facts.enclosing_class(call)
+            made = [f for f in facts.functions_by_name.get(func.attr, ()) if owner is not None
+                    and facts.enclosing_class(f) is owner]
+            return (made[0], facts) if len(made) == 1 else None
+        method = facts.module_method(func)
+        if method is not None:
+            return method, facts
+    if facts.context.cross_file and isinstance(func, (ast.Name, ast.Attribute)):
+        found = definition(facts.callee(call) or "", facts)
+        if found is not None and isinstance(found[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return found[0], found[1]
+    return None

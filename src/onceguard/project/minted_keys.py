@@ -13,6 +13,12 @@ from typing import List, Optional
 from ..analysis.executed_sql import bound_value
 from ..analysis.facts import ModuleFacts, parent, walk
 from ..knowledge import process_state as known
+from .definitions import called_def
+
+
+def minted(expr: ast.AST, facts: ModuleFacts) -> bool:
+    """A key (or a part of one) made of a value only this caller minted, read through its names."""
+    return any(_mints(part, facts) for part in _key_parts(expr, facts))
 
 
 def minted_key(node: ast.AST, facts: ModuleFacts) -> bool:
@@ -24,7 +30,7 @@ def minted_key(node: ast.AST, facts: ModuleFacts) -> bool:
         keys = [node.args[0]]  # ``cache.set(key, value)``
     else:
         return False
-    return any(_mints(part, facts) for key in keys for part in _key_parts(key, facts))
+    return any(minted(key, facts) for key in keys)
 
 
 def minted_by_callers(node: ast.AST, facts: ModuleFacts) -> bool:
@@ -150,34 +156,8 @@ def _draws_secret(value: ast.AST, facts: ModuleFacts, depth: int) -> bool:
     if depth >= _MAX_DRAW_DEPTH:
         return False
     for call in calls:
-        found = _project_function(call, facts)
+        found = called_def(call, facts)
         if found is not None and any(isinstance(n, ast.Return) and n.value is not None
                                      and _draws_secret(n.value, found[1], depth + 1) for n in walk(found[0])):
             return True
     return False
-
-
-def _project_function(call: ast.Call, facts: ModuleFacts):
-    """The project def a call runs: a module-level function (here or imported), a method of a module-level
-    instance, or a method of the class around the call through ``self``."""
-    func = call.func
-    if isinstance(func, ast.Name) and not facts.imports.is_imported(func.id):
-        made = [f for f in facts.functions_by_name.get(func.id, ()) if facts.enclosing_class(f) is None
-                and facts.enclosing_function(f) is None]
-        return (made[0], facts) if len(made) == 1 else None
-    if isinstance(func, ast.Attribute):
-        if isinstance(func.value, ast.Name) and func.value.id == "self":
-            owner = facts.enclosing_class(call)
-            made = [f for f in facts.functions_by_name.get(func.attr, ()) if owner is not None
-                    and facts.enclosing_class(f) is owner]
-            return (made[0], facts) if len(made) == 1 else None
-        method = facts.module_method(func)
-        if method is not None:
-            return method, facts
-    if facts.context.cross_file and isinstance(func, (ast.Name, ast.Attribute)):
-        from .definitions import definition
-
-        found = definition(facts.callee(call) or "", facts)
-        if found is not None and isinstance(found[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return found[0], found[1]
-    return None

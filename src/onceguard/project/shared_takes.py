@@ -13,6 +13,7 @@ from typing import Optional, Set
 
 from ..analysis.facts import FunctionNode, ModuleFacts, position, walk_no_nested_functions
 from ..knowledge import redis_clients as known
+from .minted_keys import minted
 from .redis_clients import redis_call
 
 #: Commands that take what they return out of the key: no other client can take it too.
@@ -49,7 +50,7 @@ def _takes_from_redis(function: FunctionNode, facts: ModuleFacts) -> bool:
             return True
         if command == "pipeline" and _drains_in_one_step(node, function):
             return True
-        if command in _RENAMES and len(node.args) >= 2 and _minted(node.args[1], function, facts) \
+        if command in _RENAMES and len(node.args) >= 2 and minted(node.args[1], facts) \
                 and redis_call(node, facts) is not None:
             return True  # ``rename(PENDING, f"pending:{uuid4().hex}")``: the whole key taken, by one renamer
     return False
@@ -57,15 +58,6 @@ def _takes_from_redis(function: FunctionNode, facts: ModuleFacts) -> bool:
 
 #: A key renamed to one only this caller knows: the whole collection moves to it in one step.
 _RENAMES = frozenset({"rename", "renamenx"})
-
-
-def _minted(key: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
-    from ..analysis.executed_sql import bound_value
-    from ..knowledge.process_state import MINTED_KEY_CALLS
-
-    parts = [key] + [bound_value(n, facts) for n in ast.walk(key) if isinstance(n, ast.Name)]
-    return any(isinstance(n, ast.Call) and (facts.callee(n) or "") in MINTED_KEY_CALLS
-               for part in parts if part is not None for n in ast.walk(part))
 
 
 def _a_callee(function: FunctionNode, facts: ModuleFacts, asked) -> bool:

@@ -60,7 +60,9 @@ def _file_named(expr: ast.AST, facts: ModuleFacts, hops: int) -> Optional[ast.Co
     if isinstance(expr.func, ast.Attribute) and expr.func.attr in _READS:
         path = expr.func.value  # what is read (not the read's own arguments: an encoding)
         if isinstance(path, ast.Name):
-            path = _opened_as(path, facts) or path  # ``with open(SCHEMA) as fh:`` ... ``fh.read()``
+            from .schema_writes import with_binding  # (schema_writes reads this module's answers)
+
+            path = with_binding(path, facts) or path  # ``with open(SCHEMA) as fh:`` ... ``fh.read()``
         if isinstance(path, ast.Call) and isinstance(path.func, ast.Name) and path.func.id == "open" and path.args:
             path = path.args[0]  # ``open(name, encoding=...).read()``: the name
         parts = sorted(_string_parts(path, facts), key=lambda n: (n.lineno, n.col_offset))
@@ -76,17 +78,6 @@ def _file_named(expr: ast.AST, facts: ModuleFacts, hops: int) -> Optional[ast.Co
         returns = [n for n in walk_no_nested_functions(function) if isinstance(n, ast.Return)] if function else []
         if len(returns) == 1 and returns[0].value is not None:
             return _file_named(returns[0].value, facts, hops + 1)
-    return None
-
-
-def _opened_as(name: ast.Name, facts: ModuleFacts) -> Optional[ast.AST]:
-    """What ``with open(...) as <name>:`` around the read opened, in the same function."""
-    function = facts.enclosing_function(name)
-    for statement in facts.withs:
-        if facts.enclosing_function(statement) is function and statement.lineno <= name.lineno:
-            for item in statement.items:
-                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id:
-                    return item.context_expr
     return None
 
 

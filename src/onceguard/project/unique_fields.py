@@ -100,3 +100,14 @@ def _meta_groups(meta: ast.ClassDef) -> List[Set[str]]:
 def _strings(node: ast.AST) -> Set[str]:
     elements = node.elts if isinstance(node, (ast.Tuple, ast.List)) else []
     return {e.value for e in elements if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+
+
+def catches_duplicates(handler: ast.ExceptHandler, facts: ModuleFacts, bases: bool = True) -> bool:
+    """The handler catches a unique violation by its class (with ``bases``, or a base of it), however it was
+    imported."""
+    from ..knowledge import orm
+
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    names = {(facts.qualify(kind) or "").rpartition(".")[2] for kind in kinds
+             if isinstance(kind, (ast.Name, ast.Attribute))}
+    return bool(names & (orm.UNIQUE_VIOLATION_ERRORS | (orm.UNIQUE_VIOLATION_BASES if bases else frozenset())))

@@ -138,13 +138,10 @@ def _cache_clears(facts: ModuleFacts) -> Iterator[Tuple[ast.AST, ast.Attribute]]
     for call in facts.calls_named("cache_clear"):
         if isinstance(call.func, ast.Attribute) and not call.args:
             yield call, call.func
-    for node in facts.nodes:
-        if type(node) is ast.Attribute and node.attr == "cache_clear":
-            above = getattr(node, "_og_parent", None)
-            if isinstance(above, ast.keyword):
-                above = getattr(above, "_og_parent", None)
-            if isinstance(above, ast.Call) and above.func is not node:
-                yield above, node
+    for call in facts.calls:
+        for handed in [*call.args, *(k.value for k in call.keywords)]:
+            if isinstance(handed, ast.Attribute) and handed.attr == "cache_clear":
+                yield call, handed
 
 
 def _written_value(node: ast.AST) -> Optional[ast.AST]:

@@ -16,6 +16,7 @@ from ...analysis.facts import FunctionNode, ModuleFacts, walk
 from ...knowledge import orm
 from ...knowledge.orm import WholeDocumentStore
 from ...project import index as project
+from .document_updates import _local_helper as module_helper
 from .flow import Flow
 from .loads import function_nodes, later
 
@@ -74,13 +75,9 @@ def _reads_a_document(call: ast.Call, store: WholeDocumentStore, facts: ModuleFa
 
 
 def _local_helper(call: ast.Call, facts: ModuleFacts) -> Optional[FunctionNode]:
-    """The def a call of a module function, or of ``self.method``, runs, in this module."""
-    func = call.func
-    if isinstance(func, ast.Name):
-        return next((f for f in facts.functions_by_name.get(func.id, ())
-                     if facts.enclosing_function(f) is None and facts.enclosing_class(f) is None), None)
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-        cls = facts.enclosing_class(call)
-        return next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     and s.name == func.attr), None) if cls is not None else None
-    return facts.module_method(func) if isinstance(func, ast.Attribute) else None  # ``store.load(key)``
+    """The def a call runs in this module: a module function or ``self.method`` (as the ``$set`` write-backs read
+    them), or a method of a module-level instance (``store.load(key)``)."""
+    found = module_helper(call, facts)
+    if found is None and isinstance(call.func, ast.Attribute):
+        found = facts.module_method(call.func)
+    return found

@@ -4,6 +4,7 @@ import ast
 
 from ...project import index as project
 from ...project.claims import ClaimAnalyzer
+from ...project.definitions import called_def
 from ...analysis.handed import positional_parameters
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, walk, walk_no_nested_functions
 from ...knowledge import orm
@@ -78,7 +79,7 @@ def _handings(function: FunctionNode, facts: ModuleFacts) -> list:
             handing, slot = above, above.args.index(reference)
         else:
             continue  # called, or kept: the callers' question, asked as before
-        runner = _runner(handing, where) if isinstance(handing, ast.Call) else None
+        runner = called_def(handing, where) if isinstance(handing, ast.Call) else None
         if runner is None:
             found.append(None)
             continue
@@ -119,14 +120,6 @@ def _references(function: FunctionNode, facts: ModuleFacts) -> list:
             found.extend((node, other) for node in other.nodes if type(node) is ast.Name and node.id in local
                          and type(node.ctx) is ast.Load)
     return found
-
-
-def _runner(handing: ast.Call, facts: ModuleFacts):
-    """The project def a handing call runs: a module-level function (here or imported), a method through ``self``
-    or through a module-level instance."""
-    from ...project.minted_keys import _project_function
-
-    return _project_function(handing, facts)
 
 
 #: SQL that blocks until this session or transaction holds a lock that serialises whole operations (an

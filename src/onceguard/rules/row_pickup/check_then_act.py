@@ -7,6 +7,7 @@ from typing import Iterable, List, Optional, Set
 
 from ...project.claim_syntax import is_log_call
 from ...project.claims import ClaimAnalyzer
+from ...project.unique_fields import catches_duplicates
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, parent, walk, walk_no_nested_functions
 from ...knowledge import orm
 from ..data_races import plain_name, django_queryset, function_nodes, later, names_in, sa_source, target_names, unwrap
@@ -281,21 +282,13 @@ def _insert_claims(function: FunctionNode, facts: ModuleFacts) -> List[ast.Try]:
     for node in function_nodes(function, facts):
         if not isinstance(node, ast.Try) or not node.handlers:
             continue
-        catches = any(_catches_duplicates(handler, facts) and handler.body
+        catches = any(catches_duplicates(handler, facts) and handler.body
                       and isinstance(handler.body[-1], (ast.Return, ast.Raise)) for handler in node.handlers)
         sends = any(isinstance(call, ast.Call) and call_name(call) in orm.INSERT_SENDERS
                     for statement in node.body for call in walk(statement))
         if catches and sends:
             found.append(node)
     return found
-
-
-def _catches_duplicates(handler: ast.ExceptHandler, facts: ModuleFacts) -> bool:
-    """The handler catches a unique violation, by its class or a base of it, however it was imported."""
-    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    names = {(facts.qualify(kind) or "").rpartition(".")[2] for kind in kinds
-             if isinstance(kind, (ast.Name, ast.Attribute))}
-    return bool(names & (orm.UNIQUE_VIOLATION_ERRORS | orm.UNIQUE_VIOLATION_BASES))
 
 
 def _after_an_insert_claim(effect: ast.AST, guard: ast.AST, claims: List[ast.Try]) -> bool:
