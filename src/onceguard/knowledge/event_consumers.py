@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, FrozenSet
 
+from .effects import REPLICA_IDENTITY_CALLS
+
 
 @dataclass(frozen=True)
 class ConsumerKind:
@@ -105,11 +107,9 @@ KAFKA_CONSUMERS: FrozenSet[str] = frozenset({
 })
 #: How the group is given: a keyword (kafka-python, aiokafka) or a librdkafka configuration key.
 KAFKA_GROUP_KEYWORDS: FrozenSet[str] = frozenset({"group_id", "group.id"})
-#: Values that differ between replicas: a group named with one is the replica's own.
-REPLICA_OWN_VALUES: FrozenSet[str] = frozenset({
-    "socket.gethostname", "socket.getfqdn", "platform.node", "os.getpid", "uuid.uuid4", "uuid.uuid1",
-    "secrets.token_hex", "os.uname",
-})
+#: Values that differ between replicas (this host's name, this process's id, a fresh id): a group named with one
+#: is the replica's own.
+REPLICA_OWN_VALUES: FrozenSet[str] = REPLICA_IDENTITY_CALLS | frozenset({"os.uname"})
 SUBSCRIBER_HAZARD = "every message is handled once per replica"
 SUBSCRIBER_INSTEAD = (
     "Let one replica take each message: a Redis Stream read with a consumer group (`XREADGROUP` and `XACK`), one "
