@@ -22,6 +22,11 @@ DJANGO_SHORTCUT_LOADERS: FrozenSet[str] = frozenset({
 })
 #: Instance methods that write the in-memory field values back.
 DJANGO_SAVE: FrozenSet[str] = frozenset({"save", "asave"})
+#: Manager methods that write the named fields of every instance of a list they are handed
+#: (``Post.objects.bulk_update(posts, ["views"])``): each instance's value as the caller changed it.
+DJANGO_BULK_SAVE: FrozenSet[str] = frozenset({"bulk_update", "abulk_update"})
+#: Session methods that take every instance of a list into the session, as ``add`` takes one.
+SA_ADD_ALL: FrozenSet[str] = frozenset({"add_all"})
 #: Instance methods that write the row (pickup: processing ends with one of these).
 DJANGO_INSTANCE_WRITES: FrozenSet[str] = frozenset({"save", "asave", "delete", "adelete"})
 #: Queryset methods that write every row they match.
@@ -107,7 +112,7 @@ _REDIS_CLIENT_WORDS = (*_REDIS_ONLY_WORDS, b"core.cache")
 #: A field changed from its own value: arithmetic, a dict merge, a list grown in place, a key counted.
 _CHANGE_WORDS = (*_ARITHMETIC_WORDS, b"{**", b" | ", b".append(", b".extend(", b"] = ")
 #: What writes an instance back, wherever it came from (a parameter, ``self.token``, a repository).
-_INSTANCE_WRITE_WORDS = (b"save(", b"commit(", b"flush(", b".merge(", b".update(", b".values(",
+_INSTANCE_WRITE_WORDS = (b"save(", b"commit(", b"flush(", b".merge(", b".update(", b".values(", b"bulk_update(",
                          # ``with factory.begin() as session:``: the block's end commits
                          b".begin()")
 

@@ -175,3 +175,11 @@ IN_PROCESS_QUEUES: FrozenSet[str] = frozenset({
 })
 QUEUE_PUTS: FrozenSet[str] = frozenset({"put", "put_nowait"})
 QUEUE_TAKES: FrozenSet[str] = frozenset({"get", "get_nowait"})
+
+#: Events that live in one process (OG608 ``request_flags``): set or cleared there, seen only there.
+EVENT_CLASSES: FrozenSet[str] = frozenset({
+    "threading.Event", "asyncio.Event", "gevent.event.Event", "eventlet.event.Event", "trio.Event", "anyio.Event",
+})
+#: Calls that flip an event's state, and those that test it to decide (``wait()`` signals a thread: not a test).
+EVENT_FLIPS: FrozenSet[str] = frozenset({"set", "clear"})
+EVENT_TESTS: FrozenSet[str] = frozenset({"is_set", "isSet"})

@@ -96,6 +96,7 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     counting: Set[bytes] = set()
     lock_helpers: Set[bytes] = set()
     sql_constants: Set[bytes] = set()
+    column_writers: Set[bytes] = set()
     for path in project.project_files(root):
         source = project.read_bytes(path)
         # One pass of one automaton over the file finds the words of every family.
@@ -112,6 +113,9 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
             here.append((bare, _bare_loading_defs(source)))
         if _CONTAINER in found and _CLOCK in found:
             here.append((counting, _counting_classes(source)))
+        if _SQL_WRITE in found:
+            here.append((column_writers, {defined.name for defined, text in defs_of(source)
+                                          if b"UPDATE " in text and b" SET " in text}))
         if _LOCK in found:
             here.append((lock_helpers, {defined.name for defined, text in defs_of(source)
                                         if defined.top_level and b"return" in text}))
@@ -126,6 +130,8 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     _counting_classes_by_root[root] = tuple(sorted(name + ending for name in counting for ending in (b"(", b" as ")))
     _lock_helpers_by_root[root] = tuple(sorted(name + b"(" for name in lock_helpers - BUILTIN_METHODS))
     _sql_constants_by_root[root] = tuple(sorted(sql_constants))
+    _column_writers_by_root[root] = tuple(sorted((name + b"(", change) for name in column_writers - BUILTIN_METHODS
+                                                 for change in _CHANGE_WORDS))
     return tuple(sorted(name + b"(" for name in names))
 
 
@@ -255,6 +261,16 @@ _counting_classes_by_root: Dict[str, tuple] = {}
 
 
 _lock_helpers_by_root: Dict[str, tuple] = {}
+_column_writers_by_root: Dict[str, tuple] = {}
+#: A value computed in Python (``balance - amount``, ``total += n``) from one a helper read.
+_CHANGE_WORDS: Tuple[bytes, ...] = (b" + ", b" - ", b"+=", b"-=")
+
+
+def column_writer_words(config: Config) -> tuple:
+    """``(name(, change)`` for each def (methods included) whose text sends ``UPDATE ... SET``: a module that
+    calls one with a value it computed may write back what another helper read (OG301, ``sql_helpers``), with
+    no word of the SQL in its own text.  Once per project."""
+    return _read_once(config, _column_writers_by_root)
 
 
 def lock_helper_words(config: Config) -> tuple:
@@ -329,10 +345,10 @@ def _word(name: bytes) -> "re.Pattern[bytes]":
 
 
 # -- one automaton for the words of every family ---------------------------------------------------------------
-_CLAIM, _STATE, _FILTER, _CONTAINER, _CLOCK, _LOCK = range(6)
+_CLAIM, _STATE, _FILTER, _CONTAINER, _CLOCK, _LOCK, _SQL_WRITE = range(7)
 _FAMILIES = ((_CLAIM, _CLAIM_BODY_WORDS), (_STATE, _STATE_WORDS), (_FILTER, _FILTER_WORDS),
              (_CONTAINER, process_local.CONTAINER_WORDS), (_CLOCK, process_local.CLOCK_WORDS),
-             (_LOCK, process_state.LOCK_TRIGGERS))
+             (_LOCK, process_state.LOCK_TRIGGERS), (_SQL_WRITE, (b"UPDATE ",)))
 #: The family of each word, by its place in the automaton.
 _FAMILY_OF_WORD: List[int] = [family for family, spelled in _FAMILIES for _ in spelled]
 # Overlapping matches: a word inside another family's word still counts for its own family.
@@ -347,6 +363,7 @@ def _clear() -> None:
     _counting_classes_by_root.clear()
     _lock_helpers_by_root.clear()
     _sql_constants_by_root.clear()
+    _column_writers_by_root.clear()
 
 
 project.on_clear(_clear)

@@ -85,6 +85,8 @@ def _own_group_consumer(node: ast.AST, function: FunctionNode, facts: ModuleFact
     """``consumer`` made in this function (or on ``self`` in the class) by a Kafka consumer class with a group id
     that is this replica's own: none at all (the consumer reads every partition itself), or one made of the
     host's name, the process id or a fresh random id."""
+    if not facts.cached("channel_subscribers:kafka", _constructs_kafka_consumers):
+        return None  # (every name of every loop head would otherwise be looked up in its function)
     made = _made_by(node, function, facts)
     if made is None or (facts.callee(made) or "") not in known.KAFKA_CONSUMERS:
         return None
@@ -99,6 +101,11 @@ def _own_group_consumer(node: ast.AST, function: FunctionNode, facts: ModuleFact
     if any(isinstance(n, ast.Call) and (facts.callee(n) or "") in known.REPLICA_OWN_VALUES for n in walk(group)):
         return "a Kafka consumer whose group is named for this replica"
     return None
+
+
+def _constructs_kafka_consumers(facts: ModuleFacts) -> bool:
+    names = {qualified.rpartition(".")[2] for qualified in known.KAFKA_CONSUMERS}
+    return any((facts.callee(call) or "") in known.KAFKA_CONSUMERS for call in facts.calls_named(*names))
 
 
 def _made_by(node: ast.AST, function: FunctionNode, facts: ModuleFacts) -> Optional[ast.Call]:

@@ -22,7 +22,7 @@ import ast
 from typing import Callable, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from ..project import process_state as state
-from ..analysis.facts import (FunctionNode, ModuleFacts, ancestors, in_handler, spells_triggers, walk,
+from ..analysis.facts import (FunctionNode, ModuleFacts, spells_triggers, walk,
                               walk_no_nested_functions)
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
@@ -36,6 +36,9 @@ from ..project.app_namespaces import may_be_kept
 from ..project.request_code import RequestCode
 from .presence_tests import hands_back_stored, membership_test, stored_when_absent, test_of
 from .scalar_markers import TRIGGERS as SCALAR_TRIGGERS, scalar_markers
+from . import work_in_flight
+from .request_flags import TRIGGERS as FLAG_TRIGGERS, flipped_flags
+from .work_in_flight import guarded_work_outside, refuses_while_held
 
 _SUGGESTION = ("Keep it where every replica reads and writes the same copy: a Redis key per item (`SET key 1 NX EX "
                "<ttl>` for once-only work, `INCR` then `EXPIRE` for counts and lockouts, a hash with a TTL for a "
@@ -49,6 +52,8 @@ _SNIPPETS = {
     "clock": "claim the period in Redis: `if not redis.set(f\"sent:{key}\", 1, nx=True, ex=period): continue` before "
              "doing the work",
     "mark": "mark it once for every replica: `if not redis.set(f\"seen:{key}\", 1, nx=True, ex=ttl): return`",
+    "in flight": "hold the work with a lease every replica sees: `if not redis.set(f\"running:{key}\", token, nx=True, "
+                 "ex=ttl): return` and delete the key (comparing the token) when the work ends",
     "registry": "keep the entry in a shared store: a row keyed by the id, or `redis.hset(f\"status:{key}\", mapping=...)` "
                 "with `redis.expire(...)`",
 }
@@ -150,78 +155,6 @@ def _fill_of(fills: List[state.Access], decision: state.Access) -> state.Access:
     return next((fill for fill in fills if fill.function is decision.function), fills[0])
 
 
-def _work_ended(found: state.Accesses, matcher: state.StateMatcher, stamped: bool, facts: ModuleFacts) -> bool:
-    """A member is taken out again: a marker of work in flight in this process.  For entries stamped with the
-    time they were seen, a loop over the state that drops entries (``for key, at in list(self._seen.items()):``
-    … ``del self._seen[key]``) is their expiry, not the end of the work.  Neither is a loop that drops the
-    oldest keys a queue of arrivals hands it (``_, old = self._order.popleft(); self._seen.discard(old)``), nor a
-    removal only failure runs (``except: ledger.forget(key); raise``): the work did not happen, so it may be
-    asked for again."""
-    for access in found.of_kind("unmark"):
-        if stamped and state.in_loop_over_state(access, matcher):
-            continue
-        if _drops_oldest(access) or _only_on_failure(access, facts):
-            continue
-        return True
-    return False
-
-
-def _drops_oldest(access: state.Access) -> bool:
-    """The removal sits in a ``while`` loop that takes the oldest entries off another queue (``popleft``)."""
-    for above in ancestors(access.node):
-        if above is access.function:
-            return False
-        if isinstance(above, ast.While):
-            return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                       and node.func.attr in _OLDEST_TAKES for node in walk(above))
-    return False
-
-
-#: Methods that take the oldest entry off a queue or heap.
-_OLDEST_TAKES = frozenset({"popleft", "heappop", "popitem"})
-
-
-def _only_on_failure(access: state.Access, facts: ModuleFacts) -> bool:
-    """The removal is a method of its own (``forget``) that every caller in the project calls from an ``except``
-    handler (or from a helper that only such handlers call): it undoes the mark when the work could not be
-    done."""
-    function = access.function
-    if function is None or facts.enclosing_class(function) is None or not _only_removes(function, access):
-        return False
-    return _called_only_on_failure(function, facts, 0)
-
-
-def _only_removes(function: FunctionNode, access: state.Access) -> bool:
-    """The method does nothing but the removal (under a lock of its own, perhaps): an undo its callers ask for.
-    (Its callers are read only for such a method: reading them is dear, and a method that does more is work.)"""
-    statements = list(function.body)
-    while statements:
-        statement = statements.pop()
-        if isinstance(statement, (ast.With, ast.AsyncWith)):
-            statements.extend(statement.body)
-        elif not (isinstance(statement, ast.Expr) and (isinstance(statement.value, ast.Constant)
-                                                        or any(node is access.node for node in walk(statement)))):
-            return False
-    return True
-
-
-def _called_only_on_failure(function: FunctionNode, facts: ModuleFacts, depth: int) -> bool:
-    from ..project.reach import _method_callers_by_name
-    from ..project.renamed_callers import project_callers
-
-    # (a method called on an instance the caller's spelling does not name by its class: ``ledger.forget()``)
-    if facts.context.cross_file:
-        calls = project_callers(function, facts) or _method_callers_by_name(function, facts)
-    else:  # (the one file read alone: a method's calls through a receiver, a function's by its name)
-        spelled = ast.Attribute if facts.enclosing_class(function) is not None else ast.Name
-        calls = [(call, facts) for call in facts.calls_named(function.name) if isinstance(call.func, spelled)]
-    callers = [(call, where) for call, where in calls if where.enclosing_function(call) is not None]
-    return bool(callers) and all(
-        in_handler(call, where.enclosing_function(call))
-        or depth < 1 and _called_only_on_failure(where.enclosing_function(call), where, depth + 1)
-        for call, where in callers)
-
-
 def _compares_field(access: state.Access, matcher: state.StateMatcher, fields: Set[str]) -> bool:
     """The test orders (``<``, ``>=``) a value of the state, and that value is one of ``fields`` (``[]``: an item
     of the container itself)."""
@@ -303,11 +236,19 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
 
     def work_ended(stamped: bool) -> bool:  # (read once: an undo's callers may be followed through the project)
         if stamped not in ended:
-            ended[stamped] = _work_ended(found, matcher, stamped, facts)
+            ended[stamped] = work_in_flight.work_ended(found, matcher, stamped, facts)
         return ended[stamped]
 
+    outside: dict = {}
+
+    def in_flight_outside() -> bool:  # (read once: the work's effects are followed through the project)
+        if not outside:
+            outside[True] = guarded_work_outside(found, facts) is not None
+        return outside[True]
+
     if not (written & {state.WRITE_COUNTER, state.WRITE_CLOCK}
-            or (state.WRITE_MARK in written and ("unmark" not in written or not work_ended(False)))
+            or (state.WRITE_MARK in written and ("unmark" not in written or not work_ended(False)
+                                                  or in_flight_outside()))
             or (state.WRITE_RECORD in written and state.WRITE_OBJECT not in written)):
         return None  # none of its writes is one the judgements below look at
     deciding = {id(a.function): a.function for a in found.of_kind("decide") if a.function is not None}
@@ -345,16 +286,21 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
     stamps += [r for r in found.of_kind(state.WRITE_RECORD) if state.field_of(_target(r.node)) == "[]"
                and not hands_back_stored(r) and any(d.function is r.function and stored_when_absent(r, d, matcher)
                                                     for d in decisions)]
-    if (marks or stamps) and not work_ended(not marks):
+    in_flight = bool(marks or stamps) and work_ended(not marks)
+    if (marks or stamps) and (not in_flight or in_flight_outside()):
+        # (work held in flight: only a test that turns the second request away is the guard that fails)
         tested = [d for d in decisions if membership_test(d, matcher)
-                  and (marks or any(stamp.function is d.function for stamp in stamps))]
-        tested += [a for a in found.of_kind("read") if state.answers_membership(a, matcher)]
+                  and (marks or any(stamp.function is d.function for stamp in stamps))
+                  and (not in_flight or refuses_while_held(d))]
+        if not in_flight:
+            tested += [a for a in found.of_kind("read") if state.answers_membership(a, matcher)]
         fills = marks + stamps
+        kind = "in flight" if in_flight else "mark"
         for decision in tested:
             if request.runs(decision.function, receivers, daemon()):
-                return _Finding("mark", _fill_of(fills, decision), decision)
+                return _Finding(kind, _fill_of(fills, decision), decision)
         if tested and facts.context.cross_file:
-            return _Finding("mark", _fill_of(fills, tested[0]), tested[0], elsewhere=True)
+            return _Finding(kind, _fill_of(fills, tested[0]), tested[0], elsewhere=True)
     # An entry stamped with the time its key was last seen (``self._last_seen[user] = time.time()``) records the
     # key as much as any value does: another function that reads the entries (who is online) reads a registry.
     records = found.of_kind(state.WRITE_RECORD) + stamps
@@ -482,6 +428,10 @@ def _describe(finding: _Finding, binding: state.Binding) -> Tuple[str, str]:
         return (f"{name} ({where} container in process memory) remembers when something was last done and "
                 f"{decider}() skips it while recent, so every replica does the work again.",
                 "Every other replica has its own watermark, and a restart forgets it. ")
+    if finding.kind == "in flight":
+        return (f"{name} ({where} container in process memory) holds work in flight and {decider}() turns a "
+                "second request away while it is there, so a request on another replica starts the same work again.",
+                "Another replica has no such entry, and the work acts outside the process. ")
     if finding.kind == "mark" and finding.answered:
         return (f"{name} ({where} container in process memory) remembers what was handled and {decider}() "
                 "answers from it whether to do the work, so another replica does it again.",
@@ -501,7 +451,7 @@ class ModuleStateAsSharedMemory(Rule):
     name = "module-state-as-shared-memory"
     summary = ("module-level or long-lived instance state decides what a request or job does: each replica keeps "
                "its own copy")
-    triggers = known.STATE_TRIGGERS + SCALAR_TRIGGERS
+    triggers = known.STATE_TRIGGERS + SCALAR_TRIGGERS + FLAG_TRIGGERS
     skips_tests = True
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
@@ -573,6 +523,32 @@ class ModuleStateAsSharedMemory(Rule):
             yield self.finding(binding.statement, message, why + _SUGGESTION,
                                fix=Fix("shared-state-snippet", _SNIPPETS[finding.kind], "display-only"), related=related)
         yield from self._scalar_markers(facts, request)
+        yield from self._request_flags(facts, request)
+
+    def _request_flags(self, facts: ModuleFacts, request: RequestCode) -> Iterator[Diagnostic]:
+        """A module-level event request code flips and other code tests (``request_flags``)."""
+        seen: Set[Tuple[int, str]] = set()
+        for flag in flipped_flags(facts) if spells_triggers(facts, FLAG_TRIGGERS) else ():
+            if (id(flag.writer), flag.name) in seen:
+                continue  # (one finding per function and flag: ``set()`` in one branch, ``clear()`` in the other)
+            seen.add((id(flag.writer), flag.name))
+            reason = request.runs(flag.writer, set())
+            if reason is None or request.reach.module_is_one_off:
+                continue  # flipped at start-up or by a script: every process does it for itself
+            related = [Related(flag.binding_facts.context.path, flag.binding.lineno, 1,
+                               "one event per process is made here"),
+                       Related(flag.reader_facts.context.path, flag.test.lineno, flag.test.col_offset + 1,
+                               f"{flag.reader.name}() decides from it")]
+            flipped = "set" if flag.flip.func.attr == "set" else "cleared"
+            yield self.finding(
+                flag.flip,
+                f"`{flag.name}` (an event in process memory) is {flipped} by {flag.writer.name}() ({reason}) and "
+                f"tested by {flag.reader.name}(), so the other worker processes and replicas never see the change.",
+                "The request that flips it is served by one process of one replica; every other process keeps its "
+                "own copy, and a restart forgets it. Keep the flag where every replica reads it: a row of a "
+                "settings table, or a Redis key (`redis.set(\"maintenance\", 1)`, tested with `redis.exists(...)`), "
+                "read on each request or cached for a few seconds.",
+                related=related)
 
     def _scalar_markers(self, facts: ModuleFacts, request: RequestCode) -> Iterator[Diagnostic]:
         """A module-level value a function tests, then sets around work that leaves the process."""

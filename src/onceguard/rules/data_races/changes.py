@@ -230,6 +230,12 @@ def _written_back(change: Change, function: FunctionNode, facts: ModuleFacts,
             if spelled is not None:
                 added_to.add(spelled)
             continue
+        if name in orm.SA_ADD_ALL and len(node.args) == 1 and _holds_instance(node.args[0], instance, node, function,
+                                                                              facts):
+            spelled = dotted(receiver)
+            if spelled is not None:
+                added_to.add(spelled)
+            continue
         if not later(node, change.back):
             continue
         if change.kind == "in place" and name not in orm.DJANGO_SAVE:
@@ -248,12 +254,44 @@ def _written_back(change: Change, function: FunctionNode, facts: ModuleFacts,
         elif loaded is not None and loaded.framework == "sqlalchemy" and later(node, change.back) \
                 and _commits_on_self(node, loaded, function, facts):
             return node
+        elif name in orm.DJANGO_BULK_SAVE and node.args and _holds_instance(node.args[0], instance, node, function,
+                                                                            facts):
+            fields = _bulk_fields(node)
+            if fields is None or field in fields:
+                return node  # ``Post.objects.bulk_update(posts, ["views"])``: the list the changed instance is in
         elif name in ("update", "aupdate", "values") and any(
                 keyword.arg == field and _reads(keyword.value, instance, field) for keyword in node.keywords):
             return node
         elif loaded is not None and _stores_the_handed_row(node, instance, function, facts):
             return node  # ``self.users.save(user)``: a repository method that adds and commits what it is handed
     return committed_by_block(change.back, loaded)
+
+
+def _holds_instance(collection: ast.AST, instance: str, at: ast.AST, function: FunctionNode,
+                    facts: ModuleFacts) -> bool:
+    """``collection`` (a local name) holds ``instance`` when ``at`` runs: the function loops over it with the
+    instance as its target (``for post in posts:``) or appends the instance to it (``changed.append(post)``)."""
+    held = plain_name(collection)
+    if held is None:
+        return False
+    for node in function_nodes(function, facts):
+        if isinstance(node, (ast.For, ast.AsyncFor)) and plain_name(node.target) == instance \
+                and plain_name(node.iter) == held and later(at, node):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append" \
+                and plain_name(node.func.value) == held and len(node.args) == 1 \
+                and plain_name(node.args[0]) == instance and later(at, node):
+            return True
+    return False
+
+
+def _bulk_fields(call: ast.Call) -> Optional[Set[str]]:
+    """The fields ``bulk_update(objs, fields)`` writes; None when they are not written out literally."""
+    value = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "fields"), None)
+    if isinstance(value, (ast.List, ast.Tuple, ast.Set)) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
+        return {e.value for e in value.elts}
+    return None
 
 
 def _stores_the_handed_row(call: ast.Call, instance: str, function: FunctionNode, facts: ModuleFacts) -> bool:
@@ -368,7 +406,8 @@ def _functions_writing_instances(facts: ModuleFacts) -> List[FunctionNode]:
     """Functions that write an instance back (``save``, ``commit``, ``flush``, ``merge``, ``update``): the only
     ones OG301's instance check needs to read."""
     found: Dict[int, FunctionNode] = {}
-    for call in facts.calls_named(*orm.DJANGO_SAVE, *orm.SA_FLUSH, "merge", "update", "aupdate", "values"):
+    for call in facts.calls_named(*orm.DJANGO_SAVE, *orm.DJANGO_BULK_SAVE, *orm.SA_FLUSH, "merge", "update",
+                                  "aupdate", "values"):
         function = facts.enclosing_function(call)
         if function is not None:
             found.setdefault(id(function), function)

@@ -116,6 +116,13 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
     skips_tests = True
     skips_migration_code = True
 
+    @staticmethod
+    def project_triggers(config) -> tuple:
+        """A module handing a value it computed to a project def that sends ``UPDATE ... SET`` (``sql_helpers``)."""
+        from ...project.prefilter_words import column_writer_words
+
+        return column_writer_words(config)
+
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if _single_process(facts):
             return
@@ -132,6 +139,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
         yield from self._orm(facts)
         yield from self._committed_by_callers(facts)
         yield from self._raw_sql(facts)
+        yield from self._raw_sql_through_helpers(facts)
         yield from self._core_updates(facts)
         yield from self._queryset_updates(facts)
         yield from self._model_methods(facts)
@@ -308,7 +316,8 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                   "replicas' updates is lost.")
         why = (f"Two replicas (or requests) start from the same value, and the later `{short(write, 40)}` "
                "overwrites the other's change. ")
-        django = (loaded.framework == "django") if loaded is not None else write.func.attr in orm.DJANGO_SAVE
+        django = (loaded.framework == "django") if loaded is not None \
+            else write.func.attr in orm.DJANGO_SAVE | orm.DJANGO_BULK_SAVE
         # The model as the fix names it: a Django instance whose loader is not in view is its own class.
         model = loaded.model.rsplit(".", 1)[-1] if loaded is not None else (f"type({obj})" if django else "Model")
         if not model[:1].isupper() and not model.startswith("type("):

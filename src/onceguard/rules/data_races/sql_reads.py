@@ -19,6 +19,7 @@ from .loads import _core_reads, _names_compared, chain, later, module_chain
 from .model_updates import model_update_write_backs
 from .queryset_updates import queryset_writes
 from .flow import Flow, _merged
+from ..redis_leases import short
 
 
 def _sql_by_function(facts: ModuleFacts) -> List[List[ExecutedSql]]:
@@ -185,6 +186,36 @@ class SqlChecks:
                 if finding is not None:
                     yield finding
 
+    def _raw_sql_through_helpers(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        """The SELECT and the UPDATE in two project defs, the new value computed between them by their caller."""
+        from ...model import Related
+        from ...project.held_locks import held_by_lock_helper
+        from .sql_helpers import caller_functions, round_trips
+
+        for function in caller_functions(facts):
+            for trip in round_trips(function, facts):
+                at = trip.write_call
+                if won_claim_reaches(at, facts, exclusive=True) or held_by_lock_helper(at, facts):
+                    continue  # one caller at a time: the claim or the lock serialises the read and the write
+                if _waited_for_lock_before(trip.read_call, function, facts):
+                    continue
+                read, write = trip.read, trip.write
+                column, table = write.column, write.table
+                yield self.finding(
+                    at,
+                    f"`{column}` of `{table}` is read by `{short(trip.read_call.func, 40)}()`, changed in Python and "
+                    f"written back by `{short(at.func, 40)}()`, so one of two replicas' updates is lost.",
+                    f"Two replicas read the same value and the later UPDATE, which sets the value computed here, "
+                    f"overwrites the other's change. Do the arithmetic in the statement: `UPDATE {table} SET "
+                    f"{column} = {column} + :delta WHERE … AND {column} + :delta <= :limit` and check the rows "
+                    f"affected (or `RETURNING {column}`); or read the row with `SELECT … FOR UPDATE` in the same "
+                    f"transaction.",
+                    related=[Related(read.facts.context.path, read.select.call.lineno, read.select.call.col_offset + 1,
+                                     f"the SELECT that reads `{column}`"),
+                             Related(write.facts.context.path, write.update.call.lineno,
+                                     write.update.call.col_offset + 1, f"the UPDATE that sets `{column}`")],
+                )
+
     def _raw_update(self, update: ExecutedSql, selects: List[ExecutedSql], function: FunctionNode,
                     facts: ModuleFacts, executions: List[ExecutedSql]) -> Optional[Diagnostic]:
         statement = parse_statements(update.text)[0]
@@ -220,6 +251,14 @@ class SqlChecks:
                         f"with `SELECT … FOR UPDATE` in the same transaction.",
                     )
         return None
+
+
+def _waited_for_lock_before(call: ast.Call, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """A blocking advisory lock sent in ``function`` before ``call`` (and no unlock between)."""
+    from .sql_helpers import _executions
+
+    return holds_blocking_lock(execution for execution in _executions(function, facts)
+                               if later(call, execution.call))
 
 
 def _waited_for_lock(select: ExecutedSql, executions: List[ExecutedSql], function: FunctionNode,
