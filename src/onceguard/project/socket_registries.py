@@ -168,6 +168,12 @@ def _fills(other: ModuleFacts, wanted: Set[str]) -> bool:
 def _registrations(facts: ModuleFacts) -> Iterator[ast.AST]:
     """The containers (or a group of one under a key) that a function of the module puts a connection it
     serves into, as written there."""
+    return (chain for _, _, chain in registering_chains(facts))
+
+
+def registering_chains(facts: ModuleFacts) -> Iterator[Tuple[FunctionNode, ast.AST, ast.AST]]:
+    """(function, statement or call, container) for each place a function of the module puts a connection it
+    serves into a container (or a group of one under a key), as written there."""
     for function in facts.functions:
         sockets = socket_parameters(function, facts) | connection_queues(function, facts)
         if not sockets:
@@ -175,7 +181,7 @@ def _registrations(facts: ModuleFacts) -> Iterator[ast.AST]:
         for node in walk(function):
             chain = _registering_chain(node, sockets)
             if chain is not None:
-                yield chain
+                yield function, node, chain
 
 
 def _chain_root(node: ast.AST) -> Optional[str]:

@@ -20,6 +20,7 @@ from ..project import index as project
 from ..project.bindings import own_module_names
 from ..project.forwarding import forwarded
 from ..project.shared_channels import per_replica_by_design
+from ..project.app_state_registries import app_state_key, filled_with_sockets
 from ..project.socket_registries import foreign_registry, registries_of_module, registry_at, socket_parameters
 from ..project.through_helpers import through_helpers
 from .base import Rule
@@ -271,8 +272,8 @@ def _send_target(call: ast.Call) -> Optional[ast.AST]:
 
 def _registry_sends(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
     registries = registries_of_module(facts)
-    if not registries and not facts.context.cross_file:
-        return
+    if not registries and not facts.context.cross_file and not any("app" in line for line in facts.lines):
+        return  # (read alone, a module can only send to a registry it keeps, or one the application does)
     foreign: Dict[str, Optional[Tuple[str, ModuleFacts]]] = {}
     reported: Set[int] = set()
     for function in facts.functions:
@@ -287,7 +288,7 @@ def _registry_sends(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
                 if isinstance(target, ast.Name) and target.id in picked:
                     found = picked[target.id]
                 elif not _stores_own_under_same_key(target, function, own):
-                    looked = _lookup(target, facts, registries, foreign)
+                    looked = _lookup(target, facts, registries, foreign, function)
                     if looked is not None:
                         found = ("a socket looked up in", node, looked[0], looked[1])
             elif target is None:
@@ -321,6 +322,9 @@ _COPIES = frozenset({"list", "tuple", "set", "frozenset", "sorted"})
 
 
 def registries_node(facts: ModuleFacts, registry: str) -> ast.AST:
+    if registry.startswith("app"):  # (kept on the application: where a handler puts its connection in)
+        found = filled_with_sockets(registry, facts)
+        return found[0] if found is not None else facts.tree
     return registries_of_module(facts).get(registry, facts.tree)
 
 
@@ -328,13 +332,23 @@ def _shown(registry: str) -> str:
     return registry.lstrip(".")
 
 
-def _lookup(target: ast.AST, facts: ModuleFacts, registries, foreign) -> Optional[Tuple[str, ModuleFacts]]:
+def _lookup(target: ast.AST, facts: ModuleFacts, registries, foreign,
+            function: Optional[FunctionNode] = None) -> Optional[Tuple[str, ModuleFacts]]:
     key = registry_at(target, registries) if isinstance(target, (ast.Subscript, ast.Call)) else None
     if key is not None:
         return key, facts
     if isinstance(target, (ast.Subscript, ast.Call)):
-        return foreign_registry(target, facts, foreign)
+        return foreign_registry(target, facts, foreign) or _in_app_state(target, facts, function)
     return None
+
+
+def _in_app_state(node: ast.AST, facts: ModuleFacts, function: Optional[FunctionNode]
+                  ) -> Optional[Tuple[str, ModuleFacts]]:
+    """A registry the application keeps (``request.app["clients"]``, ``app.state.clients``) that a WebSocket
+    handler of the project fills."""
+    key = app_state_key(node, function)
+    found = filled_with_sockets(key, facts) if key is not None else None
+    return (key, found[1]) if found is not None else None
 
 
 def _picked_sockets(function: FunctionNode, facts: ModuleFacts, registries, foreign) -> Dict[str, tuple]:
@@ -350,7 +364,7 @@ def _picked_sockets(function: FunctionNode, facts: ModuleFacts, registries, fore
         if isinstance(iterated, ast.Name) and iterated.id in picked and picked[iterated.id][0] == _EVERY:
             found = picked[iterated.id][2], picked[iterated.id][3]  # the members of a group of the registry
         else:
-            found = _registry_or_foreign(iterated, facts, registries, foreign, iterated=True)
+            found = _registry_or_foreign(iterated, facts, registries, foreign, iterated=True, function=function)
         if found is None:
             return
         names = [target] if isinstance(target, ast.Name) else [e for e in target.elts if isinstance(e, ast.Name)]
@@ -387,7 +401,7 @@ def _picked_sockets(function: FunctionNode, facts: ModuleFacts, registries, fore
             if isinstance(value, (ast.Subscript, ast.Call)):
                 if _stores_own_under_same_key(value, function, own):
                     continue
-                found = _registry_or_foreign(value, facts, registries, foreign, iterated=False)
+                found = _registry_or_foreign(value, facts, registries, foreign, iterated=False, function=function)
                 if found is not None:
                     picked[node.targets[0].id] = ("a socket picked out of", node, found[0], found[1])
     return picked
@@ -414,19 +428,20 @@ def _stores_own_under_same_key(value: ast.AST, function: FunctionNode, own: Set[
     return False
 
 
-def _registry_or_foreign(node: ast.AST, facts: ModuleFacts, registries, foreign, iterated: bool):
+def _registry_or_foreign(node: ast.AST, facts: ModuleFacts, registries, foreign, iterated: bool,
+                         function: Optional[FunctionNode] = None):
     if iterated:
         key = registry_at(node, registries)
         if key is not None:
             return key, facts
-        return foreign_registry(node, facts, foreign)
+        return foreign_registry(node, facts, foreign) or _in_app_state(node, facts, function)
     if isinstance(node, (ast.Subscript, ast.Call)):
         if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Attribute) and node.func.attr == "get"):
             return None
         key = registry_at(node, registries)
         if key is not None:
             return key, facts
-        return foreign_registry(node, facts, foreign)
+        return foreign_registry(node, facts, foreign) or _in_app_state(node, facts, function)
     return None
 
 
