@@ -38,7 +38,7 @@ from .presence_tests import hands_back_stored, membership_test, stored_when_abse
 from .scalar_markers import TRIGGERS as SCALAR_TRIGGERS, scalar_markers
 from . import work_in_flight
 from .request_flags import TRIGGERS as FLAG_TRIGGERS, flipped_flags
-from .work_in_flight import guarded_work_outside, refuses_while_held
+from .work_in_flight import guarded_work_outside, live_counts, refuses_while_held
 
 _SUGGESTION = ("Keep it where every replica reads and writes the same copy: a Redis key per item (`SET key 1 NX EX "
                "<ttl>` for once-only work, `INCR` then `EXPIRE` for counts and lockouts, a hash with a TTL for a "
@@ -304,6 +304,11 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
     # An entry stamped with the time its key was last seen (``self._last_seen[user] = time.time()``) records the
     # key as much as any value does: another function that reads the entries (who is online) reads a registry.
     records = found.of_kind(state.WRITE_RECORD) + stamps
+    # A count of what is live in this process (counted in as each connection arrives and out as it leaves) that
+    # another function reads: who is online, as this process alone sees it.  Its writers' callers are followed
+    # through the project, as a minted key's are (the socket handler that counts lives in another module).
+    gauges = live_counts(found) if not records else []
+    records = records + gauges
     # A registry keeps to the request and job code this module shows: followed through the project's
     # callers, a reader is as often work the writer itself runs (a queue it drains through its own pool) or
     # set-up that builds a new object as another request.
@@ -314,7 +319,7 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
             writer = record.function
             if writer is None:
                 continue
-            minted = facts.context.cross_file and minted_key(record.node, facts)
+            minted = facts.context.cross_file and (record in gauges or minted_key(record.node, facts))
             # An object start-up code keeps on the application (``app.ctx.presence = Registry()``) is there for
             # handlers elsewhere: its methods' callers are followed through the project as a minted key's are.
             # (A module-level instance's are not: most such registries other modules fill mirror shared data.)

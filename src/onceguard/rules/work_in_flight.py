@@ -6,7 +6,7 @@ while the marker is there, another replica has no such marker and starts the sam
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import List, Optional
 
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, in_handler, walk
 from ..project import process_state as state
@@ -102,3 +102,23 @@ def refuses_while_held(decision: state.Access) -> bool:
     """The test of the marker ends the request when the member is there: its branch returns or raises."""
     test = decision.node
     return isinstance(test, ast.If) and any(isinstance(statement, (ast.Return, ast.Raise)) for statement in test.body)
+
+
+def live_counts(found: state.Accesses) -> List[state.Access]:
+    """The increments of a count that other code decrements (``_online[room] += 1`` as a client joins, ``-= 1``
+    as it leaves): a gauge of what is live in this process, when a function that neither counts in nor out
+    reads it."""
+    counted = found.of_kind(state.WRITE_COUNTER)
+    increments = [a for a in counted if _steps(a, ast.Add)]
+    decrements = [a for a in counted if _steps(a, ast.Sub)]
+    if not increments or not decrements:
+        return []
+    writers = {id(a.function) for a in increments + decrements}
+    if not any(a.function is not None and id(a.function) not in writers for a in found.of_kind("read")):
+        return []
+    return increments
+
+
+def _steps(access: state.Access, op: type) -> bool:
+    node = access.node
+    return isinstance(node, ast.AugAssign) and isinstance(node.op, op)
