@@ -172,6 +172,13 @@ SCHEDULE_AT_TZ_KEYWORD = "tz"
 # -- coordination ------------------------------------------------------------------------------
 #: arq: ``cron(..., unique=True)`` (the default) enqueues each run once per Redis: only ``unique=False`` is flagged.
 ARQ_UNIQUE_KEYWORD = "unique"
+#: arq: each run of a cron job may last until its ``timeout`` (else the worker's ``job_timeout``, 300 s by default);
+#: a run that lasts longer than the period overlaps the next tick's run, on another worker.
+ARQ_TIMEOUT_KEYWORD = "timeout"
+ARQ_DEFAULT_JOB_TIMEOUT = 300
+#: arq cron fields from the finest up, with the seconds one of each spans; ``second`` defaults to 0 (a tick a
+#: minute), the others to every value.
+ARQ_CRON_FIELDS = (("second", 60), ("minute", 3600), ("hour", 86_400))
 
 #: APScheduler 4 with a shared persistent data store leases its jobs: replicas cooperate.
 APS4_DATA_STORE_POSITION = 0

@@ -699,7 +699,21 @@ def files_mentioning(word: str, root: str) -> List[str]:
     if cached is not None:
         return cached
     needle = word.encode("utf-8", "replace")
-    found = [path for path in project_files(root) if needle in _read_bytes(path)]
+    found = []
+    paths = project_files(root)
+    base = root.split(os.pathsep)[0] if root else ""
+    with _lock:
+        # The bytes this listing keeps, looked up once for the whole search: a search asks for thousands of
+        # files, and a call per file costs more than the test itself.
+        kept = dict(_file_bytes.get(base) or {})
+    owners = _owners
+    for path in paths:
+        entry = kept.get(path) if owners.get(path) == base else None
+        if entry is not None:
+            if needle in entry[2]:
+                found.append(path)
+        elif needle in _read_bytes(path):
+            found.append(path)
     with _lock:
         _mentions[key] = found
     return found

@@ -694,6 +694,7 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
                     if registration.family == known.ARQ:
                         unique = _keywords(call).get(known.ARQ_UNIQUE_KEYWORD)
                         scheduled.coordinated = not _is_true_constant(unique, False)
+                        scheduled.may_overlap = _arq_runs_may_overlap(call)
                     self._classify_trigger(scheduled)
                     self.add(scheduled)
 
@@ -875,7 +876,44 @@ def scheduled_once(function: FunctionNode, facts: ModuleFacts) -> bool:
     if not found and facts.context.cross_file:
         # registered in another module by name, not called there (a beat schedule's entry naming the task)
         found = [s for other in _modules_naming(function, facts) for s in scheduled_in(other) if same(s.target)]
-    return bool(found) and all(s.coordinated or s.gated for s in found) and not _enqueued_by_code(function, facts)
+    return bool(found) and all((s.coordinated and not s.may_overlap) or s.gated for s in found) \
+        and not _enqueued_by_code(function, facts)
+
+
+def _arq_runs_may_overlap(call: ast.Call) -> bool:
+    """An arq ``cron(...)`` whose ticks come closer together than one run may last (``cron(f, second={0, 30})``,
+    each run allowed 300 s): a run still going when the next tick fires overlaps it.  A field not written out
+    literally is not read."""
+    keywords = _keywords(call)
+    timeout = keywords.get(known.ARQ_TIMEOUT_KEYWORD)
+    if timeout is None:
+        allowed = known.ARQ_DEFAULT_JOB_TIMEOUT
+    elif isinstance(timeout, ast.Constant) and isinstance(timeout.value, (int, float)):
+        allowed = timeout.value
+    else:
+        return False  # (a timedelta or a setting: not read)
+    # The gap between ticks: the finest field with several values divides its span (``second={0, 30}``: 30 s);
+    # the first field left to every value ticks once per its own value (``minute=None``: once a minute).
+    for field, span in known.ARQ_CRON_FIELDS:
+        value = keywords.get(field)
+        if value is None:
+            if field == "second":
+                continue  # (0 by default: one tick a minute, unless the minute is given)
+            return span // 60 < allowed if field == "minute" else span // 24 < allowed
+        values = _literal_values(value)
+        if values is None:
+            return False
+        if len(values) > 1:
+            return span / len(values) < allowed
+    return False
+
+
+def _literal_values(node: ast.AST) -> Optional[List[object]]:
+    if isinstance(node, ast.Constant):
+        return [node.value]
+    if isinstance(node, (ast.Set, ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in node.elts):
+        return [e.value for e in node.elts]
+    return None
 
 
 def _enqueued_by_code(function: FunctionNode, facts: ModuleFacts) -> bool:

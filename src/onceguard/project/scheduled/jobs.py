@@ -44,6 +44,8 @@ class Scheduled:
     trigger: Optional[ast.AST] = None
     periodic: bool = True
     coordinated: bool = False
+    #: a coordinated job whose run may outlast its period: the next tick's run, on another worker, overlaps it
+    may_overlap: bool = False
     wall_clock: bool = False  # fires at a wall-clock time: once per business period
     long_hint: bool = False
     detail: str = ""  # e.g. the start-up hook that starts a ticker

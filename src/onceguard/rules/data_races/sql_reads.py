@@ -117,9 +117,15 @@ class SqlChecks:
     def _core_updates(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         for call in facts.calls_named("values"):
             head, links = module_chain(*chain(call), facts)
-            if not (isinstance(head, ast.Call) and facts.callee(head) in orm.SA_UPDATE and head.args):
+            if isinstance(head, ast.Call) and facts.callee(head) in orm.SA_UPDATE and head.args:
+                model = dotted(head.args[0])
+            elif isinstance(head, (ast.Name, ast.Attribute)) and links and links[0][0] == "update" \
+                    and isinstance(links[0][1], ast.Call) and not links[0][1].args and not links[0][1].keywords:
+                # ``accounts.update().where(...).values(...)``: a Core table's own UPDATE (that it is a table, its
+                # reads through ``accounts.c.<column>`` show)
+                model, links = dotted(head), links[1:]
+            else:
                 continue
-            model = dotted(head.args[0])
             function = facts.enclosing_function(call)
             if model is None or function is None:
                 continue

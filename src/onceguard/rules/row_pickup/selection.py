@@ -562,7 +562,28 @@ def _constant_tests(where) -> Optional[List[str]]:
                 # ``reminded_for IS DISTINCT FROM due_on``: the row's state against another column of it, moved
                 # out of it by ``SET reminded_for = due_on``.
                 found.append(_column_name(condition.lexpr) or "")
+            elif operator in _ORDERINGS and _row_columns(condition.rexpr):
+                # ``updated_at > coalesce(synced_at, 'epoch')``: the row's watermark against another column of it,
+                # moved out of the selection by ``SET synced_at = now()``
+                found.extend([_column_name(condition.lexpr) or "", *_row_columns(condition.rexpr)])
+        elif isinstance(condition, pg.A_Expr) and condition.name and condition.name[0].sval in _ORDERINGS \
+                and _row_columns(condition.lexpr) and isinstance(condition.rexpr, pg.ColumnRef):
+            found.extend([*_row_columns(condition.lexpr), _column_name(condition.rexpr) or ""])
     return [column for column in found if column]
+
+
+_ORDERINGS = frozenset({"<", ">", "<=", ">="})
+
+
+def _row_columns(node) -> List[str]:
+    """The columns of the row itself an operand is (``synced_at``), or wraps in a function with constants
+    (``coalesce(synced_at, 'epoch')``); empty for anything holding a parameter."""
+    if isinstance(node, pg.ColumnRef):
+        return [_column_name(node) or ""]
+    if isinstance(node, (pg.FuncCall, pg.CoalesceExpr, pg.MinMaxExpr)) and node.args \
+            and not any(isinstance(n, pg.ParamRef) for n in sql_nodes(node)):
+        return [_column_name(arg) or "" for arg in node.args if isinstance(arg, pg.ColumnRef)]
+    return []
 
 
 def _takes_parameter(executed: ExecutedSql) -> bool:
