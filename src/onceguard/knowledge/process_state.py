@@ -183,3 +183,7 @@ EVENT_CLASSES: FrozenSet[str] = frozenset({
 #: Calls that flip an event's state, and those that test it to decide (``wait()`` signals a thread: not a test).
 EVENT_FLIPS: FrozenSet[str] = frozenset({"set", "clear"})
 EVENT_TESTS: FrozenSet[str] = frozenset({"is_set", "isSet"})
+#: What a request waits on until another call hands it an outcome (OG608 ``waiting_registries``).
+WAITER_CLASSES: FrozenSet[str] = frozenset({
+    "asyncio.Future", "asyncio.Event", "asyncio.Queue", "concurrent.futures.Future", "threading.Event", "queue.Queue",
+})

@@ -109,6 +109,16 @@ QUEUED_TASK_DECORATORS: FrozenSet[str] = frozenset({"task", "shared_task", "acto
 JOB_REGISTRATION_METHODS: FrozenSet[str] = frozenset({"add_job", "add_schedule", "do"})
 #: Django function views: first parameter named ``request`` in a module that imports Django.
 REQUEST_PARAMETER = "request"
+#: The request (or connection) objects web frameworks hand their handlers: a function taking one as a parameter
+#: runs while a request is served (a route a table registers in another module, a helper handed the request).
+REQUEST_TYPES: FrozenSet[str] = frozenset({
+    "starlette.requests.Request", "starlette.requests.HTTPConnection", "fastapi.Request", "fastapi.requests.Request",
+    "starlette.websockets.WebSocket", "fastapi.WebSocket", "fastapi.websockets.WebSocket",
+    "aiohttp.web.Request", "aiohttp.web.BaseRequest", "aiohttp.web_request.Request",
+    "aiohttp.web_request.BaseRequest", "sanic.Request", "sanic.request.Request", "litestar.Request",
+    "litestar.connection.Request", "falcon.Request", "falcon.asgi.Request", "django.http.HttpRequest",
+    "rest_framework.request.Request", "tornado.httputil.HTTPServerRequest",
+})
 #: Falcon resources: a method ``on_get``/``on_post``/... (also with a suffix, ``on_get_item``) taking the
 #: request and the response, in a module that imports Falcon, is a responder the app routes requests to.
 RESPONDER_MODULES: Tuple[str, ...] = ("falcon",)

@@ -348,12 +348,28 @@ class Reach:
                          on_demand=qualified.rsplit(".", 1)[-1] in known.QUEUED_TASK_DECORATORS)
             if imports_django and self._first_parameter(function) == known.REQUEST_PARAMETER:
                 mark(function, f"in the request handler {function.name}()", per_request=True)
+            elif self._takes_a_request(function):
+                # ``async def update_flag(request: Request)``: handed the request, it runs while one is served,
+                # whichever route table (of this module or another) names it
+                mark(function, f"in the request handler {function.name}()", per_request=True)
             elif imports_responders and self._is_responder(function):
                 mark(function, f"in the request handler {function.name}()", per_request=True)
         for call in facts.calls_named(*known.JOB_REGISTRATION_METHODS):
             if call.args:
                 mark(self._function_named(call.args[0]), "in a scheduled job")
         self._propagate(pending, "which is request/job code")
+
+    def _takes_a_request(self, function: FunctionNode) -> bool:
+        """A parameter of ``function`` is annotated with a web framework's request or connection type."""
+        arguments = function.args
+        for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+            annotation = argument.annotation
+            if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+                continue  # (a string annotation: not read)
+            if isinstance(annotation, (ast.Name, ast.Attribute)) \
+                    and (self.facts.qualify(annotation) or "") in known.REQUEST_TYPES:
+                return True
+        return False
 
     def _is_responder(self, function: FunctionNode) -> bool:
         """A Falcon responder: ``def on_post(self, req, resp, ...)`` of a class (``on_get_item`` too)."""

@@ -38,6 +38,7 @@ from .presence_tests import hands_back_stored, membership_test, stored_when_abse
 from .scalar_markers import TRIGGERS as SCALAR_TRIGGERS, scalar_markers
 from . import work_in_flight
 from .request_flags import TRIGGERS as FLAG_TRIGGERS, flipped_flags
+from .waiting_registries import Rendezvous, described, rendezvous
 from .work_in_flight import guarded_work_outside, live_counts, refuses_while_held
 
 _SUGGESTION = ("Keep it where every replica reads and writes the same copy: a Redis key per item (`SET key 1 NX EX "
@@ -486,6 +487,10 @@ class ModuleStateAsSharedMemory(Rule):
                     daemons[id(owner)] = found.loop_methods if found is not None else frozenset()
                 return daemons[id(owner)]
 
+            meeting = rendezvous(binding, facts) if binding.scope == state.MODULE else None
+            if meeting is not None:
+                yield from self._rendezvous(meeting, binding, request)
+                continue
             finding = _judge(binding, facts, request, receivers, daemon,
                              lambda: binding.owner is not None and may_be_kept(binding.owner, facts)
                              and getattr(lifetime_of(), "kept_at_startup", False))
@@ -529,6 +534,14 @@ class ModuleStateAsSharedMemory(Rule):
                                fix=Fix("shared-state-snippet", _SNIPPETS[finding.kind], "display-only"), related=related)
         yield from self._scalar_markers(facts, request)
         yield from self._request_flags(facts, request)
+
+    def _rendezvous(self, meeting: Rendezvous, binding: state.Binding, request: RequestCode) -> Iterator[Diagnostic]:
+        """A waiter one request stores and another request resolves (``waiting_registries``)."""
+        waits = request.runs(meeting.waiter, set(), binding=binding)
+        resolves = request.runs(meeting.resolver, set(), binding=binding) if waits is not None else None
+        if resolves is None or "request" not in resolves or request.reach.module_is_one_off:
+            return  # (resolved by this process's own listener or job: the place such waiters are for)
+        yield self.finding(binding.statement, *described(meeting, binding, waits, resolves))
 
     def _request_flags(self, facts: ModuleFacts, request: RequestCode) -> Iterator[Diagnostic]:
         """A module-level event request code flips and other code tests (``request_flags``)."""
