@@ -62,7 +62,7 @@ def _only_removes(function: FunctionNode, access: state.Access) -> bool:
         statement = statements.pop()
         if isinstance(statement, (ast.With, ast.AsyncWith)):
             statements.extend(statement.body)
-        elif not (isinstance(statement, ast.Expr) and (isinstance(statement.value, ast.Constant)
+        elif not (isinstance(statement, (ast.Expr, ast.Return)) and (isinstance(statement.value, ast.Constant)
                                                         or any(node is access.node for node in walk(statement)))):
             return False
     return True
@@ -92,9 +92,15 @@ def guarded_work_outside(found: state.Accesses, facts: ModuleFacts) -> Optional[
         function = access.function
         if function is None or _only_on_failure(access, facts):
             continue
-        evidence = summaries_for(facts).effects(function, facts).first_other
-        if evidence is not None and evidence.plain:
-            return evidence
+        scopes = [function]
+        if _only_removes(function, access):
+            # (a helper that only takes the marker out: the work is its callers')
+            scopes = [caller for caller in (facts.enclosing_function(call) for call in facts.calls_named(function.name))
+                      if caller is not None and caller is not function]
+        for scope in scopes:
+            evidence = summaries_for(facts).effects(scope, facts).first_other
+            if evidence is not None and evidence.plain:
+                return evidence
     return None
 
 
