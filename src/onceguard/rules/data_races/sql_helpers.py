@@ -13,7 +13,7 @@ from typing import Dict, Iterator, List, Set
 from pglast import ast as pg
 
 from ...analysis.executed_sql import ExecutedSql
-from ...analysis.facts import FunctionNode, ModuleFacts
+from ...analysis.facts import FunctionNode, ModuleFacts, walk
 from ...analysis.handed import argument_for, parameter_names
 from ...analysis.sql import parse_statements
 from .flow import Flow
@@ -77,7 +77,8 @@ def column_reads(function: FunctionNode, facts: ModuleFacts) -> List[ColumnRead]
         if not columns:
             continue
         flow = Flow(function, facts, _select_result_source(select))
-        if any(later(r, select.call) and flow.reads(r.value) for r in returns):
+        if any((later(r, select.call) or any(n is select.call for n in walk(r))) and flow.reads(r.value)
+               for r in returns):
             found.append(ColumnRead(tables[0], columns, select, facts))
     return found
 
