@@ -96,3 +96,54 @@ def test_a_marker_taken_out_by_the_handler_itself(tmp_path):
                      "engine = create_engine('postgresql://app@db/app')\n",
                      "exports/work.py": WORK, "exports/api.py": DICT_IN_HANDLER})
     assert findings(tmp_path, "exports/api.py", codes=("OG608",)) == [(6, "OG608")]
+
+
+FETCH_SLOTS = """\
+    import asyncio
+    from contextlib import asynccontextmanager
+
+    import httpx
+    from fastapi import FastAPI, Request
+
+    app = FastAPI()
+    _locks = {}
+    _fetchers = {}
+
+
+    @asynccontextmanager
+    async def fetch_slot(key):
+        _fetchers[key] = _fetchers.get(key, 0) + 1
+        try:
+            async with _locks.setdefault(key, asyncio.Lock()):
+                yield
+        finally:
+            left = _fetchers.get(key, 0) - 1
+            if left > 0:
+                _fetchers[key] = left
+            else:
+                {removal}
+
+
+    def idle(key):
+        return key not in _fetchers
+
+
+    @app.get("/metadata/{key}")
+    async def metadata(key: str, request: Request):
+        async with fetch_slot(key):
+            return httpx.get(f"https://idp.example.org/{key}").json()
+
+
+    @app.post("/metadata/prune")
+    async def prune(request: Request):
+        return [key for key in list(_locks) if idle(key)]
+"""
+
+
+@pytest.mark.parametrize("removal, expected", [
+    ("_fetchers.pop(key, None)", []),  # (each entry is taken out by the function that put it in)
+    ("_fetchers.pop(next(iter(_fetchers)), None)", [(9, "OG608")]),  # (an eviction of another key)
+])
+def test_an_entry_its_writer_takes_out_again_is_work_in_flight(tmp_path, removal, expected):
+    write(tmp_path, {"idp/__init__.py": "", "idp/api.py": FETCH_SLOTS.replace("{removal}", removal)})
+    assert findings(tmp_path, "idp/api.py", codes=("OG608",)) == expected

@@ -521,6 +521,9 @@ def _write_kind(node: ast.AST, matcher: StateMatcher, names: Set[str], function:
             return "unmark"
         if method in known.MARK_METHODS and node.args:
             return _value_kind(node.args[0], matcher, names, function, facts, clocks, marking=True)
+        if method == "setdefault" and len(node.args) >= 2 and _value_kind(
+                node.args[1], matcher, names, function, facts, clocks) == WRITE_OBJECT:
+            return WRITE_OBJECT  # (``_locks.setdefault(key, asyncio.Lock())``: an object of this process)
         if method in ("update", "setdefault", "extend", "insert", "__setitem__"):
             return WRITE_RECORD
         if method in known.KEYED_SET_METHODS and len(node.args) >= 2:

@@ -39,7 +39,7 @@ from .scalar_markers import TRIGGERS as SCALAR_TRIGGERS, scalar_markers
 from . import work_in_flight
 from .request_flags import TRIGGERS as FLAG_TRIGGERS, flipped_flags
 from .waiting_registries import Rendezvous, described, rendezvous
-from .work_in_flight import guarded_work_outside, live_counts, refuses_while_held
+from .work_in_flight import guarded_work_outside, live_counts, refuses_while_held, takes_out_again
 
 _SUGGESTION = ("Keep it where every replica reads and writes the same copy: a Redis key per item (`SET key 1 NX EX "
                "<ttl>` for once-only work, `INCR` then `EXPIRE` for counts and lockouts, a hash with a TTL for a "
@@ -318,8 +318,8 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
     if records and not found.of_kind(state.WRITE_OBJECT):
         for record in records:
             writer = record.function
-            if writer is None:
-                continue
+            if writer is None or takes_out_again(record, found):
+                continue  # (an entry its writer takes out again when its work ends: work in flight here)
             minted = facts.context.cross_file and (record in gauges or minted_key(record.node, facts))
             # An object start-up code keeps on the application (``app.ctx.presence = Registry()``) is there for
             # handlers elsewhere: its methods' callers are followed through the project as a minted key's are.

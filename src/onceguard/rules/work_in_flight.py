@@ -128,3 +128,25 @@ def live_counts(found: state.Accesses) -> List[state.Access]:
 def _steps(access: state.Access, op: type) -> bool:
     node = access.node
     return isinstance(node, ast.AugAssign) and isinstance(node.op, op)
+
+
+def takes_out_again(record: state.Access, found: state.Accesses) -> bool:
+    """The function that stores the entry also takes out the entry under the same key (``_fetchers[key] = n``
+    ... ``finally: _fetchers.pop(key)``): bookkeeping of work in flight in this process, not a record for
+    another request (an eviction of some other key, the oldest, is no such thing)."""
+    key = _key_of(record.node)
+    return key is not None and any(u.function is record.function and _key_of(u.node) == key
+                                   for u in found.of_kind("unmark"))
+
+
+def _key_of(node: ast.AST) -> Optional[str]:
+    """The key expression an entry is stored or removed under, as a dump: ``d[k] = v``, ``del d[k]``,
+    ``d.pop(k)``, ``d.discard(k)``."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+        return ast.dump(target.slice) if isinstance(target, ast.Subscript) else None
+    if isinstance(node, ast.Delete) and node.targets and isinstance(node.targets[0], ast.Subscript):
+        return ast.dump(node.targets[0].slice)
+    if isinstance(node, ast.Call) and node.args:
+        return ast.dump(node.args[0])
+    return None
