@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from ..analysis.facts import FunctionNode, ModuleFacts, walk
 from ..knowledge import process_state as known
@@ -37,29 +37,44 @@ def rendezvous(binding: state.Binding, facts: ModuleFacts) -> Optional[Rendezvou
     looks up there."""
     if binding.scope != state.MODULE:
         return None
-    name = binding.name
-    stores = [(node, function) for function in facts.functions for node in _stores_waiter(function, name, facts)]
+    stores = _waiter_stores(facts).get(binding.name)
     if not stores:
         return None
     for function in facts.functions:
         if any(function is waiter for _, waiter in stores):
             continue
-        resolve = _resolves_entry(function, name)
+        resolve = _resolves_entry(function, binding.name)
         if resolve is not None:
             return Rendezvous(stores[0][0], stores[0][1], resolve, function)
     return None
 
 
-def _stores_waiter(function: FunctionNode, name: str, facts: ModuleFacts):
-    waiters: Set[str] = set()
-    for node in walk(function):
-        if isinstance(node, ast.Assign) and _makes_waiter(node.value, facts):
-            waiters.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    for node in walk(function):
-        if isinstance(node, ast.Assign) and any(_entry_of(t, name) for t in node.targets) and (
-                _makes_waiter(node.value, facts) or isinstance(node.value, ast.Name) and node.value.id in waiters):
-            if facts.enclosing_function(node) is function:
-                yield node
+def _waiter_stores(facts: ModuleFacts) -> Dict[str, List[Tuple[ast.Assign, FunctionNode]]]:
+    """container name -> (``name[key] = waiter``, its function) for each waiter a function of the module stores
+    under a key, made there or in the statement itself; one pass over the module's assignments."""
+    def build(_facts: ModuleFacts) -> Dict[str, List[Tuple[ast.Assign, FunctionNode]]]:
+        made: Set[Tuple[int, str]] = set()
+        for node in facts.assigns:
+            if isinstance(node, ast.Assign) and _makes_waiter(node.value, facts):
+                function = facts.enclosing_function(node)
+                made.update((id(function), t.id) for t in node.targets if isinstance(t, ast.Name))
+        found: Dict[str, List[Tuple[ast.Assign, FunctionNode]]] = {}
+        for node in facts.assigns:
+            if not isinstance(node, ast.Assign):
+                continue
+            function = facts.enclosing_function(node)
+            if function is None:
+                continue
+            value = node.value
+            if not (_makes_waiter(value, facts)
+                    or isinstance(value, ast.Name) and (id(function), value.id) in made):
+                continue
+            for target in node.targets:
+                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                    found.setdefault(target.value.id, []).append((node, function))
+        return found
+
+    return facts.cached("waiting_registries:stores", build)
 
 
 def _makes_waiter(value: ast.AST, facts: ModuleFacts) -> bool:

@@ -111,9 +111,12 @@ def round_trips(function: FunctionNode, facts: ModuleFacts) -> Iterator[RoundTri
     """Each call of ``function`` that hands a project def, to set a column with, a value computed in Python from
     what an earlier call of a project def read of that column."""
     nodes = function_nodes(function, facts)
+    writers = _writer_names(facts)
+    handing = [n for n in nodes if isinstance(n, ast.Call) and (n.args or n.keywords) and _called_name(n) in writers]
+    if not handing:
+        return
     bound = [unwrap(n.value) for n in nodes if isinstance(n, ast.Assign) and isinstance(unwrap(n.value), ast.Call)]
-    handing = [n for n in nodes if isinstance(n, ast.Call) and (n.args or n.keywords)]
-    if not bound or not handing:
+    if not bound:
         return
     from ...project.summaries import resolve
 
@@ -144,6 +147,26 @@ def round_trips(function: FunctionNode, facts: ModuleFacts) -> Iterator[RoundTri
                     if read is not None:
                         yield RoundTrip(read_call, write_call, read, write)
                         break
+
+
+def _called_name(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _writer_names(facts: ModuleFacts) -> Set[str]:
+    """Names of the defs that may set a column to a value handed to them: the project's defs whose text sends
+    ``UPDATE ... SET`` (the prefilter's own list), and this module's whose SQL does."""
+    def build(_facts: ModuleFacts) -> Set[str]:
+        from ...project.prefilter_words import column_writer_words
+
+        names = {word[0][:-1].decode() for word in column_writer_words(facts.config)} if facts.context.cross_file \
+            else set()
+        names.update(function.name for function in facts.functions if any(
+            e.sql.statement_types == ("UpdateStmt",) for e in _executions(function, facts)))
+        return names
+
+    return facts.cached("data_races:column-writer-names", build)
 
 
 def caller_functions(facts: ModuleFacts) -> List[FunctionNode]:
