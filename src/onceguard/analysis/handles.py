@@ -49,6 +49,13 @@ class ConnectionScope:
         return self.item.context_expr.lineno
 
     @property
+    def described(self) -> str:
+        """How a message names the checkout: its ``with`` block, or a ``getconn()`` a ``finally`` gives back."""
+        if isinstance(self.block, ast.Try):
+            return f"the checkout at line {self.line} (given back in `finally:`)"
+        return f"the `with` block at line {self.line}"
+
+    @property
     def end_line(self) -> int:
         return getattr(self.block, "end_lineno", None) or self.line
 
@@ -66,11 +73,24 @@ class ConnectionScope:
         computed from it (``row = cur.fetchone(); return bool(row[0])``)."""
         if _under_return(call, self.block):
             return True
-        statement = ModuleFacts.statement_of(call)
-        if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or function is None:
+        if function is None:
             return False
-        carried = _assigned_names(statement)
+        statement = ModuleFacts.statement_of(call)
+        carried = _assigned_names(statement) if isinstance(statement, (ast.Assign, ast.AnnAssign)) else set()
         nodes = list(walk_no_nested_functions(function))
+        # ``cur.execute(<lock>)`` then ``(got,) = cur.fetchone()``: the row a later fetch on that cursor returns
+        # is the call's result
+        cursor = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if isinstance(cursor, ast.Name):
+            for node in nodes:
+                value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+                value = value.value if isinstance(value, ast.Await) else value
+                if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                        and value.func.attr in _FETCHES and isinstance(value.func.value, ast.Name) \
+                        and value.func.value.id == cursor.id and position(value) > position(call):
+                    carried |= _assigned_names(node)
+        if not carried:
+            return False
         derived = [n for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
         grown = True
         while grown:  # names computed from names that hold the result hold it too
@@ -81,6 +101,16 @@ class ConnectionScope:
                     grown = True
         return any(isinstance(node, ast.Name) and node.id in carried and isinstance(node.ctx, ast.Load)
                    and (self.after(node) or _under_return(node, self.block)) for node in nodes)
+
+
+def _gives_back(node: ast.AST, name: str) -> bool:
+    """``pool.putconn(name)`` / ``pool.release(name)`` / ``name.close()``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in db.RETURN_METHODS):
+        return False
+    if isinstance(node.func.value, ast.Name) and node.func.value.id == name and node.func.attr == "close":
+        return True
+    return any(isinstance(a, ast.Name) and a.id == name for a in node.args)
 
 
 def _is_none(node: ast.AST) -> bool:
@@ -103,7 +133,12 @@ def _under_return(node: ast.AST, block: ast.AST) -> bool:
 
 def _assigned_names(statement: ast.AST) -> set:
     targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-    return {t.id for t in targets if isinstance(t, ast.Name)}
+    return {n.id for t in targets for n in ([t] if isinstance(t, ast.Name) else getattr(t, "elts", ()))
+            if isinstance(n, ast.Name)}
+
+
+#: What reads a statement's rows off its cursor.
+_FETCHES = frozenset({"fetchone", "fetchall", "fetchmany", "fetchval", "fetchrow"})
 
 
 def _reads_any(value: ast.AST, names: set) -> bool:
@@ -384,7 +419,9 @@ class Handles:
             return None
         name = root.id
         for above in ancestors(call):
-            if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return self._explicit_checkout(call, name, above)
+            if isinstance(above, ast.Lambda):
                 return None
             if isinstance(above, (ast.With, ast.AsyncWith)):
                 for item in above.items:
@@ -403,6 +440,30 @@ class Handles:
                                                   or handle.how == "session"):
                             return None
                         return ConnectionScope(item, above, replace(handle, origin=item))
+        return None
+
+    def _explicit_checkout(self, call: ast.Call, name: str, function: ast.AST) -> Optional["ConnectionScope"]:
+        """``conn = pool.getconn()`` then ``try: ... finally: pool.putconn(conn)`` around ``call`` (on ``conn``):
+        the ``try`` is the checkout's block, as a ``with`` block would be."""
+        for above in ancestors(call):
+            if above is function:
+                return None
+            if not (isinstance(above, ast.Try) and any(_gives_back(node, name) for statement in above.finalbody
+                                                       for node in walk(statement))):
+                continue
+            checkouts = [node for node in walk_no_nested_functions(function) if isinstance(node, ast.Assign)
+                         and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+                         and position(node) < position(above)]
+            if not checkouts:
+                return None
+            value = max(checkouts, key=position).value
+            checked = value.value if isinstance(value, ast.Await) else value
+            handle = self.of(checked) if isinstance(checked, ast.Call) else None
+            if handle is None or not handle.pinned or not isinstance(checked.func, ast.Attribute) \
+                    or checked.func.attr not in db.PIN_METHODS:
+                return None
+            item = ast.withitem(context_expr=checked, optional_vars=ast.Name(id=name, ctx=ast.Store()))
+            return ConnectionScope(item, above, replace(handle, origin=item))
         return None
 
     def _implicit_checkout(self, item: ast.withitem, name: str) -> Optional[Handle]:

@@ -54,6 +54,10 @@ PIN_METHODS: FrozenSet[str] = frozenset({
     "connect", "begin", "acquire", "connection", "getconn", "raw_connection", "connection_context",
 })
 
+#: Calls that give a checked-out connection back (``pool.putconn(conn)``, ``await pool.release(conn)``) or close it
+#: (``conn.close()``): a ``try`` whose ``finally`` runs one ends the checkout ``conn = pool.getconn()`` began.
+RETURN_METHODS: FrozenSet[str] = frozenset({"putconn", "release", "close"})
+
 #: Methods that only open, wait for or close a database handle's own connections (``pool.open(wait=True)``,
 #: ``database.connect()``, ``engine.dispose()``): the process's set-up of its handle, no statement sent.
 SETUP_METHODS: FrozenSet[str] = frozenset({

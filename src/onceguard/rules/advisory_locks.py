@@ -481,8 +481,8 @@ class SessionLockOnPool(Rule):
                  if later_unlock is not None else
                  "the caller goes on as if it held the lock, and no unlock can reach that connection again")
         return (scope,
-                f"`{use.function.name}` is taken in the `with` block at line {scope.line} but meant to hold after it "
-                "ends, so another replica can take the lock while this one still works.",
+                f"`{use.function.name}` is taken in {scope.described} but meant to hold after it ends, so another "
+                "replica can take the lock while this one still works.",
                 f"The block's end at line {scope.end_line} {ending}: {after}.")
 
     @staticmethod

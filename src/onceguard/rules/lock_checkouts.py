@@ -33,7 +33,8 @@ def checkout_of(use) -> Optional[ast.AST]:  # (``use``: an advisory_locks.LockUs
                 checkouts = [node for node in walk_no_nested_functions(above) if isinstance(node, ast.Assign)
                              and any(isinstance(t, ast.Name) and t.id == root for t in node.targets)
                              and isinstance(node.value, ast.Call) and position(node) < position(use.call)]
-                if len(checkouts) > 1 and use.handle is not None and use.handle.how in db.PIN_METHODS:
+                if checkouts and use.handle is not None and use.handle.how in db.PIN_METHODS:
+                    # (one binding: every call on the name, through a cursor block or not, runs on that checkout)
                     return max(checkouts, key=position)
                 break
     return use.handle.origin if use.handle is not None else None
