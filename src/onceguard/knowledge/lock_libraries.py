@@ -31,6 +31,9 @@ class LockApi:
     acquire_wait_bound: Tuple[Arg, ...] = ()
     #: A method that takes the lock, runs a callable and releases it (asyncpg-lock ``guard.run(key, fn)``).
     runs_callable: Optional[str] = None
+    #: Arguments that, true, make taking the lock fail at once instead of waiting (portalocker's
+    #: ``fail_when_locked=True``).
+    fails_when: Tuple[Arg, ...] = ()
 
 
 #: Lock constructors / context managers by qualified name.
@@ -69,6 +72,21 @@ CONSTRUCTORS: Dict[str, LockApi] = {
     # caller waits its turn and runs.
     "asyncpg_lock.AdvisoryLockGuard": LockApi("asyncpg-lock", Arg("key", 0), with_takes_lock=False,
                                               runs_callable="run"),
+    # File locks, one per path (on a volume every replica mounts, a lock across them). portalocker: Lock(filename,
+    # mode="a", timeout=None (its 5 s default), check_interval=0.25, fail_when_locked=False, ...); acquire(timeout=
+    # None, check_interval=None, fail_when_locked=None).
+    "portalocker.Lock": LockApi("portalocker", Arg("filename", 0), wait_bound=(Arg("timeout", 2),),
+                                fails_when=(Arg("fail_when_locked", 4),),
+                                acquire_wait_bound=(Arg("timeout", 0),)),
+    "portalocker.RLock": LockApi("portalocker", Arg("filename", 0), wait_bound=(Arg("timeout", 2),),
+                                 fails_when=(Arg("fail_when_locked", 4),),
+                                 acquire_wait_bound=(Arg("timeout", 0),)),
+    # filelock: FileLock(lock_file, timeout=-1 (wait for ever), ...); acquire(timeout=None, poll_interval=0.05, *,
+    # poll_intervall=None, blocking=True).
+    "filelock.FileLock": LockApi("filelock", Arg("lock_file", 0), wait_bound=(Arg("timeout", 1),),
+                                 acquire_no_wait=(Arg("blocking"),), acquire_wait_bound=(Arg("timeout", 0),)),
+    "filelock.SoftFileLock": LockApi("filelock", Arg("lock_file", 0), wait_bound=(Arg("timeout", 1),),
+                                     acquire_no_wait=(Arg("blocking"),), acquire_wait_bound=(Arg("timeout", 0),)),
 }
 
 #: ``client.lock(name, timeout=None, sleep=0.1, blocking=True, blocking_timeout=None, ...)`` on a redis-py
@@ -92,6 +110,7 @@ SLEEP_CALLS = frozenset({"time.sleep", "asyncio.sleep", "gevent.sleep", "trio.sl
 #: Prefilter: a file must mention one of these for the lock-library checks to have anything to say.
 TRIGGERS = (b"advisory_lock", b"create_sadlock", b"create_async_sadlock", b"redis_lock", b"Redlock",
             b"AdvisoryLockGuard", (b"redis", b"lock("), (b"redis", b"Lock("), (b"cache", b".lock("),
+            (b"portalocker", b"Lock("), (b"filelock", b"FileLock("),
             (b"while", b"sleep(", b"redis"),
             # A lock a helper of the project makes (``guard = lock_for("export"); guard.acquire()``), whose
             # client lives in another module: the file shows only the acquire.

@@ -44,8 +44,12 @@ def _zero(node: Optional[ast.AST]) -> bool:
     return isinstance(node, ast.Constant) and node.value in (0, 0.0) and node.value is not False
 
 
-def _says_no_wait(call: ast.Call, flags, bounds) -> Optional[bool]:
+def _says_no_wait(call: ast.Call, flags, bounds, fails=()) -> Optional[bool]:
     """True: told not to wait; False: told to wait; None: not said."""
+    for flag in fails:
+        value = argument(call, flag)
+        if value is not None and not (isinstance(value, ast.Constant) and is_false(value)):
+            return True if isinstance(value, ast.Constant) else None
     for flag in flags:
         value = argument(call, flag)
         if value is not None and isinstance(value, ast.Constant):
@@ -106,7 +110,7 @@ def _facts_of_receiver(through: Forwarded, call: ast.Call, facts: ModuleFacts) -
 
 
 def _waits_when_made(call: ast.Call, api: LockApi) -> bool:
-    said = _says_no_wait(call, api.no_wait, api.wait_bound)
+    said = _says_no_wait(call, api.no_wait, api.wait_bound, api.fails_when)
     return said is not True
 
 

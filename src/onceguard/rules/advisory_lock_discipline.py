@@ -314,6 +314,8 @@ def _library_suggestion(lock: LibraryLock) -> str:
         "sqlalchemy-dlock": "call `acquire(block=False)` and return when it is false",
         "walrus": "call `acquire(block=False)` and return when it is false",
         "asyncpg-lock": "take `pg_try_advisory_lock` yourself and return when it is false",
+        "portalocker": "pass `fail_when_locked=True` (or `timeout=0`) and return on `portalocker.AlreadyLocked`",
+        "filelock": "pass `timeout=0` (or `acquire(blocking=False)`) and return on `filelock.Timeout`",
     }
     return (f"Skip instead of waiting: {by_library.get(lock.api.library, 'try the lock without waiting')}; for a "
             "periodic job, `claim_period(key, period)` (`from onceguard.guards import claim_period`) also stops a "
