@@ -78,6 +78,16 @@ ORM_FILTER_METHODS: FrozenSet[str] = frozenset({"filter", "where", "filter_by", 
 ORM_UPDATE_METHOD = "update"
 SQLALCHEMY_UPDATE: FrozenSet[str] = frozenset({"sqlalchemy.update", "sqlalchemy.sql.update", "sqlmodel.update",
                                              "sqlalchemy.sql.expression.update"})
+#: SQLAlchemy's dialect inserts that can skip a row already present (``insert(Run).values(day=d)
+#: .on_conflict_do_nothing()``): sent and read back, the caller whose row went in gets it.
+SQLALCHEMY_CONFLICT_INSERTS: FrozenSet[str] = frozenset({
+    "sqlalchemy.dialects.postgresql.insert", "sqlalchemy.dialects.sqlite.insert",
+    "sqlalchemy.dialects.postgresql.dml.insert",
+})
+SQLALCHEMY_SKIP_CONFLICT = "on_conflict_do_nothing"
+#: Methods that send a statement object and hand back its result.
+STATEMENT_SENDS: FrozenSet[str] = frozenset({"execute", "exec"})
+
 #: Methods that read back the result of the statement the cursor just executed.
 FETCH_METHODS: FrozenSet[str] = frozenset({
     "fetchone", "fetchval", "scalar", "scalar_one", "scalar_one_or_none", "first", "one", "one_or_none",

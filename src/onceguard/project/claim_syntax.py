@@ -30,6 +30,25 @@ def _inserts_unless_present(text: str) -> bool:
     return False
 
 
+def sends_conflict_insert(call: ast.Call, facts) -> bool:
+    """``session.execute(<statement>)`` of a SQLAlchemy dialect insert that skips a row already present
+    (``insert(Run).values(day=d).on_conflict_do_nothing()``, or a name the function bound to one): the caller whose
+    row goes in gets it back."""
+    from ..analysis.executed_sql import bound_value
+
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr in known.STATEMENT_SENDS and call.args):
+        return False
+    statement = call.args[0]
+    if isinstance(statement, ast.Name):
+        statement = bound_value(statement, facts)
+    links = []
+    while isinstance(statement, ast.Call) and isinstance(statement.func, ast.Attribute):
+        links.append(statement.func.attr)
+        statement = statement.func.value
+    return known.SQLALCHEMY_SKIP_CONFLICT in links and isinstance(statement, ast.Call) \
+        and (facts.callee(statement) or "") in known.SQLALCHEMY_CONFLICT_INSERTS
+
+
 def _update_has_where(text: str) -> bool:
     """An UPDATE that moves rows on only from the state it tests: its WHERE reads a column its SET writes
     (``SET status = 'running' WHERE id = %s AND status = 'pending'``, a version bumped where it matched), so a

@@ -34,7 +34,7 @@ from .claim_kinds import (ANSWER_KINDS, CACHE_ADD, CLAIM_FUNCTION, CONDITIONAL_U
                           TRY_LOCK, UNIQUE_CREATE, UNIQUE_INSERT, ClaimHit, Lead)
 from .claim_syntax import (_assigned, _fetch_from, _inserts_unless_present, _is_huey_lock, _is_preamble, _leaves,
                            _makes_lock, _negative_test, sets_with_nx, _non_blocking, _real_statements, _target_names,
-                           _update_has_where, mentions)
+                           _update_has_where, mentions, sends_conflict_insert)
 from .callable_objects import called_object_method
 from .forwarding import forwarded
 from .lock_libraries import waits_when_entered, yields_acquired_flag
@@ -177,6 +177,8 @@ class ClaimAnalyzer(ClaimBranches):
                 return CONDITIONAL_UPDATE
             if "InsertStmt" in sql.statement_types and _inserts_unless_present(entry.text):
                 return UNIQUE_INSERT
+        if sends_conflict_insert(call, self.facts):
+            return UNIQUE_INSERT  # ``session.execute(insert(Run).values(day=d).on_conflict_do_nothing())``
         if self.is_claim_function(call):
             return CLAIM_FUNCTION
         func = call.func

@@ -28,7 +28,7 @@ from .daemons import DaemonRegistrations
 from .jobs import (Scheduled, Target, _FUNCTION_TYPES, _HH_MM, _argument, _const, _cron_wall_clock, _fields_wall_clock,
                    _has_splat, _is_true_constant, _keywords)
 from .loops import LoopRegistrations
-from .ticking_decorators import TICKING_WORDS, loop_repeating
+from .ticking_decorators import TICKING_WORDS, loop_repeating, timer_repeating
 
 
 #: Not yet looked up (None means looked up and absent).
@@ -412,14 +412,16 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         if found is None:
             return False
         written, applied, home = found
-        loop = loop_repeating(applied, positional_parameters(applied)[0], home)
+        handed = positional_parameters(applied)[0]
+        loop = loop_repeating(applied, handed, home) or timer_repeating(applied, handed, home)
         if loop is None:
             return False
         scheduled = Scheduled(known.REPEAT_EVERY, "@" + (dotted(written) or applied.name), decorator,
                               self._local(function), decorator, None, None)
         scheduled.related.append(Related(home.context.path, loop.lineno, loop.col_offset + 1,
-                                         f"`{dotted(written) or applied.name}` calls the function it decorates in this "
-                                         f"loop, then sleeps"))
+                                         f"`{dotted(written) or applied.name}` calls the function it decorates "
+                                         + ("in this loop, then sleeps" if isinstance(loop, ast.While)
+                                            else "from this timer, which it arms again")))
         self.add(scheduled)
         return True
 

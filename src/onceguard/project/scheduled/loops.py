@@ -409,8 +409,8 @@ class LoopRegistrations:
             job = function if same else (found.function if found is not None and found.function is not None
                                          and not found.foreign and _arms_again(found.function, function, facts)
                                          else None)
-            if job is None or self._started_only_by_operators(function):
-                continue
+            if job is None or self._started_only_by_operators(function) or _runs_what_it_closes_over(job, facts):
+                continue  # (a decorator's timer runs the function it decorates: that is the job, found there)
             how = ast.unparse(call.func)  # as written (``asyncio.get_running_loop().call_later``)
             scheduled = Scheduled(known.TIMER, how, call, self._local(job), call)
             scheduled.skip = self._is_timer_statement
@@ -457,6 +457,18 @@ class LoopRegistrations:
                 for t in statement.targets):
             return True
         return False
+
+
+def _runs_what_it_closes_over(job: FunctionNode, facts: ModuleFacts) -> bool:
+    """``tick`` calls ``fn``, a parameter of a def around it (``def decorator(fn): def tick(): fn() ...``): a
+    generic repeater whose work is whatever each use hands it."""
+    outer = facts.enclosing_function(job)
+    handed = set()
+    while outer is not None:
+        handed |= {a.arg for a in (*outer.args.posonlyargs, *outer.args.args, *outer.args.kwonlyargs)}
+        outer = facts.enclosing_function(outer)
+    return bool(handed) and any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in handed
+                                for n in walk_no_nested_functions(job))
 
 
 def _calls_by_name(function: FunctionNode, name: str) -> bool:

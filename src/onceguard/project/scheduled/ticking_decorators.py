@@ -1,6 +1,8 @@
 """A project's own ``repeat_every``: a decorator whose def keeps, in a def nested in it, a loop that calls the
-function it is handed and sleeps, with no way out but an error (a retry decorator returns the first result).
-Calling the decorated name starts the loop; the decorated function is a ticker's job."""
+function it is handed and sleeps, with no way out but an error (a retry decorator returns the first result), or
+a timer that calls it and arms itself again (``threading.Timer(seconds, tick)`` with ``tick`` calling the function
+and then arming the next timer).  Calling the decorated name starts the loop, or applying the decorator arms the
+first timer; the decorated function is a ticker's job."""
 from __future__ import annotations
 
 import ast
@@ -13,7 +15,7 @@ from ...knowledge import schedulers as known
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 #: What the module of a decorator that starts a ticker says: it sleeps between the calls of its loop.
-TICKING_WORDS = (b"sleep(",)
+TICKING_WORDS = (b"sleep(", b"Timer(", b"call_later(")
 
 
 def loop_repeating(applied: FunctionNode, handed: str, facts: ModuleFacts) -> Optional[ast.While]:
@@ -48,3 +50,41 @@ def _runs_on(loop: ast.While) -> bool:
             if inner is loop:
                 return False
     return True
+
+
+def timer_repeating(applied: FunctionNode, handed: str, facts: ModuleFacts) -> Optional[ast.Call]:
+    """A timer made in ``applied`` (or a def nested in it) whose callback, a def nested there, calls ``handed`` and
+    arms a timer again (itself, or through another nested def that makes the timer): the timer call."""
+    nested = {node.name: node for node in ast.walk(applied) if node is not applied and isinstance(node, _FUNCTION_TYPES)}
+    for timer in ast.walk(applied):
+        if not isinstance(timer, ast.Call):
+            continue
+        callback = _timer_callback(timer, facts)
+        if not isinstance(callback, ast.Name) or callback.id not in nested:
+            continue
+        target = nested[callback.id]
+        calls = [n for n in walk_no_nested_functions(target) if isinstance(n, ast.Call)]
+        runs = any(isinstance(c.func, ast.Name) and c.func.id == handed for c in calls)
+        maker = _def_around(timer, nested)
+        again = any(c is timer for c in calls) or (maker is not None and any(
+            isinstance(c.func, ast.Name) and c.func.id == maker.name for c in calls))
+        if runs and again:
+            return timer
+    return None
+
+
+def _timer_callback(call: ast.Call, facts: ModuleFacts) -> Optional[ast.AST]:
+    if (facts.callee(call) or "") in known.TIMER_CLASSES:
+        return call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "function"),
+                                                              None)
+    if isinstance(call.func, ast.Attribute) and call.func.attr in known.DELAYED_CALL_METHODS:
+        position = known.DELAYED_CALL_METHODS[call.func.attr]
+        return call.args[position] if len(call.args) > position else None
+    return None
+
+
+def _def_around(node: ast.AST, nested: dict) -> Optional[FunctionNode]:
+    for above in ancestors(node):
+        if isinstance(above, _FUNCTION_TYPES):
+            return above if nested.get(above.name) is above else None
+    return None
