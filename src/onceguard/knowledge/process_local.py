@@ -111,6 +111,10 @@ SOCKET_SEND_METHODS: FrozenSet[str] = frozenset({
     "send_text", "send_json", "send_bytes", "send_str", "send", "send_message", "write_message",
 })
 #: Annotations that say a value is a WebSocket connection.
+#: Classes whose instances are the connection they serve: in their methods, ``self`` is the socket.
+SOCKET_HANDLER_CLASSES: FrozenSet[str] = frozenset({
+    "tornado.websocket.WebSocketHandler",
+})
 SOCKET_TYPES: FrozenSet[str] = frozenset({
     "fastapi.WebSocket", "starlette.websockets.WebSocket", "fastapi.websockets.WebSocket",
     "websockets.WebSocketServerProtocol", "websockets.server.WebSocketServerProtocol",

@@ -36,7 +36,8 @@ def per_replica_by_design(node: ast.AST, facts: ModuleFacts, depth: int = 0) -> 
     startup, outer = StartupMap.of_module(facts), function
     while outer is not None and startup.reason(outer) is None:  # (a def nested in start-up code runs with it)
         outer = facts.enclosing_function(outer)
-    if outer is None and not (references and all(_called(r) or _subscribed_callback(r, w) for r, w in references)):
+    if outer is None and not (references and all(_called(r) or _subscribed_callback(r, w) or _handed_to_subscriber(r, w)
+                                                 for r, w in references)):
         return False  # reached from nowhere in sight, or handed to code that is not a subscription
     return all(per_replica_by_design(call, where, depth + 1) for call, where in calls)
 
@@ -103,6 +104,35 @@ def _subscribed_callback(reference: ast.AST, facts: ModuleFacts) -> bool:
         call = parent(call)
     return (isinstance(call, ast.Call) and reference is not call.func and not (call.args and call.args[0] is reference)
             and channel_call(call, known.SHARED_CHANNEL_CALLBACKS, facts))
+
+
+def _handed_to_subscriber(reference: ast.AST, facts: ModuleFacts) -> bool:
+    """``reference`` is handed to a project function (``relay_forever(ChatSocket.deliver)``) that calls the
+    parameter it arrives as only for the messages of a subscription (``async for m in pubsub.listen(): deliver(...)``)."""
+    from ..analysis.handed import parameter_names
+    from .definitions import called_def
+
+    call = parent(reference)
+    if isinstance(call, ast.keyword):
+        keyword, call = call, parent(call)
+    else:
+        keyword = None
+    if not isinstance(call, ast.Call) or reference is call.func:
+        return False
+    found = called_def(call, facts)
+    if found is None:
+        return False
+    target, where = found
+    parameters = parameter_names(target, receiver=False)
+    if keyword is not None:
+        handed = keyword.arg
+    else:
+        index = next((i for i, a in enumerate(call.args) if a is reference), None)
+        handed = parameters[index] if index is not None and index < len(parameters) else None
+    if handed not in parameters:
+        return False
+    runs = [n for n in walk(target) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == handed]
+    return bool(runs) and all(_in_subscription(run, target, where) for run in runs)
 
 
 def _references(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.AST, ModuleFacts]]:

@@ -37,6 +37,10 @@ def socket_parameters(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
     the connection it makes for the request it handles (aiohttp's ``ws = web.WebSocketResponse()``)."""
     arguments = function.args.posonlyargs + function.args.args + function.args.kwonlyargs
     found = {a.arg for a in arguments if is_socket_annotation(a.annotation, facts)}
+    owner = facts.enclosing_class(function)
+    if owner is not None and arguments and arguments[0].arg == "self" and any(
+            (facts.qualify(base) or "") in known.SOCKET_HANDLER_CLASSES for base in owner.bases):
+        found.add("self")  # (a Tornado ``WebSocketHandler``'s methods serve the connection it is)
     names = {a.arg for a in arguments}
     for node in walk(function):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
