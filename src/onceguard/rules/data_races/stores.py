@@ -333,16 +333,21 @@ class StoreChecks:
 
     def _documents(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         """A document store's field read, changed in Python and written back with ``$set``."""
-        for write, field, read in document_write_backs(facts):
+        for write, field, read, collection in document_write_backs(facts):
+            if collection:
+                operator = (f"(`{{\"$push\": {{\"{field}\": item}}}}`, `$pull`, `$addToSet`, or `$set` of one "
+                            f"`\"{field}.<key>\"`)")
+                guard = f"a filter that still holds for the write (`{{\"{field}.url\": {{\"$ne\": url}}}}`)"
+            else:
+                operator = f"(`{{\"$inc\": {{\"{field}\": delta}}}}`)"
+                guard = f"a filter that still holds for the write (`{{\"{field}\": {{\"$gte\": amount}}}}`)"
             yield self.finding(
                 write,
                 f"`{field}` is read with `{short(read, 40)}` (line {read.lineno}), changed in Python and written "
                 f"back with `$set`, so one of two replicas' changes is lost.",
                 f"Two replicas (or requests) read the same document and the later write overwrites the other's "
-                f"change. Change the value in the store with an update operator "
-                f"(`{{\"$inc\": {{\"{field}\": delta}}}}`), "
-                f"with a filter that still holds for the write (`{{\"{field}\": {{\"$gte\": amount}}}}`) and a check "
-                f"of `modified_count`; or compare the value read in the filter (compare-and-set).",
+                f"change. Change the value in the store with an update operator {operator}, with {guard} and a "
+                f"check of `modified_count`; or compare the value read in the filter (compare-and-set).",
             )
 
     def _wrapper_redis(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
