@@ -89,6 +89,10 @@ CONSTRUCTORS: Dict[str, LockApi] = {
                                      acquire_no_wait=(Arg("blocking"),), acquire_wait_bound=(Arg("timeout", 0),)),
 }
 
+#: Libraries of file locks: most guard a short section of file work (a unique name, a move) that every caller
+#: must pass through in turn; only one holding the whole work of its function is a job's lock.
+FILE_LOCK_LIBRARIES = frozenset({"portalocker", "filelock"})
+
 #: ``client.lock(name, timeout=None, sleep=0.1, blocking=True, blocking_timeout=None, ...)`` on a redis-py
 #: client (and django-redis ``cache.lock``): the same Lock as ``redis.lock.Lock``, the client not passed.
 CLIENT_LOCK_METHOD = "lock"

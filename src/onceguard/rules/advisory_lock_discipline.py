@@ -22,6 +22,7 @@ from ..project.lock_libraries import LibraryLock, library_locks, spells_lock_lib
 from ..project.locked_sections import jobs_entering, jobs_wearing
 from ..project.advisory_helpers import helper_pairs, helper_words, release_guaranteed
 from ..project.state_answers import answer_dropped
+from ..project.claim_syntax import is_log_call
 from ..project.process_values import is_fixed_key as _is_fixed_key, parameter_names_around as _parameter_names
 from ..model import Diagnostic, Related
 from ..analysis.names import dotted
@@ -260,6 +261,8 @@ class BlockingLockInJob(Rule):
         for lock in library_locks(facts):
             if not lock.waits or lock.key is None or _runs_migrations(lock.scope, facts) or id(lock.taken) in reported:
                 continue
+            if lock.api.library in lock_known.FILE_LOCK_LIBRARIES and not _holds_a_jobs_work(lock, facts):
+                continue  # a section of file work every caller passes in turn, not a job's lock
             entering: List = []
             if _yields_to_caller(lock.scope):
                 # a mutex around its caller's block: waiting is what it is for, unless a job enters it
@@ -303,6 +306,23 @@ class BlockingLockInJob(Rule):
                 related=[Related(other.context.path, call.lineno, call.col_offset + 1,
                                  f"the scheduled job `{job.name}` enters it here") for call, other, job in entering],
             )
+
+
+def _holds_a_jobs_work(lock: LibraryLock, facts: ModuleFacts) -> bool:
+    """The lock's ``with`` is a statement of a job's own body (a function the module schedules or declares a
+    task), and nothing after it but logging and a plain ``return``: it holds the job's whole work."""
+    from ..project.reach import Reach
+
+    scope, block = lock.scope, lock.in_with
+    if scope is None or block is None or not any(statement is block for statement in scope.body):
+        return False
+    reason = Reach.of_module(facts).function_reason(scope) if Reach.of_module(facts).is_request_or_job(scope) else None
+    if reason is None or "job" not in reason:
+        return False
+    after = scope.body[scope.body.index(block) + 1:]
+    return all((isinstance(s, ast.Return) and (s.value is None or isinstance(s.value, ast.Constant)))
+               or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and is_log_call(s.value))
+               for s in after)
 
 
 def _library_suggestion(lock: LibraryLock) -> str:
