@@ -61,6 +61,7 @@ CLOCK_CALLS: FrozenSet[str] = frozenset({
 TOO_MANY_REQUESTS = 429
 TOO_MANY_REQUESTS_NAMES: FrozenSet[str] = frozenset({
     "HTTP_429_TOO_MANY_REQUESTS", "TOO_MANY_REQUESTS", "TooManyRequests", "Throttled", "HTTPTooManyRequests",
+    "TooManyRequestsException",
 })
 
 LIMITER_INSTEAD = ("Keep the counters in a store every replica shares: `storage_uri=\"redis://...\"` (Flask-Limiter, "

@@ -118,6 +118,8 @@ REQUEST_TYPES: FrozenSet[str] = frozenset({
     "aiohttp.web_request.BaseRequest", "sanic.Request", "sanic.request.Request", "litestar.Request",
     "litestar.connection.Request", "falcon.Request", "falcon.asgi.Request", "django.http.HttpRequest",
     "rest_framework.request.Request", "tornado.httputil.HTTPServerRequest",
+    # an ASGI middleware's ``scope``: each request (or connection) runs it
+    "starlette.types.Scope", "litestar.types.Scope", "litestar.types.asgi_types.Scope",
 })
 #: Falcon resources: a method ``on_get``/``on_post``/... (also with a suffix, ``on_get_item``) taking the
 #: request and the response, in a module that imports Falcon, is a responder the app routes requests to.
