@@ -65,3 +65,28 @@ SECTION = """\
 def test_a_file_lock_around_a_section_of_the_work_is_a_mutex(tmp_path):
     write(tmp_path, {"media/__init__.py": "", "media/tasks.py": SECTION})
     assert findings(tmp_path, "media/tasks.py", codes=("OG103",)) == []
+
+
+TRY_ONCE = """\
+    from filelock import FileLock, Timeout
+
+    from catalog.feed import rebuild_feed
+
+
+    def rebuild() -> None:
+        lock = FileLock("/shared/locks/feed.lock")
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            return
+        try:
+            rebuild_feed()
+        finally:
+            lock.release()
+"""
+
+
+def test_a_file_lock_taken_without_waiting_raises_when_held(tmp_path):
+    # (its acquire has no answer to read: it raises when another holds the lock, and the work is the holder's)
+    write(tmp_path, {"catalog/__init__.py": "", "catalog/jobs.py": TRY_ONCE})
+    assert findings(tmp_path, "catalog/jobs.py", codes=("OG103", "OG106")) == []

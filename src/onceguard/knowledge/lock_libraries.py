@@ -34,6 +34,9 @@ class LockApi:
     #: Arguments that, true, make taking the lock fail at once instead of waiting (portalocker's
     #: ``fail_when_locked=True``).
     fails_when: Tuple[Arg, ...] = ()
+    #: Taking the lock without waiting raises when another holds it (filelock's ``Timeout``, portalocker's
+    #: ``AlreadyLocked``): the work after it runs only for the holder, with no answer to read.
+    raises_when_held: bool = False
 
 
 #: Lock constructors / context managers by qualified name.
@@ -77,16 +80,18 @@ CONSTRUCTORS: Dict[str, LockApi] = {
     # None, check_interval=None, fail_when_locked=None).
     "portalocker.Lock": LockApi("portalocker", Arg("filename", 0), wait_bound=(Arg("timeout", 2),),
                                 fails_when=(Arg("fail_when_locked", 4),),
-                                acquire_wait_bound=(Arg("timeout", 0),)),
+                                acquire_wait_bound=(Arg("timeout", 0),), raises_when_held=True),
     "portalocker.RLock": LockApi("portalocker", Arg("filename", 0), wait_bound=(Arg("timeout", 2),),
                                  fails_when=(Arg("fail_when_locked", 4),),
-                                 acquire_wait_bound=(Arg("timeout", 0),)),
+                                 acquire_wait_bound=(Arg("timeout", 0),), raises_when_held=True),
     # filelock: FileLock(lock_file, timeout=-1 (wait for ever), ...); acquire(timeout=None, poll_interval=0.05, *,
     # poll_intervall=None, blocking=True).
     "filelock.FileLock": LockApi("filelock", Arg("lock_file", 0), wait_bound=(Arg("timeout", 1),),
-                                 acquire_no_wait=(Arg("blocking"),), acquire_wait_bound=(Arg("timeout", 0),)),
+                                 acquire_no_wait=(Arg("blocking"),), acquire_wait_bound=(Arg("timeout", 0),),
+                                 raises_when_held=True),
     "filelock.SoftFileLock": LockApi("filelock", Arg("lock_file", 0), wait_bound=(Arg("timeout", 1),),
-                                     acquire_no_wait=(Arg("blocking"),), acquire_wait_bound=(Arg("timeout", 0),)),
+                                     acquire_no_wait=(Arg("blocking"),), acquire_wait_bound=(Arg("timeout", 0),),
+                                     raises_when_held=True),
 }
 
 #: Libraries of file locks: most guard a short section of file work (a unique name, a move) that every caller

@@ -114,7 +114,7 @@ class TryLockResultIgnored(Rule):
                 "the run when it is false: `if not await claim(...): return`",
             )
         for lock in library_locks(facts) if spells_lock_library(facts) else ():
-            if not lock.waits and _acquired_dropped(lock, facts):
+            if not lock.waits and not lock.api.raises_when_held and _acquired_dropped(lock, facts):
                 yield self.finding(
                     lock.taken,
                     f"this {lock.api.library} lock does not wait and nothing reads whether it was acquired, so "
