@@ -1,4 +1,4 @@
-"""OG301: instances changed one by one and written back together.
+"""OG301: instances changed one by one and written back together, or through a copy merged back.
 
 ``Post.objects.bulk_update(posts, ["views"])`` writes each instance of the list with the value the caller
 computed from the one it loaded, as ``post.save()`` would; so does a session's ``add_all(rows)`` before the
@@ -84,3 +84,34 @@ SESSION = """\
 def test_a_list_added_to_a_session_and_committed(tmp_path, add, expected):
     write(tmp_path, {"shop/__init__.py": "", "shop/counters.py": SESSION.replace("{add}", add)})
     assert findings(tmp_path, "shop/counters.py", codes=("OG301",)) == expected
+
+
+DTO = """\
+    from pydantic import BaseModel
+    from sqlalchemy.orm import Session
+
+    from meter.models import Account
+
+
+    class AccountDTO(BaseModel):
+        id: int
+        credits_used: int
+
+
+    def load(session: Session, account_id: int, *, lock: bool = False) -> AccountDTO:
+        row = session.get(Account, account_id, with_for_update=lock)
+        return AccountDTO.model_validate(row, from_attributes=True)
+
+
+    def consume(session: Session, account_id: int, credits: int) -> None:
+        account = load(session, account_id{lock})
+        account.credits_used += credits
+        session.merge(Account(**account.model_dump()))
+        session.commit()
+"""
+
+
+@pytest.mark.parametrize("lock, expected", [("", [(19, "OG301")]), (", lock=True", [])])
+def test_a_copy_of_the_row_merged_back(tmp_path, lock, expected):
+    write(tmp_path, {"meter/__init__.py": "", "meter/usage.py": DTO.replace("{lock}", lock)})
+    assert findings(tmp_path, "meter/usage.py", codes=("OG301",)) == expected

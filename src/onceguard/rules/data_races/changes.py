@@ -223,6 +223,8 @@ def _written_back(change: Change, function: FunctionNode, facts: ModuleFacts,
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         name, receiver = node.func.attr, node.func.value
+        if name == "merge" and len(node.args) == 1 and later(node, change.back) and _built_from(node.args[0], instance):
+            return node  # ``session.merge(Account(**dto.model_dump()))``: a row made of the changed copy, written
         if name in ("add", "merge") and len(node.args) == 1 and plain_name(node.args[0]) == instance:
             spelled = dotted(receiver)
             if name == "merge" and later(node, change.back):
@@ -265,6 +267,26 @@ def _written_back(change: Change, function: FunctionNode, facts: ModuleFacts,
         elif loaded is not None and _stores_the_handed_row(node, instance, function, facts):
             return node  # ``self.users.save(user)``: a repository method that adds and commits what it is handed
     return committed_by_block(change.back, loaded)
+
+
+def _built_from(value: ast.AST, instance: str) -> bool:
+    """A model made from ``instance``'s fields: ``Account(**dto.model_dump())``, ``Account(**vars(dto))``,
+    ``Account(id=dto.id, credits_used=dto.credits_used)``."""
+    if not isinstance(value, ast.Call):
+        return False
+    for keyword in value.keywords:
+        root = keyword.value
+        while isinstance(root, (ast.Call, ast.Attribute)):
+            if isinstance(root, ast.Call):
+                if keyword.arg is None and isinstance(root.func, ast.Name) and root.args:
+                    root = root.args[0]  # ``**vars(dto)``
+                    continue
+                root = root.func
+            else:
+                root = root.value
+        if isinstance(root, ast.Name) and root.id == instance:
+            return True
+    return False
 
 
 def _holds_instance(collection: ast.AST, instance: str, at: ast.AST, function: FunctionNode,

@@ -272,3 +272,34 @@ def _module_name(facts: ModuleFacts) -> Optional[str]:
     if stem == "__init__":
         return package or None
     return f"{package}.{stem}" if package else stem
+
+
+#: Keywords that lock the row a load reads (``session.get(M, pk, with_for_update=True)``).
+_LOCK_KEYWORDS = frozenset({"with_for_update"})
+#: Query methods that lock the rows they read.
+_LOCK_METHODS = frozenset({"with_for_update", "select_for_update"})
+
+
+def locked_by_its_loader(instance: str, before: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """``instance`` was last bound to a call of a project function whose load locks the row, for this call:
+    ``.with_for_update()`` / ``select_for_update()`` there, or ``with_for_update=<its parameter>`` that this call
+    hands ``True`` (``load_account(session, pk, lock=True)``), whatever copy of the row it hands back (a DTO)."""
+    assignment = _last_binding(instance, before, function, facts)
+    call = unwrap(assignment.value) if assignment is not None else None
+    if not isinstance(call, ast.Call):
+        return False
+    for target, _where in resolve(call, facts, function, by_name=False)[:_MAX_TARGETS]:
+        for node in ast.walk(target):
+            if not isinstance(node, ast.Call):
+                continue
+            if isinstance(node.func, ast.Attribute) and node.func.attr in _LOCK_METHODS:
+                return True
+            for keyword in node.keywords:
+                if keyword.arg not in _LOCK_KEYWORDS:
+                    continue
+                value = keyword.value
+                if isinstance(value, ast.Name) and value.id in parameter_names(target):
+                    value = argument_for(call, target, value.id)
+                if isinstance(value, ast.Constant) and value.value is True:
+                    return True
+    return False

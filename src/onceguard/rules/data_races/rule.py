@@ -29,7 +29,7 @@ from .loads import (
 from .flow import Flow, _first_arithmetic, _keyed, plain_name
 from .writers import sole_writer
 from .handed_sessions import changed_for_callers, changed_rows_handed_in
-from .returned_loads import returned_row
+from .returned_loads import locked_by_its_loader, returned_row
 from ...project.held_locks import held_by_lock_helper
 from .view_objects import locked_view_object
 from .changes import Change, _fresh_object, _functions_writing_instances, _written_back, instance_changes
@@ -261,6 +261,8 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                 seen_by = bindings
                 if loaded is None:
                     # No load in view: the row may come from a project function that loads it and returns it.
+                    if locked_by_its_loader(change.instance, change.back, function, facts):
+                        continue  # (a copy of a row its loader locked for this call)
                     returned = returned_row(change.instance, change.back, function, facts)
                     if returned is not None:
                         if returned[1].locked:
