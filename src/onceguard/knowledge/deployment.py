@@ -168,3 +168,13 @@ PROCESS_SPAWNERS: FrozenSet[str] = frozenset({
 SERVER_WORKER_KEYWORDS: FrozenSet[str] = frozenset({"workers", "processes"})
 #: Calls that replace the program with a command (``os.execvp("gunicorn", [...])``).
 PROCESS_REPLACERS: FrozenSet[str] = frozenset({"os.execvp", "os.execv", "os.execlp", "os.execl", "os.execvpe"})
+
+#: Programs that run a crontab's lines on their schedule: started in every replica's container, each container
+#: runs every line (``cron`` in an entrypoint before the server, ``supercronic /app/crontab``).
+CRON_DAEMONS = frozenset({"cron", "crond", "supercronic", "go-crond", "yacron"})
+#: Names of the files that hold crontab lines: ``crontab``, ``app.cron``, ``jobs.crontab``.
+CRONTAB_NAMES = frozenset({"crontab", "cronjobs", "cron.txt"})
+CRONTAB_SUFFIXES = (".cron", ".crontab")
+#: A line's schedule: five fields, or one of cron's shorthands.
+CRON_SHORTHANDS = frozenset({"@reboot", "@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight",
+                             "@hourly"})

@@ -35,6 +35,8 @@ RQ_SCHEDULER = "rq-scheduler"
 DJANGO_CELERY_BEAT = "django-celery-beat"
 TWISTED_LOOPING_CALL = "Twisted LoopingCall"
 TORNADO_PERIODIC = "Tornado PeriodicCallback"
+#: A crontab line run by a cron daemon each replica's container starts (a management command on a schedule).
+CRON = "cron"
 
 #: Families that run ONE scheduler by design (Celery beat, rq-scheduler's daemon lock,
 #: django-celery-beat's beat): reported only with ``single-scheduler = false``.

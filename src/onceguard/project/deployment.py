@@ -99,6 +99,7 @@ def for_development(path: str, bases: Sequence[str]) -> bool:
 
 
 def clear_cache() -> None:
+    _cron_lines.clear()
     with _lock:
         _scans.clear()
         _steps.clear()
@@ -480,3 +481,86 @@ def launch_naming(facts, names: Iterable[str]) -> Optional[Launch]:
             if set(_WORD_PARTS.split(word)) & wanted:
                 return launch
     return None
+
+
+# =====================================================================================================
+# Crontab lines a cron daemon runs in every replica
+# =====================================================================================================
+def cron_launches(facts) -> List[Launch]:
+    """The commands of the project's crontab files, when a command run in every replica starts a cron daemon
+    (``cron`` in the entrypoint before gunicorn): each replica's cron runs every line on its schedule."""
+    context = facts.context
+    if not context.cross_file or not context.path or context.is_test:
+        return []
+    return cron_launches_under(project_directory(context.path, facts.config, project.search_root(facts)),
+                               facts.config)
+
+
+_cron_lines: Dict[str, List[Launch]] = {}
+
+
+def cron_launches_under(top: str, config: Config) -> List[Launch]:
+    """``cron_launches`` of the project directory ``top`` (once per run)."""
+    key = os.path.abspath(top)
+    if key in _cron_lines:
+        return _cron_lines[key]
+    found: List[Launch] = []
+    running = [launch for launch in launches(config, top) if launch.per_replica and _starts_cron(launch.words)]
+    if running:
+        for path in project.files_named(top, _is_crontab, config, key="crontab"):
+            for line, words in _crontab_commands(path):
+                found.append(Launch(words, path, line, True, f"crontab, run by `{running[0].words[0]}` in every "
+                                                             f"replica ({os.path.basename(running[0].path)})"))
+    _cron_lines[key] = found
+    return found
+
+
+def runs_command(words: Sequence[str], name: str) -> bool:
+    """``python manage.py <name>`` / ``django-admin <name>``."""
+    bases = [os.path.basename(w) for w in words]
+    return any(word in ("manage.py", "django-admin") and bases[index + 1] == name
+               for index, word in enumerate(bases[:-1]))
+
+
+def cron_runs_command_file(config: Config, path: str) -> bool:
+    """``path`` is a Django management command a crontab line runs in every replica (a prefilter's question)."""
+    parts = os.path.normpath(path).split(os.sep)
+    if len(parts) < 3 or parts[-3:-1] != ["management", "commands"]:
+        return False
+    top = project_directory(path, config, config.root or "")
+    return any(runs_command(launch.words, parts[-1][:-3]) for launch in cron_launches_under(top, config))
+
+
+def _starts_cron(words: Sequence[str]) -> bool:
+    names = [os.path.basename(w) for w in words[:3]]
+    return bool(names) and (names[0] in known.CRON_DAEMONS
+                            or (names[0] in ("service", "busybox") and len(names) > 1
+                                and names[1] in known.CRON_DAEMONS))
+
+
+def _is_crontab(name: str) -> bool:
+    lowered = name.lower()
+    return lowered in known.CRONTAB_NAMES or lowered.endswith(known.CRONTAB_SUFFIXES)
+
+
+def _crontab_commands(path: str) -> List[Tuple[int, Tuple[str, ...]]]:
+    """(line, words) of each command a crontab line runs (each of ``a; b && c``), its schedule (and the user
+    field of an ``/etc/cron.d`` file) left out."""
+    found: List[Tuple[int, Tuple[str, ...]]] = []
+    for number, raw in enumerate(read_text(path).splitlines(), 1):
+        text = raw.strip()
+        if not text or text.startswith("#") or re.match(r"^[A-Za-z_][A-Za-z0-9_]*\s*=", text):
+            continue  # (a comment, or an environment line such as ``SHELL=/bin/sh``)
+        fields = text.split()
+        rest = fields[1:] if fields[0] in known.CRON_SHORTHANDS else fields[5:] if len(fields) > 5 else []
+        if rest and re.fullmatch(r"[a-z_][a-z0-9_-]*", rest[0]) and len(rest) > 1 and not _is_program(rest[0]):
+            rest = rest[1:]  # (the user an ``/etc/cron.d`` line runs as)
+        for segment in re.split(r";|&&|\|\|", " ".join(rest)):
+            words = tuple(w for w in segment.split() if w)
+            if words and not words[0].startswith((".", ">")) and words[0] not in ("cd", "export", "source"):
+                found.append((number, words))
+    return found
+
+
+def _is_program(word: str) -> bool:
+    return word in ("python", "python3", "flask", "celery", "cd", "sh", "bash") or word.endswith(".py")

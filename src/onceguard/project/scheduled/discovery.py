@@ -63,6 +63,7 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         self._worker_loops()
         self._handed_to_repeaters()
         self._daemons()
+        self._cron_commands()
         before = len(self.found)
         self._celery_beat()
         self._django_celery_beat()
@@ -71,6 +72,27 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             for scheduled in self.found[before:]:
                 scheduled.coordinated = True
         self._handed_registrations()
+
+    # -- a management command a crontab runs in every replica ---------------------------------------------
+    def _cron_commands(self) -> None:
+        """A Django management command (``Command.handle``) that a crontab line runs, in a project whose every
+        replica starts a cron daemon (``deployment.cron_launches``): each replica's cron runs it on schedule."""
+        context = self.facts.context
+        parts = context.parts[:-1]
+        if not self.cross_file or "management" not in parts or "commands" not in parts:
+            return
+        name = context.filename[:-3]
+        from ..deployment import cron_launches, runs_command
+
+        launch = next((launch for launch in cron_launches(self.facts) if runs_command(launch.words, name)), None)
+        command = next((c for c in self.facts.classes if c.name == "Command"), None) if launch is not None else None
+        handle = next((s for s in command.body if isinstance(s, _FUNCTION_TYPES) and s.name == "handle"),
+                      None) if command is not None else None
+        if handle is None:
+            return
+        scheduled = Scheduled(known.CRON, "crontab", handle, self._local(handle), None)
+        scheduled.related.append(Related(launch.path, launch.line, 1, f"this line runs `{name}` ({launch.where})"))
+        self.add(scheduled)
 
     # -- scheduler objects ------------------------------------------------------------------------
     def scheduler_of(self, receiver: ast.AST) -> Tuple[Optional[str], Optional[ast.Call]]:

@@ -33,6 +33,7 @@ from ...project.scheduled.discovery import Scheduled, _resolver, scheduled_in
 # ------------------------------------------------------------------------------------------------
 #: Why a family's jobs run in every replica: the first sentence of OG201's help.
 _FAMILY_NOTES = {
+    known.CRON: "Every replica's container starts its own cron, and each cron runs every line of the crontab.",
     known.HUEY: "Every huey consumer started without -n runs the periodic scheduler.",
     known.PERIODIQ: "Every periodiq process enqueues the periodic actors on its own clock.",
     known.APS3: "APScheduler 3 has no coordination between processes.",
@@ -52,6 +53,8 @@ _FAMILY_NOTES = {
 }
 
 _FAMILY_ALTERNATIVES = {
+    known.CRON: " Or run the command from one scheduler instead of cron in every container (a Kubernetes CronJob, "
+                "a one-replica scheduler service).",
     known.HUEY: " Or run exactly one consumer with periodic tasks (start the others with -n).",
     known.PERIODIQ: " Or run exactly one periodiq process (a service of its own with one replica).",
     known.APS4: " Or give the scheduler a shared data store (SQLAlchemyDataStore) so replicas share schedules.",
@@ -415,9 +418,14 @@ class UnguardedScheduledJob(Rule):
         """A module that only decorates its jobs with the project's own registering decorator."""
         return registering_words(config)
 
-    # A program the deployment runs in every replica, handing its work to a loop of another module
-    # (``await run_hourly(submitter.run, 5)``): its own text need spell no loop or scheduler.
-    project_files = staticmethod(is_per_replica_program)
+    @staticmethod
+    def project_files(config, path: str) -> bool:
+        """A program the deployment runs in every replica, handing its work to a loop of another module
+        (``await run_hourly(submitter.run, 5)``), or a management command a crontab line runs in every replica:
+        its own text need spell no loop or scheduler."""
+        from ...project.deployment import cron_runs_command_file
+
+        return is_per_replica_program(config, path) or cron_runs_command_file(config, path)
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         for verdict in _verdicts(facts):
