@@ -341,6 +341,7 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
                     continue
             for reader in decisions + found.of_kind("read"):
                 if reader.function is not None and reader.function is not writer \
+                        and id(reader.function) not in memos \
                         and not _accessor_of(reader.function, writer, facts) \
                         and request.runs(reader.function, receivers, binding=follow) is not None:
                     return _Finding("registry", record, reader, elsewhere=minted)
