@@ -628,7 +628,18 @@ def read_through(function: FunctionNode, binding: Binding, facts: ModuleFacts) -
         kind = _write_kind(node, matcher, names, function, facts, clocks)
         if tests and kind in (WRITE_DERIVED, WRITE_OBJECT):
             return True
+        if tests and kind in (WRITE_CLOCK, WRITE_RECORD) and _entry_with_expiry(node, facts, clocks):
+            return True  # ``cache[key] = (value, time.monotonic() + TTL)``: a computed value kept until it expires
     return False
+
+
+def _entry_with_expiry(node: ast.AST, facts: ModuleFacts, clocks: Set[str]) -> bool:
+    """An assignment of a pair: a value that is no clock reading, and the time it expires at."""
+    value = getattr(node, "value", None) if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+    if not isinstance(value, ast.Tuple) or len(value.elts) < 2:
+        return False
+    timed = [_is_clock(element, facts, clocks) for element in value.elts]
+    return any(timed) and not all(timed)
 
 
 __all__ = ["Binding", "Lifetime", "Access", "Accesses", "StateMatcher", "binding_of", "constructed",
