@@ -7,7 +7,6 @@ answer may reach the caller through the row a later fetch on the same cursor ret
 """
 from __future__ import annotations
 
-import pytest
 from test_job_discovery import findings, fresh_caches, write  # noqa: F401 (fresh_caches: autouse here too)
 
 DB = """\

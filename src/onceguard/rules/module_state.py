@@ -437,8 +437,9 @@ def _describe(finding: _Finding, binding: state.Binding) -> Tuple[str, str]:
                 "Every other replica has its own watermark, and a restart forgets it. ")
     if finding.kind == "in flight":
         return (f"{name} ({where} container in process memory) holds work in flight and {decider}() turns a "
-                "second request away while it is there, so a request on another replica starts the same work again.",
-                "Another replica has no such entry, and the work acts outside the process. ")
+                "second request away, so another replica starts the same work again.",
+                "While the work runs, a second request for it is refused only by the replica running it: another "
+                "replica has no such entry, and the work acts outside the process. ")
     if finding.kind == "mark" and finding.answered:
         return (f"{name} ({where} container in process memory) remembers what was handled and {decider}() "
                 "answers from it whether to do the work, so another replica does it again.",
@@ -561,8 +562,9 @@ class ModuleStateAsSharedMemory(Rule):
             flipped = "set" if flag.flip.func.attr == "set" else "cleared"
             yield self.finding(
                 flag.flip,
-                f"`{flag.name}` (an event in process memory) is {flipped} by {flag.writer.name}() ({reason}) and "
-                f"tested by {flag.reader.name}(), so the other worker processes and replicas never see the change.",
+                f"`{flag.name}` (an event in process memory) is {flipped} by {flag.writer.name}() and tested by "
+                f"{flag.reader.name}(), so the other worker processes and replicas never see the change.",
+                f"The switch {flag.writer.name}() runs {reason}. "
                 "The request that flips it is served by one process of one replica; every other process keeps its "
                 "own copy, and a restart forgets it. Keep the flag where every replica reads it: a row of a "
                 "settings table, or a Redis key (`redis.set(\"maintenance\", 1)`, tested with `redis.exists(...)`), "

@@ -113,10 +113,10 @@ def described(meeting: Rendezvous, binding: state.Binding, waits: str, resolves:
     path = binding.facts.context.path
     waiter, resolver = meeting.waiter.name, meeting.resolver.name
     return (
-        f"`{binding.name}` (a module-level container in process memory) holds what {waiter}() waits for, and "
-        f"{resolver}() resolves it from there, so when that call is served by another replica the waiting request "
-        "never hears of it.",
-        f"{waiter}() runs {waits}; {resolver}() runs {resolves}, on whichever replica the load balancer picks. Keep "
+        f"`{binding.name}` (a module-level container in process memory) holds what {waiter}() waits for and "
+        f"{resolver}() resolves it, so a call served by another replica never reaches the waiter.",
+        f"The waiter {waiter}() runs {waits}; {resolver}() runs {resolves}, on whichever replica the load balancer "
+        "picks. Keep "
         "the outcome where every replica sees it (a row keyed by the id, or a Redis key the waiter polls or a "
         "pub/sub channel it subscribes to), and resolve the local waiter from there.",
         None, None,
