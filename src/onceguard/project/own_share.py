@@ -334,16 +334,25 @@ def _public_ways_in(methods: List[FunctionNode], filling: Set[str]) -> List[Func
 
 def _fills(function: FunctionNode, on_self: bool, name: str) -> bool:
     """``function`` puts items into ``self.<name>`` (``on_self``) or into the module's ``name``."""
+    return (on_self, name) in _filled_targets(function)
+
+
+def _filled_targets(function: FunctionNode) -> FrozenSet[Tuple[bool, str]]:
+    """(on ``self``, name) of every container ``function`` puts items into: one walk per function, asked for
+    each container of its class or module."""
+    cached = getattr(function, "_og_filled", None)
+    if cached is not None:
+        return cached
+    found: Set[Tuple[bool, str]] = set()
     for node in walk_no_nested_functions(function):
         filled = _fill(node)
         target = filled[2] if filled is not None else None
-        if target is None:
-            continue
-        if on_self and isinstance(target, ast.Attribute) and target.attr == name and _is_self(target.value):
-            return True
-        if not on_self and isinstance(target, ast.Name) and target.id == name:
-            return True
-    return False
+        if isinstance(target, ast.Attribute) and _is_self(target.value):
+            found.add((True, target.attr))
+        elif isinstance(target, ast.Name):
+            found.add((False, target.id))
+    function._og_filled = frozenset(found)  # type: ignore[union-attr]
+    return function._og_filled  # type: ignore[union-attr]
 
 
 class _Registry:

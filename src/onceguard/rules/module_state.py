@@ -244,7 +244,9 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
 
     def in_flight_outside() -> bool:  # (read once: the work's effects are followed through the project)
         if not outside:
-            outside[True] = guarded_work_outside(found, facts) is not None
+            # (the cheap question first: only a test that turns a request away makes the work's effects matter)
+            outside[True] = any(refuses_while_held(d) for d in found.of_kind("decide")) \
+                and guarded_work_outside(found, facts) is not None
         return outside[True]
 
     if not (written & {state.WRITE_COUNTER, state.WRITE_CLOCK}
