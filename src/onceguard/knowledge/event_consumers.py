@@ -7,7 +7,7 @@ Slack Socket Mode is not here: Slack spreads events over an app's open sockets, 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, FrozenSet
+from typing import Dict, FrozenSet, Tuple
 
 from .effects import REPLICA_IDENTITY_CALLS
 
@@ -130,3 +130,16 @@ TRIGGERS = (b"listen(", b"get_message", b"xread(", b"add_listener", b"KafkaConsu
             b"discord", b"telegram", b"aiogram", b"telebot", b"hikari", b"sync_forever", b"IMAP", b"imap",
             b"MailBox", b"exclusive", b"lifespan", b"on_event", b"on_startup", b"add_event_handler", b"def ready",
             b"def create_app", b"before_first_request")
+
+#: RabbitMQ clients: a queue one replica declares for itself (``exclusive=True``, or left unnamed so the server
+#: names it) and binds to an exchange receives a copy of every message the exchange routes, in every replica.
+AMQP_PACKAGES: FrozenSet[str] = frozenset({"aio_pika", "pika", "aiormq", "kombu"})
+#: Declaring a queue: aio-pika ``channel.declare_queue(name=None, *, exclusive=False, ...)``, pika
+#: ``channel.queue_declare(queue, ..., exclusive=False, ...)``; the name's keyword and position.
+AMQP_QUEUE_DECLARES: Dict[str, Tuple[str, int]] = {"declare_queue": ("name", 0), "queue_declare": ("queue", 0)}
+AMQP_EXCLUSIVE_KEYWORD = "exclusive"
+#: Reading a queue: aio-pika ``queue.iterator()`` (looped over) and ``queue.consume(callback)``; pika
+#: ``channel.basic_consume(queue=name, on_message_callback=callback)``.
+AMQP_ITERATORS = frozenset({"iterator"})
+AMQP_CALLBACK_CONSUMES: Dict[str, Tuple[str, int]] = {"consume": ("callback", 0),
+                                                       "basic_consume": ("on_message_callback", 1)}

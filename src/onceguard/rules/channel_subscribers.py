@@ -4,7 +4,8 @@ message acts outside the process (OG602's second half).
 A Redis pub/sub subscriber (``async for message in pubsub.listen()``), a Redis Stream read with ``XREAD`` (no
 consumer group), a Postgres ``LISTEN`` callback (asyncpg ``add_listener``), a NATS subscription without a queue
 group, and a Kafka consumer whose group is its own replica's (no ``group_id``, or one made of the host's name or
-a fresh id) each receive every message.  Started by every replica (start-up code, or a program the deployment
+a fresh id), and a RabbitMQ queue each replica declares for itself (``exclusive=True``, or server-named; see
+``own_queues``) each receive every message.  Started by every replica (start-up code, or a program the deployment
 runs in each replica), the handler runs once per replica for each message: the ledger row written N times, the
 webhook called N times.  Handling that stays in the process, or only reaches this process's own clients (a
 relay to its WebSockets, a local cache cleared), is what such a subscription is for, and is left alone; so is
@@ -27,6 +28,7 @@ from ..project.reach import runs
 from ..project.shared_channels import channel_call
 from ..project import index as project
 from ..project.summaries import Evidence, names_a_write, summaries_for
+from .own_queues import WHAT as OWN_QUEUE, own_queue_callbacks, own_queue_read, uses_amqp
 
 
 @dataclass
@@ -65,12 +67,19 @@ def subscriptions(facts: ModuleFacts) -> Iterator[Subscription]:
                 if found is not None:
                     handler, where = found
                     yield Subscription(call, f"`{call.func.attr}` callback", list(handler.body), handler, where, facts)
+    for call, reference in own_queue_callbacks(facts) if uses_amqp(facts) else ():
+        found = _callback(reference, facts)
+        if found is not None:
+            handler, where = found
+            yield Subscription(call, f"`{call.func.attr}` of {OWN_QUEUE}", list(handler.body), handler, where, facts)
 
 
 def _channel_read(heads: List[ast.AST], function: FunctionNode, facts: ModuleFacts) -> Optional[str]:
     """What a loop reads its messages from, when it is a channel every subscriber hears in full: a pub/sub
     ``listen()``/``get_message()``, an ``XREAD``, or a Kafka consumer whose group is this replica's own."""
     for head in heads:
+        if uses_amqp(facts) and own_queue_read(head, function, facts):
+            return OWN_QUEUE
         for node in walk(head):
             if channel_call(node, channels.SHARED_CHANNEL_RECEIVES, facts):
                 return f"`{node.func.attr}()`"
