@@ -30,7 +30,7 @@ LEFT_OUT = {
     'fixture-startup_reach-rename_project_names': 'a lock helper is trusted by its name (migration_lock, a stub whose body takes no lock), so once renamed nothing says it locks; adds OG401 at fallback_create/warehouse/migrations_runner.py:12',
     'OG101-clean-line329-move_function_absolute_import': 'the rule pairs lock and unlock within one module only (a lock flow does not follow callers in other modules); adds OG101 at example_parts.py:7',
     'fixture-flask_helpdesk-call_through_helper': 'a Flask app made through a small project helper (`app = make(__name__)` forwarding to `Flask`) is not followed by the OG201 ticker check (OG602 sees it); loses OG201 at helpdesk/app.py:28',
-    'OG602-flagged-line160-import_under_alias': 'OG201 compares a local spelling of the mail client, so an import alias hides its effect; loses OG201 at example.py:8',
+    'OG602-flagged-line164-import_under_alias': 'OG201 compares a local spelling of the mail client, so an import alias hides its effect; loses OG201 at example.py:8',
 }
 
 RUN = [case for case in CASES if case.id not in LEFT_OUT]
