@@ -35,6 +35,11 @@ _MANAGER_CREATES = frozenset({
     "create", "acreate", "bulk_create", "abulk_create", "create_user", "create_superuser",
     "acreate_user", "acreate_superuser",
 })
+#: Django's ``call_command`` and the commands that insert a fixture's rows (by primary key: two at once collide).
+_COMMAND_RUNNERS = frozenset({"django.core.management.call_command"})
+_FIXTURE_LOADS = frozenset({"loaddata"})
+#: What a fixture load inserts: rows of the models its file names, which the code does not show.
+FIXTURE_ROWS = "*"
 #: Reads through a manager or a session whose rows the ``if`` then tests.
 _QUERY_BUILDERS = frozenset({"select", "query"})
 _SESSION_ADDS = frozenset({"add", "add_all"})
@@ -204,6 +209,9 @@ def _last_is_class(func: ast.AST) -> bool:
 def _inserted_model(call: ast.Call, bindings: Dict[str, List[ast.AST]], facts: ModuleFacts) -> Optional[str]:
     """The model a plain insert creates a row of, or None (not an insert, or one that tolerates the duplicate)."""
     func = call.func
+    if (facts.callee(call) or "") in _COMMAND_RUNNERS and call.args and isinstance(call.args[0], ast.Constant) \
+            and call.args[0].value in _FIXTURE_LOADS:
+        return FIXTURE_ROWS  # ``call_command("loaddata", "initial_plans")``: the fixture's rows, of whatever model
     if not isinstance(func, ast.Attribute):
         if isinstance(func, ast.Name) and func.id == "insert" and call.args and \
                 (facts.qualify(func) or "").startswith("sqlalchemy"):
@@ -430,6 +438,8 @@ class UnguardedStartupSeeding(Rule):
         (b"insert(", b"select("),
         # raw SQL: a SELECT of the rows, then an INSERT INTO the same table
         (b"INSERT INTO", b"SELECT"), (b"insert into", b"select"),
+        # a fixture loaded when the rows are missing
+        (b"loaddata", b".objects"),
     )
     skips_tests = True
     skips_migration_code = True
@@ -465,8 +475,8 @@ class UnguardedStartupSeeding(Rule):
                     continue
                 for model, call in _inserts(node.body + node.orelse + _after_skip(node), function, facts, node, 0,
                                             {id(function)}):
-                    if model in read and not _per_replica_key(call, bindings):
-                        found.append((node, model, ""))
+                    if (model in read or model == FIXTURE_ROWS) and not _per_replica_key(call, bindings):
+                        found.append((node, model if model in read else sorted(read)[0], ""))
                         break
             if not found or _tolerates_conflicts(function, facts):
                 continue
