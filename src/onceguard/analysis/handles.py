@@ -103,6 +103,14 @@ class ConnectionScope:
                    and (self.after(node) or _under_return(node, self.block)) for node in nodes)
 
 
+def bindings_before(function: ast.AST, name: str, node: ast.AST) -> List[ast.Assign]:
+    """The assignments of ``function`` (outside its nested defs) that bind ``name`` before ``node``: the last is
+    the checkout in force there when the name is checked out more than once."""
+    return [statement for statement in walk_no_nested_functions(function) if isinstance(statement, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == name for t in statement.targets)
+            and position(statement) < position(node)]
+
+
 def _gives_back(node: ast.AST, name: str) -> bool:
     """``pool.putconn(name)`` / ``pool.release(name)`` / ``name.close()``."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -451,9 +459,7 @@ class Handles:
             if not (isinstance(above, ast.Try) and any(_gives_back(node, name) for statement in above.finalbody
                                                        for node in walk(statement))):
                 continue
-            checkouts = [node for node in walk_no_nested_functions(function) if isinstance(node, ast.Assign)
-                         and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
-                         and position(node) < position(above)]
+            checkouts = bindings_before(function, name, above)
             if not checkouts:
                 return None
             value = max(checkouts, key=position).value

@@ -103,14 +103,15 @@ DJANGO_STATUS_LOOKUPS: FrozenSet[str] = frozenset({"", "exact", "in", "isnull"})
 # Each tuple lists words that must all occur, the cheapest rejection first; a file matching none is never
 # parsed for these rules.  Every flagged doc example and fixture is checked against them by the test suite.
 #: Python arithmetic on the value read: ``n += 1``, ``n = n + 1``.
-_ARITHMETIC_WORDS = (b"+=", b"-=", b" + ", b" - ")
+#: A value computed in Python from one read: the words of its arithmetic.
+ARITHMETIC_WORDS = (b"+=", b"-=", b" + ", b" - ")
 _SQLALCHEMY_WORDS = (b"sqlalchemy", b"sqlmodel", b".query")
 #: A Redis client or the Django cache is visible only through its import.
 _REDIS_ONLY_WORDS = (b"redis", b"Redis", b"valkey", b"Valkey")
 _REDIS_CLIENT_WORDS = (*_REDIS_ONLY_WORDS, b"core.cache")
 
 #: A field changed from its own value: arithmetic, a dict merge, a list grown in place, a key counted.
-_CHANGE_WORDS = (*_ARITHMETIC_WORDS, b"{**", b" | ", b".append(", b".extend(", b"] = ")
+_CHANGE_WORDS = (*ARITHMETIC_WORDS, b"{**", b" | ", b".append(", b".extend(", b"] = ")
 #: What writes an instance back, wherever it came from (a parameter, ``self.token``, a repository).
 _INSTANCE_WRITE_WORDS = (b"save(", b"commit(", b"flush(", b".merge(", b".update(", b".values(", b"bulk_update(",
                          # ``with factory.begin() as session:``: the block's end commits
@@ -139,25 +140,25 @@ READ_MODIFY_WRITE_TRIGGERS = (
       for write in (b".set_", b".put_", b".upsert_", b".save_", b".store_", b".update_", b".write_", b".replace_")),
     # A mapped model's method changing ``self`` from its own value: the caller's commit writes it.
     *((model, b"self.", op) for model in (b"__tablename__", b"mapped_column", b"Column(", b"Field(")
-      for op in _ARITHMETIC_WORDS),
+      for op in ARITHMETIC_WORDS),
     # SQLAlchemy: an instance loaded by a Session, changed, committed or flushed.
     *((writer, library, op) for writer in (b"commit(", b"flush(") for library in _SQLALCHEMY_WORDS
-      for op in _ARITHMETIC_WORDS),
+      for op in ARITHMETIC_WORDS),
     # SQLAlchemy: a row loaded through a session the function is handed and changed there; the caller commits.
     *((library, loader, op) for library in _SQLALCHEMY_WORDS
-      for loader in (b"session.get(", b"session.scalar(", b".scalars(", b"session.execute(") for op in _ARITHMETIC_WORDS),
+      for loader in (b"session.get(", b"session.scalar(", b".scalars(", b"session.execute(") for op in ARITHMETIC_WORDS),
     # Flask-SQLAlchemy: a row loaded through ``Model.query`` changed here; the caller commits the app's session.
-    *((b".query.", op) for op in _ARITHMETIC_WORDS),
+    *((b".query.", op) for op in ARITHMETIC_WORDS),
     # A row handed in (``def debit(session: Session, acct, amount)``) changed here, written back by the caller.
     (b"Session", b"+="), (b"Session", b"-="),
     # Raw SQL: SELECT, then UPDATE with the value computed in Python.
-    *((b"UPDATE", b"SELECT", op) for op in _ARITHMETIC_WORDS),
-    *((b"update ", b"select ", op) for op in _ARITHMETIC_WORDS),
+    *((b"UPDATE", b"SELECT", op) for op in ARITHMETIC_WORDS),
+    *((b"update ", b"select ", op) for op in ARITHMETIC_WORDS),
     # Redis or the Django cache: GET, then SET of a value computed from it.
     *((client, write, op) for client in _REDIS_CLIENT_WORDS for write in (b"set(", b"hset", b"setex")
-      for op in _ARITHMETIC_WORDS),
+      for op in ARITHMETIC_WORDS),
     # A model class's own update statement (Peewee, Piccolo) of a value computed from its select.
-    *((b".update(", b".select(", op) for op in _ARITHMETIC_WORDS),
+    *((b".update(", b".select(", op) for op in ARITHMETIC_WORDS),
     # A Redis hash read whole and written back whole.
     (b"hgetall(", b"mapping="),
     # A document store: a field read with ``find_one`` and written back with ``$set``.

@@ -112,6 +112,8 @@ SOCKET_SEND_METHODS: FrozenSet[str] = frozenset({
     "send_text", "send_json", "send_bytes", "send_str", "send", "send_message", "write_message",
 })
 #: Annotations that say a value is a WebSocket connection.
+#: Builtins that copy a container (taken before a broadcast so that a disconnect does not change it meanwhile).
+CONTAINER_COPIES = frozenset({"list", "tuple", "set", "frozenset", "sorted"})
 #: Classes whose instances are the connection they serve: in their methods, ``self`` is the socket.
 SOCKET_HANDLER_CLASSES: FrozenSet[str] = frozenset({
     "tornado.websocket.WebSocketHandler",

@@ -12,17 +12,18 @@ import ast
 from typing import Dict, Optional, Tuple
 
 from ..analysis.facts import FunctionNode, ModuleFacts, walk
+from ..knowledge import process_local as known
 from . import index as project
+from .socket_registries import SOCKET_WORDS, registering_chains
 
 #: What reaches the application in a handler: the app itself, a request's or a connection's ``.app``, and
 #: aiohttp's ``config_dict`` (the app's mapping with its parents').
 _APP_HOLDERS = frozenset({"app", "config_dict"})
-#: Calls whose result is the same container (a copy taken before a broadcast, a view of its values).
-_COPIES = frozenset({"list", "tuple", "set", "frozenset", "sorted"})
+#: Calls whose result is the same container: a copy taken before a broadcast (``known.CONTAINER_COPIES``), a view.
 _VIEWS = frozenset({"values", "copy", "items"})
 #: Modules read for a handler filling one key (those whose text names the key and a WebSocket, the first few).
 _MAX_FILLING_MODULES = 12
-_SOCKET_WORDS = (b"WebSocket", b"websocket", b".accept(", b".prepare(")
+_SOCKET_WORDS = SOCKET_WORDS + (b".prepare(",)  # (aiohttp's ``await ws.prepare(request)``)
 
 
 def app_state_key(node: ast.AST, function: Optional[FunctionNode], depth: int = 0) -> Optional[str]:
@@ -31,7 +32,7 @@ def app_state_key(node: ast.AST, function: Optional[FunctionNode], depth: int = 
     if depth > 3:
         return None
     while isinstance(node, ast.Call):
-        if isinstance(node.func, ast.Name) and node.func.id in _COPIES and len(node.args) == 1:
+        if isinstance(node.func, ast.Name) and node.func.id in known.CONTAINER_COPIES and len(node.args) == 1:
             node = node.args[0]
         elif isinstance(node.func, ast.Attribute) and node.func.attr in _VIEWS and not node.args:
             node = node.func.value
@@ -70,8 +71,6 @@ project.on_clear(_FILLED.clear)
 def filled_with_sockets(key: str, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
     """Where a WebSocket handler of the project (this module's, or on the command line another's) puts the
     connection it serves into the application's entry ``key``: the registering statement and its module."""
-    from .socket_registries import registering_chains
-
     spelled = key.split('"')[1] if '"' in key else key.rsplit(".", 1)[-1]
     cache_key = (project.search_root(facts) if facts.context.cross_file else facts.context.path or "", key)
     if cache_key in _FILLED:

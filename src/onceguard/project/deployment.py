@@ -486,21 +486,13 @@ def launch_naming(facts, names: Iterable[str]) -> Optional[Launch]:
 # =====================================================================================================
 # Crontab lines a cron daemon runs in every replica
 # =====================================================================================================
-def cron_launches(facts) -> List[Launch]:
-    """The commands of the project's crontab files, when a command run in every replica starts a cron daemon
-    (``cron`` in the entrypoint before gunicorn): each replica's cron runs every line on its schedule."""
-    context = facts.context
-    if not context.cross_file or not context.path or context.is_test:
-        return []
-    return cron_launches_under(project_directory(context.path, facts.config, project.search_root(facts)),
-                               facts.config)
-
-
 _cron_lines: Dict[str, List[Launch]] = {}
 
 
 def cron_launches_under(top: str, config: Config) -> List[Launch]:
-    """``cron_launches`` of the project directory ``top`` (once per run)."""
+    """The commands of the crontab files of the project in ``top``, when a command run in every replica starts a
+    cron daemon (``cron`` in the entrypoint before gunicorn): each replica's cron runs every line on its schedule
+    (once per run)."""
     key = os.path.abspath(top)
     if key in _cron_lines:
         return _cron_lines[key]
@@ -515,20 +507,24 @@ def cron_launches_under(top: str, config: Config) -> List[Launch]:
     return found
 
 
-def runs_command(words: Sequence[str], name: str) -> bool:
-    """``python manage.py <name>`` / ``django-admin <name>``."""
-    bases = [os.path.basename(w) for w in words]
-    return any(word in ("manage.py", "django-admin") and bases[index + 1] == name
-               for index, word in enumerate(bases[:-1]))
+def cron_line_of_command(path: str, top: str, config: Config) -> Optional[Launch]:
+    """The crontab line that runs the Django management command in ``path`` (``python manage.py <name>``), when a
+    command run in every replica of the project in ``top`` starts a cron daemon; None otherwise."""
+    parts = os.path.normpath(path).split(os.sep)
+    if len(parts) < 3 or parts[-3:-1] != ["management", "commands"]:
+        return None
+    name = parts[-1][:-3]
+    for launch in cron_launches_under(top, config):
+        bases = [os.path.basename(w) for w in launch.words]
+        if any(word in ("manage.py", "django-admin") and bases[index + 1] == name
+               for index, word in enumerate(bases[:-1])):
+            return launch
+    return None
 
 
 def cron_runs_command_file(config: Config, path: str) -> bool:
     """``path`` is a Django management command a crontab line runs in every replica (a prefilter's question)."""
-    parts = os.path.normpath(path).split(os.sep)
-    if len(parts) < 3 or parts[-3:-1] != ["management", "commands"]:
-        return False
-    top = project_directory(path, config, config.root or "")
-    return any(runs_command(launch.words, parts[-1][:-3]) for launch in cron_launches_under(top, config))
+    return cron_line_of_command(path, project_directory(path, config, config.root or ""), config) is not None
 
 
 def _starts_cron(words: Sequence[str]) -> bool:

@@ -19,7 +19,7 @@ import ahocorasick_rs
 
 from ..analysis.context import FileContext
 from ..config import Config
-from ..knowledge import process_local, process_state
+from ..knowledge import orm, process_local, process_state
 from . import index as project
 
 #: ``def name(`` anywhere: a pattern that starts with a literal is searched for quickly, one anchored at each line
@@ -131,7 +131,7 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     _lock_helpers_by_root[root] = tuple(sorted(name + b"(" for name in lock_helpers - BUILTIN_METHODS))
     _sql_constants_by_root[root] = tuple(sorted(sql_constants))
     _column_writers_by_root[root] = tuple(sorted((name + b"(", change) for name in column_writers - BUILTIN_METHODS
-                                                 for change in _CHANGE_WORDS))
+                                                 for change in orm.ARITHMETIC_WORDS))
     return tuple(sorted(name + b"(" for name in names))
 
 
@@ -262,8 +262,6 @@ _counting_classes_by_root: Dict[str, tuple] = {}
 
 _lock_helpers_by_root: Dict[str, tuple] = {}
 _column_writers_by_root: Dict[str, tuple] = {}
-#: A value computed in Python (``balance - amount``, ``total += n``) from one a helper read.
-_CHANGE_WORDS: Tuple[bytes, ...] = (b" + ", b" - ", b"+=", b"-=")
 
 
 def column_writer_words(config: Config) -> tuple:

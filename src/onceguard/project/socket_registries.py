@@ -140,7 +140,7 @@ def _filled_elsewhere(names, facts: ModuleFacts) -> Set[str]:
     if not names or not facts.context.cross_file:
         return set()
     text = "\n".join(facts.lines)
-    if not any(word.decode() in text for word in _SOCKET_WORDS):
+    if not any(word.decode() in text for word in SOCKET_WORDS):
         return set()
     from .bindings import own_module_names
 
@@ -151,7 +151,7 @@ def _filled_elsewhere(names, facts: ModuleFacts) -> Set[str]:
         wanted = {f"{module}.{name}" for module in own_module_names(facts)}
         read = 0
         for path in project.files_mentioning(name, root):
-            if os.path.abspath(path) == own or not any(word in project.read_bytes(path) for word in _SOCKET_WORDS):
+            if os.path.abspath(path) == own or not any(word in project.read_bytes(path) for word in SOCKET_WORDS):
                 continue
             read += 1
             if read > _MAX_FILLING_MODULES:
@@ -221,9 +221,9 @@ def registry_at(node: ast.AST, registries: Dict[str, ast.AST]) -> Optional[str]:
 _FOREIGN_REGISTRIES: Dict[Tuple[str, str], Optional[Tuple[str, ModuleFacts]]] = {}
 project.on_clear(_FOREIGN_REGISTRIES.clear)
 #: A module that keeps a registry of WebSocket connections says so in its bytes.
-_SOCKET_WORDS = (b"WebSocket", b"websocket", b".accept(")
+SOCKET_WORDS = (b"WebSocket", b"websocket", b".accept(")
 #: ... and one that keeps the queues of its connections' streams names a queue.
-_REGISTRY_MODULE_WORDS = _SOCKET_WORDS + (b"Queue", b"memory_object_stream", b"memory_channel")
+_REGISTRY_MODULE_WORDS = SOCKET_WORDS + (b"Queue", b"memory_object_stream", b"memory_channel")
 
 
 def foreign_registry(node: ast.AST, facts: ModuleFacts, foreign) -> Optional[Tuple[str, ModuleFacts]]:
@@ -259,7 +259,7 @@ def foreign_registry(node: ast.AST, facts: ModuleFacts, foreign) -> Optional[Tup
     holders = []
     for path in project.files_mentioning(node.attr, root):
         text = project.read_bytes(path)
-        if not any(word in text for word in _SOCKET_WORDS):
+        if not any(word in text for word in SOCKET_WORDS):
             continue
         other = project.module_facts(path, facts.config)
         if other is None or other.context.is_test:

@@ -317,8 +317,6 @@ def _registry_sends(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
 
 
 _EVERY = "every connection in"
-#: Builtins that copy a container (taken before a broadcast so that a disconnect does not change it meanwhile).
-_COPIES = frozenset({"list", "tuple", "set", "frozenset", "sorted"})
 
 
 def registries_node(facts: ModuleFacts, registry: str) -> ast.AST:
@@ -409,7 +407,7 @@ def _picked_sockets(function: FunctionNode, facts: ModuleFacts, registries, fore
 
 def _copied(value: ast.AST) -> Optional[ast.AST]:
     """The container ``list(x)`` / ``tuple(x)`` / ``sorted(x)`` copies."""
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in _COPIES \
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in known.CONTAINER_COPIES \
             and len(value.args) == 1 and not value.keywords:
         return value.args[0]
     return None

@@ -6,8 +6,8 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ..analysis.facts import ancestors, position, walk_no_nested_functions
-from ..analysis.handles import cursor_of
+from ..analysis.facts import ancestors, position
+from ..analysis.handles import bindings_before, cursor_of
 from ..knowledge import databases as db
 
 
@@ -30,9 +30,7 @@ def checkout_of(use) -> Optional[ast.AST]:  # (``use``: an advisory_locks.LockUs
             if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 # ``conn = pool.getconn()`` … ``pool.putconn(conn)``, twice (or through a helper that checks one
                 # out): the checkout in force at the call is the one bound last before it
-                checkouts = [node for node in walk_no_nested_functions(above) if isinstance(node, ast.Assign)
-                             and any(isinstance(t, ast.Name) and t.id == root for t in node.targets)
-                             and isinstance(node.value, ast.Call) and position(node) < position(use.call)]
+                checkouts = [node for node in bindings_before(above, root, use.call) if isinstance(node.value, ast.Call)]
                 if checkouts and use.handle is not None and use.handle.how in db.PIN_METHODS:
                     # (one binding: every call on the name, through a cursor block or not, runs on that checkout)
                     return max(checkouts, key=position)

@@ -9,9 +9,10 @@ consumer, and is no such subscription.
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Optional, Tuple
+from typing import Iterator, Tuple
 
 from ..analysis.facts import FunctionNode, ModuleFacts, walk
+from ..analysis.handed import call_argument
 from ..analysis.names import dotted
 from ..knowledge import event_consumers as known
 
@@ -44,15 +45,10 @@ def own_queue_callbacks(facts: ModuleFacts) -> Iterator[Tuple[ast.Call, ast.AST]
             function = facts.enclosing_function(call)
             if function is None or not isinstance(call.func, ast.Attribute):
                 continue
-            queue = call.func.value if method == "consume" else _argument(call, "queue", 0)
-            callback = _argument(call, keyword, position)
+            queue = call.func.value if method == "consume" else call_argument(call, 0, "queue")
+            callback = call_argument(call, position, keyword)
             if queue is not None and callback is not None and _own_queue(queue, function, facts):
                 yield call, callback
-
-
-def _argument(call: ast.Call, keyword: str, position: int) -> Optional[ast.AST]:
-    found = next((k.value for k in call.keywords if k.arg == keyword), None)
-    return found if found is not None else (call.args[position] if len(call.args) > position else None)
 
 
 def _own_queue(queue: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
@@ -77,5 +73,5 @@ def _declared_own(call: ast.Call) -> bool:
     exclusive = next((k.value for k in call.keywords if k.arg == known.AMQP_EXCLUSIVE_KEYWORD), None)
     if isinstance(exclusive, ast.Constant) and exclusive.value is True:
         return True
-    name = _argument(call, keyword, position)
+    name = call_argument(call, position, keyword)
     return name is None or (isinstance(name, ast.Constant) and name.value in ("", None))

@@ -76,22 +76,23 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
     # -- a management command a crontab runs in every replica ---------------------------------------------
     def _cron_commands(self) -> None:
         """A Django management command (``Command.handle``) that a crontab line runs, in a project whose every
-        replica starts a cron daemon (``deployment.cron_launches``): each replica's cron runs it on schedule."""
+        replica starts a cron daemon (``deployment.cron_line_of_command``): each replica's cron runs it on schedule."""
         context = self.facts.context
-        parts = context.parts[:-1]
-        if not self.cross_file or "management" not in parts or "commands" not in parts:
+        if not self.cross_file or not context.path or context.is_test:
             return
-        name = context.filename[:-3]
-        from ..deployment import cron_launches, runs_command
+        from ..deployment import cron_line_of_command, project_directory
 
-        launch = next((launch for launch in cron_launches(self.facts) if runs_command(launch.words, name)), None)
+        launch = cron_line_of_command(context.path, project_directory(context.path, self.facts.config,
+                                                                      project.search_root(self.facts)),
+                                      self.facts.config)
         command = next((c for c in self.facts.classes if c.name == "Command"), None) if launch is not None else None
         handle = next((s for s in command.body if isinstance(s, _FUNCTION_TYPES) and s.name == "handle"),
                       None) if command is not None else None
         if handle is None:
             return
         scheduled = Scheduled(known.CRON, "crontab", handle, self._local(handle), None)
-        scheduled.related.append(Related(launch.path, launch.line, 1, f"this line runs `{name}` ({launch.where})"))
+        scheduled.related.append(Related(launch.path, launch.line, 1,
+                                         f"this line runs `{context.filename[:-3]}` ({launch.where})"))
         self.add(scheduled)
 
     # -- scheduler objects ------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from ...project.renamed_callers import project_callers
 from ...project.summaries import callers
 from ...model import Related
 from .jobs import Scheduled, Target, _argument
+from .ticking_decorators import timer_callback
 
 
 def _deployed_command_loop(loop: ast.AST, facts: ModuleFacts) -> bool:
@@ -391,10 +392,8 @@ class LoopRegistrations:
     # -- threading.Timer that re-arms itself --------------------------------------------------------
     def _timers(self) -> None:
         facts = self.facts
-        armed = [(call, _argument(call, 1, "function")) for call in facts.calls_by_name.get("Timer", ())
-                 if (facts.callee(call) or "") in known.TIMER_CLASSES]
-        armed += [(call, _argument(call, position, None)) for method, position in known.DELAYED_CALL_METHODS.items()
-                  for call in facts.calls_by_name.get(method, ()) if isinstance(call.func, ast.Attribute)]
+        armed = [(call, timer_callback(call, facts)) for name in ("Timer", *known.DELAYED_CALL_METHODS)
+                 for call in facts.calls_by_name.get(name, ())]
         for call, target_expr in armed:
             function = facts.enclosing_function(call)
             if function is None or target_expr is None:

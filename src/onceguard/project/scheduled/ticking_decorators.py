@@ -59,7 +59,7 @@ def timer_repeating(applied: FunctionNode, handed: str, facts: ModuleFacts) -> O
     for timer in ast.walk(applied):
         if not isinstance(timer, ast.Call):
             continue
-        callback = _timer_callback(timer, facts)
+        callback = timer_callback(timer, facts)
         if not isinstance(callback, ast.Name) or callback.id not in nested:
             continue
         target = nested[callback.id]
@@ -73,7 +73,9 @@ def timer_repeating(applied: FunctionNode, handed: str, facts: ModuleFacts) -> O
     return None
 
 
-def _timer_callback(call: ast.Call, facts: ModuleFacts) -> Optional[ast.AST]:
+def timer_callback(call: ast.Call, facts: ModuleFacts) -> Optional[ast.AST]:
+    """What a timer calls when it fires: ``threading.Timer(interval, function)``, ``loop.call_later(delay,
+    callback)`` (and the other delayed calls); None for any other call."""
     if (facts.callee(call) or "") in known.TIMER_CLASSES:
         return call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "function"),
                                                               None)

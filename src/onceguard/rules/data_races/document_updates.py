@@ -13,7 +13,7 @@ import ast
 from typing import Iterator, Set, Tuple
 
 from ...analysis.facts import FunctionNode, ModuleFacts, walk
-from .flow import _IN_PLACE, Flow
+from .flow import Flow
 from .loads import function_nodes, later
 
 #: Calls that read one document.
@@ -23,10 +23,11 @@ _UPDATES = frozenset({"update_one", "update_many", "find_one_and_update"})
 _SET = "$set"
 
 
-def document_write_backs(facts: ModuleFacts) -> Iterator[Tuple[ast.Call, str, ast.Call, bool]]:
-    """(update, field, read, a collection) for each ``$set`` of a field to a value computed from a document read earlier in
-    the function (directly, or through a method of the same class or a function of the module that returns
-    what its ``find_one`` read)."""
+def document_write_backs(facts: ModuleFacts, changed_in_place) -> Iterator[Tuple[ast.Call, str, ast.Call, bool]]:
+    """(update, field, read, a collection) for each ``$set`` of a field to a value computed from a document read
+    earlier in the function (directly, or through a method of the same class or a function of the module that
+    returns what its ``find_one`` read); ``changed_in_place`` is the stores' test of a value changed in place
+    (``stores._changed_in_place``, handed in as ``whole_documents`` is)."""
     for call in facts.calls_named(*_UPDATES):
         if len(call.args) < 2 or not isinstance(call.args[1], ast.Dict):
             continue
@@ -47,34 +48,26 @@ def document_write_backs(facts: ModuleFacts) -> Iterator[Tuple[ast.Call, str, as
             if field not in compared and flow.arithmetic(value):
                 yield call, field, reads[0], False
                 break
-            if field not in compared and _changed_copy(value, flow, function, call, facts):
+            if field not in compared and _changed_copy(value, flow, reads[0], call, function, facts,
+                                                       changed_in_place):
                 yield call, field, reads[0], True  # (a list or mapping changed: ``$push``/``$pull``, not ``$inc``)
                 break
 
 
-def _changed_copy(value: ast.AST, flow: Flow, function: FunctionNode, write: ast.Call, facts: ModuleFacts) -> bool:
-    """A name holding what was read, changed in place before the write (``hooks.append(hook)``, ``tags[k] = v``,
-    ``del tags[k]``), or a comprehension that filters it (``[h for h in hooks if h["id"] != gone]``)."""
+def _changed_copy(value: ast.AST, flow: Flow, read: ast.Call, write: ast.Call, function: FunctionNode,
+                 facts: ModuleFacts, changed_in_place) -> bool:
+    """What was read, changed in place before the write (``hooks.append(hook)``, ``tags[k] = v``: the stores'
+    own test, ``changed_in_place``), or filtered by a comprehension, written out or bound to the name written
+    (``hooks = [h for h in hooks if h["id"] != gone]``)."""
+    if isinstance(value, ast.Name):
+        bindings = [n.value for n in function_nodes(function, facts) if isinstance(n, ast.Assign) and later(write, n)
+                    and any(isinstance(t, ast.Name) and t.id == value.id for t in n.targets)]
+        if bindings and isinstance(bindings[-1], (ast.ListComp, ast.SetComp, ast.DictComp)):
+            value = bindings[-1]
+        else:
+            return changed_in_place(value, flow, read, write, function, facts) is not None
     if isinstance(value, (ast.ListComp, ast.SetComp, ast.DictComp)):
         return any(flow.reads(generator.iter) for generator in value.generators)
-    if not (isinstance(value, ast.Name) and value.id in flow.tainted):
-        return False
-    name = value.id
-    bindings = [n.value for n in function_nodes(function, facts) if isinstance(n, ast.Assign) and later(write, n)
-                and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)]
-    bound = bindings[-1] if bindings else None
-    if isinstance(bound, (ast.ListComp, ast.SetComp, ast.DictComp)) and _changed_copy(bound, flow, function, write,
-                                                                                     facts):
-        return True
-    for node in function_nodes(function, facts):
-        if not hasattr(node, "lineno") or not later(write, node):
-            continue
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _IN_PLACE \
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == name:
-            return True
-        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else []
-        if any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name for t in targets):
-            return True
     return False
 
 

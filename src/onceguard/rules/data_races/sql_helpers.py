@@ -13,7 +13,7 @@ from typing import Dict, Iterator, List, Set
 from pglast import ast as pg
 
 from ...analysis.executed_sql import ExecutedSql
-from ...analysis.facts import FunctionNode, ModuleFacts, walk
+from ...analysis.facts import FunctionNode, ModuleFacts, call_name, walk
 from ...analysis.handed import argument_for, parameter_names
 from ...analysis.sql import parse_statements
 from .flow import Flow
@@ -112,7 +112,7 @@ def round_trips(function: FunctionNode, facts: ModuleFacts) -> Iterator[RoundTri
     what an earlier call of a project def read of that column."""
     nodes = function_nodes(function, facts)
     writers = _writer_names(facts)
-    handing = [n for n in nodes if isinstance(n, ast.Call) and (n.args or n.keywords) and _called_name(n) in writers]
+    handing = [n for n in nodes if isinstance(n, ast.Call) and (n.args or n.keywords) and call_name(n) in writers]
     if not handing:
         return
     bound = [unwrap(n.value) for n in nodes if isinstance(n, ast.Assign) and isinstance(unwrap(n.value), ast.Call)]
@@ -147,11 +147,6 @@ def round_trips(function: FunctionNode, facts: ModuleFacts) -> Iterator[RoundTri
                     if read is not None:
                         yield RoundTrip(read_call, write_call, read, write)
                         break
-
-
-def _called_name(call: ast.Call) -> str:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def _writer_names(facts: ModuleFacts) -> Set[str]:

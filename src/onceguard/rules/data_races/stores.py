@@ -333,7 +333,7 @@ class StoreChecks:
 
     def _documents(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         """A document store's field read, changed in Python and written back with ``$set``."""
-        for write, field, read, collection in document_write_backs(facts):
+        for write, field, read, collection in document_write_backs(facts, _changed_in_place):
             if collection:
                 operator = (f"(`{{\"$push\": {{\"{field}\": item}}}}`, `$pull`, `$addToSet`, or `$set` of one "
                             f"`\"{field}.<key>\"`)")
