@@ -22,7 +22,9 @@ _kept: Dict[Tuple[str, str, str], Optional[ClassRef]] = {}
 _values: Dict[Tuple[str, str, str], List[Tuple[ast.AST, ModuleFacts]]] = {}
 _names: Dict[Tuple[str, str, str, int], Tuple[str, ...]] = {}
 _may_keep: Dict[Tuple[str, str, int], bool] = {}
-for _cache in (_kept, _values, _names, _may_keep):
+#: path -> whether its text assigns a place on an application (asked of the same files for many classes)
+_assigning_files: Dict[str, bool] = {}
+for _cache in (_kept, _values, _names, _may_keep, _assigning_files):
     project.on_clear(_cache.clear)
 
 #: ``ctx|state``, for the regular expressions below.
@@ -185,9 +187,16 @@ def may_be_kept(cls: ast.ClassDef, facts: ModuleFacts) -> bool:
         return _ASSIGNS_A_PLACE.search("\n".join(facts.lines).encode("utf-8", "replace")) is not None
     key = (facts.context.path or "", cls.name, cls.lineno)
     if key not in _may_keep:
-        _may_keep[key] = any(_ASSIGNS_A_PLACE.search(project.read_bytes(path))
+        _may_keep[key] = any(_assigns_a_place(path)
                              for path in project.files_mentioning(cls.name, project.search_root(facts)))
     return _may_keep[key]
+
+
+def _assigns_a_place(path: str) -> bool:
+    found = _assigning_files.get(path)
+    if found is None:
+        found = _assigning_files[path] = _ASSIGNS_A_PLACE.search(project.read_bytes(path)) is not None
+    return found
 
 
 _ASSIGNS_A_PLACE = re.compile(
