@@ -100,6 +100,7 @@ def for_development(path: str, bases: Sequence[str]) -> bool:
 
 def clear_cache() -> None:
     _cron_lines.clear()
+    _directories.clear()
     with _lock:
         _scans.clear()
         _steps.clear()
@@ -322,6 +323,19 @@ def project_directory(path: str, config: Config, fallback: str = "") -> str:
     configuration's root; else ``fallback`` or the configuration's root."""
     root = os.path.abspath(config.root) if config.root else ""
     current = os.path.dirname(os.path.abspath(path))
+    # (asked for many files of one directory: each answer stats every marker in every directory above)
+    key = (current, root)
+    found = _directories.get(key)
+    if found is None:
+        found = _directories[key] = _marked_directory(current, root)
+    return found or fallback or root
+
+
+#: (directory, root) -> the nearest directory at or above it with a project marker ("" for none)
+_directories: Dict[Tuple[str, str], str] = {}
+
+
+def _marked_directory(current: str, root: str) -> str:
     while True:
         if any(os.path.exists(os.path.join(current, marker)) for marker in known.PROJECT_MARKERS):
             return current
@@ -331,7 +345,7 @@ def project_directory(path: str, config: Config, fallback: str = "") -> str:
         if above == current:
             break
         current = above
-    return fallback or root
+    return ""
 
 
 # =====================================================================================================
@@ -510,10 +524,9 @@ def cron_launches_under(top: str, config: Config) -> List[Launch]:
 def cron_line_of_command(path: str, top: str, config: Config) -> Optional[Launch]:
     """The crontab line that runs the Django management command in ``path`` (``python manage.py <name>``), when a
     command run in every replica of the project in ``top`` starts a cron daemon; None otherwise."""
-    parts = os.path.normpath(path).split(os.sep)
-    if len(parts) < 3 or parts[-3:-1] != ["management", "commands"]:
+    if not _is_command_file(path):
         return None
-    name = parts[-1][:-3]
+    name = os.path.basename(path)[:-3]
     for launch in cron_launches_under(top, config):
         bases = [os.path.basename(w) for w in launch.words]
         if any(word in ("manage.py", "django-admin") and bases[index + 1] == name
@@ -524,7 +537,15 @@ def cron_line_of_command(path: str, top: str, config: Config) -> Optional[Launch
 
 def cron_runs_command_file(config: Config, path: str) -> bool:
     """``path`` is a Django management command a crontab line runs in every replica (a prefilter's question)."""
+    # (the path's shape first: finding the project's directory stats its markers in every directory above)
+    if not _is_command_file(path):
+        return False
     return cron_line_of_command(path, project_directory(path, config, config.root or ""), config) is not None
+
+
+def _is_command_file(path: str) -> bool:
+    parts = os.path.normpath(path).split(os.sep)
+    return len(parts) >= 3 and parts[-3:-1] == ["management", "commands"]
 
 
 def _starts_cron(words: Sequence[str]) -> bool:

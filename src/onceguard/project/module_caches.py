@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
+
+import ahocorasick_rs
 
 from . import index as project
 
@@ -15,7 +17,7 @@ from . import index as project
 #: module-level cache a module may hand to others by import.
 _MODULE_CACHE = re.compile(rb"^([A-Za-z_][A-Za-z0-9_]*)[ \t]*(?::[^=\n]+)?=[ \t]*[A-Za-z0-9_.]*Cache[ \t]*\(",
                            re.MULTILINE)
-_importers_by_root: Dict[str, Optional["re.Pattern[bytes]"]] = {}
+_importers_by_root: Dict[str, Optional[Tuple["ahocorasick_rs.BytesAhoCorasick", "re.Pattern[bytes]"]]] = {}
 project.on_clear(_importers_by_root.clear)
 
 
@@ -28,11 +30,17 @@ def imports_a_module_cache(config, path: str) -> bool:
         return False
     if root not in _importers_by_root:
         _importers_by_root[root] = _importing_pattern(root)
-    pattern = _importers_by_root[root]
-    return pattern is not None and pattern.search(project.read_bytes(path)) is not None
+    found = _importers_by_root[root]
+    if found is None:
+        return False
+    names, pattern = found
+    source = project.read_bytes(path)
+    # (every match spells one of the names: the automaton's one pass over the bytes rules most files out, the
+    # pattern's alternation is tried at every position)
+    return bool(names.find_matches_as_indexes(source)) and pattern.search(source) is not None
 
 
-def _importing_pattern(root: str) -> Optional["re.Pattern[bytes]"]:
+def _importing_pattern(root: str) -> Optional[Tuple["ahocorasick_rs.BytesAhoCorasick", "re.Pattern[bytes]"]]:
     names, modules = set(), set()
     for word in ("Cache(", "Cache ("):
         for path in project.files_mentioning(word, root):
@@ -40,11 +48,13 @@ def _importing_pattern(root: str) -> Optional["re.Pattern[bytes]"]:
             if module == "__init__":
                 module = os.path.basename(os.path.dirname(path))
             for match in _MODULE_CACHE.finditer(project.read_bytes(path)):
-                names.add(re.escape(match.group(1)))
+                names.add(match.group(1))
                 modules.add(re.escape(module.encode()))
     if not names:
         return None
-    name_group, module_group = b"|".join(sorted(names)), b"|".join(sorted(modules))
-    return re.compile(rb"from[ \t]+[\w.]*\b(?:" + module_group + rb")[ \t]+import[^\n]*\b(?:" + name_group
-                      + rb")\b|\b(?:" + module_group + rb")\.(?:" + name_group + rb")\b")
+    name_group = b"|".join(re.escape(name) for name in sorted(names))
+    module_group = b"|".join(sorted(modules))
+    return ahocorasick_rs.BytesAhoCorasick(sorted(names)), re.compile(
+        rb"from[ \t]+[\w.]*\b(?:" + module_group + rb")[ \t]+import[^\n]*\b(?:" + name_group + rb")\b"
+        rb"|\b(?:" + module_group + rb")\.(?:" + name_group + rb")\b")
 
