@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
 from .facts import ModuleFacts, ancestors, position, walk, walk_no_nested_functions
+from .names import dotted
 from ..knowledge import databases as db
 
 
@@ -177,10 +178,10 @@ _BINDING_KINDS = (ast.Assign, ast.AnnAssign, ast.With, ast.AsyncWith, ast.NamedE
 
 
 def cursor_of(expr: ast.AST) -> Optional[str]:
-    """``conn`` of ``conn.cursor(...)``: a handle on its receiver's connection, whose block closes only itself."""
-    if (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "cursor"
-            and isinstance(expr.func.value, ast.Name)):
-        return expr.func.value.id
+    """``conn`` of ``conn.cursor(...)`` (``self.conn`` of ``self.conn.cursor()``): a handle on its receiver's
+    connection, whose block closes only itself."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "cursor":
+        return dotted(expr.func.value)
     return None
 
 

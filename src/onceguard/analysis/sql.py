@@ -127,6 +127,9 @@ class SqlFacts:
     skip_locked: bool
     for_update: bool
     returning: bool
+    #: The INSERT, UPDATE and DELETE statements a top-level SELECT's WITH clause runs (``WITH moved AS (UPDATE
+    #: ... RETURNING ...) SELECT ... FROM moved``): the statement writes, whatever its top-level type says.
+    cte_writes: Tuple[str, ...] = ()
 
     @property
     def advisory(self) -> Tuple[AdvisoryCall, ...]:
@@ -166,23 +169,42 @@ def analyse(text: str) -> SqlFacts:
     if statements is not None:
         visitor = _FunctionCalls()
         skip_locked = for_update = returning = False
+        cte_writes: List[str] = []
         for statement in statements:
             visitor(statement)
             for clause in getattr(statement, "lockingClause", None) or ():
                 for_update = True
                 if clause.waitPolicy == LockWaitPolicy.LockWaitSkip:
                     skip_locked = True
-            if getattr(statement, "returningClause", None) or getattr(statement, "returningList", None):
+            if _returns_rows(statement):
                 returning = True
+            # A SELECT over a data-modifying WITH (``WITH moved AS (UPDATE ... RETURNING ...) SELECT ... FROM
+            # moved``) runs that UPDATE, INSERT or DELETE, its returned rows read back: what it does is the write.
+            writes = _modifying_ctes(statement) if isinstance(statement, pg.SelectStmt) else []
+            cte_writes.extend(type(inner).__name__ for inner in writes)
+            returning = returning or any(_returns_rows(inner) for inner in writes)
         # Locking clauses of sub-selects (UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED)).
         inner = _LockingClauses()
         for statement in statements:
             inner(statement)
         return SqlFacts(
             text, True, tuple(type(s).__name__ for s in statements), tuple(visitor.calls),
-            skip_locked or inner.skip_locked, for_update or inner.for_update, returning,
+            skip_locked or inner.skip_locked, for_update or inner.for_update, returning, tuple(cte_writes),
         )
     return _analyse_tokens(text)
+
+
+def _returns_rows(statement) -> bool:
+    return bool(getattr(statement, "returningClause", None) or getattr(statement, "returningList", None))
+
+
+def _modifying_ctes(statement) -> list:
+    """The INSERT, UPDATE and DELETE statements a statement's WITH clause runs."""
+    clause = getattr(statement, "withClause", None)
+    return [cte.ctequery for cte in (clause.ctes or ()) if isinstance(cte.ctequery, _MODIFYING)] if clause else []
+
+
+_MODIFYING = (pg.InsertStmt, pg.UpdateStmt, pg.DeleteStmt)
 
 
 class _LockingClauses(Visitor):

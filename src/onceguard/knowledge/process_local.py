@@ -111,14 +111,19 @@ DEVELOPMENT_SETTINGS_NAMES: FrozenSet[str] = frozenset({
 SOCKET_SEND_METHODS: FrozenSet[str] = frozenset({
     "send_text", "send_json", "send_bytes", "send_str", "send", "send_message", "write_message",
 })
-#: Annotations that say a value is a WebSocket connection.
 #: Builtins that copy a container (taken before a broadcast so that a disconnect does not change it meanwhile).
 CONTAINER_COPIES = frozenset({"list", "tuple", "set", "frozenset", "sorted"})
 #: Classes whose instances are the connection they serve: in their methods, ``self`` is the socket.
 SOCKET_HANDLER_CLASSES: FrozenSet[str] = frozenset({
     "tornado.websocket.WebSocketHandler",
 })
+#: Objects a framework binds to the connection the running handler serves (Quart's ``websocket``): a function
+#: that uses one serves that connection.
+SOCKET_GLOBALS: FrozenSet[str] = frozenset({"quart.websocket"})
+#: Annotations that say a value is a WebSocket connection, and connections a handler makes for the request it
+#: serves (aiohttp's ``web.StreamResponse``, which a server-sent event stream writes to for as long as it is open).
 SOCKET_TYPES: FrozenSet[str] = frozenset({
+    "aiohttp.web.StreamResponse", "aiohttp.web_response.StreamResponse",
     "fastapi.WebSocket", "starlette.websockets.WebSocket", "fastapi.websockets.WebSocket",
     "websockets.WebSocketServerProtocol", "websockets.server.WebSocketServerProtocol",
     "websockets.ServerConnection", "websockets.asyncio.server.ServerConnection",

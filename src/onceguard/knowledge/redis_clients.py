@@ -289,3 +289,13 @@ RELEASE_TRIGGERS = tuple(
 ) + ((b".get(", b"set", b"delete"), (b"nx=", b"delete"), (b"setnx", b"delete"), (b"PureToken.NX", b"delete"),
      # a lock renewed with a plain EXPIRE of its key
      (b"nx=", b"expire("), (b"setnx", b"expire("))
+
+# -- clients a framework hands in ----------------------------------------------------------------------
+#: arq hands each function its worker runs a context dict whose ``"redis"`` entry is the worker's ``ArqRedis``, a
+#: redis.asyncio client: the functions its worker settings list (``functions = [...]``, ``cron_jobs = [cron(f)]``)
+#: and its hooks.
+ARQ_CONTEXT_CLIENT_KEY = "redis"
+ARQ_WORKER_ATTRIBUTES: FrozenSet[str] = frozenset({
+    "functions", "cron_jobs", "on_startup", "on_shutdown", "on_job_start", "on_job_end", "after_job_end",
+})
+ARQ_CLIENT = (REDIS, "redis.asyncio")

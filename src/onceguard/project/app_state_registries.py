@@ -90,10 +90,22 @@ def filled_with_sockets(key: str, facts: ModuleFacts) -> Optional[Tuple[ast.AST,
     found = None
     for module in modules:
         for function, node, chain in registering_chains(module):
-            if app_state_key(chain, function) == key:
+            # (the entry itself may be what is written: ``request.app["feeds"].append(q)`` puts ``q`` into the
+            # entry, which the registry's reading of ``x[key]`` as a group under a key would take for the app)
+            if key in (app_state_key(chain, function), app_state_key(_written_container(node), function)):
                 found = (node, module)
                 break
         if found is not None:
             break
     _FILLED[cache_key] = found
     return found
+
+
+def _written_container(node: ast.AST) -> ast.AST:
+    """The container a registering call or assignment writes, as spelled (``x.append(q)``: ``x``; ``x[k] = q``:
+    ``x``)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.value
+    if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
+        return node.targets[0].value
+    return node

@@ -32,7 +32,16 @@ def _bails(body: List[ast.stmt], skip: Optional[Callable[[ast.stmt], bool]] = No
         return False
     if isinstance(last, ast.Return) and last.value is not None and _has_call(last.value):
         return False
-    return all(_is_preamble(s) or (skip is not None and skip(s)) for s in head)
+    return all(_is_preamble(s) or _gives_back_handle(s) or (skip is not None and skip(s)) for s in head)
+
+
+def _gives_back_handle(statement: ast.stmt) -> bool:
+    """``conn.close()``, ``await pool.release(conn)``, ``conn.rollback()`` on the way out of a lost claim: the
+    connection the claim was asked on is handed back or its transaction ended, no work done."""
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    call = call.value if isinstance(call, ast.Await) else call
+    return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+        and call.func.attr in db.RETURN_METHODS | _TRANSACTION_ENDS
 
 
 def _presence_test(test: ast.AST) -> bool:

@@ -9,7 +9,7 @@ from pglast.enums import OnConflictAction
 
 from ..analysis.facts import ModuleFacts, ancestors, call_name, walk, walk_no_nested_functions
 from ..analysis.names import plain_name
-from ..analysis.sql import parse_statements
+from ..analysis.sql import parse_statements, sql_nodes
 from ..knowledge import claims as known
 from .claim_kinds import CONDITIONAL_UPDATE, UNIQUE_INSERT, ClaimHit
 
@@ -57,7 +57,8 @@ def _update_has_where(text: str) -> bool:
     statements = parse_statements(text)
     if not statements:
         return False
-    for statement in statements:
+    # (an UPDATE inside a ``WITH claimed AS (UPDATE ... RETURNING ...) SELECT ... FROM claimed`` claims alike)
+    for statement in (node for top in statements for node in sql_nodes(top)):
         if type(statement).__name__ != "UpdateStmt" or getattr(statement, "whereClause", None) is None:
             continue
         written = {getattr(target, "name", None) for target in statement.targetList or ()}

@@ -173,7 +173,7 @@ class ClaimAnalyzer(ClaimBranches):
                 return TRY_LOCK
             if sql.skip_locked:
                 return ROW_LOCK
-            if "UpdateStmt" in sql.statement_types and _update_has_where(entry.text):
+            if "UpdateStmt" in sql.statement_types + sql.cte_writes and _update_has_where(entry.text):
                 return CONDITIONAL_UPDATE
             if "InsertStmt" in sql.statement_types and _inserts_unless_present(entry.text):
                 return UNIQUE_INSERT

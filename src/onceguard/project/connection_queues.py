@@ -1,5 +1,5 @@
 """Queues that stand for connections: the per-client queue a streaming response (server-sent events, a long
-poll) reads its client's messages from.
+poll) or a WebSocket handler reads its client's messages from.
 
 Such a queue lives in the process that serves the stream, as a WebSocket does; kept in a container, it is a
 registry of this process's connections (OG605).  A queue is one when a streaming generator takes from it: it is
@@ -27,6 +27,9 @@ def connection_queues(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
             made.update((t.id, node) for t in targets if isinstance(t, ast.Name))
     if not made:
         return set()
+    if not is_generator(function) and _serves_socket(function, facts):
+        # a WebSocket handler's own queue, whose messages it sends on to its connection
+        return {name for name in made if _reads_queue(function, name)}
     if is_generator(function):
         read = {name for name in made if _reads_queue(function, name)}
         yielded = {n.value.id for n in walk(function) if isinstance(n, ast.Yield) and isinstance(n.value, ast.Name)}
@@ -53,7 +56,17 @@ def connection_queues(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
         if any(isinstance(t, ast.Name) and _reads_queue(reader, t.id) for t in targets for reader in readers):
             return handed
+        # a WebSocket handler that takes the messages of the queue and sends them on to its connection
+        if any(isinstance(t, ast.Name) and _reads_queue(caller, t.id) for t in targets) \
+                and _serves_socket(caller, other):
+            return handed
     return set()
+
+
+def _serves_socket(function: FunctionNode, facts: ModuleFacts) -> bool:
+    from .socket_registries import socket_parameters
+
+    return bool(socket_parameters(function, facts))
 
 
 def _reads_queue(function: FunctionNode, name: str) -> bool:

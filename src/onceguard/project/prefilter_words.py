@@ -97,6 +97,7 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     lock_helpers: Set[bytes] = set()
     sql_constants: Set[bytes] = set()
     column_writers: Set[bytes] = set()
+    store_readers: Set[bytes] = set()
     for path in project.project_files(root):
         source = project.read_bytes(path)
         # One pass of one automaton over the file finds the words of every family.
@@ -116,6 +117,11 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
         if _SQL_WRITE in found:
             here.append((column_writers, {defined.name for defined, text in defs_of(source)
                                           if b"UPDATE " in text and b" SET " in text}))
+        if _STORE in found:
+            # (a def that writes back itself is judged in its own module: only readers handing a value on)
+            here.append((store_readers, {defined.name for defined, text in defs_of(source)
+                                         if b"return" in text and any(word in text for word in _STORE_READ_WORDS)
+                                         and not any(word in text for word in _STORE_WRITE_WORDS)}))
         if _LOCK in found:
             here.append((lock_helpers, {defined.name for defined, text in defs_of(source)
                                         if defined.top_level and b"return" in text}))
@@ -132,6 +138,8 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     _sql_constants_by_root[root] = tuple(sorted(sql_constants))
     _column_writers_by_root[root] = tuple(sorted((name + b"(", change) for name in column_writers - BUILTIN_METHODS
                                                  for change in orm.ARITHMETIC_WORDS))
+    _store_readers_by_root[root] = tuple(sorted((name + b"(", write) for name in store_readers - BUILTIN_METHODS
+                                                for write in _STORE_WRITE_WORDS))
     return tuple(sorted(name + b"(" for name in names))
 
 
@@ -271,6 +279,21 @@ def column_writer_words(config: Config) -> tuple:
     return _read_once(config, _column_writers_by_root)
 
 
+#: A module that keeps a Redis client (or a cache): its defs may read a value and hand it back.
+_STORE_CLIENT_WORDS: Tuple[bytes, ...] = (b"redis", b"Redis", b"cache")
+#: The reads (``redis_clients.READS``) and writes (``WRITES``) a value read back and written is spelled with.
+_STORE_READ_WORDS: Tuple[bytes, ...] = (b".get(", b".hget(", b".aget(")
+_STORE_WRITE_WORDS: Tuple[bytes, ...] = (b".set(", b".hset(", b".setex(", b".psetex(", b".aset(")
+_store_readers_by_root: Dict[str, tuple] = {}
+
+
+def store_reader_words(config: Config) -> tuple:
+    """``(name(, write)`` for each def (methods included) of a module that keeps a Redis client or a cache, whose
+    text reads a key and returns: a module that writes a value computed from what it returns reads and writes
+    back with no read of its own in its text (OG301, ``stores``).  Once per project."""
+    return _read_once(config, _store_readers_by_root)
+
+
 def lock_helper_words(config: Config) -> tuple:
     """``name(`` for each module-level def that returns, in a module that makes thread or asyncio locks: it may
     hand back one of them (``account_lock(account_id)`` returning ``_locks[account_id]``), entered by a module
@@ -343,10 +366,10 @@ def _word(name: bytes) -> "re.Pattern[bytes]":
 
 
 # -- one automaton for the words of every family ---------------------------------------------------------------
-_CLAIM, _STATE, _FILTER, _CONTAINER, _CLOCK, _LOCK, _SQL_WRITE = range(7)
+_CLAIM, _STATE, _FILTER, _CONTAINER, _CLOCK, _LOCK, _SQL_WRITE, _STORE = range(8)
 _FAMILIES = ((_CLAIM, _CLAIM_BODY_WORDS), (_STATE, _STATE_WORDS), (_FILTER, _FILTER_WORDS),
              (_CONTAINER, process_local.CONTAINER_WORDS), (_CLOCK, process_local.CLOCK_WORDS),
-             (_LOCK, process_state.LOCK_TRIGGERS), (_SQL_WRITE, (b"UPDATE ",)))
+             (_LOCK, process_state.LOCK_TRIGGERS), (_SQL_WRITE, (b"UPDATE ",)), (_STORE, _STORE_CLIENT_WORDS))
 #: The family of each word, by its place in the automaton.
 _FAMILY_OF_WORD: List[int] = [family for family, spelled in _FAMILIES for _ in spelled]
 # Overlapping matches: a word inside another family's word still counts for its own family.
@@ -356,6 +379,7 @@ _FAMILY_AUTOMATON = ahocorasick_rs.BytesAhoCorasick([word for _, spelled in _FAM
 
 def _clear() -> None:
     _words_by_root.clear()
+    _store_readers_by_root.clear()
     _loaders_by_root.clear()
     _bare_loaders_by_root.clear()
     _counting_classes_by_root.clear()

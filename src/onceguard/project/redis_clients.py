@@ -14,6 +14,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from ..analysis.facts import ModuleFacts, parent, walk_no_nested_functions
 from ..analysis.handles import Handle, Handles
 from ..analysis.redis_arguments import has_spread, words
+from .arq_contexts import is_arq_context_client
 from .definitions import definition, definition_facts
 from ..knowledge import redis_clients as known
 
@@ -42,6 +43,8 @@ class RedisClients(Handles):
         if isinstance(expr, ast.Subscript):  # django.core.cache.caches["locks"]
             if self.facts.qualify(expr.value) in known.CACHE_MAPPINGS:
                 return Handle(known.DJANGO_CACHE, "django", "caches")
+            if is_arq_context_client(expr, self.facts):
+                return Handle(*known.ARQ_CLIENT, "arq")
             return self._kept(expr, _depth)
         found = super().of(expr, _depth)
         return found if found is not None or not isinstance(expr, ast.Attribute) else self._kept(expr, _depth)

@@ -261,16 +261,24 @@ def _claiming_sql(executed: ExecutedSql) -> bool:
     RETURNING ...``: each row goes to one replica."""
     if executed.sql.skip_locked:
         return True
-    if executed.sql.statement_types != ("UpdateStmt",) or not executed.sql.returning:
+    if executed.sql.statement_types + executed.sql.cte_writes not in (("UpdateStmt",), ("SelectStmt", "UpdateStmt")) \
+            or not executed.sql.returning:
         return False
     statements = parse_statements(executed.text)
-    if not statements or not isinstance(statements[0], pg.UpdateStmt):
+    if not statements:
         return False
-    update = statements[0]
-    written = {t.name for t in update.targetList or () if isinstance(t, pg.ResTarget) and t.name}
-    tested = {n.fields[-1].sval for n in sql_nodes(update.whereClause) if isinstance(n, pg.ColumnRef)
-              and isinstance(n.fields[-1], pg.String)} if update.whereClause is not None else set()
-    return bool(written & tested)
+    # The UPDATE itself, or one a ``WITH claimed AS (UPDATE ... RETURNING ...) SELECT ... FROM claimed`` reads
+    # the moved rows of: the rows handed back are the ones this call moved.
+    for update in sql_nodes(statements[0]):
+        if not isinstance(update, pg.UpdateStmt) or update.whereClause is None \
+                or not (getattr(update, "returningList", None) or getattr(update, "returningClause", None)):
+            continue
+        written = {t.name for t in update.targetList or () if isinstance(t, pg.ResTarget) and t.name}
+        tested = {n.fields[-1].sval for n in sql_nodes(update.whereClause) if isinstance(n, pg.ColumnRef)
+                  and isinstance(n.fields[-1], pg.String)}
+        if written & tested:
+            return True
+    return False
 
 
 def _links(expr: ast.AST) -> Tuple[ast.AST, List[Tuple[str, ast.Call]]]:

@@ -83,7 +83,7 @@ def _takes_rows(function: FunctionNode, facts: ModuleFacts) -> bool:
     for executed in executed_sql(facts):
         if facts.enclosing_function(executed.call) is not function or "RETURNING" not in executed.text.upper():
             continue
-        types = executed.sql.statement_types
+        types = executed.sql.statement_types + executed.sql.cte_writes
         if "DeleteStmt" in types or ("UpdateStmt" in types and updates_tested_state(executed.text)):
             return True
     return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "returning"

@@ -33,8 +33,9 @@ def is_socket_annotation(annotation: Optional[ast.AST], facts: ModuleFacts) -> b
 
 
 def socket_parameters(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
-    """The WebSocket connections ``function`` serves: parameters that are (annotated, or accepted/sent on), and
-    the connection it makes for the request it handles (aiohttp's ``ws = web.WebSocketResponse()``)."""
+    """The WebSocket connections ``function`` serves: parameters that are (annotated, or accepted/sent on), the
+    connection it makes for the request it handles (aiohttp's ``ws = web.WebSocketResponse()``), and the one a
+    framework binds for the handler (Quart's ``websocket``)."""
     arguments = function.args.posonlyargs + function.args.args + function.args.kwonlyargs
     found = {a.arg for a in arguments if is_socket_annotation(a.annotation, facts)}
     owner = facts.enclosing_class(function)
@@ -47,6 +48,8 @@ def socket_parameters(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
                 and node.func.attr in known.SOCKET_ONLY_METHODS and isinstance(node.func.value, ast.Name)
                 and node.func.value.id in names):
             found.add(node.func.value.id)
+        elif isinstance(node, ast.Name) and (facts.qualify(node) or "") in known.SOCKET_GLOBALS:
+            found.add(node.id)  # (Quart's ``websocket``: the connection this handler serves)
         elif (isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call)
               and isinstance(node.value.func, (ast.Name, ast.Attribute))
               and (facts.qualify(node.value.func) or "") in known.SOCKET_TYPES):

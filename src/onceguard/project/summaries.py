@@ -556,7 +556,8 @@ def _sql_effect(call: ast.Call, entries) -> Optional[str]:
     entry = entries.get(id(call))
     if entry is None:
         return None
-    types = entry.sql.statement_types
+    # (a SELECT over a data-modifying WITH does the writes it runs)
+    types = entry.sql.cte_writes or entry.sql.statement_types
     text = " ".join(entry.text.upper().split())
     if not types and "REFRESH MATERIALIZED VIEW" in text:
         return "idempotent"

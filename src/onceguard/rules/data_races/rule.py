@@ -118,10 +118,11 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
 
     @staticmethod
     def project_triggers(config) -> tuple:
-        """A module handing a value it computed to a project def that sends ``UPDATE ... SET`` (``sql_helpers``)."""
-        from ...project.prefilter_words import column_writer_words
+        """A module handing a value it computed to a project def that sends ``UPDATE ... SET`` (``sql_helpers``), or
+        writing to Redis a value computed from what a project def read there (``stores``)."""
+        from ...project.prefilter_words import column_writer_words, store_reader_words
 
-        return column_writer_words(config)
+        return column_writer_words(config) + store_reader_words(config)
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if _single_process(facts):

@@ -8,6 +8,7 @@ from typing import Iterable, List, Optional, Set
 from ...project import index as project
 from ...project.redis_clients import json_module_of
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, in_exclusive_branches, parent, walk
+from ...analysis.handed import argument_for, positional_parameters
 from ...knowledge import redis_clients as redis_known
 from ...model import Diagnostic
 from ..redis_leases import _client_calls, argument, has_spread, key_argument, per_process, redis_call, short
@@ -19,6 +20,35 @@ from .flow import Flow, _IN_PLACE, _is_name, _subscript_root
 
 #: Hash commands that show a class's ``__setitem__`` writes a Redis hash field.
 _HASH_WRITES = frozenset({"hset", "hsetnx", "hmset"})
+
+
+def _returns_read(target: FunctionNode, target_facts: ModuleFacts, call: ast.Call, key_dump: str,
+                  field_dump: Optional[str]) -> bool:
+    """``target`` returns what it reads with a Redis read of the key (and field) the caller's write names, once
+    its parameters are read as the arguments ``call`` hands in."""
+    if not any(isinstance(node, ast.Return) and node.value is not None for node in walk(target)):
+        return False
+    handed = {parameter: argument_for(call, target, parameter) for parameter in positional_parameters(target)}
+    for command, (key_arg, field_arg) in redis_known.READS.items():
+        if (field_arg is None) != (field_dump is None):
+            continue
+        for read in target_facts.calls_named(command):
+            if target_facts.enclosing_function(read) is not target:
+                continue
+            handle = redis_call(read, target_facts)
+            read_key = key_argument(read, handle, key_arg) if handle is not None else None
+            read_field = argument(read, field_arg) if field_arg else None
+            if read_key is not None and _as_handed(read_key, handed) == key_dump and (
+                    field_dump is None or (read_field is not None and _as_handed(read_field, handed) == field_dump)):
+                return True
+    return False
+
+
+def _as_handed(expr: ast.AST, handed: dict) -> str:
+    """``ast.dump`` of ``expr`` with each parameter replaced by the argument handed for it."""
+    if isinstance(expr, ast.Name) and handed.get(expr.id) is not None:
+        return ast.dump(handed[expr.id])
+    return ast.dump(expr)
 
 
 def _remote_dict_names(facts: ModuleFacts) -> Set[str]:
@@ -406,6 +436,29 @@ class StoreChecks:
                 if read_key is not None and ast.dump(read_key) == key_dump and (
                         field_dump is None or (read_field is not None and ast.dump(read_field) == field_dump)):
                     found.append(call)
+        return found or StoreChecks._helper_reads(write, key_dump, field_dump, function, facts)
+
+    @staticmethod
+    def _helper_reads(write: ast.Call, key_dump: str, field_dump: Optional[str], function: FunctionNode,
+                      facts: ModuleFacts) -> List[ast.Call]:
+        """Calls, before the write, of a project function that reads the same key (and field) and returns what
+        it read (``current = await self.balance(account_id)``, whose body is ``raw = await
+        self._redis.hget(self._key, account_id)`` ... ``return int(raw)``): the read is the call's, its parameters
+        standing for what the call hands in."""
+        from ...project.summaries import resolve
+
+        found = []
+        for call in function_nodes(function, facts):
+            argument = any(call in walk(value) for value in [*write.args, *(k.value for k in write.keywords)])
+            if not isinstance(call, ast.Call) or call is write or (later(call, write) and not argument) \
+                    or not (argument or isinstance(facts.statement_of(call), (ast.Assign, ast.AnnAssign))):
+                continue  # (only a value the function keeps, or one computed in the write, is written back)
+            if isinstance(call.func, ast.Attribute) and call.func.attr in redis_known.READS:
+                continue  # (a read of its own: compared above)
+            for target, target_facts in resolve(call, facts, function, by_name=False):
+                if _returns_read(target, target_facts, call, key_dump, field_dump):
+                    found.append(call)
+                    break
         return found
 
     def _redis_report(self, write: ast.Call, command: str, read: ast.Call, kind: str,
