@@ -12,14 +12,17 @@ from . import index as project
 
 
 def is_arq_context_client(expr: ast.Subscript, facts: ModuleFacts) -> bool:
-    """``ctx["redis"]`` where ``ctx`` is the first parameter of a function an arq worker runs."""
+    """``ctx["redis"]`` where ``ctx`` is the first parameter of a function an arq worker runs (after ``self`` for a
+    bound method)."""
     key = expr.slice
     if not (isinstance(key, ast.Constant) and key.value == known.ARQ_CONTEXT_CLIENT_KEY
             and isinstance(expr.value, ast.Name)):
         return False
     function = facts.enclosing_function(expr)
     arguments = function.args.posonlyargs + function.args.args if function is not None else []
-    if not arguments or arguments[0].arg != expr.value.id or facts.enclosing_function(function) is not None:
+    if arguments and arguments[0].arg in ("self", "cls") and facts.enclosing_class(function) is not None:
+        arguments = arguments[1:]  # (a bound method listed as the job: the context comes after ``self``)
+    if not arguments or arguments[0].arg != expr.value.id:
         return False
     return facts.cached(f"arq-job:{function.name}", lambda _f: _listed_by_worker(function.name, facts))
 
