@@ -6,7 +6,7 @@ what makes it, and which calls on it coordinate (a lock, a counter) rather than 
 """
 from __future__ import annotations
 
-from typing import FrozenSet, Tuple
+from typing import Dict, FrozenSet, Tuple
 
 # -- OG606: locks that exclude only the threads or coroutines of one process ---------------------------------
 #: Constructors of a lock that lives in this process's memory.  Semaphores are left out on purpose: they cap
@@ -73,6 +73,14 @@ PROCESS_CACHE_CONSTRUCTORS: FrozenSet[str] = frozenset({
     # aiocache's in-memory backend: each process keeps its own entries.
     "aiocache.SimpleMemoryCache", "aiocache.backends.memory.SimpleMemoryCache",
 })
+#: Cache factories that pick their backend by an argument (aiocache's ``Cache(Cache.MEMORY)``): factory -> the
+#: backend attribute named -> the class it builds.
+BACKEND_FACTORIES: Dict[str, Dict[str, str]] = {
+    "aiocache.Cache": {"MEMORY": "aiocache.SimpleMemoryCache", "REDIS": "aiocache.RedisCache",
+                       "MEMCACHED": "aiocache.MemcachedCache"},
+}
+#: Caches whose ``add`` raises when the key is present instead of answering (aiocache): the exception it raises.
+ADD_RAISES: Dict[str, str] = {"aiocache.SimpleMemoryCache": "ValueError"}
 #: Flask-Caching ``CACHE_TYPE`` values whose store is this process's memory (or nothing at all).
 FLASK_PROCESS_CACHE_TYPES: FrozenSet[str] = frozenset({
     "simple", "SimpleCache", "null", "NullCache", "flask_caching.backends.SimpleCache",
@@ -142,7 +150,7 @@ MAPPING_CACHE_FACTORIES: FrozenSet[str] = frozenset({
 #: (``Lock)`` and ``Lock]``: locks kept per key, ``defaultdict(asyncio.Lock)``, ``dict[str, asyncio.Lock]``)
 LOCK_TRIGGERS = (b"Lock(", b"Condition(", b"Lock as ", b"Condition as ", b"Lock)", b"Lock]")
 CACHE_TRIGGERS = (b"TTLCache", b"LRUCache", b"LFUCache", b"TLRUCache", b"FIFOCache", b"RRCache",
-                  b"SimpleCache", b"NullCache", b"LocMemCache", b"CACHE_TYPE", b"SimpleMemoryCache",
+                  b"SimpleCache", b"NullCache", b"LocMemCache", b"CACHE_TYPE", b"SimpleMemoryCache", b".MEMORY",
                   (b"django.core.cache", b".add("), (b"django.core.cache", b".incr("),
                   (b"django.core.cache", b".decr("),
                   # a count read and written back changed (``used = cache.get(k, 0)`` ... ``cache.set(k, used + 1)``)
@@ -155,7 +163,10 @@ STATE_CONTAINER_BYTES = (b"= {}", b"set()", b"defaultdict(", b"Counter(", b"{} f
                          b"defaultdict as ", b"Counter as ", b"OrderedDict as ", b"TTLCache(", b"LRUCache(",
                          b"LFUCache(", b"FIFOCache(", b"RRCache(", b"MRUCache(", b"cachetools")
 STATE_WRITE_BYTES = (b"+= ", b"+ 1", b"time()", b"now(", b".add(", b"] = ")
-STATE_TRIGGERS = tuple((container, write) for container in STATE_CONTAINER_BYTES for write in STATE_WRITE_BYTES)
+STATE_TRIGGERS = tuple((container, write) for container in STATE_CONTAINER_BYTES for write in STATE_WRITE_BYTES) + (
+    # a mapping the module ships with entries, one of which a function sets at run time (``_FLAGS[name] = on``)
+    (b"= {\n", b"] = "),
+)
 
 #: Calls that mint a key no other process can compute (a one-time token, a job id): an entry stored under one
 #: is meant to be found again by whoever is handed the key -- a later request, served by any replica.

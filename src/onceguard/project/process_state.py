@@ -60,7 +60,12 @@ def constructed(value: Optional[ast.AST], facts: ModuleFacts) -> Optional[str]:
         through = forwarded(value, facts)  # made by a small helper that returns it
         if through is not None:
             value, facts = through.call, through.facts
-        return facts.callee(value) or dotted(value.func) or None
+        made = facts.callee(value) or dotted(value.func) or None
+        backends = known.BACKEND_FACTORIES.get(made or "")
+        if backends and value.args and isinstance(value.args[0], ast.Attribute):
+            # ``Cache(Cache.MEMORY)``: the factory builds the backend its argument names
+            return backends.get(value.args[0].attr, made)
+        return made
     return None
 
 

@@ -163,3 +163,37 @@ def _env_prefix(cls: ast.ClassDef) -> str:
                         and isinstance(inner.value, ast.Constant):
                     return str(inner.value.value)
     return ""
+
+
+def replaced_where_extended(name: str, facts: ModuleFacts) -> bool:
+    """``name`` of this settings module is a base value: other settings modules build on it (``from .base import
+    *``), every one of them that is no development settings assigns ``name`` itself, and no module of the project
+    names this one as the settings to run (``DJANGO_SETTINGS_MODULE``, ``--settings``).  Command line only."""
+    from ..knowledge import process_local as local
+    from .bindings import own_module_name, own_module_names
+
+    if not facts.context.cross_file:
+        return False
+    names = own_module_names(facts)
+    root = project.search_root(facts)
+    for dotted_name in names:
+        quoted = (f'"{dotted_name}"'.encode(), f"'{dotted_name}'".encode(), f"={dotted_name}".encode())
+        if any(path != facts.context.path and any(text in project.read_bytes(path) for text in quoted)
+               for path in project.files_mentioning(dotted_name, root)):
+            return False  # (named as a settings module to run: its own value is what runs there)
+    extending = []
+    for path in project.files_mentioning("import *", root):
+        other = project.module_facts(path, facts.config) if path != facts.context.path else None
+        if other is None or other.context.is_test:
+            continue
+        package = own_module_name(other).split(".")
+        for statement in other.tree.body:
+            if isinstance(statement, ast.ImportFrom) and any(alias.name == "*" for alias in statement.names):
+                base = package[:len(package) - statement.level] if statement.level else []
+                if ".".join(base + ([statement.module] if statement.module else [])) in names:
+                    extending.append(other)
+    deployed = [other for other in extending
+                if other.context.filename[:-3] not in local.DEVELOPMENT_SETTINGS_NAMES]
+    return bool(deployed) and all(any(isinstance(target, ast.Name) and target.id == name
+                                      for statement in other.tree.body if isinstance(statement, ast.Assign)
+                                      for target in statement.targets) for other in deployed)

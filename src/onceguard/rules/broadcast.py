@@ -19,6 +19,7 @@ from ..model import Diagnostic, Related
 from ..project import index as project
 from ..project.bindings import own_module_names
 from ..project.forwarding import forwarded
+from ..project.settings_objects import replaced_where_extended
 from ..project.shared_channels import per_replica_by_design
 from ..project.app_state_registries import app_state_key, filled_with_sockets
 from ..project.socket_registries import foreign_registry, registries_of_module, registry_at, socket_parameters
@@ -250,6 +251,8 @@ def _channel_layers(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
             if _string(node) in known.IN_MEMORY_CHANNEL_LAYERS:
                 if facts.context.cross_file and not _uses_channel_layer(facts):
                     return  # nothing in the project sends through a layer: each process's own layer is unused
+                if replaced_where_extended("CHANNEL_LAYERS", facts):
+                    return  # a base value every deployed settings module built on it replaces
                 yield rule.finding(
                     node,
                     "`InMemoryChannelLayer` keeps groups and channels in this process, so a `group_send` on one "

@@ -27,6 +27,7 @@ from ..analysis.facts import (FunctionNode, ModuleFacts, spells_triggers, walk,
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
 from ..project.forwarding import forwarded
+from ..project.state_accessors import behind_accessors, entries_set_at_run_time
 from ..project.minted_keys import minted_by_callers, minted_key
 from ..project.reach import Reach
 from ..project.summaries import summaries_for
@@ -60,7 +61,6 @@ _SNIPPETS = {
 }
 
 
-
 def _is_container(value: Optional[ast.AST], facts: ModuleFacts) -> bool:
     """An empty container (``{}``, ``set()``, ``defaultdict(int)``, ``[{} for _ in range(n)]``): state that
     fills up at run time.  A literal with entries is a table the code ships, not memory."""
@@ -92,10 +92,11 @@ _FACTORY_WITH_DEFAULT = frozenset({"collections.defaultdict", "defaultdict"})
 def candidate_bindings(facts: ModuleFacts) -> Iterator[state.Binding]:
     """Containers bound at module level, in a class body, or on ``self`` in a method (``__init__`` first)."""
     for statement in state._top_level_statements(facts.tree):
-        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and _is_container(statement.value, facts):
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
             for target in targets:
-                if isinstance(target, ast.Name):
+                if isinstance(target, ast.Name) and (_is_container(statement.value, facts) or (
+                        isinstance(statement.value, ast.Dict) and entries_set_at_run_time(target.id, facts))):
                     yield state.Binding(statement.value, statement, facts, state.MODULE, target.id)
     instance_writes = _first_instance_writes(facts)
     for cls in facts.classes:
@@ -205,7 +206,6 @@ def _accessor_of(function: FunctionNode, writer: FunctionNode, facts: ModuleFact
 
 #: Methods that drop an entry from a container.
 _EVICTIONS = frozenset({"pop", "popleft", "popitem", "remove", "discard"})
-
 
 
 def _counter_fields(found: state.Accesses) -> Tuple[List[state.Access], Set[str]]:
@@ -330,7 +330,8 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
                 and any(r.function is not None and r.function is not writer
                         for r in decisions + found.of_kind("read")) \
                 and request.runs(writer, receivers) is None and kept_at_startup()
-            follow = binding if minted or kept else None
+            accessed = not minted and behind_accessors(binding, record, decisions + found.of_kind("read"), facts)
+            follow = binding if minted or kept or accessed else None
             if request.runs(writer, receivers, binding=follow) is None:
                 # the key may come from the writer's callers (a route minting an upload id): only then are they
                 # followed, and only asked when another function of the module reads the entries

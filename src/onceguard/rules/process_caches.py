@@ -18,7 +18,8 @@ import re
 from typing import Iterator, List, Optional, Set, Tuple
 
 from ..project import process_state as state
-from ..analysis.facts import ModuleFacts, parent, walk
+from ..analysis.facts import ModuleFacts, ancestors, parent, walk
+from ..analysis.names import dotted
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
 from ..project.flask_cache_types import cache_types
@@ -244,6 +245,31 @@ def _result_decides(call: ast.Call) -> bool:
     if isinstance(above, ast.Await):
         above = parent(above)
     return not isinstance(above, ast.Expr)
+
+
+def _refused_by_exception(call: ast.Call, made: Optional[str]) -> bool:
+    """``try: await cache.add(key, ...) except ValueError: return False``: a cache whose ``add`` raises when the key
+    is present answers through the exception, and a handler that leaves acts on the answer."""
+    raised = known.ADD_RAISES.get(made or "")
+    if raised is None:
+        return False
+    for above in ancestors(call):
+        if isinstance(above, ast.Try) and any(_catches(handler, raised) and _leaves(handler.body)
+                                              for handler in above.handlers):
+            return True
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            break
+    return False
+
+
+def _catches(handler: ast.ExceptHandler, name: str) -> bool:
+    caught = handler.type
+    names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+    return caught is None or any(dotted(n) in (name, f"builtins.{name}", "Exception") for n in names)
+
+
+def _leaves(body: List[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue))
 
 
 def _membership(test: ast.AST, name: str) -> Optional[Tuple[ast.AST, bool]]:
@@ -502,9 +528,11 @@ class PerProcessCacheCoordination(Rule):
             if not isinstance(func, ast.Attribute):
                 continue
             method = func.attr
-            if method == "add" and not _result_decides(call):
-                continue
             receiver = func.value
+            binding = state.binding_of(receiver, facts) if isinstance(receiver, (ast.Name, ast.Attribute)) else None
+            made = state.constructed(binding.value, binding.facts) if binding is not None else None
+            if method == "add" and not (_result_decides(call) or _refused_by_exception(call, made)):
+                continue
             qualified = facts.qualify(receiver) or ""
             if isinstance(receiver, ast.Subscript):
                 qualified = facts.qualify(receiver.value) or ""
@@ -513,16 +541,17 @@ class PerProcessCacheCoordination(Rule):
                 if not asked:
                     django_why, asked = _django_cache_is_per_process(facts), True
                 why = django_why
-            else:
-                binding = state.binding_of(receiver, facts) if isinstance(receiver, (ast.Name, ast.Attribute)) else None
-                if binding is not None and state.constructed(binding.value, binding.facts) in known.FLASK_CACHE_CONSTRUCTORS:
-                    types = cache_types(binding.value, binding.facts)
-                    if types and types <= known.FLASK_PROCESS_CACHE_TYPES:
-                        why = f"Flask-Caching's `CACHE_TYPE = {sorted(types)[0]!r}` is a per-process store"
+            elif made in known.FLASK_CACHE_CONSTRUCTORS:
+                types = cache_types(binding.value, binding.facts)
+                if types and types <= known.FLASK_PROCESS_CACHE_TYPES:
+                    why = f"Flask-Caching's `CACHE_TYPE = {sorted(types)[0]!r}` is a per-process store"
+            elif made in known.ADD_RAISES:
+                why = f"`{made.rsplit('.', 1)[-1]}` keeps its entries in this process's memory"
             if why is None:
                 continue
             use, own = ("a lock or once-only marker", "lock") if method == "add" else ("a counter", "count")
-            yield self._per_process_coordination(call, f"`cache.{method}()` is used as {use}", why, own)
+            spelled = f"`{dotted(receiver) or 'cache'}.{method}()`"
+            yield self._per_process_coordination(call, f"{spelled} is used as {use}", why, own)
         for read, write in _counts_written_back(facts):
             if not asked:
                 django_why, asked = _django_cache_is_per_process(facts), True
