@@ -5,6 +5,7 @@ import ast
 from ...project import index as project
 from ...project.claims import ClaimAnalyzer
 from ...project.definitions import called_def
+from ...project.scheduled.discovery import _resolver  # (a call to a function imported from elsewhere, CLI only)
 from ...analysis.handed import positional_parameters
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, walk, walk_no_nested_functions
 from ...knowledge import orm
@@ -13,19 +14,6 @@ from .selection import _contains
 
 
 # -- runs only after a claim its callers took -----------------------------------------------------------------
-def _resolver(call: ast.Call, facts: ModuleFacts):
-    """A call to a function imported from elsewhere in the project (CLI only)."""
-    head = call.func
-    while isinstance(head, ast.Attribute):
-        head = head.value
-    if not (isinstance(head, ast.Name) and facts.imports.is_imported(head.id)):
-        return None
-    found = project.find_function(facts.qualify(call.func) or "", facts.config, project.roots_for(facts))
-    if found is None or found[1].context.is_test:
-        return None
-    return found
-
-
 def runs_claimed(function: FunctionNode, facts: ModuleFacts, depth: int = 0) -> bool:
     """``function`` leads with a claim, or every call of it in its module comes after a claim the caller
     tested (a lease taken and checked: ``if not held: return``), or from callers that themselves run
