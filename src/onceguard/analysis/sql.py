@@ -176,13 +176,13 @@ def analyse(text: str) -> SqlFacts:
                 for_update = True
                 if clause.waitPolicy == LockWaitPolicy.LockWaitSkip:
                     skip_locked = True
-            if _returns_rows(statement):
+            if returns_rows(statement):
                 returning = True
             # A SELECT over a data-modifying WITH (``WITH moved AS (UPDATE ... RETURNING ...) SELECT ... FROM
             # moved``) runs that UPDATE, INSERT or DELETE, its returned rows read back: what it does is the write.
             writes = _modifying_ctes(statement) if isinstance(statement, pg.SelectStmt) else []
             cte_writes.extend(type(inner).__name__ for inner in writes)
-            returning = returning or any(_returns_rows(inner) for inner in writes)
+            returning = returning or any(returns_rows(inner) for inner in writes)
         # Locking clauses of sub-selects (UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED)).
         inner = _LockingClauses()
         for statement in statements:
@@ -194,7 +194,8 @@ def analyse(text: str) -> SqlFacts:
     return _analyse_tokens(text)
 
 
-def _returns_rows(statement) -> bool:
+def returns_rows(statement) -> bool:
+    """The statement has a RETURNING clause (``returningList`` or ``returningClause``, by pglast version)."""
     return bool(getattr(statement, "returningClause", None) or getattr(statement, "returningList", None))
 
 

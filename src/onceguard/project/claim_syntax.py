@@ -9,7 +9,7 @@ from pglast.enums import OnConflictAction
 
 from ..analysis.facts import ModuleFacts, ancestors, call_name, walk, walk_no_nested_functions
 from ..analysis.names import plain_name
-from ..analysis.sql import parse_statements, sql_nodes
+from ..analysis.sql import parse_statements, returns_rows, sql_nodes
 from ..knowledge import claims as known
 from .claim_kinds import CONDITIONAL_UPDATE, UNIQUE_INSERT, ClaimHit
 
@@ -24,8 +24,7 @@ def _inserts_unless_present(text: str) -> bool:
             continue
         if int(clause.action) == int(OnConflictAction.ONCONFLICT_NOTHING):
             return True
-        returning = getattr(s, "returningList", None) or getattr(s, "returningClause", None)  # (by pglast version)
-        if getattr(clause, "whereClause", None) is not None and returning:
+        if getattr(clause, "whereClause", None) is not None and returns_rows(s):
             return True
     return False
 

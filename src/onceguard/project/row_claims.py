@@ -21,7 +21,7 @@ from pglast import ast as pg
 from ..analysis.executed_sql import ExecutedSql, executed_sql
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk, walk_no_nested_functions
 from ..analysis.names import dotted
-from ..analysis.sql import parse_statements, sql_nodes
+from ..analysis.sql import parse_statements, returns_rows, sql_nodes
 from ..knowledge import claims as known
 
 
@@ -270,8 +270,7 @@ def _claiming_sql(executed: ExecutedSql) -> bool:
     # The UPDATE itself, or one a ``WITH claimed AS (UPDATE ... RETURNING ...) SELECT ... FROM claimed`` reads
     # the moved rows of: the rows handed back are the ones this call moved.
     for update in sql_nodes(statements[0]):
-        if not isinstance(update, pg.UpdateStmt) or update.whereClause is None \
-                or not (getattr(update, "returningList", None) or getattr(update, "returningClause", None)):
+        if not isinstance(update, pg.UpdateStmt) or update.whereClause is None or not returns_rows(update):
             continue
         written = {t.name for t in update.targetList or () if isinstance(t, pg.ResTarget) and t.name}
         tested = {n.fields[-1].sval for n in sql_nodes(update.whereClause) if isinstance(n, pg.ColumnRef)

@@ -178,9 +178,10 @@ def replaced_where_extended(name: str, facts: ModuleFacts) -> bool:
     root = project.search_root(facts)
     for dotted_name in names:
         quoted = (f'"{dotted_name}"'.encode(), f"'{dotted_name}'".encode(), f"={dotted_name}".encode())
-        if any(path != facts.context.path and any(text in project.read_bytes(path) for text in quoted)
-               for path in project.files_mentioning(dotted_name, root)):
-            return False  # (named as a settings module to run: its own value is what runs there)
+        for path in project.files_mentioning(dotted_name, root):
+            data = project.read_bytes(path) if path != facts.context.path else b""
+            if any(text in data for text in quoted):
+                return False  # (named as a settings module to run: its own value is what runs there)
     extending = []
     for path in project.files_mentioning("import *", root):
         other = project.module_facts(path, facts.config) if path != facts.context.path else None

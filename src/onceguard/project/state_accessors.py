@@ -5,7 +5,7 @@ once a function sets an entry under a key it computes."""
 from __future__ import annotations
 
 import ast
-from typing import Iterable
+from typing import Iterable, Set
 
 from ..analysis.facts import FunctionNode, ModuleFacts, walk
 from . import process_state as state
@@ -26,10 +26,13 @@ def behind_accessors(binding: state.Binding, record: state.Access, readers: Iter
 def entries_set_at_run_time(name: str, facts: ModuleFacts) -> bool:
     """A function of the module sets an entry of the module-level mapping ``name`` under a key it computes
     (``_FLAGS[key] = on``, not a record's fixed field): the table it ships with is its first state, not a constant."""
-    return any(isinstance(node, ast.Assign) and facts.enclosing_function(node) is not None
-               and any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name
-                       and not isinstance(t.slice, ast.Constant) for t in node.targets)
-               for node in facts.assigns)
+    def build(_facts: ModuleFacts) -> Set[str]:  # (one pass over the module's assignments for all its tables)
+        return {t.value.id for node in facts.assigns if isinstance(node, ast.Assign)
+                and facts.enclosing_function(node) is not None for t in node.targets
+                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                and not isinstance(t.slice, ast.Constant)}
+
+    return name in facts.cached("state-accessors:keyed-tables", build)
 
 
 def _module_function(function: FunctionNode, facts: ModuleFacts) -> bool:

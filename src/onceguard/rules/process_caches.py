@@ -529,13 +529,15 @@ class PerProcessCacheCoordination(Rule):
                 continue
             method = func.attr
             receiver = func.value
-            binding = state.binding_of(receiver, facts) if isinstance(receiver, (ast.Name, ast.Attribute)) else None
-            made = state.constructed(binding.value, binding.facts) if binding is not None else None
-            if method == "add" and not (_result_decides(call) or _refused_by_exception(call, made)):
-                continue
             qualified = facts.qualify(receiver) or ""
             if isinstance(receiver, ast.Subscript):
                 qualified = facts.qualify(receiver.value) or ""
+            binding = made = None
+            if qualified not in known.DJANGO_CACHE_NAMES and isinstance(receiver, (ast.Name, ast.Attribute)):
+                binding = state.binding_of(receiver, facts)  # (a cache the module makes: which kind it is)
+                made = state.constructed(binding.value, binding.facts) if binding is not None else None
+            if method == "add" and not (_result_decides(call) or _refused_by_exception(call, made)):
+                continue
             why = None
             if qualified in known.DJANGO_CACHE_NAMES:
                 if not asked:

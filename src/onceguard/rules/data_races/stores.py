@@ -3,7 +3,7 @@ project classes whose items live in a Redis hash."""
 from __future__ import annotations
 
 import ast
-from typing import Iterable, List, Optional, Set
+from typing import Iterable, Iterator, List, Optional, Set
 
 from ...project import index as project
 from ...project.redis_clients import json_module_of
@@ -22,6 +22,24 @@ from .flow import Flow, _IN_PLACE, _is_name, _subscript_root
 _HASH_WRITES = frozenset({"hset", "hsetnx", "hmset"})
 
 
+def _reads_of_key(function: FunctionNode, facts: ModuleFacts, key_dump: str, field_dump: Optional[str],
+                  spelled=ast.dump) -> Iterator[ast.Call]:
+    """The Redis reads in ``function`` of the key (and field) ``key_dump`` (``field_dump``) spells, each argument
+    spelled by ``spelled`` (``ast.dump``, or with a helper's parameters read as what its caller hands in)."""
+    for command, (key_arg, field_arg) in redis_known.READS.items():
+        if (field_arg is None) != (field_dump is None):
+            continue
+        for read in facts.calls_named(command):
+            if facts.enclosing_function(read) is not function:
+                continue
+            handle = redis_call(read, facts)
+            read_key = key_argument(read, handle, key_arg) if handle is not None else None
+            read_field = argument(read, field_arg) if field_arg else None
+            if read_key is not None and spelled(read_key) == key_dump and (
+                    field_dump is None or (read_field is not None and spelled(read_field) == field_dump)):
+                yield read
+
+
 def _returns_read(target: FunctionNode, target_facts: ModuleFacts, call: ast.Call, key_dump: str,
                   field_dump: Optional[str]) -> bool:
     """``target`` returns what it reads with a Redis read of the key (and field) the caller's write names, once
@@ -29,19 +47,8 @@ def _returns_read(target: FunctionNode, target_facts: ModuleFacts, call: ast.Cal
     if not any(isinstance(node, ast.Return) and node.value is not None for node in walk(target)):
         return False
     handed = {parameter: argument_for(call, target, parameter) for parameter in positional_parameters(target)}
-    for command, (key_arg, field_arg) in redis_known.READS.items():
-        if (field_arg is None) != (field_dump is None):
-            continue
-        for read in target_facts.calls_named(command):
-            if target_facts.enclosing_function(read) is not target:
-                continue
-            handle = redis_call(read, target_facts)
-            read_key = key_argument(read, handle, key_arg) if handle is not None else None
-            read_field = argument(read, field_arg) if field_arg else None
-            if read_key is not None and _as_handed(read_key, handed) == key_dump and (
-                    field_dump is None or (read_field is not None and _as_handed(read_field, handed) == field_dump)):
-                return True
-    return False
+    return next(_reads_of_key(target, target_facts, key_dump, field_dump, lambda e: _as_handed(e, handed)),
+                None) is not None
 
 
 def _as_handed(expr: ast.AST, handed: dict) -> str:
@@ -421,21 +428,7 @@ class StoreChecks:
                   facts: ModuleFacts) -> List[ast.Call]:
         key_dump = ast.dump(key)
         field_dump = ast.dump(field) if field is not None else None
-        found = []
-        for command, (key_arg, field_arg) in redis_known.READS.items():
-            if (field_arg is None) != (field is None):
-                continue
-            for call in facts.calls_named(command):
-                if facts.enclosing_function(call) is not function or later(call, write):
-                    continue
-                handle = redis_call(call, facts)
-                if handle is None:
-                    continue
-                read_key = key_argument(call, handle, key_arg)
-                read_field = argument(call, field_arg) if field_arg else None
-                if read_key is not None and ast.dump(read_key) == key_dump and (
-                        field_dump is None or (read_field is not None and ast.dump(read_field) == field_dump)):
-                    found.append(call)
+        found = [read for read in _reads_of_key(function, facts, key_dump, field_dump) if not later(read, write)]
         return found or StoreChecks._helper_reads(write, key_dump, field_dump, function, facts)
 
     @staticmethod
@@ -448,9 +441,12 @@ class StoreChecks:
         from ...project.summaries import resolve
 
         found = []
+        written = {id(node) for value in [*write.args, *(k.value for k in write.keywords)] for node in walk(value)}
         for call in function_nodes(function, facts):
-            argument = any(call in walk(value) for value in [*write.args, *(k.value for k in write.keywords)])
-            if not isinstance(call, ast.Call) or call is write or (later(call, write) and not argument) \
+            if not isinstance(call, ast.Call) or call is write:
+                continue
+            argument = id(call) in written
+            if (later(call, write) and not argument) \
                     or not (argument or isinstance(facts.statement_of(call), (ast.Assign, ast.AnnAssign))):
                 continue  # (only a value the function keeps, or one computed in the write, is written back)
             if isinstance(call.func, ast.Attribute) and call.func.attr in redis_known.READS:
