@@ -129,6 +129,8 @@ SOCKET_TYPES: FrozenSet[str] = frozenset({
     "websockets.ServerConnection", "websockets.asyncio.server.ServerConnection",
     "aiohttp.web.WebSocketResponse", "WebSocket", "WebSocketServerProtocol", "WebSocketResponse",
     "tornado.websocket.WebSocketHandler", "WebSocketHandler",
+    "sanic.Websocket", "sanic.server.websockets.impl.WebsocketImplProtocol",
+    "litestar.WebSocket", "litestar.connection.WebSocket", "falcon.asgi.WebSocket",
 })
 #: Methods that only a WebSocket connection has: a parameter accepted with one is a connection.
 SOCKET_ONLY_METHODS: FrozenSet[str] = frozenset({"accept", "send_text", "send_json", "send_bytes", "receive_text",
@@ -205,7 +207,9 @@ RATE_LIMIT_TRIGGERS = (b"Limiter", b"MemoryStorage", b"memory://", b"429", b"TOO
 BROADCAST_TRIGGERS = (b"SocketIO", b"socketio", b"InMemoryChannelLayer", b"send_text", b"send_json", b"send_bytes",
                       b"send_str", b"write_message",
                       # a message put into each queue of a registry of connections' queues
-                      (b"put_nowait(", b"for "), (b".put(", b"await ", b"for "), (b"send_nowait(", b"for "))
+                      (b"put_nowait(", b"for "), (b".put(", b"await ", b"for "), (b"send_nowait(", b"for "),
+                      # a plain ``send`` to each socket of a module that names a WebSocket type (Sanic, Quart)
+                      (b".send(", b"for ", b"ebsocket"))
 
 #: Decorators that keep what a function returns for the process's life (one limiter per process, as a
 #: module-level one): ``@lru_cache`` ``def get_limiter(): return SlidingWindow(...)``.

@@ -8,7 +8,7 @@ made there, or handed back to one by the function that makes and registers it.
 from __future__ import annotations
 
 import ast
-from typing import Set
+from typing import Iterator, Set, Tuple
 
 from ..analysis.facts import FunctionNode, ModuleFacts, is_generator, walk
 from ..knowledge import process_local as known
@@ -44,23 +44,51 @@ def connection_queues(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
         return set()
     from .fixed_arguments import callers_of
 
-    for call, other in callers_of(function, facts):
-        caller = other.enclosing_function(call)
-        statement = other.statement_of(call)
-        if caller is None or not isinstance(statement, (ast.Assign, ast.AnnAssign)):
-            continue
-        # the stream's generator: the caller itself, or a def in it that closes over the queue (``async def
-        # send_events(): ... await queue.get() ...`` handed to the response)
-        readers = [node for node in walk(caller) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                   and is_generator(node)]
-        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-        if any(isinstance(t, ast.Name) and _reads_queue(reader, t.id) for t in targets for reader in readers):
-            return handed
-        # a WebSocket handler that takes the messages of the queue and sends them on to its connection
-        if any(isinstance(t, ast.Name) and _reads_queue(caller, t.id) for t in targets) \
-                and _serves_socket(caller, other):
-            return handed
+    if any(_stream_takes_returned(call, other) for call, other in callers_of(function, facts)):
+        return handed
+    # A method reached through a receiver whose class is not in view (``registry = app.extensions["boards"]``,
+    # ``request.app.ctx.hub``): its calls by the method's name, where the value handed back is a stream's queue.
+    if facts.enclosing_class(function) is not None and any(
+            _stream_takes_returned(call, other) for call, other in _method_calls_by_name(function, facts)):
+        return handed
     return set()
+
+
+def _stream_takes_returned(call: ast.Call, other: ModuleFacts) -> bool:
+    """The value ``call`` hands back is bound to a name that a stream reads its client's messages from: the
+    caller's own generator or a def in it closing over the name, or the WebSocket handler the caller is."""
+    caller = other.enclosing_function(call)
+    statement = other.statement_of(call)
+    if caller is None or not isinstance(statement, (ast.Assign, ast.AnnAssign)):
+        return False
+    value = statement.value.value if isinstance(statement.value, ast.Await) else statement.value
+    if value is not call:
+        return False  # (the call's value is not what the name holds)
+    targets = [t.id for t in (statement.targets if isinstance(statement, ast.Assign) else [statement.target])
+               if isinstance(t, ast.Name)]
+    # the stream's generator: the caller itself, or a def in it that closes over the queue (``async def
+    # send_events(): ... await queue.get() ...`` handed to the response)
+    readers = [node for node in walk(caller) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and is_generator(node)]
+    if any(_reads_queue(reader, name) for name in targets for reader in readers):
+        return True
+    # a WebSocket handler that takes the messages of the queue and sends them on to its connection
+    return any(_reads_queue(caller, name) for name in targets) and _serves_socket(caller, other)
+
+
+def _method_calls_by_name(function: FunctionNode, facts: ModuleFacts) -> Iterator[Tuple[ast.Call, ModuleFacts]]:
+    """``<receiver>.<method name>(...)`` calls in the files of the project that spell one (command line)."""
+    if not facts.context.cross_file:
+        return
+    from . import index as project
+
+    for path in project.files_calling_method(function.name, project.search_root(facts))[:_MAX_READER_FILES]:
+        other = project.module_facts(path, facts.config)
+        if other is None or other.context.is_test:
+            continue
+        for call in other.calls_by_name.get(function.name, ()):
+            if isinstance(call.func, ast.Attribute) and other.enclosing_function(call) is not function:
+                yield call, other
 
 
 def _serves_socket(function: FunctionNode, facts: ModuleFacts) -> bool:

@@ -204,8 +204,15 @@ def _to_own_connection(call: ast.AST) -> bool:
     if not (isinstance(func, ast.Attribute) and func.attr in channels.SOCKET_SEND_METHODS | channels.QUEUE_SEND_METHODS
             and isinstance(func.value, ast.Name)):
         return False
-    return any(isinstance(above, (ast.For, ast.AsyncFor)) and isinstance(above.target, ast.Name)
-               and above.target.id == func.value.id for above in ancestors(call))
+    name = func.value.id
+    for above in ancestors(call):
+        if isinstance(above, (ast.For, ast.AsyncFor)) and isinstance(above.target, ast.Name) and above.target.id == name:
+            return True
+        # ``gather(*(ws.send(m) for ws in sockets))``: the same loop written as a comprehension
+        if isinstance(above, (ast.GeneratorExp, ast.ListComp, ast.SetComp)) and any(
+                isinstance(g.target, ast.Name) and g.target.id == name for g in above.generators):
+            return True
+    return False
 
 
 def every_replica_subscribes(subscription: Subscription) -> Optional[str]:

@@ -19,14 +19,24 @@ def work_ended(found: state.Accesses, matcher: state.StateMatcher, stamped: bool
     … ``del self._seen[key]``) is their expiry, not the end of the work.  Neither is a loop that drops the
     oldest keys a queue of arrivals hands it (``_, old = self._order.popleft(); self._seen.discard(old)``), nor a
     removal only failure runs (``except: ledger.forget(key); raise``): the work did not happen, so it may be
-    asked for again."""
+    asked for again; nor emptying the whole container at once (``clear()``)."""
     for access in found.of_kind("unmark"):
         if stamped and state.in_loop_over_state(access, matcher):
             continue
-        if _drops_oldest(access) or _only_on_failure(access, facts):
+        if _drops_oldest(access) or _empties_all(access) or _only_on_failure(access, facts):
             continue
         return True
     return False
+
+
+def _empties_all(access: state.Access) -> bool:
+    """``self._seen.clear()``: every entry dropped at once (a shutdown, a reset), not one piece of work ending
+    under its own key."""
+    node = access.node
+    if isinstance(node, ast.Expr):
+        node = node.value
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "clear"
+            and not node.args and not node.keywords)
 
 
 def _drops_oldest(access: state.Access) -> bool:

@@ -9,6 +9,7 @@ override it.
 from __future__ import annotations
 
 import ast
+import gc
 from dataclasses import replace
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -19,6 +20,7 @@ from ..analysis.context import FileContext
 
 class OnceguardChecker:
     name = "onceguard"
+    _settled = False
     version = __version__
     _overrides: Dict[str, Any] = {}
     _noqa_enabled = True
@@ -84,6 +86,8 @@ class OnceguardChecker:
             diagnostic = engine_diagnostic("OG001", f"internal error: {type(error).__name__}: {error}; please report it")
             yield diagnostic.line, 0, f"{diagnostic.code} {diagnostic.message}", type(self)
             return
+        if not OnceguardChecker._settled:
+            _settle()
         yield from found
 
     def _check(self, config: Config) -> Iterator[Tuple[int, int, str, type]]:
@@ -104,6 +108,15 @@ class OnceguardChecker:
             if diagnostic.suggestion:
                 text = f"{text} Use instead: {diagnostic.suggestion}"
             yield diagnostic.line, diagnostic.column - 1, text, type(self)
+
+
+def _settle() -> None:
+    """Once a process has checked its first file, what onceguard keeps for the whole run (its modules, rule
+    tables, compiled patterns, the prefilter's automaton) is built: set it aside from the cyclic collector.
+    Every full pass flake8's own allocations set off would otherwise walk all of it again, and those
+    passes, not the rules, were most of what the plugin added to a large tree's run."""
+    OnceguardChecker._settled = True
+    gc.freeze()
 
 
 def _named_in_noqa(code: str, lines: List[str], number: int) -> bool:

@@ -88,8 +88,10 @@ def _setitem_writes_hash(qualified: str, facts: ModuleFacts) -> bool:
                 method = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__setitem__"),
                               None)
         found = (method, facts) if method is not None else None
-    else:
+    elif facts.context.cross_file:
         found = project.find_function(f"{qualified}.__setitem__", facts.config, project.roots_for(facts))
+    else:
+        found = None  # (a class of another module: read with the project, not by a file judged alone)
     if found is None:
         return False
     method, where = found
