@@ -259,6 +259,13 @@ def type_of(expr: ast.AST, facts: ModuleFacts, function: Optional[FunctionNode],
         return item(type_of(expr.value, facts, function, steps + 1, self_class))
     if isinstance(expr, ast.Call):
         return _call_type(expr, facts, function, steps, self_class)
+    if isinstance(expr, (ast.BoolOp, ast.IfExp)):
+        # ``members or MemberRepository()``, ``x if x is not None else X()``: what either side declares
+        sides = expr.values if isinstance(expr, ast.BoolOp) else [expr.body, expr.orelse]
+        for side in sides:
+            declared = type_of(side, facts, function, steps + 1, self_class)
+            if declared is not None:
+                return declared
     return None
 
 
@@ -289,7 +296,8 @@ def attribute_type(cls: ast.ClassDef, facts: ModuleFacts, attr: str, steps: int 
             return Declared(node.annotation, facts)
         if isinstance(node, ast.AnnAssign) and node.value is not None:
             node = ast.Assign(targets=[node.target], value=node.value)  # ``x: Final = Queue()``: the value's
-        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Call, ast.Name, ast.Await)):
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Call, ast.Name, ast.Await, ast.BoolOp,
+                                                                     ast.IfExp)):
             declared = type_of(node.value, facts, facts.enclosing_function(node), steps + 1, instance)
             if declared is not None:
                 return declared

@@ -98,6 +98,7 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     sql_constants: Set[bytes] = set()
     column_writers: Set[bytes] = set()
     store_readers: Set[bytes] = set()
+    savers: Set[bytes] = set()
     for path in project.project_files(root):
         source = project.read_bytes(path)
         # One pass of one automaton over the file finds the words of every family.
@@ -122,6 +123,8 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
             here.append((store_readers, {defined.name for defined, text in defs_of(source)
                                          if b"return" in text and any(word in text for word in _STORE_READ_WORDS)
                                          and not any(word in text for word in _STORE_WRITE_WORDS)}))
+        if _SAVE in found:
+            here.append((savers, {defined.name for defined, text in defs_of(source) if _saves_a_parameter(text)}))
         if _LOCK in found:
             here.append((lock_helpers, {defined.name for defined, text in defs_of(source)
                                         if defined.top_level and b"return" in text}))
@@ -140,6 +143,8 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
                                                  for change in orm.ARITHMETIC_WORDS))
     _store_readers_by_root[root] = tuple(sorted((name + b"(", write) for name in store_readers - BUILTIN_METHODS
                                                 for write in _STORE_WRITE_WORDS))
+    _row_savers_by_root[root] = tuple(sorted((name + b"(", change) for name in savers - BUILTIN_METHODS
+                                             for change in orm.ARITHMETIC_WORDS))
     return tuple(sorted(name + b"(" for name in names))
 
 
@@ -294,6 +299,34 @@ def store_reader_words(config: Config) -> tuple:
     return _read_once(config, _store_readers_by_root)
 
 
+#: A Django instance written back: ``card.save(...)``, ``await card.asave()``.
+_SAVE_WORDS: Tuple[bytes, ...] = (b".save(", b".asave(")
+#: A parameter's name, read off the text after a def's opening parenthesis: ``self, card, *, fields=None):``.
+_PARAMETER_NAME = re.compile(rb"\s*\**([A-Za-z_][A-Za-z0-9_]*)")
+_row_savers_by_root: Dict[str, tuple] = {}
+
+
+def row_saver_words(config: Config) -> tuple:
+    """``(name(, change)`` for each def (methods included) that saves an instance it is handed
+    (``def keep_stamps(self, card): card.save(...)``): a module that changes a row and hands it to one writes it
+    back with no ``save`` in its own text (OG301, ``changes._stores_the_handed_row``).  Once per project."""
+    return _read_once(config, _row_savers_by_root)
+
+
+def _saves_a_parameter(text: bytes) -> bool:
+    if not any(word in text for word in _SAVE_WORDS):
+        return False
+    closing = text.find(b")")  # (a def's text begins after its opening parenthesis)
+    if closing < 0:
+        return False
+    for part in text[:closing].split(b","):
+        name = _PARAMETER_NAME.match(part)
+        if name is not None and name.group(1) not in (b"self", b"cls") and any(
+                name.group(1) + word in text for word in _SAVE_WORDS):
+            return True
+    return False
+
+
 def lock_helper_words(config: Config) -> tuple:
     """``name(`` for each module-level def that returns, in a module that makes thread or asyncio locks: it may
     hand back one of them (``account_lock(account_id)`` returning ``_locks[account_id]``), entered by a module
@@ -366,10 +399,11 @@ def _word(name: bytes) -> "re.Pattern[bytes]":
 
 
 # -- one automaton for the words of every family ---------------------------------------------------------------
-_CLAIM, _STATE, _FILTER, _CONTAINER, _CLOCK, _LOCK, _SQL_WRITE, _STORE = range(8)
+_CLAIM, _STATE, _FILTER, _CONTAINER, _CLOCK, _LOCK, _SQL_WRITE, _STORE, _SAVE = range(9)
 _FAMILIES = ((_CLAIM, _CLAIM_BODY_WORDS), (_STATE, _STATE_WORDS), (_FILTER, _FILTER_WORDS),
              (_CONTAINER, process_local.CONTAINER_WORDS), (_CLOCK, process_local.CLOCK_WORDS),
-             (_LOCK, process_state.LOCK_TRIGGERS), (_SQL_WRITE, (b"UPDATE ",)), (_STORE, _STORE_CLIENT_WORDS))
+             (_LOCK, process_state.LOCK_TRIGGERS), (_SQL_WRITE, (b"UPDATE ",)), (_STORE, _STORE_CLIENT_WORDS),
+             (_SAVE, _SAVE_WORDS))
 #: The family of each word, by its place in the automaton.
 _FAMILY_OF_WORD: List[int] = [family for family, spelled in _FAMILIES for _ in spelled]
 # Overlapping matches: a word inside another family's word still counts for its own family.
@@ -386,6 +420,7 @@ def _clear() -> None:
     _lock_helpers_by_root.clear()
     _sql_constants_by_root.clear()
     _column_writers_by_root.clear()
+    _row_savers_by_root.clear()
 
 
 project.on_clear(_clear)

@@ -215,13 +215,19 @@ def _calls_item(loop: ast.For) -> bool:
 
 
 def is_pause(node: ast.AST, facts: ModuleFacts) -> bool:
-    """A sleep (awaited or not), or an Event's timed wait used as an interruptible one (``stop.wait(60)``)."""
+    """A sleep (awaited or not), or an Event's timed wait used as an interruptible one (``stop.wait(60)``,
+    ``asyncio.wait_for(stop.wait(), timeout=60)``)."""
     if isinstance(node, ast.Await):
         node = node.value
     if not isinstance(node, ast.Call):
         return False
-    if (facts.callee(node) or "") in known.SLEEPS:
+    callee = facts.callee(node) or ""
+    if callee in known.SLEEPS:
         return True
+    if callee == "asyncio.wait_for" and node.args and (len(node.args) > 1 or any(k.arg == "timeout" for k in node.keywords)):
+        # ``await asyncio.wait_for(stop.wait(), timeout=30)``: an Event's wait bounded by a timeout, as ``stop.wait(30)``
+        inner = node.args[0]
+        return isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "wait"
     func = node.func
     return isinstance(func, ast.Attribute) and func.attr == "wait" and (
         len(node.args) == 1 or any(k.arg == "timeout" for k in node.keywords))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from ..analysis.applied_decorators import decorators
@@ -57,6 +58,56 @@ def is_per_replica_program(config, path: str) -> bool:
 
 
 project.on_clear(_program_files.clear)
+
+#: ``from relay.worker import main``, ``from .worker import main``, ``import relay.worker``: a program's imports,
+#: read off its text (the prefilter asks before anything is parsed).
+_IMPORTED = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([A-Za-z_][\w.]*)?[ \t]+import|import[ \t]+([A-Za-z_][\w.]*))", re.M)
+_imported_by_programs: Dict[str, FrozenSet[str]] = {}
+
+
+def imported_by_program(config, path: str) -> bool:
+    """Whether a program some deployment file runs in every replica imports ``path``'s module (``python -m
+    relay`` whose ``__main__.py`` runs ``main()`` of ``relay/worker.py``): the loop a program repeats may be
+    written there, with no word of the program in its text.  Read from the deployment files and the programs'
+    import lines alone (no parse)."""
+    root = os.path.abspath(config.root) if config.root else ""
+    if not root:
+        return False
+    files = _imported_by_programs.get(root)
+    if files is None:
+        found = set()
+        for step in deployment.steps(config):
+            if step.kind not in (deployment.PYTHON_MODULE, deployment.PYTHON_SCRIPT) or not step.launch.per_replica:
+                continue
+            for program in step.files:
+                found.update(_imported_files(program, root))
+        files = _imported_by_programs[root] = frozenset(found)
+    return bool(files) and os.path.abspath(path) in files
+
+
+def _imported_files(program: str, root: str) -> Set[str]:
+    found: Set[str] = set()
+    package = os.path.dirname(os.path.abspath(program))
+    base = project.package_root(program)
+    dotted_package = os.path.relpath(package, base).replace(os.sep, ".") if package != base else ""
+    for match in _IMPORTED.finditer(project.read_bytes(program)):
+        dots, module, plain = match.group(1), match.group(2), match.group(3)
+        name = (plain or module or b"").decode("ascii", "replace")
+        if dots:  # relative to the program's package
+            parts = dotted_package.split(".") if dotted_package else []
+            up = len(dots) - 1
+            if up > len(parts):
+                continue
+            name = ".".join(parts[:len(parts) - up] + ([name] if name else []))
+        for search in (base, root):
+            located = project.module_path(name, search) if name else None
+            if located is not None:
+                found.add(os.path.abspath(located))
+                break
+    return found
+
+
+project.on_clear(_imported_by_programs.clear)
 
 
 def is_unguarded_script(facts: ModuleFacts) -> bool:

@@ -319,7 +319,8 @@ class LoopRegistrations:
                 reach = Reach.of_module(facts)
             # A program a deployment file runs in every replica (a container's command, a Procfile process):
             # a worker nothing shows deployed may be the one process of its kind, and is not reported.
-            if not (reach.programs and reach.run_by_main_block(loop)) and not _deployed_command_loop(loop, facts):
+            if not (reach.programs and reach.run_by_main_block(loop)) and not _deployed_command_loop(loop, facts) \
+                    and not _reached_by_a_program(loop, facts):
                 continue
             # the pause between passes as written (``time.sleep(60)``): the period a claim is taken for
             pause = next((_argument(n, 0, None) for n in nodes if isinstance(n, ast.Call) and self._sleep_call(n)),
@@ -507,3 +508,17 @@ def _arms_again(callback: FunctionNode, arming: FunctionNode, facts: ModuleFacts
                 seen.update(id(f) for f in candidates)
         pending = following
     return False
+
+
+def _reached_by_a_program(loop: ast.While, facts: ModuleFacts) -> bool:
+    """The loop's function is called, through the project, from the ``__main__`` code of a program a deployment
+    file runs in every replica (``python -m relay`` whose ``__main__.py`` runs ``main()``, which awaits
+    ``worker.run()``): the program is that loop.  Command line only."""
+    if not facts.context.cross_file:
+        return False
+    from ..reach import runs
+    from ..startup import is_per_replica_program
+
+    answer = runs(loop, facts, startup_only=True)
+    # (the way there begins in the program's own module: its module-level code or its ``__main__`` block)
+    return answer.every_replica and bool(answer.calls) and is_per_replica_program(facts.config, answer.calls[0].path)

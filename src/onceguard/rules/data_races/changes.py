@@ -424,6 +424,23 @@ def _constructs(value: ast.AST, facts: ModuleFacts) -> bool:
     return bool(last) and last[0].isupper() and django_instance_loader(value, facts) is None
 
 
+def _hands_on_a_changed_local(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """An attribute of a local set in ``function`` (``member.points = ...``, ``+=``), and that local handed as a
+    positional argument to a call of a method after it."""
+    changed: Dict[str, ast.AST] = {}
+    for node in function_nodes(function, facts):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                changed.setdefault(target.value.id, node)
+    if not changed:
+        return False
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and any(
+        isinstance(a, ast.Name) and a.id in changed and later(node, changed[a.id]) for a in node.args)
+        for node in function_nodes(function, facts))
+
+
 def _functions_writing_instances(facts: ModuleFacts) -> List[FunctionNode]:
     """Functions that write an instance back (``save``, ``commit``, ``flush``, ``merge``, ``update``): the only
     ones OG301's instance check needs to read."""
@@ -441,6 +458,11 @@ def _functions_writing_instances(facts: ModuleFacts) -> List[FunctionNode]:
             function = facts.enclosing_function(call)
             if function is not None and isinstance(call.func, ast.Attribute) and plain_name(call.func.value) == "self":
                 found.setdefault(id(function), function)
+    for function in facts.functions:
+        # ``member.points = member.points + n`` then ``self.members.store(member)``: a changed local handed on,
+        # perhaps to a project def that saves it (``_stores_the_handed_row`` asks)
+        if id(function) not in found and _hands_on_a_changed_local(function, facts):
+            found[id(function)] = function
     for call in facts.calls_named("begin"):
         # ``with session.begin():``: the block's end commits what it changed
         above = parent(call)

@@ -120,9 +120,9 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
     def project_triggers(config) -> tuple:
         """A module handing a value it computed to a project def that sends ``UPDATE ... SET`` (``sql_helpers``), or
         writing to Redis a value computed from what a project def read there (``stores``)."""
-        from ...project.prefilter_words import column_writer_words, store_reader_words
+        from ...project.prefilter_words import column_writer_words, row_saver_words, store_reader_words
 
-        return column_writer_words(config) + store_reader_words(config)
+        return column_writer_words(config) + store_reader_words(config) + row_saver_words(config)
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if _single_process(facts):

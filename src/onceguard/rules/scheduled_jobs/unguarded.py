@@ -17,7 +17,7 @@ from ...analysis.names import dotted
 from ..registry import register
 from ...noqa import ALL, line_codes
 from ...project.registries import registering_words
-from ...project.startup import is_per_replica_program
+from ...project.startup import imported_by_program, is_per_replica_program
 from ...project.redis_clients import redis_call
 from ...project.row_claims import takes_claimed_rows
 from ...project.shared_takes import handed_taken_items, takes_its_items
@@ -421,11 +421,13 @@ class UnguardedScheduledJob(Rule):
     @staticmethod
     def project_files(config, path: str) -> bool:
         """A program the deployment runs in every replica, handing its work to a loop of another module
-        (``await run_hourly(submitter.run, 5)``), or a management command a crontab line runs in every replica:
-        its own text need spell no loop or scheduler."""
+        (``await run_hourly(submitter.run, 5)``), a module such a program imports (its loop may be written there),
+        or a management command a crontab line runs in every replica: its own text need spell no loop or
+        scheduler."""
         from ...project.deployment import cron_runs_command_file
 
-        return is_per_replica_program(config, path) or cron_runs_command_file(config, path)
+        return is_per_replica_program(config, path) or cron_runs_command_file(config, path) \
+            or imported_by_program(config, path)
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         for verdict in _verdicts(facts):
