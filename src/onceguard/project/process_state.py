@@ -560,8 +560,8 @@ def _value_kind(value: ast.AST, matcher: StateMatcher, names: Set[str], function
         return WRITE_MARK
     if isinstance(value, ast.Call):
         name = _call_last_name(value)
-        if name.lstrip("_")[:1].isupper() or any(cls.name == name for cls in facts.classes):
-            return WRITE_RECORD  # a record built here: a status, a result object (``_Entry(...)`` too)
+        if name[:1].isupper():
+            return WRITE_RECORD  # a record built here: a status, a result object
         return WRITE_DERIVED
     return WRITE_RECORD
 

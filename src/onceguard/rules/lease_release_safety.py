@@ -96,7 +96,8 @@ def released_before_any_work(release, locks, facts: ModuleFacts) -> bool:
     """The key is deleted after this function set it only if absent, with an expiry, and nothing is called on
     the way from the one to the other (``if not cache.add(claim): abort(...)`` then ``if entry is None:
     cache.delete(claim)``): the claim is taken back before it could expire, so nobody else can hold the key
-    yet.  What the branch for a claim not taken does (``abort(...)``) is not on that way."""
+    yet.  What the branch for a claim not taken does (``abort(...)``) is not on that way; a ``yield`` is (the
+    caller's block runs there)."""
     function = facts.enclosing_function(release.call)
     if function is None:
         return False
@@ -109,7 +110,8 @@ def released_before_any_work(release, locks, facts: ModuleFacts) -> bool:
         claim_test = next((above for above in ancestors(taken.call) if isinstance(above, ast.If)
                            and _inside(taken.call, above.test)), None)
         on_failure = claim_test is not None and not _inside(release.call, claim_test)
-        between = [node for node in walk(function) if isinstance(node, (ast.Call, ast.Await))
+        # (a ``yield`` hands control to the ``with`` block of a context manager's caller: the work runs there)
+        between = [node for node in walk(function) if isinstance(node, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom))
                    and end <= (node.lineno, node.col_offset) < start
                    and not _inside(release.call, node) and not (on_failure and _inside(node, claim_test))]
         if not between:
