@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator, List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Set, Tuple
 
 from ..analysis.applied_decorators import decorators
 from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_nested_functions
@@ -296,12 +296,16 @@ _MUTATORS = frozenset({"append", "appendleft", "add", "setdefault", "update", "p
 def _mutates(name: str, function: FunctionNode) -> bool:
     """``function`` writes into the container ``name`` (``hits[ip] = ...``, ``hits[ip].append(now)``), also
     through a name bound to one of its entries (``window = hits[ip]`` ... ``window.append(now)``)."""
-    roots = {name}
+    return _mutates_rooted(function, lambda node: isinstance(node, ast.Name) and node.id == name)
+
+
+def _mutates_rooted(function: FunctionNode, is_container: Callable[[ast.AST], bool]) -> bool:
+    roots: Set[str] = set()
 
     def rooted(node: ast.AST) -> bool:
-        while isinstance(node, (ast.Subscript, ast.Attribute, ast.Call)):
+        while not is_container(node) and isinstance(node, (ast.Subscript, ast.Attribute, ast.Call)):
             node = node.func if isinstance(node, ast.Call) else node.value
-        return isinstance(node, ast.Name) and node.id in roots
+        return is_container(node) or (isinstance(node, ast.Name) and node.id in roots)
 
     for node in walk(function):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
@@ -371,6 +375,47 @@ def _handwritten(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
             + known.HANDWRITTEN_INSTEAD,
             related=[_refused_here(node, where)],
         )
+
+
+def _class_level_state(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
+    """A container assigned in a class's body (``_failures = defaultdict(deque)``) is one per process, however
+    many instances are made (one per request included): a class whose methods count in it against a clock, and
+    one of whose methods a caller refuses with 429 on, counts in this process alone."""
+    for cls in facts.classes:
+        for statement in cls.body:
+            if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.value is None \
+                    or not _is_container(statement.value, facts):
+                continue
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if not names:
+                continue
+            methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            # (the window may be pruned in one method and stamped in another, with the time read in a third)
+            if not (any(_reads_clock(m, facts) for m in methods)
+                    and any(_mutates_attribute(names[0], cls.name, m) for m in methods)):
+                continue
+            refusal = next(((m, found) for m in methods for found in [refusal_for(names[0], m, facts)]
+                            if found is not None), None)
+            if refusal is None:
+                continue
+            function, (node, where, _) = refusal
+            yield rule.finding(
+                statement,
+                f"`{cls.name}.{names[0]}` (a container of the class, one per process) holds rate-limit state and a "
+                f"caller of `{function.name}()` refuses with 429 on it, so N replicas allow N times the limit.",
+                "Each replica (and each worker process) keeps its own counts, whatever instances are made. "
+                + known.HANDWRITTEN_INSTEAD,
+                related=[_refused_here(node, where)],
+            )
+
+
+def _mutates_attribute(attr: str, class_name: str, method: FunctionNode) -> bool:
+    """``method`` writes into the class's container ``attr`` read as ``self.attr``, ``cls.attr`` or
+    ``ClassName.attr`` (also through a local bound to one of its entries)."""
+    holders = ("self", "cls", class_name)
+    return _mutates_rooted(method, lambda node: isinstance(node, ast.Attribute) and node.attr == attr
+                           and isinstance(node.value, ast.Name) and node.value.id in holders)
 
 
 def _application_state(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
@@ -527,5 +572,6 @@ class InMemoryRateLimit(Rule):
         yield from _library_limiters(self, facts)
         yield from _django_throttles(self, facts)
         yield from _handwritten(self, facts)
+        yield from _class_level_state(self, facts)
         yield from _application_state(self, facts)
         yield from _memoized_holders(self, facts)
