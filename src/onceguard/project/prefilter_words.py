@@ -99,6 +99,7 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     column_writers: Set[bytes] = set()
     store_readers: Set[bytes] = set()
     savers: Set[bytes] = set()
+    lock_classes: Set[bytes] = set()
     for path in project.project_files(root):
         source = project.read_bytes(path)
         # One pass of one automaton over the file finds the words of every family.
@@ -128,6 +129,7 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
         if _LOCK in found:
             here.append((lock_helpers, {defined.name for defined, text in defs_of(source)
                                         if defined.top_level and b"return" in text}))
+            here.append((lock_classes, _lock_classes(source)))
         if any(defs for _, defs in here) and _deployed(path, config):
             for family, defs in here:  # (test code and migrations are no helpers of the deployed code)
                 family.update(defs)
@@ -138,6 +140,7 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     # (``Name(`` for a call, ``Name as`` for an import under an alias, whose calls spell the alias)
     _counting_classes_by_root[root] = tuple(sorted(name + ending for name in counting for ending in (b"(", b" as ")))
     _lock_helpers_by_root[root] = tuple(sorted(name + b"(" for name in lock_helpers - BUILTIN_METHODS))
+    _lock_classes_by_root[root] = tuple(sorted(lock_classes))
     _sql_constants_by_root[root] = tuple(sorted(sql_constants))
     _column_writers_by_root[root] = tuple(sorted((name + b"(", change) for name in column_writers - BUILTIN_METHODS
                                                  for change in orm.ARITHMETIC_WORDS))
@@ -334,6 +337,27 @@ def lock_helper_words(config: Config) -> tuple:
     return _read_once(config, _lock_helpers_by_root)
 
 
+_lock_classes_by_root: Dict[str, tuple] = {}
+
+
+def lock_class_words(config: Config) -> tuple:
+    """``Name`` for each module-level class of the project whose text makes thread or asyncio locks (a registry
+    handing out one per key): a module holding one (``locks: KeyedLocks``) may enter the lock its method hands
+    back (``async with self._locks.get(key):``) with no word of a lock in its own text (OG606).  Once per
+    project."""
+    return _read_once(config, _lock_classes_by_root)
+
+
+def _lock_classes(source: bytes) -> Set[bytes]:
+    found: Set[bytes] = set()
+    for match in _CLASS.finditer(source):
+        end = _TOP_LEVEL.search(source, match.end())
+        text = source[match.end():end.start() if end else len(source)]
+        if any(word in text for word in process_state.LOCK_TRIGGERS) and b"return" in text:
+            found.add(match.group(1))
+    return found
+
+
 def counting_class_words(config: Config) -> tuple:
     """``Name(`` and ``Name as`` for each module-level class of the project that keeps containers on its instances
     and reads a clock: a module that makes one at its top level (``limiter = SlidingWindow(5, 60)``) may hold a limiter of
@@ -421,6 +445,7 @@ def _clear() -> None:
     _sql_constants_by_root.clear()
     _column_writers_by_root.clear()
     _row_savers_by_root.clear()
+    _lock_classes_by_root.clear()
 
 
 project.on_clear(_clear)

@@ -23,7 +23,7 @@ from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
 from ..analysis.names import dotted
 from ..knowledge import orm, process_state as known
 from ..model import Diagnostic, Fix, Related
-from ..project.prefilter_words import lock_helper_words
+from ..project.prefilter_words import lock_class_words, lock_helper_words
 from ..project.reach import Reach
 from ..project.summaries import resolve
 from ..project.unique_fields import model_class
@@ -71,8 +71,16 @@ def _session_receiver(receiver: ast.AST, scope: Optional[FunctionNode]) -> bool:
     text = dotted(receiver)
     if not text or scope is None:
         return False
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in known.SESSION_PROOF_METHODS
-               and dotted(n.func.value) == text for n in walk_no_nested_functions(scope))
+    for n in walk_no_nested_functions(scope):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in known.SESSION_PROOF_METHODS \
+                and dotted(n.func.value) == text:
+            return True
+        # ``async with sessions.begin() as session:``: a transaction's session, committed when the block ends
+        if isinstance(n, ast.withitem) and isinstance(n.optional_vars, ast.Name) and n.optional_vars.id == text \
+                and isinstance(n.context_expr, ast.Call) and isinstance(n.context_expr.func, ast.Attribute) \
+                and n.context_expr.func.attr in ("begin", "begin_nested"):
+            return True
+    return False
 
 
 def shared_step(call: ast.Call, facts: ModuleFacts, scope: Optional[FunctionNode]) -> Optional[Tuple[str, str]]:
@@ -224,7 +232,8 @@ def _lock_binding(expr: ast.AST, facts: ModuleFacts,
         for function, where in resolve(expr, facts, facts.enclosing_function(expr), by_name=False):
             for node in walk_no_nested_functions(function):
                 if isinstance(node, ast.Return) and node.value is not None:
-                    found = _lock_binding(node.value, where, through_helper=False)
+                    found = _lock_binding(node.value, where, through_helper=False) or (
+                        _kept_local_lock(node.value, function, where) if isinstance(node.value, ast.Name) else None)
                     if found is not None:
                         return found
         return None
@@ -239,6 +248,29 @@ def _lock_binding(expr: ast.AST, facts: ModuleFacts,
     if kind not in known.PROCESS_LOCK_CONSTRUCTORS:
         return None
     return binding, kind
+
+
+def _kept_local_lock(name: ast.Name, function: FunctionNode,
+                     facts: ModuleFacts) -> Optional[Tuple[state.Binding, str]]:
+    """``lock = self._locks.get(key)`` … ``lock = asyncio.Lock(); self._locks[key] = lock`` … ``return lock``: the
+    returned local is a lock the function makes and keeps per key in a container that outlives the call (one
+    lock per key and process, as ``_lock_kept_in`` reads a container filled where it is declared)."""
+    made = None
+    kept_in = None
+    for node in walk_no_nested_functions(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and target.id == name.id:
+                kind = state.constructed(node.value, facts)
+                if kind in known.PROCESS_LOCK_CONSTRUCTORS:
+                    made = kind
+            elif isinstance(target, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == name.id \
+                    and isinstance(target.value, (ast.Name, ast.Attribute)):
+                kept_in = target.value
+    if made is None or kept_in is None:
+        return None
+    container = state.binding_of(kept_in, facts)
+    return (container, made) if container is not None else None
 
 
 def _lock_kept_in(container: state.Binding) -> Optional[str]:
@@ -283,8 +315,9 @@ class ProcessLocalLock(Rule):
 
     @staticmethod
     def project_triggers(config) -> tuple:
-        """A module entering a lock a project function hands back (``async with account_lock(id):``)."""
-        return lock_helper_words(config)
+        """A module entering a lock a project function hands back (``async with account_lock(id):``), or one a
+        method of a project class that makes locks hands back (``async with self._locks.get(key):``)."""
+        return lock_helper_words(config) + lock_class_words(config)
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         context = facts.context
