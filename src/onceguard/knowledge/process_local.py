@@ -5,7 +5,7 @@ adding its constructor and the keyword or setting that points it at a shared sto
 """
 from __future__ import annotations
 
-from typing import FrozenSet, Tuple
+from typing import Dict, FrozenSet, Tuple
 
 # -- rate limiters --------------------------------------------------------------------------------------
 #: Limiter constructors whose counters stay in this process unless a storage URI names a shared store.
@@ -132,6 +132,11 @@ SOCKET_TYPES: FrozenSet[str] = frozenset({
     "sanic.Websocket", "sanic.server.websockets.impl.WebsocketImplProtocol",
     "litestar.WebSocket", "litestar.connection.WebSocket", "falcon.asgi.WebSocket",
 })
+#: A request's method that opens the streaming response of the request (Sanic's ``await request.respond(...)``),
+#: by the request's declared type: the response it hands back is a connection of the request, as a WebSocket is.
+STREAM_OPENING_METHODS: Dict[str, FrozenSet[str]] = {
+    "sanic.Request": frozenset({"respond"}), "sanic.request.Request": frozenset({"respond"}),
+}
 #: Methods that only a WebSocket connection has: a parameter accepted with one is a connection.
 SOCKET_ONLY_METHODS: FrozenSet[str] = frozenset({"accept", "send_text", "send_json", "send_bytes", "receive_text",
                                                   "receive_json", "iter_text", "iter_json", "write_message"})

@@ -147,7 +147,8 @@ def _references(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.AS
                 if (isinstance(n, ast.Name) and not method and n.id == name and isinstance(n.ctx, ast.Load))
                 or (isinstance(n, ast.Attribute) and n.attr == name and not (
                     method and isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")
-                    and where.enclosing_class(n) is not holder))]
+                    and where.enclosing_class(n) is not holder)
+                    and not (method and _something_else(n.value, holder, where)))]
     found = [(n, facts) for n in named(facts) if function not in ancestors(n) and not _unsubscribed(n)]
     paths = project.files_mentioning(name, project.search_root(facts)) if facts.context.cross_file else []
     if len(paths) > _MAX_CALLER_FILES:
@@ -158,6 +159,25 @@ def _references(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.AS
         if other is not None and not other.context.is_test:
             found.extend((n, other) for n in named(other) if not _unsubscribed(n))
     return found
+
+
+def _something_else(receiver: ast.AST, holder: ast.ClassDef, where: ModuleFacts) -> bool:
+    """The receiver of ``<receiver>.<method name>`` is shown to be no instance of the method's class: an imported
+    module of the project (``relay.publish``), or a value declared as another class (``redis: Redis``)."""
+    from . import declared_types
+
+    if isinstance(receiver, ast.Name) and where.imports.is_imported(receiver.id):
+        qualified = where.qualify(receiver) or ""
+        if project.module_path(qualified, project.roots_for(where)) is not None:
+            return True
+    declared = declared_types.type_of(receiver, where, where.enclosing_function(receiver))
+    if declared is None:
+        return False
+    if declared_types.library_class(declared) is not None:
+        return True
+    made = declared_types.classes(declared)
+    # (by name: the class may have been read from another parse of its module)
+    return bool(made) and all(cls.name != holder.name for cls, _ in made)
 
 
 def _unsubscribed(reference: ast.AST) -> bool:

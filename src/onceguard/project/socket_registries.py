@@ -55,7 +55,23 @@ def socket_parameters(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
               and (facts.qualify(node.value.func) or "") in known.SOCKET_TYPES):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             found.update(target.id for target in targets if isinstance(target, ast.Name))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and _opens_stream(node.value, arguments, facts):
+            # ``response = await request.respond(content_type="text/event-stream")``: the request's own stream
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found.update(target.id for target in targets if isinstance(target, ast.Name))
     return found
+
+
+def _opens_stream(value: Optional[ast.AST], arguments, facts: ModuleFacts) -> bool:
+    """``await request.respond(...)`` on a parameter declared as a request whose method opens its stream."""
+    call = value.value if isinstance(value, ast.Await) else value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)):
+        return False
+    for argument in arguments:
+        if argument.arg == call.func.value.id and argument.annotation is not None:
+            methods = known.STREAM_OPENING_METHODS.get(facts.qualify(argument.annotation) or "", frozenset())
+            return call.func.attr in methods
+    return False
 
 
 def registries_of_module(facts: ModuleFacts) -> Dict[str, ast.AST]:

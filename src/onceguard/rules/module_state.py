@@ -81,6 +81,13 @@ def _is_container(value: Optional[ast.AST], facts: ModuleFacts) -> bool:
     return False
 
 
+def _holds_connections(binding: state.Binding, facts: ModuleFacts) -> bool:
+    from ..project.socket_registries import registries_of_module
+
+    key = "." + binding.attr if binding.scope == state.INSTANCE and binding.attr else binding.name
+    return key in registries_of_module(binding.facts if binding.facts is not None else facts)
+
+
 def _is_mapping_cache(value: ast.AST, facts: ModuleFacts) -> bool:
     return isinstance(value, ast.Call) and (facts.callee(value) or "") in known.MAPPING_CACHE_FACTORIES
 
@@ -503,6 +510,8 @@ class ModuleStateAsSharedMemory(Rule):
                 continue  # (a script a person runs is one process)
             if finding.kind == "registry" and _is_mapping_cache(binding.value, facts):
                 continue  # a per-process cache used as a store is OG607's to say
+            if finding.kind == "registry" and _holds_connections(binding, facts):
+                continue  # the connections (or stream queues) this process serves: OG605 says where they are sent to
 
             if binding.scope == state.INSTANCE:
                 lifetime = lifetime_of()
