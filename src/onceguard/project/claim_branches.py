@@ -162,6 +162,32 @@ class ClaimBranches:
                 return found[1]
         return None
 
+    def _flag_set_by_claims(self, test: ast.Attribute, node: ast.AST) -> Optional[ClaimHit]:
+        """``if elector.is_leader:`` where ``elector`` is declared (or made) as a project class whose methods set
+        ``self.is_leader`` only to a claim's answer (``await self._acquire()``, or a renewal of it: ``await
+        (self._renew() if held else self._acquire())``) or to ``False``: the flag says this replica won the
+        claim, and what the branch runs, only the winner runs."""
+        from .declared_types import classes, type_of
+        from .claims import ClaimAnalyzer
+
+        function = self.facts.enclosing_function(node)
+        made = classes(type_of(test.value, self.facts, function))
+        if len(made) != 1:
+            return None
+        cls, where = made[0]
+        values = _flag_assignments(cls, test.attr)
+        analyzer = self if where is self.facts else ClaimAnalyzer.of_module(where, self.resolver)
+        hits = []
+        for value in values:
+            inner = value.value if isinstance(value, ast.Await) else value
+            if isinstance(inner, ast.Constant) and not inner.value:
+                continue  # (given up, or not yet won)
+            hit = analyzer.claim_in(value)
+            if hit is None:
+                return None
+            hits.append(hit)
+        return hits[0] if hits else None
+
     def _tested_claim(self, test: ast.AST, node: ast.AST) -> Optional[ClaimHit]:
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             # true only when every part is: a part that reads the answer (as itself, or as ``is not None``)
@@ -197,12 +223,29 @@ class ClaimBranches:
             hit = self.bound_claim(scope, held or root.id, before=test)
             if hit is not None and hit.read_by(root):
                 return hit
+        if isinstance(test, ast.Attribute) and isinstance(root, ast.Name) and root.id not in ("self", "cls"):
+            hit = self._flag_set_by_claims(test, node)
+            if hit is not None:
+                return hit
         hit = self.claim_in(test)
         if hit is not None and hit.kind == HELPER_GUARD and hit.node is test:
             # ``if lease.try_acquire():`` on a helper that leads with its claim: what it hands back, tested here,
             # is that claim's answer (it returns before, or without, saying yes when the claim fails)
             return hit
         return hit if hit is not None and hit.kind in NEEDS_TEST else None
+
+
+def _flag_assignments(cls: ast.ClassDef, attr: str) -> List[ast.AST]:
+    """The values the class's methods assign to ``self.<attr>``, in order."""
+    values = []
+    for method in cls.body:
+        if isinstance(method, _FUNCTION_TYPES):
+            for node in walk_no_nested_functions(method):
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and any(
+                        isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
+                        and t.value.id == "self" for t in (node.targets if isinstance(node, ast.Assign) else [node.target])):
+                    values.append(node.value)
+    return values
 
 
 def _receiver_text(node: ast.AST) -> str:

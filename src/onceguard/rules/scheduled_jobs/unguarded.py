@@ -7,7 +7,9 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 from ...project.through_helpers import through_helpers
 from ...project.claims import HELPER_GUARD, HELPER_RESULT, SET_NX, Bindings, ClaimAnalyzer, Lead
-from ...analysis.facts import FunctionNode, ModuleFacts, call_name, walk, walk_no_nested_functions
+from ...project.claim_kinds import CACHE_ADD, LOCK_ACQUIRE, OWNER_SCRIPT, TRY_LOCK
+from ...project import index as project
+from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, walk, walk_no_nested_functions
 from ..fix_plans import JobClaim, job_claim, offer_claim
 from ...knowledge import redis_clients as redis_known
 from ...knowledge import schedulers as known
@@ -199,6 +201,27 @@ def _noqa_at_def(function: FunctionNode, facts: ModuleFacts, code: str) -> bool:
     return False
 
 
+def _only_claims(calls, facts: ModuleFacts, resolver) -> bool:
+    """Every call that acts outside the process is a claim's own step (``SET NX``, a renewal only the holder's
+    token passes): the pass contests or keeps a claim, and what the winner does is gated where it is done."""
+    for call in calls:
+        top = next((above for above in ancestors(call) if isinstance(above, ast.Module)), None)
+        if top is None:
+            return False
+        where = facts if top is facts.tree else None
+        if where is None:
+            path = project.path_of_tree(top)
+            where = project.module_facts(path, facts.config) if path else None
+        if where is None or where.tree is not top \
+                or ClaimAnalyzer.of_module(where, resolver).call_claim(call) not in _CLAIM_STEPS:
+            return False
+    return True
+
+
+#: The kinds of one call that contest or keep a claim.
+_CLAIM_STEPS = frozenset({SET_NX, OWNER_SCRIPT, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE})
+
+
 def _skipped_calls(function: FunctionNode, scheduled: Scheduled) -> set:
     """The calls of the loop machinery itself (a ticker's sleep, a timer re-arming): not the job's work."""
     if scheduled.skip is None:
@@ -287,6 +310,8 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
             if scheduled.value_kept and not (effects.first_other is not None and effects.first_other.plain) \
                     and not any(answer_dropped(call) for call in effects.other):
                 continue  # a value the pass computes: nothing it does is seen acting, or called for its effect
+            if effects.other and _only_claims(effects.other, target.facts, resolver):
+                continue  # it only takes or keeps a claim (an election every replica takes part in): no work
             if effects.other:
                 kind = "job"
             elif effects.idempotent:
