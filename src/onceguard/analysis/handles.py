@@ -112,6 +112,10 @@ def bindings_before(function: ast.AST, name: str, node: ast.AST) -> List[ast.Ass
             and position(statement) < position(node)]
 
 
+#: Decorators that make a generator the factory of a context manager: the ``with`` binds what it yields.
+_CONTEXT_FACTORIES = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager"})
+
+
 def _gives_back(node: ast.AST, name: str) -> bool:
     """``pool.putconn(name)`` / ``pool.release(name)`` / ``name.close()``."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -394,6 +398,8 @@ class Handles:
         generator, not the handle."""
         if depth > self._MAX_DEPTH or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
+        if self._context_factory(function):
+            return self._checkout_yielded(function, depth)
         found: Optional[Handle] = None
         for node in walk_no_nested_functions(function):
             if isinstance(node, (ast.Yield, ast.YieldFrom)):
@@ -408,6 +414,23 @@ class Handles:
                     return None
                 found = found or handle
         return found
+
+    def _context_factory(self, function: ast.AST) -> bool:
+        return any((self.facts.qualify(d) or "") in _CONTEXT_FACTORIES for d in function.decorator_list)
+
+    def _checkout_yielded(self, function: ast.AST, depth: int) -> Optional[Handle]:
+        """``@contextmanager def pooled(): conn = pool.getconn(); try: yield conn; finally: pool.putconn(conn)``:
+        the ``with`` that enters it holds one checkout of the pool for its block, given back when it ends."""
+        yielded = [node.value for node in walk_no_nested_functions(function)
+                   if isinstance(node, ast.Yield) and isinstance(node.value, ast.Name)]
+        if len(yielded) != 1:
+            return None
+        name = yielded[0].id
+        handle = self.of(yielded[0], depth + 1)
+        if handle is None or handle.kind != db.PINNED or not any(
+                _gives_back(node, name) for node in walk_no_nested_functions(function)):
+            return None
+        return handle
 
     def _of_imported(self, qualified: str, depth: int) -> Optional[Handle]:
         """What a name imported from another module of the project holds; this module alone cannot tell."""
