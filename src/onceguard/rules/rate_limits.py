@@ -418,6 +418,51 @@ def _mutates_attribute(attr: str, class_name: str, method: FunctionNode) -> bool
                            and isinstance(node.value, ast.Name) and node.value.id in holders)
 
 
+def _handed_at_startup(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
+    """A limiter object made by start-up code and handed straight to a project function (``install_quota(app,
+    SlidingWindow(60))`` in an app factory) that refuses with 429 on it, itself or in the request hook it
+    defines over it and registers: one object for the process's life, counting the requests of this process
+    alone (command line only)."""
+    if not facts.context.cross_file:
+        return
+    from ..analysis.handed import parameter_names
+    from ..project.reach import runs
+    from ..project.summaries import resolve
+
+    for call in facts.calls:
+        # (a class made in the call's arguments: ``Name(...)`` or ``module.Name(...)``)
+        made = [(index, argument) for index, argument in enumerate(call.args) if isinstance(argument, ast.Call)
+                and (dotted(argument.func) or "").rsplit(".", 1)[-1][:1].isupper()]
+        for index, argument in made:
+            kind = _holder_kind(argument, facts)
+            if kind is None or kind[1] is None:
+                continue
+            function = facts.enclosing_function(call)
+            targets = resolve(call, facts, function, by_name=False)
+            if len(targets) != 1:
+                continue
+            target, where = targets[0]
+            parameters = [p for p in parameter_names(target) if p not in ("self", "cls")]
+            if index >= len(parameters):
+                continue
+            handed = parameters[index]
+            scopes = [target] + [n for n in walk(target) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                 and n is not target]
+            refusal = next(((scope, found) for scope in scopes for found in [refusal_for(handed, scope, where)]
+                            if found is not None), None)
+            if refusal is None or not runs(call, facts, startup_only=True).every_replica:
+                continue
+            scope, (node, place, _) = refusal
+            yield rule.finding(
+                argument,
+                f"`{kind[1].name}` made here at start-up is handed to `{target.name}()`, which keeps it for the "
+                f"process's life and refuses with 429 on it, so N replicas allow N times the limit.",
+                "Each replica (and each worker process) makes its own and counts only the requests it serves. "
+                + known.HANDWRITTEN_INSTEAD,
+                related=[_refused_here(node, place)],
+            )
+
+
 def _application_state(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
     """A limiter object kept in the application's state for the process's life (``app[THROTTLE] =
     SlidingWindow(...)`` in aiohttp's start-up, ``app.state.limiter = Limiter(...)`` in a lifespan): a request
@@ -573,5 +618,6 @@ class InMemoryRateLimit(Rule):
         yield from _django_throttles(self, facts)
         yield from _handwritten(self, facts)
         yield from _class_level_state(self, facts)
+        yield from _handed_at_startup(self, facts)
         yield from _application_state(self, facts)
         yield from _memoized_holders(self, facts)
