@@ -30,6 +30,8 @@ RUNNER_FUNCTIONS: Dict[str, Slot] = {
 RUNNER_METHODS: Dict[str, Slot] = {
     "submit": (0, None), "run_in_executor": (1, None), "start_soon": (0, None), "call_soon": (0, None),
     "call_later": (1, None), "add_done_callback": (0, None),
+    # Starlette's and FastAPI's ``BackgroundTasks.add_task(fn, *args)``: run in this process after the response
+    "add_task": (0, None),
 }
 
 #: Functions (qualified) that wrap a callable into another one that runs it when called: ``partial(fn, x)``

@@ -28,6 +28,7 @@ from ..project.module_caches import imports_a_module_cache
 from ..project.minted_keys import minted_by_callers, minted_key, minted_value
 from ..project.reach import Reach, runs
 from ..project.settings_objects import django_settings_modules
+from .memoized_effects import TRIGGERS as ONCE_GATE_TRIGGERS, once_gates
 from .base import Rule
 from .registry import register
 
@@ -404,7 +405,7 @@ class PerProcessCacheCoordination(Rule):
     name = "per-process-cache-coordination"
     summary = ("a per-process cache (cachetools, SimpleCache, Django local memory) used as shared state: a status "
                "store, a lock or a counter other replicas never see")
-    triggers = known.CACHE_TRIGGERS
+    triggers = known.CACHE_TRIGGERS + ONCE_GATE_TRIGGERS
     skips_tests = True
 
     @staticmethod
@@ -421,6 +422,7 @@ class PerProcessCacheCoordination(Rule):
         yield from self._markers(facts)
         yield from self._cleared_memos(facts)
         yield from self._invalidated_caches(facts)
+        yield from once_gates(self, facts)
 
     def _invalidated_caches(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         """A ``cachetools`` cache a ``@cached(cache=...)`` function fills with what the replicas share (a role, a
