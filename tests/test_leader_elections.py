@@ -94,3 +94,66 @@ def test_work_behind_an_electors_flag(tmp_path, gate, expected):
                      "docker-compose.yml": COMPOSE})
     assert findings(tmp_path, "rates/__main__.py", codes=("OG201",)) == expected
     assert findings(tmp_path, "rates/elector.py", codes=("OG201",)) == []
+
+
+LEASE = """
+    import asyncio
+
+    from redis.asyncio import Redis
+
+
+    class Lease:
+        def __init__(self, redis: Redis):
+            self.redis = redis
+            self.gone = asyncio.Event()
+
+        async def take(self) -> bool:
+            return bool(await self.redis.set("sync:leader", "me", nx=True, ex=30))
+    """
+
+PROGRAM = """
+    import asyncio
+
+    import httpx
+    from redis.asyncio import Redis
+
+    from sync.lease import Lease
+
+
+    async def pull(client):
+        await client.post("https://supplier.example/pull")
+
+
+    async def lead(lease, client):
+        while not lease.gone.is_set():
+            await pull(client)
+            try:
+                await asyncio.wait_for(lease.gone.wait(), timeout=60)
+            except TimeoutError:
+                pass
+
+
+    async def main():
+        lease = Lease(Redis(host="cache"))
+        async with httpx.AsyncClient() as client:
+            while True:
+                {call}
+                await asyncio.sleep(15)
+
+
+    if __name__ == "__main__":
+        asyncio.run(main())
+    """
+
+SYNC_DOCKERFILE = DOCKERFILE.replace("rates", "sync")
+SYNC_COMPOSE = COMPOSE.replace("rates", "sync")
+
+
+@pytest.mark.parametrize("call, expected", [
+    ("await lead(lease, client)", [(10, "OG201"), (14, "OG201")]),
+    ("if await lease.take():\n                    await lead(lease, client)", []),
+])
+def test_a_loop_only_the_lease_holder_enters(tmp_path, call, expected):
+    write(tmp_path, {"sync/__init__.py": "", "sync/lease.py": LEASE, "sync/__main__.py": PROGRAM.replace("{call}", call),
+                     "Dockerfile": SYNC_DOCKERFILE, "docker-compose.yml": SYNC_COMPOSE})
+    assert findings(tmp_path, "sync/__main__.py", codes=("OG201",)) == expected

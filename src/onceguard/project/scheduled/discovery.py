@@ -321,9 +321,21 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             return None
         return Target(function, foreign, True, False, qualified.replace(":", "."))
 
+    def _claimed_at_every_caller(self, node: ast.AST) -> bool:
+        """``node`` sits in a function every call of which the project shows under a won claim (``if await
+        lease.acquire(): await lead(...)``): only the winner runs it (one call up)."""
+        from ..fixed_arguments import callers_of
+
+        function = self.facts.enclosing_function(node)
+        calls = [(call, other) for call, other in callers_of(function, self.facts) if not other.context.is_test]
+        return bool(calls) and all(
+            (self.analyzer if other is self.facts else ClaimAnalyzer.of_module(other, _resolver)).dominating_claim(call)
+            is not None for call, other in calls)
+
     def add(self, scheduled: Scheduled) -> None:
         if self.facts.enclosing_function(scheduled.registration) is not None \
-                and self.analyzer.dominating_claim(scheduled.registration) is not None:
+                and (self.analyzer.dominating_claim(scheduled.registration) is not None
+                     or (self.cross_file and self._claimed_at_every_caller(scheduled.registration))):
             scheduled.gated = True  # added only by the replica that won a claim: a leader's scheduler
         elif process_roles.dedicated_gate(scheduled.registration, self.facts) is not None or (
                 self.cross_file and process_roles.gated_at_every_caller(scheduled.registration, self.facts)):
