@@ -11,7 +11,9 @@ from typing import Dict, List, Optional
 from . import index as project
 from ..analysis.facts import ModuleFacts, walk
 from ..analysis.handles import Handle
+from ..knowledge import process_state as process_known
 from ..knowledge import redis_clients as known
+from .instance_lifetimes import _top_level_statements
 
 _settings_cache: Dict[str, Optional[bool]] = {}
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", "site-packages", ".tox"})
@@ -111,3 +113,42 @@ def _default_backends(tree: ast.Module) -> List[Optional[str]]:
                     continue
                 found.append(backend_of(node.value))
     return found
+
+
+def cache_alias_bound(receiver: ast.AST, facts: ModuleFacts) -> Optional[ast.Subscript]:
+    """``caches["quota"]`` that a local ``receiver`` was bound to, once, in its function."""
+    function = facts.enclosing_function(receiver)
+    if not isinstance(receiver, ast.Name) or function is None:
+        return None
+    values = [node.value for node in walk(function) if isinstance(node, ast.Assign) and len(node.targets) == 1
+              and isinstance(node.targets[0], ast.Name) and node.targets[0].id == receiver.id]
+    if len(values) == 1 and isinstance(values[0], ast.Subscript) \
+            and (facts.qualify(values[0].value) or "") in process_known.DJANGO_CACHE_NAMES:
+        return values[0]
+    return None
+
+
+def alias_is_per_process(facts: ModuleFacts, alias: str) -> Optional[str]:
+    """Why the Django cache ``alias`` (``caches["quota"]``) is per process: every ``CACHES`` setting of the
+    project that names it gives it a local-memory, file or dummy backend.  None when unknown or shared."""
+    if not facts.context.cross_file:
+        return None
+    backends: List[object] = []
+    for path in project.files_mentioning(process_known.DJANGO_CACHES_SETTING, project.search_root(facts)):
+        other = project.module_facts(path, facts.config)
+        if other is None or other.context.is_test:
+            continue
+        for statement in _top_level_statements(other.tree):
+            targets = statement.targets if isinstance(statement, ast.Assign) else []
+            if not any(isinstance(t, ast.Name) and t.id == process_known.DJANGO_CACHES_SETTING for t in targets) \
+                    or not isinstance(statement.value, ast.Dict):
+                continue
+            for key, value in zip(statement.value.keys, statement.value.values):
+                if isinstance(key, ast.Constant) and key.value == alias and isinstance(value, ast.Dict):
+                    backend = next((v.value if isinstance(v, ast.Constant) else None
+                                    for k, v in zip(value.keys, value.values)
+                                    if isinstance(k, ast.Constant) and k.value == "BACKEND"), None)
+                    backends.append(backend)
+    if backends and all(b in process_known.DJANGO_PROCESS_BACKENDS for b in backends):
+        return f"`CACHES[{alias!r}]` is `{str(backends[0]).rsplit('.', 1)[-1]}`, private to each process"
+    return None

@@ -28,6 +28,7 @@ from ..project.module_caches import imports_a_module_cache
 from ..project.minted_keys import minted_by_callers, minted_key, minted_value
 from ..project.reach import Reach, runs
 from ..project.settings_objects import django_settings_modules
+from ..project.django_caches import alias_is_per_process, cache_alias_bound
 from .memoized_effects import TRIGGERS as ONCE_GATE_TRIGGERS, once_gates
 from .base import Rule
 from .registry import register
@@ -531,9 +532,14 @@ class PerProcessCacheCoordination(Rule):
                 continue
             method = func.attr
             receiver = func.value
+            spelled = f"`{dotted(receiver) or 'cache'}.{method}()`"
+            receiver = cache_alias_bound(receiver, facts) or receiver  # ``counters = caches["quota"]``
             qualified = facts.qualify(receiver) or ""
+            alias = None
             if isinstance(receiver, ast.Subscript):
                 qualified = facts.qualify(receiver.value) or ""
+                key = receiver.slice
+                alias = key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
             binding = made = None
             if qualified not in known.DJANGO_CACHE_NAMES and isinstance(receiver, (ast.Name, ast.Attribute)):
                 binding = state.binding_of(receiver, facts)  # (a cache the module makes: which kind it is)
@@ -541,7 +547,9 @@ class PerProcessCacheCoordination(Rule):
             if method == "add" and not (_result_decides(call) or _refused_by_exception(call, made)):
                 continue
             why = None
-            if qualified in known.DJANGO_CACHE_NAMES:
+            if qualified in known.DJANGO_CACHE_NAMES and alias not in (None, "default"):
+                why = alias_is_per_process(facts, alias)
+            elif qualified in known.DJANGO_CACHE_NAMES:
                 if not asked:
                     django_why, asked = _django_cache_is_per_process(facts), True
                 why = django_why
@@ -554,7 +562,6 @@ class PerProcessCacheCoordination(Rule):
             if why is None:
                 continue
             use, own = ("a lock or once-only marker", "lock") if method == "add" else ("a counter", "count")
-            spelled = f"`{dotted(receiver) or 'cache'}.{method}()`"
             yield self._per_process_coordination(call, f"{spelled} is used as {use}", why, own)
         for read, write in _counts_written_back(facts):
             if not asked:
