@@ -348,12 +348,31 @@ def lock_class_words(config: Config) -> tuple:
     return _read_once(config, _lock_classes_by_root)
 
 
+#: ``lock = asyncio.Lock()`` (any lock constructor), ``return self._locks.setdefault(key, Lock())``, and a
+#: ``defaultdict(asyncio.Lock)`` read back by ``return self._locks[key]``.
+_MADE_LOCK = re.compile(rb"(\w+)[ \t]*=[ \t]*[\w.]*(?:Lock|Semaphore|Condition)\(")
+_RETURNED_SETDEFAULT_LOCK = re.compile(rb"return [^\n]*setdefault\([^\n]*(?:Lock|Semaphore|Condition)\(")
+_LOCK_DEFAULTDICT = re.compile(rb"defaultdict\([\w.]*(?:Lock|Semaphore|Condition)\)")
+_RETURNED_ITEM = re.compile(rb"return [\w.]+\[")
+
+
+def _hands_out_kept_locks(text: bytes) -> bool:
+    """A class's text makes a lock, keeps it under a key and hands it back (a registry of one lock per key)."""
+    if _RETURNED_SETDEFAULT_LOCK.search(text) or (_LOCK_DEFAULTDICT.search(text) and _RETURNED_ITEM.search(text)):
+        return True
+    for made in _MADE_LOCK.finditer(text):
+        name = re.escape(made.group(1))
+        if re.search(rb"\] = " + name + rb"\b", text) and re.search(rb"return " + name + rb"\b", text):
+            return True
+    return False
+
+
 def _lock_classes(source: bytes) -> Set[bytes]:
     found: Set[bytes] = set()
     for match in _CLASS.finditer(source):
         end = _TOP_LEVEL.search(source, match.end())
         text = source[match.end():end.start() if end else len(source)]
-        if any(word in text for word in process_state.LOCK_TRIGGERS) and b"return" in text:
+        if _hands_out_kept_locks(text):
             found.add(match.group(1))
     return found
 
