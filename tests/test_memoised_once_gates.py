@@ -1,6 +1,7 @@
 """``@lru_cache`` on a function that acts outside the process and hands nothing back is a gate that lets it act
 once per arguments and process (OG607): every replica, worker and restart acts again.  A memoised function
-that hands back what it fetched is a memo, and one that only works in memory is no gate of an effect."""
+that hands back what it fetched is a memo, one that only works in memory is no gate of an effect, and one that
+sets up this process (an SDK initialised, a package installed in its container) is every process's own work."""
 from __future__ import annotations
 
 import pytest
@@ -32,18 +33,30 @@ NOTICES = """
     @functools.lru_cache
     def remember(account: str) -> None:
         print(account)
+
+
+    @functools.lru_cache(maxsize=1)
+    def start_tracing(dsn: str) -> None:
+        import subprocess
+        import sys
+
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "tracing-sdk"])
+        import tracing_sdk
+
+        tracing_sdk.init(dsn=dsn)
     """
 
 ROUTES = """
     from fastapi import BackgroundTasks, FastAPI
 
-    from .notices import plan_of, remember, warn_owner
+    from .notices import plan_of, remember, start_tracing, warn_owner
 
     app = FastAPI()
 
 
     @app.post("/usage/{{account}}")
     def usage(account: str, background: BackgroundTasks):
+        start_tracing("https://tracing.example")
         remember(account)
         if plan_of(account)["used_up"]:
             {hand}

@@ -12,8 +12,8 @@ from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
 from ..knowledge import process_local as known
 from ..model import Diagnostic, Related
 from ..project.reach import runs
-from ..project.summaries import summaries_for
 from .base import Rule
+from .process_locks import STEP_DEPTH, WRITE, SharedSteps
 
 #: A module that memoises a function names the decorator.
 TRIGGERS = (b"lru_cache", b"@cache", b"functools.cache")
@@ -23,10 +23,13 @@ def once_gates(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
     for function in facts.functions:
         if not _memoised(function, facts) or _hands_back_a_value(function):
             continue
-        effects = summaries_for(facts).effects(function, facts)
-        evidence = effects.first_other
-        if evidence is None or not evidence.plain:
-            continue  # (nothing it does is seen leaving the process: a memo of work done in memory)
+        # What it does to the world the replicas share (mail sent, an HTTP request, rows written), followed into
+        # the project's functions it calls: setting up this process (an SDK initialised, a package installed
+        # in this container) is every process's own work, once each.
+        write = next((step for step in SharedSteps().of_statements(list(function.body), facts, function, STEP_DEPTH)
+                      if step.kind == WRITE), None)
+        if write is None:
+            continue
         answer = runs(function.body[0], facts)
         if not answer.every_replica:
             continue
@@ -37,8 +40,7 @@ def once_gates(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
             "The cache of a memoised function lives in one process. Record that the work was done where every "
             "replica looks: an `INSERT ... ON CONFLICT DO NOTHING RETURNING` of a row keyed by the arguments "
             "(act only when it returns the row), or `SET <key> 1 NX EX <ttl>` in Redis (act only when it is set).",
-            related=[Related(evidence.path, evidence.call.lineno, evidence.call.col_offset + 1,
-                             "acts outside the process"),
+            related=[Related(write.facts.context.path, write.call.lineno, write.call.col_offset + 1, write.what),
                      *answer.entry[:1]],
         )
 

@@ -32,7 +32,7 @@ from .data_races.changes import committed_by_block
 from .data_races.loads import Loaded, _session_matches, sa_source
 from .registry import register
 
-_DEPTH = 3  # calls followed from the locked block into project functions
+STEP_DEPTH = 3  # calls followed from the locked block into project functions
 
 READ, WRITE = "read", "write"
 #: A step that makes the database serialise the work itself (rows read ``FOR UPDATE``, a transaction-level
@@ -163,7 +163,7 @@ def _is_manager_chain(call: ast.Call) -> bool:
     return (dotted(node) or "").endswith(".objects")
 
 
-class _Steps:
+class SharedSteps:
     """The shared reads and writes a block does, in order, following project functions it calls."""
 
     def __init__(self) -> None:
@@ -324,7 +324,7 @@ class ProcessLocalLock(Rule):
         if context.is_test or context.is_migration:
             return
         reach: Optional[Reach] = None
-        steps = _Steps()
+        steps = SharedSteps()
         for block in facts.withs:
             for item in block.items:
                 found = _lock_binding(item.context_expr, facts)
@@ -335,7 +335,7 @@ class ProcessLocalLock(Rule):
                 if reach.module_is_one_off or reach.operator_reason(block) is not None:
                     continue  # a script or a command: one process by construction
                 scope = facts.enclosing_function(block)
-                done = steps.of_statements(list(block.body), facts, scope, _DEPTH)
+                done = steps.of_statements(list(block.body), facts, scope, STEP_DEPTH)
                 pair = read_then_write(done)
                 if pair is None or any(step.kind == SERIALISED for step in done):
                     continue
