@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Callable, Iterator, List, Optional, Set, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from ..analysis.applied_decorators import decorators
 from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_nested_functions
@@ -19,11 +19,11 @@ from ..analysis.names import dotted
 from ..knowledge import process_local as known
 from ..model import Diagnostic, Related
 from ..project import index as project
-from ..project.forwarding import callee_through
 from ..project.prefilter_words import counting_class_words
 from .base import Rule
 from .fix_plans import shared_store_snippet
 from .limit_refusals import functions_using, other_modules, refusal_for, users_elsewhere
+from .limiter_state import holder_kind, is_container, mutates, mutates_attribute, reads_clock
 from .registry import register
 
 #: How a display-only fix names the shared store.
@@ -212,117 +212,6 @@ def _django_throttles(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
 
 
 # -- hand-written limiters -----------------------------------------------------------------------------------
-def _reads_clock(scope: ast.AST, facts: ModuleFacts) -> bool:
-    for node in walk(scope):
-        if isinstance(node, ast.Call):
-            qualified = callee_through(node, facts)  # (also a clock read behind a small helper)
-            if qualified in known.CLOCK_CALLS or (dotted(node.func) or "") in known.CLOCK_CALLS:
-                return True
-    return False
-
-
-def _is_container(value: ast.AST, facts: ModuleFacts) -> bool:
-    if isinstance(value, (ast.Dict, ast.Set, ast.List, ast.DictComp, ast.ListComp, ast.SetComp)):
-        return True
-    if isinstance(value, ast.Call):
-        return callee_through(value, facts) in known.CONTAINER_CONSTRUCTORS  # (also behind a small helper)
-    return False
-
-
-def _keeps_containers(cls: ast.ClassDef, facts: ModuleFacts) -> bool:
-    """The class stores per-key containers on its instances (``self.hits = defaultdict(list)``)."""
-    for node in walk(cls):
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if node.value is None:
-                continue
-            if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
-                   for t in targets) and _contains_container(node.value, facts):
-                return True
-    return False
-
-
-def _counts_in_shared_store(cls: ast.ClassDef) -> bool:
-    """The class also counts in Redis or Memcached (``incr``, a script): its containers are a fallback."""
-    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-               and node.func.attr in known.SHARED_COUNTER_METHODS for node in walk(cls))
-
-
-def _contains_container(value: ast.AST, facts: ModuleFacts) -> bool:
-    return any(_is_container(node, facts) for node in walk(value))
-
-
-def _class_of_call(value: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
-    if not isinstance(value, ast.Call):
-        return None
-    func = value.func
-    if isinstance(func, ast.Name):
-        for statement in facts.tree.body:
-            if isinstance(statement, ast.ClassDef) and statement.name == func.id:
-                return statement, facts
-    if not facts.context.cross_file:
-        return None
-    qualified = facts.callee(value) or ""
-    head = (dotted(func) or "").split(".")[0]
-    if "." not in qualified or not facts.imports.is_imported(head):
-        return None
-    return project.find_class(qualified, facts.config, project.roots_for(facts))
-
-
-def _holder_kind(value: ast.AST, facts: ModuleFacts) -> Optional[Tuple[str, Optional[ast.ClassDef]]]:
-    """What a module-level value keeps: per-key containers ("container") or a limiter object whose class
-    keeps them and reads a clock."""
-    if isinstance(value, ast.IfExp):  # ``None if disabled else Limiter(...)``
-        for branch in (value.body, value.orelse):
-            found = _holder_kind(branch, facts)
-            if found is not None:
-                return found
-        return None
-    if _is_container(value, facts):
-        return "container", None
-    found = _class_of_call(value, facts)
-    if found is None:
-        return None
-    cls, where = found
-    if _keeps_containers(cls, where) and _reads_clock(cls, where) and not _counts_in_shared_store(cls):
-        return "object", cls
-    return None
-
-
-_MUTATORS = frozenset({"append", "appendleft", "add", "setdefault", "update", "pop", "popleft", "remove", "clear",
-                       "extend", "discard"})
-
-
-def _mutates(name: str, function: FunctionNode) -> bool:
-    """``function`` writes into the container ``name`` (``hits[ip] = ...``, ``hits[ip].append(now)``), also
-    through a name bound to one of its entries (``window = hits[ip]`` ... ``window.append(now)``)."""
-    return _mutates_rooted(function, lambda node: isinstance(node, ast.Name) and node.id == name)
-
-
-def _mutates_rooted(function: FunctionNode, is_container: Callable[[ast.AST], bool]) -> bool:
-    roots: Set[str] = set()
-
-    def rooted(node: ast.AST) -> bool:
-        while not is_container(node) and isinstance(node, (ast.Subscript, ast.Attribute, ast.Call)):
-            node = node.func if isinstance(node, ast.Call) else node.value
-        return is_container(node) or (isinstance(node, ast.Name) and node.id in roots)
-
-    for node in walk(function):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and isinstance(node.value, (ast.Subscript, ast.Call)) and rooted(node.value):
-            roots.add(node.targets[0].id)
-
-    for node in walk(function):
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, (ast.Subscript, ast.Attribute)) and rooted(t) for t in targets):
-                return True
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS:
-            if rooted(node.func.value):
-                return True
-    return False
-
-
 #: ``name = <a container>`` at a module's top level (a type annotation allowed).
 _MODULE_CONTAINER = re.compile(
     rb"^[A-Za-z_][A-Za-z0-9_]*[ \t]*(?::[^=\n]*)?=[ \t]*(?:\{|\[|set\(|dict\(|list\(|"
@@ -346,14 +235,14 @@ def _handwritten(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
                                   ast.SetComp)):
             continue
         using = functions_using(name, facts)
-        container = _is_container(value, facts)
+        container = is_container(value, facts)
         if not using and (container or not facts.context.cross_file):
             continue
         # the cheap fact first: what the value keeps (a class is looked up once per module), then who refuses
-        kind = ("container", None) if container else _holder_kind(value, facts)
+        kind = ("container", None) if container else holder_kind(value, facts)
         if kind is None:
             continue
-        candidates = [(f, name, facts) for f in using if not container or (_reads_clock(f, facts) and _mutates(name, f))]
+        candidates = [(f, name, facts) for f in using if not container or (reads_clock(f, facts) and mutates(name, f))]
         if not container:
             # a limiter object other modules import and ask (``from app.limits import resend_limiter``)
             candidates += users_elsewhere(name, facts)
@@ -384,7 +273,7 @@ def _class_level_state(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
     for cls in facts.classes:
         for statement in cls.body:
             if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.value is None \
-                    or not _is_container(statement.value, facts):
+                    or not is_container(statement.value, facts):
                 continue
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
             names = [t.id for t in targets if isinstance(t, ast.Name)]
@@ -392,11 +281,10 @@ def _class_level_state(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
                 continue
             methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
             # (the window may be pruned in one method and stamped in another, with the time read in a third)
-            if not (any(_reads_clock(m, facts) for m in methods)
-                    and any(_mutates_attribute(names[0], cls.name, m) for m in methods)):
+            if not (any(reads_clock(m, facts) for m in methods)
+                    and any(mutates_attribute(names[0], cls.name, m) for m in methods)):
                 continue
-            refusal = next(((m, found) for m in methods for found in [refusal_for(names[0], m, facts)]
-                            if found is not None), None)
+            refusal = _first_refusal(names[0], methods, facts)
             if refusal is None:
                 continue
             function, (node, where, _) = refusal
@@ -410,12 +298,10 @@ def _class_level_state(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
             )
 
 
-def _mutates_attribute(attr: str, class_name: str, method: FunctionNode) -> bool:
-    """``method`` writes into the class's container ``attr`` read as ``self.attr``, ``cls.attr`` or
-    ``ClassName.attr`` (also through a local bound to one of its entries)."""
-    holders = ("self", "cls", class_name)
-    return _mutates_rooted(method, lambda node: isinstance(node, ast.Attribute) and node.attr == attr
-                           and isinstance(node.value, ast.Name) and node.value.id in holders)
+def _first_refusal(name: str, functions, facts: ModuleFacts):
+    """The first of ``functions`` that refuses with 429 on ``name`` (itself, a callee or a caller), with where."""
+    return next(((function, found) for function in functions for found in [refusal_for(name, function, facts)]
+                 if found is not None), None)
 
 
 def _handed_at_startup(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
@@ -434,7 +320,7 @@ def _handed_at_startup(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
         made = [(index, argument) for index, argument in enumerate(call.args) if isinstance(argument, ast.Call)
                 and (dotted(argument.func) or "").rsplit(".", 1)[-1][:1].isupper()]
         for index, argument in made:
-            kind = _holder_kind(argument, facts)
+            kind = holder_kind(argument, facts)
             if kind is None or kind[1] is None:
                 continue
             function = facts.enclosing_function(call)
@@ -448,8 +334,7 @@ def _handed_at_startup(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
             handed = parameters[index]
             scopes = [target] + [n for n in walk(target) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                                  and n is not target]
-            refusal = next(((scope, found) for scope in scopes for found in [refusal_for(handed, scope, where)]
-                            if found is not None), None)
+            refusal = _first_refusal(handed, scopes, where)
             if refusal is None or not runs(call, facts, startup_only=True).every_replica:
                 continue
             scope, (node, place, _) = refusal
@@ -476,14 +361,14 @@ def _application_state(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
         key = _state_key(statement.targets[0])
         if key is None:
             continue
-        container = _is_container(statement.value, facts)
-        kind = ("container", None) if container else _holder_kind(statement.value, facts)
+        container = is_container(statement.value, facts)
+        kind = ("container", None) if container else holder_kind(statement.value, facts)
         if kind is None or (kind[1] is None and not container):
             continue
         # (a plain container is a limiter's state where the function reading it counts against a clock)
         refusal = next(((function, found) for other in [facts] + other_modules(key, facts)
                         for function in other.functions if _reads_state(function, key)
-                        and (not container or _reads_clock(function, other))
+                        and (not container or reads_clock(function, other))
                         for found in [refusal_for(key, function, other)] if found is not None), None)
         if refusal is None:
             continue
@@ -508,7 +393,7 @@ def _memoized_holders(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
             continue
         made = next(((node, kind[1]) for node in walk_no_nested_functions(function)
                      if isinstance(node, ast.Return) and node.value is not None
-                     for kind in [_holder_kind(node.value, facts)] if kind is not None and kind[1] is not None), None)
+                     for kind in [holder_kind(node.value, facts)] if kind is not None and kind[1] is not None), None)
         if made is None:
             continue
         refusal = next(((user, found) for user, local, where in _factory_users(function.name, facts)

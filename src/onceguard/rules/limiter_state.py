@@ -1,0 +1,131 @@
+"""What a hand-written limiter keeps (OG604): per-key containers filled against a clock, in a module, on a
+class's instances or in its body, and whether a function writes into them."""
+from __future__ import annotations
+
+import ast
+from typing import Callable, Optional, Set, Tuple
+
+from ..analysis.facts import FunctionNode, ModuleFacts, walk
+from ..analysis.names import dotted
+from ..knowledge import process_local as known
+from ..project import index as project
+from ..project.forwarding import callee_through
+
+
+def reads_clock(scope: ast.AST, facts: ModuleFacts) -> bool:
+    for node in walk(scope):
+        if isinstance(node, ast.Call):
+            qualified = callee_through(node, facts)  # (also a clock read behind a small helper)
+            if qualified in known.CLOCK_CALLS or (dotted(node.func) or "") in known.CLOCK_CALLS:
+                return True
+    return False
+
+
+def is_container(value: ast.AST, facts: ModuleFacts) -> bool:
+    if isinstance(value, (ast.Dict, ast.Set, ast.List, ast.DictComp, ast.ListComp, ast.SetComp)):
+        return True
+    if isinstance(value, ast.Call):
+        return callee_through(value, facts) in known.CONTAINER_CONSTRUCTORS  # (also behind a small helper)
+    return False
+
+
+def keeps_containers(cls: ast.ClassDef, facts: ModuleFacts) -> bool:
+    """The class stores per-key containers on its instances (``self.hits = defaultdict(list)``)."""
+    for node in walk(cls):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if node.value is None:
+                continue
+            if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                   for t in targets) and contains_container(node.value, facts):
+                return True
+    return False
+
+
+def counts_in_shared_store(cls: ast.ClassDef) -> bool:
+    """The class also counts in Redis or Memcached (``incr``, a script): its containers are a fallback."""
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+               and node.func.attr in known.SHARED_COUNTER_METHODS for node in walk(cls))
+
+
+def contains_container(value: ast.AST, facts: ModuleFacts) -> bool:
+    return any(is_container(node, facts) for node in walk(value))
+
+
+def class_of_call(value: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    if isinstance(func, ast.Name):
+        for statement in facts.tree.body:
+            if isinstance(statement, ast.ClassDef) and statement.name == func.id:
+                return statement, facts
+    if not facts.context.cross_file:
+        return None
+    qualified = facts.callee(value) or ""
+    head = (dotted(func) or "").split(".")[0]
+    if "." not in qualified or not facts.imports.is_imported(head):
+        return None
+    return project.find_class(qualified, facts.config, project.roots_for(facts))
+
+
+def holder_kind(value: ast.AST, facts: ModuleFacts) -> Optional[Tuple[str, Optional[ast.ClassDef]]]:
+    """What a module-level value keeps: per-key containers ("container") or a limiter object whose class
+    keeps them and reads a clock."""
+    if isinstance(value, ast.IfExp):  # ``None if disabled else Limiter(...)``
+        for branch in (value.body, value.orelse):
+            found = holder_kind(branch, facts)
+            if found is not None:
+                return found
+        return None
+    if is_container(value, facts):
+        return "container", None
+    found = class_of_call(value, facts)
+    if found is None:
+        return None
+    cls, where = found
+    if keeps_containers(cls, where) and reads_clock(cls, where) and not counts_in_shared_store(cls):
+        return "object", cls
+    return None
+
+
+MUTATORS = frozenset({"append", "appendleft", "add", "setdefault", "update", "pop", "popleft", "remove", "clear",
+                       "extend", "discard"})
+
+
+def mutates(name: str, function: FunctionNode) -> bool:
+    """``function`` writes into the container ``name`` (``hits[ip] = ...``, ``hits[ip].append(now)``), also
+    through a name bound to one of its entries (``window = hits[ip]`` ... ``window.append(now)``)."""
+    return mutates_rooted(function, lambda node: isinstance(node, ast.Name) and node.id == name)
+
+
+def mutates_rooted(function: FunctionNode, is_the_container: Callable[[ast.AST], bool]) -> bool:
+    roots: Set[str] = set()
+
+    def rooted(node: ast.AST) -> bool:
+        while not is_the_container(node) and isinstance(node, (ast.Subscript, ast.Attribute, ast.Call)):
+            node = node.func if isinstance(node, ast.Call) else node.value
+        return is_the_container(node) or (isinstance(node, ast.Name) and node.id in roots)
+
+    for node in walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, (ast.Subscript, ast.Call)) and rooted(node.value):
+            roots.add(node.targets[0].id)
+
+    for node in walk(function):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, (ast.Subscript, ast.Attribute)) and rooted(t) for t in targets):
+                return True
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
+            if rooted(node.func.value):
+                return True
+    return False
+
+
+def mutates_attribute(attr: str, class_name: str, method: FunctionNode) -> bool:
+    """``method`` writes into the class's container ``attr`` read as ``self.attr``, ``cls.attr`` or
+    ``ClassName.attr`` (also through a local bound to one of its entries)."""
+    holders = ("self", "cls", class_name)
+    return mutates_rooted(method, lambda node: isinstance(node, ast.Attribute) and node.attr == attr
+                           and isinstance(node.value, ast.Name) and node.value.id in holders)
