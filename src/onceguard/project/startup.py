@@ -45,16 +45,23 @@ def is_per_replica_program(config, path: str) -> bool:
     """Whether some deployment file of the project runs ``path`` as a Python program in every replica, read
     from the deployment files alone (no parse): what the prefilter asks of a file whose text may show no job,
     a program that hands its work to a loop written in another module."""
+    files = per_replica_program_files(config)
+    return bool(files) and os.path.abspath(path) in files
+
+
+def per_replica_program_files(config) -> FrozenSet[str]:
+    """The files some deployment file of the project runs as Python programs in every replica (none without a
+    root)."""
     root = os.path.abspath(config.root) if config.root else ""
     if not root:
-        return False
+        return frozenset()
     files = _program_files.get(root)
     if files is None:
         files = _program_files[root] = frozenset(
             os.path.abspath(f) for step in deployment.steps(config)
             if step.kind in (deployment.PYTHON_MODULE, deployment.PYTHON_SCRIPT) and step.launch.per_replica
             for f in step.files)
-    return bool(files) and os.path.abspath(path) in files
+    return files
 
 
 project.on_clear(_program_files.clear)

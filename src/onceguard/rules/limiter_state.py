@@ -84,9 +84,11 @@ def holder_kind(value: ast.AST, facts: ModuleFacts) -> Optional[Tuple[str, Optio
     if found is None:
         return None
     cls, where = found
-    if keeps_containers(cls, where) and reads_clock(cls, where) and not counts_in_shared_store(cls):
-        return "object", cls
-    return None
+    # (asked of the same classes again and again: ``Q(...)``, ``Value(...)``, once per class and run)
+    kinds = where.cached("rate_limits:limiter-classes", lambda _facts: {})
+    if id(cls) not in kinds:
+        kinds[id(cls)] = keeps_containers(cls, where) and reads_clock(cls, where) and not counts_in_shared_store(cls)
+    return ("object", cls) if kinds[id(cls)] else None
 
 
 MUTATORS = frozenset({"append", "appendleft", "add", "setdefault", "update", "pop", "popleft", "remove", "clear",

@@ -280,10 +280,12 @@ def _class_level_state(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
             if not names:
                 continue
             methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-            # (the window may be pruned in one method and stamped in another, with the time read in a third)
-            if not (any(reads_clock(m, facts) for m in methods)
-                    and any(mutates_attribute(names[0], cls.name, m) for m in methods)):
-                continue
+            # (the window may be pruned in one method and stamped in another, with the time read in a third;
+            # only methods that name the attribute can write into it)
+            naming = [m for m in methods if any(isinstance(n, ast.Attribute) and n.attr == names[0] for n in walk(m))]
+            if not (any(mutates_attribute(names[0], cls.name, m) for m in naming)
+                    and any(reads_clock(m, facts) for m in methods)):
+                continue  # (the syntax first: reading a clock follows calls through helpers)
             refusal = _first_refusal(names[0], methods, facts)
             if refusal is None:
                 continue

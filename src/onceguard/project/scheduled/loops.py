@@ -514,10 +514,11 @@ def _reached_by_a_program(loop: ast.While, facts: ModuleFacts) -> bool:
     """The loop's function is called, through the project, from the ``__main__`` code of a program a deployment
     file runs in every replica (``python -m relay`` whose ``__main__.py`` runs ``main()``, which awaits
     ``worker.run()``): the program is that loop.  Command line only."""
-    if not facts.context.cross_file:
-        return False
+    from ..startup import is_per_replica_program, per_replica_program_files
+
+    if not facts.context.cross_file or not per_replica_program_files(facts.config):
+        return False  # (no program of the project runs in every replica: reach is not asked)
     from ..reach import runs
-    from ..startup import is_per_replica_program
 
     answer = runs(loop, facts, startup_only=True)
     # (the way there begins in the program's own module: its module-level code or its ``__main__`` block)
