@@ -18,7 +18,7 @@ import re
 from typing import Iterator, List, Optional, Set, Tuple
 
 from ..project import process_state as state
-from ..analysis.facts import ModuleFacts, ancestors, parent, walk
+from ..analysis.facts import ModuleFacts, ancestors, parent, spells_triggers, walk
 from ..analysis.names import dotted
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
@@ -418,12 +418,16 @@ class PerProcessCacheCoordination(Rule):
         context = facts.context
         if context.is_test or context.is_migration or Reach.of_module(facts).module_is_one_off:
             return
+        if spells_triggers(facts, ONCE_GATE_TRIGGERS):
+            yield from once_gates(self, facts)
+        if not (spells_triggers(facts, known.CACHE_TRIGGERS)
+                or imports_a_module_cache(facts.config, facts.context.path or "")):
+            return  # (admitted by a memoised function alone: no cache of the kinds below is in sight)
         yield from self._stores(facts)
         yield from self._coordination(facts)
         yield from self._markers(facts)
         yield from self._cleared_memos(facts)
         yield from self._invalidated_caches(facts)
-        yield from once_gates(self, facts)
 
     def _invalidated_caches(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         """A ``cachetools`` cache a ``@cached(cache=...)`` function fills with what the replicas share (a role, a
