@@ -11,8 +11,10 @@ import ast
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
+from .applied_decorators import decorators
 from .facts import ModuleFacts, ancestors, position, walk, walk_no_nested_functions
 from .names import dotted
+from ..knowledge import claims as claim_known
 from ..knowledge import databases as db
 
 
@@ -110,10 +112,6 @@ def bindings_before(function: ast.AST, name: str, node: ast.AST) -> List[ast.Ass
     return [statement for statement in walk_no_nested_functions(function) if isinstance(statement, ast.Assign)
             and any(isinstance(t, ast.Name) and t.id == name for t in statement.targets)
             and position(statement) < position(node)]
-
-
-#: Decorators that make a generator the factory of a context manager: the ``with`` binds what it yields.
-_CONTEXT_FACTORIES = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager"})
 
 
 def _gives_back(node: ast.AST, name: str) -> bool:
@@ -416,7 +414,9 @@ class Handles:
         return found
 
     def _context_factory(self, function: ast.AST) -> bool:
-        return any((self.facts.qualify(d) or "") in _CONTEXT_FACTORIES for d in function.decorator_list)
+        """Made a context manager by ``contextlib``: the ``with`` binds what it yields."""
+        return any((self.facts.qualify(d) or "") in claim_known.CONTEXT_MANAGER_DECORATORS
+                   for d in decorators(function, self.facts))
 
     def _checkout_yielded(self, function: ast.AST, depth: int) -> Optional[Handle]:
         """``@contextmanager def pooled(): conn = pool.getconn(); try: yield conn; finally: pool.putconn(conn)``:

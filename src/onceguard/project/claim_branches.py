@@ -236,16 +236,14 @@ class ClaimBranches:
 
 
 def _flag_assignments(cls: ast.ClassDef, attr: str) -> List[ast.AST]:
-    """The values the class's methods assign to ``self.<attr>``, in order."""
-    values = []
-    for method in cls.body:
-        if isinstance(method, _FUNCTION_TYPES):
-            for node in walk_no_nested_functions(method):
-                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and any(
-                        isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
-                        and t.value.id == "self" for t in (node.targets if isinstance(node, ast.Assign) else [node.target])):
-                    values.append(node.value)
-    return values
+    """The values the class assigns to ``self.<attr>`` (from the class's table of attribute writes)."""
+    from .declared_types import attribute_writes
+
+    return [node.value for node in attribute_writes(cls).get(attr, ())
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
+            and any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
+                    and t.value.id == "self"
+                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))]
 
 
 def _receiver_text(node: ast.AST) -> str:

@@ -78,14 +78,7 @@ def _stream_takes_returned(call: ast.Call, other: ModuleFacts) -> bool:
 
 def _method_calls_by_name(function: FunctionNode, facts: ModuleFacts) -> Iterator[Tuple[ast.Call, ModuleFacts]]:
     """``<receiver>.<method name>(...)`` calls in the files of the project that spell one (command line)."""
-    if not facts.context.cross_file:
-        return
-    from . import index as project
-
-    for path in project.files_calling_method(function.name, project.search_root(facts))[:_MAX_READER_FILES]:
-        other = project.module_facts(path, facts.config)
-        if other is None or other.context.is_test:
-            continue
+    for other in _modules_calling_method(function, facts):
         for call in other.calls_by_name.get(function.name, ()):
             if isinstance(call.func, ast.Attribute) and other.enclosing_function(call) is not function:
                 yield call, other
@@ -106,14 +99,7 @@ def _entered_by_stream(function: FunctionNode, facts: ModuleFacts) -> bool:
     """A streaming generator of the project enters ``function`` with ``with ... as q`` (``async with
     hub.attach(room) as inbox:``) and takes its client's messages from ``q`` (command line; by the method's
     name when the receiver's class is not in view)."""
-    if not facts.context.cross_file:
-        return False
-    from . import index as project
-
-    for path in project.files_calling_method(function.name, project.search_root(facts))[:_MAX_READER_FILES]:
-        other = project.module_facts(path, facts.config)
-        if other is None or other.context.is_test:
-            continue
+    for other in _modules_calling_method(function, facts):
         for block in other.withs:
             reader = other.enclosing_function(block)
             if reader is None or not is_generator(reader):
@@ -127,5 +113,19 @@ def _entered_by_stream(function: FunctionNode, facts: ModuleFacts) -> bool:
     return False
 
 
-#: Files read for the streams that enter a queue-yielding context manager by its method's name.
+def _modules_calling_method(function: FunctionNode, facts: ModuleFacts) -> Iterator[ModuleFacts]:
+    """The project's modules (tests left out, a bounded number) whose text calls a method named as ``function``
+    (command line only)."""
+    if not facts.context.cross_file:
+        return
+    from . import index as project
+
+    for path in project.files_calling_method(function.name, project.search_root(facts))[:_MAX_READER_FILES]:
+        other = project.module_facts(path, facts.config)
+        if other is not None and not other.context.is_test:
+            yield other
+
+
+#: Files read for the streams that enter a queue-yielding context manager (or call a registering method) by its
+#: method's name.
 _MAX_READER_FILES = 8

@@ -128,27 +128,35 @@ def cache_alias_bound(receiver: ast.AST, facts: ModuleFacts) -> Optional[ast.Sub
     return None
 
 
-def alias_is_per_process(facts: ModuleFacts, alias: str) -> Optional[str]:
-    """Why the Django cache ``alias`` (``caches["quota"]``) is per process: every ``CACHES`` setting of the
-    project that names it gives it a local-memory, file or dummy backend.  None when unknown or shared."""
+def caches_settings(facts: ModuleFacts) -> List[ast.AST]:
+    """The value of each top-level ``CACHES = ...`` of the project's modules (tests left out), command line only."""
     if not facts.context.cross_file:
-        return None
-    backends: List[object] = []
+        return []
+    found: List[ast.AST] = []
     for path in project.files_mentioning(process_known.DJANGO_CACHES_SETTING, project.search_root(facts)):
         other = project.module_facts(path, facts.config)
         if other is None or other.context.is_test:
             continue
         for statement in _top_level_statements(other.tree):
             targets = statement.targets if isinstance(statement, ast.Assign) else []
-            if not any(isinstance(t, ast.Name) and t.id == process_known.DJANGO_CACHES_SETTING for t in targets) \
-                    or not isinstance(statement.value, ast.Dict):
-                continue
-            for key, value in zip(statement.value.keys, statement.value.values):
-                if isinstance(key, ast.Constant) and key.value == alias and isinstance(value, ast.Dict):
-                    backend = next((v.value if isinstance(v, ast.Constant) else None
-                                    for k, v in zip(value.keys, value.values)
-                                    if isinstance(k, ast.Constant) and k.value == "BACKEND"), None)
-                    backends.append(backend)
+            if any(isinstance(t, ast.Name) and t.id == process_known.DJANGO_CACHES_SETTING for t in targets):
+                found.append(statement.value)
+    return found
+
+
+def alias_is_per_process(facts: ModuleFacts, alias: str) -> Optional[str]:
+    """Why the Django cache ``alias`` (``caches["quota"]``) is per process: every ``CACHES`` setting of the
+    project that names it gives it a local-memory, file or dummy backend.  None when unknown or shared."""
+    backends: List[object] = []
+    for setting in caches_settings(facts):
+        if not isinstance(setting, ast.Dict):
+            continue
+        for key, value in zip(setting.keys, setting.values):
+            if isinstance(key, ast.Constant) and key.value == alias and isinstance(value, ast.Dict):
+                backend = next((v.value if isinstance(v, ast.Constant) else None
+                                for k, v in zip(value.keys, value.values)
+                                if isinstance(k, ast.Constant) and k.value == "BACKEND"), None)
+                backends.append(backend)
     if backends and all(b in process_known.DJANGO_PROCESS_BACKENDS for b in backends):
         return f"`CACHES[{alias!r}]` is `{str(backends[0]).rsplit('.', 1)[-1]}`, private to each process"
     return None

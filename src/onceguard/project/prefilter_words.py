@@ -13,7 +13,7 @@ helpers.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, NamedTuple, Optional, Set, Tuple
+from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple
 
 import ahocorasick_rs
 
@@ -148,6 +148,7 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
                                                 for write in _STORE_WRITE_WORDS))
     _row_savers_by_root[root] = tuple(sorted((name + b"(", change) for name in savers - BUILTIN_METHODS
                                              for change in orm.ARITHMETIC_WORDS))
+    _row_saver_names_by_root[root] = frozenset(name.decode("ascii", "replace") for name in savers - BUILTIN_METHODS)
     return tuple(sorted(name + b"(" for name in names))
 
 
@@ -307,6 +308,7 @@ _SAVE_WORDS: Tuple[bytes, ...] = (b".save(", b".asave(")
 #: A parameter's name, read off the text after a def's opening parenthesis: ``self, card, *, fields=None):``.
 _PARAMETER_NAME = re.compile(rb"\s*\**([A-Za-z_][A-Za-z0-9_]*)")
 _row_savers_by_root: Dict[str, tuple] = {}
+_row_saver_names_by_root: Dict[str, FrozenSet[str]] = {}
 
 
 def row_saver_words(config: Config) -> tuple:
@@ -314,6 +316,11 @@ def row_saver_words(config: Config) -> tuple:
     (``def keep_stamps(self, card): card.save(...)``): a module that changes a row and hands it to one writes it
     back with no ``save`` in its own text (OG301, ``changes._stores_the_handed_row``).  Once per project."""
     return _read_once(config, _row_savers_by_root)
+
+
+def row_saver_names(config: Config) -> FrozenSet[str]:
+    """The names of the defs ``row_saver_words`` is made of."""
+    return _read_once(config, _row_saver_names_by_root) or frozenset()
 
 
 def _saves_a_parameter(text: bytes) -> bool:
@@ -464,6 +471,7 @@ def _clear() -> None:
     _sql_constants_by_root.clear()
     _column_writers_by_root.clear()
     _row_savers_by_root.clear()
+    _row_saver_names_by_root.clear()
     _lock_classes_by_root.clear()
 
 

@@ -25,7 +25,7 @@ import copy
 import os
 import threading
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ..analysis.facts import ModuleFacts, ancestors, walk
 from ..knowledge import deployment as known
@@ -241,13 +241,19 @@ def gated_at_every_caller(node: ast.AST, facts: ModuleFacts) -> bool:
     """``node`` sits in a function whose every call the project shows is under such a gate (``ready()`` calls
     ``start_scheduler()`` only ``if settings.RUN_SCHEDULER``): it runs only where the gate passes (command line
     only; one call up)."""
+    return at_every_caller(node, facts, lambda call, other: dedicated_gate(call, other) is not None)
+
+
+def at_every_caller(node: ast.AST, facts: ModuleFacts, holds: Callable[[ast.Call, ModuleFacts], bool]) -> bool:
+    """``node`` sits in a function that the project calls, and ``holds`` of every such call (tests left out;
+    command line only; one call up)."""
     from .fixed_arguments import callers_of
 
     function = facts.enclosing_function(node)
     if function is None or not facts.context.cross_file:
         return False
     calls = [(call, other) for call, other in callers_of(function, facts) if not other.context.is_test]
-    return bool(calls) and all(dedicated_gate(call, other) is not None for call, other in calls)
+    return bool(calls) and all(holds(call, other) for call, other in calls)
 
 
 def _pins_of(key: str, pins: Dict[str, List[Pin]]) -> List[Pin]:

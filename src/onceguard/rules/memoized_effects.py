@@ -21,7 +21,7 @@ TRIGGERS = (b"lru_cache", b"@cache", b"functools.cache")
 
 def once_gates(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
     for function in facts.functions:
-        if not _memoised(function, facts) or _hands_back_a_value(function):
+        if not memoised(function, facts) or _hands_back_a_value(function):
             continue
         # What it does to the world the replicas share (mail sent, an HTTP request, rows written), followed into
         # the project's functions it calls: setting up this process (an SDK initialised, a package installed
@@ -45,12 +45,10 @@ def once_gates(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
         )
 
 
-def _memoised(function: FunctionNode, facts: ModuleFacts) -> bool:
-    for decorator in decorators(function, facts):
-        target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        if (facts.qualify(target) or "") in known.MEMOIZING_DECORATORS:
-            return True
-    return False
+def memoised(function: FunctionNode, facts: ModuleFacts) -> bool:
+    """``@lru_cache``, ``@lru_cache(maxsize=...)``, ``@cache``: one result kept per arguments for the process's life."""
+    return any(facts.qualify(decorator.func if isinstance(decorator, ast.Call) else decorator)
+               in known.MEMOIZING_DECORATORS for decorator in decorators(function, facts))
 
 
 def _hands_back_a_value(function: FunctionNode) -> bool:

@@ -28,7 +28,7 @@ from ..project.module_caches import imports_a_module_cache
 from ..project.minted_keys import minted_by_callers, minted_key, minted_value
 from ..project.reach import Reach, runs
 from ..project.settings_objects import django_settings_modules
-from ..project.django_caches import alias_is_per_process, cache_alias_bound
+from ..project.django_caches import alias_is_per_process, cache_alias_bound, caches_settings
 from .memoized_effects import TRIGGERS as ONCE_GATE_TRIGGERS, once_gates
 from .base import Rule
 from .registry import register
@@ -180,28 +180,19 @@ def _django_cache_is_per_process(facts: ModuleFacts) -> Optional[str]:
     one file) or shared."""
     if not facts.context.cross_file:
         return None
-    from ..project import index as project
-
-    root = project.search_root(facts)
     backends: List[str] = []
-    for path in project.files_mentioning(known.DJANGO_CACHES_SETTING, root):
-        other = project.module_facts(path, facts.config)
-        if other is None or other.context.is_test:
-            continue
-        for statement in state._top_level_statements(other.tree):
-            targets = statement.targets if isinstance(statement, ast.Assign) else []
-            if any(isinstance(t, ast.Name) and t.id == known.DJANGO_CACHES_SETTING for t in targets):
-                values = [value.value for node in walk(statement.value) if isinstance(node, ast.Dict)
-                          for key, value in zip(node.keys, node.values)
-                          if isinstance(key, ast.Constant) and key.value == "BACKEND"
-                          and isinstance(value, ast.Constant) and isinstance(value.value, str)]
-                if any(isinstance(key, ast.Constant) and key.value == "BACKEND" and not isinstance(value, ast.Constant)
-                       for node in walk(statement.value) if isinstance(node, ast.Dict)
-                       for key, value in zip(node.keys, node.values)):
-                    return None  # a backend chosen at run time: unknown
-                if not values:
-                    return None  # built from the environment or elsewhere: unknown, stay silent
-                backends.extend(values)
+    for setting in caches_settings(facts):
+        values = [value.value for node in walk(setting) if isinstance(node, ast.Dict)
+                  for key, value in zip(node.keys, node.values)
+                  if isinstance(key, ast.Constant) and key.value == "BACKEND"
+                  and isinstance(value, ast.Constant) and isinstance(value.value, str)]
+        if any(isinstance(key, ast.Constant) and key.value == "BACKEND" and not isinstance(value, ast.Constant)
+               for node in walk(setting) if isinstance(node, ast.Dict)
+               for key, value in zip(node.keys, node.values)):
+            return None  # a backend chosen at run time: unknown
+        if not values:
+            return None  # built from the environment or elsewhere: unknown, stay silent
+        backends.extend(values)
     if not backends:
         # The default applies only where the settings are in view: a fragment of a project says nothing.
         if not django_settings_modules(facts):

@@ -13,7 +13,6 @@ import ast
 import re
 from typing import Iterator, List, Optional, Tuple
 
-from ..analysis.applied_decorators import decorators
 from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_nested_functions
 from ..analysis.names import dotted
 from ..knowledge import process_local as known
@@ -23,6 +22,7 @@ from ..project.prefilter_words import counting_class_words
 from .base import Rule
 from .fix_plans import shared_store_snippet
 from .limit_refusals import functions_using, other_modules, refusal_for, users_elsewhere
+from .memoized_effects import memoised
 from .limiter_state import holder_kind, is_container, mutates, mutates_attribute, reads_clock
 from .registry import register
 
@@ -391,7 +391,7 @@ def _memoized_holders(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
     lives as long as the process, one per process, as a module-level one does; handlers get it by calling the
     factory or as a dependency (``limiter = Depends(get_limiter)``) and refuse with 429 on its answer."""
     for function in facts.tree.body:
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or not _memoized(function, facts):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or not memoised(function, facts):
             continue
         made = next(((node, kind[1]) for node in walk_no_nested_functions(function)
                      if isinstance(node, ast.Return) and node.value is not None
@@ -417,11 +417,6 @@ def _memoized_holders(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
 def _refused_here(node: ast.AST, where: ModuleFacts) -> Related:
     return Related(where.context.path, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1,
                    "the request is refused with 429 here")
-
-
-def _memoized(function: FunctionNode, facts: ModuleFacts) -> bool:
-    return any(facts.qualify(decorator.func if isinstance(decorator, ast.Call) else decorator)
-               in known.MEMOIZING_DECORATORS for decorator in decorators(function, facts))
 
 
 def _factory_users(name: str, facts: ModuleFacts) -> List[Tuple[FunctionNode, str, ModuleFacts]]:

@@ -324,13 +324,9 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
     def _claimed_at_every_caller(self, node: ast.AST) -> bool:
         """``node`` sits in a function every call of which the project shows under a won claim (``if await
         lease.acquire(): await lead(...)``): only the winner runs it (one call up)."""
-        from ..fixed_arguments import callers_of
-
-        function = self.facts.enclosing_function(node)
-        calls = [(call, other) for call, other in callers_of(function, self.facts) if not other.context.is_test]
-        return bool(calls) and all(
-            (self.analyzer if other is self.facts else ClaimAnalyzer.of_module(other, _resolver)).dominating_claim(call)
-            is not None for call, other in calls)
+        return process_roles.at_every_caller(node, self.facts, lambda call, other: (
+            self.analyzer if other is self.facts else ClaimAnalyzer.of_module(other, _resolver)
+        ).dominating_claim(call) is not None)
 
     def add(self, scheduled: Scheduled) -> None:
         if self.facts.enclosing_function(scheduled.registration) is not None \

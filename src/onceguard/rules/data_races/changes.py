@@ -8,6 +8,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, parent
 from ...knowledge import orm
+from ...project.prefilter_words import row_saver_names
 from ...analysis.names import dotted
 from ..redis_leases import short
 from .loads import (
@@ -424,18 +425,6 @@ def _constructs(value: ast.AST, facts: ModuleFacts) -> bool:
     return bool(last) and last[0].isupper() and django_instance_loader(value, facts) is None
 
 
-def _saver_names(facts: ModuleFacts) -> Set[str]:
-    """The names of the project's defs that save an instance they are handed (``prefilter_words``)."""
-    from ...project.prefilter_words import row_saver_words
-
-    words = row_saver_words(facts.config)
-    return _SAVERS.get(words) or _SAVERS.setdefault(words, {word[0][:-1].decode("ascii", "replace") for word in words})
-
-
-#: The names read off each project's saver words (one tuple per project and run).
-_SAVERS: Dict[tuple, Set[str]] = {}
-
-
 def _hands_on_a_changed_local(function: FunctionNode, facts: ModuleFacts) -> bool:
     """An attribute of a local set in ``function`` (``member.points = ...``, ``+=``), and that local handed as a
     positional argument to a call of a method after it."""
@@ -470,7 +459,7 @@ def _functions_writing_instances(facts: ModuleFacts) -> List[FunctionNode]:
             function = facts.enclosing_function(call)
             if function is not None and isinstance(call.func, ast.Attribute) and plain_name(call.func.value) == "self":
                 found.setdefault(id(function), function)
-    for call in facts.calls_named(*_saver_names(facts)):
+    for call in facts.calls_named(*row_saver_names(facts.config)):
         # ``member.points = member.points + n`` then ``self.members.store(member)``: a changed local handed to a
         # def of the project that saves a parameter (``_stores_the_handed_row`` asks which)
         function = facts.enclosing_function(call)
