@@ -154,6 +154,7 @@ SYNC_COMPOSE = COMPOSE.replace("rates", "sync")
     ("if await lease.take():\n                    await lead(lease, client)", []),
 ])
 def test_a_loop_only_the_lease_holder_enters(tmp_path, call, expected):
-    write(tmp_path, {"sync/__init__.py": "", "sync/lease.py": LEASE, "sync/__main__.py": PROGRAM.replace("{call}", call),
+    write(tmp_path, {"sync/__init__.py": "", "sync/lease.py": LEASE,
+                     "sync/__main__.py": PROGRAM.replace("{call}", call),
                      "Dockerfile": SYNC_DOCKERFILE, "docker-compose.yml": SYNC_COMPOSE})
     assert findings(tmp_path, "sync/__main__.py", codes=("OG201",)) == expected

@@ -224,8 +224,10 @@ def is_pause(node: ast.AST, facts: ModuleFacts) -> bool:
     callee = facts.callee(node) or ""
     if callee in known.SLEEPS:
         return True
-    if callee == "asyncio.wait_for" and node.args and (len(node.args) > 1 or any(k.arg == "timeout" for k in node.keywords)):
-        # ``await asyncio.wait_for(stop.wait(), timeout=30)``: an Event's wait bounded by a timeout, as ``stop.wait(30)``
+    if callee == "asyncio.wait_for" and node.args and (
+            len(node.args) > 1 or any(k.arg == "timeout" for k in node.keywords)):
+        # ``await asyncio.wait_for(stop.wait(), timeout=30)``: an Event's wait bounded by a timeout, as
+        # ``stop.wait(30)`` is
         inner = node.args[0]
         return isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "wait"
     func = node.func

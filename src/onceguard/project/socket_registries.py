@@ -65,7 +65,8 @@ def socket_parameters(function: FunctionNode, facts: ModuleFacts) -> Set[str]:
 def _opens_stream(value: Optional[ast.AST], arguments, facts: ModuleFacts) -> bool:
     """``await request.respond(...)`` on a parameter declared as a request whose method opens its stream."""
     call = value.value if isinstance(value, ast.Await) else value
-    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)):
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Name)):
         return False
     for argument in arguments:
         if argument.arg == call.func.value.id and argument.annotation is not None:

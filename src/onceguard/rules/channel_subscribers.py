@@ -206,7 +206,8 @@ def _to_own_connection(call: ast.AST) -> bool:
         return False
     name = func.value.id
     for above in ancestors(call):
-        if isinstance(above, (ast.For, ast.AsyncFor)) and isinstance(above.target, ast.Name) and above.target.id == name:
+        if isinstance(above, (ast.For, ast.AsyncFor)) and isinstance(above.target, ast.Name) \
+                and above.target.id == name:
             return True
         # ``gather(*(ws.send(m) for ws in sockets))``: the same loop written as a comprehension
         if isinstance(above, (ast.GeneratorExp, ast.ListComp, ast.SetComp)) and any(

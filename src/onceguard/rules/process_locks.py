@@ -72,8 +72,8 @@ def _session_receiver(receiver: ast.AST, scope: Optional[FunctionNode]) -> bool:
     if not text or scope is None:
         return False
     for n in walk_no_nested_functions(scope):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in known.SESSION_PROOF_METHODS \
-                and dotted(n.func.value) == text:
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                and n.func.attr in known.SESSION_PROOF_METHODS and dotted(n.func.value) == text:
             return True
         # ``async with sessions.begin() as session:``: a transaction's session, committed when the block ends
         if isinstance(n, ast.withitem) and isinstance(n.optional_vars, ast.Name) and n.optional_vars.id == text \
