@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import os
+import pathlib
 import textwrap
 
 import pytest
@@ -163,10 +164,10 @@ def test_project_file_bytes_are_read_whole_and_only_from_regular_files(tmp_path)
 
 
 def test_a_projects_text_is_kept_between_searches_and_gives_way_to_the_next_project(tmp_path, monkeypatch):
-    from onceguard.project import index
+    from onceguard.project import index, project_text
 
     index.clear_cache()
-    monkeypatch.setattr(index, "_FILE_BYTES_BUDGET", 1000)
+    monkeypatch.setattr(project_text, "TEXT_BUDGET", 1000)
     first, second = tmp_path / "first", tmp_path / "second"
     for project in (first, second):
         project.mkdir()
@@ -174,26 +175,62 @@ def test_a_projects_text_is_kept_between_searches_and_gives_way_to_the_next_proj
             (project / f"m{number}.py").write_bytes(b"# " + b"x" * 198 + b"\n")
     first_files = index.project_files(str(first))
     second_files = index.project_files(str(second))
+    assert index.files_mentioning("xxx", str(first)) == first_files
     kept = index.read_bytes(first_files[0])
     (first / "m0.py").write_bytes(b"changed = True\n")
     # Within a run a file is what the run first read of it (the searches built on it agree with it).
     assert index.read_bytes(first_files[0]) == kept
     assert index.files_mentioning("changed", str(first)) == []
-    for path in second_files:
-        index.read_bytes(path)
-    # Reading the second project made room: the first one's text is read again, as it is now.
+    assert index.files_mentioning("xxx", str(second)) == second_files
+    # Joining the second project made room: the first one's text is read again, as it is now.
     assert index.read_bytes(first_files[0]) == b"changed = True\n"
-    # A project larger than the budget keeps what fits and reads the rest each time.
+    # A project larger than the budget is searched a file at a time, with the same answers.
     big = tmp_path / "big"
     big.mkdir()
     for number in range(8):
-        (big / f"b{number}.py").write_bytes(b"# " + b"y" * 198 + b"\n")
+        (big / f"b{number}.py").write_bytes(b"# " + b"y" * 198 + (b" needle" if number % 3 == 0 else b"") + b"\n")
     big_files = index.project_files(str(big))
-    assert [index.read_bytes(path) for path in big_files] == [b"# " + b"y" * 198 + b"\n"] * 8
-    (big / "b0.py").write_bytes(b"first = 1\n")
-    (big / "b7.py").write_bytes(b"last = 1\n")
-    assert index.read_bytes(big_files[0]) != b"first = 1\n"
-    assert index.read_bytes(big_files[7]) == b"last = 1\n"
+    assert index.files_mentioning("needle", str(big)) == [big_files[0], big_files[3], big_files[6]]
+    assert [index.read_bytes(path)[:3] for path in big_files] == [b"# y"] * 8
+    index.clear_cache()
+
+
+def test_word_searches_over_a_joined_project_text(tmp_path):
+    """Answers of the joined text are those of a search file by file: in listing order, a word at either end of a
+    file found, never a word that only the end of one file and the start of the next spell, and a package's
+    own listing answered from the text of the project around it."""
+    from onceguard.project import index, project_text
+
+    index.clear_cache()
+    package = tmp_path / "app" / "jobs"
+    package.mkdir(parents=True)
+    texts = {
+        tmp_path / "setup_helpers.py": b"def prepare():\n    return 'ready'",
+        tmp_path / "app" / "__init__.py": b"dispatch_all = []",
+        package / "__init__.py": b"",
+        package / "mailer.py": b"# ends with a half: dispat",
+        package / "nightly.py": b"ch_later = 1\nwhile True:\n    dispatch_all.append(1)\n",
+        package / "report.py": "résumé = 'dispatch_all'\n".encode(),
+    }
+    for path, data in texts.items():
+        path.write_bytes(data)
+    listing = index.project_files(str(tmp_path))
+
+    def one_by_one(word, paths):
+        return [path for path in paths if word.encode() in pathlib.Path(path).read_bytes()]
+
+    for word in ("dispatch_all", "prepare", "ready'", "dispatch", "dispat", "while True", "résumé", "nowhere", ""):
+        assert index.files_mentioning(word, str(tmp_path)) == one_by_one(word, listing), word
+    inner = index.project_files(str(package))
+    assert inner == [p for p in listing if p.startswith(str(package) + os.sep)]
+    assert index.files_mentioning("dispatch_all", str(package)) == one_by_one("dispatch_all", inner)
+    assert index.files_mentioning("dispatch", str(package)) == one_by_one("dispatch", inner)
+    # The package's listing is a range of the project's text: one text holds both.
+    assert len(project_text._texts) == 1
+    assert [index.read_bytes(path) for path in listing] == [pathlib.Path(path).read_bytes() for path in listing]
+    # Names found by a pass over the text: ``def`` statements and method calls, each file counted once.
+    assert index.functions_named("prepare", Config(root=str(tmp_path)), str(tmp_path))[0][0].name == "prepare"
+    assert index.files_calling_method("append", str(tmp_path)) == [str(package / "nightly.py")]
     index.clear_cache()
 
 

@@ -17,7 +17,6 @@ import sys
 import threading
 import warnings
 import zlib
-from collections import OrderedDict
 from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from ..analysis import executed_sql, large_files
@@ -25,9 +24,9 @@ from ..config import Config
 from ..analysis.context import FileContext
 from ..analysis.facts import FunctionNode, ModuleFacts
 from ..analysis.newer_syntax import decode_source, parse_newer
+from . import project_text
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
-_MAX_FILE_BYTES = 2_000_000
 
 _lock = threading.Lock()
 #: path -> (mtime, size, facts or None when unreadable/unparsable, CRC-32 of the bytes parsed), least
@@ -551,20 +550,18 @@ def on_clear(hook) -> None:
 
 
 def clear_cache() -> None:
-    global _file_bytes_total, _module_nodes
+    global _module_nodes
     with _lock:
         _modules.clear()
         _module_nodes = 0
         _module_paths.clear()
         _file_lists.clear()
-        _file_bytes.clear()
-        _owners.clear()
-        _file_bytes_total = 0
         _def_indexes.clear()
         _call_indexes.clear()
         _mentions.clear()
         _distributions.clear()
         _named_files.clear()
+    project_text.clear()
     for hook in list(_clear_hooks):
         hook()
 
@@ -580,17 +577,6 @@ _SKIPPED_DIRECTORIES = frozenset({
 })
 _MAX_PROJECT_FILES = 20_000
 _file_lists: Dict[str, List[str]] = {}
-#: project base -> {path: (mtime, size, bytes)} of the files that project's listing holds most narrowly,
-#: the project read least recently first.  Whole-project searches read every file of a project once per
-#: word: a project's text kept between them costs a few megabytes, reading it again each time costs four
-#: system calls per file per word.  What does not fit in ``_FILE_BYTES_BUDGET`` makes room by dropping the
-#: other projects' text, least recently read first (a run checks one project's files after another); a
-#: project larger than the budget alone keeps what fits.
-_file_bytes: "OrderedDict[str, Dict[str, Tuple[float, int, bytes]]]" = OrderedDict()
-#: path -> the base of the narrowest project listing holding it: the part of ``_file_bytes`` it is kept in.
-_owners: Dict[str, str] = {}
-_FILE_BYTES_BUDGET = 24 << 20
-_file_bytes_total = 0
 
 
 def project_files(root: str) -> List[str]:
@@ -612,80 +598,14 @@ def project_files(root: str) -> List[str]:
             break
     with _lock:
         _file_lists[base] = found
-        owners = _owners
-        for path in found:
-            held = owners.get(path)
-            if held is None or len(held) < len(base):
-                owners[path] = base
     return found
 
 
 def _read_bytes(path: str) -> bytes:
-    # Descriptor-level calls: a word search reads thousands of files, and a Python file object's set-up
-    # costs more than the read itself. Opened non-blocking and checked with ``fstat``: a FIFO or a
-    # device named *.py would block or never end.
-    # A cached file is what the project held when this run read it, as the word searches built on it are
-    # (``_mentions``): both are forgotten together by ``clear_cache`` (a saved file in the editor, a new run).
-    # Word searches ask for every file of the project once per word, so even a ``stat`` per ask adds up.
-    # A file not cached is opened without a ``stat`` (most of a search's files: the cache holds a part of a
-    # large project), and its descriptor says whether it is a regular file of a size worth reading.
-    with _lock:
-        owner = _owners.get(path, "")
-        kept = _file_bytes.get(owner)
-        cached = kept.get(path) if kept is not None else None
-        if cached is not None:
-            _file_bytes.move_to_end(owner)
-            return cached[2]
-    try:
-        descriptor = os.open(path, os.O_RDONLY | _NONBLOCK)
-    except OSError:
-        return b""
-    try:
-        stat = os.fstat(descriptor)
-        if not _stat.S_ISREG(stat.st_mode) or stat.st_size > _MAX_FILE_BYTES:
-            return b""
-        data = _read_all(descriptor, stat.st_size)
-    except OSError:
-        return b""
-    finally:
-        os.close(descriptor)
-    global _file_bytes_total
-    with _lock:
-        kept = _file_bytes.get(owner)
-        if kept is None:
-            kept = _file_bytes[owner] = {}
-        else:
-            _file_bytes.move_to_end(owner)
-        previous = kept.pop(path, None)
-        if previous is not None:
-            _file_bytes_total -= len(previous[2])
-        while _file_bytes_total + len(data) > _FILE_BYTES_BUDGET and len(_file_bytes) > 1:
-            oldest = next(iter(_file_bytes))
-            if oldest == owner:
-                break
-            _file_bytes_total -= sum(len(entry[2]) for entry in _file_bytes.pop(oldest).values())
-        if _file_bytes_total + len(data) <= _FILE_BYTES_BUDGET:
-            kept[path] = (stat.st_mtime, stat.st_size, data)
-            _file_bytes_total += len(data)
-    return data
+    return project_text.file_bytes(path)
 
 
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-
-
-def _read_all(descriptor: int, size: int) -> bytes:
-    """The whole file: one read when it is the size ``fstat`` gave (a short read of a regular file is its
-    end), more while it grows."""
-    wanted = max(size, 1 << 16) + 1
-    chunks = []
-    while True:
-        chunk = os.read(descriptor, wanted)
-        chunks.append(chunk)
-        if len(chunk) < wanted:
-            return b"".join(chunks)
-
-
-#: A project file's bytes, read once per content: what text checks before a parse look at.
+#: A project file's bytes, read once per run: what text checks before a parse look at.
 read_bytes = _read_bytes
 
 _mentions: Dict[Tuple[str, str], List[str]] = {}
@@ -698,22 +618,8 @@ def files_mentioning(word: str, root: str) -> List[str]:
         cached = _mentions.get(key)
     if cached is not None:
         return cached
-    needle = word.encode("utf-8", "replace")
-    found = []
-    paths = project_files(root)
     base = root.split(os.pathsep)[0] if root else ""
-    with _lock:
-        # The bytes this listing keeps, looked up once for the whole search: a search asks for thousands of
-        # files, and a call per file costs more than the test itself.
-        kept = dict(_file_bytes.get(base) or {})
-    owners = _owners
-    for path in paths:
-        entry = kept.get(path) if owners.get(path) == base else None
-        if entry is not None:
-            if needle in entry[2]:
-                found.append(path)
-        elif needle in _read_bytes(path):
-            found.append(path)
+    found = project_text.files_mentioning(word.encode("utf-8", "replace"), base, project_files(root))
     with _lock:
         _mentions[key] = found
     return found
@@ -751,10 +657,7 @@ def _name_index(root: str, indexes: Dict[str, Dict[str, List[str]]], names_in) -
         cached = indexes.get(base)
     if cached is not None:
         return cached
-    index: Dict[str, List[str]] = {}
-    for path in project_files(root):
-        for name in names_in(_read_bytes(path)):
-            index.setdefault(name.decode("ascii"), []).append(path)
+    index = project_text.name_index(base, project_files(root), names_in)
     with _lock:
         indexes[base] = index
     return index
