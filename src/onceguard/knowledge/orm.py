@@ -291,3 +291,13 @@ SET_STATEMENT_SHAPERS: FrozenSet[str] = frozenset({
     *SET_STATEMENT_FILTERS, "all", "only", "defer", "select_related", "prefetch_related", "order_by", "using",
     "distinct", "annotate", "alias", "join", "outerjoin", "options", "execution_options", "query",
 })
+
+# -- ORMs whose model classes load rows themselves (Peewee, Tortoise ORM) ----------------------------------------
+#: Class methods of a model that load one row, per ORM: ``Card.get_or_none(Card.code == c)``, ``await Order.get(id=i)``.
+MODEL_CLASS_LOADERS: Dict[str, FrozenSet[str]] = {
+    "peewee": frozenset({"get", "get_or_none", "get_by_id"}),
+    "tortoise": frozenset({"get", "get_or_none"}),
+}
+#: Links of such a chain that lock the row it loads (``Card.select().where(...).for_update().get()``,
+#: ``await Order.select_for_update().get(id=i)``).
+MODEL_CLASS_ROW_LOCKS: FrozenSet[str] = frozenset({"for_update", "select_for_update"})

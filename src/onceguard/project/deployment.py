@@ -24,7 +24,7 @@ import os
 import re
 import threading
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..config import Config, run_directory_above
 from ..knowledge import deployment as known
@@ -484,17 +484,22 @@ def launch_naming(facts, names: Iterable[str]) -> Optional[Launch]:
     management or CLI command; ``snake_case`` and ``dash-case`` alike), or None: the deployment may run
     that code.  Words are split at path, module and option separators, so ``scripts/seed.py``,
     ``python -m app.seed`` and ``manage.py seed`` all name ``seed``."""
+    return next(launches_naming(facts, names), None)
+
+
+def launches_naming(facts, names: Iterable[str]) -> Iterator[Launch]:
+    """Every deployment command naming one of ``names`` (as ``launch_naming`` reads a command's words)."""
     wanted = set()
     for name in names:
         if name:
             wanted.update({name, name.replace("_", "-"), name.replace("-", "_")})
     if not wanted:
-        return None
+        return
     for launch in launches_for(facts):
         for word in launch.words:
             if set(_WORD_PARTS.split(word)) & wanted:
-                return launch
-    return None
+                yield launch
+                break
 
 
 # =====================================================================================================

@@ -103,15 +103,17 @@ def _in_migration_code(node: ast.AST, facts: ModuleFacts) -> bool:
 
 
 def _left_to_operator(node: ast.AST, facts: ModuleFacts) -> bool:
-    """Operator code that no replica runs: a script, a management or CLI command (as this module shows),
-    reached from no start-up, request or job code, in a project whose deployment files say how replicas
-    start and name none of it (nor any caller on the way to it).  Started by a person (or a once-per-deploy
-    job the files do not hold), it does not race itself."""
-    if not facts.context.cross_file or Reach.of_module(facts).operator_reason(node) is None:
+    """Operator code that no replica runs: a script, a management or CLI command (as this module shows, or as
+    its callers do: a function only a script's ``__main__`` block calls), reached from no start-up, request or job code, in a project whose deployment files say how replicas
+    start and name none of it (nor any caller on the way to it) in a command every replica runs.  Started by
+    a person, or by a once-per-deploy job (a Kubernetes Job, a release phase), it does not race itself."""
+    if not facts.context.cross_file:
         return False
-    if runs(node, facts).every_replica or not deployment.replica_start_shown(facts):
+    where = runs(node, facts)
+    if (Reach.of_module(facts).operator_reason(node) is None and not where.operator) or where.every_replica \
+            or not deployment.replica_start_shown(facts):
         return False
-    return deployment.launch_naming(facts, _names_on_the_way(node, facts)) is None
+    return not any(launch.per_replica for launch in deployment.launches_naming(facts, _names_on_the_way(node, facts)))
 
 
 #: How many calls back the names a deployment command could use to start the code are gathered.

@@ -29,6 +29,7 @@ from ...project.summaries import instance_class, resolve, resolve_reference
 from .loads import (
     FLASK_SESSION, Loaded, _instance_bindings, _loader_before, _session_get, django_instance_loader, function_nodes,
     later, sa_source, unwrap)
+from .model_loaders import model_class_loader
 
 #: Project functions followed from the call to the load (``wallets.for_user()`` -> ``self._one(...)``).
 MAX_DEPTH = 2
@@ -117,7 +118,8 @@ def _instance_method_elsewhere(call: ast.Call, facts: ModuleFacts) -> List[Tuple
 
 
 def _loader(value: ast.AST, facts: ModuleFacts) -> Optional[Loaded]:
-    return django_instance_loader(value, facts) or sa_source(value, facts, many=False) or _session_get(value, facts)
+    return (django_instance_loader(value, facts) or sa_source(value, facts, many=False) or _session_get(value, facts)
+            or model_class_loader(value, facts))
 
 
 def _loaded_by_returns(target: FunctionNode, facts: ModuleFacts, depth: int) -> Optional[Loaded]:

@@ -84,22 +84,35 @@ def _imported_helper(call: ast.Call, facts: ModuleFacts) -> Optional[Tuple[Funct
     return found[0], found[1]
 
 
-def _tortoise_instance(change: Change, function: FunctionNode, facts: ModuleFacts) -> bool:
-    """The changed instance is a Tortoise model's: the module imports Tortoise, or the class the instance was
-    loaded from (``night = await ObservingNight.get_or_none(...)``) is defined in a module that does."""
-    if module_imports_any(facts, ("tortoise",)):
-        return True
+#: ORMs whose models are written back with ``save()`` as Django's are, each with queries of its own: the advice
+#: and the fix must be written in the instance's own library.
+_SAVE_STYLE_ORMS = ("tortoise", "peewee")
+
+
+def _model_library(change: Change, loaded: Optional[Loaded], function: FunctionNode, facts: ModuleFacts) -> str:
+    """The ORM of the changed instance when it is one of ``_SAVE_STYLE_ORMS``, else "": the module imports it, or
+    the class the instance was loaded from (``night = await ObservingNight.get_or_none(...)``, or the model a
+    repository's loader returns) is defined in a module that does."""
+    if loaded is not None and loaded.framework in _SAVE_STYLE_ORMS:
+        return loaded.framework
+    for library in _SAVE_STYLE_ORMS:
+        if module_imports_any(facts, (library,)):
+            return library
     if not facts.context.cross_file:
-        return False
+        return ""
+    named = [loaded.model] if loaded is not None and loaded.model else []
     for node in walk_no_nested_functions(function):
         if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                 and node.targets[0].id == change.instance and later(change.statement, node)):
             head, _ = chain(node.value)
             qualified = facts.qualify(head) if isinstance(head, (ast.Name, ast.Attribute)) else None
-            found = project.find_class(qualified, facts.config, project.search_root(facts)) if qualified else None
-            if found is not None:
-                return module_imports_any(found[1], ("tortoise",))
-    return False
+            if qualified:
+                named.append(qualified)
+    for qualified in named:
+        found = project.find_class(qualified, facts.config, project.search_root(facts))
+        if found is not None:
+            return next((library for library in _SAVE_STYLE_ORMS if module_imports_any(found[1], (library,))), "")
+    return ""
 
 
 def _names_a_class(node: ast.AST, facts: ModuleFacts) -> bool:
@@ -282,7 +295,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                 reported.setdefault(change.instance, change.field)
                 written.setdefault(change.instance, set()).add(id(write))
                 yield self._report(change, loaded, write, self._column(change, loaded, function, facts),
-                                   tortoise=_tortoise_instance(change, function, facts))
+                                   library=_model_library(change, loaded, function, facts))
             seen: Set[int] = set()
             for change, at in self._callee_changes(function, facts, bindings):
                 if id(at) in seen or _fresh_object(change.instance, change, function, facts):
@@ -296,7 +309,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                     seen.add(id(at))
                     change.statement = at
                     yield self._report(change, loaded, write, self._column(change, loaded, function, facts),
-                                       tortoise=_tortoise_instance(change, function, facts))
+                                       library=_model_library(change, loaded, function, facts))
 
 
     @staticmethod
@@ -310,7 +323,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
         return column_type(loaded.model if loaded is not None else None, change.field, facts, own)
 
     def _report(self, change: Change, loaded: Optional[Loaded], write: ast.Call,
-                column: Optional[str] = None, tortoise: bool = False) -> Diagnostic:
+                column: Optional[str] = None, library: str = "") -> Diagnostic:
         obj, field, op, amount = change.instance, change.field, change.op, change.amount
         origin = f"read by `{short(loaded.call, 50)}`" if loaded is not None else "read when the instance was loaded"
         what = {"arithmetic": "changed in Python", "merge": "merged in Python",
@@ -326,11 +339,20 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
         if not model[:1].isupper() and not model.startswith("type("):
             model = f"type({obj})"  # (loaded through ``self.model``: the instance's own class)
         wait = "await " if isinstance(parent(write), ast.Await) else ""  # an AsyncSession, as the fix writes it
+        tortoise, peewee = library == "tortoise", library == "peewee"
+        if peewee and (model == "Model" or model.startswith("type(")):
+            model = f"type({obj})"
         if change.kind != "arithmetic":
-            lock = ("`select_for_update()` inside `transaction.atomic()`" if django
+            lock = ("`select_for_update()` inside `transaction.atomic()`" if django and not peewee
+                    else "`.for_update()` on the select, inside `db.atomic()`" if peewee
                     else "`.with_for_update()` (or `session.get(..., with_for_update=True)`) in the same transaction")
             suggestion = (f"Re-read the row under a lock before merging ({lock}), change only the keys you own in "
                           f"SQL (`jsonb_set`, `||`, `array_append`), or compare-and-set on a version column and retry.")
+        elif peewee:
+            # Peewee's models update themselves: the row's own UPDATE, the count it returns, a row lock on the select.
+            suggestion = (f"Let the database do the arithmetic: `{model}.update({field}={model}.{field} {op} {amount})"
+                          f".where({model}.id == {obj}.id).execute()` and check the count it returns (put a limit in "
+                          f"the `where`); or load the row with `.for_update()` on the select, inside `db.atomic()`.")
         elif django and tortoise:
             # Tortoise spells Django's queries without a manager, awaited, and locks inside ``in_transaction()``.
             suggestion = (f"Let the database do the arithmetic: `await {model}.filter(pk={obj}.pk).update("
@@ -350,7 +372,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
         if change.kind == "arithmetic" and column in ("text", "json"):
             suggestion = _whole_value_suggestion(obj, field, column, django)
         fix = None
-        if change.kind == "arithmetic" and column not in ("text", "json") and not tortoise:
+        if change.kind == "arithmetic" and column not in ("text", "json") and not library:
             fix = orm_update_fix(change.statement, obj, field, "django" if django else "sqlalchemy",
                                  loaded.model if loaded is not None else None,
                                  _fix_session(loaded, write), write)
