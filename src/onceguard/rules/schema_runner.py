@@ -104,9 +104,10 @@ def _in_migration_code(node: ast.AST, facts: ModuleFacts) -> bool:
 
 def _left_to_operator(node: ast.AST, facts: ModuleFacts) -> bool:
     """Operator code that no replica runs: a script, a management or CLI command (as this module shows, or as
-    its callers do: a function only a script's ``__main__`` block calls), reached from no start-up, request or job code, in a project whose deployment files say how replicas
-    start and name none of it (nor any caller on the way to it) in a command every replica runs.  Started by
-    a person, or by a once-per-deploy job (a Kubernetes Job, a release phase), it does not race itself."""
+    its callers do: a function only a script's ``__main__`` block calls), reached from no start-up, request or
+    job code, in a project whose deployment files say how replicas start and name none of it (nor any caller
+    on the way to it) in a command every replica runs.  Started by a person, or by a once-per-deploy job (a
+    Kubernetes Job, a release phase), it does not race itself."""
     if not facts.context.cross_file:
         return False
     where = runs(node, facts)
