@@ -30,7 +30,7 @@ TEXT_BUDGET = 64 << 20
 #: (the same object again for the same file: some callers remember what they built for the last text by
 #: identity).
 _LOOSE_BUDGET = 8 << 20
-_SLICES_KEPT = 256
+_SLICES_KEPT = 64
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _SEPARATOR = b"\0"
@@ -70,24 +70,22 @@ def _read_all(descriptor: int, size: int) -> bytes:
 
 
 class JoinedText:
-    """The files of one listing, in its order, joined: file ``i`` is ``buffer[starts[i]:starts[i + 1] - 1]``."""
+    """The files of one listing, in its order, joined: file ``i`` is ``buffer[starts[i]:starts[i + 1] - 1]``.
+
+    Read straight into one growing buffer, never copied whole: a large project's text is held once, not once
+    as files and again joined."""
 
     __slots__ = ("paths", "starts", "buffer", "position")
 
-    def __init__(self, paths: List[str], parts: List[bytes]) -> None:
+    def __init__(self, paths: List[str], buffer: bytearray, starts: List[int]) -> None:
         self.paths = paths
         self.position = {path: index for index, path in enumerate(paths)}
-        starts = [0] * (len(parts) + 1)
-        offset = 0
-        for index, part in enumerate(parts):
-            starts[index] = offset
-            offset += len(part) + 1
-        starts[-1] = offset
         self.starts = starts
-        self.buffer = _SEPARATOR.join(parts) + _SEPARATOR
+        self.buffer = buffer
 
     def file_bytes(self, index: int) -> bytes:
-        return self.buffer[self.starts[index]:self.starts[index + 1] - 1]
+        with memoryview(self.buffer) as view:
+            return bytes(view[self.starts[index]:self.starts[index + 1] - 1])
 
     def files_with(self, needle: bytes, first: int, last: int) -> List[str]:
         """The files ``first`` to ``last`` (exclusive) whose bytes contain ``needle`` (no NUL in it)."""
@@ -161,17 +159,19 @@ def listing_range(base: str, paths: List[str]) -> Optional[Tuple[JoinedText, int
 
 
 def _join(paths: List[str]) -> Optional[JoinedText]:
-    parts: List[bytes] = []
-    total = 0
-    for path in paths:
+    buffer = bytearray()
+    starts = [0] * (len(paths) + 1)
+    for index, path in enumerate(paths):
         data = _loose.get(path)
         if data is None:
             data = read_file(path)
-        total += len(data) + 1
-        if total > TEXT_BUDGET:
+        if len(buffer) + len(data) + 1 > TEXT_BUDGET:
             return None
-        parts.append(data)
-    return JoinedText(paths, parts)
+        starts[index] = len(buffer)
+        buffer += data
+        buffer += _SEPARATOR
+    starts[-1] = len(buffer)
+    return JoinedText(paths, buffer, starts)
 
 
 def _keep(base: str, text: JoinedText) -> None:
