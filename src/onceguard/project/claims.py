@@ -297,7 +297,10 @@ class ClaimAnalyzer(ClaimBranches):
             if not isinstance(value, (ast.Name, ast.Attribute)):
                 return None
             analyzer = self if where is self.facts else ClaimAnalyzer.of_module(where, self.resolver)
-            found = analyzer._helper_target(ast.copy_location(ast.Call(func=value, args=[], keywords=[]), value))
+            called = ast.copy_location(ast.Call(func=value, args=[], keywords=[]), value)
+            # asked where the construction hands it: ``Every(60, digests.send)`` with ``digests`` a local there
+            setattr(called, PARENT, parent(value))
+            found = analyzer._helper_target(called)
             if found is None:
                 return None
             targets.append(found)
