@@ -119,7 +119,15 @@ COMMANDS: Dict[str, str] = {
     "get": "get", "aget": "get", "exists": "exists", "has_key": "exists", "ahas_key": "exists",
     "set": "set", "aset": "set", "add": "add", "aadd": "add", "setnx": "setnx",
     "delete": "delete", "adelete": "delete", "unlink": "delete",
+    # a hash kept as a lease (``HGETALL`` to see who holds it, ``HSET`` of owner and deadline): read and written as
+    # a whole key, and HSET has no NX
+    "hget": "hread", "hgetall": "hread", "hexists": "hread", "hmget": "hread",
+    "hset": "hset", "hmset": "hset",
 }
+#: What a read of a hash is, for the reads a lease's acquire checks first.
+HASH_READ = "hread"
+#: What a write of hash fields is: a plain write, whatever is there.
+HASH_WRITE = "hset"
 #: Keywords that give a wrapper's write an expiry.
 WRAPPER_EXPIRY: FrozenSet[str] = frozenset({"ex", "px", "exat", "pxat", "ttl", "timeout", "expire", "expires", "expiry"})
 

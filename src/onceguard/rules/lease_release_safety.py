@@ -27,7 +27,7 @@ def reads_of_key(later: ast.Call, key: ast.AST, facts: ModuleFacts) -> List[ast.
     candidates = [node for node in walk_no_nested_functions(function)
                   if isinstance(node, ast.Call) and after(node, later) and node.args
                   and key_identity(node.args[0], facts) == identity]
-    return [call for call, _, _ in client_calls(facts, ("get", "exists"), candidates)]
+    return [call for call, _, _ in client_calls(facts, ("get", "exists", known.HASH_READ), candidates)]
 
 
 def owner_checked_first(release, facts: ModuleFacts) -> Optional[str]:

@@ -44,7 +44,7 @@ __all__ = ["RedisClients", "argument", "client_calls", "command_of", "has_spread
 class Acquire:
     call: ast.Call
     handle: Handle
-    command: str  # set, setnx, add
+    command: str  # set, setnx, add, hset
     key: Optional[ast.AST]
     identity: Optional[tuple]  # see key_identity
     nx: bool
@@ -81,14 +81,16 @@ def _expiry_of_cache_write(call: ast.Call, handle: Handle) -> bool:
 
 def _find_acquires(facts: ModuleFacts) -> List[Acquire]:
     found: List[Acquire] = []
-    for call, handle, command in client_calls(facts, ("set", "add", "setnx")):
-        if has_spread(call):
+    for call, handle, command in client_calls(facts, ("set", "add", "setnx", known.HASH_WRITE)):
+        if has_spread(call) or (command == known.HASH_WRITE and handle.kind != known.REDIS):
             continue
         if handle.kind == known.REDIS:
             if command == "add":
                 continue
             key = argument(call, known.SET_KEY)
-            if command == known.SETNX:
+            if command == known.HASH_WRITE:
+                nx, expires = False, False  # HSET writes the fields whatever is there, and sets no expiry
+            elif command == known.SETNX:
                 nx, expires = True, False
             else:
                 condition = next((k.value for k in call.keywords if k.arg == known.SET_CONDITION), None)
@@ -382,6 +384,15 @@ class LeaseWithoutExpiry(Rule):
     def _judge(self, acquire: Acquire) -> Optional[Diagnostic]:
         spelled = f"{short(acquire.call.func)}({short(acquire.key, 40)}, …)"
         suggestion = _acquire_suggestion(acquire.handle)
+        if acquire.command == known.HASH_WRITE:
+            return self.finding(
+                acquire.call,
+                f"`{spelled}` takes a lease kept in a hash with HSET, which writes whatever is there, so two "
+                f"replicas that read it free at the same moment both write themselves in and both run.",
+                "Read and take it in one step: a Lua script (`r.register_script`) that checks the hash and sets the "
+                "owner and its expiry only if it is free, or a string key taken with `SET key token NX PX ttl`. "
+                + suggestion,
+            )
         if acquire.two_step_expiry is not None:
             expire = acquire.two_step_expiry
             return self.finding(

@@ -198,7 +198,52 @@ def _instance_changes(function: FunctionNode, facts: ModuleFacts) -> List[Change
                 # ``obj.meta.update(extra)``: a JSON column merged in place.  One positional mapping only: a
                 # related manager's ``obj.items.update(flag=True)`` takes keywords and is one UPDATE.
                 add(node, *field_of, "in place", node)
+            else:
+                for instance, field, binop in _set_through_a_setter(node, function, facts):
+                    other = binop.right if _reads(binop.left, instance, field) else binop.left
+                    add(node, instance, field, "arithmetic", node, _OPERATOR[type(binop.op)], short(other, 30))
+        elif isinstance(node, ast.Expr) and isinstance(unwrap(node.value), ast.Call):
+            for instance, field, binop in _set_through_a_setter(node, function, facts):
+                other = binop.right if _reads(binop.left, instance, field) else binop.left
+                add(node, instance, field, "arithmetic", node, _OPERATOR[type(binop.op)], short(other, 30))
     return changes
+
+
+def _set_through_a_setter(statement: ast.Expr, function: FunctionNode,
+                          facts: ModuleFacts) -> List[Tuple[str, str, ast.BinOp]]:
+    """``tiers.set_remaining(tier, tier.remaining - n)``: a call handing an instance and a value computed from one
+    of its fields to a project def that sets that field of the one parameter to the other (``tier.remaining =
+    remaining``) -- the field changed from its own value, as if the assignment were written here."""
+    call = unwrap(statement.value)
+    arguments = [*call.args, *(k.value for k in call.keywords)]
+    names = {a.id for a in arguments if isinstance(a, ast.Name)}
+    # The call must hand a name and arithmetic on a field of that name before any def is looked up.
+    computed = [(a, n.value.id, n.attr) for a in arguments if isinstance(a, ast.BinOp)
+                for n in ast.walk(a) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                and n.value.id in names]
+    if not computed or not facts.context.cross_file:
+        return []
+    from ...analysis.handed import argument_for
+    from ...project.summaries import resolve
+
+    found: List[Tuple[str, str, ast.BinOp]] = []
+    targets = resolve(call, facts, function, by_name=False)
+    if len(targets) != 1:
+        return []
+    setter, _ = targets[0]
+    for node in ast.walk(setter):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Name)):
+            continue
+        target = node.targets[0]
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
+            continue
+        held, value = argument_for(call, setter, target.value.id), argument_for(call, setter, node.value.id)
+        for expression, instance, field in computed:
+            if value is expression and isinstance(held, ast.Name) and held.id == instance and target.attr == field:
+                binop = _arithmetic_on(expression, lambda n, i=instance, f=field: _is_field(n, i, f))
+                if binop is not None:
+                    found.append((instance, field, binop))
+    return found
 
 
 def _update_fields(call: ast.Call) -> Optional[Set[str]]:
