@@ -86,7 +86,7 @@ SQLALCHEMY_CONFLICT_INSERTS: FrozenSet[str] = frozenset({
 })
 SQLALCHEMY_SKIP_CONFLICT = "on_conflict_do_nothing"
 #: Methods that send a statement object and hand back its result.
-STATEMENT_SENDS: FrozenSet[str] = frozenset({"execute", "exec"})
+STATEMENT_SENDS: FrozenSet[str] = frozenset({"execute", "exec", "scalar"})  # (``scalar``: RETURNING read back)
 
 #: Methods that read back the result of the statement the cursor just executed.
 FETCH_METHODS: FrozenSet[str] = frozenset({

@@ -61,6 +61,39 @@ def _name_read_after(name: str, statement: ast.AST, scope: ast.AST) -> bool:
     return False
 
 
+#: Words of a call that gives a lock back: an answer tested only to decide one decides nothing about the work.
+_RELEASE_WORDS = frozenset({"unlock", "release"})
+
+
+def _read_only_to_release(name: str, statement: ast.AST, scope: ast.AST) -> bool:
+    """Every read of ``name`` after ``statement`` is the test of an ``if`` (``if locked:``) whose whole body gives the
+    lock back (``await unlock(conn, KEY)``), with no ``else``: the answer decides the release, never the work,
+    which runs on every replica whether or not this one got the lock."""
+    after = position(statement)
+    reads = [node for node in walk_no_nested_functions(scope) if isinstance(node, ast.Name) and node.id == name
+             and isinstance(node.ctx, ast.Load) and position(node) > after]
+    if not reads:
+        return False
+    for read in reads:
+        test = parent(read)
+        if not (isinstance(test, ast.If) and test.test is read and not test.orelse):
+            return False
+        for line in test.body:
+            call = line.value.value if isinstance(line, ast.Expr) and isinstance(line.value, ast.Await) else (
+                line.value if isinstance(line, ast.Expr) else None)
+            if not isinstance(call, ast.Call) or not _gives_back(call):
+                return False
+    return True
+
+
+def _gives_back(call: ast.Call) -> bool:
+    """A release by its name (``unlock(conn, KEY)``, ``lock.release()``) or by the SQL it sends
+    (``cur.execute("SELECT pg_advisory_unlock(%s)", ...)``)."""
+    words = set((dotted(call.func) or "").replace(".", "_").lower().split("_"))
+    return bool(words & _RELEASE_WORDS) or any(
+        isinstance(a, ast.Constant) and isinstance(a.value, str) and "unlock" in a.value.lower() for a in call.args)
+
+
 def try_lock_result_ignored(use: LockUse, facts: ModuleFacts) -> bool:
     if not use.function.try_lock:
         return False
@@ -82,7 +115,8 @@ def try_lock_result_ignored(use: LockUse, facts: ModuleFacts) -> bool:
         return not reads or (bool(runs) and min(runs) < min(reads))
     if isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name):
         target = above.targets[0].id
-        return target == "_" or not _name_read_after(target, above, scope)
+        return (target == "_" or not _name_read_after(target, above, scope)
+                or _read_only_to_release(target, above, scope))
     return False
 
 
@@ -106,10 +140,11 @@ class TryLockResultIgnored(Rule):
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         for call in _dropped_helper_answers(facts):
+            fate = "only decides whether to unlock" if _kept_only_to_release(call, facts) else "is dropped"
             yield self.finding(
                 call,
                 f"`{dotted(call.func) or 'this call'}(...)` answers whether this replica got the lock, and the answer "
-                "is dropped, so every replica runs the work below.",
+                f"{fate}, so every replica runs the work below.",
                 "The helper tries the lock and returns whether it got it; nothing here reads that. Test it and skip "
                 "the run when it is false: `if not await claim(...): return`",
             )
@@ -190,13 +225,25 @@ def _dropped_helper_answers(facts: ModuleFacts) -> Iterator[ast.Call]:
     names = {word[:-1].decode() for word in claim_helper_words(facts.config)}
     analyzer = None
     for call in (c for name in sorted(names & facts.calls_by_name.keys()) for c in facts.calls_by_name[name]):
-        if not answer_dropped(call) or not _names_its_def(call, facts):
+        if not (answer_dropped(call) or _kept_only_to_release(call, facts)) or not _names_its_def(call, facts):
             continue
         if analyzer is None:
             analyzer = ClaimAnalyzer.of_module(facts, claim_resolver)
         target = analyzer.helper_of(call)  # the helper's own body says what it answers, not its name
         if target is not None and target[1].helper_kind(target[0]) == HELPER_RESULT and _tries_a_lock(*target):
             yield call
+
+
+def _kept_only_to_release(call: ast.Call, facts: ModuleFacts) -> bool:
+    """``locked = await try_lock(conn, KEY)`` read only by ``if locked: await unlock(conn, KEY)``."""
+    statement = facts.statement_of(call)
+    value = statement.value if isinstance(statement, ast.Assign) else None
+    if isinstance(value, ast.Await):
+        value = value.value
+    if value is not call or len(statement.targets) != 1 or not isinstance(statement.targets[0], ast.Name):
+        return False
+    scope = facts.enclosing_function(call) or facts.tree
+    return _read_only_to_release(statement.targets[0].id, statement, scope)
 
 
 #: Claims that are locks tried once: a helper answering one of them answers "did I get the lock" (a row count of
