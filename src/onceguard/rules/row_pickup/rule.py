@@ -20,6 +20,7 @@ from .selection import (
     _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, holds_row, may_pick_by_state,
     moves_whatever_its_state, sql_pickup)
 from .handed_rows import handed_row_write
+from ..data_races.handed_sessions import committing_block
 from ...project.prefilter_words import loader_words, sql_constant_words
 from .moved_rows import aggregates_only, core_update_behind, hands_back, helper_writes, picked_and_written_after
 from .callers import _locked_before, _resolver, runs_claimed
@@ -53,24 +54,6 @@ CHECK_THEN_ACT_TRIGGERS = tuple((b"if ", joiner + word, write) for word in _STAT
 SET_STATE_TRIGGERS = tuple((b"." + word + b" = ", write) for word in _STATE_TRIGGER_WORDS for write in _STATE_WRITE_WORDS)
 #: Prefilter: an equality test, a return, and the word of the consuming call (also under an alias).
 CONSUME_TRIGGERS = tuple((b"==", b"return", word) for word in (b"delete", b"remove", b"consume", b"invalidate"))
-
-
-def _commits_on_exit(session: Optional[str], change: ast.AST) -> bool:
-    """``change`` sits in a ``with`` block that commits when it ends: ``with factory.begin() as <session>:`` or
-    ``with <session>.begin():`` (SQLAlchemy's ``begin()`` context commits on a clean exit)."""
-    if not session:
-        return False
-    for above in ancestors(change):
-        if not isinstance(above, (ast.With, ast.AsyncWith)):
-            continue
-        for item in above.items:
-            expr = item.context_expr
-            if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "begin"):
-                continue
-            bound = isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == session
-            if bound or (isinstance(expr.func.value, ast.Name) and expr.func.value.id == session):
-                return True
-    return False
 
 
 def _written_by_winner(write: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
@@ -302,7 +285,8 @@ class UnclaimedRowPickup(Rule):
                 if method == "execute" and node.args and row_names(node.args[0]) \
                         and moves_whatever_its_state(node, facts):
                     return node
-        if changed is not None and pickup.framework == "sqlalchemy" and _commits_on_exit(pickup.session, changed):
+        if changed is not None and pickup.framework == "sqlalchemy" \
+                and committing_block(pickup.session, changed) is not None:
             return changed  # ``with SessionLocal.begin() as db:``: the block's end commits what changed in it
         return None
 
