@@ -428,7 +428,9 @@ def test_a_server_main_block_is_every_replica_and_a_script_main_block_is_an_oper
     ("def make(\n    size,\n) -> 'Pool':\n    '''A pool.\nOf the given size.'''\n    return Pool(size)\n\nOTHER = 1\n",
      True),
     ("async def make(size):\n    return Pool(size)\n", True),
-    ("def make(size):\n    pool = Pool(size)\n    return pool\n", False),
+    # the call bound to a name and that name returned: the same helper
+    ("def make(size):\n    pool = Pool(size)\n    return pool\n", True),
+    ("def make(size):\n    pool = Pool(size)\n    pool.start()\n    return pool\n", False),
     ("@cache\ndef make(size):\n    return Pool(size)\n", False),
     ("class make:\n    def __init__(self, size):\n        self.size = size\n", False),
     ("def make_other(size):\n    return Pool(size)\n\ndef make(size):\n    pass\n", False),

@@ -172,9 +172,20 @@ def only_statement(helper: FunctionNode) -> Optional[ast.stmt]:
 
 
 def _returned_call(helper: FunctionNode) -> Optional[ast.Call]:
+    """The one call the helper returns: ``return make(...)``, or ``made = make(...)`` then ``return made``."""
     statement = only_statement(helper)
     value = statement.value if isinstance(statement, ast.Return) else None
-    return value if isinstance(value, ast.Call) else None
+    if isinstance(value, ast.Call):
+        return value
+    body = [s for s in helper.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if helper.decorator_list or len(body) != 2:
+        return None
+    bound, returned = body
+    if (isinstance(bound, ast.Assign) and len(bound.targets) == 1 and isinstance(bound.targets[0], ast.Name)
+            and isinstance(bound.value, ast.Call) and isinstance(returned, ast.Return)
+            and isinstance(returned.value, ast.Name) and returned.value.id == bound.targets[0].id):
+        return bound.value
+    return None
 
 
 def _bind(helper: FunctionNode, call: ast.Call) -> Optional[Dict[str, ast.AST]]:

@@ -100,6 +100,7 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     store_readers: Set[bytes] = set()
     savers: Set[bytes] = set()
     lock_classes: Set[bytes] = set()
+    library_lock_helpers: Set[bytes] = set()
     for path in project.project_files(root):
         source = project.read_bytes(path)
         # One pass of one automaton over the file finds the words of every family.
@@ -130,6 +131,9 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
             here.append((lock_helpers, {defined.name for defined, text in defs_of(source)
                                         if defined.top_level and b"return" in text}))
             here.append((lock_classes, _lock_classes(source)))
+        if _LIBRARY_LOCK in found:
+            here.append((library_lock_helpers, {defined.name for defined, text in defs_of(source)
+                                                if defined.top_level and _returns_a_library_lock(text)}))
         if any(defs for _, defs in here) and _deployed(path, config):
             for family, defs in here:  # (test code and migrations are no helpers of the deployed code)
                 family.update(defs)
@@ -141,6 +145,7 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     _counting_classes_by_root[root] = tuple(sorted(name + ending for name in counting for ending in (b"(", b" as ")))
     _lock_helpers_by_root[root] = tuple(sorted(name + b"(" for name in lock_helpers - BUILTIN_METHODS))
     _lock_classes_by_root[root] = tuple(sorted(lock_classes))
+    _library_lock_helpers_by_root[root] = tuple(sorted(name + b"(" for name in library_lock_helpers - BUILTIN_METHODS))
     _sql_constants_by_root[root] = tuple(sorted(sql_constants))
     _column_writers_by_root[root] = tuple(sorted((name + b"(", change) for name in column_writers - BUILTIN_METHODS
                                                  for change in orm.ARITHMETIC_WORDS))
@@ -337,6 +342,33 @@ def _saves_a_parameter(text: bytes) -> bool:
     return False
 
 
+# -- defs that hand back a lock library's lock (read in the same pass) ---------------------------------------------
+#: A lock library's lock made in a def's text: a Redis client's ``.lock(``, redis-py's or python-redis-lock's or
+#: portalocker's ``Lock(``, pottery's ``Redlock(``, django-pglocks' ``advisory_lock(``, sqlalchemy-dlock's makers.
+_LIBRARY_LOCK_WORDS: Tuple[bytes, ...] = (b".lock(", b"Lock(", b"Redlock(", b"advisory_lock(", b"sadlock(")
+_library_lock_helpers_by_root: Dict[str, tuple] = {}
+
+
+#: ``lock = client.lock(...)``: a name bound to a lock the def makes, which it may return by that name.
+_BOUND_LIBRARY_LOCK = re.compile(rb"(\w+)[ \t]*=[^\n=]*(?:\.lock\(|Lock\(|Redlock\(|advisory_lock\(|sadlock\()")
+
+
+def _returns_a_library_lock(text: bytes) -> bool:
+    """The def returns a lock it makes: on the ``return`` line, or bound to a name it returns."""
+    lines = [line.strip() for line in text.splitlines()]
+    if any(line.startswith(b"return ") and any(word in line for word in _LIBRARY_LOCK_WORDS) for line in lines):
+        return True
+    returned = {line[len(b"return "):].strip() for line in lines if line.startswith(b"return ")}
+    return any(bound.group(1) in returned for bound in _BOUND_LIBRARY_LOCK.finditer(text))
+
+
+def library_lock_helper_words(config: Config) -> tuple:
+    """``name(`` for each module-level def that returns a lock library's lock it makes (``def named_lock(name):
+    return client.lock(f"lock:{name}", timeout=60)``): a job that enters ``with named_lock("sync"):`` may spell no
+    word of the library (OG103).  Once per project."""
+    return _read_once(config, _library_lock_helpers_by_root)
+
+
 def lock_helper_words(config: Config) -> tuple:
     """``name(`` for each module-level def that returns, in a module that makes thread or asyncio locks: it may
     hand back one of them (``account_lock(account_id)`` returning ``_locks[account_id]``), entered by a module
@@ -449,11 +481,11 @@ def _word(name: bytes) -> "re.Pattern[bytes]":
 
 
 # -- one automaton for the words of every family ---------------------------------------------------------------
-_CLAIM, _STATE, _FILTER, _CONTAINER, _CLOCK, _LOCK, _SQL_WRITE, _STORE, _SAVE = range(9)
+_CLAIM, _STATE, _FILTER, _CONTAINER, _CLOCK, _LOCK, _SQL_WRITE, _STORE, _SAVE, _LIBRARY_LOCK = range(10)
 _FAMILIES = ((_CLAIM, _CLAIM_BODY_WORDS), (_STATE, _STATE_WORDS), (_FILTER, _FILTER_WORDS),
              (_CONTAINER, process_local.CONTAINER_WORDS), (_CLOCK, process_local.CLOCK_WORDS),
              (_LOCK, process_state.LOCK_TRIGGERS), (_SQL_WRITE, (b"UPDATE ",)), (_STORE, _STORE_CLIENT_WORDS),
-             (_SAVE, _SAVE_WORDS))
+             (_SAVE, _SAVE_WORDS), (_LIBRARY_LOCK, _LIBRARY_LOCK_WORDS))
 #: The family of each word, by its place in the automaton.
 _FAMILY_OF_WORD: List[int] = [family for family, spelled in _FAMILIES for _ in spelled]
 # Overlapping matches: a word inside another family's word still counts for its own family.
@@ -468,6 +500,7 @@ def _clear() -> None:
     _bare_loaders_by_root.clear()
     _counting_classes_by_root.clear()
     _lock_helpers_by_root.clear()
+    _library_lock_helpers_by_root.clear()
     _sql_constants_by_root.clear()
     _column_writers_by_root.clear()
     _row_savers_by_root.clear()

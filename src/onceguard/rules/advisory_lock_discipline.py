@@ -21,6 +21,7 @@ from ..project.forwarding import forwarded
 from ..project.lock_libraries import LibraryLock, library_locks, spells_lock_library, spin_waits
 from ..project.locked_sections import jobs_entering, jobs_wearing
 from ..project.advisory_helpers import helper_pairs, helper_words, release_guaranteed
+from ..project.prefilter_words import library_lock_helper_words
 from ..project.state_answers import answer_dropped
 from ..project.claim_syntax import is_log_call
 from ..project.process_values import is_fixed_key as _is_fixed_key, parameter_names_around as _parameter_names
@@ -175,6 +176,11 @@ class BlockingLockInJob(Rule):
     triggers = known.TRIGGERS + lock_known.TRIGGERS
     skips_tests = True
     skips_migration_code = True
+
+    @staticmethod
+    def project_triggers(config) -> tuple:
+        """A job that enters a lock only through a project helper that makes it (``with named_lock("sync"):``)."""
+        return library_lock_helper_words(config)
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         if facts.context.is_migration or facts.context.is_test:
