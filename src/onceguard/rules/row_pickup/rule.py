@@ -1,9 +1,10 @@
 """OG302: rows picked by status and updated without claiming them."""
 
 import ast
-from typing import Iterable, List, Optional, Set
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors
+from ...analysis.names import dotted
 from ...project.through_helpers import through_helpers
 from ...project.unasked_tasks import holding_function, never_asked
 from ...knowledge import orm
@@ -54,6 +55,17 @@ CHECK_THEN_ACT_TRIGGERS = tuple((b"if ", joiner + word, write) for word in _STAT
 SET_STATE_TRIGGERS = tuple((b"." + word + b" = ", write) for word in _STATE_TRIGGER_WORDS for write in _STATE_WRITE_WORDS)
 #: Prefilter: an equality test, a return, and the word of the consuming call (also under an alias).
 CONSUME_TRIGGERS = tuple((b"==", b"return", word) for word in (b"delete", b"remove", b"consume", b"invalidate"))
+
+
+def _read_again_by_key(node: ast.AST, row_names) -> Optional[Tuple[str, str]]:
+    """(name, session) for ``row = session.get(Model, picked.id)``: a picked row read again through a session by its
+    key, to be changed there -- the same row."""
+    value = unwrap(node.value) if isinstance(node, ast.Assign) else None
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "get"
+            and len(value.args) == 2 and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+        return None
+    session = dotted(value.func.value)
+    return (node.targets[0].id, session) if session and row_names(value.args[1]) else None
 
 
 def _written_by_winner(write: ast.AST, function: FunctionNode, facts: ModuleFacts) -> bool:
@@ -250,14 +262,24 @@ class UnclaimedRowPickup(Rule):
             return {name for name in names_in(node) if name in rows and holds_row(name, node, pickup, loops)}
 
         changed = None
+        #: a picked row read again by its key (``row = session.get(Payout, payout.id)``) -> the session it came from
+        again: Dict[str, str] = {}
+        changed_through = None
         for node in function_nodes(function, facts):
             if not (hasattr(node, "lineno") and later(node, pickup.node)):
                 continue
             if isinstance(node, (ast.Assign, ast.AugAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if changed is None and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
-                                           and row_names(t.value) for t in targets):
-                    changed = node
+                read_again = _read_again_by_key(node, row_names) if pickup.framework == "sqlalchemy" else None
+                if read_again is not None:
+                    again[read_again[0]] = read_again[1]
+                    continue
+                if changed is None:
+                    holder = next((t.value.id for t in targets if isinstance(t, ast.Attribute)
+                                   and isinstance(t.value, ast.Name) and (row_names(t.value) or t.value.id in again)),
+                                  None)
+                    if holder is not None:
+                        changed, changed_through = node, again.get(holder)
                 continue
             if pickup.framework == "sqlalchemy" and isinstance(node, ast.Call) and row_names(node) \
                     and core_update_behind(node, function, facts):
@@ -276,7 +298,8 @@ class UnclaimedRowPickup(Rule):
                     if not _django_status_filter(django_queryset(node)[1]):
                         return node
             else:
-                if not _session_matches(pickup.session, receiver):
+                if not (_session_matches(pickup.session, receiver)
+                        or (changed_through is not None and dotted(receiver) == changed_through)):
                     continue
                 if method in orm.SA_FLUSH and changed is not None:
                     return node
@@ -286,7 +309,7 @@ class UnclaimedRowPickup(Rule):
                         and moves_whatever_its_state(node, facts):
                     return node
         if changed is not None and pickup.framework == "sqlalchemy" \
-                and committing_block(pickup.session, changed) is not None:
+                and committing_block(changed_through or pickup.session, changed) is not None:
             return changed  # ``with SessionLocal.begin() as db:``: the block's end commits what changed in it
         return None
 
