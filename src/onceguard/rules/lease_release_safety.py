@@ -9,6 +9,7 @@ from typing import List, Optional
 
 from ..analysis.facts import ModuleFacts, ancestors, in_handler, parent, walk, walk_no_nested_functions
 from ..knowledge import redis_clients as known
+from ..project.forwarding import forwarded
 from ..project.redis_clients import client_calls
 from ..project.redis_keys import key_identity
 
@@ -27,7 +28,15 @@ def reads_of_key(later: ast.Call, key: ast.AST, facts: ModuleFacts) -> List[ast.
     candidates = [node for node in walk_no_nested_functions(function)
                   if isinstance(node, ast.Call) and after(node, later) and node.args
                   and key_identity(node.args[0], facts) == identity]
-    return [call for call, _, _ in client_calls(facts, ("get", "exists", known.HASH_READ), candidates)]
+    reads = ("get", "exists", known.HASH_READ)
+    found = [call for call, _, _ in client_calls(facts, reads, candidates)]
+    taken = {id(call) for call in found}
+    for call in candidates:
+        # ``_read(key)`` where ``def _read(k): return client.hgetall(k)``: the read the helper makes, at its call
+        through = forwarded(call, facts) if id(call) not in taken and isinstance(call.func, ast.Name) else None
+        if through is not None and client_calls(through.facts, reads, [through.call]):
+            found.append(call)
+    return found
 
 
 def owner_checked_first(release, facts: ModuleFacts) -> Optional[str]:

@@ -120,6 +120,13 @@ def try_lock_result_ignored(use: LockUse, facts: ModuleFacts) -> bool:
     return False
 
 
+def _answer_only_releases(use: LockUse, facts: ModuleFacts) -> bool:
+    """The try-lock's answer is kept in a name that only an ``if`` around the unlock reads."""
+    above = parent(_value_holder(use.call))
+    return (isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name)
+            and _read_only_to_release(above.targets[0].id, above, use.scope or facts.tree))
+
+
 #: Redis reads of a key's value.
 _KEY_READS = ("get", "getdel", "getex")
 #: Prefilter: a Redis SET with NX.
@@ -167,9 +174,11 @@ class TryLockResultIgnored(Rule):
             )
         for use in lock_uses(facts) if spells_triggers(facts, known.TRIGGERS) else ():  # (not a helper's name alone)
             if try_lock_result_ignored(use, facts):
+                fate = "is read only to decide whether to unlock" if _answer_only_releases(use, facts) \
+                    else "is never read"
                 yield self.finding(
                     use.call,
-                    f"the result of `{use.function.name}` is never read, so every replica runs the work below, "
+                    f"the result of `{use.function.name}` {fate}, so every replica runs the work below, "
                     "whether or not it got the lock.",
                     "Taking a try-lock decides nothing until its answer is tested. " + _lease_first(use, facts, "Test the lock's result and skip the run when it is false: "
                                                   "`if not acquired: return`"),
