@@ -429,6 +429,14 @@ def committed_by_block(node: ast.AST, loaded) -> Optional[ast.Call]:
     session the row was loaded through: the block's end commits the changed value."""
     if loaded is None or loaded.framework != "sqlalchemy":
         return None
+    return session_committed_by_block(loaded.session, node)
+
+
+def session_committed_by_block(session: Optional[str], node: ast.AST) -> Optional[ast.Call]:
+    """The ``begin()`` of the ``with`` block around ``node`` that commits ``session`` when it ends: ``with
+    <session>.begin():`` or ``with factory.begin() as <session>:``."""
+    if not session:
+        return None
     for above in ancestors(node):
         if not isinstance(above, (ast.With, ast.AsyncWith)):
             continue
@@ -438,7 +446,7 @@ def committed_by_block(node: ast.AST, loaded) -> Optional[ast.Call]:
                     and opened.func.attr == "begin" and not opened.args):
                 continue
             receiver = item.optional_vars if isinstance(item.optional_vars, ast.Name) else opened.func.value
-            if _session_matches(loaded.session, receiver):
+            if _session_matches(session, receiver):
                 return opened
     return None
 

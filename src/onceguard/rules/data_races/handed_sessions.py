@@ -13,13 +13,13 @@ import ast
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Tuple
 
-from ...analysis.facts import FunctionNode, ModuleFacts, ancestors
+from ...analysis.facts import FunctionNode, ModuleFacts
 from ...analysis.handed import argument_for, parameter_names
 from ...analysis.names import dotted
 from ...knowledge import orm
 from ...model import Related
 from ...project.fixed_arguments import callers_of, named_in_few_files
-from .changes import Change, instance_changes
+from .changes import Change, instance_changes, session_committed_by_block
 from .loads import (
     FLASK_SESSION, Loaded, _instance_bindings, _is_sa_session, _loader_before, _session_matches, chain,
     function_nodes, later,
@@ -90,7 +90,7 @@ def _caller_commit(function: FunctionNode, session: str, facts: ModuleFacts) -> 
         spelled = dotted(handed) if handed is not None else None
         if caller is None or (spelled is None and session != FLASK_SESSION and not held) or other.context.is_test:
             continue
-        block = committing_block(spelled, call)
+        block = session_committed_by_block(spelled, call)
         if block is not None:
             return Related(other.context.path, block.lineno, block.col_offset + 1,
                            f"`{caller.name}` commits the session it handed in when this block ends"), caller.name
@@ -104,24 +104,6 @@ def _caller_commit(function: FunctionNode, session: str, facts: ModuleFacts) -> 
                        else "the session it shares with the repository" if held else "the app's session")
                 return Related(other.context.path, node.lineno, node.col_offset + 1,
                                f"`{caller.name}` commits {how} here"), caller.name
-    return None
-
-
-def committing_block(session: Optional[str], node: ast.AST) -> Optional[ast.AST]:
-    """The ``with`` block around ``node`` that commits ``session`` when it ends: ``with factory.begin() as
-    <session>:`` or ``with <session>.begin():`` (SQLAlchemy's ``begin()`` context commits on a clean exit)."""
-    if not session:
-        return None
-    for above in ancestors(node):
-        if not isinstance(above, (ast.With, ast.AsyncWith)):
-            continue
-        for item in above.items:
-            expr = item.context_expr
-            if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "begin"):
-                continue
-            bound = isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == session
-            if bound or dotted(expr.func.value) == session:
-                return above
     return None
 
 

@@ -21,7 +21,7 @@ from .selection import (
     _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, holds_row, may_pick_by_state,
     moves_whatever_its_state, sql_pickup)
 from .handed_rows import handed_row_write
-from ..data_races.handed_sessions import committing_block
+from ..data_races.changes import session_committed_by_block
 from ...project.prefilter_words import loader_words, sql_constant_words
 from .moved_rows import aggregates_only, core_update_behind, hands_back, helper_writes, picked_and_written_after
 from .callers import _locked_before, _resolver, runs_claimed
@@ -309,7 +309,7 @@ class UnclaimedRowPickup(Rule):
                         and moves_whatever_its_state(node, facts):
                     return node
         if changed is not None and pickup.framework == "sqlalchemy" \
-                and committing_block(changed_through or pickup.session, changed) is not None:
+                and session_committed_by_block(changed_through or pickup.session, changed) is not None:
             return changed  # ``with SessionLocal.begin() as db:``: the block's end commits what changed in it
         return None
 
