@@ -350,7 +350,7 @@ _library_lock_helpers_by_root: Dict[str, tuple] = {}
 
 
 #: ``lock = client.lock(...)``: a name bound to a lock the def makes, which it may return by that name.
-_BOUND_LIBRARY_LOCK = re.compile(rb"(\w+)[ \t]*=[^\n=]*(?:\.lock\(|Lock\(|Redlock\(|advisory_lock\(|sadlock\()")
+_BOUND_LIBRARY_LOCK = re.compile(rb"(\w+)[ \t]*=[^\n=]*(?:" + b"|".join(map(re.escape, _LIBRARY_LOCK_WORDS)) + rb")")
 
 
 def _returns_a_library_lock(text: bytes) -> bool:

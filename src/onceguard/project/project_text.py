@@ -4,7 +4,7 @@ Whole-project lookups by name (which files mention a word, define ``def name``, 
 every file of a project listing, word after word. Tested a file at a time, each ask is a loop over
 thousands of files in Python, and a project larger than a per-file cache is read from disk again for each
 word. Joined into one buffer (a NUL after each file, which no word searched for holds), a listing is
-searched by ``bytes.find``, which jumps to the next file at each hit; a listing that lies inside a larger
+searched by one automaton pass per word, keeping a file at its first hit; a listing that lies inside a larger
 one already joined (a package of the repository) is a range of it, not a second copy.
 
 What a run reads here is what the project held when it was read: the word searches built on it and the

@@ -8,7 +8,7 @@ from typing import Callable, Optional, Set, Tuple
 from ..analysis.facts import FunctionNode, ModuleFacts, walk
 from ..analysis.names import dotted
 from ..knowledge import process_local as known
-from ..project import index as project
+from ..project import declared_types
 from ..project.forwarding import callee_through
 
 
@@ -53,20 +53,13 @@ def contains_container(value: ast.AST, facts: ModuleFacts) -> bool:
 
 
 def class_of_call(value: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
+    """The project class a call makes: a class of this module, or one named through an import (a method of some
+    other object, ``conn.Window(...)``, is none)."""
     if not isinstance(value, ast.Call):
         return None
-    func = value.func
-    if isinstance(func, ast.Name):
-        for statement in facts.tree.body:
-            if isinstance(statement, ast.ClassDef) and statement.name == func.id:
-                return statement, facts
-    if not facts.context.cross_file:
+    if not isinstance(value.func, ast.Name) and not facts.imports.is_imported((dotted(value.func) or "").split(".")[0]):
         return None
-    qualified = facts.callee(value) or ""
-    head = (dotted(func) or "").split(".")[0]
-    if "." not in qualified or not facts.imports.is_imported(head):
-        return None
-    return project.find_class(qualified, facts.config, project.roots_for(facts))
+    return declared_types.class_of(value.func, facts)
 
 
 def holder_kind(value: ast.AST, facts: ModuleFacts) -> Optional[Tuple[str, Optional[ast.ClassDef]]]:

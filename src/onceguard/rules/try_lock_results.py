@@ -120,11 +120,18 @@ def try_lock_result_ignored(use: LockUse, facts: ModuleFacts) -> bool:
     return False
 
 
+def _kept_for_release(statement: ast.AST, value: ast.AST, scope: ast.AST) -> bool:
+    """``statement`` binds ``value`` (a try-lock's answer) to one name that only an ``if`` around the unlock
+    reads."""
+    return (isinstance(statement, ast.Assign) and statement.value is value and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and _read_only_to_release(statement.targets[0].id, statement, scope))
+
+
 def _answer_only_releases(use: LockUse, facts: ModuleFacts) -> bool:
-    """The try-lock's answer is kept in a name that only an ``if`` around the unlock reads."""
-    above = parent(_value_holder(use.call))
-    return (isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name)
-            and _read_only_to_release(above.targets[0].id, above, use.scope or facts.tree))
+    """The SQL try-lock's answer is kept in a name that only an ``if`` around the unlock reads."""
+    holder = _value_holder(use.call)
+    return _kept_for_release(parent(holder), holder, use.scope or facts.tree)
 
 
 #: Redis reads of a key's value.
@@ -245,14 +252,8 @@ def _dropped_helper_answers(facts: ModuleFacts) -> Iterator[ast.Call]:
 
 def _kept_only_to_release(call: ast.Call, facts: ModuleFacts) -> bool:
     """``locked = await try_lock(conn, KEY)`` read only by ``if locked: await unlock(conn, KEY)``."""
-    statement = facts.statement_of(call)
-    value = statement.value if isinstance(statement, ast.Assign) else None
-    if isinstance(value, ast.Await):
-        value = value.value
-    if value is not call or len(statement.targets) != 1 or not isinstance(statement.targets[0], ast.Name):
-        return False
-    scope = facts.enclosing_function(call) or facts.tree
-    return _read_only_to_release(statement.targets[0].id, statement, scope)
+    held = parent(call) if isinstance(parent(call), ast.Await) else call
+    return _kept_for_release(facts.statement_of(call), held, facts.enclosing_function(call) or facts.tree)
 
 
 #: Claims that are locks tried once: a helper answering one of them answers "did I get the lock" (a row count of

@@ -102,6 +102,11 @@ def _instance_changes(function: FunctionNode, facts: ModuleFacts) -> List[Change
             return
         changes.append(Change(statement, instance, field, kind, back, op, amount))
 
+    def set_through_a_setter(statement: ast.Expr) -> None:
+        for instance, field, binop in _set_through_a_setter(statement, function, facts):
+            other = binop.right if _reads(binop.left, instance, field) else binop.left
+            add(statement, instance, field, "arithmetic", statement, _OPERATOR[type(binop.op)], short(other, 30))
+
     for node in function_nodes(function, facts):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -199,13 +204,9 @@ def _instance_changes(function: FunctionNode, facts: ModuleFacts) -> List[Change
                 # related manager's ``obj.items.update(flag=True)`` takes keywords and is one UPDATE.
                 add(node, *field_of, "in place", node)
             else:
-                for instance, field, binop in _set_through_a_setter(node, function, facts):
-                    other = binop.right if _reads(binop.left, instance, field) else binop.left
-                    add(node, instance, field, "arithmetic", node, _OPERATOR[type(binop.op)], short(other, 30))
+                set_through_a_setter(node)
         elif isinstance(node, ast.Expr) and isinstance(unwrap(node.value), ast.Call):
-            for instance, field, binop in _set_through_a_setter(node, function, facts):
-                other = binop.right if _reads(binop.left, instance, field) else binop.left
-                add(node, instance, field, "arithmetic", node, _OPERATOR[type(binop.op)], short(other, 30))
+            set_through_a_setter(node)
     return changes
 
 
