@@ -101,6 +101,7 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     savers: Set[bytes] = set()
     lock_classes: Set[bytes] = set()
     library_lock_helpers: Set[bytes] = set()
+    wrappers: Set[bytes] = set()
     for path in project.project_files(root):
         source = project.read_bytes(path)
         # One pass of one automaton over the file finds the words of every family.
@@ -134,6 +135,8 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
         if _LIBRARY_LOCK in found:
             here.append((library_lock_helpers, {defined.name for defined, text in defs_of(source)
                                                 if defined.top_level and _returns_a_library_lock(text)}))
+        if _MEMBERSHIP in found:
+            here.append((wrappers, _wrapping_classes(source)))
         if any(defs for _, defs in here) and _deployed(path, config):
             for family, defs in here:  # (test code and migrations are no helpers of the deployed code)
                 family.update(defs)
@@ -146,6 +149,8 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     _lock_helpers_by_root[root] = tuple(sorted(name + b"(" for name in lock_helpers - BUILTIN_METHODS))
     _lock_classes_by_root[root] = tuple(sorted(lock_classes))
     _library_lock_helpers_by_root[root] = tuple(sorted(name + b"(" for name in library_lock_helpers - BUILTIN_METHODS))
+    _wrapping_classes_by_root[root] = tuple(sorted(wrappers))
+    _wrapping_names_by_root[root] = frozenset(name.decode("ascii", "replace") for name in wrappers)
     _sql_constants_by_root[root] = tuple(sorted(sql_constants))
     _column_writers_by_root[root] = tuple(sorted((name + b"(", change) for name in column_writers - BUILTIN_METHODS
                                                  for change in orm.ARITHMETIC_WORDS))
@@ -433,6 +438,33 @@ def _counting_classes(source: bytes) -> Set[bytes]:
     return found
 
 
+_MEMBERSHIP_WORD = b"def __contains__("
+_wrapping_classes_by_root: Dict[str, tuple] = {}
+_wrapping_names_by_root: Dict[str, FrozenSet[str]] = {}
+
+
+def container_class_words(config: Config) -> tuple:
+    """``Name`` for each module-level class of the project that keeps a container on its instances and answers
+    ``key in instance`` (a "seen" ledger of its own): a module holding one (``seen: SeenIds``) tests and marks
+    process memory with no word of a container in its own text (OG608).  Once per project."""
+    return _read_once(config, _wrapping_classes_by_root)
+
+
+def container_class_names(config: Config) -> FrozenSet[str]:
+    """The names of ``container_class_words``, as text."""
+    return _read_once(config, _wrapping_names_by_root) or frozenset()
+
+
+def _wrapping_classes(source: bytes) -> Set[bytes]:
+    found: Set[bytes] = set()
+    for match in _CLASS.finditer(source):
+        end = _TOP_LEVEL.search(source, match.end())
+        text = source[match.end():end.start() if end else len(source)]
+        if _MEMBERSHIP_WORD in text and _SELF_CONTAINER.search(text):
+            found.add(match.group(1))
+    return found
+
+
 # -- defs by what their text holds -----------------------------------------------------------------------
 def returning_defs(source: bytes, words: "ahocorasick_rs.BytesAhoCorasick",
                    among: Optional[Set[bytes]] = None) -> Set[bytes]:
@@ -481,11 +513,12 @@ def _word(name: bytes) -> "re.Pattern[bytes]":
 
 
 # -- one automaton for the words of every family ---------------------------------------------------------------
-_CLAIM, _STATE, _FILTER, _CONTAINER, _CLOCK, _LOCK, _SQL_WRITE, _STORE, _SAVE, _LIBRARY_LOCK = range(10)
+(_CLAIM, _STATE, _FILTER, _CONTAINER, _CLOCK, _LOCK, _SQL_WRITE, _STORE, _SAVE, _LIBRARY_LOCK,
+ _MEMBERSHIP) = range(11)
 _FAMILIES = ((_CLAIM, _CLAIM_BODY_WORDS), (_STATE, _STATE_WORDS), (_FILTER, _FILTER_WORDS),
              (_CONTAINER, process_local.CONTAINER_WORDS), (_CLOCK, process_local.CLOCK_WORDS),
              (_LOCK, process_state.LOCK_TRIGGERS), (_SQL_WRITE, (b"UPDATE ",)), (_STORE, _STORE_CLIENT_WORDS),
-             (_SAVE, _SAVE_WORDS), (_LIBRARY_LOCK, _LIBRARY_LOCK_WORDS))
+             (_SAVE, _SAVE_WORDS), (_LIBRARY_LOCK, _LIBRARY_LOCK_WORDS), (_MEMBERSHIP, (_MEMBERSHIP_WORD,)))
 #: The family of each word, by its place in the automaton.
 _FAMILY_OF_WORD: List[int] = [family for family, spelled in _FAMILIES for _ in spelled]
 # Overlapping matches: a word inside another family's word still counts for its own family.
@@ -506,6 +539,8 @@ def _clear() -> None:
     _row_savers_by_root.clear()
     _row_saver_names_by_root.clear()
     _lock_classes_by_root.clear()
+    _wrapping_classes_by_root.clear()
+    _wrapping_names_by_root.clear()
 
 
 project.on_clear(_clear)

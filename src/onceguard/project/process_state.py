@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from ..knowledge import process_state as known
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk, walk_no_nested_functions
@@ -21,6 +21,9 @@ from .instance_lifetimes import (Lifetime, _assigns_locally, _call_last_name, _t
                                  long_lived_instance, module_global_receivers)
 from .state_answers import (acts_on_answer, answer_dropped, answer_test, answers_membership, decided_work,
                             following_statements, in_loop_over_state)
+
+if TYPE_CHECKING:
+    from .wrapped_containers import WrappedContainer
 
 MODULE, CLASS, INSTANCE = "module", "class", "instance"
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -37,6 +40,9 @@ class Binding:
     name: str  # as the code spells it: ``_lock``, ``self._lock``, ``Registry.seen``
     owner: Optional[ast.ClassDef] = None
     attr: str = ""
+    #: an instance of a project class that wraps a container of its own (``wrapped_containers``): its methods
+    #: say what a call of them does to the state
+    wrapped: Optional["WrappedContainer"] = field(default=None, compare=False, hash=False)
 
     @property
     def line(self) -> int:
@@ -113,6 +119,32 @@ def class_attribute_binding(cls: ast.ClassDef, attr: str, facts: ModuleFacts) ->
     writes.sort(key=lambda w: w[0])
     _, value, statement = writes[0]
     return Binding(value, statement, facts, INSTANCE, f"self.{attr}", cls, attr)
+
+
+def empty_container(value: Optional[ast.AST], facts: ModuleFacts) -> bool:
+    """An empty container (``{}``, ``set()``, ``defaultdict(int)``, ``[{} for _ in range(n)]``): state that
+    fills up at run time.  A literal with entries is a table the code ships, not memory."""
+    while isinstance(value, ast.IfExp):
+        value = value.body
+    if isinstance(value, ast.ListComp):
+        return empty_container(value.elt, facts)
+    if isinstance(value, (ast.Dict, ast.Set, ast.List)):
+        return not (value.keys if isinstance(value, ast.Dict) else value.elts)
+    if isinstance(value, ast.Call):
+        from .forwarding import forwarded
+
+        through = forwarded(value, facts)  # a container made by a small helper that returns it
+        if through is not None:
+            value, facts = through.call, through.facts
+        qualified = facts.callee(value) or ""
+        if qualified in known.MAPPING_CACHE_FACTORIES:
+            return True  # its arguments are sizes and lifetimes: it starts empty
+        return qualified in known.CONTAINER_FACTORIES and not (value.args and qualified not in _FACTORY_WITH_DEFAULT)
+    return False
+
+
+#: Factories whose argument is the default of a missing key, not initial content.
+_FACTORY_WITH_DEFAULT = frozenset({"collections.defaultdict", "defaultdict"})
 
 
 def _is_self_attribute(node: ast.AST, attr: Optional[str] = None) -> bool:
@@ -522,6 +554,8 @@ def _write_kind(node: ast.AST, matcher: StateMatcher, names: Set[str], function:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
             and matcher.derives(node.func.value, names, function):
         method = node.func.attr
+        if matcher.binding.wrapped is not None:
+            return matcher.binding.wrapped.calls.get(method)  # (the class's own method says what it does)
         if method in known.UNMARK_METHODS or method == "clear":
             return "unmark"
         if method in known.MARK_METHODS and node.args:

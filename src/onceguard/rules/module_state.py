@@ -26,7 +26,6 @@ from ..analysis.facts import (FunctionNode, ModuleFacts, spells_triggers, walk,
                               walk_no_nested_functions)
 from ..knowledge import process_state as known
 from ..model import Diagnostic, Fix, Related
-from ..project.forwarding import forwarded
 from ..project.state_accessors import behind_accessors, entries_set_at_run_time
 from ..project.minted_keys import minted_by_callers, minted_key
 from ..project.reach import Reach
@@ -35,6 +34,8 @@ from .base import Rule
 from .registry import register
 from ..project.app_namespaces import may_be_kept
 from ..project.request_code import RequestCode
+from ..project.wrapped_containers import wrapped_value
+from ..project.prefilter_words import container_class_words
 from .presence_tests import hands_back_stored, membership_test, stored_when_absent, test_of
 from .scalar_markers import TRIGGERS as SCALAR_TRIGGERS, scalar_markers
 from . import work_in_flight
@@ -61,26 +62,6 @@ _SNIPPETS = {
 }
 
 
-def _is_container(value: Optional[ast.AST], facts: ModuleFacts) -> bool:
-    """An empty container (``{}``, ``set()``, ``defaultdict(int)``, ``[{} for _ in range(n)]``): state that
-    fills up at run time.  A literal with entries is a table the code ships, not memory."""
-    while isinstance(value, ast.IfExp):
-        value = value.body
-    if isinstance(value, ast.ListComp):
-        return _is_container(value.elt, facts)
-    if isinstance(value, (ast.Dict, ast.Set, ast.List)):
-        return not (value.keys if isinstance(value, ast.Dict) else value.elts)
-    if isinstance(value, ast.Call):
-        through = forwarded(value, facts)  # a container made by a small helper that returns it
-        if through is not None:
-            value, facts = through.call, through.facts
-        qualified = facts.callee(value) or ""
-        if qualified in known.MAPPING_CACHE_FACTORIES:
-            return True  # its arguments are sizes and lifetimes: it starts empty
-        return qualified in known.CONTAINER_FACTORIES and not (value.args and qualified not in _FACTORY_WITH_DEFAULT)
-    return False
-
-
 def _holds_connections(binding: state.Binding, facts: ModuleFacts) -> bool:
     from ..project.socket_registries import registries_of_module
 
@@ -92,24 +73,26 @@ def _is_mapping_cache(value: ast.AST, facts: ModuleFacts) -> bool:
     return isinstance(value, ast.Call) and (facts.callee(value) or "") in known.MAPPING_CACHE_FACTORIES
 
 
-#: Factories whose argument is the default of a missing key, not initial content.
-_FACTORY_WITH_DEFAULT = frozenset({"collections.defaultdict", "defaultdict"})
-
-
 def candidate_bindings(facts: ModuleFacts) -> Iterator[state.Binding]:
     """Containers bound at module level, in a class body, or on ``self`` in a method (``__init__`` first)."""
     for statement in state._top_level_statements(facts.tree):
         if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
             for target in targets:
-                if isinstance(target, ast.Name) and (_is_container(statement.value, facts) or (
-                        isinstance(statement.value, ast.Dict) and entries_set_at_run_time(target.id, facts))):
+                if not isinstance(target, ast.Name):
+                    continue
+                if state.empty_container(statement.value, facts) or (
+                        isinstance(statement.value, ast.Dict) and entries_set_at_run_time(target.id, facts)):
                     yield state.Binding(statement.value, statement, facts, state.MODULE, target.id)
+                    continue
+                wrapped = wrapped_value(statement.value, facts, None)  # (``_seen = SeenIds(1000)``)
+                if wrapped is not None:
+                    yield state.Binding(statement.value, statement, facts, state.MODULE, target.id, wrapped=wrapped)
     instance_writes = _first_instance_writes(facts)
     for cls in facts.classes:
         seen: Set[str] = set()
         for statement in cls.body:
-            if isinstance(statement, (ast.Assign, ast.AnnAssign)) and _is_container(statement.value, facts):
+            if isinstance(statement, (ast.Assign, ast.AnnAssign)) and state.empty_container(statement.value, facts):
                 targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
                 for target in targets:
                     if isinstance(target, ast.Name) and target.id not in seen:
@@ -118,8 +101,14 @@ def candidate_bindings(facts: ModuleFacts) -> Iterator[state.Binding]:
                                             f"{cls.name}.{target.id}", cls, target.id)
         first = instance_writes.get(id(cls), {})
         for attr, (_, value, node) in first.items():
-            if attr not in seen and _is_container(value, facts):
+            if attr in seen:
+                continue
+            if state.empty_container(value, facts):
                 yield state.Binding(value, node, facts, state.INSTANCE, f"self.{attr}", cls, attr)
+                continue
+            wrapped = wrapped_value(value, facts, facts.enclosing_function(node))  # (``self._seen = seen: SeenIds``)
+            if wrapped is not None:
+                yield state.Binding(value, node, facts, state.INSTANCE, f"self.{attr}", cls, attr, wrapped)
 
 
 def _first_instance_writes(facts: ModuleFacts) -> dict:
@@ -471,6 +460,11 @@ class ModuleStateAsSharedMemory(Rule):
                "its own copy")
     triggers = known.STATE_TRIGGERS + SCALAR_TRIGGERS + FLAG_TRIGGERS
     skips_tests = True
+
+    @staticmethod
+    def project_triggers(config) -> tuple:
+        """A module holding an instance of a project class that wraps a container (``seen: SeenIds``)."""
+        return container_class_words(config)
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         context = facts.context
