@@ -158,6 +158,19 @@ class Bindings:
             return value
         return expr
 
+    def configured_origin(self, expr: ast.AST) -> Optional[ast.AST]:
+        """The one value ``expr`` (a name or ``self.attr``) is bound to besides ``None``: a placeholder the code
+        binds until it is configured (``self._clock = None`` in ``__init__``, ``self._clock = Clock()`` when the
+        process boots) is no second value for a method call on it, which ``None`` would not answer."""
+        values = self.values(expr)
+        configured = [value for value in values if not (isinstance(value, ast.Constant) and value.value is None)]
+        if len(configured) != 1 or len(configured) == len(values):
+            return None
+        value = configured[0]
+        if isinstance(value, (ast.Name, ast.Attribute, ast.Await)) and value is not expr:
+            return self.origin(value) or value
+        return value
+
     def _defs(self, scope: ast.AST) -> Dict[str, FunctionNode]:
         """name -> the last ``def`` directly inside ``scope`` (a function, or the module's top level)."""
         key = id(scope)

@@ -494,9 +494,8 @@ def _answers_claim(text: bytes) -> bool:
     """A claim's line returns or yields, or assigns a name that a ``return``/``yield`` hands back, directly or
     through names computed from it (``row = cur.execute(...).fetchone()``, ``got = bool(row and row[0])``,
     ``yield got``)."""
-    lines = text.splitlines()
     held: Set[bytes] = set()
-    for line in lines:
+    for line in _logical_lines(text):
         claims = bool(_AUTOMATON.find_matches_as_indexes(line))
         if claims and (b"return" in line or b"yield" in line):
             return True
@@ -506,6 +505,22 @@ def _answers_claim(text: bytes) -> bool:
         elif held and (b"return" in line or b"yield" in line) and any(_word(name).search(line) for name in held):
             return True
     return False
+
+
+def _logical_lines(text: bytes) -> List[bytes]:
+    """The lines of ``text`` with a statement that goes on in open brackets joined into one (``got = conn.execute(``
+    and the claim's SQL on the next line): an assignment and the claim it holds are one line."""
+    joined: List[bytes] = []
+    pending, depth = b"", 0
+    for line in text.splitlines():
+        pending = pending + b" " + line.strip() if pending else line
+        depth += sum(line.count(c) for c in (b"(", b"[", b"{")) - sum(line.count(c) for c in (b")", b"]", b"}"))
+        if depth <= 0:
+            joined.append(pending)
+            pending, depth = b"", 0
+    if pending:
+        joined.append(pending)
+    return joined
 
 
 def _word(name: bytes) -> "re.Pattern[bytes]":

@@ -218,6 +218,28 @@ def _entered_class(manager: ClassRef) -> Optional[ClassRef]:
     return None
 
 
+def _yielded_class(manager: ast.AST, facts: ModuleFacts, function: FunctionNode, depth: int) -> Optional[ClassRef]:
+    """The class of what ``with batches.pending(50) as batch`` binds when ``pending`` is a generator of the
+    project made a context manager (``@contextmanager``): what its return annotation says it yields
+    (``Iterator[Batch]``), else the one class every ``yield`` of it builds (``yield Batch(cur, rows)``)."""
+    from .claim_contexts import is_context_factory
+
+    if isinstance(manager, ast.Await):
+        manager = manager.value
+    if not isinstance(manager, ast.Call) or depth > 3:
+        return None
+    for target, target_facts in resolve(manager, facts, function, by_name=False)[:1]:
+        if not is_context_factory(target, target_facts):
+            return None
+        if target.returns is not None:
+            return declared.one_class(declared.classes(declared.element(declared.Declared(target.returns,
+                                                                                          target_facts))) or [None])
+        yielded = [node.value for node in walk_no_nested_functions(target) if isinstance(node, ast.Yield)]
+        return declared.one_class(_bound_class(value, target_facts, target, depth + 1) if value is not None else None
+                                  for value in yielded) if yielded else None
+    return None
+
+
 def _name_bindings(scope: ast.AST) -> Dict[str, ast.AST]:
     """name -> the first ``name = ...`` / ``name: T = ...`` of a function (or of a module, outside its
     functions and classes), read once per scope."""
@@ -298,7 +320,9 @@ def _receiver_class(expr: ast.AST, facts: ModuleFacts, function: Optional[Functi
             if entered is not None:
                 # ``async with self._uow as uow``: what the manager's ``__aenter__`` hands over
                 manager = _bound_class(entered.context_expr, facts, function, depth, self_class)
-                return _entered_class(manager) if manager is not None else None
+                if manager is not None:
+                    return _entered_class(manager)
+                return _yielded_class(entered.context_expr, facts, function, depth)
         for scope in ([function] if function is not None else []) + [facts.tree]:
             node = _name_bindings(scope).get(expr.id)
             if node is None:

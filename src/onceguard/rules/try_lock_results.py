@@ -9,7 +9,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from ..analysis.facts import ModuleFacts, parent, position, spells_triggers, walk, walk_no_nested_functions
+from ..analysis.facts import (ModuleFacts, call_name, parent, position, spells_triggers, walk,
+                              walk_no_nested_functions)
 from ..analysis.names import dotted
 from ..analysis.sql import tokens
 from ..knowledge import advisory_locks as known
@@ -17,7 +18,7 @@ from ..knowledge import lock_libraries as lock_known
 from ..model import Diagnostic
 from ..project.prefilter_words import claim_helper_words
 from ..project.claim_syntax import sets_with_nx
-from ..project.claims import CACHE_ADD, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, ClaimAnalyzer
+from ..project.claims import CACHE_ADD, HELPER_CONTEXT, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, ClaimAnalyzer
 from ..project.lock_libraries import LibraryLock, library_locks, spells_lock_library
 from ..project.minted_keys import minted_key
 from ..project.redis_keys import key_text
@@ -162,6 +163,14 @@ class TryLockResultIgnored(Rule):
                 "The helper tries the lock and returns whether it got it; nothing here reads that. Test it and skip "
                 "the run when it is false: `if not await claim(...): return`",
             )
+        for call in _dropped_context_answers(facts):
+            yield self.finding(
+                call,
+                f"`{dotted(call.func) or 'this call'}(...)` yields whether this replica got the lock, and nothing "
+                "reads it, so every replica runs the work in the block.",
+                "The context manager tries the lock and yields its answer; entering it claims nothing. Bind the answer "
+                "and skip the run when it is false: `with try_lock(...) as acquired: if not acquired: return`",
+            )
         for lock in library_locks(facts) if spells_lock_library(facts) else ():
             if not lock.waits and not lock.api.raises_when_held and _acquired_dropped(lock, facts):
                 yield self.finding(
@@ -248,6 +257,34 @@ def _dropped_helper_answers(facts: ModuleFacts) -> Iterator[ast.Call]:
         target = analyzer.helper_of(call)  # the helper's own body says what it answers, not its name
         if target is not None and target[1].helper_kind(target[0]) == HELPER_RESULT and _tries_a_lock(*target):
             yield call
+
+
+def _dropped_context_answers(facts: ModuleFacts) -> Iterator[ast.Call]:
+    """``with try_lock(conn, KEY):`` (no ``as``, or an ``as`` name nothing reads) where ``try_lock`` is a context
+    manager of the project that tries a lock once and yields whether it got it: the block runs either way."""
+    if not facts.context.cross_file:
+        return
+    names = {word[:-1].decode() for word in claim_helper_words(facts.config)}
+    if not names & facts.calls_by_name.keys():
+        return
+    analyzer = None
+    for statement in facts.nodes:
+        if not isinstance(statement, (ast.With, ast.AsyncWith)):
+            continue
+        for item in statement.items:
+            call = item.context_expr
+            call = call.value if isinstance(call, ast.Await) else call
+            if not (isinstance(call, ast.Call) and call_name(call) in names and _names_its_def(call, facts)):
+                continue
+            bound = item.optional_vars
+            if bound is not None and not (isinstance(bound, ast.Name) and not _name_read_after(
+                    bound.id, statement, facts.enclosing_function(statement) or facts.tree)):
+                continue  # (a tuple, or a name the code reads: whether it tests it is the claim analysis's question)
+            if analyzer is None:
+                analyzer = ClaimAnalyzer.of_module(facts, claim_resolver)
+            target = analyzer.helper_of(call)
+            if target is not None and target[1].helper_kind(target[0]) == HELPER_CONTEXT and _tries_a_lock(*target):
+                yield call
 
 
 def _kept_only_to_release(call: ast.Call, facts: ModuleFacts) -> bool:

@@ -100,6 +100,8 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
         """(family, constructor call) of a receiver bound to a scheduler constructor, else (None, None)."""
         facts = self.facts
         expr = self.bindings.origin(receiver) if not isinstance(receiver, ast.Call) else receiver
+        if expr is None:
+            expr = self.bindings.configured_origin(receiver)
         if isinstance(expr, ast.Await):
             expr = expr.value
         if isinstance(expr, ast.Call):

@@ -9,7 +9,7 @@ to, so two replicas polling at once both hand on the same rows.
 from __future__ import annotations
 
 import ast
-from typing import Optional, Set
+from typing import List, Optional, Set
 
 from ...analysis.facts import FunctionNode, ModuleFacts, walk, walk_no_nested_functions
 from ...analysis.names import dotted
@@ -45,16 +45,36 @@ def handed_row_write(pickup: Pickup, function: FunctionNode, facts: ModuleFacts)
     rows = _row_walk(pickup, function, facts)[1]
     model = pickup.model.rsplit(".", 1)[-1]
     column = pickup.column.split("__", 1)[0]
+    marking: List[ast.Call] = []
+    handed = []
     for node in function_nodes(function, facts):
         if not (isinstance(node, ast.Call) and later(node, pickup.node)):
             continue
         arguments = [*node.args, *(k.value for k in node.keywords)]
         if not any(names_in(argument) & rows for argument in arguments):
             continue
+        moves = False
         for target, target_facts in resolve(node, facts, function, by_name=False):
-            if _moves_state(target, target_facts, model, column, _DEPTH, set()) and _works(target, target_facts):
-                return node
+            if _moves_state(target, target_facts, model, column, _DEPTH, set()):
+                if _works(target, target_facts):
+                    return node
+                moves = True
+        (marking if moves else handed).append(node)
+    # (``tg.create_task(mark(row))`` runs the mark: no work of its own)
+    handed = [call for call in handed if not any(inner is mark for mark in marking for inner in walk(call))]
+    if marking and any(_does_work(call, function, facts) for call in handed):
+        # ``store.mark_running(job)`` only persists the new state, and the work follows here with the row
+        # (``upload(job, body)``): the mark is still the pickup's write, the duplicate work this function's
+        return marking[0]
     return None
+
+
+def _does_work(call: ast.Call, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """A call handed the row that acts outside the process (or whose effect the analysis cannot tell)."""
+    from ...project.claim_syntax import is_log_call
+    from ...project.summaries import summaries_for
+
+    return not is_log_call(call) and bool(summaries_for(facts).call_effects(call, function, facts).other)
 
 
 #: Calls that only persist what the session holds: a function whose every effect is one of them moves the row's

@@ -20,8 +20,8 @@ from .selection import _contains, _functions_writing_rows, _pickups, may_pick_by
 
 
 def hands_back(select: ExecutedSql, function: FunctionNode) -> bool:
-    """A ``return`` of ``function`` gives what ``select`` read: the call itself, a fetch on its cursor, or a name
-    bound to either."""
+    """A ``return`` (or a ``yield``) of ``function`` gives what ``select`` read: the call itself, a fetch on its
+    cursor, or a name bound to either, alone or inside what it builds (``yield Batch(cur, cur.fetchall())``)."""
     receiver = dotted(select.receiver) if select.receiver is not None else None
 
     def reads(expr: ast.AST) -> bool:
@@ -34,7 +34,9 @@ def hands_back(select: ExecutedSql, function: FunctionNode) -> bool:
         if isinstance(node, ast.Assign) and reads(node.value):
             holding.update(n for t in node.targets for n in target_names(t))
     for node in walk(function):
-        if isinstance(node, ast.Return) and node.value is not None and (reads(node.value) or names_in(node.value) & holding):
+        # a ``yield`` hands them over as well: to the ``with`` block of a context manager, a caller's ``for``
+        if isinstance(node, (ast.Return, ast.Yield)) and node.value is not None \
+                and (reads(node.value) or names_in(node.value) & holding):
             return True
     return False
 

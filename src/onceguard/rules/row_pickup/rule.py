@@ -21,6 +21,7 @@ from .selection import (
     _sa_status_condition, _sa_update, _sql_result_checked, _sql_status_column, holds_row, may_pick_by_state,
     moves_whatever_its_state, sql_pickup)
 from .handed_rows import handed_row_write
+from .taken_rows import TakenRow, taken_by_caller
 from ..data_races.changes import session_committed_by_block
 from ...project.prefilter_words import loader_words, sql_constant_words
 from .moved_rows import aggregates_only, core_update_behind, hands_back, helper_writes, picked_and_written_after
@@ -113,6 +114,13 @@ class UnclaimedRowPickup(Rule):
         for function in facts.functions:
             for pickup in _pickups(function, facts):
                 write = self._orm_write(pickup, function, facts) or handed_row_write(pickup, function, facts)
+                if write is None and facts.context.cross_file:
+                    taken = taken_by_caller(pickup, function, facts)
+                    if taken is not None and pickup.at.lineno not in reported \
+                            and not self._taken_claimed(taken, pickup.node, function, facts):
+                        reported.add(pickup.at.lineno)
+                        yield self._report(pickup, taken.write, taken)
+                    continue
                 if write is None or self._orm_claimed(pickup, function, facts):
                     continue
                 if pickup.at.lineno in reported or any(id(n) in reported_nodes for n in (pickup.at, *ancestors(pickup.at))) \
@@ -332,14 +340,30 @@ class UnclaimedRowPickup(Rule):
                     return True
         return False
 
-    def _report(self, pickup: Pickup, write: ast.AST) -> Diagnostic:
+    def _taken_claimed(self, taken: TakenRow, selection: ast.AST, loader: FunctionNode, facts: ModuleFacts) -> bool:
+        """The row a caller took is claimed after all: by a conditional transition of the caller, or because the
+        loader or the caller runs only past a claim (or a lock that makes the replicas take turns)."""
+        caller, where, call = taken.caller, taken.facts, taken.pickup.node
+        return self._orm_claimed(taken.pickup, caller, where) or runs_claimed(loader, facts) \
+            or runs_claimed(caller, where) or won_claim_reaches(selection, facts) or won_claim_reaches(call, where) \
+            or held_by_lock_helper(selection, facts) or held_by_lock_helper(call, where) \
+            or _locked_before(call, caller, where)
+
+    def _report(self, pickup: Pickup, write: ast.AST, taken: Optional[TakenRow] = None) -> Diagnostic:
         model = pickup.model.rsplit(".", 1)[-1]
         hazard = (f"`{short(pickup.at, 60)}` picks {model} rows by `{pickup.column}` without claiming them, so two "
                   "replicas both process the same rows.")
         run = (f"The statement runs at line {pickup.node.lineno} (`{short(pickup.node, 40)}`). "
                if pickup.statement is not None else "")
-        why = (f"{run}The rows are updated only afterwards (`{short(write, 40)}`, line {write.lineno}), and nothing "
-               "stops another replica picking them first. ")
+        if taken is not None:
+            why = (f"{run}`{taken.caller.name}` takes the row and moves it on only afterwards (`{short(write, 40)}`, "
+                   f"line {write.lineno}), and nothing stops another replica taking it first. ")
+            related = [Related(taken.facts.context.path, write.lineno, write.col_offset + 1,
+                               f"`{taken.caller.name}` takes the row here and moves it out of `{pickup.column}`")]
+        else:
+            why = (f"{run}The rows are updated only afterwards (`{short(write, 40)}`, line {write.lineno}), and "
+                   "nothing stops another replica picking them first. ")
+            related = [pickup.selected_in] if pickup.selected_in is not None else []
         field = pickup.column.split("__")[0]
         if pickup.framework == "django":
             suggestion = (f"{why}Claim the rows: inside `transaction.atomic()` select them with "
@@ -356,8 +380,7 @@ class UnclaimedRowPickup(Rule):
                           f"that updates them, or move each row with `session.execute(update({model}).where("
                           f"{model}.id == row.id, {model}.{field} == <pending>).values({field}=<running>))` and "
                           f"process it only when `rowcount == 1`.")
-        return self.finding(pickup.at, hazard, suggestion,
-                            related=[pickup.selected_in] if pickup.selected_in is not None else [])
+        return self.finding(pickup.at, hazard, suggestion, related=related)
 
     # raw SQL ---------------------------------------------------------------------------------------------
     def _raw_sql(self, facts: ModuleFacts) -> Iterable[Diagnostic]:

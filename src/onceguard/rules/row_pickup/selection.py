@@ -197,7 +197,9 @@ def _local_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]:
             if column:
                 found.append(Pickup("django", node, model, column, _rows_names(node, facts)))
             continue
-        loaded = sa_source(node, facts, many=True)
+        # the rows of a batch, or the one row a worker takes next (``.first()``, ``.scalar_one_or_none()``): both
+        # picked by their state, and two replicas asking together get the same
+        loaded = sa_source(node, facts, many=True) or sa_source(node, facts, many=False)
         if loaded is not None and not loaded.locked:
             links = _sa_links(node, facts)
             column = _sa_status_condition(links, pickup=True)
