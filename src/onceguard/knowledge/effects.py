@@ -224,6 +224,9 @@ STORAGE_VERBS: FrozenSet[str] = frozenset({
     "execute", "apply_async", "store", "persist", "push", "request", "trigger", "purge", "kill", "terminate",
 })
 STORAGE_VERB_FORMS: Tuple[str, ...] = ("{}", "a{}", "{}_many", "bulk_{}", "{}_all", "{}_one")
+#: Whole names of row writes that the forms above do not spell: Django's ``update_or_create`` writes the row it
+#: finds or makes.
+STORAGE_NAMES_MORE: FrozenSet[str] = frozenset({"update_or_create", "aupdate_or_create"})
 
 #: Modules whose every call acts outside the process (a child process, mail, the file system, the network).
 EFFECT_MODULES: Tuple[str, ...] = (

@@ -66,6 +66,7 @@ from ..knowledge.effects import (CONTAINER_METHODS as _CONTAINER_METHODS, DRAIN_
                                  ACCESSOR_PREFIXES as _ACCESSOR_PREFIXES, ACCESSOR_EXCEPTIONS as _ACCESSOR_EXCEPTIONS,
                                  ACTION_WORDS as _ACTION_WORDS, EFFECT_MODULES as _EFFECT_MODULES,
                                  STORAGE_VERBS as _STORAGE_VERBS, STORAGE_VERB_FORMS as _STORAGE_VERB_FORMS,
+                                 STORAGE_NAMES_MORE as _STORAGE_NAMES_MORE,
                                  OWN_PROCESS_CALLS as _OWN_PROCESS_CALLS, SIGNAL_CALLS as _SIGNAL_CALLS,
                                  OWN_PID_CALLS as _OWN_PID_CALLS, TAKE_KEYWORDS as _TAKE_KEYWORDS,
                                  TAKE_METHODS as _TAKE_METHODS, ENQUEUE_METHODS as _ENQUEUE_METHODS)
@@ -985,7 +986,8 @@ def names_a_write(call: ast.Call) -> bool:
     return _names_a_write(call, "")
 
 
-_STORAGE_NAMES = frozenset(form.format(verb) for verb in _STORAGE_VERBS for form in _STORAGE_VERB_FORMS)
+_STORAGE_NAMES = frozenset(form.format(verb) for verb in _STORAGE_VERBS for form in _STORAGE_VERB_FORMS) \
+    | _STORAGE_NAMES_MORE
 
 
 def _is_dict_update(call: ast.Call) -> bool:

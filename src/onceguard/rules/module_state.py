@@ -39,28 +39,11 @@ from ..project.prefilter_words import container_class_words
 from .presence_tests import hands_back_stored, membership_test, stored_when_absent, test_of
 from .scalar_markers import TRIGGERS as SCALAR_TRIGGERS, scalar_markers
 from . import work_in_flight
+from .stale_caches import refreshed_after_shared_write
+from .module_state_messages import SNIPPETS as _SNIPPETS, SUGGESTION as _SUGGESTION, describe as _describe
 from .request_flags import TRIGGERS as FLAG_TRIGGERS, flipped_flags
 from .waiting_registries import Rendezvous, described, rendezvous
 from .work_in_flight import guarded_work_outside, live_counts, refuses_while_held, takes_out_again
-
-_SUGGESTION = ("Keep it where every replica reads and writes the same copy: a Redis key per item (`SET key 1 NX EX "
-               "<ttl>` for once-only work, `INCR` then `EXPIRE` for counts and lockouts, a hash with a TTL for a "
-               "registry) or a database row with a unique key; keep in memory only what each process may "
-               "derive again")
-
-#: What to write instead, per use, to copy by hand.
-_SNIPPETS = {
-    "counter": "count in Redis: `n = redis.incr(f\"attempts:{key}\")`, `if n == 1: redis.expire(f\"attempts:{key}\", window)`, "
-               "then compare `n` with the limit",
-    "clock": "claim the period in Redis: `if not redis.set(f\"sent:{key}\", 1, nx=True, ex=period): continue` before "
-             "doing the work",
-    "mark": "mark it once for every replica: `if not redis.set(f\"seen:{key}\", 1, nx=True, ex=ttl): return`",
-    "in flight": "hold the work with a lease every replica sees: `if not redis.set(f\"running:{key}\", token, nx=True, "
-                 "ex=ttl): return` and delete the key (comparing the token) when the work ends",
-    "registry": "keep the entry in a shared store: a row keyed by the id, or `redis.hset(f\"status:{key}\", mapping=...)` "
-                "with `redis.expire(...)`",
-}
-
 
 def _holds_connections(binding: state.Binding, facts: ModuleFacts) -> bool:
     from ..project.socket_registries import registries_of_module
@@ -252,6 +235,10 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
         return None  # none of its writes is one the judgements below look at
     deciding = {id(a.function): a.function for a in found.of_kind("decide") if a.function is not None}
     memos = {key for key, function in deciding.items() if state.read_through(function, binding, facts)}
+    refreshed = refreshed_after_shared_write(found, memos, deciding, facts) \
+        if deciding and not _is_mapping_cache(binding.value, facts) else None
+    if refreshed is not None and request.runs(refreshed[0].function, receivers, daemon(), binding):
+        return _Finding("stale", refreshed[0], next(a for a in found.of_kind("decide") if id(a.function) == refreshed[1]))
     decisions = [a for a in found.of_kind("decide") if a.function is not None and id(a.function) not in memos]
     if not decisions and not found.of_kind("read"):
         return None
@@ -419,39 +406,6 @@ def _acts_on_what_it_is_told(call: ast.Call, facts: ModuleFacts) -> bool:
     return state.acts_on_answer(call, facts)
 
 
-def _describe(finding: _Finding, binding: state.Binding) -> Tuple[str, str]:
-    """The finding's one sentence, and why it happens, for the help."""
-    name = f"`{binding.name}`"
-    where = {state.MODULE: "a module-level", state.CLASS: "a class-level", state.INSTANCE: "an instance's"}[binding.scope]
-    decider = getattr(finding.decision.function, "name", "?") if finding.decision else "?"
-    writer = getattr(finding.write.function, "name", "?")
-    if finding.kind == "counter":
-        return (f"{name} ({where} container in process memory) counts per key and {decider}() decides from the "
-                "count, so N copies allow N times a limit.",
-                "Each replica, and each worker process, counts only what it served itself, and a lockout or choice "
-                "made on one is not seen by the others. ")
-    if finding.kind == "clock":
-        return (f"{name} ({where} container in process memory) remembers when something was last done and "
-                f"{decider}() skips it while recent, so every replica does the work again.",
-                "Every other replica has its own watermark, and a restart forgets it. ")
-    if finding.kind == "in flight":
-        return (f"{name} ({where} container in process memory) holds work in flight and {decider}() turns a "
-                "second request away, so another replica starts the same work again.",
-                "While the work runs, a second request for it is refused only by the replica running it: another "
-                "replica has no such entry, and the work acts outside the process. ")
-    if finding.kind == "mark" and finding.answered:
-        return (f"{name} ({where} container in process memory) remembers what was handled and {decider}() "
-                "answers from it whether to do the work, so another replica does it again.",
-                "Another replica, or this one after a restart, has no such entry. ")
-    if finding.kind == "mark":
-        return (f"{name} ({where} container in process memory) remembers what was handled and {decider}() skips "
-                "it, so another replica handles it again.",
-                "Another replica, or this one after a restart, has no such entry. ")
-    return (f"{name} ({where} container in process memory) is written by {writer}() and read by {decider}(), so a "
-            "request on another replica never sees the write.",
-            "Behind a load balancer the reading request can land on a replica that never saw the write. ")
-
-
 @register
 class ModuleStateAsSharedMemory(Rule):
     code = "OG608"
@@ -536,7 +490,9 @@ class ModuleStateAsSharedMemory(Rule):
                 related.append(Related(context.path, finding.decision.node.lineno,
                                        finding.decision.node.col_offset + 1,
                                        f"{getattr(finding.decision.function, 'name', '?')}() decides from it"))
-                related.extend(request.way(finding.decision.function, binding))
+                # (a stale cache: the way to the write that refreshes only this process's copy)
+                related.extend(request.way(finding.write.function if finding.kind == "stale"
+                                           else finding.decision.function, binding))
             message, why = _describe(finding, binding)
             yield self.finding(binding.statement, message, why + _SUGGESTION,
                                fix=Fix("shared-state-snippet", _SNIPPETS[finding.kind], "display-only"), related=related)
