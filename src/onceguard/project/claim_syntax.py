@@ -234,6 +234,19 @@ def _is_preamble(statement: ast.stmt) -> bool:
     return isinstance(statement, ast.Assert) and not _has_call(statement.test)
 
 
+def commits(statement: ast.stmt) -> bool:
+    """``session.commit()`` (awaited or not), handed nothing: it makes what the transaction wrote so far lasting (a
+    claim's row, inserted just before) and sends no work of its own."""
+    value = statement.value if isinstance(statement, ast.Expr) else None
+    value = value.value if isinstance(value, ast.Await) else value
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+        and value.func.attr == _COMMIT and not value.args and not value.keywords
+
+
+#: The method that ends a transaction keeping what it wrote.
+_COMMIT = "commit"
+
+
 def _real_statements(body: List[ast.stmt]) -> List[ast.stmt]:
     return [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
 

@@ -34,7 +34,7 @@ from .claim_kinds import (ANSWER_KINDS, CACHE_ADD, CLAIM_FUNCTION, CONDITIONAL_U
                           TRY_LOCK, UNIQUE_CREATE, UNIQUE_INSERT, ClaimHit, Lead)
 from .claim_syntax import (_assigned, _fetch_from, _inserts_unless_present, _is_huey_lock, _is_preamble, _leaves,
                            _makes_lock, _negative_test, sets_with_nx, _non_blocking, _real_statements, _target_names,
-                           _update_has_where, mentions, sends_conflict_insert)
+                           _update_has_where, commits, mentions, sends_conflict_insert)
 from .callable_objects import called_object_method
 from .forwarding import forwarded
 from .lock_libraries import waits_when_entered, yields_acquired_flag
@@ -544,14 +544,20 @@ class ClaimAnalyzer(ClaimBranches):
                 if hit is not None:
                     for name in _target_names(statement):
                         bound[name] = hit
+                elif mentions(statement.value, set(bound)):
+                    # a name read off the claim's result (``row = result.scalar_one_or_none()``); an attribute set
+                    # from it (``self.won = ...``) leaves the object holding more than the answer
+                    read_off = next(bound[name] for name in bound if mentions(statement.value, {name}))
+                    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                    bound.update((t.id, read_off) for t in targets if isinstance(t, ast.Name))
                 continue
             if isinstance(statement, (ast.With, ast.AsyncWith)):
                 inner = self._block_returns_claim(statement.body, depth, bound)
                 if inner is not None:
                     return inner
                 continue
-            if _is_preamble(statement):
-                continue
+            if _is_preamble(statement) or (bound and commits(statement)):
+                continue  # (``session.commit()`` after a claim's row went in: the claim made lasting, no work)
             return False
         return None
 

@@ -54,6 +54,19 @@ class Step:
         how = "in every replica" if self.launch.per_replica else "once per deploy"
         return f"{self.launch.where} runs `{' '.join(self.launch.words)}` {how}"
 
+    def arguments(self) -> Tuple[str, ...]:
+        """The words the launch hands a Python program after naming it (``clock`` of ``python -m tally
+        clock``, of ``python worker.py clock``); empty for any other step."""
+        words = self.launch.words
+        if self.kind == PYTHON_MODULE:
+            named = next((i + 1 for i in range(len(words) - 1) if words[i] == "-m" and words[i + 1] == self.target),
+                         None)
+        elif self.kind == PYTHON_SCRIPT:
+            named = next((i for i, word in enumerate(words) if word == self.target), None)
+        else:
+            named = None
+        return tuple(words[named + 1:]) if named is not None else ()
+
 
 def deployment_bases(config: Config, search_root: str = "") -> List[str]:
     """Where deployment files are looked for: the source tree of the checked code, then the project root, then

@@ -32,6 +32,7 @@ from ..knowledge import deployment as known
 from ..knowledge import startup as startup_known
 from . import deployment
 from . import index as project
+from .program_arguments import PREFIX as ARGUMENT, argument_key, handed_words, may_read_arguments, program_facts
 from .service_settings import service_pins
 from .settings_objects import Derived, EnvironmentField, derived_setting
 
@@ -224,11 +225,11 @@ def dedicated_gate(node: ast.AST, facts: ModuleFacts) -> Optional[DedicatedGate]
     if not conditions:
         return None
     pins = pins_for(facts) if facts.context.cross_file else _own_pins(facts)
-    if not pins:
+    if not pins and not may_read_arguments(facts):
         return None
     for test, positive in conditions:
         for key in sorted(_necessary_keys(test, positive, facts)):
-            fixed = _pins_of(key, pins)
+            fixed = _argument_pins(key, facts) if key.startswith(ARGUMENT) else _pins_of(key, pins)
             if not fixed:
                 continue
             passing = [pin for pin in fixed if _holds(conditions, pin, facts) is not False]
@@ -254,6 +255,18 @@ def at_every_caller(node: ast.AST, facts: ModuleFacts, holds: Callable[[ast.Call
         return False
     calls = [(call, other) for call, other in callers_of(function, facts) if not other.context.is_test]
     return bool(calls) and all(holds(call, other) for call, other in calls)
+
+
+def _argument_pins(key: str, facts: ModuleFacts) -> List[Pin]:
+    """A program's command-line argument as each deployment launch of the program gives it (``python -m tally
+    clock`` in a workload of one replica): the launch's word (None when it gives none there), one process
+    when the launch is not run in every replica and the program starts no more processes itself."""
+    program = program_facts(key, facts)
+    if program is None:
+        return []
+    single = _one_process(program, facts)
+    return [Pin(key, ast.Constant(word) if word is not None else None, None, step.launch.line,
+                single and not step.launch.per_replica, step.launch.path) for word, step in handed_words(key, facts)]
 
 
 def _pins_of(key: str, pins: Dict[str, List[Pin]]) -> List[Pin]:
@@ -393,6 +406,9 @@ def _derived(node: ast.Attribute, facts: ModuleFacts) -> Optional[Derived]:
 
 
 def _read_key(node: ast.AST, facts: ModuleFacts) -> Optional[str]:
+    argument = argument_key(node, facts)
+    if argument is not None:
+        return argument  # ``sys.argv[1]``, ``args.role``: the word the program's launch hands it
     if isinstance(node, ast.Call):
         if (facts.callee(node) or "") in _ENV_GETTERS and node.args:
             name = _constant_string(node.args[0])

@@ -705,14 +705,16 @@ def registering_names(facts: ModuleFacts) -> Set[str]:
 def repeats_a_registry(loop: ast.AST, facts: ModuleFacts) -> bool:
     """``loop`` calls the items of a container that a function of the project registers jobs into: the jobs are
     judged one by one where they are registered, not the loop as one job."""
-    for container, repeated in repeated_in(facts):
-        if repeated is not loop:
-            continue
-        home = facts if not facts.imports.is_imported(_relative(container, facts).split(".")[0]) else (
-            definition_facts(container, facts) or (None,))[0]
-        if home is None:
-            continue
-        name = _relative(container, home)
-        if any(_stores_into(function, home, name) for function in _defined_functions(home)):
-            return True
-    return False
+    return any(repeated is loop and filled_by_registrations(container, facts)
+               for container, repeated in repeated_in(facts))
+
+
+def filled_by_registrations(container: str, facts: ModuleFacts) -> bool:
+    """A function of the project puts the functions it is handed into ``container`` (qualified, as ``facts``'s
+    module spells it): a registry, whose jobs are judged one by one where they are registered."""
+    home = facts if not facts.imports.is_imported(_relative(container, facts).split(".")[0]) else (
+        definition_facts(container, facts) or (None,))[0]
+    if home is None:
+        return False
+    name = _relative(container, home)
+    return any(_stores_into(function, home, name) for function in _defined_functions(home))

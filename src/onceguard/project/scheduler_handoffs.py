@@ -17,12 +17,14 @@ from ..knowledge import schedulers as known
 from . import index as project
 from .reach import Runs
 from .registries import (_BODY_BYTES, _LoopSite, RepeatedRegistry, _module_name, _project_root, _qualified_container,
-                         _sites_of, loops_at_sites)
+                         _sites_of, filled_by_registrations, loops_at_sites)
 
-#: The methods a scheduler object registers a function with (``scheduler.add_job(func, ...)``): a ``for`` that
-#: hands each item of a container to one makes the container a registry of that scheduler's jobs.
+#: The methods a scheduler object registers a function with (``scheduler.add_job(func, ...)``, the ``schedule``
+#: library's ``every(...).day.do(func)``): a ``for`` that hands each item of a container to one makes the
+#: container a registry of that scheduler's jobs.
 _SCHEDULER_METHODS: FrozenSet[str] = frozenset(
-    r.method for registrations in known.METHODS.values() for r in registrations if not r.decorator)
+    {known.SCHEDULE_DO, *(r.method for registrations in known.METHODS.values() for r in registrations
+                          if not r.decorator)})
 
 
 def handed_in(facts: ModuleFacts) -> List[Tuple[str, ast.AST, ast.Call]]:
@@ -47,6 +49,17 @@ def handed_in(facts: ModuleFacts) -> List[Tuple[str, ast.AST, ast.Call]]:
         return found
 
     return facts.cached("registries:handed", build)
+
+
+def hands_registered_item(call: ast.Call, name: str, facts: ModuleFacts) -> bool:
+    """``call`` is a registration call a ``for`` makes for each item of a registry (``for fn in self._entries:
+    clock.every().hour.do(runner, app, fn)``), and ``name`` is bound by that ``for``: what ``name``
+    holds is each registered function, a job judged where it is registered."""
+    for container, loop, handing in handed_in(facts):
+        bound = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}  # type: ignore[attr-defined]
+        if handing is call and name in bound:
+            return filled_by_registrations(container, facts)
+    return False
 
 
 def _hands_item(call: ast.Call, items: Set[str]) -> bool:

@@ -510,11 +510,13 @@ def drain_in(function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:
                 node.id if node.id in globals_declared or _own_buffer(node, facts) else None)
             if name is not None:
                 reads.setdefault(name, node.lineno)
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _empty_container(node.value, facts):
-            target = node.targets[0]
+        for target, value in _assigned_pairs(node):
+            if not _empty_container(value, facts):
+                continue
             name = _state_name(target) if isinstance(target, ast.Attribute) else (
                 target.id if isinstance(target, ast.Name) and target.id in globals_declared else None)
-            if name is not None and name in reads and reads[name] <= node.lineno:
+            # (read before, or in the same swap: ``taken, self._pending = dict(self._pending), Counter()``)
+            if name is not None and (name in reads and reads[name] <= node.lineno or _reads_state(node.value, name)):
                 return node
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _DRAIN_METHODS \
                 and any(isinstance(a, (ast.While, ast.For, ast.AsyncFor)) for a in ancestors(node)):
@@ -534,6 +536,25 @@ def drain_in(function: FunctionNode, facts: ModuleFacts) -> Optional[ast.AST]:
         if isinstance(node, ast.Call) and _takes_what_it_reads(node):
             return node
     return None
+
+
+def _assigned_pairs(node: ast.AST) -> List[Tuple[ast.AST, ast.AST]]:
+    """(target, value) for each name an assignment of one target binds: itself, or each element of a tuple
+    swap (``taken, self._pending = self._pending, []``)."""
+    if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+        return []
+    target, value = node.targets[0], node.value
+    if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+            and len(target.elts) == len(value.elts) and not any(isinstance(e, ast.Starred) for e in target.elts):
+        return list(zip(target.elts, value.elts))
+    return [(target, value)]
+
+
+def _reads_state(expr: ast.AST, name: str) -> bool:
+    """``expr`` reads the state ``name`` (``self._pending``, a global ``_PENDING``)."""
+    return any(isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load)
+               and (_state_name(node) if isinstance(node, ast.Attribute) else node.id) == name
+               for node in ast.walk(expr))
 
 
 def _own_buffer(node: ast.AST, facts: ModuleFacts) -> bool:

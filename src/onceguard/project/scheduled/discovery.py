@@ -22,6 +22,7 @@ from ...knowledge import schedulers as known
 from ...model import Related
 from ...analysis.names import dotted
 from ...project.registries import registering_names, registration_of
+from ...project.scheduler_handoffs import hands_registered_item
 from ...project.summaries import _annotation_class, _parameter_annotation, resolve_reference
 from .beat import BeatRegistrations
 from .daemons import DaemonRegistrations
@@ -771,6 +772,10 @@ class _Collector(LoopRegistrations, DaemonRegistrations, BeatRegistrations):
             work = self.resolve(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else None
             if work is not None and (work.function is not None or work.claimed):
                 return work
+            if isinstance(expr, ast.Name) and hands_registered_item(call, expr.id, self.facts):
+                # ``for fn in self._entries: ....do(runner, app, fn)``: the work is each registered function,
+                # judged where it is registered (``_handed_registrations``), not the wrapper around it
+                return Target(label=expr.id)
         return None
 
     def _schedule_receiver(self, every: ast.Call) -> bool:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ...project.through_helpers import through_helpers
 from ...project.claims import HELPER_GUARD, HELPER_RESULT, SET_NX, Bindings, ClaimAnalyzer, Lead
@@ -24,7 +24,7 @@ from ...project.redis_clients import redis_call
 from ...project.row_claims import takes_claimed_rows
 from ...project.shared_takes import handed_taken_items, takes_its_items
 from ...project.state_answers import answer_dropped
-from ...project.summaries import Evidence, summaries_for
+from ...project.summaries import Evidence, resolve, summaries_for
 from ..base import Rule
 from ..row_pickup.moved_rows import moves_picked_rows, picks_rows
 from ...project.scheduled.discovery import Scheduled, _resolver, scheduled_in
@@ -329,12 +329,28 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
 
 
 def _moves_rows(function: FunctionNode, facts: ModuleFacts) -> bool:
-    """The job, or a function of its module it calls (``self._pay_due()``, ``sweep()``), marks what it did in
-    the rows it picks (:func:`moves_picked_rows`), or takes each member it walks out of the shared collection it
-    walks (:func:`_drains_walked_members`)."""
+    """The job, or a project function it calls (``sweep()``, ``self._pay_due()``, ``runner.sweep()`` on an
+    instance of a class of another module), marks what it did in the rows it picks (:func:`moves_picked_rows`), or
+    takes each member it walks out of the shared collection it walks (:func:`_drains_walked_members`)."""
     if moves_picked_rows(function, facts) or _drains_walked_members(function, facts):
         return True
-    return any(moves_picked_rows(callee, facts) for callee in _module_callees(function, facts))
+    seen, level = {id(function)}, [(function, facts)]
+    for _ in range(_WORK_DEPTH):
+        following = []
+        for caller, caller_facts in level:
+            for callee, where in _callees(caller, caller_facts):
+                if id(callee) not in seen:
+                    seen.add(id(callee))
+                    following.append((callee, where))
+        if any(moves_picked_rows(callee, where) for callee, where in following):
+            return True
+        level = following
+    return False
+
+
+#: How many calls deep the work of a released lease's job is read for the rows it moves (``service.run()``
+#: handing on to a function of its module).
+_WORK_DEPTH = 2
 
 
 def _drains_walked_members(function: FunctionNode, facts: ModuleFacts) -> bool:
@@ -350,7 +366,9 @@ def _drains_walked_members(function: FunctionNode, facts: ModuleFacts) -> bool:
                 walked.add(ast.dump(read.args[0]))
     if not walked:
         return False
-    for scope in [function, *_module_callees(function, facts)]:
+    # (the names the removals spell are read in this module: its own functions only)
+    own = [callee for callee, callee_facts in _callees(function, facts) if callee_facts is facts]
+    for scope in [function, *own]:
         for node in walk_no_nested_functions(scope):
             if isinstance(node, ast.Call) and call_name(node) in redis_known.MEMBER_REMOVALS and node.args \
                     and ast.dump(node.args[0]) in walked:
@@ -358,22 +376,17 @@ def _drains_walked_members(function: FunctionNode, facts: ModuleFacts) -> bool:
     return False
 
 
-def _module_callees(function: FunctionNode, facts: ModuleFacts) -> List[FunctionNode]:
-    """The functions of the module ``function`` calls by name, and the methods of its class it calls on ``self``."""
-    cls = facts.enclosing_class(function)
-    found: List[FunctionNode] = []
+def _callees(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[FunctionNode, ModuleFacts]]:
+    """The project functions ``function`` calls: of its module by name, methods of its class on ``self``, and
+    (command line) functions of other modules and methods of the instances it makes (``Sweeper(...)
+    .sweep()``); a method is not guessed by its name alone."""
+    found: List[Tuple[FunctionNode, ModuleFacts]] = []
     for node in walk_no_nested_functions(function):
         if not isinstance(node, ast.Call):
             continue
-        func = node.func
-        if isinstance(func, ast.Name):
-            callees = [f for f in facts.functions_by_name.get(func.id, ()) if facts.enclosing_class(f) is None]
-        elif (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
-              and cls is not None):
-            callees = [f for f in facts.functions_by_name.get(func.attr, ()) if facts.enclosing_class(f) is cls]
-        else:
-            continue
-        found.extend(callee for callee in callees if callee is not function and callee not in found)
+        for callee, callee_facts in resolve(node, facts, function, by_name=False):
+            if callee is not function and all(callee is not seen for seen, _ in found):
+                found.append((callee, callee_facts))
     return found
 
 
