@@ -26,6 +26,7 @@ from ..analysis.executed_sql import ExecutedSql, bound_value, executed_sql
 from ..analysis.facts import (PARENT, FunctionNode, ModuleFacts, ancestors, call_name, parent, walk,
                               walk_no_nested_functions)
 from ..analysis.names import plain_name
+from ..analysis.redis_arguments import acts_for_owner
 from ..knowledge import claims as known
 from .bindings import Bindings, own_module_names
 from .claim_branches import ClaimBranches
@@ -141,11 +142,8 @@ class ClaimAnalyzer(ClaimBranches):
         text = origin.args[0]
         if isinstance(text, ast.Name):
             text = bound_value(text, self.facts) or text
-        if not (isinstance(text, ast.Constant) and isinstance(text.value, str)):
-            return False
-        script = " ".join(text.value.lower().split())
-        return "argv[1]" in script and "'get'" in script.replace('"', "'") and " then " in script \
-            and any(f"'{command}'" in script.replace('"', "'") for command in known.OWNER_SCRIPT_WRITES)
+        return isinstance(text, ast.Constant) and isinstance(text.value, str) \
+            and acts_for_owner(text.value, known.OWNER_SCRIPT_WRITES)
 
     def _made_non_blocking(self, expr: ast.AST) -> bool:
         """``lock = client.lock(name, timeout=60, blocking=False)``: an ``acquire()`` with no arguments of its own
