@@ -743,6 +743,22 @@ def won_claim_reaches(node: ast.AST, facts: ModuleFacts, exclusive: bool = False
     return hit is not None and (not exclusive or hit.kind in EXCLUSIVE_KINDS)
 
 
+def one_runner_reaches(node: ast.AST, facts: ModuleFacts) -> bool:
+    """Only one runner at a time reaches ``node``: a claim that excludes every other runner is won before it in
+    its own function (``won_claim_reaches``), or -- reading the project -- at every call of that function the
+    project shows (``if await lock.acquire(blocking=False): await roll_up(...)`` in the loop that runs it)."""
+    if won_claim_reaches(node, facts, exclusive=True):
+        return True
+    from .process_roles import at_every_caller
+    from .scheduled.discovery import _resolver
+
+    def won_before(call: ast.Call, where: ModuleFacts) -> bool:
+        hit = ClaimAnalyzer.of_module(where, _resolver).dominating_claim(call)
+        return hit is not None and hit.kind in EXCLUSIVE_KINDS
+
+    return at_every_caller(node, facts, won_before)
+
+
 # (it reads claims through this module)
 from .claim_contexts import is_context_factory, won_state, yields_claim, yields_claim_element  # noqa: E402
 
