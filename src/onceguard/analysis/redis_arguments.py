@@ -49,6 +49,13 @@ def short(node: ast.AST, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def acts_for_owner(script: str, commands: Iterable[str]) -> bool:
+    """A Lua script's text does one of ``commands`` (lower case) to its key only when the key holds the caller's
+    token (``if redis.call('GET', KEYS[1]) == ARGV[1] then ... end``): it acts for the key's holder alone."""
+    text = " ".join(script.lower().split()).replace('"', "'")
+    return "argv[1]" in text and "'get'" in text and " then " in text and any(f"'{c}'" in text for c in commands)
+
+
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 

@@ -141,6 +141,13 @@ PER_PROCESS_CACHE_BACKENDS: FrozenSet[str] = frozenset({
 #: Names a Django settings module defines (one of them is enough to recognise one).
 DJANGO_SETTINGS_MARKERS: FrozenSet[str] = frozenset({"INSTALLED_APPS", "ROOT_URLCONF", "MIDDLEWARE"})
 
+#: ``client.eval(script, numkeys, *keys_and_args)``: a Lua script sent with its keys after their count.  A script
+#: registered on a client (``claims.REGISTER_SCRIPT_METHOD``) is called with its keys as ``keys=[...]`` or first.
+EVAL_METHODS: FrozenSet[str] = frozenset({"eval", "eval_ro"})
+SCRIPT_KEYS = "keys"
+#: What a compare-and-delete script does to its key once it holds the caller's token: the owner gives it back.
+SCRIPT_RELEASES: FrozenSet[str] = frozenset({"del", "unlink"})
+
 #: Words in a function's name that say it releases what it deletes.
 RELEASE_WORDS: FrozenSet[str] = frozenset({"release", "unlock"})
 

@@ -26,6 +26,7 @@ from ..analysis.executed_sql import ExecutedSql, bound_value, executed_sql
 from ..analysis.facts import (PARENT, FunctionNode, ModuleFacts, ancestors, call_name, parent, walk,
                               walk_no_nested_functions)
 from ..analysis.names import plain_name
+from ..analysis.redis_arguments import acts_for_owner
 from ..knowledge import claims as known
 from .bindings import Bindings, own_module_names
 from .claim_branches import ClaimBranches
@@ -141,11 +142,8 @@ class ClaimAnalyzer(ClaimBranches):
         text = origin.args[0]
         if isinstance(text, ast.Name):
             text = bound_value(text, self.facts) or text
-        if not (isinstance(text, ast.Constant) and isinstance(text.value, str)):
-            return False
-        script = " ".join(text.value.lower().split())
-        return "argv[1]" in script and "'get'" in script.replace('"', "'") and " then " in script \
-            and any(f"'{command}'" in script.replace('"', "'") for command in known.OWNER_SCRIPT_WRITES)
+        return isinstance(text, ast.Constant) and isinstance(text.value, str) \
+            and acts_for_owner(text.value, known.OWNER_SCRIPT_WRITES)
 
     def _made_non_blocking(self, expr: ast.AST) -> bool:
         """``lock = client.lock(name, timeout=60, blocking=False)``: an ``acquire()`` with no arguments of its own
@@ -749,6 +747,22 @@ def won_claim_reaches(node: ast.AST, facts: ModuleFacts, exclusive: bool = False
     analyzer = ClaimAnalyzer.of_module(facts, _resolver if facts.context.cross_file else None)
     hit = analyzer.dominating_claim(node)
     return hit is not None and (not exclusive or hit.kind in EXCLUSIVE_KINDS)
+
+
+def one_runner_reaches(node: ast.AST, facts: ModuleFacts) -> bool:
+    """Only one runner at a time reaches ``node``: a claim that excludes every other runner is won before it in
+    its own function (``won_claim_reaches``), or -- reading the project -- at every call of that function the
+    project shows (``if await lock.acquire(blocking=False): await roll_up(...)`` in the loop that runs it)."""
+    if won_claim_reaches(node, facts, exclusive=True):
+        return True
+    from .process_roles import at_every_caller
+    from .scheduled.discovery import _resolver
+
+    def won_before(call: ast.Call, where: ModuleFacts) -> bool:
+        hit = ClaimAnalyzer.of_module(where, _resolver).dominating_claim(call)
+        return hit is not None and hit.kind in EXCLUSIVE_KINDS
+
+    return at_every_caller(node, facts, won_before)
 
 
 # (it reads claims through this module)

@@ -102,6 +102,7 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
     lock_classes: Set[bytes] = set()
     library_lock_helpers: Set[bytes] = set()
     wrappers: Set[bytes] = set()
+    kept_copies: Set[bytes] = set()
     for path in project.project_files(root):
         source = project.read_bytes(path)
         # One pass of one automaton over the file finds the words of every family.
@@ -126,6 +127,8 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
             here.append((store_readers, {defined.name for defined, text in defs_of(source)
                                          if b"return" in text and any(word in text for word in _STORE_READ_WORDS)
                                          and not any(word in text for word in _STORE_WRITE_WORDS)}))
+        if _COLUMN_READ in found:
+            here.append((kept_copies, _kept_copy_words(source)))
         if _SAVE in found:
             here.append((savers, {defined.name for defined, text in defs_of(source) if _saves_a_parameter(text)}))
         if _LOCK in found:
@@ -158,6 +161,8 @@ def _scan_project(root: str, config: Config) -> Tuple[bytes, ...]:
                                                 for write in _STORE_WRITE_WORDS))
     _row_savers_by_root[root] = tuple(sorted((name + b"(", change) for name in savers - BUILTIN_METHODS
                                              for change in orm.ARITHMETIC_WORDS))
+    _kept_copies_by_root[root] = tuple(sorted((word, b"UPDATE ") for word in kept_copies - BUILTIN_METHODS))
+    _kept_copy_names_by_root[root] = frozenset(_names(kept_copies - BUILTIN_METHODS))
     _row_saver_names_by_root[root] = frozenset(name.decode("ascii", "replace") for name in savers - BUILTIN_METHODS)
     return tuple(sorted(name + b"(" for name in names))
 
@@ -347,6 +352,48 @@ def _saves_a_parameter(text: bytes) -> bool:
     return False
 
 
+# -- values kept in memory: seeded by a SELECT and changed with arithmetic (read in the same pass) --------------
+#: ``self.views[pid] += 1``, ``totals[key] = totals.get(key, 0) + n``, ``self.total -= 1``: a kept value (an entry of
+#: a container, or an attribute) changed with arithmetic; the group is the value as spelled.
+_KEPT_CHANGE = re.compile(rb"(self\.[A-Za-z_][A-Za-z0-9_]*(?=[\[ \t=+*-])|[A-Za-z_][A-Za-z0-9_]*(?=\[))"
+                          rb"(?:\[[^\]\n]*\])?[ \t]*(?:[-+*]=|=[^=\n][^\n]*[ \t][-+*][ \t])")
+_kept_copies_by_root: Dict[str, tuple] = {}
+_kept_copy_names_by_root: Dict[str, FrozenSet[str]] = {}
+
+
+def kept_copy_words(config: Config) -> tuple:
+    """``(word, UPDATE )`` for each name by which another module may read a value a module of the project keeps in
+    memory, seeds from a SELECT and changes with arithmetic (the kept attribute or top-level name, or a def of that
+    module that returns): a module sending an UPDATE with what it reads there writes back a stale copy of the column
+    with no SELECT in its own text (OG301, ``kept_copies``).  Once per project."""
+    return _read_once(config, _kept_copies_by_root)
+
+
+def kept_copy_names(config: Config) -> FrozenSet[str]:
+    """The names ``kept_copy_words`` is made of (``pending``, ``snapshot``): the only names through which another
+    module can read a kept copy."""
+    return _read_once(config, _kept_copy_names_by_root) or frozenset()
+
+
+def kept_value_names(source: bytes) -> FrozenSet[str]:
+    """The same names for one module's text."""
+    return frozenset(_names(_kept_copy_words(source)))
+
+
+def _names(words: Set[bytes]) -> Set[str]:
+    return {word.rstrip(b"(").decode("ascii", "replace") for word in words}
+
+
+def _kept_copy_words(source: bytes) -> Set[bytes]:
+    kept = {match.group(1) for match in _KEPT_CHANGE.finditer(source)}
+    if not kept:
+        return set()
+    words = {name.rsplit(b".", 1)[-1] for name in kept if len(name.rsplit(b".", 1)[-1]) > 2}
+    words.update(defined.name + b"(" for defined, text in defs_of(source)
+                 if b"return" in text and any(name in text for name in kept))
+    return words
+
+
 # -- defs that hand back a lock library's lock (read in the same pass) ---------------------------------------------
 #: A lock library's lock made in a def's text: a Redis client's ``.lock(``, redis-py's or python-redis-lock's or
 #: portalocker's ``Lock(``, pottery's ``Redlock(``, django-pglocks' ``advisory_lock(``, sqlalchemy-dlock's makers.
@@ -528,12 +575,13 @@ def _word(name: bytes) -> "re.Pattern[bytes]":
 
 
 # -- one automaton for the words of every family ---------------------------------------------------------------
-(_CLAIM, _STATE, _FILTER, _CONTAINER, _CLOCK, _LOCK, _SQL_WRITE, _STORE, _SAVE, _LIBRARY_LOCK,
- _MEMBERSHIP) = range(11)
+(_CLAIM, _STATE, _FILTER, _CONTAINER, _CLOCK, _LOCK, _SQL_WRITE, _STORE, _SAVE, _LIBRARY_LOCK, _COLUMN_READ,
+ _MEMBERSHIP) = range(12)
 _FAMILIES = ((_CLAIM, _CLAIM_BODY_WORDS), (_STATE, _STATE_WORDS), (_FILTER, _FILTER_WORDS),
              (_CONTAINER, process_local.CONTAINER_WORDS), (_CLOCK, process_local.CLOCK_WORDS),
              (_LOCK, process_state.LOCK_TRIGGERS), (_SQL_WRITE, (b"UPDATE ",)), (_STORE, _STORE_CLIENT_WORDS),
-             (_SAVE, _SAVE_WORDS), (_LIBRARY_LOCK, _LIBRARY_LOCK_WORDS), (_MEMBERSHIP, (_MEMBERSHIP_WORD,)))
+             (_SAVE, _SAVE_WORDS), (_LIBRARY_LOCK, _LIBRARY_LOCK_WORDS), (_COLUMN_READ, (b"SELECT ",)),
+             (_MEMBERSHIP, (_MEMBERSHIP_WORD,)))
 #: The family of each word, by its place in the automaton.
 _FAMILY_OF_WORD: List[int] = [family for family, spelled in _FAMILIES for _ in spelled]
 # Overlapping matches: a word inside another family's word still counts for its own family.
@@ -556,6 +604,8 @@ def _clear() -> None:
     _lock_classes_by_root.clear()
     _wrapping_classes_by_root.clear()
     _wrapping_names_by_root.clear()
+    _kept_copies_by_root.clear()
+    _kept_copy_names_by_root.clear()
 
 
 project.on_clear(_clear)

@@ -16,8 +16,10 @@ from typing import Iterator, List, Optional, Tuple
 from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_nested_functions
 from ..analysis.names import dotted
 from ..knowledge import process_local as known
+from ..knowledge.startup import APP_MAPPINGS
 from ..model import Diagnostic, Related
 from ..project import index as project
+from ..project.app_namespaces import namespace_attribute
 from ..project.prefilter_words import counting_class_words
 from .base import Rule
 from .fix_plans import shared_store_snippet
@@ -352,24 +354,26 @@ def _handed_at_startup(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
 
 def _application_state(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
     """A limiter object kept in the application's state for the process's life (``app[THROTTLE] =
-    SlidingWindow(...)`` in aiohttp's start-up, ``app.state.limiter = Limiter(...)`` in a lifespan): a request
-    handler reading it from there (``request.app[THROTTLE]``, ``request.app.state.limiter``) and refusing with 429
-    counts in this process alone, as with a module-level limiter (command line only)."""
+    SlidingWindow(...)`` in aiohttp's start-up, ``app.state.limiter = Limiter(...)`` in a lifespan,
+    ``app.extensions["limiter"] = ...`` in a Flask app factory): a request handler reading it from there
+    (``request.app[THROTTLE]``, ``request.app.state.limiter``, ``current_app.extensions["limiter"]``) and refusing
+    with 429 counts in this process alone, as with a module-level limiter (command line only)."""
     if not facts.context.cross_file:
         return
     for statement in facts.assigns:
         if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
             continue
-        key = _state_key(statement.targets[0])
-        if key is None:
+        place = namespace_attribute(statement.targets[0])
+        if place is None:
             continue
+        key = place[1].strip("'\"")  # (the word other modules spell: an ``AppKey`` name, a string key)
         container = is_container(statement.value, facts)
         kind = ("container", None) if container else holder_kind(statement.value, facts)
         if kind is None or (kind[1] is None and not container):
             continue
         # (a plain container is a limiter's state where the function reading it counts against a clock)
         refusal = next(((function, found) for other in [facts] + other_modules(key, facts)
-                        for function in other.functions if _reads_state(function, key)
+                        for function in other.functions if _reads_state(function, place)
                         and (not container or reads_clock(function, other))
                         for found in [refusal_for(key, function, other)] if found is not None), None)
         if refusal is None:
@@ -449,25 +453,16 @@ def _holding_names(function: FunctionNode, factory: str) -> List[str]:
     return names
 
 
-def _state_key(target: ast.AST) -> Optional[str]:
-    """The key of an application-state slot: ``app[KEY]`` (a module constant, aiohttp's ``AppKey``) or
-    ``app.state.<name>``."""
-    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Name) \
-            and (dotted(target.value) or "").rsplit(".", 1)[-1] == "app":
-        return target.slice.id
-    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute) and target.value.attr == "state":
-        return target.attr
-    return None
-
-
-def _reads_state(function: FunctionNode, key: str) -> bool:
-    """``function`` reads the slot from the application it is handed (``request.app[KEY]``, ``...state.key``)."""
+def _reads_state(function: FunctionNode, place: Tuple[str, str]) -> bool:
+    """``function`` reads the application's place (``request.app[KEY]``, ``...state.key``,
+    ``current_app.extensions["key"]``); a key constant of aiohttp's application mapping names its entry through any
+    mapping of the application (``request.config_dict[KEY]``)."""
+    namespace, name = place
     for node in walk(function):
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.slice, ast.Name) \
-                and node.slice.id == key:
-            return True
-        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and node.attr == key \
-                and isinstance(node.value, ast.Attribute) and node.value.attr == "state":
+        if not isinstance(node, (ast.Subscript, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
+            continue
+        if namespace_attribute(node) == place or (namespace in APP_MAPPINGS and isinstance(node, ast.Subscript)
+                                                  and isinstance(node.slice, ast.Name) and node.slice.id == name):
             return True
     return False
 

@@ -18,11 +18,16 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..analysis.facts import ModuleFacts, in_exclusive_branches, parent, walk, walk_no_nested_functions
 from ..analysis.handles import Handle
-from ..analysis.redis_arguments import (argument, has_spread, is_false, is_none, key_argument, result_tested,
+from ..analysis.executed_sql import bound_value
+from ..analysis.names import dotted
+from ..analysis.redis_arguments import (acts_for_owner, argument, has_spread, is_false, is_none, key_argument,
+                                        result_tested,
                                         short, words)
 from ..knowledge import redis_clients as known
+from ..knowledge.claims import REGISTER_SCRIPT_METHOD
 from ..model import Diagnostic
 from ..project.django_caches import per_process
+from ..project.bindings import Bindings
 from ..project.forwarding import forwarded
 from ..project.redis_clients import RedisClients, client_calls, command_of, redis_call
 from ..project.redis_keys import key_identity, key_names_a_lock, key_text
@@ -201,6 +206,8 @@ class Leases:
     lock_keys: Dict[tuple, Acquire]
     #: keys the module takes only if absent (SET NX, SETNX, ``add``), whatever their use
     nx_keys: Dict[tuple, Acquire]
+    #: identities of the keys a compare-and-delete script gives back (``_script_releases``)
+    given_back: frozenset = frozenset()
 
     @classmethod
     def of_module(cls, facts: ModuleFacts) -> "Leases":
@@ -210,7 +217,7 @@ class Leases:
     def _build(cls, facts: ModuleFacts) -> "Leases":
         acquires = _find_acquires(facts)
         releases = _find_releases(facts)
-        leases = cls(releases, [], {}, {})
+        leases = cls(releases, [], {}, {}, _script_releases(facts) if any(a.nx for a in acquires) else frozenset())
         for acquire in acquires:
             if per_process(acquire.handle, facts):
                 continue
@@ -233,8 +240,8 @@ class Leases:
         decide whether to do work, and dropped when the work is done.  A cache is read, filled on a miss and
         deleted when stale; a cooldown key is set and left to expire."""
         if acquire.nx:
-            if self._released_after(acquire, facts):
-                return True
+            if self._released_after(acquire, facts) or acquire.identity in self.given_back:
+                return True  # (given back by its owner's compare-and-delete: a lease, whatever the key is called)
             if any(r.identity == acquire.identity and _names_a_release(r, facts, taken_with_nx=True)
                    for r in self.releases):
                 return True
@@ -256,6 +263,38 @@ class Leases:
         return owner is not None and any(
             r.identity == acquire.identity and facts.enclosing_class(r.call) is owner and _names_a_release(r, facts)
             for r in self.releases)
+
+
+def _script_releases(facts: ModuleFacts) -> frozenset:
+    """The identities of the keys a compare-and-delete Lua script is run on: ``client.eval(RELEASE, 1, key, token)``,
+    or a script registered on a client (``release = client.register_script(RELEASE)``) called with ``keys=[key]``.
+    Such a script deletes the key only while it holds the caller's token: the owner of a lease giving it back."""
+    found = set()
+    for call in facts.calls_named(*known.EVAL_METHODS):
+        count = call.args[1] if len(call.args) > 2 else None
+        if isinstance(count, ast.Constant) and type(count.value) is int and _gives_back(call.args[0], facts) \
+                and redis_call(call, facts) is not None:
+            found.update(key_identity(key, facts) for key in call.args[2:2 + count.value])
+    registered = [r for r in facts.calls_named(REGISTER_SCRIPT_METHOD) if r.args and _gives_back(r.args[0], facts)
+                  and redis_call(r, facts) is not None]
+    # (a registered script is called by the name its registration is bound to: ``release(...)``, ``self._release(...)``)
+    names = {dotted(target) for r in registered for statement in [parent(r)] if isinstance(statement, ast.Assign)
+             for target in statement.targets} - {None}
+    if names:
+        bindings = Bindings.of_module(facts)
+        for call in facts.calls:
+            if dotted(call.func) not in names or not any(bindings.origin(call.func) is r for r in registered):
+                continue
+            keys = argument(call, known.Arg(known.SCRIPT_KEYS, 0))
+            if isinstance(keys, (ast.List, ast.Tuple)):
+                found.update(key_identity(key, facts) for key in keys.elts)
+    return frozenset(found)
+
+
+def _gives_back(script: ast.AST, facts: ModuleFacts) -> bool:
+    text = bound_value(script, facts) if isinstance(script, ast.Name) else script
+    return isinstance(text, ast.Constant) and isinstance(text.value, str) \
+        and acts_for_owner(text.value, known.SCRIPT_RELEASES)
 
 
 def _owner_compared(acquire: Acquire, facts: ModuleFacts) -> bool:

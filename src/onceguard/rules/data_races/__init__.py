@@ -12,6 +12,7 @@ or a store client whose origin is known.  Arithmetic done by the database (``F("
 - ``returned_loads``: a row a project function loads and returns, read as that load at the call
 - ``stores``: Redis and cache read-modify-write
 - ``sql_reads``: SELECT then UPDATE with a Python value
+- ``kept_copies``: a column's value kept in memory since a SELECT, changed there and written back by an UPDATE
 - ``rule``: the OG301 rule
 """
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Iterable, List, Optional, Tuple
 
 from ...analysis.facts import FunctionNode, ModuleFacts, in_exclusive_branches, walk, walk_no_nested_functions
 from ...model import Diagnostic
-from ...project.claims import won_claim_reaches
+from ...project.claims import one_runner_reaches
 from ...project.redis_clients import _method
 from ...project.summaries import _local_receiver as local_receiver
 from ..redis_leases import redis_call, short
@@ -170,7 +170,7 @@ class KeyedStoreChecks:
                     functions.setdefault(id(function), function)
         for function in functions.values():
             for read, write, changed in keyed_round_trips(function, facts):
-                if won_claim_reaches(facts.statement_of(read), facts, exclusive=True):
+                if one_runner_reaches(facts.statement_of(read), facts):
                     continue  # one replica at a time runs it: the claim serialises the read and the write
                 yield self.finding(
                     changed,

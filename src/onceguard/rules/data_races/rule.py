@@ -9,7 +9,7 @@ from ..fix_plans import orm_update_fix
 from ...knowledge import orm
 from ...model import Diagnostic
 from ...project import index as project
-from ...project.claims import won_claim_reaches
+from ...project.claims import one_runner_reaches
 from ...project.definitions import definition
 from ...analysis.names import dotted
 from ..registry import register
@@ -131,11 +131,13 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
 
     @staticmethod
     def project_triggers(config) -> tuple:
-        """A module handing a value it computed to a project def that sends ``UPDATE ... SET`` (``sql_helpers``), or
-        writing to Redis a value computed from what a project def read there (``stores``)."""
-        from ...project.prefilter_words import column_writer_words, row_saver_words, store_reader_words
+        """A module handing a value it computed to a project def that sends ``UPDATE ... SET`` (``sql_helpers``),
+        writing to Redis a value computed from what a project def read there (``stores``), or sending an UPDATE with
+        a value another module keeps in memory since a SELECT (``kept_copies``)."""
+        from ...project.prefilter_words import column_writer_words, kept_copy_words, row_saver_words, store_reader_words
 
-        return column_writer_words(config) + store_reader_words(config) + row_saver_words(config)
+        return column_writer_words(config) + store_reader_words(config) + row_saver_words(config) + \
+            kept_copy_words(config)
 
     def check(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         if _single_process(facts):
@@ -154,6 +156,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
         yield from self._committed_by_callers(facts)
         yield from self._raw_sql(facts)
         yield from self._raw_sql_through_helpers(facts)
+        yield from self._kept_copies(facts)
         yield from self._core_updates(facts)
         yield from self._queryset_updates(facts)
         yield from self._model_methods(facts)
@@ -264,7 +267,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                 if _relocked_before(change.instance, change.statement, function, facts) \
                         or derived_from_locked_rows(change.instance, change.statement, function, facts):
                     continue  # re-read under a lock, or picked out of rows a query here locked
-                if won_claim_reaches(change.statement, facts, exclusive=True):
+                if one_runner_reaches(change.statement, facts):
                     continue  # one replica at a time runs it: the claim serialises the load and the write
                 if held_by_lock_helper(change.statement, facts):
                     continue  # every caller waits for the lock the helper takes before it hands over the block

@@ -10,7 +10,7 @@ from pglast import ast as pg
 from ...analysis.executed_sql import ExecutedSql, bound_value, executed_sql
 from ...analysis.facts import FunctionNode, ModuleFacts
 from ...knowledge import orm
-from ...project.claims import won_claim_reaches
+from ...project.claims import one_runner_reaches
 from ...project.held_locks import holds_blocking_lock
 from ...model import Diagnostic
 from ...analysis.names import dotted
@@ -139,7 +139,7 @@ class SqlChecks:
                 if column is None or column in guarded or not any(c in (None, column) for c in reads.values()):
                     continue
                 if flow.arithmetic(keyword.value) or _merged(keyword.value, flow.reads_here):
-                    if won_claim_reaches(call, facts, exclusive=True):
+                    if one_runner_reaches(call, facts):
                         break  # one replica at a time runs it: the claim serialises the read and the write
                     # (a Core table's columns are spelled through ``.c``)
                     spelled = f"{model}.c.{column}" if any(f"{model}.c." in line for line in facts.lines) \
@@ -160,7 +160,7 @@ class SqlChecks:
     # Django: a queryset write of a value computed from an earlier read of the model ---------------------
     def _queryset_updates(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         for write, model, column, read in [*queryset_writes(facts), *model_update_write_backs(facts)]:
-            if won_claim_reaches(write, facts, exclusive=True):
+            if one_runner_reaches(write, facts):
                 continue  # one replica at a time runs it: the claim serialises the read and the write
             method = write.func.attr if isinstance(write.func, ast.Attribute) else "update"
             if isinstance(write.func, ast.Attribute) and isinstance(write.func.value, ast.Name):
@@ -201,7 +201,7 @@ class SqlChecks:
         for function in caller_functions(facts):
             for trip in round_trips(function, facts):
                 at = trip.write_call
-                if won_claim_reaches(at, facts, exclusive=True) or held_by_lock_helper(at, facts):
+                if one_runner_reaches(at, facts) or held_by_lock_helper(at, facts):
                     continue  # one caller at a time: the claim or the lock serialises the read and the write
                 if _waited_for_lock_before(trip.read_call, function, facts):
                     continue
@@ -221,6 +221,27 @@ class SqlChecks:
                              Related(write.facts.context.path, write.update.call.lineno,
                                      write.update.call.col_offset + 1, f"the UPDATE that sets `{column}`")],
                 )
+
+    def _kept_copies(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        """An UPDATE that writes back a column's value kept in memory since a SELECT read it (``kept_copies``)."""
+        from ...model import Related
+        from .kept_copies import kept_copy_write_backs
+
+        for update, table, column, copy in kept_copy_write_backs(facts):
+            seed, change, kept = copy.seed, copy.change, copy.kept
+            spelled = kept.spelled if len(kept.spelled) <= 40 else kept.spelled[:39] + "…"
+            yield self.finding(
+                update.call,
+                f"`{column}` of `{table}` is written from `{spelled}`, a copy read by a SELECT and changed in "
+                f"memory, so this UPDATE erases what other processes wrote.",
+                f"Each process (every worker, every replica) keeps its own copy and writes back its own total. Keep "
+                f"only the change in memory and send it (`UPDATE {table} SET {column} = {column} + :delta`), then "
+                f"forget what was sent; or do the arithmetic in the statement each time.",
+                related=[Related(kept.facts.context.path, seed.call.lineno, seed.call.col_offset + 1,
+                                 f"the SELECT that reads `{column}` into `{kept.spelled}`"),
+                         Related(kept.facts.context.path, change.lineno, change.col_offset + 1,
+                                 "the kept value changed in Python")],
+            )
 
     def _raw_update(self, update: ExecutedSql, selects: List[ExecutedSql], function: FunctionNode,
                     facts: ModuleFacts, executions: List[ExecutedSql]) -> Optional[Diagnostic]:
@@ -243,7 +264,7 @@ class SqlChecks:
                     continue
                 value = _parameter(update, target.val.number, facts)
                 if value is not None and flow.arithmetic(value):
-                    if won_claim_reaches(update.call, facts, exclusive=True):
+                    if one_runner_reaches(update.call, facts):
                         return None  # one replica at a time runs it: the claim serialises the read and the write
                     if _waited_for_lock(select, executions, function, facts):
                         return None  # each runner waits for the lock before it reads: the read sees the last write
