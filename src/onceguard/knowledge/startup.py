@@ -190,3 +190,11 @@ APP_REGISTRIES: FrozenSet[str] = frozenset({"extensions"})
 #: An application object that is itself a mapping of what start-up keeps: aiohttp's ``app[sessions_key] =
 #: SessionStore()`` (a ``web.AppKey`` or a string), read back as ``request.app[sessions_key]``.
 APP_MAPPINGS: FrozenSet[str] = frozenset({"app"})
+#: Calls that hand a middleware class to the framework, which makes one instance of it as the application is
+#: built (Starlette's and FastAPI's ``Middleware(Cls, ...)`` list entries and ``app.add_middleware(Cls, ...)``).
+MIDDLEWARE_REGISTRATIONS: FrozenSet[str] = frozenset({"Middleware", "add_middleware"})
+#: Settings that list middleware classes by dotted path (Django): one instance of each per process.
+MIDDLEWARE_SETTINGS: FrozenSet[str] = frozenset({"MIDDLEWARE", "MIDDLEWARE_CLASSES"})
+#: Methods a middleware class is called through for each request (ASGI and Django ``__call__``, Starlette's
+#: ``BaseHTTPMiddleware.dispatch``, Django's ``process_request``/``process_view``).
+MIDDLEWARE_METHODS: FrozenSet[str] = frozenset({"__call__", "dispatch", "process_request", "process_view"})

@@ -49,8 +49,15 @@ def long_lived_instance(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifet
                                 facts.context.path, call.lineno)
     made_here = [call for call in facts.calls_by_name.get(cls.name, ()) if isinstance(call.func, ast.Name)]
     kept = _kept_at_startup(made_here, facts, cls)
-    if kept is not None or not facts.context.cross_file:
+    if kept is not None:
         return kept
+    from .middleware_classes import middleware_registration  # (the framework makes it, once per process)
+
+    registered = middleware_registration(cls, facts)
+    if registered is not None:
+        return Lifetime(registered.how, registered.path, registered.line)
+    if not facts.context.cross_file:
+        return None
     init = next((s for s in cls.body if isinstance(s, _FUNCTIONS) and s.name == "__init__"), None)
     if init is None:
         return None

@@ -22,6 +22,7 @@ from ..project import index as project
 from ..project.app_namespaces import namespace_attribute
 from ..project.prefilter_words import counting_class_words
 from .base import Rule
+from ..project.middleware_classes import middleware_registration
 from .fix_plans import shared_store_snippet
 from .limit_refusals import functions_using, other_modules, refusal_for, users_elsewhere
 from .memoized_effects import memoised
@@ -270,36 +271,57 @@ def _handwritten(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
 
 def _class_level_state(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
     """A container assigned in a class's body (``_failures = defaultdict(deque)``) is one per process, however
-    many instances are made (one per request included): a class whose methods count in it against a clock, and
-    one of whose methods a caller refuses with 429 on, counts in this process alone."""
+    many instances are made (one per request included), and so is one a middleware class keeps on ``self``: the
+    framework makes one instance per process.  A class whose methods count in it against a clock, and one of
+    whose methods a caller refuses with 429 on, counts in this process alone."""
     for cls in facts.classes:
-        for statement in cls.body:
-            if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.value is None \
-                    or not is_container(statement.value, facts):
-                continue
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            names = [t.id for t in targets if isinstance(t, ast.Name)]
-            if not names:
-                continue
-            methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for statement, name, holder, made in _kept_containers(cls, methods, facts):
             # (the window may be pruned in one method and stamped in another, with the time read in a third;
             # only methods that name the attribute can write into it)
-            naming = [m for m in methods if any(isinstance(n, ast.Attribute) and n.attr == names[0] for n in walk(m))]
-            if not (any(mutates_attribute(names[0], cls.name, m) for m in naming)
+            naming = [m for m in methods if any(isinstance(n, ast.Attribute) and n.attr == name for n in walk(m))]
+            if not (any(mutates_attribute(name, cls.name, m) for m in naming)
                     and any(reads_clock(m, facts) for m in methods)):
                 continue  # (the syntax first: reading a clock follows calls through helpers)
-            refusal = _first_refusal(names[0], methods, facts)
+            registration = made() if made is not None else None
+            if made is not None and registration is None:
+                continue  # (an instance's container: per process only where the framework makes one per process)
+            refusal = _first_refusal(name, methods, facts)
             if refusal is None:
                 continue
-            function, (node, where, _) = refusal
+            function, (node, where, how) = refusal
+            refuses = f"a caller of `{function.name}()`" if how == "caller" else f"`{function.name}()`"
+            related = [_refused_here(node, where)]
+            if registration is not None:
+                related.append(Related(registration.path, registration.line, 1, registration.how))
             yield rule.finding(
                 statement,
-                f"`{cls.name}.{names[0]}` (a container of the class, one per process) holds rate-limit state and a "
-                f"caller of `{function.name}()` refuses with 429 on it, so N replicas allow N times the limit.",
+                f"`{cls.name}.{name}` ({holder}) holds rate-limit state and {refuses} refuses with 429 on it, so N "
+                "replicas allow N times the limit.",
                 "Each replica (and each worker process) keeps its own counts, whatever instances are made. "
                 + known.HANDWRITTEN_INSTEAD,
-                related=[_refused_here(node, where)],
+                related=related,
             )
+
+
+def _kept_containers(cls: ast.ClassDef, methods, facts: ModuleFacts):
+    """(statement, attribute, what holds it, None or how to ask whether the framework makes one instance per
+    process) for the containers of the class's body and those its ``__init__`` keeps on ``self``."""
+    for statement in cls.body:
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None \
+                and is_container(statement.value, facts):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if names:
+                yield statement, names[0], "a container of the class, one per process", None
+    init = next((m for m in methods if m.name == "__init__"), None)
+    for statement in init.body if init is not None else ():
+        target = statement.targets[0] if isinstance(statement, ast.Assign) and len(statement.targets) == 1 else \
+            statement.target if isinstance(statement, ast.AnnAssign) and statement.value is not None else None
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self" \
+                and is_container(statement.value, facts):
+            yield (statement, target.attr, "a container of a middleware, made once per process",
+                   lambda: middleware_registration(cls, facts))
 
 
 def _first_refusal(name: str, functions, facts: ModuleFacts):
