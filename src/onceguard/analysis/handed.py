@@ -63,6 +63,15 @@ def parameter_names(function: ast.AST, receiver: bool = True) -> List[str]:
     return positional + [a.arg for a in arguments.kwonlyargs]
 
 
+def parameter_defaults(function: ast.AST) -> Dict[str, ast.AST]:
+    """A def's parameters that have a default -> that default, as written in the def."""
+    arguments = function.args  # type: ignore[attr-defined]
+    positional = [*arguments.posonlyargs, *arguments.args]
+    defaults = {a.arg: d for a, d in zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults)}
+    defaults.update({a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None})
+    return defaults
+
+
 def closed_over_parameter(inner: ast.AST, outer: ast.AST, calls: List[ast.Call]) -> Optional[str]:
     """The one positional parameter of ``outer`` that ``calls`` (calls made in ``inner``, a def nested in it) call
     by name, ``inner``'s own parameters aside: a wrapper or a loop runs what ``outer`` was handed

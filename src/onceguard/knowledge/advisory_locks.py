@@ -43,6 +43,15 @@ ADVISORY_FUNCTIONS: Dict[str, AdvisoryFunction] = {
 #: Byte strings that let the prefilter keep a file that may take an advisory lock.
 TRIGGERS = (b"advisory",)
 
+#: Conversions that give the same value for the same input in every process (a key made of fixed parts through
+#: them is fixed): by qualified name, and as methods of a value (text, bytes, a digest object).
+KEY_CONVERSIONS = frozenset({"int", "str", "bytes", "int.from_bytes", "zlib.crc32", "binascii.crc32"})
+KEY_CONVERSION_PREFIXES = ("hashlib.",)
+KEY_CONVERSION_METHODS = frozenset({
+    "encode", "decode", "digest", "hexdigest", "join", "format", "lower", "upper", "casefold", "strip", "lstrip",
+    "rstrip", "replace", "removeprefix", "removesuffix", "zfill", "to_bytes", "hex",
+})
+
 #: Built-ins whose value differs from one process to the next, and why (a lock key every replica must agree on).
 UNSTABLE_CALLS: Dict[str, str] = {
     "hash": "the built-in `hash()` of text is salted per process (PYTHONHASHSEED), so each replica computes a "

@@ -267,6 +267,10 @@ CELERY_SIGNATURE_METHODS: FrozenSet[str] = frozenset({"s", "si", "signature"})
 #: task call is the function itself).
 TASK_ENQUEUE_METHODS: FrozenSet[str] = frozenset({"send", "send_with_options", "delay", "apply_async", "kiq"})
 CELERY_TASK_DECORATORS: FrozenSet[str] = frozenset({"task", "shared_task"})
+#: A Celery task declared with ``bind=True`` is handed the task object as its first parameter: these of its fields
+#: are the same in every worker and on every run (``self.name``, the name the task is registered by), unlike
+#: ``self.request`` (the run's own id, arguments and retries).
+BOUND_TASK_FIXED_FIELDS: FrozenSet[str] = frozenset({"name"})
 DJANGO_CELERY_BEAT_MODELS: FrozenSet[str] = frozenset({
     "django_celery_beat.models.PeriodicTask",
 })

@@ -7,8 +7,8 @@ from __future__ import annotations
 import ast
 from typing import Callable, List, Optional, Tuple
 
-from ..analysis.facts import ModuleFacts, parent
-from ..analysis.handed import argument_for, parameter_names
+from ..analysis.facts import ModuleFacts, ancestors, parent
+from ..analysis.handed import argument_for, parameter_defaults, parameter_names
 
 #: How many callers that pass their own parameter on are followed up.
 _MAX_FORWARDS = 3
@@ -45,6 +45,40 @@ def fixed_at_callers(function: ast.AST, names: List[str], facts: ModuleFacts,
         if not left_out(call, other):
             found.append((call, other))
     return found if seen else None
+
+
+def ruled_out_for(call: ast.Call, function: ast.AST, node: ast.AST) -> bool:
+    """``node`` (in ``function``'s body) sits in a branch on one of its parameters (``if wait:``, ``if not
+    nowait:``, the ``else`` of ``if skip:``) that the constant ``call`` hands it, or the default it leaves, never
+    takes: that call does not run ``node``."""
+    child = node
+    for above in ancestors(node):
+        if above is function:
+            return False
+        if isinstance(above, ast.If):
+            in_body = any(s is child for s in above.body)
+            if in_body or any(s is child for s in above.orelse):
+                truth = _parameter_truth(above.test, call, function)
+                if truth is not None and truth is not in_body:
+                    return True
+        child = above
+    return False
+
+
+def _parameter_truth(test: ast.AST, call: ast.Call, function: ast.AST) -> Optional[bool]:
+    """Whether ``test`` holds for ``call``, when it reads one parameter (``wait``, ``not wait``) and the call
+    hands it a constant, or leaves it its constant default; None when that cannot be told."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        truth = _parameter_truth(test.operand, call, function)
+        return None if truth is None else not truth
+    if not isinstance(test, ast.Name) or test.id not in parameter_names(function):
+        return None
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    value = argument_for(call, function, test.id)
+    if value is None:
+        value = parameter_defaults(function).get(test.id)
+    return bool(value.value) if isinstance(value, ast.Constant) else None
 
 
 def named_in_few_files(function: ast.AST, facts: ModuleFacts, most: int) -> bool:

@@ -2,8 +2,13 @@
 ``_lock(conn, "export")`` is, to every rule, ``Lock(conn, "export", expire=60)``.
 
 ``forwarded(call, facts)`` gives that call, spelled at the helper's call site: the helper's parameters
-replaced by the arguments it was given.  Only a helper whose whole body returns one call qualifies (its
-docstring aside); a helper that does more is the rule's own question.
+replaced by the arguments it was given (a ``*parts`` parameter by the extra positional arguments, spread where
+the helper spreads it).  Only a helper whose whole body returns one call qualifies (its docstring aside); a
+helper that does more is the rule's own question.
+
+The call made so mixes two modules: the arguments are the caller's, the rest is the helper's text (its own
+functions and constants, named as its module imports them).  ``copied_from`` names the helper's module for a
+node of it copied from the helper's text.
 """
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 from ..analysis.facts import PARENT, FunctionNode, ModuleFacts, parent, walk
+from ..analysis.handed import parameter_defaults
 from . import index as project
 from .definitions import definition
 
@@ -55,19 +61,32 @@ def _one(call: ast.Call, facts: ModuleFacts, placed: ast.Call) -> Optional[Forwa
     inner = _returned_call(helper)
     if inner is None:
         return None
-    mapping = _bind(helper, call)
+    mapping = _bind(helper, call, where)
     if mapping is None:
         return None
     made = _Substitute(mapping).visit(_copy(inner))
     ast.copy_location(made, placed)
     made.end_lineno = getattr(placed, "end_lineno", None)
     made.end_col_offset = getattr(placed, "end_col_offset", None)
+    given = {id(n) for value in mapping.values() for n in walk(value)}
     for node in walk(made):
+        if id(node) not in given:
+            setattr(node, WRITTEN_IN, where)
         for child in ast.iter_child_nodes(node):
             if not _is_mapped(child, mapping):
                 setattr(child, PARENT, node)
     setattr(made, PARENT, parent(placed))
     return Forwarded(made, where.callee(made) or "", helper, where)
+
+
+#: The attribute a node of a forwarded call copied from a helper's text holds: the helper's module.
+WRITTEN_IN = "_og_written_in"
+
+
+def copied_from(node: ast.AST) -> Optional[ModuleFacts]:
+    """The helper's module, for a node of a forwarded call copied from the helper's text; None for any other node
+    (an argument the caller wrote is the caller's)."""
+    return getattr(node, WRITTEN_IN, None)
 
 
 def _is_mapped(node: ast.AST, mapping: Dict[str, ast.AST]) -> bool:
@@ -85,8 +104,8 @@ def _helper(call: ast.Call, facts: ModuleFacts):
         if local or not facts.imports.is_imported(func.id) or not facts.context.cross_file:
             return None
     elif not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-              and facts.imports.is_module(func.value.id) and facts.context.cross_file):
-        return None
+              and facts.imports.is_imported(func.value.id) and facts.context.cross_file):
+        return None  # (``keys.exclusive(...)`` after ``import app.keys as keys`` or ``from app import keys``)
     found = definition(facts.qualify(func) or "", facts, _may_be_helper)
     return found if found is not None and isinstance(found[0], _FUNCTION_TYPES) else None
 
@@ -188,31 +207,44 @@ def _returned_call(helper: FunctionNode) -> Optional[ast.Call]:
     return None
 
 
-def _bind(helper: FunctionNode, call: ast.Call) -> Optional[Dict[str, ast.AST]]:
-    """Parameter name -> the argument (or default) it gets; None when the call cannot be read so."""
+def _bind(helper: FunctionNode, call: ast.Call, where: Optional[ModuleFacts] = None) -> Optional[Dict[str, ast.AST]]:
+    """Parameter name -> the argument (or default) it gets, a ``*parts`` parameter the tuple of the extra
+    positional arguments; None when the call cannot be read so.  With the helper's module ``where``, a default
+    is a copy marked as written there."""
     args = helper.args
-    if args.vararg is not None or args.kwarg is not None or args.posonlyargs:
+    if args.kwarg is not None or args.posonlyargs:
         return None
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return None
     positional = args.args
-    if len(call.args) > len(positional):
+    if len(call.args) > len(positional) and args.vararg is None:
         return None
     mapping: Dict[str, ast.AST] = {}
     for param, value in zip(positional, call.args):
         mapping[param.arg] = value
+    if args.vararg is not None:
+        extra = ast.Tuple(elts=list(call.args[len(positional):]), ctx=ast.Load())
+        mapping[args.vararg.arg] = ast.copy_location(extra, call)
     names = {a.arg for a in positional + args.kwonlyargs}
     for keyword in call.keywords:
         if keyword.arg not in names or keyword.arg in mapping:
             return None
         mapping[keyword.arg] = keyword.value
-    defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
-    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    defaults = parameter_defaults(helper)
     for name in names:
         if name not in mapping:
             if name not in defaults:
                 return None
-            mapping[name] = defaults[name]
+            if where is None:
+                mapping[name] = defaults[name]
+                continue
+            # (a copy: the default is the helper's text, placed in the call made; its parent stays the def's)
+            mapping[name] = _copy(defaults[name])
+            setattr(mapping[name], PARENT, parent(defaults[name]))
+            for node in walk(mapping[name]):
+                setattr(node, WRITTEN_IN, where)
+                for child in ast.iter_child_nodes(node):
+                    setattr(child, PARENT, node)
     return mapping
 
 
@@ -241,4 +273,17 @@ class _Substitute(ast.NodeTransformer):
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if isinstance(node.ctx, ast.Load) and node.id in self.mapping:
             return self.mapping[node.id]
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        # ``make(name, *parts)`` with ``parts`` the extra arguments: ``make(name, a, b)``, as the caller wrote them
+        spread = []
+        for argument in node.args:
+            value = argument.value if isinstance(argument, ast.Starred) else None
+            if isinstance(value, ast.Tuple) and any(value is given for given in self.mapping.values()):
+                spread.extend(value.elts)
+            else:
+                spread.append(argument)
+        node.args = spread
         return node

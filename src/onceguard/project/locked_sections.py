@@ -13,7 +13,7 @@ from typing import Callable, List, Optional, Tuple
 from ..analysis.executed_sql import bound_value
 from ..analysis.facts import FunctionNode, ModuleFacts, walk
 from ..analysis.handed import argument_for, parameter_names
-from .fixed_arguments import callers_of, fixed_at_callers
+from .fixed_arguments import callers_of, fixed_at_callers, ruled_out_for
 from .scheduled.discovery import scheduled_by_all
 
 #: (the call entering the helper, its module, the job it is in)
@@ -21,16 +21,19 @@ Entry = Tuple[ast.Call, ModuleFacts, FunctionNode]
 
 
 def jobs_entering(helper: FunctionNode, keys: List[ast.AST], facts: ModuleFacts,
-                  is_fixed: Callable[[List[ast.AST], ModuleFacts], bool]) -> List[Entry]:
+                  is_fixed: Callable[[List[ast.AST], ModuleFacts], bool],
+                  lock: Optional[ast.AST] = None) -> List[Entry]:
     """The calls of ``helper`` made by scheduled jobs of the project, when the lock's key (``keys``: what it is
     computed from) is the same for every call: fixed in the helper, or built from parameters every caller hands
-    a fixed value."""
+    a fixed value.  A call for which the helper never reaches ``lock`` (``if wait:`` around it, the call handing
+    ``wait=False``) does not enter it."""
     if is_fixed(keys, facts):
         callers = callers_of(helper, facts)
     else:
         own = set(parameter_names(helper, receiver=False))
-        # the parameters of a query (``(key,)``) are its values, each on its own
-        keys = [part for key in keys for part in (key.elts if isinstance(key, (ast.Tuple, ast.List)) else [key])]
+        # the parameters of a query (``(key,)``, ``{"k": key}``) are its values, each on its own
+        keys = [part for key in keys for part in (
+            key.elts if isinstance(key, (ast.Tuple, ast.List)) else key.values if isinstance(key, ast.Dict) else [key])]
         # ``key = f"app:lock:{name}"`` then ``r.set(key, ...)``: the key's local is read through its binding
         keys = [bound_value(key, facts) or key if isinstance(key, ast.Name) and key.id not in own else key
                 for key in keys]
@@ -41,6 +44,8 @@ def jobs_entering(helper: FunctionNode, keys: List[ast.AST], facts: ModuleFacts,
             callers = _calls_on_fixed_instances(helper, keys, facts, is_fixed)
     found: List[Entry] = []
     for call, other in callers:
+        if lock is not None and ruled_out_for(call, helper, lock):
+            continue
         job = other.enclosing_function(call)
         if job is not None and not other.context.is_test and _scheduled_or_run_by_one(job, other):
             found.append((call, other, job))

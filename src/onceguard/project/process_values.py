@@ -9,8 +9,7 @@ module too), a few steps deep.  ``hash()`` of a number is the number itself in e
 whose argument is visibly an int (a literal, a name bound to one, a parameter typed ``int`` or given one by
 the call) is stable.
 
-``is_fixed_key`` asks the other question of a key: whether it is the same for every call (a job-wide mutex:
-constants, digests of constants, upper-case names) rather than one per row or user.
+Whether a key is the same for every call (a job-wide mutex) is the other question of a key: ``fixed_keys``.
 """
 from __future__ import annotations
 
@@ -321,116 +320,6 @@ def _annotation_of(function: FunctionNode, name: str) -> Optional[ast.AST]:
         if argument.arg == name:
             return argument.annotation
     return None
-
-
-# -- keys the same for every call ------------------------------------------------------------------------
-
-_STABLE_DIGESTS = ("zlib.crc32", "binascii.crc32", "hashlib.")
-
-
-#: strftime directives finer than a minute: a key carrying one differs from one run to the next.
-_INSTANT_DIRECTIVES = re.compile(r"%[SfsXcT]")
-_DIRECTIVE = re.compile(r"%[a-zA-Z]")
-#: Calls that read today's date (the day every replica shares), not an instant.
-_TODAY_CALLS = frozenset({"datetime.date.today", "date.today", "django.utils.timezone.localdate"})
-
-
-def _names_a_period(node: ast.AST, facts: ModuleFacts) -> bool:
-    """A time written down to a period (``f"runsheets:{day:%Y%m%d}"``, ``slot.strftime("%Y%m%d%H")``,
-    ``date.today()``): every replica running in that day or hour computes the same key, so it is one key for
-    the period's run, not one per row.  The time is a name or the clock itself, not a field of some record
-    (``invoice.due:%Y%m%d`` is the invoice's)."""
-    if isinstance(node, ast.FormattedValue):
-        spec = node.format_spec
-        text = "".join(v.value for v in spec.values if isinstance(v, ast.Constant) and isinstance(v.value, str)) \
-            if isinstance(spec, ast.JoinedStr) else ""
-        return _period_format(text) and _a_time(node.value, facts)
-    if not isinstance(node, ast.Call):
-        return False
-    if (facts.callee(node) or "") in _TODAY_CALLS:
-        return True
-    func = node.func
-    if isinstance(func, ast.Attribute) and func.attr == "strftime" and node.args \
-            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-        return _period_format(node.args[0].value) and _a_time(func.value, facts)
-    if isinstance(func, ast.Attribute) and func.attr in ("date", "isoformat") and not node.args:
-        inner = func.value
-        return isinstance(inner, ast.Call) and (func.attr == "date" or _names_a_period(inner, facts)) \
-            and _a_time(inner, facts)
-    return False
-
-
-def _period_format(text: str) -> bool:
-    return bool(_DIRECTIVE.search(text)) and not _INSTANT_DIRECTIVES.search(text)
-
-
-def _a_time(node: ast.AST, facts: ModuleFacts) -> bool:
-    """A name holding a time, or a reading of the clock (``datetime.now(tz)``, ``timezone.now()``)."""
-    if isinstance(node, ast.Name):
-        return True
-    if isinstance(node, ast.Call):
-        callee = facts.callee(node) or dotted(node.func) or ""
-        return callee.rsplit(".", 1)[-1] in ("now", "utcnow", "today", "localdate", "localtime")
-    return False
-
-
-def is_fixed_key(nodes: List[ast.AST], facts: ModuleFacts) -> bool:
-    """True when the key is the same for every call (a job-wide mutex), not a per-row or per-user key."""
-    for node in nodes:
-        if not _fixed(node, facts, 3):
-            return False
-    return True
-
-
-def _fixed(node: ast.AST, facts: ModuleFacts, depth: int) -> bool:
-    if depth < 0:
-        return False
-    if isinstance(node, ast.Constant):
-        return True
-    if isinstance(node, (ast.Tuple, ast.List)):
-        return all(_fixed(e, facts, depth) for e in node.elts)
-    if isinstance(node, ast.Dict):
-        return all(_fixed(v, facts, depth) for v in node.values)
-    if isinstance(node, ast.UnaryOp):
-        return _fixed(node.operand, facts, depth)
-    if isinstance(node, ast.BinOp):
-        return _fixed(node.left, facts, depth) and _fixed(node.right, facts, depth)
-    if isinstance(node, ast.JoinedStr):  # f"lock:{JOB}": fixed when every part is
-        return all(_fixed(v, facts, depth) for v in node.values)
-    if isinstance(node, ast.FormattedValue):
-        if _names_a_period(node, facts):
-            return True
-        return _fixed(node.value, facts, depth) and (node.format_spec is None or _fixed(node.format_spec, facts, depth))
-    if isinstance(node, ast.Name):
-        value = bound_value(node, facts)
-        if value is not None:
-            return _fixed(value, facts, depth - 1)
-        # An upper-case name bound elsewhere (``from .locks import NIGHTLY_KEY``) is a constant by convention.
-        return node.id.isupper() and node.id not in parameter_names_around(node, facts)
-    if isinstance(node, ast.Attribute):
-        return node.attr.isupper()  # settings.NIGHTLY_LOCK_KEY, LockKeys.NIGHTLY
-    if isinstance(node, ast.Call):
-        if _names_a_period(node, facts):
-            return True
-        callee = facts.callee(node) or ""
-        if callee.startswith(_STABLE_DIGESTS) or callee.endswith((".encode", ".digest", ".hexdigest")) \
-                or callee in ("int", "str"):
-            return all(_fixed(a, facts, depth) for a in node.args) and (
-                not isinstance(node.func, ast.Attribute) or callee.startswith(_STABLE_DIGESTS)
-                or _fixed(node.func.value, facts, depth))
-        if isinstance(node.func, ast.Name) and node.func.id == "hash":
-            return all(_fixed(a, facts, depth) for a in node.args)
-    return False
-
-
-def parameter_names_around(node: ast.AST, facts: ModuleFacts) -> Set[str]:
-    """The parameters of the def ``node`` is written in."""
-    function = facts.enclosing_function(node)
-    if function is None:
-        return set()
-    args = function.args
-    return {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
-
 
 
 # -- the defs of a module that return such a value ------------------------------------------------------

@@ -55,6 +55,8 @@ def _forwarded_call(helper: ast.AST) -> Optional[ast.Call]:
 def _binding(helper: ast.AST, call: ast.Call) -> Optional[Dict[str, ast.AST]]:
     """``_bind``, and for a helper that only makes a call as a statement, its ``**options`` spread into that
     call too (the keywords the caller gave beyond the helper's own parameters)."""
+    if helper.args.vararg is not None:
+        return None  # (``*parts`` is spread only where forwarding reads a call)
     if _statement_call(helper) is None or helper.args.kwarg is None:
         return _bind(helper, call)
     own = {a.arg for a in helper.args.args + helper.args.kwonlyargs}

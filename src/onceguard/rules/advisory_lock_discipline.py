@@ -16,7 +16,8 @@ from ..knowledge import advisory_locks as known
 from ..knowledge import databases as db
 from ..knowledge import schema as schema_known
 from ..knowledge import lock_libraries as lock_known
-from ..project.fixed_arguments import callers_of, fixed_at_callers
+from ..project.caller_locks import caller_lock_helper_words, caller_locks, locks_for_caller
+from ..project.fixed_arguments import callers_of, fixed_at_callers, ruled_out_for
 from ..project.forwarding import forwarded
 from ..project.lock_libraries import LibraryLock, library_locks, spells_lock_library, spin_waits
 from ..project.locked_sections import jobs_entering, jobs_wearing
@@ -24,7 +25,8 @@ from ..project.advisory_helpers import helper_pairs, helper_words, release_guara
 from ..project.prefilter_words import library_lock_helper_words
 from ..project.state_answers import answer_dropped
 from ..project.claim_syntax import is_log_call
-from ..project.process_values import is_fixed_key as _is_fixed_key, parameter_names_around as _parameter_names
+from ..project.fixed_keys import (fixed_when_called, is_fixed_key as _is_fixed_key,
+                                  parameter_names_around as _parameter_names)
 from ..model import Diagnostic, Related
 from ..analysis.names import dotted
 from .registry import register
@@ -61,7 +63,9 @@ def _fixed_at_callers(keys: List[ast.AST], use: LockUse, facts: ModuleFacts) -> 
 
     def waiting_is_right(call: ast.Call, other: ModuleFacts) -> bool:
         caller = other.enclosing_function(call)
-        return other.context.is_migration or _runs_migrations(caller, other) or _yields_to_caller(caller)
+        # (or the call never reaches the lock: ``if wait:`` around it, the call handing ``wait=False``)
+        return other.context.is_migration or _runs_migrations(caller, other) or _yields_to_caller(caller) \
+            or ruled_out_for(call, scope, use.call)
 
     return tuple(fixed_at_callers(scope, [key.id for key in keys], facts, _is_fixed_key, waiting_is_right) or ())
 
@@ -79,32 +83,10 @@ def _yields_to_caller(scope: Optional[ast.AST]) -> bool:
 
 
 def _locks_for_caller(use: LockUse) -> bool:
-    """A transaction-level lock taken as the last thing a function does, on a connection or session its
-    caller handed in (``async def lock_writes(session): await session.execute("SELECT
-    pg_advisory_xact_lock(...)")``): the lock lasts until the caller's transaction ends, so the helper makes
-    the rest of that transaction a critical section, as a generator lock helper makes its block one."""
-    scope = use.scope
-    if use.function.session or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
-    receiver = use.executed.receiver
-    while isinstance(receiver, ast.Attribute):
-        receiver = receiver.value
-    arguments = scope.args
-    if not (isinstance(receiver, ast.Name) and receiver.id in
-            {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}):
-        return False
-    # Nothing runs after the lock in the helper: each block on the way up ends with it.
-    node: ast.AST = ModuleFacts.statement_of(use.call)
-    while node is not scope:
-        above = parent(node)
-        if above is None:
-            return False
-        block = next((b for b in (getattr(above, name, None) for name in ("body", "orelse", "finalbody"))
-                      if isinstance(b, list) and any(s is node for s in b)), None)
-        if block is not None and block[-1] is not node:
-            return False
-        node = above
-    return True
+    """A transaction-level lock taken as the last thing a function does, on a connection or session its caller
+    handed in (``async def lock_writes(session): await session.execute("SELECT pg_advisory_xact_lock(...)")``):
+    a critical section for the rest of the caller's transaction (``project.caller_locks``)."""
+    return not use.function.session and locks_for_caller(use.call, use.executed.receiver, use.scope)
 
 
 def _runs_migrations(scope: Optional[ast.AST], facts: ModuleFacts) -> bool:
@@ -128,14 +110,13 @@ def _runs_migrations(scope: Optional[ast.AST], facts: ModuleFacts) -> bool:
     return any(scope in ancestors(write.call) for write in schema_writes(facts))
 
 
-def _start_up_only(use: LockUse, facts: ModuleFacts) -> bool:
+def _start_up_only(scope: Optional[ast.AST], lock: ast.AST, facts: ModuleFacts) -> bool:
     """The lock is taken by start-up code every replica runs once as it boots (a lifespan's backfill), and by no
     request or job: the replicas queue once per deploy and the later ones find the work done."""
     from ..project.reach import Reach, runs
 
     from ..project.scheduled.discovery import scheduled_by_all
 
-    scope = use.scope
     if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or Reach.of_module(facts).is_request_or_job(scope):
         return False
     if scheduled_by_all(scope, facts):
@@ -145,7 +126,7 @@ def _start_up_only(use: LockUse, facts: ModuleFacts) -> bool:
         if any(isinstance(above, ast.While) for above in ancestors(call)) or (
                 caller is not None and scheduled_by_all(caller, other)):
             return False  # called on each pass of a loop, or by a job: repeated work
-    return runs(use.call, facts, startup_only=True).every_replica
+    return runs(lock, facts, startup_only=True).every_replica
 
 
 def _rechecks_under_lock(lock: ast.Call) -> bool:
@@ -179,13 +160,15 @@ class BlockingLockInJob(Rule):
 
     @staticmethod
     def project_triggers(config) -> tuple:
-        """A job that enters a lock only through a project helper that makes it (``with named_lock("sync"):``)."""
-        return library_lock_helper_words(config)
+        """A job that enters a lock only through a project helper that makes it (``with named_lock("sync"):``), or
+        takes one for the rest of its transaction through a helper it hands the key (``xact_lock(conn, JOB)``)."""
+        return library_lock_helper_words(config) + caller_lock_helper_words(config)
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         if facts.context.is_migration or facts.context.is_test:
             return
         yield from self._library_locks(facts)
+        yield from self._taken_through_helpers(facts)
         for use in lock_uses(facts):
             function = use.function
             if not (function.blocking and function.is_lock):
@@ -194,7 +177,7 @@ class BlockingLockInJob(Rule):
             callers = ()
             if _yields_to_caller(use.scope) and facts.context.cross_file:
                 # a mutex around its caller's block: waiting is what it is for, unless a job enters it
-                entering = jobs_entering(use.scope, keys, facts, _is_fixed_key)
+                entering = jobs_entering(use.scope, keys, facts, _is_fixed_key, use.call)
                 if entering and not _runs_migrations(use.scope, facts):
                     yield self._entered_by_jobs(use, entering)
                 continue
@@ -206,7 +189,7 @@ class BlockingLockInJob(Rule):
                 continue  # a critical section: every caller's block must run, one at a time
             if _runs_migrations(use.scope, facts):
                 continue  # a migration runner wherever it lives: pods should wait for each other there
-            if _start_up_only(use, facts):
+            if _start_up_only(use.scope, use.call, facts):
                 continue  # one-off start-up work (a backfill): pods wait their turn, as for migrations
             if _rechecks_under_lock(use.call):
                 continue  # the waiter reads whether the work is done and leaves: it queues, it does not repeat
@@ -226,6 +209,33 @@ class BlockingLockInJob(Rule):
                                  blocking=True),
             )
 
+
+    def _taken_through_helpers(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
+        """``xact_lock(conn, JOB)``: a helper that takes a blocking transaction-level lock for its caller, keyed on
+        what it is handed, called with a fixed key: the caller holds a job-wide lock until its transaction ends,
+        as if it sent the SQL itself (the helper is silent: it is every caller's, and most choose their key)."""
+        for taken in caller_locks(facts):
+            keys = list(taken.lock.keys)
+            caller = facts.enclosing_function(taken.call)
+            if _is_fixed_key(keys, taken.facts) or not fixed_when_called(keys, taken.helper, taken.facts,
+                                                                          taken.call, facts):
+                continue  # the helper's own critical section, or a key of the caller's row or user
+            if ruled_out_for(taken.call, taken.helper, taken.lock.lock) or _yields_to_caller(caller) \
+                    or locks_for_caller(taken.call, taken.connection, caller) or _runs_migrations(caller, facts) \
+                    or _start_up_only(caller, taken.call, facts) or _rechecks_under_lock(taken.call):
+                continue  # (as for a lock the caller sends itself)
+            helper = taken.helper.name
+            yield self.finding(
+                taken.call,
+                f"`{helper}(...)` waits for a transaction-level lock on the fixed key handed here, so "
+                "a second replica queues behind the first and then runs the same job again.",
+                f"Skip instead of waiting: a variant of `{helper}` that takes `pg_try_advisory_xact_lock` and returns "
+                "the answer, and `return` here when it is false; for a periodic job, `claim_period(key, period)` "
+                "(`from onceguard.guards import claim_period`) also stops a replica that arrives after the run has "
+                "finished",
+                related=[Related(taken.facts.context.path, taken.lock.lock.lineno, taken.lock.lock.col_offset + 1,
+                                 f"`{helper}` takes the lock here and holds it until the caller's transaction ends")],
+            )
 
     def _entered_by_jobs(self, use: LockUse, entering) -> Diagnostic:
         return self.finding(
@@ -272,7 +282,8 @@ class BlockingLockInJob(Rule):
             entering: List = []
             if _yields_to_caller(lock.scope):
                 # a mutex around its caller's block: waiting is what it is for, unless a job enters it
-                entering = jobs_entering(lock.scope, [lock.key], facts, _is_fixed_key) if facts.context.cross_file else []
+                entering = jobs_entering(lock.scope, [lock.key], facts, _is_fixed_key, lock.taken) \
+                    if facts.context.cross_file else []
                 if not entering:
                     continue
             elif not _is_fixed_key([lock.key], facts):
@@ -296,7 +307,8 @@ class BlockingLockInJob(Rule):
                 continue
             entering = []
             if _yields_to_caller(spin.scope):
-                entering = jobs_entering(spin.scope, [spin.key], facts, _is_fixed_key) if facts.context.cross_file else []
+                entering = jobs_entering(spin.scope, [spin.key], facts, _is_fixed_key, spin.loop) \
+                    if facts.context.cross_file else []
                 if not entering:
                     continue
             elif not _is_fixed_key([spin.key], facts):
