@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from ..analysis.executed_sql import executed_sql
 from ..analysis.facts import (FunctionNode, ModuleFacts, ancestors, in_handler, is_generator, parent, position,
@@ -313,6 +313,16 @@ _words_by_root: Dict[str, Tuple[bytes, ...]] = {}
 project.on_clear(_words_by_root.clear)
 
 
+def advisory_sending_modules(config: Config, root: str, sql: "re.Pattern[bytes]") -> Iterator[ModuleFacts]:
+    """The deployed modules of the project (``_MAX_FILES`` at most) whose text names advisory locks and spells
+    ``sql``: where a helper that takes such a lock for its callers can be."""
+    sending = [path for path in project.files_mentioning("advisory", root) if sql.search(project.read_bytes(path))]
+    for path in sending[:_MAX_FILES]:
+        facts = project.module_facts(path, config)
+        if facts is not None and not facts.context.is_test:
+            yield facts
+
+
 def helper_words(config: Config, root: str = "") -> Tuple[bytes, ...]:
     """Names of the project's defs that take or release a session-level advisory lock in their own body."""
     root = root or config.root or ""
@@ -321,12 +331,7 @@ def helper_words(config: Config, root: str = "") -> Tuple[bytes, ...]:
     cached = _words_by_root.get(root)
     if cached is None:
         words = set()
-        sending = [path for path in project.files_mentioning("advisory", root)
-                   if _SESSION_SQL.search(project.read_bytes(path))]
-        for path in sending[:_MAX_FILES]:
-            facts = project.module_facts(path, config)
-            if facts is None or facts.context.is_test:
-                continue
+        for facts in advisory_sending_modules(config, root, _SESSION_SQL):
             for function in facts.functions:
                 own = _own_sql(facts).get(id(function), [])
                 if own and len({kind for kind, _, _, _ in own}) == 1 and not is_generator(function):

@@ -18,10 +18,9 @@ from ..analysis.facts import FunctionNode, ModuleFacts, parent
 from ..analysis.handed import argument_for, parameter_names
 from ..config import Config
 from . import index as project
+from .advisory_helpers import advisory_sending_modules
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
-#: Files read for the prefilter's names, at most.
-_MAX_FILES = 40
 
 
 def locks_for_caller(statement_call: ast.Call, connection: Optional[ast.AST], scope: Optional[ast.AST]) -> bool:
@@ -130,12 +129,7 @@ def caller_lock_helper_words(config: Config, root: str = "") -> Tuple[bytes, ...
     cached = _words_by_root.get(root)
     if cached is None:
         words = set()
-        sending = [path for path in project.files_mentioning("advisory", root)
-                   if _BLOCKING_XACT.search(project.read_bytes(path))]
-        for path in sending[:_MAX_FILES]:
-            facts = project.module_facts(path, config)
-            if facts is None or facts.context.is_test:
-                continue
+        for facts in advisory_sending_modules(config, root, _BLOCKING_XACT):
             words.update(f.name for f in facts.functions if id(f) in helper_locks(facts))
         cached = _words_by_root[root] = tuple(sorted(f"{word}(".encode() for word in words))
     return cached
