@@ -26,7 +26,10 @@ def refreshed_after_shared_write(found: state.Accesses, memos: Set[int], decidin
     and a memo it refreshes (its id), when no memo expires its entries; None otherwise.  ``memos``: the
     functions that fill the cache with a value they compute; the getters that hand back the value they store
     are memos too."""
-    memos = memos | _getters(found, deciding)
+    # (a memo of this process's own objects -- a consumer, a client built here -- mirrors nothing shared: only
+    # memos of values read or computed count)
+    derived = {id(a.function) for a in found.of_kind(state.WRITE_DERIVED) if a.function is not None}
+    memos = (memos & derived) | _getters(found, deciding)
     if not memos or any(_reads_a_clock(deciding[key], facts) for key in memos):
         return None
     for access in found.of_kind(*_REFRESHES):
@@ -50,6 +53,8 @@ def _getters(found: state.Accesses, deciding: Dict[int, FunctionNode]) -> Set[in
                 or not isinstance(node.targets[0], ast.Subscript) or not isinstance(node.value, ast.Name):
             continue
         stored = node.value.id
+        if not _read_into(stored, function):
+            continue
         if any(isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id == stored
                for n in ast.walk(function)):
             found_getters.add(id(function))
@@ -60,3 +65,17 @@ def _reads_a_clock(function: FunctionNode, facts: ModuleFacts) -> bool:
     """The memo reads a clock (``time.monotonic()``, a name bound to one): its entries carry an expiry."""
     clocks = state._clock_names(function, facts)
     return any(state._is_clock(node, facts, clocks) for node in ast.walk(function))
+
+
+def _read_into(name: str, function: FunctionNode) -> bool:
+    """``name`` is bound in ``function`` to what a call hands back that builds no object of a class
+    (``cents = conn.execute(...).scalar_one()``, ``rate = fetch_rate(code)``; not ``wrapper = Consumer(...)``)."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            value = node.value.value if isinstance(node.value, ast.Await) else node.value
+            if not isinstance(value, ast.Call):
+                return False
+            func = value.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            return not called[:1].isupper()
+    return False
