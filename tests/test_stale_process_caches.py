@@ -79,3 +79,40 @@ def test_a_memo_whose_entries_expire(tmp_path):
                                                           stored="(value, time.monotonic() + 30)"),
                      "billing/routes.py": ROUTES.format(quotas=".quotas")})
     assert findings(tmp_path, "billing/quotas.py", codes=("OG608",)) == []
+
+
+SESSIONS = """
+    import requests
+    from flask import Flask
+    from sqlalchemy import create_engine, text
+
+    app = Flask(__name__)
+    engine = create_engine("postgresql+psycopg://quota@db/quota")
+    _clients = {}
+
+
+    def client_for(tenant: str) -> requests.Session:
+        held = _clients.get(tenant)
+        if held is None:
+            held = requests.Session()
+            _clients[tenant] = held
+        return held
+
+
+    @app.get("/tenants/<slug>/ping")
+    def ping(slug):
+        return {"status": client_for(slug).get(f"https://{slug}.example/health", timeout=5).status_code}
+
+
+    @app.delete("/tenants/<slug>")
+    def retire(slug):
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE tenants SET active = false WHERE slug = :s"), {"s": slug})
+        _clients.pop(slug, None)
+        return {"ok": True}
+    """
+
+
+def test_a_memo_of_objects_this_process_builds_mirrors_nothing_shared(tmp_path):
+    write(tmp_path, {"billing/__init__.py": "", "billing/app.py": SESSIONS})
+    assert findings(tmp_path, "billing/app.py", codes=("OG608",)) == []

@@ -235,7 +235,7 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
         return None  # none of its writes is one the judgements below look at
     deciding = {id(a.function): a.function for a in found.of_kind("decide") if a.function is not None}
     memos = {key for key, function in deciding.items() if state.read_through(function, binding, facts)}
-    refreshed = refreshed_after_shared_write(found, memos, deciding, facts) \
+    refreshed = refreshed_after_shared_write(found, memos, deciding, binding.word, facts) \
         if deciding and not _is_mapping_cache(binding.value, facts) else None
     if refreshed is not None and request.runs(refreshed[0].function, receivers, daemon(), binding):
         return _Finding("stale", refreshed[0], next(a for a in found.of_kind("decide") if id(a.function) == refreshed[1]))

@@ -21,7 +21,7 @@ _REFRESHES = (state.WRITE_RECORD, state.WRITE_DERIVED, state.WRITE_MARK, "unmark
 
 
 def refreshed_after_shared_write(found: state.Accesses, memos: Set[int], deciding: Dict[int, FunctionNode],
-                                 facts: ModuleFacts) -> Optional[Tuple[state.Access, int]]:
+                                 word: str, facts: ModuleFacts) -> Optional[Tuple[state.Access, int]]:
     """The write of the cache by a function that is no memo of it and that plainly writes outside the process,
     and a memo it refreshes (its id), when no memo expires its entries; None otherwise.  ``memos``: the
     functions that fill the cache with a value they compute; the getters that hand back the value they store
@@ -29,7 +29,7 @@ def refreshed_after_shared_write(found: state.Accesses, memos: Set[int], decidin
     # (a memo of this process's own objects -- a consumer, a client built here -- mirrors nothing shared: only
     # memos of values read or computed count)
     derived = {id(a.function) for a in found.of_kind(state.WRITE_DERIVED) if a.function is not None}
-    memos = (memos & derived) | _getters(found, deciding)
+    memos = (memos & derived) | _getters(found, deciding, word)
     if not memos or any(_reads_a_clock(deciding[key], facts) for key in memos):
         return None
     for access in found.of_kind(*_REFRESHES):
@@ -43,7 +43,7 @@ def refreshed_after_shared_write(found: state.Accesses, memos: Set[int], decidin
     return None
 
 
-def _getters(found: state.Accesses, deciding: Dict[int, FunctionNode]) -> Set[int]:
+def _getters(found: state.Accesses, deciding: Dict[int, FunctionNode], word: str) -> Set[int]:
     """The functions that test the cache and store under a key the value they then return (``value = load(code)``
     … ``self._rates[code] = value`` … ``return value``): a cache's getter, whatever computes the value."""
     found_getters: Set[int] = set()
@@ -53,7 +53,7 @@ def _getters(found: state.Accesses, deciding: Dict[int, FunctionNode]) -> Set[in
                 or not isinstance(node.targets[0], ast.Subscript) or not isinstance(node.value, ast.Name):
             continue
         stored = node.value.id
-        if not _read_into(stored, function):
+        if not _read_into(stored, function, word):
             continue
         if any(isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id == stored
                for n in ast.walk(function)):
@@ -67,15 +67,19 @@ def _reads_a_clock(function: FunctionNode, facts: ModuleFacts) -> bool:
     return any(state._is_clock(node, facts, clocks) for node in ast.walk(function))
 
 
-def _read_into(name: str, function: FunctionNode) -> bool:
-    """``name`` is bound in ``function`` to what a call hands back that builds no object of a class
-    (``cents = conn.execute(...).scalar_one()``, ``rate = fetch_rate(code)``; not ``wrapper = Consumer(...)``)."""
+def _read_into(name: str, function: FunctionNode, word: str) -> bool:
+    """``name`` is bound in ``function``, besides by a read of the cache itself (which spells ``word``), only to
+    what calls hand back that build no object of a class (``cents = conn.execute(...).scalar_one()``, ``rate =
+    fetch_rate(code)``; not ``wrapper = Consumer(...)``)."""
+    sources = []
     for node in ast.walk(function):
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
             value = node.value.value if isinstance(node.value, ast.Await) else node.value
+            if any(isinstance(n, ast.Attribute) and n.attr == word or isinstance(n, ast.Name) and n.id == word
+                   for n in ast.walk(value)):
+                continue  # (the cache's own entry, read before the miss)
             if not isinstance(value, ast.Call):
                 return False
             func = value.func
-            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            return not called[:1].isupper()
-    return False
+            sources.append(func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))
+    return bool(sources) and not any(called[:1].isupper() for called in sources)
