@@ -355,8 +355,9 @@ def _saves_a_parameter(text: bytes) -> bool:
 # -- values kept in memory: seeded by a SELECT and changed with arithmetic (read in the same pass) --------------
 #: ``self.views[pid] += 1``, ``totals[key] = totals.get(key, 0) + n``, ``self.total -= 1``: a kept value (an entry of
 #: a container, or an attribute) changed with arithmetic; the group is the value as spelled.
-_KEPT_CHANGE = re.compile(rb"(self\.[A-Za-z_][A-Za-z0-9_]*(?=[\[ \t=+*-])|[A-Za-z_][A-Za-z0-9_]*(?=\[))"
-                          rb"(?:\[[^\]\n]*\])?[ \t]*(?:[-+*]=|=[^=\n][^\n]*[ \t][-+*][ \t])")
+# (anchored at a statement's start: tried at every identifier of a file, the search cost a second per run)
+_KEPT_CHANGE = re.compile(rb"^[ \t]*(self\.[A-Za-z_][A-Za-z0-9_]*(?=[\[ \t=+*-])|[A-Za-z_][A-Za-z0-9_]*(?=\[))"
+                          rb"(?:\[[^\]\n]*\])?[ \t]*(?:[-+*]=|=[^=\n][^\n]*[ \t][-+*][ \t])", re.MULTILINE)
 _kept_copies_by_root: Dict[str, tuple] = {}
 _kept_copy_names_by_root: Dict[str, FrozenSet[str]] = {}
 

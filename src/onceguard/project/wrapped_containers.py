@@ -59,7 +59,7 @@ def _read(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[WrappedContainer]:
         calls: Dict[str, str] = {}
         for access in found.items:
             function = access.function
-            if function is None or function.name.startswith("__") or not _keyed_by_parameter(access.node, function):
+            if function is None or function.name.startswith("__") or not keyed_by_parameter(access.node, function):
                 continue
             if access.kind in (state.WRITE_MARK, state.WRITE_RECORD, state.WRITE_CLOCK):
                 calls.setdefault(function.name, state.WRITE_MARK)
@@ -69,7 +69,7 @@ def _read(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[WrappedContainer]:
     return None
 
 
-def _keyed_by_parameter(node: ast.AST, function: FunctionNode) -> bool:
+def keyed_by_parameter(node: ast.AST, function: FunctionNode) -> bool:
     """The write or removal is under a key the method is handed: ``self._ids[key] = ...``, ``self._ids.add(key)``,
     ``del self._ids[key]``, ``self._ids.discard(key)``."""
     if isinstance(node, ast.Expr):

@@ -16,7 +16,7 @@ from typing import Iterator, List, Optional, Tuple
 from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_nested_functions
 from ..analysis.names import dotted
 from ..knowledge import process_local as known
-from ..knowledge.startup import APP_MAPPINGS
+from ..knowledge.startup import APP_MAPPINGS, MIDDLEWARE_METHODS
 from ..model import Diagnostic, Related
 from ..project import index as project
 from ..project.app_namespaces import namespace_attribute
@@ -315,6 +315,8 @@ def _kept_containers(cls: ast.ClassDef, methods, facts: ModuleFacts):
             if names:
                 yield statement, names[0], "a container of the class, one per process", None
     init = next((m for m in methods if m.name == "__init__"), None)
+    if not any(m.name in MIDDLEWARE_METHODS for m in methods):
+        init = None  # (only a class a request passes through is made by the framework, once per process)
     for statement in init.body if init is not None else ():
         target = statement.targets[0] if isinstance(statement, ast.Assign) and len(statement.targets) == 1 else \
             statement.target if isinstance(statement, ast.AnnAssign) and statement.value is not None else None

@@ -15,6 +15,7 @@ from typing import Dict, Optional, Set, Tuple
 from ..analysis.facts import FunctionNode, ModuleFacts
 from ..project import process_state as state
 from ..project.summaries import summaries_for
+from ..project.wrapped_containers import keyed_by_parameter
 
 #: What a function does to a cache entry when it refreshes it: stores a value, or drops the entry (or all).
 _REFRESHES = (state.WRITE_RECORD, state.WRITE_DERIVED, state.WRITE_MARK, "unmark")
@@ -32,10 +33,13 @@ def refreshed_after_shared_write(found: state.Accesses, memos: Set[int], decidin
     memos = (memos & derived) | _getters(found, deciding, word)
     if not memos or any(_reads_a_clock(deciding[key], facts) for key in memos):
         return None
+    checked: Set[int] = set()
     for access in found.of_kind(*_REFRESHES):
         writer = access.function
-        if writer is None or id(writer) in memos:
+        # (a write path refreshes the entry of the key it is handed; what it writes elsewhere is followed only then)
+        if writer is None or id(writer) in memos or id(writer) in checked or not keyed_by_parameter(access.node, writer):
             continue
+        checked.add(id(writer))
         effects = summaries_for(facts).effects(writer, facts)
         # (setting shared data to the value handed in is a write the other processes miss as much as any)
         if effects.idempotent or effects.first_other is not None and effects.first_other.plain:

@@ -267,8 +267,6 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                 if _relocked_before(change.instance, change.statement, function, facts) \
                         or derived_from_locked_rows(change.instance, change.statement, function, facts):
                     continue  # re-read under a lock, or picked out of rows a query here locked
-                if one_runner_reaches(change.statement, facts):
-                    continue  # one replica at a time runs it: the claim serialises the load and the write
                 if held_by_lock_helper(change.statement, facts):
                     continue  # every caller waits for the lock the helper takes before it hands over the block
                 if locked_view_object(change.instance, change.back, function, facts):
@@ -295,6 +293,8 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                     continue
                 if self._object_state(change, loaded, function, facts):
                     continue
+                if one_runner_reaches(change.statement, facts):
+                    continue  # one replica at a time runs it (asked last: it reads the callers across the project)
                 reported.setdefault(change.instance, change.field)
                 written.setdefault(change.instance, set()).add(id(write))
                 yield self._report(change, loaded, write, self._column(change, loaded, function, facts),
