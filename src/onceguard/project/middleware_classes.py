@@ -30,11 +30,17 @@ def middleware_registration(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[R
     cached = getattr(cls, "_og_middleware", False)
     if cached is not False:
         return cached
-    methods = {s.name for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
     # (a class a request passes through: what makes it worth a search of the project for its registration)
-    found = next(_registrations(cls, facts), None) if methods & known.MIDDLEWARE_METHODS else None
+    found = next(_registrations(cls, facts), None) if passes_requests(cls) else None
     cls._og_middleware = found
     return found
+
+
+def passes_requests(cls: ast.ClassDef) -> bool:
+    """``cls`` defines a method a framework calls a middleware through for each request (``__call__``,
+    ``dispatch``, ``process_request``...): only such a class can be one."""
+    return any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name in known.MIDDLEWARE_METHODS
+               for s in cls.body)
 
 
 def _registrations(cls: ast.ClassDef, facts: ModuleFacts) -> Iterator[Registration]:
@@ -88,5 +94,5 @@ def _listed_in(cls: ast.ClassDef, facts: ModuleFacts, other: ModuleFacts) -> Ite
                 module = node.value.rsplit(".", 1)[0]
                 found = project.module_path(module, project.search_root(facts))
                 if found is not None and os.path.abspath(found) == os.path.abspath(facts.context.path):
-                    yield Registration(other.context.path, node.lineno,
-                                       f"`{cls.name}` is listed in {targets[0].id}: the framework makes one per process")
+                    yield Registration(other.context.path, node.lineno, f"`{cls.name}` is listed in {targets[0].id}: "
+                                       "the framework makes one per process")

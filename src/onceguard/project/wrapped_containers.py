@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Dict, Optional, Set
+from typing import Dict, Optional
 
 from ..analysis.facts import FunctionNode, ModuleFacts
+from ..analysis.handed import parameter_names
 from . import declared_types
 from . import process_state as state
 from .prefilter_words import container_class_names
@@ -82,12 +83,7 @@ def keyed_by_parameter(node: ast.AST, function: FunctionNode) -> bool:
         key = node.targets[0].slice
     elif isinstance(node, ast.Call) and node.args:
         key = node.args[0]
-    return isinstance(key, ast.Name) and key.id in _parameters(function)
-
-
-def _parameters(function: FunctionNode) -> Set[str]:
-    arguments = function.args
-    return {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs} - {"self", "cls"}
+    return isinstance(key, ast.Name) and key.id in parameter_names(function, receiver=False)
 
 
 def wrapped_value(value: ast.AST, facts: ModuleFacts, function: Optional[FunctionNode]) -> Optional[WrappedContainer]:

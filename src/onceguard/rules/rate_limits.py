@@ -16,13 +16,13 @@ from typing import Iterator, List, Optional, Tuple
 from ..analysis.facts import FunctionNode, ModuleFacts, parent, walk, walk_no_nested_functions
 from ..analysis.names import dotted
 from ..knowledge import process_local as known
-from ..knowledge.startup import APP_MAPPINGS, MIDDLEWARE_METHODS
+from ..knowledge.startup import APP_MAPPINGS
 from ..model import Diagnostic, Related
 from ..project import index as project
 from ..project.app_namespaces import namespace_attribute
 from ..project.prefilter_words import counting_class_words
 from .base import Rule
-from ..project.middleware_classes import middleware_registration
+from ..project.middleware_classes import middleware_registration, passes_requests
 from .fix_plans import shared_store_snippet
 from .limit_refusals import functions_using, other_modules, refusal_for, users_elsewhere
 from .memoized_effects import memoised
@@ -314,9 +314,8 @@ def _kept_containers(cls: ast.ClassDef, methods, facts: ModuleFacts):
             names = [t.id for t in targets if isinstance(t, ast.Name)]
             if names:
                 yield statement, names[0], "a container of the class, one per process", None
-    init = next((m for m in methods if m.name == "__init__"), None)
-    if not any(m.name in MIDDLEWARE_METHODS for m in methods):
-        init = None  # (only a class a request passes through is made by the framework, once per process)
+    # (only a class a request passes through is made by the framework, once per process)
+    init = next((m for m in methods if m.name == "__init__"), None) if passes_requests(cls) else None
     for statement in init.body if init is not None else ():
         target = statement.targets[0] if isinstance(statement, ast.Assign) and len(statement.targets) == 1 else \
             statement.target if isinstance(statement, ast.AnnAssign) and statement.value is not None else None
