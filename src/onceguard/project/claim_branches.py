@@ -3,9 +3,9 @@ was lost, and the claim that dominates a statement (``ClaimBranches``, read by `
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
-from ..analysis.facts import ancestors, walk_no_nested_functions
+from ..analysis.facts import ancestors, walk, walk_no_nested_functions
 from ..analysis.names import plain_name
 from .bindings import _module_level
 from .claim_kinds import CONDITIONAL_UPDATE, HELPER_GUARD, NEEDS_TEST, TRY_LOCK, UNIQUE_INSERT, ClaimHit
@@ -175,18 +175,14 @@ class ClaimBranches:
         if len(made) != 1:
             return None
         cls, where = made[0]
-        values = _flag_assignments(cls, test.attr)
         analyzer = self if where is self.facts else ClaimAnalyzer.of_module(where, self.resolver)
-        hits = []
-        for value in values:
-            inner = value.value if isinstance(value, ast.Await) else value
-            if isinstance(inner, ast.Constant) and not inner.value:
-                continue  # (given up, or not yet won)
-            hit = analyzer.claim_in(value)
-            if hit is None:
-                return None
-            hits.append(hit)
-        return hits[0] if hits else None
+        read = _property_reads(cls, test.attr)
+        if read is None:
+            return _set_only_by_claims(analyzer, cls, test.attr)
+        # ``if lease.is_leader:`` on a property computed from the instance's state (``return time.monotonic() <
+        # self._valid_until``): it says the claim was won when every attribute it reads is set so
+        hits = [_set_only_by_claims(analyzer, cls, attribute) for attribute in sorted(read)]
+        return hits[0] if hits and all(hit is not None for hit in hits) else None
 
     def _tested_claim(self, test: ast.AST, node: ast.AST) -> Optional[ClaimHit]:
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
@@ -233,6 +229,44 @@ class ClaimBranches:
             # is that claim's answer (it returns before, or without, saying yes when the claim fails)
             return hit
         return hit if hit is not None and hit.kind in NEEDS_TEST else None
+
+
+def _set_only_by_claims(analyzer, cls: ast.ClassDef, attr: str) -> Optional[ClaimHit]:
+    """The claim whose answer every value the class gives ``self.<attr>`` is, or None: a claim's result, a value
+    chosen only when one was won (``deadline if held else 0.0``, ``held`` a claim's answer), or a false constant
+    (not yet won, or given up)."""
+    hits = []
+    for value in _flag_assignments(cls, attr):
+        inner = value.value if isinstance(value, ast.Await) else value
+        if isinstance(inner, ast.Constant) and not inner.value:
+            continue  # (given up, or not yet won)
+        if isinstance(inner, ast.IfExp) and isinstance(inner.orelse, ast.Constant) and not inner.orelse.value:
+            hit = analyzer._tested_claim(inner.test, inner)
+        else:
+            hit = analyzer.claim_in(value)
+        if hit is None:
+            return None
+        hits.append(hit)
+    return hits[0] if hits else None
+
+
+def _property_reads(cls: ast.ClassDef, attr: str) -> Optional[Set[str]]:
+    """The attributes of ``self`` the class's property ``attr`` reads, when every ``return`` of it reads one;
+    None when ``attr`` is no such property (a plain attribute)."""
+    method = next((s for s in cls.body if isinstance(s, _FUNCTION_TYPES) and s.name == attr
+                   and any(isinstance(d, ast.Name) and d.id == "property" for d in s.decorator_list)), None)
+    if method is None:
+        return None
+    own = method.args.args[0].arg if method.args.args else "self"
+    read: Set[str] = set()
+    for node in walk_no_nested_functions(method):
+        if isinstance(node, ast.Return):
+            found = {n.attr for n in walk(node.value) if isinstance(n, ast.Attribute)
+                     and isinstance(n.value, ast.Name) and n.value.id == own} if node.value is not None else set()
+            if not found:
+                return set()
+            read |= found
+    return read
 
 
 def _flag_assignments(cls: ast.ClassDef, attr: str) -> List[ast.AST]:

@@ -121,6 +121,10 @@ class LeadScan:
         for node in walk(test):
             if isinstance(node, ast.Name) and node.id in self.pending and self.pending[node.id].read_by(node):
                 return self.pending[node.id]
+        if isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) \
+                and test.value.id not in ("self", "cls"):
+            # ``if lease.is_leader:``: a flag its class sets only when a claim was won (a leader's lease)
+            return self.analyzer._flag_set_by_claims(test, test)
         return self._claim(test)
 
     def statement(self, statement: ast.stmt, rest: List[ast.stmt]) -> Tuple[str, Optional[ast.AST], Optional[str]]:
@@ -137,6 +141,13 @@ class LeadScan:
             if _presence_test(statement.test) and statement.body:
                 # ``if lock_manager and lock_manager.redis: <claim first> ...``: where the shared backend is
                 # configured the job claims first; without one there is no other replica to share with.
+                inner = self.analyzer.lead_body(statement.body, self.skip, self.depth)
+                if inner.claimed:
+                    return CLAIMED, None, inner.kind
+            if not _has_call(statement.test) and statement.body and all(_is_preamble(s) for s in statement.orelse) \
+                    and _trivial_rest(rest, self.skip):
+                # ``if today.day >= settings.close_day: <claim first> ...`` with nothing after it: a test of a date
+                # or a setting, no work; whenever the job works, a claim leads that work.
                 inner = self.analyzer.lead_body(statement.body, self.skip, self.depth)
                 if inner.claimed:
                     return CLAIMED, None, inner.kind

@@ -28,6 +28,7 @@ from ..analysis.facts import (PARENT, FunctionNode, ModuleFacts, ancestors, call
 from ..analysis.names import plain_name
 from ..analysis.redis_arguments import acts_for_owner
 from ..knowledge import claims as known
+from ..knowledge import orm
 from .bindings import Bindings, own_module_names
 from .claim_branches import ClaimBranches
 from .claim_kinds import (ANSWER_KINDS, CACHE_ADD, CLAIM_FUNCTION, CONDITIONAL_UPDATE, HELPER_CONTEXT, HELPER_GUARD,
@@ -39,7 +40,8 @@ from .claim_syntax import (_assigned, _fetch_from, _inserts_unless_present, _is_
 from .callable_objects import called_object_method
 from .forwarding import forwarded
 from .lock_libraries import waits_when_entered, yields_acquired_flag
-from .unique_fields import CREATE, GET_OR_CREATE, catches_duplicates, creates_once, creates_unique_row
+from .unique_fields import (CREATE, GET_OR_CREATE, SESSION_ADD, adds_unique_row, catches_duplicates, creates_once,
+                            creates_unique_row)
 
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -197,6 +199,10 @@ class ClaimAnalyzer(ClaimBranches):
             return SET_NX  # ``r.setnx(key, token)``: one replica sets it (OG501 speaks of its missing expiry)
         if self._owner_script(func):
             return OWNER_SCRIPT  # ``self._renew(keys=[k], args=[token, ttl])``: true only for the key's holder
+        if attr in SESSION_ADD and adds_unique_row(call, self.facts) and (
+                _duplicate_leaves(call, self.facts) or _sent_where_duplicate_leaves(call, self.facts)):
+            # ``session.add(Run(job=..., day=d))`` then ``try: session.commit() except IntegrityError: return``
+            return UNIQUE_CREATE
         if attr == known.LOCK_ACQUIRE_METHOD and self._lock_object(func.value) and (
                 _non_blocking(call) or self._made_non_blocking(func.value)):
             return LOCK_ACQUIRE
@@ -791,6 +797,28 @@ def _duplicate_leaves(call: ast.Call, facts: ModuleFacts) -> bool:
                 for handler in above.handlers):
             return True
         child = above
+    return False
+
+
+def _sent_where_duplicate_leaves(call: ast.Call, facts: ModuleFacts) -> bool:
+    """The row ``session.add(row)`` stages is sent by a ``try`` right after it in the same block (a commit or
+    flush of that session) whose handler of a duplicate key leaves: the insert that raises is this one."""
+    statement = facts.statement_of(call)
+    block = next((getattr(parent(statement), name) for name in ("body", "orelse", "finalbody")
+                  if any(s is statement for s in getattr(parent(statement), name, None) or ())), None)
+    receiver = plain_name(call.func.value) if isinstance(call.func, ast.Attribute) else None
+    if block is None or not receiver:
+        return False
+    following = block[next(i for i, s in enumerate(block) if s is statement) + 1:]
+    for later in following:
+        if isinstance(later, ast.Try):
+            sends = any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr in orm.SA_FLUSH and plain_name(node.func.value) == receiver
+                        for inner in later.body for node in walk(inner))
+            return sends and any(handler.type is not None and catches_duplicates(handler, facts, bases=False)
+                                 and _leaves(handler.body) for handler in later.handlers)
+        if not _is_preamble(later):
+            return False
     return False
 
 

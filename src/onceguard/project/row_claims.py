@@ -117,6 +117,8 @@ def takes_claimed_rows(call: ast.Call, facts: ModuleFacts, picked: Optional[Pick
     (OG302)."""
     rows = _worked_rows(call, facts)
     if rows is None:
+        rows = _handed_row(call, facts)
+    if rows is None:
         return False
     if _taken_with_claim(rows, facts, 0):
         return True
@@ -176,6 +178,19 @@ def _worked_rows(call: ast.Call, facts: ModuleFacts) -> Optional[ast.AST]:
         if isinstance(above, (ast.For, ast.AsyncFor)) and any(_inside(call, s) for s in above.body):
             if {n.id for n in walk(above.target) if isinstance(n, ast.Name)} & given:
                 return above.iter
+    return None
+
+
+def _handed_row(call: ast.Call, facts: ModuleFacts) -> Optional[ast.AST]:
+    """When no loop walks rows ``call`` is handed: the call whose result a name it is handed (or whose fields,
+    ``job.id``) was bound to earlier in its function -- one row taken per pass (``job = take_next()`` ...
+    ``deliver(job)``), judged as the rows a loop walks."""
+    for argument in [*call.args, *(k.value for k in call.keywords)]:
+        for name in (n for n in walk(argument) if isinstance(n, ast.Name)):
+            value = _bound_before(name, facts)
+            inner = value.value if isinstance(value, ast.Await) else value
+            if isinstance(inner, ast.Call):
+                return value
     return None
 
 

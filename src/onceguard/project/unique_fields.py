@@ -48,6 +48,23 @@ def creates_unique_row(call: ast.Call, facts: ModuleFacts) -> bool:
     return model is not None and any(group <= given for group in _unique_groups(model) if group - {"id", "pk"})
 
 
+#: Session methods that add one row to be inserted at the next flush (SQLAlchemy).
+SESSION_ADD = frozenset({"add"})
+
+
+def adds_unique_row(call: ast.Call, facts: ModuleFacts) -> bool:
+    """``session.add(Model(<fields covering a unique group>))``: the insert the next flush sends raises for a
+    second caller, as ``Model.objects.create(...)`` does."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in SESSION_ADD and len(call.args) == 1
+            and isinstance(call.args[0], ast.Call)):
+        return False
+    row = call.args[0]
+    given = {k.arg for k in row.keywords if k.arg}
+    model = model_class(row.func, facts) if given else None
+    return model is not None and any(group <= given for group in _unique_groups(model) if group - {"id", "pk"})
+
+
 def model_class(expr: ast.AST, facts: ModuleFacts) -> Optional[ast.ClassDef]:
     """The project class ``expr`` names: a class of this module by its name, or (command line) the class its
     qualified name finds."""
@@ -75,6 +92,32 @@ def _unique_groups(model: ast.ClassDef) -> List[Set[str]]:
                 groups.extend({t.id} for t in targets if isinstance(t, ast.Name))
         elif isinstance(statement, ast.ClassDef) and statement.name == "Meta":
             groups.extend(_meta_groups(statement))
+        elif isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__table_args__"
+                                                        for t in statement.targets):
+            groups.extend(_table_arg_groups(statement.value))
+    return groups
+
+
+def _table_arg_groups(value: ast.AST) -> List[Set[str]]:
+    """SQLAlchemy's ``__table_args__ = (UniqueConstraint("owner", "day"), Index("ix", "slug", unique=True))``:
+    the columns each unique constraint or unique index holds (a partial index, with a ``*_where``, only some)."""
+    groups: List[Set[str]] = []
+    for item in value.elts if isinstance(value, (ast.Tuple, ast.List)) else []:
+        if not isinstance(item, ast.Call):
+            continue
+        kind = (dotted(item.func) or "").rpartition(".")[2]
+        keywords = {k.arg: k.value for k in item.keywords if k.arg}
+        if any(name.endswith("_where") for name in keywords):
+            continue
+        if kind == "UniqueConstraint":
+            columns = item.args
+        elif kind == "Index" and isinstance(keywords.get("unique"), ast.Constant) and keywords["unique"].value is True:
+            columns = item.args[1:]
+        else:
+            continue
+        group = {c.value for c in columns if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+        if group and len(group) == len(columns):
+            groups.append(group)
     return groups
 
 

@@ -134,9 +134,11 @@ class SqlChecks:
                 continue
             flow = Flow(function, facts, lambda n: id(n) in reads, at=call)
             guarded = _names_compared(links)
+            if guarded & {keyword.arg for keyword in call.keywords if keyword.arg}:
+                continue  # compare-and-set: the WHERE checks a column this UPDATE changes (a version, the value)
             for keyword in call.keywords:
                 column = keyword.arg
-                if column is None or column in guarded or not any(c in (None, column) for c in reads.values()):
+                if column is None or not any(c in (None, column) for c in reads.values()):
                     continue
                 if flow.arithmetic(keyword.value) or _merged(keyword.value, flow.reads_here):
                     if one_runner_reaches(call, facts):
