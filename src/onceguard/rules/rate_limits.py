@@ -24,6 +24,7 @@ from ..project.prefilter_words import counting_class_words
 from .base import Rule
 from ..project.middleware_classes import middleware_registration, passes_requests
 from .fix_plans import shared_store_snippet
+from .held_limiters import limiters_kept_by_services
 from .limit_refusals import functions_using, other_modules, refusal_for, users_elsewhere
 from .memoized_effects import memoised
 from .limiter_state import holder_kind, is_container, mutates, mutates_attribute, reads_clock
@@ -521,3 +522,4 @@ class InMemoryRateLimit(Rule):
         yield from _handed_at_startup(self, facts)
         yield from _application_state(self, facts)
         yield from _memoized_holders(self, facts)
+        yield from limiters_kept_by_services(self, facts)

@@ -29,6 +29,9 @@ class Change:
     back: ast.AST  # the statement after which the instance holds the new value
     op: str = "+"
     amount: str = "k"
+    #: The variable naming the field when the code reaches it by name (``setattr(obj, name, getattr(obj, name) +
+    #: 1)``): ``field`` is then that variable's name, not a column's.
+    named_by: Optional[str] = None
 
 
 class _Copy:
@@ -205,9 +208,47 @@ def _instance_changes(function: FunctionNode, facts: ModuleFacts) -> List[Change
                 add(node, *field_of, "in place", node)
             else:
                 set_through_a_setter(node)
+        elif isinstance(node, ast.Expr) and (by_name := _set_by_name(node, function, facts)) is not None:
+            instance, field, binop, amount, named_by = by_name
+            add(node, instance, field, "arithmetic", node, _OPERATOR[type(binop.op)], short(amount, 30))
+            if named_by is not None and changes and changes[-1].statement is node:
+                changes[-1].named_by = named_by
         elif isinstance(node, ast.Expr) and isinstance(unwrap(node.value), ast.Call):
             set_through_a_setter(node)
     return changes
+
+
+def _set_by_name(statement: ast.Expr, function: FunctionNode,
+                 facts: ModuleFacts) -> Optional[Tuple[str, str, ast.BinOp, ast.AST, Optional[str]]]:
+    """``setattr(obj, name, getattr(obj, name) + amount)``: the attribute ``name`` holds, changed from its own
+    value as ``obj.<name> += amount`` would (the value may be a local computed so first).  (instance, field,
+    the arithmetic, its other operand, the variable naming the field or None for a literal name)."""
+    call = unwrap(statement.value)
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "setattr"
+            and len(call.args) == 3 and not call.keywords):
+        return None
+    held, name, value = call.args
+    instance = plain_name(held)
+    if instance is None or not (isinstance(name, ast.Name) or isinstance(name, ast.Constant)
+                                and isinstance(name.value, str)):
+        return None
+    spelled = ast.dump(name)
+
+    def reads_it(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+                and len(node.args) in (2, 3) and plain_name(node.args[0]) == instance
+                and ast.dump(node.args[1]) == spelled)
+
+    if isinstance(unwrap(value), ast.Name):
+        bound = _local_value_before(unwrap(value), statement, function, facts)
+        value = bound if bound is not None else value
+    binop = _arithmetic_on(value, reads_it)
+    if binop is None:
+        return None
+    amount = binop.left if reads_it(binop.right) and not reads_it(binop.left) else binop.right
+    if isinstance(name, ast.Constant):
+        return instance, name.value, binop, amount, None
+    return instance, name.id, binop, amount, name.id
 
 
 def _set_through_a_setter(statement: ast.Expr, function: FunctionNode,

@@ -331,7 +331,8 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
         origin = f"read by `{short(loaded.call, 50)}`" if loaded is not None else "read when the instance was loaded"
         what = {"arithmetic": "changed in Python", "merge": "merged in Python",
                 "in place": "changed in place in Python"}[change.kind]
-        hazard = (f"`{obj}.{field}` is {origin}, {what} and written back on line {write.lineno}, so one of two "
+        spelled = f"getattr({obj}, {change.named_by})" if change.named_by else f"{obj}.{field}"
+        hazard = (f"`{spelled}` is {origin}, {what} and written back on line {write.lineno}, so one of two "
                   "replicas' updates is lost.")
         why = (f"Two replicas (or requests) start from the same value, and the later `{short(write, 40)}` "
                "overwrites the other's change. ")
@@ -374,8 +375,16 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                           f"transaction.")
         if change.kind == "arithmetic" and column in ("text", "json"):
             suggestion = _whole_value_suggestion(obj, field, column, django)
+        if change.named_by and change.kind == "arithmetic":
+            # The field is the one a variable names: the fix names it through that variable too.
+            name = change.named_by
+            suggestion = (f"Let the database do the arithmetic: `{model}.objects.filter(pk={obj}.pk).update(**{{{name}: "
+                          f"F({name}) {op} {amount}}})`, then `refresh_from_db(fields=[{name}])`; or load the row with "
+                          f"`select_for_update()` inside `transaction.atomic()`." if django and not library else
+                          f"Do the arithmetic in the database: one UPDATE that sets the column {name} names to itself "
+                          f"{op} {amount}; or load the row with a row lock and keep it in that transaction.")
         fix = None
-        if change.kind == "arithmetic" and column not in ("text", "json") and not library:
+        if change.kind == "arithmetic" and column not in ("text", "json") and not library and not change.named_by:
             fix = orm_update_fix(change.statement, obj, field, "django" if django else "sqlalchemy",
                                  loaded.model if loaded is not None else None,
                                  _fix_session(loaded, write), write)

@@ -14,7 +14,8 @@ from ...analysis.executed_sql import ExecutedSql
 from ...analysis.facts import FunctionNode, ModuleFacts, walk
 from ...analysis.names import dotted
 from ...analysis.sql import parse_statements, updates_tested_state
-from ..data_races import _sql_by_function, function_nodes, later, names_in, target_names
+from ..data_races import _sql_by_function, function_nodes, later, names_in, target_names, unwrap
+from ...project.declared_types import ClassRef
 from ...project.queue_handoffs import consumers, queue_put
 from .selection import _contains, _functions_writing_rows, _pickups, may_pick_by_state, sql_pickup
 
@@ -41,9 +42,11 @@ def hands_back(select: ExecutedSql, function: FunctionNode) -> bool:
     return False
 
 
-def helper_writes(function: FunctionNode, facts: ModuleFacts, after: ast.AST) -> List[ExecutedSql]:
+def helper_writes(function: FunctionNode, facts: ModuleFacts, after: ast.AST,
+                  self_class: Optional[ClassRef] = None) -> List[ExecutedSql]:
     """The UPDATEs and DELETEs that project functions called in ``function`` after ``after`` send
-    (``mark_done(conn, row.id)`` whose body runs ``UPDATE ... WHERE id = %s``), each placed at its call here."""
+    (``mark_done(conn, row.id)`` whose body runs ``UPDATE ... WHERE id = %s``), each placed at its call here.
+    ``self_class``: the subclass ``self`` is an instance of when ``function`` is a base class's method."""
     from dataclasses import replace
     from ...project.summaries import resolve
 
@@ -52,14 +55,55 @@ def helper_writes(function: FunctionNode, facts: ModuleFacts, after: ast.AST) ->
         if not (isinstance(node, ast.Call) and later(node, after)) or isinstance(node.func, ast.Attribute) \
                 and node.func.attr in _NOT_HELPERS:
             continue
-        for target, target_facts in resolve(node, facts, function, by_name=False):
-            found.extend(replace(executed, call=node, receiver=None) for executed in _own_writes(target, target_facts))
+        for target, target_facts in resolve(node, facts, function, by_name=False, self_class=self_class):
+            if self_class is not None and target_facts.enclosing_class(target) is self_class[0]:
+                # A hook of the subclass the base's loop hands each item to (``self.handle(item)``): the step
+                # that works on the row, whose own store helper marks it.
+                writes = _writes_behind(target, target_facts, target, 1)
+            else:
+                writes = _own_writes(target, target_facts)
+            found.extend(replace(executed, call=node, receiver=None) for executed in writes)
         if queue_put(node) is not None:
             # Put into the process's own queue: the consumers' writes on what they take are this function's.
             for consumer, consumer_facts, take in consumers(node, function, facts):
                 found.extend(replace(executed, call=node, receiver=None)
                              for executed in _writes_behind(consumer, consumer_facts, take, _HANDED_DEPTH))
     return found
+
+
+def calls_taking_rows(loader: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.Call, ModuleFacts,
+                                                                             Optional[ClassRef]]]:
+    """The calls that take what ``loader`` hands back, each with the subclass ``self`` is an instance of when the
+    call is a base class's ``self.<hook>()``: its callers (a base class's loop calling the subclass's override
+    too), and, where a caller only returns the loader's result (``def fetch(self): return
+    self.repo.pending(50)``), that caller's callers in turn."""
+    from ...project.fixed_arguments import callers_of
+    from ...project.inherited_calls import base_calls_of_override
+
+    found: List[Tuple[ast.Call, ModuleFacts, Optional[ClassRef]]] = []
+    level: List[Tuple[FunctionNode, ModuleFacts, Optional[ClassRef]]] = [(loader, facts, None)]
+    seen: Set[int] = {id(loader)}
+    for _ in range(_FORWARDING_DEPTH + 1):
+        forwarders: List[Tuple[FunctionNode, ModuleFacts, Optional[ClassRef]]] = []
+        for function, where, self_class in level:
+            taken = [(call, other, self_class) for call, other in callers_of(function, where)]
+            taken += base_calls_of_override(function, where)
+            for call, other, kind in taken:
+                found.append((call, other, kind))
+                caller = other.enclosing_function(call)
+                statement = other.statement_of(call)
+                if (caller is not None and id(caller) not in seen and isinstance(statement, ast.Return)
+                        and statement.value is not None and unwrap(statement.value) is call):
+                    seen.add(id(caller))
+                    forwarders.append((caller, other, kind))
+        if not forwarders:
+            break
+        level = forwarders
+    return found
+
+
+#: How many callers that only return a loader's result are followed up to the code that works on the rows.
+_FORWARDING_DEPTH = 2
 
 
 def core_update_behind(call: ast.Call, function: FunctionNode, facts: ModuleFacts) -> bool:

@@ -24,12 +24,12 @@ from .handed_rows import handed_row_write
 from .taken_rows import TakenRow, taken_by_caller
 from ..data_races.changes import session_committed_by_block
 from ...project.prefilter_words import loader_words, sql_constant_words
-from .moved_rows import aggregates_only, core_update_behind, hands_back, helper_writes, picked_and_written_after
+from .moved_rows import (aggregates_only, calls_taking_rows, core_update_behind, hands_back, helper_writes,
+                         picked_and_written_after)
 from .callers import _locked_before, _resolver, runs_claimed
 from ...project.claims import ClaimAnalyzer, won_claim_reaches
 from ...project.held_locks import held_by_lock_helper
 from ...project.queue_handoffs import queue_put
-from ...project.fixed_arguments import callers_of
 from ...project.scheduled.discovery import scheduled_once
 from ...project.summaries import summaries_for
 from ...model import Related
@@ -429,13 +429,13 @@ class UnclaimedRowPickup(Rule):
     def _picked_by_callers(self, select, loader: FunctionNode, facts: ModuleFacts):
         """(pickup, (where a caller writes the rows, its module), that caller) for the first caller of a loader
         that writes the table it selected from after the call (its own SQL, or a project function it calls)."""
-        for call, other in callers_of(loader, facts):
+        for call, other, self_class in calls_taking_rows(loader, facts):
             caller = other.enclosing_function(call)
             if caller is None or other.context.is_test:
                 continue
             theirs = [e for group in _sql_by_function(other) for e in group
                       if other.enclosing_function(e.call) is caller and later(e.call, call)]
-            picked = sql_pickup(select, theirs + helper_writes(caller, other, call))
+            picked = sql_pickup(select, theirs + helper_writes(caller, other, call, self_class))
             if picked is not None:
                 write = picked[2][0]
                 how = ("hands the rows through an in-process queue to the work that updates them"
