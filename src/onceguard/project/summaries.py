@@ -37,6 +37,7 @@ from .declared_types import (ClassRef, annotation_class as _annotation_class, at
                              class_of as _class_of, parameter_annotation as _parameter_annotation)
 from .own_share import acts_on_own_share
 from .row_claims import claimed_row_calls
+from .subclasses import overrides
 from ..knowledge import orm as orm_known
 from ..knowledge.declared_types import PROCESS_LOCAL_CLASSES as _PROCESS_LOCAL_CLASSES
 from ..knowledge import redis_clients as redis_known
@@ -276,6 +277,9 @@ def resolve_reference(expr: ast.Attribute, facts: ModuleFacts) -> Optional[Resol
     function = facts.enclosing_function(expr) or _def_around_lambda(expr, facts)
     owner = _receiver_class(expr.value, facts, function)
     if owner is None:
+        # what the annotations say it is (``for ticker in container.tickers()``): one class, or no answer
+        owner = declared.one_class(declared.classes(declared.type_of(expr.value, facts, function)) or [None])
+    if owner is None:
         return None
     method = _method_of(owner[0], owner[1], expr.attr)
     return _with_self(method, owner) if method is not None else None
@@ -396,7 +400,10 @@ def resolve_with_self(call: ast.Call, facts: ModuleFacts, function: Optional[Fun
     if owner is not None:
         method = _method_of(owner[0], owner[1], func.attr)
         if method is not None:
-            return [_with_self(method, owner)]
+            found = [_with_self(method, owner)]
+            if _known_as_base(func.value, function):
+                found += [(runs, where, sub) for runs, where, sub in overrides(owner, method[0], _method_of)]
+            return found
     else:
         # What the annotations declare the receiver to be: each class of a union may run its own method.
         kind = declared.type_of(func.value, facts, function, self_class=self_class)
@@ -417,6 +424,14 @@ def resolve_with_self(call: ast.Call, facts: ModuleFacts, function: Optional[Fun
         candidates = project.functions_named(func.attr, facts.config, project.search_root(facts), limit=3)
         return [(c[0], c[1], None) for c in candidates if isinstance(c[1].enclosing_class(c[0]), ast.ClassDef)]
     return []
+
+
+def _known_as_base(receiver: ast.AST, function: Optional[FunctionNode]) -> bool:
+    """``self`` (``cls``), or a parameter annotated with a class: an instance of that class or of any subclass
+    of it, so a method called on it runs whichever override its class has."""
+    if not isinstance(receiver, ast.Name) or function is None:
+        return False
+    return receiver.id in ("self", "cls") or _parameter_annotation(function, receiver.id) is not None
 
 
 def _with_self(method: Tuple[FunctionNode, ModuleFacts], owner: ClassRef) -> Resolved:
