@@ -333,3 +333,54 @@ def test_a_loop_a_container_provides_runs_its_subclass_step(tmp_path):
     # the only override of the base's stub claims first: each pass of the loop runs once
     write(tmp_path / "claimed", {**files, "erp/pusher.py": PUSHER.format(claim=TOKEN_CLAIM)})
     assert findings(tmp_path / "claimed", "erp/server.py") == []
+
+
+# -- a mixin wrapping the base's method with ``super()`` -----------------------------------------------------
+WRAPPED = """
+    import logging
+    import time
+
+    import redis
+    import requests
+    import schedule
+
+    log = logging.getLogger(__name__)
+    shared = redis.Redis()
+
+
+    class Exporter:
+        def export(self) -> None:
+            {claim}requests.put("https://ledger.example.org/daily", json={{"day": time.strftime("%F")}})
+
+
+    class Timed:
+        def export(self) -> None:
+            started = time.monotonic()
+            try:
+                super().export()
+            finally:
+                log.info("export took %.1fs", time.monotonic() - started)
+
+
+    class DailyExport(Timed, Exporter):
+        pass
+
+
+    if __name__ == "__main__":
+        schedule.every().day.at("02:00").do(DailyExport().export)
+        while True:
+            schedule.run_pending()
+            time.sleep(30)
+    """
+
+DAY_CLAIM = """if not shared.set("export:" + time.strftime("%F"), "1", nx=True, ex=90000):
+                return
+            """
+
+
+def test_super_in_a_mixin_reaches_the_base_it_wraps(tmp_path):
+    write(tmp_path / "plain", {"books/__init__.py": "", "books/export.py": WRAPPED.format(claim="")})
+    assert findings(tmp_path / "plain", "books/export.py") == [(19, "OG201")]
+    # the base the mixin's ``super()`` runs claims the day first
+    write(tmp_path / "claimed", {"books/__init__.py": "", "books/export.py": WRAPPED.format(claim=DAY_CLAIM)})
+    assert findings(tmp_path / "claimed", "books/export.py") == []

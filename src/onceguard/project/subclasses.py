@@ -33,7 +33,8 @@ def _direct_subclasses(cls: ast.ClassDef, facts: ModuleFacts) -> List[ClassRef]:
     if facts.context.cross_file:
         for path in project.files_subclassing(cls.name, project.search_root(facts)):
             other = project.module_facts(path, facts.config)
-            if other is not None and other is not facts and not other.context.is_test:
+            # (the checked file's own text may have been parsed again for the project's index: read it once)
+            if other is not None and other.context.path != facts.context.path and not other.context.is_test:
                 modules.append(other)
     place = (facts.context.path or "", cls.lineno)  # (a module may be parsed twice: the same place is the same class)
     for module in modules:
@@ -77,3 +78,38 @@ def overrides(cls: ClassRef, method: FunctionNode, lookup) -> List[Tuple[Functio
             seen.add(id(runs[0]))
             found.append((runs[0], runs[1], sub))
     return found
+
+
+def _place(cls: ClassRef) -> Tuple[str, int]:
+    return cls[1].context.path or "", cls[0].lineno
+
+
+def linearized(cls: ClassRef, depth: int = 0) -> List[ClassRef]:
+    """The project classes in ``cls``'s method resolution order (C3, as Python orders them; bases outside the
+    project left out): where ``super()`` in a mixin ahead of a base looks next."""
+    bases = base_classes(cls[0], cls[1]) if depth < _LEVELS + 2 else []
+    sequences = [s for s in [linearized(base, depth + 1) for base in bases] + [list(bases)] if s]
+    order = [cls]
+    while sequences:
+        head = next((s[0] for s in sequences
+                     if not any(_place(s[0]) == _place(c) for other in sequences for c in other[1:])), None)
+        if head is None:  # no consistent order: the bases left, as written
+            return order + [c for s in sequences for c in s if all(_place(c) != _place(o) for o in order)]
+        order.append(head)
+        sequences = [s[1:] if _place(s[0]) == _place(head) else s for s in sequences]
+        sequences = [s for s in sequences if s]
+    return order
+
+
+def after_in_order(instance: ClassRef, defining: ClassRef, name: str) -> Optional[Tuple[FunctionNode, ModuleFacts]]:
+    """The def ``super().name(...)`` runs when written in a method of ``defining`` on an instance of ``instance``:
+    the first class after ``defining`` in ``instance``'s resolution order whose body defines ``name``."""
+    order = linearized(instance)
+    places = [_place(c) for c in order]
+    if _place(defining) not in places:
+        return None
+    for cls, facts in order[places.index(_place(defining)) + 1:]:
+        for statement in cls.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == name:
+                return statement, facts
+    return None

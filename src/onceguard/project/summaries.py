@@ -396,6 +396,9 @@ def resolve_with_self(call: ast.Call, facts: ModuleFacts, function: Optional[Fun
         return [_with_self(called[:2], called[2])] if called is not None else []
     if not isinstance(func, ast.Attribute):
         return []
+    following = _super_method(func.attr, facts, function, self_class) if _is_super(func.value) else []
+    if following:
+        return following
     owner = _receiver_class(func.value, facts, function, self_class=self_class)
     if owner is not None:
         method = _method_of(owner[0], owner[1], func.attr)
@@ -424,6 +427,31 @@ def resolve_with_self(call: ast.Call, facts: ModuleFacts, function: Optional[Fun
         candidates = project.functions_named(func.attr, facts.config, project.search_root(facts), limit=3)
         return [(c[0], c[1], None) for c in candidates if isinstance(c[1].enclosing_class(c[0]), ast.ClassDef)]
     return []
+
+
+def _is_super(receiver: ast.AST) -> bool:
+    """``super()`` (or ``super(Cls, self)``) as a receiver."""
+    return isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super"
+
+
+def _super_method(name: str, facts: ModuleFacts, function: Optional[FunctionNode],
+                  self_class: Optional[ClassRef]) -> List[Resolved]:
+    """``super().run()`` in a method of a class (a mixin wrapping a base's ``run``): the def next in the
+    resolution order of ``self``'s class after the class the method is written in, with ``self`` that class."""
+    from .subclasses import after_in_order, subclasses
+
+    defining = facts.enclosing_class(function) if function is not None else None
+    if defining is None:
+        return []
+    # ``self`` unknown: the instance is of the class or of any subclass, each with its own order (a mixin's
+    # ``super()`` reaches the base each class that mixes it in puts after it)
+    instances = [self_class] if self_class is not None else [(defining, facts)] + subclasses((defining, facts))
+    found: List[Resolved] = []
+    for instance in instances:
+        following = after_in_order(instance, (defining, facts), name)
+        if following is not None and all(following[0] is not seen for seen, _, _ in found):
+            found.append((following[0], following[1], instance))
+    return found
 
 
 def _known_as_base(receiver: ast.AST, function: Optional[FunctionNode]) -> bool:
