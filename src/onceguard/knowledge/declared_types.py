@@ -52,3 +52,16 @@ PROCESS_LOCAL_CLASSES: FrozenSet[str] = frozenset({
     "opentelemetry.metrics.Counter", "opentelemetry.metrics.UpDownCounter", "opentelemetry.metrics.Histogram",
     "opentelemetry.metrics.Gauge", "opentelemetry.metrics._Gauge",
 })
+
+#: The dependency-injection library whose containers the project may declare.
+INJECTION_MODULE = "dependency_injector"
+#: Dependency-injection providers declared in a container class's body (``exporter = providers.Singleton(
+#: Exporter, ...)``): calling ``container.exporter()`` gives what the provider's first argument makes.
+INSTANCE_PROVIDERS: FrozenSet[str] = frozenset({
+    f"dependency_injector.providers.{name}" for name in (
+        "Singleton", "Factory", "ThreadSafeSingleton", "ThreadLocalSingleton", "ContextLocalSingleton",
+        "DelegatedSingleton", "DelegatedFactory", "DelegatedThreadSafeSingleton", "DelegatedThreadLocalSingleton",
+    )
+})
+#: ``providers.List(a, b)``: calling it gives a list of what each provider it is handed gives.
+LIST_PROVIDERS: FrozenSet[str] = frozenset({"dependency_injector.providers.List"})

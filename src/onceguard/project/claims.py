@@ -249,6 +249,20 @@ class ClaimAnalyzer(ClaimBranches):
         return None
 
     # -- helpers (same module, or the project through the resolver) ---------------------------
+    def _only_override(self, call: ast.Call, stub: FunctionNode) -> Optional[Tuple[FunctionNode, "ClaimAnalyzer"]]:
+        """``self.tick(...)`` in a base whose own ``tick`` is a stub (``raise NotImplementedError``): what runs is
+        a subclass's override; with one override in the project, that one is the helper whose claim counts."""
+        from .summaries import _is_stub, resolve
+
+        if not _is_stub(stub):
+            return None
+        real = [(f, where) for f, where in resolve(call, self.facts, self.facts.enclosing_function(call),
+                                                   by_name=False) if not _is_stub(f)]
+        if len(real) != 1:
+            return None
+        function, where = real[0]
+        return function, (self if where is self.facts else ClaimAnalyzer.of_module(where, self.resolver))
+
     def _helper_target(self, call: ast.Call) -> Optional[Tuple[FunctionNode, "ClaimAnalyzer"]]:
         func = call.func
         target = None
@@ -256,6 +270,10 @@ class ClaimAnalyzer(ClaimBranches):
             target = self.bindings.module_function(func)
         elif isinstance(func, ast.Attribute):
             target = self.bindings.method(func)
+            if target is not None and isinstance(func.value, ast.Name) and func.value.id == "self":
+                overriding = self._only_override(call, target)
+                if overriding is not None:
+                    return overriding
         if target is not None:
             return target, self
         if self.resolver is not None and self.facts.context.cross_file:

@@ -193,6 +193,34 @@ def _returned(declared: Optional[Declared]) -> Optional[Declared]:
     return Declared(found[1][1], declared.facts)
 
 
+def instance_of(declared: Optional[Declared]) -> Optional[Declared]:
+    """What calling a value of type ``type[X]`` (``Type[X]``) makes: an ``X``, or an instance of a subclass."""
+    if declared is None:
+        return None
+    found = _container(declared, ("type", "Type"))
+    return Declared(found[1][0], declared.facts) if found is not None and len(found[1]) == 1 else None
+
+
+def _pairs(mapping: Declared) -> Optional[Declared]:
+    """What ``.items()`` of a mapping of this type gives: ``list[tuple[K, V]]``."""
+    found = _container(mapping, known.MAPPINGS)
+    if found is None or len(found[1]) != 2:
+        return None
+    pair = ast.Subscript(value=ast.Name(id="tuple", ctx=ast.Load()), slice=ast.Tuple(elts=list(found[1]),
+                                                                                      ctx=ast.Load()), ctx=ast.Load())
+    return Declared(ast.Subscript(value=ast.Name(id="list", ctx=ast.Load()), slice=pair, ctx=ast.Load()),
+                    mapping.facts)
+
+
+def _unpacked(declared: Optional[Declared], position: int, count: int) -> Optional[Declared]:
+    """The type of the ``position``-th of ``count`` names a value of this type is unpacked into
+    (``for name, job_cls in registry.items()``): a ``tuple[A, B]``'s member at that place."""
+    found = _container(declared, known.TUPLES) if declared is not None else None
+    if found is None or len(found[1]) != count:
+        return None
+    return Declared(found[1][position], declared.facts)
+
+
 def classes(declared: Optional[Declared]) -> List[ClassRef]:
     """The project classes a value of this type may be an instance of."""
     if declared is None:
@@ -250,6 +278,12 @@ def type_of(expr: ast.AST, facts: ModuleFacts, function: Optional[FunctionNode],
     if isinstance(expr, ast.Name):
         return _name_type(expr.id, facts, function, steps, self_class)
     if isinstance(expr, ast.Attribute):
+        # (a class's name is capitalised by convention: other receivers are not looked up as classes, for cost)
+        named = class_of(expr.value, facts) if isinstance(expr.value, ast.Name) and expr.value.id[:1].isupper() \
+            else None
+        if named is not None:
+            # ``BaseJob.registry``: what the class body declares its own attribute to hold
+            return attribute_type(named[0], named[1], expr.attr, steps + 1)
         for cls, cls_facts in owner_classes(expr.value, facts, function, steps + 1, self_class):
             declared = attribute_type(cls, cls_facts, expr.attr, steps + 1)
             if declared is not None:
@@ -330,7 +364,7 @@ def _name_type(name: str, facts: ModuleFacts, function: Optional[FunctionNode], 
     while scope is not None:
         binding = _bindings(scope).get(name)
         if binding is not None:
-            return _binding_type(binding, facts, scope, steps, self_class)
+            return _binding_type(binding, facts, scope, steps, self_class, name)
         scope = facts.enclosing_function(scope)
     binding = _bindings(facts.tree).get(name)
     if binding is not None:
@@ -362,6 +396,10 @@ def _bindings(scope: ast.AST) -> Dict[str, ast.AST]:
             table.setdefault(node.target.id, node)
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(node.target, ast.Name):
             table.setdefault(node.target.id, node)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(node.target, ast.Tuple):
+            for name in node.target.elts:
+                if isinstance(name, ast.Name):
+                    table.setdefault(name.id, node)
         elif isinstance(node, ast.NamedExpr):
             table.setdefault(node.target.id, node)
     scope._og_typed_bindings = table
@@ -375,13 +413,17 @@ def _says_nothing(annotation: ast.AST) -> bool:
 
 
 def _binding_type(binding: ast.AST, facts: ModuleFacts, scope: Optional[FunctionNode], steps: int,
-                  self_class: Optional[ClassRef]) -> Optional[Declared]:
+                  self_class: Optional[ClassRef], name: str = "") -> Optional[Declared]:
     if isinstance(binding, ast.AnnAssign):
         if _says_nothing(binding.annotation):
             return type_of(binding.value, facts, scope, steps + 1, self_class) if binding.value is not None else None
         return Declared(binding.annotation, facts)
     if isinstance(binding, (ast.For, ast.AsyncFor, ast.comprehension)):
-        return element(type_of(binding.iter, facts, scope, steps + 1, self_class))
+        yielded = element(type_of(binding.iter, facts, scope, steps + 1, self_class))
+        if isinstance(binding.target, ast.Tuple):
+            places = [i for i, e in enumerate(binding.target.elts) if isinstance(e, ast.Name) and e.id == name]
+            return _unpacked(yielded, places[0], len(binding.target.elts)) if places else None
+        return yielded
     if isinstance(binding, (ast.Assign, ast.NamedExpr)):
         return type_of(binding.value, facts, scope, steps + 1, self_class)
     return None
@@ -404,10 +446,15 @@ def _call_type(call: ast.Call, facts: ModuleFacts, function: Optional[FunctionNo
                 value = item(receiver)
                 return Declared(ast.Subscript(value=ast.Name(id="list", ctx=ast.Load()), slice=value.annotation,
                                               ctx=ast.Load()), value.facts) if value is not None else None
+            if func.attr == "items":
+                return _pairs(receiver)
             return None
         called = _returned(type_of(func, facts, function, steps + 1, self_class))
         if called is not None:
             return called
+        handed = _container_provides(func, facts, function, steps, self_class)
+        if handed is not None:
+            return handed
     elif isinstance(func, ast.Name):
         called = _returned(type_of(func, facts, function, steps + 1)) if parameter_annotation(function, func.id) else None
         if called is not None:
@@ -415,6 +462,10 @@ def _call_type(call: ast.Call, facts: ModuleFacts, function: Optional[FunctionNo
     if isinstance(func, (ast.Name, ast.Attribute)):
         if class_of(func, facts) is not None:
             return Declared(func, facts)  # a constructor
+        # ``job_cls(ctx)`` with ``job_cls`` declared ``type[BaseJob]`` (a loop over a registry of classes)
+        made = instance_of(type_of(func, facts, function, steps + 1, self_class))
+        if made is not None:
+            return made
         qualified = facts.qualify(func) or ""
         last = func.attr if isinstance(func, ast.Attribute) else func.id
         head = func
@@ -435,6 +486,22 @@ def _call_type(call: ast.Call, facts: ModuleFacts, function: Optional[FunctionNo
             return Declared(target.returns, target_facts)
         return _made_by_returns(target, target_facts)
     return None
+
+
+def _container_provides(func: ast.Attribute, facts: ModuleFacts, function: Optional[FunctionNode], steps: int,
+                        self_class: Optional[ClassRef]) -> Optional[Declared]:
+    """``container.exporter()`` on a dependency-injection container of the project: what the provider its class
+    binds to ``exporter`` makes (asked only of a name the container's class binds in its body)."""
+    from .injected_providers import provided, may_provide
+    from .summaries import instance_class
+
+    if not may_provide(facts):
+        return None
+    owners = owner_classes(func.value, facts, function, steps + 1, self_class)
+    if not owners and steps <= 1:
+        owner = instance_class(func.value, facts, function)  # (what start-up code keeps on the app, too)
+        owners = [owner] if owner is not None else []
+    return provided(owners, func.attr) if owners else None
 
 
 def _made_by_returns(function: FunctionNode, facts: ModuleFacts) -> Optional[Declared]:

@@ -558,6 +558,7 @@ def clear_cache() -> None:
         _file_lists.clear()
         _def_indexes.clear()
         _call_indexes.clear()
+        _base_indexes.clear()
         _mentions.clear()
         _distributions.clear()
         _named_files.clear()
@@ -685,6 +686,24 @@ def files_calling_method(name: str, root: str) -> List[str]:
 def _call_index(root: str) -> Dict[str, List[str]]:
     """method name -> files that call a method of that name (``.name(``), from one pass over the bytes."""
     return _name_index(root, _call_indexes, lambda data: set(_METHOD_CALL.findall(data)))
+
+
+#: ``class Name(Base, Mixin, metaclass=M):`` -- the text between the parentheses (one line or several).
+_CLASS_BASES = re.compile(rb"^[ \t]*class[ \t]+[A-Za-z_][A-Za-z0-9_]*[ \t]*\(([^)]*)\)", re.MULTILINE)
+_BASE_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_base_indexes: Dict[str, Dict[str, List[str]]] = {}
+
+
+def _base_names(data: bytes) -> Set[bytes]:
+    """Every name written between the parentheses of a ``class`` statement of a file (bases, their modules,
+    keywords): a file that does not name a class there defines no subclass of it."""
+    return {name for match in _CLASS_BASES.finditer(data) for name in _BASE_NAME.findall(match.group(1))}
+
+
+def files_subclassing(name: str, root: str) -> List[str]:
+    """Files of the project that may define a subclass of a class called ``name`` (one pass over the
+    project's bytes answers every name)."""
+    return _name_index(root, _base_indexes, _base_names).get(name, [])
 
 
 def functions_named(name: str, config: Config, root: str, limit: int = 6) -> List[Tuple[FunctionNode, ModuleFacts]]:

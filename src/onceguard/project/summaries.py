@@ -37,6 +37,7 @@ from .declared_types import (ClassRef, annotation_class as _annotation_class, at
                              class_of as _class_of, parameter_annotation as _parameter_annotation)
 from .own_share import acts_on_own_share
 from .row_claims import claimed_row_calls
+from .subclasses import overrides
 from ..knowledge import orm as orm_known
 from ..knowledge.declared_types import PROCESS_LOCAL_CLASSES as _PROCESS_LOCAL_CLASSES
 from ..knowledge import redis_clients as redis_known
@@ -276,6 +277,9 @@ def resolve_reference(expr: ast.Attribute, facts: ModuleFacts) -> Optional[Resol
     function = facts.enclosing_function(expr) or _def_around_lambda(expr, facts)
     owner = _receiver_class(expr.value, facts, function)
     if owner is None:
+        # what the annotations say it is (``for ticker in container.tickers()``): one class, or no answer
+        owner = declared.one_class(declared.classes(declared.type_of(expr.value, facts, function)) or [None])
+    if owner is None:
         return None
     method = _method_of(owner[0], owner[1], expr.attr)
     return _with_self(method, owner) if method is not None else None
@@ -392,11 +396,17 @@ def resolve_with_self(call: ast.Call, facts: ModuleFacts, function: Optional[Fun
         return [_with_self(called[:2], called[2])] if called is not None else []
     if not isinstance(func, ast.Attribute):
         return []
+    following = _super_method(func.attr, facts, function, self_class) if _is_super(func.value) else []
+    if following:
+        return following
     owner = _receiver_class(func.value, facts, function, self_class=self_class)
     if owner is not None:
         method = _method_of(owner[0], owner[1], func.attr)
         if method is not None:
-            return [_with_self(method, owner)]
+            found = [_with_self(method, owner)]
+            if _known_as_base(func.value, function):
+                found += [(runs, where, sub) for runs, where, sub in overrides(owner, method[0], _method_of)]
+            return found
     else:
         # What the annotations declare the receiver to be: each class of a union may run its own method.
         kind = declared.type_of(func.value, facts, function, self_class=self_class)
@@ -417,6 +427,39 @@ def resolve_with_self(call: ast.Call, facts: ModuleFacts, function: Optional[Fun
         candidates = project.functions_named(func.attr, facts.config, project.search_root(facts), limit=3)
         return [(c[0], c[1], None) for c in candidates if isinstance(c[1].enclosing_class(c[0]), ast.ClassDef)]
     return []
+
+
+def _is_super(receiver: ast.AST) -> bool:
+    """``super()`` (or ``super(Cls, self)``) as a receiver."""
+    return isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super"
+
+
+def _super_method(name: str, facts: ModuleFacts, function: Optional[FunctionNode],
+                  self_class: Optional[ClassRef]) -> List[Resolved]:
+    """``super().run()`` in a method of a class (a mixin wrapping a base's ``run``): the def next in the
+    resolution order of ``self``'s class after the class the method is written in, with ``self`` that class."""
+    from .subclasses import after_in_order, subclasses
+
+    defining = facts.enclosing_class(function) if function is not None else None
+    if defining is None:
+        return []
+    # ``self`` unknown: the instance is of the class or of any subclass, each with its own order (a mixin's
+    # ``super()`` reaches the base each class that mixes it in puts after it)
+    instances = [self_class] if self_class is not None else [(defining, facts)] + subclasses((defining, facts))
+    found: List[Resolved] = []
+    for instance in instances:
+        following = after_in_order(instance, (defining, facts), name)
+        if following is not None and all(following[0] is not seen for seen, _, _ in found):
+            found.append((following[0], following[1], instance))
+    return found
+
+
+def _known_as_base(receiver: ast.AST, function: Optional[FunctionNode]) -> bool:
+    """``self`` (``cls``), or a parameter annotated with a class: an instance of that class or of any subclass
+    of it, so a method called on it runs whichever override its class has."""
+    if not isinstance(receiver, ast.Name) or function is None:
+        return False
+    return receiver.id in ("self", "cls") or _parameter_annotation(function, receiver.id) is not None
 
 
 def _with_self(method: Tuple[FunctionNode, ModuleFacts], owner: ClassRef) -> Resolved:

@@ -289,6 +289,10 @@ class LoopRegistrations:
         return is_pause(node, facts or self.facts)
 
     def _is_sleep_statement(self, statement: ast.stmt, facts: Optional[ModuleFacts] = None) -> bool:
+        """A pause of the loop: ``await asyncio.sleep(delay)``, or one taken only while time is left (``if delay
+        > 0: await asyncio.sleep(delay)``) -- still the loop's wait, not the work a claim must lead."""
+        if isinstance(statement, ast.If) and not statement.orelse and statement.body:
+            return all(self._is_sleep_statement(inner, facts) for inner in statement.body)
         return isinstance(statement, ast.Expr) and self._sleep_call(statement.value, facts)
 
     def _ticker_loop(self, function: FunctionNode, facts: Optional[ModuleFacts] = None) -> Optional[ast.While]:
