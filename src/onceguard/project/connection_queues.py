@@ -11,6 +11,7 @@ import ast
 from typing import Iterator, Set, Tuple
 
 from ..analysis.facts import FunctionNode, ModuleFacts, is_generator, walk
+from ..analysis.handed import argument_for, parameter_names
 from ..knowledge import process_local as known
 
 
@@ -73,7 +74,33 @@ def _stream_takes_returned(call: ast.Call, other: ModuleFacts) -> bool:
     if any(_reads_queue(reader, name) for name in targets for reader in readers):
         return True
     # a WebSocket handler that takes the messages of the queue and sends them on to its connection
-    return any(_reads_queue(caller, name) for name in targets) and _serves_socket(caller, other)
+    if any(_reads_queue(caller, name) for name in targets) and _serves_socket(caller, other):
+        return True
+    # ... or hands the queue to a function of the project that does (``create_task(pump(websocket, queue))``), or
+    # to the generator of the stream it answers with (``StreamingResponse(events(queue))``)
+    return any(_handed_to_stream(name, caller, other) for name in targets)
+
+
+def _handed_to_stream(name: str, caller: FunctionNode, facts: ModuleFacts) -> bool:
+    """``caller`` hands its ``name`` to a def of the project that takes messages from the matching parameter and
+    passes them on to a connection it serves or yields them to a stream."""
+    from .definitions import called_def
+
+    for call in (n for n in walk(caller) if isinstance(n, ast.Call)):
+        handed = [a for a in list(call.args) + [k.value for k in call.keywords]
+                  if isinstance(a, ast.Name) and a.id == name]
+        if not handed:
+            continue
+        found = called_def(call, facts)
+        if found is None:
+            continue
+        reader, where = found
+        parameters = [p for p in parameter_names(reader, receiver=False)
+                      if argument_for(call, reader, p) is handed[0]]
+        if parameters and _reads_queue(reader, parameters[0]) \
+                and (is_generator(reader) or _serves_socket(reader, where)):
+            return True
+    return False
 
 
 def _method_calls_by_name(function: FunctionNode, facts: ModuleFacts) -> Iterator[Tuple[ast.Call, ModuleFacts]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from . import index as project
 from ..analysis.facts import ModuleFacts, walk
@@ -125,6 +125,25 @@ def cache_alias_bound(receiver: ast.AST, facts: ModuleFacts) -> Optional[ast.Sub
     if len(values) == 1 and isinstance(values[0], ast.Subscript) \
             and (facts.qualify(values[0].value) or "") in process_known.DJANGO_CACHE_NAMES:
         return values[0]
+    return None
+
+
+def django_cache_behind(receiver: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+    """The Django cache (``cache``, ``caches["quota"]``) a receiver holds for the process's life, with the module
+    it is spelled in: a module-level name bound to it, or ``self.cache = caches[alias]`` in the receiver's class
+    (an object that keeps its cache handle).  None for anything else."""
+    if not isinstance(receiver, (ast.Name, ast.Attribute)):
+        return None
+    from .process_state import binding_of
+
+    binding = binding_of(receiver, facts)
+    if binding is None:
+        return None
+    value, where = binding.value, binding.facts or facts
+    spelled = value.value if isinstance(value, ast.Subscript) else value
+    if isinstance(spelled, (ast.Name, ast.Attribute)) \
+            and (where.qualify(spelled) or "") in process_known.DJANGO_CACHE_NAMES:
+        return value, where
     return None
 
 

@@ -3,8 +3,10 @@
 ``Cache(config={"CACHE_TYPE": "SimpleCache"})`` says it where the cache is made; more often the object is made
 bare (``cache = Cache()`` in ``extensions.py``) and the application's configuration names the backend: a
 config class's ``CACHE_TYPE = "SimpleCache"`` loaded with ``app.config.from_object``, ``app.config["CACHE_TYPE"]
-= ...``, ``app.config.update(CACHE_TYPE=...)``, a settings dict.  Every value the project assigns counts: a
-backend chosen at run time (read from the environment, computed) makes the answer unknown.
+= ...``, ``app.config.update(CACHE_TYPE=...)``, a settings dict.  Every value the project assigns counts; one
+read from the environment counts as each value the deployment files set the variable to (a ConfigMap's
+``CACHE_TYPE: SimpleCache``).  A backend chosen at run time otherwise (a variable the deployment files never set,
+a computed value) makes the answer unknown.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import FrozenSet, Optional
 from ..analysis.facts import ModuleFacts
 from ..knowledge import process_state as known
 from . import index as project
+from .deployed_environment import deployed_values, environment_read
 
 
 def cache_types(value: ast.AST, facts: ModuleFacts) -> Optional[FrozenSet[str]]:
@@ -35,9 +38,15 @@ def cache_types(value: ast.AST, facts: ModuleFacts) -> Optional[FrozenSet[str]]:
                 continue
             paths.append(path)
             for assigned in _assigned_values(other):
-                if not (isinstance(assigned, ast.Constant) and isinstance(assigned.value, str)):
+                if isinstance(assigned, ast.Constant) and isinstance(assigned.value, str):
+                    found.add(assigned.value)
+                    continue
+                # read from the environment: what the deployment files set the variable to, when they do
+                variable = environment_read(assigned, other)
+                deployed = deployed_values(variable, other) if variable is not None else []
+                if not deployed:
                     return None, tuple(paths)
-                found.add(assigned.value)
+                found.update(value for value, _, _ in deployed)
         return (frozenset(found) or None), tuple(paths)
 
     return project.scan_once(_by_root, project.search_root(facts), scan)

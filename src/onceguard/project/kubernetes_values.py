@@ -79,3 +79,66 @@ def _env_references(node):
                     pending.append(value)
         elif isinstance(current, yaml.SequenceNode):
             pending.extend(current.value)
+
+
+#: (value, path, line) of each value a container's environment gives a variable.
+Given = List[Tuple[str, str, int]]
+
+
+def container_environment(texts: Iterable[Tuple[str, str]]) -> Dict[str, Given]:
+    """Every value the manifests' containers give each environment variable: an ``env`` entry's literal
+    ``value``, the Secret or ConfigMap entry its ``valueFrom`` names, and each entry of a Secret or ConfigMap the
+    container takes whole (``envFrom: [{configMapRef: {name: ...}}]``, with its ``prefix``).  A reference to an
+    object the manifests do not hold gives nothing."""
+    import yaml
+
+    texts = list(texts)
+    entries, references = read(texts)
+    given: Dict[str, Given] = {}
+    for path, found in references.items():
+        for variable, kind, name, key, line in found:
+            if (kind, name, key) in entries:
+                given.setdefault(variable, []).append((entries[(kind, name, key)][0], path, line))
+    for path, text in texts:
+        if "env" not in text:
+            continue
+        try:
+            documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        except (yaml.YAMLError, RecursionError):
+            continue
+        for document in documents:
+            if not isinstance(document, yaml.MappingNode) or _scalar(_get(document, "kind")) in ("Secret", "ConfigMap"):
+                continue
+            for key, item in _container_env_items(document):
+                if key == "env":
+                    variable, value = _scalar(_get(item, "name")), _scalar(_get(item, "value"))
+                    if variable and value is not None and "$(" not in value:
+                        given.setdefault(variable, []).append((value, path, _line(item)))
+                    continue
+                prefix = _scalar(_get(item, "prefix")) or ""
+                for reference, kind in _WHOLE_REFERENCE_KINDS.items():
+                    name = _scalar(_get(_get(item, reference), "name"))
+                    for (held_kind, held_name, entry), (value, _) in entries.items() if name else ():
+                        if held_kind == kind and held_name == name:
+                            given.setdefault(prefix + entry, []).append((value, path, _line(item)))
+    return given
+
+
+_WHOLE_REFERENCE_KINDS = {"configMapRef": "ConfigMap", "secretRef": "Secret"}
+
+
+def _container_env_items(node):
+    """(``env`` or ``envFrom``, item) for every item of such a list under ``node``, at any depth."""
+    import yaml
+
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, yaml.MappingNode):
+            for key, value in current.value:
+                if _scalar(key) in ("env", "envFrom"):
+                    yield from ((_scalar(key), item) for item in _sequence(value))
+                else:
+                    pending.append(value)
+        elif isinstance(current, yaml.SequenceNode):
+            pending.extend(current.value)

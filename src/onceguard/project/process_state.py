@@ -590,8 +590,8 @@ def _value_kind(value: ast.AST, matcher: StateMatcher, names: Set[str], function
         return WRITE_OBJECT
     if marking:
         return WRITE_MARK
-    if isinstance(value, ast.Constant) and value.value is True:
-        return WRITE_MARK
+    if isinstance(value, ast.Constant) and (value.value is True or value.value is None):
+        return WRITE_MARK  # (an entry holding nothing, ``_ids[key] = None``: a dict kept as an ordered set)
     if isinstance(value, ast.Call):
         name = _call_last_name(value)
         if name[:1].isupper():

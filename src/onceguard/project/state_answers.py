@@ -144,7 +144,9 @@ def _answers_the_request(test: ast.AST, caller: ast.AST) -> bool:
 
 def in_loop_over_state(access: Access, matcher: StateMatcher) -> bool:
     """``access`` sits in a loop over the state itself (``for key, at in list(self._seen.items()):`` … ``del
-    self._seen[key]``): entries dropped as the loop finds them old, not one key's work ending."""
+    self._seen[key]``), or in a loop that takes the key it drops from the state's own entries (``while
+    self._seen: key, at = next(iter(self._seen.items()))`` … ``del self._seen[key]``): entries dropped as the
+    loop finds them old, not one key's work ending."""
     if access.function is None:
         return False
     names = matcher.aliases(access.function)
@@ -152,6 +154,29 @@ def in_loop_over_state(access: Access, matcher: StateMatcher) -> bool:
         if above is access.function:
             return False
         if isinstance(above, (ast.For, ast.AsyncFor)) and matcher.touches(above.iter, names, access.function):
+            return True
+        if isinstance(above, ast.While) and _key_read_from_state(access, above, matcher, names):
+            return True
+    return False
+
+
+def _key_read_from_state(access: Access, loop: ast.While, matcher: StateMatcher, names) -> bool:
+    """The key ``access`` removes (``del d[key]``, ``d.pop(key)``) is a name ``loop`` binds from the state itself."""
+    node = access.node
+    if isinstance(node, ast.Expr):
+        node = node.value
+    if isinstance(node, ast.Delete) and node.targets and isinstance(node.targets[0], ast.Subscript):
+        key = node.targets[0].slice
+    elif isinstance(node, ast.Call) and node.args:
+        key = node.args[0]
+    else:
+        return False
+    if not isinstance(key, ast.Name):
+        return False
+    for statement in walk_no_nested_functions(loop):
+        if isinstance(statement, ast.Assign) and any(
+                isinstance(n, ast.Name) and n.id == key.id for target in statement.targets for n in walk(target)) \
+                and matcher.touches(statement.value, names, access.function):
             return True
     return False
 

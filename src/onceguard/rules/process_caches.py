@@ -28,7 +28,7 @@ from ..project.module_caches import imports_a_module_cache
 from ..project.minted_keys import minted_by_callers, minted_key, minted_value
 from ..project.reach import Reach, runs
 from ..project.settings_objects import django_settings_modules
-from ..project.django_caches import alias_is_per_process, cache_alias_bound, caches_settings
+from ..project.django_caches import alias_is_per_process, cache_alias_bound, caches_settings, django_cache_behind
 from .memoized_effects import TRIGGERS as ONCE_GATE_TRIGGERS, once_gates
 from .base import Rule
 from .registry import register
@@ -529,10 +529,14 @@ class PerProcessCacheCoordination(Rule):
             receiver = func.value
             spelled = f"`{dotted(receiver) or 'cache'}.{method}()`"
             receiver = cache_alias_bound(receiver, facts) or receiver  # ``counters = caches["quota"]``
-            qualified = facts.qualify(receiver) or ""
+            where = facts
+            kept = django_cache_behind(receiver, facts)  # (``self.cache = caches[alias]`` in ``__init__``)
+            if kept is not None:
+                receiver, where = kept
+            qualified = where.qualify(receiver) or ""
             alias = None
             if isinstance(receiver, ast.Subscript):
-                qualified = facts.qualify(receiver.value) or ""
+                qualified = where.qualify(receiver.value) or ""
                 key = receiver.slice
                 alias = key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
             binding = made = None
