@@ -25,7 +25,7 @@ import copy
 import os
 import threading
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
 from ..analysis.facts import ModuleFacts, ancestors, walk
 from ..knowledge import deployment as known
@@ -342,8 +342,9 @@ def _read_keys(expr: ast.AST, facts: ModuleFacts) -> Set[str]:
             value = _bound_once(node, facts)
             if value is not None:
                 keys.update(k for k in (_read_key(n, facts) for n in walk(value)) if k)
-        if isinstance(node, ast.Attribute):
-            # ``settings.run_tickers`` of a settings object the project makes: what it is made of
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            # ``settings.run_tickers`` of a settings object the project makes, ``app.config["RUN_JOBS"]`` of a
+            # mapping filled from a config class: what it is made of
             derived = _derived(node, facts)
             if isinstance(derived, EnvironmentField):
                 keys.add(f"env:{derived.variable}")
@@ -395,7 +396,7 @@ def _env_helper_read(call: ast.Call, facts: ModuleFacts) -> Optional[Tuple[ast.A
     return _Named().visit(copy.deepcopy(returns[0])), where
 
 
-def _derived(node: ast.Attribute, facts: ModuleFacts) -> Optional[Derived]:
+def _derived(node: Union[ast.Attribute, ast.Subscript], facts: ModuleFacts) -> Optional[Derived]:
     def build(_facts: ModuleFacts) -> dict:
         return {}
 
@@ -471,7 +472,7 @@ def _evaluate(expr: ast.AST, pin: Pin, facts: ModuleFacts) -> Optional[bool]:
     fixed = _literal(pin.value, pin.facts)
     if fixed is None:
         return None
-    derived = _derived(expr, facts) if isinstance(expr, ast.Attribute) else None
+    derived = _derived(expr, facts) if isinstance(expr, (ast.Attribute, ast.Subscript)) else None
     if isinstance(derived, EnvironmentField) and f"env:{derived.variable}" == pin.key and fixed[0] == "constant":
         return derived.truth(str(fixed[1]))  # ``if settings.run_tickers:`` read from the variable
     if isinstance(derived, tuple) and derived[0] is not expr and pin.key in _read_keys(derived[0], derived[1]):
@@ -526,7 +527,7 @@ def _normalised(node: ast.AST) -> Tuple[ast.AST, List[str]]:
 def _key_of(node: ast.AST, facts: ModuleFacts) -> Optional[str]:
     """The setting a compared value is: read here, or a settings class's field filled from the environment."""
     key = _read_key(node, facts)
-    if key is None and isinstance(node, ast.Attribute):
+    if key is None and isinstance(node, (ast.Attribute, ast.Subscript)):
         derived = _derived(node, facts)
         if isinstance(derived, EnvironmentField):
             return f"env:{derived.variable}"
