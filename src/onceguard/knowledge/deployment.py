@@ -19,6 +19,10 @@ DOCKERFILE_START_INSTRUCTIONS: FrozenSet[str] = frozenset({"CMD", "ENTRYPOINT"})
 PROCFILE_NAMES: FrozenSet[str] = frozenset({"Procfile"})
 #: Procfile process types that run once per deploy (Heroku, Dokku, Scalingo): the rest run per dyno.
 PROCFILE_ONCE_TYPES: FrozenSet[str] = frozenset({"release", "predeploy", "postdeploy"})
+#: The app manifest beside a Procfile (Heroku, Dokku) and its ``formation``: process type -> ``quantity``.
+APP_MANIFEST = "app.json"
+APP_FORMATION = "formation"
+APP_QUANTITY = "quantity"
 #: docker compose files by name (any ``.yml``/``.yaml`` whose name starts with one of these).
 COMPOSE_PREFIXES: Tuple[str, ...] = ("docker-compose", "compose")
 YAML_SUFFIXES: Tuple[str, ...] = (".yml", ".yaml")

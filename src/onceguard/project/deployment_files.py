@@ -55,7 +55,9 @@ def is_dockerfile(name: str) -> bool:
 
 def is_deployment_file(name: str) -> bool:
     lowered = name.lower()
+    # (an app manifest only scales a Procfile's process types: listed so that a result depends on it)
     return (is_dockerfile(name) or name in known.PROCFILE_NAMES or lowered.endswith(known.YAML_SUFFIXES)
+            or name == known.APP_MANIFEST
             or lowered.endswith(known.SHELL_SUFFIXES) or _may_be_uwsgi_config(lowered)
             or _may_be_supervisor_config(lowered))
 
@@ -319,15 +321,33 @@ def _supervisor_config(path: str) -> List[Launch]:
 
 def _procfile(path: str) -> List[Launch]:
     found = []
+    quantities = _formation(os.path.join(os.path.dirname(path), known.APP_MANIFEST))
     for line, text in logical_lines(read_text(path)):
         process, colon, command = text.partition(":")
         process = process.strip()
         if not colon or not process or process.startswith("#") or " " in process:
             continue
-        per_replica = process not in known.PROCFILE_ONCE_TYPES
+        # a process type the manifest scales to one dyno (a ``clock``) runs once, as a one-replica workload does
+        quantity = quantities.get(process)
+        per_replica = process not in known.PROCFILE_ONCE_TYPES and quantity != 1
         for words in _shell_words(command):
-            found.append(Launch(words, path, line, per_replica, f"Procfile {process}"))
+            found.append(Launch(words, path, line, per_replica, f"Procfile {process}", replicas=quantity))
     return found
+
+
+def _formation(path: str) -> Dict[str, int]:
+    """process type -> the dyno count an app manifest's ``formation`` gives it (none when there is no manifest)."""
+    import json
+
+    text = read_text(path) if os.path.isfile(path) else ""
+    try:
+        formation = json.loads(text).get(known.APP_FORMATION) if text else None
+    except (ValueError, AttributeError):
+        return {}
+    if not isinstance(formation, dict):
+        return {}
+    return {str(process): entry[known.APP_QUANTITY] for process, entry in formation.items()
+            if isinstance(entry, dict) and type(entry.get(known.APP_QUANTITY)) is int}
 
 
 # -- shell -------------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
-from ..analysis.facts import ModuleFacts, ancestors, walk
+from ..analysis.facts import ModuleFacts, ancestors, parent, walk
 from ..knowledge import deployment as known
 from ..knowledge import startup as startup_known
 from . import deployment
@@ -235,14 +235,25 @@ def dedicated_gate(node: ast.AST, facts: ModuleFacts) -> Optional[DedicatedGate]
             passing = [pin for pin in fixed if _holds(conditions, pin, facts) is not False]
             if passing and all(pin.single for pin in passing):
                 return DedicatedGate(key, test, tuple(passing))
+            if not passing and key.startswith(ARGUMENT):
+                # every launch of the program hands a word the gate refuses: no process the deployment starts
+                # runs the code
+                return DedicatedGate(key, test, ())
     return None
 
 
 def gated_at_every_caller(node: ast.AST, facts: ModuleFacts) -> bool:
     """``node`` sits in a function whose every call the project shows is under such a gate (``ready()`` calls
-    ``start_scheduler()`` only ``if settings.RUN_SCHEDULER``): it runs only where the gate passes (command line
-    only; one call up)."""
-    return at_every_caller(node, facts, lambda call, other: dedicated_gate(call, other) is not None)
+    ``start_scheduler()`` only ``if settings.RUN_SCHEDULER``), and that is handed on (``Thread(target=...)``)
+    only under one too: it runs only where the gate passes (command line only; one call up)."""
+    from .shared_channels import references_to
+
+    if not at_every_caller(node, facts, lambda call, other: dedicated_gate(call, other) is not None):
+        return False
+    function = facts.enclosing_function(node)
+    return function is not None and all(
+        dedicated_gate(reference, other) is not None for reference, other in references_to(function, facts)
+        if not _called(reference))
 
 
 def at_every_caller(node: ast.AST, facts: ModuleFacts, holds: Callable[[ast.Call, ModuleFacts], bool]) -> bool:
@@ -255,6 +266,10 @@ def at_every_caller(node: ast.AST, facts: ModuleFacts, holds: Callable[[ast.Call
         return False
     calls = [(call, other) for call, other in callers_of(function, facts) if not other.context.is_test]
     return bool(calls) and all(holds(call, other) for call, other in calls)
+
+
+def _called(reference: ast.AST) -> bool:
+    return isinstance(parent(reference), ast.Call) and parent(reference).func is reference
 
 
 def _argument_pins(key: str, facts: ModuleFacts) -> List[Pin]:
