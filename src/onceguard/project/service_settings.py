@@ -273,3 +273,52 @@ def _environment_read(value: ast.AST) -> Optional[str]:
     else:
         return None
     return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+
+
+#: Keys through which a service takes variables the deployment files do not spell out.
+_OTHER_SOURCES = ("env_file", "envFrom", "valueFrom")
+_elsewhere: Dict[Tuple[Tuple[str, ...], str], Tuple[bool, Tuple[str, ...]]] = {}
+project.on_clear(_elsewhere.clear)
+
+
+def sets_elsewhere(variable: str, config: Config, search_root: str = "") -> bool:
+    """Whether a process of the project may get ``variable`` from somewhere the services' own settings do not
+    show: a file of variables (``env_file:``, ``envFrom:``, a ``.env``), an image's ``ENV``, a value filled in
+    from outside (``${...}``, a template), or no deployment file at all."""
+    bases = tuple(deployment_bases(config, search_root))
+    if not bases:
+        return True
+
+    def scan() -> Tuple[bool, Tuple[str, ...]]:
+        files: List[str] = []
+        for base in bases:
+            files.extend(p for p in project.files_named(base, _is_yaml_or_dockerfile, config, key="service-settings")
+                         if p not in files)
+            files.extend(p for p in project.files_named(base, _is_variables_file, config, key="variables-files")
+                         if p not in files)
+        pinned = {(pin.path, pin.line) for pin in service_pins(config, search_root) if pin.variable == variable}
+        for path in files:
+            text = read_text(path)
+            name = os.path.basename(path)
+            if _is_variables_file(name):
+                if variable in text:
+                    return True, tuple(files)
+                continue
+            if is_dockerfile(name):
+                if any(line.split()[:1] in (["ENV"], ["ARG"]) and variable in line for line in text.splitlines()):
+                    return True, tuple(files)
+                continue
+            if any(source in text for source in _OTHER_SOURCES):
+                return True, tuple(files)
+            for number, line in enumerate(text.splitlines(), 1):
+                # each mention is a setting the services' pins hold (a compose entry, or a Kubernetes name whose
+                # value is on the next line); any other is filled in some way not read here
+                if variable in line and (path, number) not in pinned and (path, number + 1) not in pinned:
+                    return True, tuple(files)
+        return False, tuple(files)
+
+    return project.scan_once(_elsewhere, (bases, variable), scan)
+
+
+def _is_variables_file(name: str) -> bool:
+    return name == ".env" or name.startswith(".env.") or name.endswith(".env")

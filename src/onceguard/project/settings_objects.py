@@ -131,7 +131,10 @@ def _field_of(call: ast.Call, attribute: str, facts: ModuleFacts, depth: int = 0
         found_class = project.find_class(qualified, facts.config, roots)
         found = project.find_function(qualified, facts.config, roots) if found_class is None else None
     if found_class is not None:
-        return _environment_field(found_class[0], attribute, found_class[1])
+        field = _environment_field(found_class[0], attribute, found_class[1])
+        if field is None and not call.args and not any(k.arg is None for k in call.keywords):
+            return _field_default(found_class[0], attribute, found_class[1])
+        return field
     if found is None:
         return None
     function, where = found
@@ -140,6 +143,34 @@ def _field_of(call: ast.Call, attribute: str, facts: ModuleFacts, depth: int = 0
             # ``return Settings(...)`` (a loader); the first return that makes one speaks for the loader
             return _field_of(node.value, attribute, where, depth + 1)
     return None
+
+
+#: ``dataclasses.field``: a field's default is its ``default`` or what its ``default_factory`` returns.
+_FIELD_FUNCTION = "dataclasses.field"
+
+
+def _field_default(cls: ast.ClassDef, attribute: str, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+    """The value an instance made without that field's argument holds: the class body's default
+    (``migrate_on_start: bool = field(default_factory=lambda: _flag(os.environ.get("MIGRATE_ON_START")))``),
+    when no method assigns ``self.<attribute>``."""
+    from .process_state import CLASS, class_attribute_binding
+
+    binding = class_attribute_binding(cls, attribute, facts)
+    if binding is None or binding.scope != CLASS or any(
+            isinstance(t, ast.Attribute) and t.attr == attribute and isinstance(t.value, ast.Name)
+            and t.value.id == "self" for n in ast.walk(cls) if isinstance(n, (ast.Assign, ast.AnnAssign))
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])):
+        return None
+    value = binding.value
+    if isinstance(value, ast.Call) and (facts.callee(value) or "") == _FIELD_FUNCTION:
+        keywords = {k.arg: k.value for k in value.keywords}
+        if "default" in keywords:
+            return keywords["default"], facts
+        factory = keywords.get("default_factory")
+        if isinstance(factory, ast.Lambda) and not factory.args.args:
+            return factory.body, facts
+        return None
+    return value, facts
 
 
 #: The method that fills a config mapping from an object's upper-case attributes (Flask, Quart).
