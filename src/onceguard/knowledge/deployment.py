@@ -126,6 +126,10 @@ FLASK_MIGRATE_DEFAULT_DIRECTORY = "migrations"
 DJANGO_MIGRATE_SUBCOMMANDS: FrozenSet[str] = frozenset({"migrate"})
 DJANGO_ADMIN_COMMANDS: FrozenSet[str] = frozenset({"django-admin", "django-admin.py"})
 DJANGO_MANAGE_SCRIPTS: FrozenSet[str] = frozenset({"manage.py"})
+#: The variable that names the Django settings module a process runs with.
+DJANGO_SETTINGS_VARIABLE = "DJANGO_SETTINGS_MODULE"
+#: The Dockerfile instruction that sets variables for the image's processes.
+DOCKERFILE_ENV = "ENV"
 
 #: Other tools' commands that write schema, as the words they start with (the program's base name first):
 #: run from a deployment file or a subprocess.

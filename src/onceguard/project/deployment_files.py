@@ -497,8 +497,6 @@ def _selected_commands(path: str) -> List[Tuple[int, Tuple[str, ...], Optional[F
 
 
 # -- YAML: compose and Kubernetes ---------------------------------------------------------------------------
-_TEMPLATE_LINE = re.compile(r"^\s*\{\{-?.*-?\}\}\s*$")
-_TEMPLATE = re.compile(r"\{\{-?.*?-?\}\}")
 
 
 def _yaml_file(path: str) -> List[Launch]:
@@ -511,10 +509,12 @@ def _yaml_file(path: str) -> List[Launch]:
     compose = name.startswith(known.COMPOSE_PREFIXES)
     if not compose and not all(marker.decode() in text for marker in known.KUBERNETES_MARKERS):
         return []
-    # Helm templates: drop whole-line directives, stand in a word for inline ones (line numbers kept).
-    lines = ["" if _TEMPLATE_LINE.match(line) else _TEMPLATE.sub("TEMPLATE", line) for line in text.splitlines()]
+    # Helm templates: drop whole-line directives, write in the chart's values, stand in a word for other inline
+    # expressions (line numbers kept).
+    from .helm_values import rendered
+
     try:
-        documents = list(yaml.compose_all("\n".join(lines), Loader=yaml.SafeLoader))
+        documents = list(yaml.compose_all(rendered(text, path), Loader=yaml.SafeLoader))
     except yaml.YAMLError:
         return []
     except RecursionError:

@@ -19,6 +19,7 @@ from ..config import Config
 from ..knowledge import deployment as known
 from . import index as project
 from .deployment import deployment_bases
+from .helm_values import UNKNOWN, rendered
 from .deployment_files import (_dockerfile, _get, _line, _mapping_items, _scalar, _sequence, _words_of,
                                infrastructure_image, is_dockerfile, read_text)
 
@@ -94,7 +95,7 @@ def _pins_of_file(path: str, dockerfiles: Sequence[str], configured: bool,
     if not text or "replicas" not in text:
         return []  # (no service of it is pinned to one process: its settings say nothing about one)
     try:
-        documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        documents = list(yaml.compose_all(rendered(text, path), Loader=yaml.SafeLoader))
     except (yaml.YAMLError, RecursionError):
         return []
     found: List[ServicePin] = []
@@ -174,11 +175,11 @@ def _environment(node) -> Dict[str, Tuple[str, int]]:
                     found.setdefault(name, (text, line))
             continue
         text = _scalar(value)
-        if text is not None and "${" not in text:  # (a value the shell fills in is not known here)
+        if _known(text):  # (a value the shell fills in is not known here)
             found[str(key.value)] = (text, _line(value))
     for item in _sequence(node):
         text = _scalar(item)
-        if text and "=" in text and "${" not in text:
+        if text and "=" in text and _known(text):
             name, _, value = text.partition("=")
             found[name.strip()] = (value.strip(), _line(item))
     return found
@@ -188,9 +189,14 @@ def _kubernetes_environment(node) -> Dict[str, Tuple[str, int]]:
     found: Dict[str, Tuple[str, int]] = {}
     for item in _sequence(node):
         name, value = _scalar(_get(item, "name")), _get(item, "value")
-        if name and _scalar(value) is not None and "${" not in (_scalar(value) or ""):
+        if name and _known(_scalar(value)):
             found[name] = (_scalar(value) or "", _line(value))
     return found
+
+
+def _known(text: Optional[str]) -> bool:
+    """A value written out: not one the shell fills in (``${...}``), nor a template expression not read here."""
+    return text is not None and "${" not in text and UNKNOWN not in text
 
 
 def _one_process(command: Optional[Tuple[str, ...]], variables: Dict[str, Tuple[str, int]], configured: bool,
