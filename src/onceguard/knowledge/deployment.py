@@ -19,6 +19,10 @@ DOCKERFILE_START_INSTRUCTIONS: FrozenSet[str] = frozenset({"CMD", "ENTRYPOINT"})
 PROCFILE_NAMES: FrozenSet[str] = frozenset({"Procfile"})
 #: Procfile process types that run once per deploy (Heroku, Dokku, Scalingo): the rest run per dyno.
 PROCFILE_ONCE_TYPES: FrozenSet[str] = frozenset({"release", "predeploy", "postdeploy"})
+#: The app manifest beside a Procfile (Heroku, Dokku) and its ``formation``: process type -> ``quantity``.
+APP_MANIFEST = "app.json"
+APP_FORMATION = "formation"
+APP_QUANTITY = "quantity"
 #: docker compose files by name (any ``.yml``/``.yaml`` whose name starts with one of these).
 COMPOSE_PREFIXES: Tuple[str, ...] = ("docker-compose", "compose")
 YAML_SUFFIXES: Tuple[str, ...] = (".yml", ".yaml")
@@ -122,6 +126,10 @@ FLASK_MIGRATE_DEFAULT_DIRECTORY = "migrations"
 DJANGO_MIGRATE_SUBCOMMANDS: FrozenSet[str] = frozenset({"migrate"})
 DJANGO_ADMIN_COMMANDS: FrozenSet[str] = frozenset({"django-admin", "django-admin.py"})
 DJANGO_MANAGE_SCRIPTS: FrozenSet[str] = frozenset({"manage.py"})
+#: The variable that names the Django settings module a process runs with.
+DJANGO_SETTINGS_VARIABLE = "DJANGO_SETTINGS_MODULE"
+#: The Dockerfile instruction that sets variables for the image's processes.
+DOCKERFILE_ENV = "ENV"
 
 #: Other tools' commands that write schema, as the words they start with (the program's base name first):
 #: run from a deployment file or a subprocess.

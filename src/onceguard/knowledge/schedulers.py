@@ -266,6 +266,9 @@ CELERY_SIGNATURE_METHODS: FrozenSet[str] = frozenset({"s", "si", "signature"})
 #: what each tick runs, in a worker (Dramatiq ``send``, Celery ``delay``/``apply_async``, Taskiq ``kiq``, huey's
 #: task call is the function itself).
 TASK_ENQUEUE_METHODS: FrozenSet[str] = frozenset({"send", "send_with_options", "delay", "apply_async", "kiq"})
+#: RQ: a queue's methods that put a function (or its dotted name) on it, and the keywords that bound a run.
+RQ_ENQUEUE_METHODS: FrozenSet[str] = frozenset({"enqueue", "enqueue_call", "enqueue_at", "enqueue_in"})
+RQ_TIMEOUT_KEYWORDS: FrozenSet[str] = frozenset({"job_timeout", "timeout"})
 CELERY_TASK_DECORATORS: FrozenSet[str] = frozenset({"task", "shared_task"})
 #: A Celery task declared with ``bind=True`` is handed the task object as its first parameter: these of its fields
 #: are the same in every worker and on every run (``self.name``, the name the task is registered by), unlike

@@ -55,7 +55,9 @@ def is_dockerfile(name: str) -> bool:
 
 def is_deployment_file(name: str) -> bool:
     lowered = name.lower()
+    # (an app manifest only scales a Procfile's process types: listed so that a result depends on it)
     return (is_dockerfile(name) or name in known.PROCFILE_NAMES or lowered.endswith(known.YAML_SUFFIXES)
+            or name == known.APP_MANIFEST
             or lowered.endswith(known.SHELL_SUFFIXES) or _may_be_uwsgi_config(lowered)
             or _may_be_supervisor_config(lowered))
 
@@ -319,15 +321,33 @@ def _supervisor_config(path: str) -> List[Launch]:
 
 def _procfile(path: str) -> List[Launch]:
     found = []
+    quantities = _formation(os.path.join(os.path.dirname(path), known.APP_MANIFEST))
     for line, text in logical_lines(read_text(path)):
         process, colon, command = text.partition(":")
         process = process.strip()
         if not colon or not process or process.startswith("#") or " " in process:
             continue
-        per_replica = process not in known.PROCFILE_ONCE_TYPES
+        # a process type the manifest scales to one dyno (a ``clock``) runs once, as a one-replica workload does
+        quantity = quantities.get(process)
+        per_replica = process not in known.PROCFILE_ONCE_TYPES and quantity != 1
         for words in _shell_words(command):
-            found.append(Launch(words, path, line, per_replica, f"Procfile {process}"))
+            found.append(Launch(words, path, line, per_replica, f"Procfile {process}", replicas=quantity))
     return found
+
+
+def _formation(path: str) -> Dict[str, int]:
+    """process type -> the dyno count an app manifest's ``formation`` gives it (none when there is no manifest)."""
+    import json
+
+    text = read_text(path) if os.path.isfile(path) else ""
+    try:
+        formation = json.loads(text).get(known.APP_FORMATION) if text else None
+    except (ValueError, AttributeError):
+        return {}
+    if not isinstance(formation, dict):
+        return {}
+    return {str(process): entry[known.APP_QUANTITY] for process, entry in formation.items()
+            if isinstance(entry, dict) and type(entry.get(known.APP_QUANTITY)) is int}
 
 
 # -- shell -------------------------------------------------------------------------------------------------
@@ -477,8 +497,6 @@ def _selected_commands(path: str) -> List[Tuple[int, Tuple[str, ...], Optional[F
 
 
 # -- YAML: compose and Kubernetes ---------------------------------------------------------------------------
-_TEMPLATE_LINE = re.compile(r"^\s*\{\{-?.*-?\}\}\s*$")
-_TEMPLATE = re.compile(r"\{\{-?.*?-?\}\}")
 
 
 def _yaml_file(path: str) -> List[Launch]:
@@ -491,10 +509,12 @@ def _yaml_file(path: str) -> List[Launch]:
     compose = name.startswith(known.COMPOSE_PREFIXES)
     if not compose and not all(marker.decode() in text for marker in known.KUBERNETES_MARKERS):
         return []
-    # Helm templates: drop whole-line directives, stand in a word for inline ones (line numbers kept).
-    lines = ["" if _TEMPLATE_LINE.match(line) else _TEMPLATE.sub("TEMPLATE", line) for line in text.splitlines()]
+    # Helm templates: drop whole-line directives, write in the chart's values, stand in a word for other inline
+    # expressions (line numbers kept).
+    from .helm_values import rendered
+
     try:
-        documents = list(yaml.compose_all("\n".join(lines), Loader=yaml.SafeLoader))
+        documents = list(yaml.compose_all(rendered(text, path), Loader=yaml.SafeLoader))
     except yaml.YAMLError:
         return []
     except RecursionError:

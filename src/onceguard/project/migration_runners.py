@@ -223,5 +223,5 @@ def _replica_chain(call: ast.AST, facts: ModuleFacts) -> Optional[List[Related]]
     """The places from an entry point every replica runs (start-up code, a request handler or job, a
     program a deployment file runs in every replica) to ``call``, ``call`` itself left out; None when only
     operator paths (commands, scripts, tests) or nothing reach it."""
-    answer = runs(call, facts, max_hops=_MAX_RUNNER_DEPTH)
+    answer = runs(call, facts, max_hops=_MAX_RUNNER_DEPTH, past_refused_gates=True)
     return list(answer.via) if answer.every_replica else None

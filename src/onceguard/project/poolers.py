@@ -218,7 +218,7 @@ def _django_databases(path: str, config, root: str) -> List[ShownUrl]:
     from .service_settings import service_pins
 
     facts = project.module_facts(path, config)
-    if facts is None:
+    if facts is None or _not_deployed(facts, config, root):
         return []
     pins: Optional[Dict[str, List[str]]] = None
     found: List[ShownUrl] = []
@@ -241,8 +241,9 @@ def _django_databases(path: str, config, root: str) -> List[ShownUrl]:
                     # neither is where the application's code connects.
                     if not pin.migrates and not pin.foreign:
                         pins.setdefault(pin.variable, []).append(pin.value)
-            hosts = _setting_values(entries["HOST"], facts, pins)
-            ports = _setting_values(entries["PORT"], facts, pins) if "PORT" in entries else ["5432"]
+            hosts = list(dict.fromkeys(_setting_values(entries["HOST"], facts, pins)))
+            ports = list(dict.fromkeys(_setting_values(entries["PORT"], facts, pins))) if "PORT" in entries \
+                else ["5432"]
             for host in hosts:
                 for port in ports:
                     url = f"postgresql://{host}:{port}/"
@@ -250,11 +251,69 @@ def _django_databases(path: str, config, root: str) -> List[ShownUrl]:
     return found
 
 
+def _not_deployed(facts, config, root: str) -> bool:
+    """A Django settings module no deployed process runs with: the deployment (an image's ``ENV``, a service's
+    environment) names other settings modules only, and each of them sets ``DATABASES`` itself (a development
+    base that ``production`` builds on and replaces)."""
+    from .bindings import own_module_name
+
+    named = _deployed_settings_modules(config, root)
+    if not named or own_module_name(facts) in named:
+        return False
+    for module in named:
+        path = project.module_path(module, config.root or root)
+        other = project.module_facts(path, config) if path else None
+        if other is None or not any(isinstance(t, ast.Name) and t.id == _DJANGO_DATABASES
+                                    for statement in other.tree.body if isinstance(statement, ast.Assign)
+                                    for t in statement.targets):
+            return False
+    return True
+
+
+def _deployed_settings_modules(config, root: str) -> List[str]:
+    """Every value the deployment files give ``DJANGO_SETTINGS_MODULE``: Dockerfile ``ENV`` lines and the
+    services' environments."""
+    from ..knowledge import deployment as deployment_known
+    from .service_settings import service_pins
+
+    variable = deployment_known.DJANGO_SETTINGS_VARIABLE
+    found = [pin.value for pin in service_pins(config, root) if pin.variable == variable]
+    for base in deployment.deployment_bases(config, root):
+        for path in project.files_named(base, deployment_files.is_dockerfile, config, key="dockerfiles"):
+            found.extend(value for name, value in _image_environment(path) if name == variable)
+    return list(dict.fromkeys(found))
+
+
+def _image_environment(path: str) -> List[Tuple[str, str]]:
+    """(name, value) for each variable a Dockerfile's ``ENV`` sets (``ENV A=1 B=2``, ``ENV A 1``)."""
+    import shlex
+
+    from ..knowledge import deployment as deployment_known
+
+    found = []
+    for _, line in deployment_files.logical_lines(deployment_files.read_text(path)):
+        words = line.split(None, 1)
+        if len(words) != 2 or words[0].upper() != deployment_known.DOCKERFILE_ENV:
+            continue
+        try:
+            parts = shlex.split(words[1])
+        except ValueError:
+            continue
+        if parts and "=" not in parts[0]:
+            found.append((parts[0], " ".join(parts[1:])))
+            continue
+        found.extend(tuple(part.split("=", 1)) for part in parts if "=" in part)
+    return [(name, value) for name, value in found if "$" not in value]
+
+
 def _setting_values(node, facts, pins: Dict[str, List[str]]) -> List[str]:
     """What a settings value can be: a constant, or an environment read's deployed values (its default where the
     deployment sets none); ``?`` where it cannot be told."""
     if isinstance(node, ast.Constant) and node.value is not None:
         return [str(node.value)]
+    if isinstance(node, ast.Subscript) and (facts.qualify(node.value) or "") == "os.environ" \
+            and isinstance(node.slice, ast.Constant):
+        return pins.get(str(node.slice.value), ["?"])  # (``os.environ["DATABASE_HOST"]``: no default)
     if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
             and (facts.callee(node) or "") in _ENV_READS:
         variable = str(node.args[0].value)

@@ -25,15 +25,15 @@ import copy
 import os
 import threading
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
-from ..analysis.facts import ModuleFacts, ancestors, walk
+from ..analysis.facts import ModuleFacts, ancestors, parent, walk
 from ..knowledge import deployment as known
 from ..knowledge import startup as startup_known
 from . import deployment
 from . import index as project
 from .program_arguments import PREFIX as ARGUMENT, argument_key, handed_words, may_read_arguments, program_facts
-from .service_settings import service_pins
+from .service_settings import service_pins, sets_elsewhere
 from .settings_objects import Derived, EnvironmentField, derived_setting
 
 #: ``os.environ.get("X")``, ``os.getenv("X")``: reads of a process's environment.
@@ -235,14 +235,40 @@ def dedicated_gate(node: ast.AST, facts: ModuleFacts) -> Optional[DedicatedGate]
             passing = [pin for pin in fixed if _holds(conditions, pin, facts) is not False]
             if passing and all(pin.single for pin in passing):
                 return DedicatedGate(key, test, tuple(passing))
+            if not passing and (key.startswith(ARGUMENT) or (
+                    key.startswith("env:") and facts.context.cross_file and any(pin.facts is None for pin in fixed)
+                    and _refused_where_unset(conditions, key, facts)
+                    and not sets_elsewhere(key[len("env:"):], facts.config, project.search_root(facts)))):
+                # every launch of the program hands a word the gate refuses, or the deployment files set the
+                # variable, every service that sets it sets it so and the rest leave it unset, which the gate
+                # refuses too: no process the deployment starts runs the code
+                return DedicatedGate(key, test, ())
     return None
+
+
+def _refused_where_unset(conditions: List[Tuple[ast.AST, bool]], key: str, facts: ModuleFacts) -> bool:
+    """The gate refuses a process whose environment leaves the variable unset."""
+    return _holds(conditions, Pin(key, ast.Constant(None), None, 0, True), facts) is False
+
+
+def refused_everywhere(node: ast.AST, facts: ModuleFacts) -> bool:
+    """``node`` sits under a gate that no process the deployment files start passes."""
+    gate = dedicated_gate(node, facts)
+    return gate is not None and not gate.pins
 
 
 def gated_at_every_caller(node: ast.AST, facts: ModuleFacts) -> bool:
     """``node`` sits in a function whose every call the project shows is under such a gate (``ready()`` calls
-    ``start_scheduler()`` only ``if settings.RUN_SCHEDULER``): it runs only where the gate passes (command line
-    only; one call up)."""
-    return at_every_caller(node, facts, lambda call, other: dedicated_gate(call, other) is not None)
+    ``start_scheduler()`` only ``if settings.RUN_SCHEDULER``), and that is handed on (``Thread(target=...)``)
+    only under one too: it runs only where the gate passes (command line only; one call up)."""
+    from .shared_channels import references_to
+
+    if not at_every_caller(node, facts, lambda call, other: dedicated_gate(call, other) is not None):
+        return False
+    function = facts.enclosing_function(node)
+    return function is not None and all(
+        dedicated_gate(reference, other) is not None for reference, other in references_to(function, facts)
+        if not _called(reference))
 
 
 def at_every_caller(node: ast.AST, facts: ModuleFacts, holds: Callable[[ast.Call, ModuleFacts], bool]) -> bool:
@@ -255,6 +281,10 @@ def at_every_caller(node: ast.AST, facts: ModuleFacts, holds: Callable[[ast.Call
         return False
     calls = [(call, other) for call, other in callers_of(function, facts) if not other.context.is_test]
     return bool(calls) and all(holds(call, other) for call, other in calls)
+
+
+def _called(reference: ast.AST) -> bool:
+    return isinstance(parent(reference), ast.Call) and parent(reference).func is reference
 
 
 def _argument_pins(key: str, facts: ModuleFacts) -> List[Pin]:
@@ -342,8 +372,9 @@ def _read_keys(expr: ast.AST, facts: ModuleFacts) -> Set[str]:
             value = _bound_once(node, facts)
             if value is not None:
                 keys.update(k for k in (_read_key(n, facts) for n in walk(value)) if k)
-        if isinstance(node, ast.Attribute):
-            # ``settings.run_tickers`` of a settings object the project makes: what it is made of
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            # ``settings.run_tickers`` of a settings object the project makes, ``app.config["RUN_JOBS"]`` of a
+            # mapping filled from a config class: what it is made of
             derived = _derived(node, facts)
             if isinstance(derived, EnvironmentField):
                 keys.add(f"env:{derived.variable}")
@@ -356,8 +387,10 @@ def _env_helper_read(call: ast.Call, facts: ModuleFacts) -> Optional[Tuple[ast.A
     """``_env_flag("RUN_JOBS")`` with ``def _env_flag(name, default=False): return os.environ.get(name, ...)
     .strip().lower() in {"1", "true"}``: the helper's one returned expression with the variable's name written in
     for its parameter, read in the helper's module (a project function reading the variable its caller names)."""
-    if not isinstance(call.func, ast.Name) or not call.args or _constant_string(call.args[0]) is None:
+    if not isinstance(call.func, ast.Name) or len(call.args) < 1:
         return None
+    if _constant_string(call.args[0]) is None:
+        return _value_helper_read(call, facts)
     function = next((s for s in facts.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
                      and s.name == call.func.id), None)
     where = facts
@@ -395,7 +428,34 @@ def _env_helper_read(call: ast.Call, facts: ModuleFacts) -> Optional[Tuple[ast.A
     return _Named().visit(copy.deepcopy(returns[0])), where
 
 
-def _derived(node: ast.Attribute, facts: ModuleFacts) -> Optional[Derived]:
+def _value_helper_read(call: ast.Call, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+    """``_flag(os.environ.get("MIGRATE_ON_START"))`` with ``def _flag(value): return (value or "").strip().lower()
+    in {"1", "true"}`` in the same module: the helper's one returned expression with the variable's read written
+    in for its parameter."""
+    if len(call.args) != 1 or call.keywords or not (_read_key(call.args[0], facts) or "").startswith("env:"):
+        return None
+    function = next((s for s in facts.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and s.name == call.func.id), None)  # type: ignore[attr-defined]
+    if function is None or len(function.args.args) != 1 or _rebinds_name(function, function.args.args[0].arg):
+        return None
+    parameter = function.args.args[0].arg
+    returns = [n.value for n in walk(function) if isinstance(n, ast.Return) and n.value is not None]
+    if len(returns) != 1:
+        return None
+
+    class _Handed(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return copy.deepcopy(call.args[0]) if node.id == parameter else node
+
+    return _Handed().visit(copy.deepcopy(returns[0])), facts
+
+
+def _rebinds_name(function: ast.AST, name: str) -> bool:
+    return any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del))
+               for node in walk(function))
+
+
+def _derived(node: Union[ast.Attribute, ast.Subscript], facts: ModuleFacts) -> Optional[Derived]:
     def build(_facts: ModuleFacts) -> dict:
         return {}
 
@@ -471,24 +531,32 @@ def _evaluate(expr: ast.AST, pin: Pin, facts: ModuleFacts) -> Optional[bool]:
     fixed = _literal(pin.value, pin.facts)
     if fixed is None:
         return None
-    derived = _derived(expr, facts) if isinstance(expr, ast.Attribute) else None
+    derived = _derived(expr, facts) if isinstance(expr, (ast.Attribute, ast.Subscript)) else None
     if isinstance(derived, EnvironmentField) and f"env:{derived.variable}" == pin.key and fixed[0] == "constant":
-        return derived.truth(str(fixed[1]))  # ``if settings.run_tickers:`` read from the variable
+        # ``if settings.run_tickers:`` read from the variable (unset: the field's default, not read here)
+        return derived.truth(str(fixed[1])) if fixed[1] is not None else None
     if isinstance(derived, tuple) and derived[0] is not expr and pin.key in _read_keys(derived[0], derived[1]):
         return _evaluate(derived[0], pin, derived[1])  # ``run_tickers=os.environ.get("RUN_TICKERS") == "1"``
     read = _env_helper_read(expr, facts) if isinstance(expr, ast.Call) else None
     if read is not None:
         return _evaluate(read[0], pin, read[1])  # ``_env_flag("RUN_JOBS")``: what the helper computes of it
     if _read_key(expr, facts) == pin.key and not isinstance(expr, ast.Compare):
-        return bool(fixed[1]) if fixed[0] == "constant" else None
+        fixed = _as_read(expr, fixed, pin)
+        return bool(fixed[1]) if fixed is not None and fixed[0] == "constant" else None
     if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
         left, right = expr.left, expr.comparators[0]
         op = expr.ops[0]
         if _key_of(_normalised(right)[0], facts) == pin.key and isinstance(op, (ast.Eq, ast.NotEq)):
             left, right = right, left
         left, steps = _normalised(left)
+        left, fallback = _or_text(left)
         if _key_of(left, facts) != pin.key:
             return None
+        fixed = _as_read(left, fixed, pin)
+        if fixed is None:
+            return None
+        if fallback is not None and fixed[0] == "constant" and (fixed[1] is None or isinstance(fixed[1], str)):
+            fixed = ("constant", fixed[1] or fallback)  # ``(raw or "")``: the text, or the fallback when empty
         if steps:
             if fixed[0] != "constant" or not isinstance(fixed[1], str):
                 return None
@@ -509,6 +577,27 @@ def _evaluate(expr: ast.AST, pin: Pin, facts: ModuleFacts) -> Optional[bool]:
     return None
 
 
+def _as_read(read: ast.AST, fixed: Tuple[str, object], pin: Pin) -> Optional[Tuple[str, object]]:
+    """The value ``read`` gives for what the pin fixes: for a variable left unset (an environment pin of None),
+    ``os.environ.get``'s default (None without one); unknown for any other read of an unset variable."""
+    if fixed != ("constant", None) or not pin.key.startswith("env:"):
+        return fixed
+    if not isinstance(read, ast.Call) or isinstance(read.func, ast.Name) or read.keywords:
+        return None  # (``os.environ["X"]`` fails; a settings field falls back to a default not read here)
+    if len(read.args) == 1:
+        return fixed
+    default = read.args[1] if len(read.args) == 2 else None
+    return ("constant", default.value) if isinstance(default, ast.Constant) else None
+
+
+def _or_text(node: ast.AST) -> Tuple[ast.AST, Optional[str]]:
+    """``raw or ""`` -> (``raw``, ""): a text value, or the fallback text when it is empty or unset."""
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and len(node.values) == 2 \
+            and _constant_string(node.values[1]) is not None:
+        return node.values[0], _constant_string(node.values[1])
+    return node, None
+
+
 #: Methods that normalise a variable's text before it is compared (``.strip().lower() in {"1", "true"}``).
 _NORMALISERS = frozenset({"strip", "lower", "upper", "casefold", "lstrip", "rstrip"})
 
@@ -526,7 +615,7 @@ def _normalised(node: ast.AST) -> Tuple[ast.AST, List[str]]:
 def _key_of(node: ast.AST, facts: ModuleFacts) -> Optional[str]:
     """The setting a compared value is: read here, or a settings class's field filled from the environment."""
     key = _read_key(node, facts)
-    if key is None and isinstance(node, ast.Attribute):
+    if key is None and isinstance(node, (ast.Attribute, ast.Subscript)):
         derived = _derived(node, facts)
         if isinstance(derived, EnvironmentField):
             return f"env:{derived.variable}"

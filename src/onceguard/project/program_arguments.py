@@ -2,7 +2,8 @@
 
 ``python -m tally clock`` in one workload and ``python -m tally web`` in another run one program in two
 roles: ``sys.argv[1]``, or the first positional argument an ``argparse`` parser declares
-(``parser.add_argument("role")`` ... ``parser.parse_args().role``), is the word each launch gives.  Code that
+(``parser.add_argument("role")`` ... ``parser.parse_args().role``), or the word after an option it declares
+(``--role clock``, else the option's default), is the word each launch gives.  Code that
 runs only when that word has some value runs only in the launches that give it, however many replicas the
 others have.
 
@@ -16,10 +17,10 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from ..analysis.facts import ModuleFacts
-from ..analysis.handed import argument_for, parameter_names
+from ..analysis.handed import argument_for, parameter_defaults, parameter_names
 from . import deployment
 from . import index as project
 
@@ -29,6 +30,8 @@ PREFIX = "argv:"
 _RAW = "raw"
 #: the N-th positional argument an ``argparse`` parser declares: the N-th word when no option stands before it.
 _POSITIONAL = "positional"
+#: an option an ``argparse`` parser declares (``--role worker``), by the name it is read under (``args.role``).
+_OPTION = "option:"
 
 _ARGV = "sys.argv"
 _PARSER = "argparse.ArgumentParser"
@@ -67,7 +70,7 @@ def argument_key(node: ast.AST, facts: ModuleFacts) -> Optional[str]:
     return f"{PREFIX}{kind}{position}@{os.path.abspath(facts.context.path)}"
 
 
-def _read(node: ast.AST, facts: ModuleFacts, hops: int) -> Optional[Tuple[str, int]]:
+def _read(node: ast.AST, facts: ModuleFacts, hops: int) -> Optional[Tuple[str, object]]:
     origin = _origin(node, facts, hops)
     if isinstance(origin, ast.Subscript) and (facts.qualify(origin.value) or "") == _ARGV:
         index = origin.slice
@@ -78,10 +81,38 @@ def _read(node: ast.AST, facts: ModuleFacts, hops: int) -> Optional[Tuple[str, i
     if isinstance(origin, ast.Attribute):
         parsed = _origin(origin.value, facts, hops)
         if isinstance(parsed, ast.Call) and isinstance(parsed.func, ast.Attribute) and parsed.func.attr == _PARSE \
-                and not parsed.args and not parsed.keywords:
+                and _parses_command_line(parsed, facts):
             position = _positional(parsed.func.value, origin.attr, facts)
-            return (_POSITIONAL, position) if position is not None else None
+            if position is not None:
+                return _POSITIONAL, position
+            if _option(parsed.func.value, origin.attr, facts) is not None:
+                return _OPTION, origin.attr
     return None
+
+
+def _parses_command_line(parse: ast.Call, facts: ModuleFacts) -> bool:
+    """``parser.parse_args()``, or ``parser.parse_args(argv)`` with ``argv`` a parameter left at its default of
+    None by every call outside the tests (``def main(argv=None)`` ... ``main()``): argparse reads ``sys.argv``."""
+    from .fixed_arguments import callers_of
+
+    if parse.keywords or len(parse.args) > 1:
+        return False
+    if not parse.args:
+        return True
+    handed = parse.args[0]
+    function = facts.enclosing_function(parse)
+    if not isinstance(handed, ast.Name) or function is None or _rebinds(function, handed.id):
+        return False
+    default = parameter_defaults(function).get(handed.id)
+    if not (isinstance(default, ast.Constant) and default.value is None):
+        return False
+    calls = [(call, other) for call, other in callers_of(function, facts) if not other.context.is_test]
+    return bool(calls) and all(
+        not any(isinstance(a, ast.Starred) for a in call.args) and all(k.arg is not None for k in call.keywords)
+        and (argument_for(call, function, handed.id) is None or (
+            isinstance(argument_for(call, function, handed.id), ast.Constant)
+            and argument_for(call, function, handed.id).value is None))
+        for call, _ in calls)
 
 
 def _origin(expr: ast.AST, facts: ModuleFacts, hops: int) -> Optional[ast.AST]:
@@ -160,18 +191,89 @@ def _positional(parser: ast.AST, name: str, facts: ModuleFacts) -> Optional[int]
     return None
 
 
+def _option(parser: ast.AST, name: str, facts: ModuleFacts) -> Optional[Tuple[Tuple[str, ...], Optional[str]]]:
+    """(its option strings, its default when written as a string) of the option the parser made here declares
+    under ``name`` (``add_argument("-r", "--role", default="worker")`` for ``role``): one that takes one word
+    and is declared once; None otherwise."""
+    from .bindings import Bindings
+
+    made = Bindings.of_module(facts).origin(parser) if isinstance(parser, ast.Name) else None
+    if not (isinstance(parser, ast.Name) and isinstance(made, ast.Call) and (facts.callee(made) or "") == _PARSER):
+        return None
+    if any(keyword.arg in ("parents", "allow_abbrev", "prefix_chars") for keyword in made.keywords):
+        return None  # (declared elsewhere too, or spelled otherwise on the command line)
+    scope = facts.enclosing_function(parser)
+    found = []
+    for call in facts.calls:
+        if not (isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == parser.id and facts.enclosing_function(call) is scope):
+            continue
+        if call.func.attr in _MORE_WORDS:
+            return None
+        if call.func.attr != _DECLARE or any(isinstance(a, ast.Starred) for a in call.args):
+            continue
+        strings = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if len(strings) != len(call.args) or not strings or not all(w.startswith("-") for w in strings):
+            continue
+        keywords = {k.arg: k.value for k in call.keywords}
+        dest = keywords.get("dest")
+        declared = dest.value if isinstance(dest, ast.Constant) else next(
+            (w.lstrip("-") for w in strings if w.startswith("--")), strings[0].lstrip("-")).replace("-", "_")
+        if declared != name:
+            continue
+        kind = keywords.get("type")
+        if any(k in keywords for k in ("nargs", "action", "const")) or (
+                kind is not None and not (isinstance(kind, ast.Name) and kind.id == "str")) or (
+                dest is not None and not isinstance(dest, ast.Constant)):
+            return None  # (no word, several, or a value made of the word: not the word itself)
+        default = keywords.get("default")
+        found.append((tuple(strings), default.value if isinstance(default, ast.Constant)
+                      and isinstance(default.value, str) else None))
+    return found[0] if len(found) == 1 else None
+
+
+def _option_word(words: Sequence[str], options: Tuple[str, ...], default: Optional[str]) -> Optional[str]:
+    """The word a launch gives the option (the last time it is given, as ``--role x`` or ``--role=x``), its
+    default when the launch does not give it, None when a word may be it in some other spelling."""
+    given = default
+    for index, word in enumerate(words):
+        if word == "--":
+            break
+        option, equals, inline = word.partition("=")
+        if option in options:
+            given = inline if equals else (words[index + 1] if index + 1 < len(words) else None)
+        elif word.startswith("--") and any(o.startswith(option) for o in options):
+            return None  # (an abbreviation argparse accepts)
+    return given
+
+
 def handed_words(key: str, facts: ModuleFacts) -> List[Tuple[Optional[str], deployment.Step]]:
     """(the word, the launch's step) for each deployment launch that runs the program ``key`` is read in: the
     word is None when the launch gives none at that place, or an option may stand before it."""
     kind_position, _, path = key[len(PREFIX):].partition("@")
+    top = deployment.project_directory(path, facts.config, project.search_root(facts))
+    if kind_position.startswith(_OPTION):
+        return _option_words(kind_position[len(_OPTION):], path, top, facts)
     kind = _RAW if kind_position.startswith(_RAW) else _POSITIONAL
     position = int(kind_position[len(kind):])
-    top = deployment.project_directory(path, facts.config, project.search_root(facts))
     found: List[Tuple[Optional[str], deployment.Step]] = []
     for step in deployment.run_by(path, facts.config, top):
         words = step.arguments()
         known = len(words) >= position and (kind == _RAW or not any(w.startswith("-") for w in words[:position]))
         found.append((words[position - 1] if known else None, step))
+    return found
+
+
+def _option_words(name: str, path: str, top: str, facts: ModuleFacts) -> List[Tuple[Optional[str], deployment.Step]]:
+    program = project.module_facts(path, facts.config)
+    parsers = [] if program is None else [
+        call.func.value for call in program.calls if isinstance(call.func, ast.Attribute)
+        and call.func.attr == _PARSE and isinstance(call.func.value, ast.Name)]
+    declared = {_option(parser, name, program) for parser in parsers} if program is not None else set()
+    known = next(iter(declared)) if len(declared) == 1 else None
+    found: List[Tuple[Optional[str], deployment.Step]] = []
+    for step in deployment.run_by(path, facts.config, top):
+        found.append((_option_word(step.arguments(), *known) if known is not None else None, step))
     return found
 
 

@@ -591,17 +591,19 @@ class _Ask:
     startup_only: bool
     through_migration_code: bool
     max_hops: int
+    #: code under a gate that no process the deployment starts passes (``process_roles``) is run by none
+    past_refused_gates: bool = False
 
 
 def runs(node: ast.AST, facts: ModuleFacts, *, startup_only: bool = False, through_migration_code: bool = True,
-         max_hops: int = 4) -> Runs:
+         max_hops: int = 4, past_refused_gates: bool = False) -> Runs:
     """Where the code at ``node`` runs: on every replica (start-up, a request or a job; with
     ``startup_only``, start-up only: request and job code answer unknown), only for an operator, or unknown.
 
     Crosses modules through the callers of the enclosing function when ``facts.context.cross_file`` (at
     most ``max_hops`` calls away; with ``through_migration_code`` false a caller in migration code is no
     way there); otherwise says only what this file shows.  Tests are no way there."""
-    return _runs(node, facts, _Ask(startup_only, through_migration_code, max_hops), 0, set())
+    return _runs(node, facts, _Ask(startup_only, through_migration_code, max_hops, past_refused_gates), 0, set())
 
 
 def runs_function(function: FunctionNode, facts: ModuleFacts, **ask) -> Runs:
@@ -614,6 +616,11 @@ def _runs(node: ast.AST, facts: ModuleFacts, ask: _Ask, hops: int, seen: Set[int
     context = facts.context
     if context.is_test or hops > ask.max_hops or (context.is_migration and not ask.through_migration_code):
         return _UNKNOWN
+    if ask.past_refused_gates and context.cross_file and _under_a_test(node, facts):
+        from .process_roles import refused_everywhere
+
+        if refused_everywhere(node, facts):
+            return _UNKNOWN  # (``if settings.migrate_on_start:`` where every service sets it off)
     reach = Reach.of_module(facts)
     if hops and context.is_migration and not context.is_named_runner and not reach.programs:
         # A caller in migration code: the migrate step runs it once, in one process, as an operator's command.
@@ -643,6 +650,16 @@ def _runs(node: ast.AST, facts: ModuleFacts, ask: _Ask, hops: int, seen: Set[int
             return found
         return Runs(OPERATOR, reach.operator_reason(node) or "in a script a person runs")
     return _runs_from_callers(node, function, facts, ask, hops, seen)
+
+
+def _under_a_test(node: ast.AST, facts: ModuleFacts) -> bool:
+    """``node`` sits in an ``if`` (or a conditional expression) of its function, or after one that leaves it."""
+    for above in ancestors(node):
+        if isinstance(above, (ast.If, ast.IfExp)):
+            return True
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return any(isinstance(statement, ast.If) for statement in above.body)
+    return False
 
 
 def _runs_from_callers(node: ast.AST, function: FunctionNode, facts: ModuleFacts, ask: _Ask, hops: int,

@@ -10,6 +10,7 @@ not known, is not one process.
 """
 from __future__ import annotations
 
+import ast
 import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -18,13 +19,18 @@ from ..config import Config
 from ..knowledge import deployment as known
 from . import index as project
 from .deployment import deployment_bases
+from .helm_values import UNKNOWN, rendered
 from .deployment_files import (_dockerfile, _get, _line, _mapping_items, _scalar, _sequence, _words_of,
                                infrastructure_image, is_dockerfile, read_text)
 
 #: Options that set a server's number of worker processes.
 _WORKER_OPTIONS = ("--workers", "-w", "--processes")
-#: The variable a server reads its worker count from when no option gives one.
-_CONCURRENCY_VARIABLES = ("WEB_CONCURRENCY", "GUNICORN_CMD_ARGS")
+#: The variable a server reads its worker count from when no option or configuration file gives one.
+_CONCURRENCY_VARIABLE = "WEB_CONCURRENCY"
+#: The variable gunicorn reads more command-line options from.
+_COMMAND_ARGUMENTS_VARIABLE = "GUNICORN_CMD_ARGS"
+#: The setting of a gunicorn configuration file that gives the worker count.
+_WORKERS_SETTING = "workers"
 #: Servers whose worker count, when nothing sets it, is one.
 _GUNICORN_CONFIGS = frozenset({"gunicorn.conf.py", "gunicorn_config.py", "gunicorn.py"})
 _ONE_WORKER_SERVERS = frozenset({"uvicorn", "hypercorn", "gunicorn", "daphne", "granian", "fastapi", "waitress-serve"})
@@ -64,12 +70,14 @@ def service_pins(config: Config, search_root: str = "") -> List[ServicePin]:
                          if p not in files)
         dockerfiles = [p for p in files if is_dockerfile(os.path.basename(p))]
         # gunicorn reads ``gunicorn.conf.py`` from where it starts: its worker count is then the file's
-        configured = any(project.files_named(base, _GUNICORN_CONFIGS.__contains__, config, key="gunicorn-config")
-                         for base in bases)
+        config_files: List[str] = []
+        for base in bases:
+            config_files.extend(p for p in project.files_named(base, _GUNICORN_CONFIGS.__contains__, config,
+                                                               key="gunicorn-config") if p not in config_files)
         found: List[ServicePin] = []
         for path in files:
             if not is_dockerfile(os.path.basename(path)):
-                found.extend(_pins_of_file(path, dockerfiles, configured))
+                found.extend(_pins_of_file(path, dockerfiles, bool(config_files), config_files))
         return found, tuple(files)
 
     return project.scan_once(_scans, bases, scan)
@@ -79,14 +87,15 @@ def _is_yaml_or_dockerfile(name: str) -> bool:
     return is_dockerfile(name) or name.lower().endswith(known.YAML_SUFFIXES)
 
 
-def _pins_of_file(path: str, dockerfiles: Sequence[str], configured: bool) -> List[ServicePin]:
+def _pins_of_file(path: str, dockerfiles: Sequence[str], configured: bool,
+                  config_files: Sequence[str] = ()) -> List[ServicePin]:
     import yaml
 
     text = read_text(path)
     if not text or "replicas" not in text:
         return []  # (no service of it is pinned to one process: its settings say nothing about one)
     try:
-        documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        documents = list(yaml.compose_all(rendered(text, path), Loader=yaml.SafeLoader))
     except (yaml.YAMLError, RecursionError):
         return []
     found: List[ServicePin] = []
@@ -99,7 +108,7 @@ def _pins_of_file(path: str, dockerfiles: Sequence[str], configured: bool) -> Li
                 command = _command(service, ("entrypoint", "command")) or _image_command(path, dockerfiles)
                 variables = _environment(_get(service, "environment"))
                 single = ((replicas == known.SINGLE_REPLICA or _get(service, known.COMPOSE_CONTAINER_NAME) is not None)
-                          and _one_process(command, variables, configured))
+                          and _one_process(command, variables, configured, config_files))
                 where = f"{name} service {service_name.value}"
                 migrates = _migrates(str(service_name.value), command)
                 foreign = _get(service, "build") is None and infrastructure_image(_scalar(_get(service, "image")))
@@ -114,7 +123,7 @@ def _pins_of_file(path: str, dockerfiles: Sequence[str], configured: bool) -> Li
         for container in _sequence(_get(pod, "containers")):
             variables = _kubernetes_environment(_get(container, "env"))
             command = _command(container, ("command", "args")) or _image_command(path, dockerfiles)
-            single = replicas == known.SINGLE_REPLICA and _one_process(command, variables, configured)
+            single = replicas == known.SINGLE_REPLICA and _one_process(command, variables, configured, config_files)
             workload = _scalar(_get(_get(document, 'metadata'), 'name')) or 'workload'
             where = f"{name} {workload}"
             migrates = _migrates(workload, command)
@@ -166,11 +175,11 @@ def _environment(node) -> Dict[str, Tuple[str, int]]:
                     found.setdefault(name, (text, line))
             continue
         text = _scalar(value)
-        if text is not None and "${" not in text:  # (a value the shell fills in is not known here)
+        if _known(text):  # (a value the shell fills in is not known here)
             found[str(key.value)] = (text, _line(value))
     for item in _sequence(node):
         text = _scalar(item)
-        if text and "=" in text and "${" not in text:
+        if text and "=" in text and _known(text):
             name, _, value = text.partition("=")
             found[name.strip()] = (value.strip(), _line(item))
     return found
@@ -180,14 +189,21 @@ def _kubernetes_environment(node) -> Dict[str, Tuple[str, int]]:
     found: Dict[str, Tuple[str, int]] = {}
     for item in _sequence(node):
         name, value = _scalar(_get(item, "name")), _get(item, "value")
-        if name and _scalar(value) is not None and "${" not in (_scalar(value) or ""):
+        if name and _known(_scalar(value)):
             found[name] = (_scalar(value) or "", _line(value))
     return found
 
 
-def _one_process(command: Optional[Tuple[str, ...]], variables: Dict[str, Tuple[str, int]], configured: bool) -> bool:
+def _known(text: Optional[str]) -> bool:
+    """A value written out: not one the shell fills in (``${...}``), nor a template expression not read here."""
+    return text is not None and "${" not in text and UNKNOWN not in text
+
+
+def _one_process(command: Optional[Tuple[str, ...]], variables: Dict[str, Tuple[str, int]], configured: bool,
+                 config_files: Sequence[str] = ()) -> bool:
     """The command starts one process: not a server, or a server left at one worker (no option, no variable and
-    no configuration file that could give it more)."""
+    no configuration file that could give it more; or ones that give it one).  gunicorn takes its count from
+    its options, then from its configuration file's ``workers``, then from ``WEB_CONCURRENCY``."""
     if not command:
         return False
     program = os.path.basename(command[0])
@@ -195,14 +211,120 @@ def _one_process(command: Optional[Tuple[str, ...]], variables: Dict[str, Tuple[
         program = command[2]
     if program not in known.SERVER_COMMANDS:
         return True
-    if program not in _ONE_WORKER_SERVERS or any(v in variables for v in _CONCURRENCY_VARIABLES):
-        return False
-    if program == "gunicorn" and (configured or any(word in ("-c", "--config") or word.startswith("--config=")
-                                                    for word in command)):
+    if program not in _ONE_WORKER_SERVERS:
         return False
     for index, word in enumerate(command):
         option, _, inline = word.partition("=")
         if option in _WORKER_OPTIONS:
             count = inline or (command[index + 1] if index + 1 < len(command) else "")
             return count == "1"
-    return True
+    if _COMMAND_ARGUMENTS_VARIABLE in variables:
+        return False
+    configured_here = program == "gunicorn" and (configured or any(
+        word in ("-c", "--config") or word.startswith("--config=") for word in command))
+    if configured_here:
+        counts = {_configured_workers(path, variables) for path in config_files}
+        if not counts or None in counts or counts - {1, _UNSET}:
+            return False  # (a file that may give more, or one the command names and the project does not show)
+        if counts == {1}:
+            return True
+    concurrency = variables.get(_CONCURRENCY_VARIABLE)
+    return concurrency is None or concurrency[0].strip() == "1"
+
+
+#: A configuration file that does not set ``workers``: the server's own default decides.
+_UNSET = 0
+
+
+def _configured_workers(path: str, variables: Dict[str, Tuple[str, int]]) -> Optional[int]:
+    """The ``workers`` a gunicorn configuration file sets, with the service's variables (``workers =
+    int(os.environ.get("WEB_CONCURRENCY", "2"))``): a count, ``_UNSET``, or None when not known here (a variable
+    the service does not set, a computed count)."""
+    try:
+        tree = ast.parse(read_text(path))
+    except (SyntaxError, ValueError):
+        return None
+    values = [node.value for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))
+              and node.value is not None and any(isinstance(t, ast.Name) and t.id == _WORKERS_SETTING
+                                                 for t in (node.targets if isinstance(node, ast.Assign)
+                                                           else [node.target]))]
+    if not values:
+        return _UNSET
+    if len(values) != 1:
+        return None
+    value = values[0]
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "int" \
+            and len(value.args) == 1:
+        value = value.args[0]
+    if isinstance(value, ast.Constant):
+        text = str(value.value)
+    else:
+        variable = _environment_read(value)
+        if variable is None or variable not in variables:
+            return None  # (set by the image or a secret, or not read from the environment: not known)
+        text = variables[variable][0]
+    try:
+        return int(text.strip())
+    except ValueError:
+        return None
+
+
+def _environment_read(value: ast.AST) -> Optional[str]:
+    """The variable ``os.environ.get("X", ...)``, ``os.getenv("X")`` or ``os.environ["X"]`` reads (as written
+    in a configuration file, ``import os`` at its top)."""
+    if isinstance(value, ast.Subscript) and ast.unparse(value.value) == "os.environ":
+        key = value.slice
+    elif isinstance(value, ast.Call) and ast.unparse(value.func) in ("os.environ.get", "os.getenv") and value.args:
+        key = value.args[0]
+    else:
+        return None
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+
+
+#: Keys through which a service takes variables the deployment files do not spell out.
+_OTHER_SOURCES = ("env_file", "envFrom", "valueFrom")
+_elsewhere: Dict[Tuple[Tuple[str, ...], str], Tuple[bool, Tuple[str, ...]]] = {}
+project.on_clear(_elsewhere.clear)
+
+
+def sets_elsewhere(variable: str, config: Config, search_root: str = "") -> bool:
+    """Whether a process of the project may get ``variable`` from somewhere the services' own settings do not
+    show: a file of variables (``env_file:``, ``envFrom:``, a ``.env``), an image's ``ENV``, a value filled in
+    from outside (``${...}``, a template), or no deployment file at all."""
+    bases = tuple(deployment_bases(config, search_root))
+    if not bases:
+        return True
+
+    def scan() -> Tuple[bool, Tuple[str, ...]]:
+        files: List[str] = []
+        for base in bases:
+            files.extend(p for p in project.files_named(base, _is_yaml_or_dockerfile, config, key="service-settings")
+                         if p not in files)
+            files.extend(p for p in project.files_named(base, _is_variables_file, config, key="variables-files")
+                         if p not in files)
+        pinned = {(pin.path, pin.line) for pin in service_pins(config, search_root) if pin.variable == variable}
+        for path in files:
+            text = read_text(path)
+            name = os.path.basename(path)
+            if _is_variables_file(name):
+                if variable in text:
+                    return True, tuple(files)
+                continue
+            if is_dockerfile(name):
+                if any(line.split()[:1] in (["ENV"], ["ARG"]) and variable in line for line in text.splitlines()):
+                    return True, tuple(files)
+                continue
+            if any(source in text for source in _OTHER_SOURCES):
+                return True, tuple(files)
+            for number, line in enumerate(text.splitlines(), 1):
+                # each mention is a setting the services' pins hold (a compose entry, or a Kubernetes name whose
+                # value is on the next line); any other is filled in some way not read here
+                if variable in line and (path, number) not in pinned and (path, number + 1) not in pinned:
+                    return True, tuple(files)
+        return False, tuple(files)
+
+    return project.scan_once(_elsewhere, (bases, variable), scan)
+
+
+def _is_variables_file(name: str) -> bool:
+    return name == ".env" or name.startswith(".env.") or name.endswith(".env")

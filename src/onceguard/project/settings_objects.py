@@ -3,8 +3,10 @@
 ``settings.run_tickers`` where ``settings = config.load()`` and ``load`` returns ``Settings(...,
 run_tickers=os.environ.get("RUN_TICKERS", "0") == "1")``: the setting is that expression, in the module that
 writes it.  A field of a pydantic ``BaseSettings`` class (``run_tickers: bool = False``) is read from the
-environment variable of its name (after the class's ``env_prefix``), parsed as pydantic parses it.  Gates on
-such settings are gates on those variables (``process_roles``).
+environment variable of its name (after the class's ``env_prefix``), parsed as pydantic parses it.  A key of an
+application's config mapping filled from a class (``app.config.from_object(Config)`` then
+``app.config["RUN_SCHEDULER"]``) is that class's attribute.  Gates on such settings are gates on those variables
+(``process_roles``).
 """
 from __future__ import annotations
 
@@ -43,12 +45,15 @@ class EnvironmentField:
 Derived = Union[Tuple[ast.AST, ModuleFacts], EnvironmentField]
 
 
-def derived_setting(node: ast.Attribute, facts: ModuleFacts, bound_once) -> Optional[Derived]:
+def derived_setting(node: Union[ast.Attribute, ast.Subscript], facts: ModuleFacts, bound_once) -> Optional[Derived]:
     """What ``node`` (``settings.run_tickers``) is computed from, when the object it is read off is made by a call
-    of the project: a settings loader or a settings class.  ``bound_once(name, facts)`` gives the value a name is
-    bound to once."""
+    of the project: a settings loader or a settings class; or what a config mapping's key (``app.config["X"]``)
+    holds when the mapping is filled from a class.  ``bound_once(name, facts)`` gives the value a name is bound
+    to once."""
     if not facts.context.cross_file:
         return None
+    if isinstance(node, ast.Subscript):
+        return _loaded_config_key(node, facts)
     if (facts.qualify(node.value) or "") == _DJANGO_SETTINGS:
         return _django_setting(node.attr, facts)
     if isinstance(node.value, ast.Name) and facts.imports.is_imported(node.value.id) \
@@ -126,7 +131,10 @@ def _field_of(call: ast.Call, attribute: str, facts: ModuleFacts, depth: int = 0
         found_class = project.find_class(qualified, facts.config, roots)
         found = project.find_function(qualified, facts.config, roots) if found_class is None else None
     if found_class is not None:
-        return _environment_field(found_class[0], attribute, found_class[1])
+        field = _environment_field(found_class[0], attribute, found_class[1])
+        if field is None and not call.args and not any(k.arg is None for k in call.keywords):
+            return _field_default(found_class[0], attribute, found_class[1])
+        return field
     if found is None:
         return None
     function, where = found
@@ -134,6 +142,115 @@ def _field_of(call: ast.Call, attribute: str, facts: ModuleFacts, depth: int = 0
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
             # ``return Settings(...)`` (a loader); the first return that makes one speaks for the loader
             return _field_of(node.value, attribute, where, depth + 1)
+    return None
+
+
+#: ``dataclasses.field``: a field's default is its ``default`` or what its ``default_factory`` returns.
+_FIELD_FUNCTION = "dataclasses.field"
+
+
+def _field_default(cls: ast.ClassDef, attribute: str, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+    """The value an instance made without that field's argument holds: the class body's default
+    (``migrate_on_start: bool = field(default_factory=lambda: _flag(os.environ.get("MIGRATE_ON_START")))``),
+    when no method assigns ``self.<attribute>``."""
+    from .process_state import CLASS, class_attribute_binding
+
+    binding = class_attribute_binding(cls, attribute, facts)
+    if binding is None or binding.scope != CLASS or any(
+            isinstance(t, ast.Attribute) and t.attr == attribute and isinstance(t.value, ast.Name)
+            and t.value.id == "self" for n in ast.walk(cls) if isinstance(n, (ast.Assign, ast.AnnAssign))
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])):
+        return None
+    value = binding.value
+    if isinstance(value, ast.Call) and (facts.callee(value) or "") == _FIELD_FUNCTION:
+        keywords = {k.arg: k.value for k in value.keywords}
+        if "default" in keywords:
+            return keywords["default"], facts
+        factory = keywords.get("default_factory")
+        if isinstance(factory, ast.Lambda) and not factory.args.args:
+            return factory.body, facts
+        return None
+    return value, facts
+
+
+#: The method that fills a config mapping from an object's upper-case attributes (Flask, Quart).
+_FROM_OBJECT = "from_object"
+#: The attribute an application keeps its config mapping in.
+_CONFIG_ATTRIBUTE = "config"
+#: How many base classes up a config class's attribute is looked for.
+_MAX_BASES = 3
+
+
+def _loaded_config_key(node: ast.Subscript, facts: ModuleFacts) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+    """``app.config["RUN_SCHEDULER"]`` in a function that fills ``app.config`` only with
+    ``app.config.from_object(<class>)``: the class's ``RUN_SCHEDULER`` (its own or a base's), in its module.
+    The class is named there, or is the default of a parameter that no call outside the tests fills.  Any other
+    write of the mapping in the function (another loader, ``update``, an assigned key) leaves it unknown."""
+    key = node.slice
+    mapping = node.value
+    if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(mapping, ast.Attribute)
+            and mapping.attr == _CONFIG_ATTRIBUTE):
+        return None
+    function = facts.enclosing_function(node)
+    if function is None:
+        return None
+    spelled = ast.dump(mapping)
+    loaded: List[ast.AST] = []
+    for inner in walk_no_nested_functions(function):
+        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) \
+                and ast.dump(inner.func.value) == spelled:
+            if inner.func.attr != _FROM_OBJECT or len(inner.args) != 1 or inner.keywords:
+                if inner.func.attr not in ("get", "__getitem__"):
+                    return None  # (filled some other way too: ``update``, ``from_pyfile``, ``from_envvar``)
+                continue
+            loaded.append(inner.args[0])
+        elif isinstance(inner, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = inner.targets if isinstance(inner, (ast.Assign, ast.Delete)) else [inner.target]
+            if any(isinstance(t, ast.Subscript) and ast.dump(t.value) == spelled for t in targets):
+                return None
+    if len(loaded) != 1:
+        return None
+    found = _config_class(loaded[0], function, facts)
+    if found is None:
+        return None
+    return _class_setting(found[0], key.value, found[1], 0)
+
+
+def _config_class(value: ast.AST, function: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ast.ClassDef, ModuleFacts]]:
+    from ..analysis.handed import argument_for, parameter_defaults
+    from .declared_types import class_of
+    from .fixed_arguments import callers_of
+
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        # ``from_object("digest.config.Config")``: an import path
+        return project.find_class(value.value.replace(":", "."), facts.config, project.roots_for(facts))
+    if isinstance(value, ast.Name) and value.id in parameter_defaults(function):
+        for call, other in callers_of(function, facts):
+            if not other.context.is_test and (argument_for(call, function, value.id) is not None or any(
+                    isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)):
+                return None  # (a caller hands its own class)
+        value = parameter_defaults(function)[value.id]
+    elif isinstance(value, ast.Name) and any(a.arg == value.id for a in ast.walk(function.args)
+                                             if isinstance(a, ast.arg)):
+        return None  # a parameter every caller fills: the class is the caller's
+    return class_of(value, facts) if isinstance(value, (ast.Name, ast.Attribute)) else None
+
+
+def _class_setting(cls: ast.ClassDef, name: str, facts: ModuleFacts, depth: int) -> Optional[Tuple[ast.AST, ModuleFacts]]:
+    """The value the class body (or, failing that, a base's) gives ``name``."""
+    from .declared_types import base_classes
+
+    values = [s.value for s in cls.body if getattr(s, "value", None) is not None and (
+        (isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets))
+        or (isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.target.id == name))]
+    if values:
+        return (values[0], facts) if len(values) == 1 else None
+    if depth >= _MAX_BASES:
+        return None
+    for base, where in base_classes(cls, facts):
+        found = _class_setting(base, name, where, depth + 1)
+        if found is not None:
+            return found
     return None
 
 

@@ -31,7 +31,7 @@ def per_replica_by_design(node: ast.AST, facts: ModuleFacts, depth: int = 0) -> 
         return False
     if _in_subscription(node, function, facts):
         return True
-    references = _references(function, facts)
+    references = references_to(function, facts)
     calls = [(parent(r), where) for r, where in references if _called(r)]
     startup, outer = StartupMap.of_module(facts), function
     while outer is not None and startup.reason(outer) is None:  # (a def nested in start-up code runs with it)
@@ -135,7 +135,7 @@ def _handed_to_subscriber(reference: ast.AST, facts: ModuleFacts) -> bool:
     return bool(runs) and all(_in_subscription(run, target, where) for run in runs)
 
 
-def _references(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.AST, ModuleFacts]]:
+def references_to(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[ast.AST, ModuleFacts]]:
     """Where ``function`` is named outside itself: ``name`` (not for a method) or ``<object>.name`` in its
     module (``self.name`` only in its own class) and, from the command line, in the project's other
     modules (tests left out)."""

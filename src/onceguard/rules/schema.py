@@ -53,11 +53,13 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str, T
                 reason = "registered as a start-up hook of the app"
             if reason is None and context.cross_file:
                 # Migration code is where schema writes belong: a way through it is the migrate entrypoint's.
-                answer = runs(write.call, facts, through_migration_code=False, max_hops=_MAX_CALLER_HOPS)
+                # (past a gate no service the deployment starts passes: ``if options.apply_schema:``, set off)
+                answer = runs(write.call, facts, through_migration_code=False, max_hops=_MAX_CALLER_HOPS,
+                              past_refused_gates=True)
                 if answer.every_replica and answer.calls and (
                         answer.on_demand or removes_or_restores(write)) and not runs(
                         write.call, facts, startup_only=True, through_migration_code=False,
-                        max_hops=_MAX_CALLER_HOPS).every_replica:
+                        max_hops=_MAX_CALLER_HOPS, past_refused_gates=True).every_replica:
                     answer = _UNKNOWN_RUNS  # (reached from a request or a job only)
                 if answer.every_replica and answer.calls:
                     reason = f"reached from another module: {answer.reason}"

@@ -25,6 +25,8 @@ from ...project.registries import registering_names, registration_of
 from ...project.scheduler_handoffs import hands_registered_item
 from ...project.summaries import _annotation_class, _parameter_annotation, resolve_reference
 from .beat import BeatRegistrations
+from .enqueued_jobs import enqueued_once_per_tick
+from .periods import trigger_period
 from .daemons import DaemonRegistrations
 from .jobs import (Scheduled, Target, _FUNCTION_TYPES, _HH_MM, _argument, _const, _cron_wall_clock, _fields_wall_clock,
                    _has_splat, _is_true_constant, _keywords)
@@ -909,6 +911,15 @@ def _resolver(call: ast.Call, facts: ModuleFacts):
 def scheduled_once(function: FunctionNode, facts: ModuleFacts) -> bool:
     """``function`` is a scheduled job the deployment runs once per tick (one scheduling process, a leader's
     scheduler): one run at a time does its work, as a claimed run does."""
+    found = _scheduled_as(function, facts)
+    if not found and facts.context.cross_file:
+        # a queued task only such a job enqueues, each run killed before the next enqueue
+        return enqueued_once_per_tick(function, facts, _once_period)
+    return bool(found) and all((s.coordinated and not s.may_overlap) or s.gated for s in found) \
+        and not _enqueued_by_code(function, facts)
+
+
+def _scheduled_as(function: FunctionNode, facts: ModuleFacts) -> List[Scheduled]:
     def same(target: Target) -> bool:
         return target.function is function or _same_def(target, function, facts)
 
@@ -916,8 +927,19 @@ def scheduled_once(function: FunctionNode, facts: ModuleFacts) -> bool:
     if not found and facts.context.cross_file:
         # registered in another module by name, not called there (a beat schedule's entry naming the task)
         found = [s for other in _modules_naming(function, facts) for s in scheduled_in(other) if same(s.target)]
-    return bool(found) and all((s.coordinated and not s.may_overlap) or s.gated for s in found) \
-        and not _enqueued_by_code(function, facts)
+    return found
+
+
+def _once_period(function: FunctionNode, facts: ModuleFacts) -> Optional[int]:
+    """The seconds between the runs of a job the deployment runs once per tick (the shortest where it is
+    registered more than once); None for any other function."""
+    found = _scheduled_as(function, facts)
+    if not found or not all((s.coordinated and not s.may_overlap) or s.gated for s in found) \
+            or _enqueued_by_code(function, facts):
+        return None
+    periods = [trigger_period(s.trigger, s.call, s.family in (known.APS3, known.APS4, known.FLASK_APS))
+               for s in found]
+    return None if None in periods or not periods else min(periods)  # type: ignore[type-var]
 
 
 def _arq_runs_may_overlap(call: ast.Call) -> bool:
