@@ -122,6 +122,9 @@ _IN_PLACE_CHANGE_WORDS = tuple(b"." + method + b"(" for method in (
     b"append", b"extend", b"insert", b"update", b"setdefault", b"pop", b"popitem", b"remove", b"discard", b"add",
     b"clear"))
 
+#: A document merged in Python and sent back whole: the merge, or the JSON wrapper a driver sends a dict through.
+_DOCUMENT_MERGE_WORDS = (b"{**", b" | ", b"Json(", b"Jsonb(", b"json.dumps(")
+
 READ_MODIFY_WRITE_TRIGGERS = (
     # Any instance changed from its own value and written back: the write shows it is a row.
     *((writer, change) for writer in _INSTANCE_WRITE_WORDS for change in _CHANGE_WORDS),
@@ -154,6 +157,9 @@ READ_MODIFY_WRITE_TRIGGERS = (
     # Raw SQL: SELECT, then UPDATE with the value computed in Python.
     *((b"UPDATE", b"SELECT", op) for op in ARITHMETIC_WORDS),
     *((b"update ", b"select ", op) for op in ARITHMETIC_WORDS),
+    # Raw SQL: SELECT, then UPDATE of a document merged in Python (here, or by a def it is handed to), sent as JSON.
+    *((update, select, word) for update, select in ((b"UPDATE", b"SELECT"), (b"update ", b"select "))
+      for word in _DOCUMENT_MERGE_WORDS),
     # Redis or the Django cache: GET, then SET of a value computed from it.
     *((client, write, op) for client in _REDIS_CLIENT_WORDS for write in (b"set(", b"hset", b"setex")
       for op in ARITHMETIC_WORDS),

@@ -5,6 +5,7 @@ connection handed in by a runner that OG403 checks instead (``config.attributes[
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
@@ -13,6 +14,7 @@ from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, po
 from ..analysis.names import dotted
 from ..knowledge import databases as dbknown
 from ..knowledge import schema as known
+from . import index as project
 from .forwarding import forwarded
 from .reach import Reach, enclosing_function
 from .schema_writes import is_lock_helper, is_true, keyword_of, with_binding
@@ -91,6 +93,12 @@ def _unlocks(facts: ModuleFacts) -> List[ExecutedSql]:
     return [item for item in executed_sql(facts) if any(a.function.unlock for a in item.sql.advisory)]
 
 
+#: A connection that commits each statement on its own: ``conn.autocommit = True``, ``connect(autocommit=True)``,
+#: ``conn.autocommit(True)``, ``set_session(autocommit=True)``, an engine's ``isolation_level="AUTOCOMMIT"``.
+_AUTOCOMMIT_WORDS = ("autocommit", "AUTOCOMMIT")
+_AUTOCOMMIT_ON = re.compile(rb"autocommit\s*(=\s*|\(\s*)(True|1)\b|AUTOCOMMIT")
+
+
 class LockFinder:
     _MAX_DEPTH = 4
 
@@ -117,7 +125,8 @@ class LockFinder:
                 return True
             if (not session and not apply.per_migration_transactions
                     and (self._same_transaction(item.call, site, function)
-                         or self._same_implicit_transaction(item.call, site, function))):
+                         or self._same_implicit_transaction(item.call, site, function)
+                         or self._committed_after(item, site, function))):
                 return True
         if function is None or depth >= self._MAX_DEPTH or id(function) in visited:
             return False
@@ -219,6 +228,34 @@ class LockFinder:
                            and n.func.attr in ("commit", "rollback") and position(lock) < position(n) < position(site)
                            for n in walk_no_nested_functions(block))
         return False
+
+    def _committed_after(self, lock: ExecutedSql, site: ast.AST, function: Optional[FunctionNode]) -> bool:
+        """``cur.execute("SELECT pg_advisory_xact_lock(...)")`` … the migrations … ``conn.commit()``: a DB-API
+        connection opens a transaction with its first statement, and the function ends that transaction itself
+        after the run, so the xact lock is held until then.  Not when anything commits or rolls back between the
+        lock and the run, nor in a project that turns autocommit on anywhere (each statement its own transaction,
+        the lock released at once)."""
+        if function is None or lock.receiver is None:
+            return False
+        root = _connection_root(lock.receiver, self.facts)
+        ends = [n for n in walk_no_nested_functions(function) if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute) and n.func.attr in ("commit", "rollback") and not n.args]
+        if any(position(lock.call) < position(end) < position(site) for end in ends):
+            return False
+        if not any(end.func.attr == "commit" and position(end) > position(site)
+                   and _connection_root(end.func.value, self.facts) == root for end in ends):
+            return False
+        return not self._autocommit_in_sight()
+
+    def _autocommit_in_sight(self) -> bool:
+        facts = self.facts
+        if _AUTOCOMMIT_ON.search("\n".join(facts.lines).encode("utf-8", "replace")):
+            return True
+        if not facts.context.cross_file:
+            return False
+        root = project.search_root(facts)
+        return any(_AUTOCOMMIT_ON.search(project.read_bytes(path))
+                   for word in _AUTOCOMMIT_WORDS for path in project.files_mentioning(word, root))
 
     @staticmethod
     def _same_transaction(lock: ast.AST, site: ast.AST, function: Optional[FunctionNode]) -> bool:

@@ -3,7 +3,7 @@ class's instances or in its body, and whether a function writes into them."""
 from __future__ import annotations
 
 import ast
-from typing import Callable, Optional, Set, Tuple
+from typing import Callable, List, Optional, Set, Tuple
 
 from ..analysis.facts import FunctionNode, ModuleFacts, walk
 from ..analysis.names import dotted
@@ -95,6 +95,11 @@ def mutates(name: str, function: FunctionNode) -> bool:
 
 
 def mutates_rooted(function: FunctionNode, is_the_container: Callable[[ast.AST], bool]) -> bool:
+    return first_write(function, is_the_container) is not None
+
+
+def first_write(function: FunctionNode, is_the_container: Callable[[ast.AST], bool]) -> Optional[ast.AST]:
+    """The first node of ``function`` that writes into the container ``is_the_container`` accepts."""
     roots: Set[str] = set()
 
     def rooted(node: ast.AST) -> bool:
@@ -111,11 +116,32 @@ def mutates_rooted(function: FunctionNode, is_the_container: Callable[[ast.AST],
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, (ast.Subscript, ast.Attribute)) and rooted(t) for t in targets):
-                return True
+                return node
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
             if rooted(node.func.value):
-                return True
-    return False
+                return node
+    return None
+
+
+def containers_made_by_functions(facts: ModuleFacts) -> List[Tuple[str, ast.AST, ast.AST]]:
+    """(name, container, assignment) for ``global name`` … ``name = {}`` in a module-level function (an
+    ``init()`` start-up calls) when the module's own top level binds no container to ``name`` (``name = None``):
+    the container is the module's, one per process, made later than import."""
+    if facts.lines and not any("global" in line for line in facts.lines):
+        return []
+    at_top = {t.id for s in facts.tree.body if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None
+              and is_container(s.value, facts)
+              for t in (s.targets if isinstance(s, ast.Assign) else [s.target]) if isinstance(t, ast.Name)}
+    found = []
+    for function in facts.tree.body:
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        declared = {n for node in walk(function) if isinstance(node, ast.Global) for n in node.names}
+        for node in walk(function):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and node.targets[0].id in declared - at_top and is_container(node.value, facts):
+                found.append((node.targets[0].id, node.value, node))
+    return found
 
 
 def mutates_attribute(attr: str, class_name: str, method: FunctionNode) -> bool:

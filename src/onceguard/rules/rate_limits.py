@@ -27,7 +27,8 @@ from .fix_plans import shared_store_snippet
 from .held_limiters import limiters_kept_by_services
 from .limit_refusals import functions_using, other_modules, refusal_for, users_elsewhere
 from .memoized_effects import memoised
-from .limiter_state import holder_kind, is_container, mutates, mutates_attribute, reads_clock
+from .limiter_state import (
+    containers_made_by_functions, first_write, holder_kind, is_container, mutates, mutates_attribute, reads_clock)
 from .registry import register
 
 #: How a display-only fix names the shared store.
@@ -267,6 +268,45 @@ def _handwritten(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
             "Each replica keeps its own counts, and a client blocked on one replica is let in by the others. "
             + known.HANDWRITTEN_INSTEAD,
             related=[_refused_here(node, where)],
+        )
+
+
+def _made_by_a_function(rule: Rule, facts: ModuleFacts) -> Iterator[Diagnostic]:
+    """A container a module function makes for the module (``global _hits`` … ``_hits = {}`` in an ``init()``),
+    one per process as a module-level one is.  A function of the module that reads a clock and writes into it,
+    itself or through a helper of the module that does (``_window(key, now).append(now)``), stamps it; the
+    functions that name it or call such a helper may be refused on with 429.  Reported at the stamp: there is
+    no module-level container to point at."""
+    module_functions = [f for f in facts.tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for name, _, made in containers_made_by_functions(facts):
+        using = [f for f in functions_using(name, facts) if f in module_functions]
+        helpers = {f.name for f in using}
+        writers = {f.name for f in using if mutates(name, f)}
+
+        def is_the_container(node: ast.AST, name=name, writers=writers) -> bool:
+            return (isinstance(node, ast.Name) and node.id == name) or (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in writers)
+
+        stamp = next(((f, write) for f in module_functions if reads_clock(f, facts)
+                      for write in [first_write(f, is_the_container)] if write is not None), None)
+        if stamp is None:
+            continue
+        askers = [f for f in module_functions if f in using or any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in helpers for n in walk(f))]
+        refusal = _first_refusal(name, askers, facts)
+        if refusal is None:
+            continue
+        function, (node, where, how) = refusal
+        maker = facts.enclosing_function(made)
+        refuses = f"a caller of `{function.name}()`" if how == "caller" else f"`{function.name}()`"
+        yield rule.finding(
+            facts.statement_of(stamp[1]),
+            f"`{name}` (a container `{maker.name if maker else name}()` makes once per process) is stamped here "
+            f"and {refuses} refuses with 429 on it, so N replicas allow N times the limit.",
+            "Each replica keeps its own counts, and a client blocked on one replica is let in by the others. "
+            + known.HANDWRITTEN_INSTEAD,
+            related=[Related(facts.context.path, made.lineno, made.col_offset + 1, f"`{name}` is made here"),
+                     _refused_here(node, where)],
         )
 
 
@@ -518,6 +558,7 @@ class InMemoryRateLimit(Rule):
         yield from _library_limiters(self, facts)
         yield from _django_throttles(self, facts)
         yield from _handwritten(self, facts)
+        yield from _made_by_a_function(self, facts)
         yield from _class_level_state(self, facts)
         yield from _handed_at_startup(self, facts)
         yield from _application_state(self, facts)

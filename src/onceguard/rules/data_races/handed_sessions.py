@@ -18,12 +18,14 @@ from ...analysis.handed import argument_for, parameter_names
 from ...analysis.names import dotted
 from ...knowledge import orm
 from ...model import Related
+from ...project.definitions import definition_facts
 from ...project.fixed_arguments import callers_of, named_in_few_files
 from .changes import Change, instance_changes, session_committed_by_block
 from .loads import (
     FLASK_SESSION, Loaded, _instance_bindings, _is_sa_session, _loader_before, _session_matches, chain,
     function_nodes, later,
     module_imports_any, unwrap)
+from .returned_loads import returned_row
 
 @dataclass
 class WrittenByCaller:
@@ -117,8 +119,8 @@ def changed_rows_handed_in(facts: ModuleFacts) -> Iterator[WrittenByCaller]:
     changes from its own value on a row handed in as a parameter, when a caller in another module loaded that row
     without a lock and commits its session (or saves the row) after the call. Callers in the module itself are
     read from the caller's side (``_callee_changes``)."""
-    if not facts.context.cross_file or not module_imports_any(facts, orm.ORM_MODULES):
-        return  # (a row is an ORM's: a module that imports none is handed other objects)
+    if not facts.context.cross_file:
+        return
     candidates = {}
     for assign in facts.assigns:
         target = assign.target if isinstance(assign, (ast.AugAssign, ast.AnnAssign)) else (
@@ -132,10 +134,26 @@ def changed_rows_handed_in(facts: ModuleFacts) -> Iterator[WrittenByCaller]:
         for change in instance_changes(function, facts):
             if change.kind == "in place" or change.instance not in parameters:
                 continue
+            if not _uses_an_orm(facts):
+                return  # (a row is an ORM's: a module that reaches none is handed other objects)
             found = _caller_write_back(function, change.instance, facts)
             if found is not None:
                 yield WrittenByCaller(function, change, *found)
                 break
+
+
+def _uses_an_orm(facts: ModuleFacts) -> bool:
+    """The module imports an ORM, or a name from a project module that does: the app's models, or the
+    ``db = SQLAlchemy()`` a Flask app's modules share, defined once and imported wherever rows are changed."""
+    def build(_facts: ModuleFacts) -> bool:
+        if module_imports_any(facts, orm.ORM_MODULES):
+            return True
+        for target in set(facts.imports.aliases.values()):
+            located = definition_facts(target, facts) if "." in target else None
+            if located is not None and located[0] is not facts and module_imports_any(located[0], orm.ORM_MODULES):
+                return True
+        return False
+    return facts.cached("handed_sessions:uses_an_orm", build)
 
 
 #: Files that may mention a helper whose callers are read: a name many files use is a library's shared helper.
@@ -152,14 +170,19 @@ def _caller_write_back(function: FunctionNode, parameter: str,
         if caller is None or other is facts or other.context.is_test or not isinstance(handed, ast.Name):
             continue
         loaded = _loader_before(_instance_bindings(caller, other).get(handed.id, []), call)
+        if loaded is None:
+            # the caller had the row from a project function that loads and returns it (``find_voucher(code)``)
+            returned = returned_row(handed.id, call, caller, other)
+            loaded = returned[1] if returned is not None else None
         if loaded is None or loaded.locked:
             continue
         for node in function_nodes(caller, other):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and later(node, call)):
                 continue
-            receiver = dotted(unwrap(node.func.value))
+            receiver = unwrap(node.func.value)
             if (loaded.framework == "sqlalchemy" and node.func.attr in orm.SA_FLUSH and not node.args
-                    and receiver == loaded.session) or (node.func.attr in orm.DJANGO_SAVE and receiver == handed.id):
+                    and _session_matches(loaded.session, receiver)) or (
+                        node.func.attr in orm.DJANGO_SAVE and dotted(receiver) == handed.id):
                 return loaded, Related(other.context.path, node.lineno, node.col_offset + 1,
                                        f"`{caller.name}` loaded the row and writes it back here"), caller.name
     return None

@@ -19,6 +19,7 @@ from .loads import _core_reads, _names_compared, chain, later, module_chain
 from .model_updates import model_update_write_backs
 from .queryset_updates import queryset_writes
 from .flow import Flow, _merged
+from .merged_documents import merged_from_read
 from ..redis_leases import short
 
 
@@ -265,6 +266,9 @@ class SqlChecks:
                 if column not in read and "*" not in read:
                     continue
                 value = _parameter(update, target.val.number, facts)
+                if value is not None and not flow.arithmetic(value) \
+                        and merged_from_read(value, flow, update.call, function, facts):
+                    return self._merged_document(update, select, column, table, executions, function, facts)
                 if value is not None and flow.arithmetic(value):
                     if one_runner_reaches(update.call, facts):
                         return None  # one replica at a time runs it: the claim serialises the read and the write
@@ -280,6 +284,24 @@ class SqlChecks:
                         f"with `SELECT … FOR UPDATE` in the same transaction.",
                     )
         return None
+
+
+    def _merged_document(self, update: ExecutedSql, select: ExecutedSql, column: str, table: str,
+                         executions: List[ExecutedSql], function: FunctionNode,
+                         facts: ModuleFacts) -> Optional[Diagnostic]:
+        """A document merged in Python from an unlocked read and sent back whole: reported at the read, where
+        the lock that serialises the merges belongs."""
+        if one_runner_reaches(update.call, facts) or _waited_for_lock(select, executions, function, facts):
+            return None  # one runner at a time reads and writes it
+        return self.finding(
+            select.call,
+            f"`{column}` of `{table}` is read here without a lock, merged in Python and written back whole by the "
+            f"UPDATE on line {update.call.lineno}, so keys another replica set in between are lost.",
+            f"Two requests read the same document and the later UPDATE puts back its own merge over the other's. "
+            f"Read the row with `SELECT … FOR UPDATE` in the transaction that writes it; or merge in the statement "
+            f"(`SET {column} = {column} || %s`, `jsonb_set`); or compare a version column in the UPDATE's WHERE "
+            f"and retry when no row matched.",
+        )
 
 
 def _waited_for_lock_before(call: ast.Call, function: FunctionNode, facts: ModuleFacts) -> bool:
