@@ -76,7 +76,8 @@ def test_an_extended_list_of_hooks_that_start_no_loop(tmp_path):
 
 
 def test_a_list_extended_that_is_no_start_up_hook(tmp_path):
+    later = "        app['later'] = []\n        app['later'].extend([start_mirror])\n"
     source = SERVER.format(hooks="cleanup_ctx", listed="[open_pool]").replace(
-        "        return app\n", "        app['later'] = []\n        app['later'].extend([start_mirror])\n        return app\n")
+        "        return app\n", later + "        return app\n")
     write(tmp_path, {"shop/__init__.py": "", "shop/server.py": source, "shop/mirror.py": MIRROR})
     assert findings(tmp_path, "shop/server.py") == []
