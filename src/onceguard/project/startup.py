@@ -397,6 +397,12 @@ class StartupMap:
                 elif (func.attr in ("append", "insert") and isinstance(func.value, ast.Attribute)
                       and func.value.attr in known.STARTUP_LISTS and call.args):
                     self._hook(call.args[-1], f"{func.value.attr} hook")
+                elif (func.attr == "extend" and isinstance(func.value, ast.Attribute)
+                      and func.value.attr in known.STARTUP_LISTS and call.args
+                      and isinstance(call.args[0], (ast.List, ast.Tuple))):
+                    # ``app.cleanup_ctx.extend([database, pollers])``: each element is a hook as an append's is
+                    for element in call.args[0].elts:
+                        self._hook(element, f"{func.value.attr} hook")
 
     def _lifespan_function(self, value: ast.AST, depth: int = 0) -> Optional[FunctionNode]:
         """The function given as ``lifespan=``: a def by name, or the nested def that a lifespan factory

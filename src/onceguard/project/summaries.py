@@ -167,8 +167,9 @@ def _value_class(value: ast.AST, facts: ModuleFacts) -> Optional[Tuple[ast.Class
     if (facts.callee(value) or "") in ("typing.cast", "cast") and value.args:
         return _class_of(_annotation_class(value.args[0]) or value.args[0], facts)
     found = _class_of(value.func, facts)
-    if found is None and isinstance(value.func, ast.Name):
-        # ``poller = build_poller()``: a factory of the project, by its return annotation or what it returns
+    if found is None and isinstance(value.func, (ast.Name, ast.Attribute)):
+        # ``poller = build_poller()``: a factory of the project, by its return annotation or what it returns;
+        # ``self._uow_factory()``: a factory an instance keeps, by its declared type (``Callable[[], UnitOfWork]``)
         made = declared.classes(declared.type_of(value, facts, facts.enclosing_function(value)))
         found = made[0] if len(made) == 1 else None
     return found

@@ -339,7 +339,7 @@ def _written_back(change: Change, function: FunctionNode, facts: ModuleFacts,
             if spelled in added_to:
                 return node
             if loaded is not None and loaded.framework == "sqlalchemy" and (
-                    _session_matches(loaded.session, receiver) or _holds_session(loaded.session, receiver)):
+                    _session_matches(loaded.session, receiver) or holds_session(loaded.session, receiver)):
                 return node
         elif loaded is not None and loaded.framework == "sqlalchemy" and later(node, change.back) \
                 and _commits_on_self(node, loaded, function, facts):
@@ -453,11 +453,11 @@ def _commits_on_self(call: ast.Call, loaded: Loaded, function: FunctionNode, fac
     if cls is None or not (isinstance(func.value, ast.Name) and func.value.id == "self") or call.args:
         return False
     commits = _committing_methods_of(cls, facts)
-    return any(_session_matches(loaded.session, commit.func.value) or _holds_session(loaded.session, commit.func.value)
+    return any(_session_matches(loaded.session, commit.func.value) or holds_session(loaded.session, commit.func.value)
                for commit in commits.get(func.attr, ()))
 
 
-def _holds_session(session: Optional[str], receiver: ast.AST) -> bool:
+def holds_session(session: Optional[str], receiver: ast.AST) -> bool:
     """``uow.commit()`` for rows loaded through ``uow._session``: a unit of work's own commit commits the session
     it holds (its repositories load through it)."""
     spelled = dotted(receiver)

@@ -17,7 +17,7 @@ from ...analysis.facts import FunctionNode, ModuleFacts, in_exclusive_branches, 
 from ...model import Diagnostic
 from ...project.claims import one_runner_reaches
 from ...project.redis_clients import _method
-from ...project.summaries import _local_receiver as local_receiver
+from ...project.summaries import _local_receiver as local_receiver, _method_of as method_of, instance_class
 from ..redis_leases import redis_call, short
 from .flow import Flow, _merged, plain_name
 from .loads import function_nodes, later
@@ -28,11 +28,29 @@ READ_VERBS = ("get", "load", "fetch", "read", "find")
 WRITE_VERBS = ("set", "put", "upsert", "save", "store", "update", "write", "replace")
 
 
-def _verb_and_noun(method: str, verbs: Tuple[str, ...]) -> Optional[str]:
+def _verb_and_noun(method: str, verbs: Tuple[str, ...], bare: bool = False) -> Optional[str]:
+    """The noun after the verb (``get_report`` -> ``report``); with ``bare``, "" for the verb alone (``load``)."""
     for verb in verbs:
         if method.startswith(verb + "_") and len(method) > len(verb) + 1:
             return method[len(verb) + 1:]
+        if bare and method == verb:
+            return ""
     return None
+
+
+def _project_store_pair(read: ast.Call, write: ast.Call, function: FunctionNode, facts: ModuleFacts) -> bool:
+    """``self._store.load(k)`` then ``self._store.save(k, doc)`` with no noun to pair them: the pair counts
+    when the receiver is an instance of a project class that writes both methods itself, and whose write does
+    not keep the record in the object's own memory (a dict, a list, another library's object stays unknown)."""
+    owner = instance_class(write.func.value, facts, function)
+    if owner is None:
+        return False
+    cls, where = owner
+    methods = [method_of(cls, where, call.func.attr) for call in (read, write)]
+    if any(found is None for found in methods):
+        return False
+    saver, saver_facts = methods[1]
+    return not _stores_in_class_container(saver, saver_facts.enclosing_class(saver), saver_facts)
 
 
 def _key(call: ast.Call) -> Optional[str]:
@@ -64,26 +82,30 @@ def keyed_round_trips(function: FunctionNode, facts: ModuleFacts) -> Iterable[Tu
             continue
         # The verbs first: most calls are neither a read nor a write, and the Redis lookup below (the
         # client's origin, through other modules) costs more than every other test together.
-        read_noun = _verb_and_noun(node.func.attr, READ_VERBS)
+        read_noun = _verb_and_noun(node.func.attr, READ_VERBS, bare=True)
         if read_noun is None and node.func.attr in written:
             read_noun = node.func.attr
-        noun = read_noun if read_noun is not None else _verb_and_noun(node.func.attr, WRITE_VERBS)
+        noun = read_noun if read_noun is not None else _verb_and_noun(node.func.attr, WRITE_VERBS, bare=True)
         if noun is None:
             continue
         receiver = plain_name(node.func.value)
         key = _key(node)
         if receiver is None or key is None or _in_process_only(node) or not _receiver_seen(receiver, function, facts):
             continue
-        if redis_call(node, facts) is not None:
+        # (a bare verb -- ``get``, ``update`` -- is on most dicts: its Redis lookup waits for a pair to judge)
+        if noun and redis_call(node, facts) is not None:
             continue  # a Redis client or cache (wrapper): the store checks judge it by its commands
         if read_noun is not None:
             reads.append((node, receiver, noun, key))
             continue
         matching = [read for read, r, n, k in reads
-                    if (r, k) == (receiver, key) and n in (noun, noun + "s", noun + "es") and later(node, read)
-                    and not in_exclusive_branches(read, node)]
+                    if (r, k) == (receiver, key) and n in ((noun, noun + "s", noun + "es") if noun else ("",))
+                    and later(node, read) and not in_exclusive_branches(read, node)]
         if not matching:
             continue
+        if not noun and (not _project_store_pair(matching[-1], node, function, facts)
+                         or redis_call(node, facts) is not None):
+            continue  # a bare ``get`` then ``set``: only a store the project writes is known to keep records
         if receiver == "self" and _stores_in_own_container(node.func.attr, function, facts):
             continue  # the record is this object's own memory: no other replica stores it
         read_ids = {id(read) for read in matching}
@@ -112,6 +134,14 @@ def _stores_in_own_container(method_name: str, function: FunctionNode, facts: Mo
     cls = facts.enclosing_class(function)
     method = _method(cls, method_name) if cls is not None else None
     if method is None:
+        return False
+    return _stores_in_class_container(method, cls, facts)
+
+
+def _stores_in_class_container(method: FunctionNode, cls: Optional[ast.ClassDef], facts: ModuleFacts) -> bool:
+    """``method`` (of ``cls``) puts the value it is handed after the key into a container the object made
+    itself, and hands it to nothing but its own methods and size checks."""
+    if cls is None:
         return False
     parameters = [a.arg for a in method.args.posonlyargs + method.args.args][2:]  # after self and the key
     if not parameters:
@@ -164,7 +194,8 @@ class KeyedStoreChecks:
     def _keyed_stores(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         functions = {}
         for call in facts.calls:
-            if isinstance(call.func, ast.Attribute) and _verb_and_noun(call.func.attr, WRITE_VERBS):
+            if isinstance(call.func, ast.Attribute) and _verb_and_noun(call.func.attr, WRITE_VERBS, bare=True) \
+                    is not None:
                 function = facts.enclosing_function(call)
                 if function is not None:
                     functions.setdefault(id(function), function)

@@ -477,10 +477,30 @@ def _session_get(expr: ast.AST, facts: ModuleFacts) -> Optional[Loaded]:
             and expr.func.attr in orm.SA_SESSION_GET and len(expr.args) >= 2):
         return None
     model = dotted(expr.args[0]) or ""
-    if not model.rsplit(".", 1)[-1][:1].isupper() or not module_imports_any(facts, orm.SA_MODULES):
+    if not model.rsplit(".", 1)[-1][:1].isupper() and not _kept_model_class(expr.args[0], facts):
+        return None
+    if not module_imports_any(facts, orm.SA_MODULES):
         return None
     locked = any(k.arg == orm.SA_ROW_LOCK_KEYWORD and not _falsy(k.value) for k in expr.keywords)
     return Loaded("sqlalchemy", model, expr, locked, dotted(expr.func.value))
+
+
+def _kept_model_class(expr: ast.AST, facts: ModuleFacts) -> bool:
+    """``self.model`` in a method of a class whose body declares ``model`` a class (``model: type[ModelT]``, or
+    ``model = Wallet``): a repository generic over the model each subclass names, loading that model's row."""
+    if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id in ("self", "cls")):
+        return False
+    cls = facts.enclosing_class(expr)
+    for statement in cls.body if cls is not None else ():
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) \
+                and statement.target.id == expr.attr:
+            head = statement.annotation.value if isinstance(statement.annotation, ast.Subscript) else None
+            if (dotted(head) or "").rsplit(".", 1)[-1] in ("type", "Type"):
+                return True
+        if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == expr.attr
+                                                     for t in statement.targets):
+            return (dotted(statement.value) or "").rsplit(".", 1)[-1][:1].isupper()
+    return False
 
 
 def _loader_before(bindings: List[Tuple[ast.AST, Loaded]], node: ast.AST) -> Optional[Loaded]:

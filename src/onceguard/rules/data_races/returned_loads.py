@@ -24,6 +24,7 @@ from ...analysis.facts import FunctionNode, ModuleFacts
 from ...analysis.handed import argument_for, parameter_names
 from ...analysis.names import dotted
 from ...model import Related
+from ...project import declared_types as declared
 from ...project.definitions import definition_facts
 from ...project.summaries import instance_class, resolve, resolve_reference
 from .loads import (
@@ -177,25 +178,21 @@ def _session_here(session: Optional[str], call: ast.Call, target: FunctionNode, 
         if isinstance(receiver, ast.Name) and receiver.id == "self" and target_facts is facts \
                 and facts.enclosing_class(target) is facts.enclosing_class(function):
             return session  # ``self._card(code)``: a method of the same instance loads through the caller's session
-        return _instance_session(rest, call, target, target_facts, function, facts)
+        return instance_session(rest, call, target, target_facts, function, facts)
     return _spelled_here(session, target_facts, facts)
 
 
-def _instance_session(attribute: str, call: ast.Call, target: FunctionNode, target_facts: ModuleFacts,
+def instance_session(attribute: str, call: ast.Call, target: FunctionNode, target_facts: ModuleFacts,
                       function: FunctionNode, facts: ModuleFacts) -> Optional[str]:
     """``self.session`` of a repository object the caller made with its own session (``CardStore(session)``,
     ``def __init__(self, session): self.session = session``): the session the caller handed in."""
     name, dot, rest = attribute.partition(".")
     cls = target_facts.enclosing_class(target)
-    init = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-                 and s.name == "__init__"), None) if cls is not None else None
-    if init is None:
+    if cls is None:
         return None
-    kept = [n.value.id for n in ast.walk(init) if isinstance(n, ast.Assign) and len(n.targets) == 1
-            and dotted(n.targets[0]) == f"self.{name}" and isinstance(n.value, ast.Name)
-            and n.value.id in parameter_names(init, receiver=False)]
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
     made = receiver
+    made_facts = facts
     own_init = None
     holder = None
     if isinstance(receiver, ast.Name):
@@ -210,8 +207,17 @@ def _instance_session(attribute: str, call: ast.Call, target: FunctionNode, targ
         # (``self.accounts = AccountRepository(self._session)`` in its ``__enter__``)
         owner = instance_class(receiver.value, facts, function)
         made = _assigned_in_class(owner[0], f"self.{receiver.attr}") if owner is not None else None
+        made_facts = owner[1] if owner is not None else facts
         holder = receiver.value.id
-    if len(kept) != 1 or not isinstance(made, ast.Call) or (dotted(made.func) or "").rsplit(".", 1)[-1] != cls.name:
+    if not isinstance(made, ast.Call):
+        return None
+    init = _init_run_by(made, made_facts, cls)
+    if init is None:
+        return None
+    kept = [n.value.id for n in ast.walk(init) if isinstance(n, ast.Assign) and len(n.targets) == 1
+            and dotted(n.targets[0]) == f"self.{name}" and isinstance(n.value, ast.Name)
+            and n.value.id in parameter_names(init, receiver=False)]
+    if len(kept) != 1:
         return None
     handed = argument_for(made, init, kept[0])
     if holder is not None:
@@ -226,6 +232,29 @@ def _instance_session(attribute: str, call: ast.Call, target: FunctionNode, targ
                        for t in n.targets if (dotted(t) or "").startswith("self.")), None)
     spelled = dotted(handed) if handed is not None else None
     return f"{spelled}{dot}{rest}" if spelled else None
+
+
+def _init_run_by(made: ast.Call, facts: ModuleFacts, cls: ast.ClassDef) -> Optional[FunctionNode]:
+    """The ``__init__`` that ``made`` (a constructor call) runs, when it makes an instance of ``cls`` or of a
+    subclass of it (``WalletRepository(session)`` running the ``__init__`` of the generic repository it extends,
+    whose method loads the row)."""
+    if (dotted(made.func) or "").rsplit(".", 1)[-1] == cls.name and _init_of(cls) is not None:
+        return _init_of(cls)
+    built = instance_class(made, facts, facts.enclosing_function(made))
+    if built is None:
+        return None
+    lineage, pending = [], [built]
+    for _ in range(_MAX_BASE_STEPS):
+        lineage.extend(pending)
+        pending = [base for klass, where in pending for base in declared.base_classes(klass, where)]
+    if not any(klass is cls for klass, _where in lineage):
+        return None
+    # the nearest class of the lineage that writes its own ``__init__``
+    return next((init for init in (_init_of(klass) for klass, _where in lineage) if init is not None), None)
+
+
+#: Steps up a class's bases to the class whose method loads the row.
+_MAX_BASE_STEPS = 3
 
 
 def _init_of(cls: Optional[ast.ClassDef]) -> Optional[FunctionNode]:

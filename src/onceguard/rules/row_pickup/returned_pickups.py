@@ -9,6 +9,7 @@ from ...analysis.names import dotted
 from ...model import Related
 from ...project.claim_syntax import is_log_call
 from ..data_races import function_nodes, names_in, target_names, unwrap
+from ..data_races.returned_loads import instance_session
 from .moved_rows import helper_writes
 from .selection import Pickup, _contains, _functions_writing_rows, _local_pickups, _rows_names
 
@@ -54,6 +55,11 @@ def returned_pickups(function: FunctionNode, facts: ModuleFacts) -> List[Pickup]
             picked = next((p for p in _local_pickups(target, target_facts) if _returns_rows(p, target)), None)
             if picked is not None:
                 session = _handed_session(picked.session, target, node, target_facts)
+                if session is not None and session.startswith("self.") and isinstance(node.func, ast.Attribute) \
+                        and not isinstance(node.func.value, ast.Call):
+                    # ``uow.outbox.next_pending(n)``: a repository a unit of work made with the session it holds
+                    session = instance_session(session[len("self."):], node, target, target_facts, function,
+                                               facts) or session
                 where = Related(target_facts.context.path, picked.at.lineno, picked.at.col_offset + 1,
                                 f"`{target.name}` selects the rows by `{picked.column}` and returns them")
                 found.append(Pickup(picked.framework, node, picked.model, picked.column, _rows_names(node, facts),

@@ -22,7 +22,7 @@ from .selection import (
     moves_whatever_its_state, sql_pickup)
 from .handed_rows import handed_row_write
 from .taken_rows import TakenRow, taken_by_caller
-from ..data_races.changes import session_committed_by_block
+from ..data_races.changes import holds_session, session_committed_by_block
 from ...project.prefilter_words import loader_words, sql_constant_words
 from .moved_rows import (aggregates_only, calls_taking_rows, core_update_behind, hands_back, helper_writes,
                          picked_and_written_after)
@@ -306,6 +306,9 @@ class UnclaimedRowPickup(Rule):
                     if not _django_status_filter(django_queryset(node)[1]):
                         return node
             else:
+                if method in orm.SA_FLUSH and changed is not None and not node.args \
+                        and holds_session(pickup.session, receiver):
+                    return node  # ``uow.commit()``: a unit of work commits the session its repositories load through
                 if not (_session_matches(pickup.session, receiver)
                         or (changed_through is not None and dotted(receiver) == changed_through)):
                     continue
