@@ -16,6 +16,7 @@ from ..knowledge.schema import ENV_GETTERS
 from . import index as project
 from .deployment import deployment_bases
 from .deployment_files import _get, _mapping_items, is_deployment_file
+from .helm_values import yaml_documents
 from .kubernetes_values import Given, container_environment
 
 _scans: Dict = {}
@@ -45,8 +46,6 @@ def _environment(facts: ModuleFacts) -> Dict[str, Given]:
     config, root = facts.config, project.search_root(facts)
 
     def scan() -> Tuple[Dict[str, Given], Tuple[str, ...]]:
-        import yaml
-
         read: List[str] = []
         for base in deployment_bases(config, root):
             read.extend(path for path in project.files_named(base, is_deployment_file, config, key="environment-values")
@@ -56,10 +55,7 @@ def _environment(facts: ModuleFacts) -> Dict[str, Given]:
         for path, text in texts:  # compose services' ``environment``
             if "services" not in text:
                 continue
-            try:
-                documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-            except (yaml.YAMLError, RecursionError):
-                continue
+            documents = yaml_documents(text, path)
             from .service_settings import _environment as compose_environment
 
             for document in documents:

@@ -511,14 +511,9 @@ def _yaml_file(path: str) -> List[Launch]:
         return []
     # Helm templates: drop whole-line directives, write in the chart's values, stand in a word for other inline
     # expressions (line numbers kept).
-    from .helm_values import rendered
+    from .helm_values import yaml_documents
 
-    try:
-        documents = list(yaml.compose_all(rendered(text, path), Loader=yaml.SafeLoader))
-    except yaml.YAMLError:
-        return []
-    except RecursionError:
-        return []
+    documents = yaml_documents(text, path)
     found: List[Launch] = []
     for document in documents:
         if not isinstance(document, yaml.MappingNode):

@@ -34,6 +34,17 @@ _charts: Dict[str, Optional[dict]] = {}
 project.on_clear(_charts.clear)
 
 
+def yaml_documents(text: str, path: str = "") -> list:
+    """The YAML documents of a deployment file (``path``, when given, places a Helm template in its chart, whose
+    values are written in first); none when it does not parse."""
+    import yaml  # (imported here: the plugin's import stays cheap)
+
+    try:
+        return list(yaml.compose_all(rendered(text, path) if path else text, Loader=yaml.SafeLoader))
+    except (yaml.YAMLError, RecursionError):
+        return []
+
+
 def rendered(text: str, path: str) -> str:
     """``text`` (a YAML file at ``path``) with its template expressions read, line for line."""
     if "{{" not in text:

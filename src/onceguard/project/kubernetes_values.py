@@ -12,6 +12,7 @@ import binascii
 from typing import Dict, Iterable, List, Tuple
 
 from .deployment_files import _get, _line, _mapping_items, _scalar, _sequence
+from .helm_values import yaml_documents
 
 #: (kind, name, key) -> (value, line)
 Entries = Dict[Tuple[str, str, str], Tuple[str, int]]
@@ -29,10 +30,7 @@ def read(texts: Iterable[Tuple[str, str]]) -> Tuple[Entries, Dict[str, Reference
     entries: Entries = {}
     references: Dict[str, References] = {}
     for path, text in texts:
-        try:
-            documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-        except (yaml.YAMLError, RecursionError):
-            continue
+        documents = yaml_documents(text, path)
         for document in documents:
             kind = _scalar(_get(document, "kind")) if isinstance(document, yaml.MappingNode) else None
             if kind in ("Secret", "ConfigMap"):
@@ -59,26 +57,16 @@ def _decoded(value: str) -> str:
 
 def _env_references(node):
     """Every ``env`` entry under ``node`` (its containers, at any depth) with a ``valueFrom`` reference."""
-    import yaml
-
-    pending = [node]
-    while pending:
-        current = pending.pop()
-        if isinstance(current, yaml.MappingNode):
-            for key, value in current.value:
-                if _scalar(key) == "env":
-                    for item in _sequence(value):
-                        variable = _scalar(_get(item, "name"))
-                        source = _get(item, "valueFrom")
-                        for reference, kind in _REFERENCE_KINDS.items():
-                            ref = _get(source, reference)
-                            name, entry = _scalar(_get(ref, "name")), _scalar(_get(ref, "key"))
-                            if variable and name and entry:
-                                yield variable, kind, name, entry, _line(item)
-                else:
-                    pending.append(value)
-        elif isinstance(current, yaml.SequenceNode):
-            pending.extend(current.value)
+    for key, item in _container_env_items(node):
+        if key != "env":
+            continue
+        variable = _scalar(_get(item, "name"))
+        source = _get(item, "valueFrom")
+        for reference, kind in _REFERENCE_KINDS.items():
+            ref = _get(source, reference)
+            name, entry = _scalar(_get(ref, "name")), _scalar(_get(ref, "key"))
+            if variable and name and entry:
+                yield variable, kind, name, entry, _line(item)
 
 
 #: (value, path, line) of each value a container's environment gives a variable.
@@ -102,10 +90,7 @@ def container_environment(texts: Iterable[Tuple[str, str]]) -> Dict[str, Given]:
     for path, text in texts:
         if "env" not in text:
             continue
-        try:
-            documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-        except (yaml.YAMLError, RecursionError):
-            continue
+        documents = yaml_documents(text, path)
         for document in documents:
             if not isinstance(document, yaml.MappingNode) or _scalar(_get(document, "kind")) in ("Secret", "ConfigMap"):
                 continue

@@ -19,7 +19,7 @@ from ..config import Config
 from ..knowledge import deployment as known
 from . import index as project
 from .deployment import deployment_bases
-from .helm_values import UNKNOWN, rendered
+from .helm_values import UNKNOWN, yaml_documents
 from .deployment_files import (_dockerfile, _get, _line, _mapping_items, _scalar, _sequence, _words_of,
                                infrastructure_image, is_dockerfile, read_text)
 
@@ -89,15 +89,10 @@ def _is_yaml_or_dockerfile(name: str) -> bool:
 
 def _pins_of_file(path: str, dockerfiles: Sequence[str], configured: bool,
                   config_files: Sequence[str] = ()) -> List[ServicePin]:
-    import yaml
-
     text = read_text(path)
     if not text or "replicas" not in text:
         return []  # (no service of it is pinned to one process: its settings say nothing about one)
-    try:
-        documents = list(yaml.compose_all(rendered(text, path), Loader=yaml.SafeLoader))
-    except (yaml.YAMLError, RecursionError):
-        return []
+    documents = yaml_documents(text, path)
     found: List[ServicePin] = []
     name = os.path.basename(path)
     for document in documents:
