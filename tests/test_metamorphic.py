@@ -26,7 +26,7 @@ LEFT_OUT = {
     'OG204-flagged-line67-function_to_method': 'a method reached through a module-level instance is not followed by this rule; loses OG204 at shop/jobs.py:14',
     'OG603-flagged-line43-import_under_alias': 'the rule compares a local spelling, so an import alias hides the name; loses OG603 at example.py:14',
     'OG603-flagged-line81-import_under_alias': 'the rule compares a local spelling, so an import alias hides the name; loses OG603 at example.py:16',
-    'OG608-flagged-line419-function_to_method': 'a marker kept by a method of a module-level instance is followed to the request code that calls it on the command line only, and the example is read alone; loses OG608 at example.py:8',
+    'OG608-flagged-line426-function_to_method': 'a marker kept by a method of a module-level instance is followed to the request code that calls it on the command line only, and the example is read alone; loses OG608 at example.py:8',
     'fixture-startup_reach-rename_project_names': 'a lock helper is trusted by its name (migration_lock, a stub whose body takes no lock), so once renamed nothing says it locks; adds OG401 at fallback_create/warehouse/migrations_runner.py:12',
     'OG101-clean-line329-move_function_absolute_import': 'the rule pairs lock and unlock within one module only (a lock flow does not follow callers in other modules); adds OG101 at example_parts.py:7',
     'fixture-flask_helpdesk-call_through_helper': 'a Flask app made through a small project helper (`app = make(__name__)` forwarding to `Flask`) is not followed by the OG201 ticker check (OG602 sees it); loses OG201 at helpdesk/app.py:28',

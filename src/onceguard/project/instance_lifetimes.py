@@ -72,7 +72,44 @@ def long_lived_instance(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifet
         kept = _kept_at_startup([call], other, cls)
         if kept is not None:
             return kept
+    for call, other in callers:
+        made = _handed_out_at_startup(call, other, cls)
+        if made is not None:
+            return made
     return None
+
+
+def _handed_out_at_startup(call: ast.Call, facts: ModuleFacts, cls: ast.ClassDef) -> Optional[Lifetime]:
+    """``call`` is in a factory that start-up code runs (``app = create_app()`` → ``build_services()``) and
+    hands the object out (``return Services(seen=SeenIds())``): made once per process, it is what every request
+    served later is handed, for the process's life."""
+    function = facts.enclosing_function(call)
+    if function is None or not _handed_out(call, function) or not _runs_at_startup(call, facts):
+        return None
+    return Lifetime(f"one `{cls.name}` is made by {function.name}(), which start-up code runs once per process, "
+                    "and handed out from there", facts.context.path, call.lineno)
+
+
+def _handed_out(value: ast.AST, function: FunctionNode, depth: int = 0) -> bool:
+    """The object ``value`` makes leaves ``function``: returned, as it is or as an argument or item of what is
+    returned (``return Container(seen=SeenIds())``), also through a local name it is bound to first."""
+    if depth > 4:
+        return False
+    above = parent(value)
+    if isinstance(above, ast.Return):
+        return True
+    if isinstance(above, ast.keyword):
+        above = parent(above)
+    items = above.values if isinstance(above, ast.Dict) else getattr(above, "elts", [])
+    if isinstance(above, ast.Call) and value is not above.func \
+            or isinstance(above, (ast.Tuple, ast.List, ast.Dict)) and any(item is value for item in items):
+        return _handed_out(above, function, depth + 1)
+    if isinstance(above, ast.Assign) and above.value is value and len(above.targets) == 1 \
+            and isinstance(above.targets[0], ast.Name):
+        name = above.targets[0].id
+        return any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+                   and _handed_out(node, function, depth + 1) for node in walk_no_nested_functions(function))
+    return False
 
 
 def _kept_at_startup(calls, facts: ModuleFacts, cls: ast.ClassDef) -> Optional[Lifetime]:

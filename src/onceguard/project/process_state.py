@@ -20,7 +20,7 @@ from ..analysis.names import dotted
 from .instance_lifetimes import (Lifetime, _assigns_locally, _call_last_name, _top_level_statements, daemon_lifetime,
                                  long_lived_instance, module_global_receivers)
 from .state_answers import (acts_on_answer, answer_dropped, answer_test, answers_membership, decided_work,
-                            following_statements, in_loop_over_state)
+                            following_statements, in_loop_over_state, yields_items)
 
 if TYPE_CHECKING:
     from .wrapped_containers import WrappedContainer
@@ -683,5 +683,5 @@ def _entry_with_expiry(node: ast.AST, facts: ModuleFacts, clocks: Set[str]) -> b
 
 __all__ = ["Binding", "Lifetime", "Access", "Accesses", "StateMatcher", "binding_of", "constructed",
            "long_lived_instance", "daemon_lifetime", "module_global_receivers", "accesses", "read_through", "ancestors",
-           "decided_work", "following_statements", "answer_test", "answer_dropped", "acts_on_answer",
+           "decided_work", "yields_items", "following_statements", "answer_test", "answer_dropped", "acts_on_answer",
            "answers_membership", "in_loop_over_state"]

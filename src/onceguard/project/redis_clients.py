@@ -99,6 +99,8 @@ class RedisClients(Handles):
     def _agree(self, bindings, depth: int) -> Optional[Handle]:
         found: Optional[Handle] = None
         for origin, value, is_annotation in bindings:
+            if not is_annotation and isinstance(value, ast.Constant) and value.value is None:
+                continue  # ``_client = None`` until ``global _client; _client = redis.from_url(...)``: a placeholder
             handle = self._bound(origin, value, is_annotation, depth)
             if handle is None:
                 return None

@@ -50,6 +50,21 @@ def following_statements(node: ast.stmt) -> List[ast.stmt]:
     return []
 
 
+def yields_items(work: List[ast.AST]) -> bool:
+    """The work hands items out with ``yield`` (a generator that filters what it is given: ``if refund["ref"] in
+    _done: continue`` … ``yield refund``): what is done with each item is its consumer's."""
+    return any(isinstance(part, (ast.Yield, ast.YieldFrom)) and part.value is not None
+               for statement in work for part in [statement, *walk_no_nested_functions(statement)])
+
+
+def _loop_over(call: ast.Call) -> Optional[ast.AST]:
+    """The ``for`` loop whose iterable is what ``call`` returns (``for refund in fresh(batch):``)."""
+    statement = ModuleFacts.statement_of(call)
+    if isinstance(statement, (ast.For, ast.AsyncFor)) and _unawaited(statement.iter) is call:
+        return statement
+    return None
+
+
 def answer_test(call: ast.Call, facts: ModuleFacts) -> Optional[ast.AST]:
     """The ``if``/``while`` of the caller that tests what ``call`` answers: the call in its test
     (``if not store.first_time(key):``), or a local bound to the answer and tested after
@@ -107,7 +122,9 @@ def acts_on_answer(call: ast.Call, facts: ModuleFacts, fills: FrozenSet[str] = f
 
     if answer_dropped(call):
         return False
-    test = answer_test(call, facts)
+    # (a filter's answer is the items it yields: the loop over them does the work it decides)
+    loop = _loop_over(call)
+    test = loop or answer_test(call, facts)
     if test is None:
         return True
     caller = facts.enclosing_function(call)
@@ -115,8 +132,8 @@ def acts_on_answer(call: ast.Call, facts: ModuleFacts, fills: FrozenSet[str] = f
         return False
     if fills and not any(facts.enclosing_function(other) is caller for other in facts.calls_named(*fills)):
         return False
-    work = decided_work(test, answers_exit=True) or []
-    if _answers_the_request(test, caller):
+    work = loop.body if loop is not None else decided_work(test, answers_exit=True) or []
+    if loop is None and _answers_the_request(test, caller):
         return True
     receiver = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
     own = {id(part) for statement in work for part in walk(statement)

@@ -39,6 +39,7 @@ from ..project.prefilter_words import container_class_words
 from .presence_tests import hands_back_stored, membership_test, stored_when_absent, test_of
 from .scalar_markers import TRIGGERS as SCALAR_TRIGGERS, scalar_markers
 from . import work_in_flight
+from .drained_tallies import drained_by_a_request
 from .stale_caches import refreshed_after_shared_write
 from .module_state_messages import SNIPPETS as _SNIPPETS, SUGGESTION as _SUGGESTION, describe as _describe
 from .request_flags import TRIGGERS as FLAG_TRIGGERS, flipped_flags
@@ -209,6 +210,11 @@ def _judge(binding: state.Binding, facts: ModuleFacts, request: RequestCode, rec
            daemon, kept_at_startup: Callable[[], bool] = lambda: False) -> Optional[_Finding]:
     found = state.accesses(binding, facts)
     written = {a.kind for a in found.items}
+    if {state.WRITE_COUNTER, "unmark"} <= written:  # (per-key counts a request takes away as the whole)
+        counters = _counter_fields(found)[0]
+        drained = drained_by_a_request(found, counters, binding, facts, request, receivers) if counters else None
+        if drained is not None:
+            return _Finding("drained", counters[0], drained)
     if not written & {"decide", "read"}:
         return None  # nothing decides from it
     matcher = state.StateMatcher(binding, facts)
@@ -347,8 +353,8 @@ def _decides_only_process_work(finding: _Finding, binding: state.Binding, facts:
     if decision is None or decision.function is None:
         return False
     work = state.decided_work(decision.node)
-    if work is None:
-        return False
+    if work is None or state.yields_items(work):
+        return False  # (a filter's items are its consumer's work: ``_answered`` follows them)
     matcher = state.StateMatcher(binding, facts)
     names = matcher.aliases(decision.function)
     own = {id(node) for statement in work for node in walk(statement)
@@ -372,7 +378,8 @@ def _answered(finding: _Finding, binding: state.Binding, facts: ModuleFacts, rea
         writer = finding.write.function
         if writer is not None and writer is not decision.function:
             fills = frozenset({writer.name})  # checked by one method, filled by another the caller calls
-    elif isinstance(node, (ast.If, ast.While)) and state.decided_work(node) is None:
+    elif isinstance(node, (ast.If, ast.While)) and (state.decided_work(node) is None
+                                                   or state.yields_items(state.decided_work(node))):
         if any(isinstance(part, ast.Raise) for statement in node.body + node.orelse
                for part in walk_no_nested_functions(statement)):
             return None

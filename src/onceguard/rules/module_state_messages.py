@@ -15,6 +15,8 @@ SUGGESTION = ("Keep it where every replica reads and writes the same copy: a Red
 SNIPPETS = {
     "counter": "count in Redis: `n = redis.incr(f\"attempts:{key}\")`, `if n == 1: redis.expire(f\"attempts:{key}\", window)`, "
                "then compare `n` with the limit",
+    "drained": "count in a shared store: `redis.hincrby(f\"usage:{day}\", key, 1)`, read and reset with one "
+               "`MULTI` of `HGETALL` and `DEL` (or rows summed per period)",
     "clock": "claim the period in Redis: `if not redis.set(f\"sent:{key}\", 1, nx=True, ex=period): continue` before "
              "doing the work",
     "mark": "mark it once for every replica: `if not redis.set(f\"seen:{key}\", 1, nx=True, ex=ttl): return`",
@@ -38,6 +40,11 @@ def describe(finding, binding: state.Binding) -> Tuple[str, str]:
                 "count, so N copies allow N times a limit.",
                 "Each replica, and each worker process, counts only what it served itself, and a lockout or choice "
                 "made on one is not seen by the others. ")
+    if finding.kind == "drained":
+        return (f"{name} ({where} container in process memory) counts per key and {decider}() takes the counts "
+                "away, so a request drains one replica's share and misses the rest.",
+                "The drain is served by one worker process of one replica, which knows only what it counted "
+                "itself; the other copies keep theirs, and a restart drops them. ")
     if finding.kind == "clock":
         return (f"{name} ({where} container in process memory) remembers when something was last done and "
                 f"{decider}() skips it while recent, so every replica does the work again.",
