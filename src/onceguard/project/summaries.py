@@ -784,7 +784,7 @@ class Summaries:
             return _outside(call, facts, True, depth)
         if _orm_idempotent(call, function) or _stops_or_deletes(call, facts):
             return Effects(idempotent=[call])
-        if builds_statement(call, facts) or _composes_query(call, function):
+        if builds_statement(call, facts, function) or _composes_query(call, function):
             return Effects()
         if _is_log_call(call) or (_opens_scope(call) and not _sends_request(call)):
             return Effects()
