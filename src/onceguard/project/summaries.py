@@ -971,6 +971,8 @@ def _builds_an_object(func: ast.AST) -> bool:
         return True  # ``Redis.from_url(...)``, ``Settings.from_env()``: a class's alternate constructor
     if isinstance(func, ast.Name) and name == "cls":
         return True  # ``cls(...)`` in a classmethod: an instance of its class, made from what it was handed
+    # (a module's private class, ``_Catalogue(...)``, is spelled as a class behind its underscore)
+    name = name.lstrip("_")
     return bool(name) and name[0].isupper() and not name.isupper()
 
 
