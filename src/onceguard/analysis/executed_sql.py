@@ -74,10 +74,38 @@ def _string_parts(node: ast.AST, facts: ModuleFacts, holes: List[ast.AST], depth
         value = _bound_value(node, facts)
         if value is not None:
             return _string_parts(value, facts, holes, depth + 1)
+        looped = _iterated_texts(node, facts, holes, depth)
+        if looped is not None:
+            return looped
     if isinstance(node, (ast.Name, ast.Attribute)) and imported_constant is not None and facts.context.cross_file:
         found = imported_constant(node, facts)
         if found is not None:
             return _string_parts(found[0], found[1], holes, depth + 1)
+    return None
+
+
+def _iterated_texts(name: ast.Name, facts: ModuleFacts, holes: List[ast.AST], depth: int) -> Optional[str]:
+    """``for ddl in SCHEMA: conn.execute(ddl)`` over a literal tuple or list of strings (here, at module level or
+    in a module of constants): the call sends each of them, one per pass, read as one script of them all."""
+    child: ast.AST = name
+    for above in ancestors(name):
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return None
+        if isinstance(above, (ast.For, ast.AsyncFor)) and any(child is s for s in above.body):
+            if not (isinstance(above.target, ast.Name) and above.target.id == name.id):
+                child = above
+                continue
+            walked, where = above.iter, facts
+            if isinstance(walked, ast.Name) and _bound_value(walked, facts) is not None:
+                walked = _bound_value(walked, facts)
+            elif isinstance(walked, (ast.Name, ast.Attribute)) and imported_constant is not None \
+                    and facts.context.cross_file:
+                walked, where = imported_constant(walked, facts) or (None, facts)
+            if not isinstance(walked, (ast.Tuple, ast.List)) or not walked.elts:
+                return None
+            texts = [_string_parts(item, where, holes, depth + 1) for item in walked.elts]
+            return None if any(text is None for text in texts) else ";\n".join(texts)
+        child = above
     return None
 
 

@@ -6,7 +6,7 @@ a Redis lock, or a row claim.
 """
 from __future__ import annotations
 
-from typing import FrozenSet, Tuple
+from typing import Dict, FrozenSet, Tuple
 
 #: Functions that are claims by name, whatever module they come from.
 CLAIM_FUNCTION_NAMES: FrozenSet[str] = frozenset({
@@ -69,6 +69,12 @@ LOCK_FAILED_EXCEPTIONS: FrozenSet[str] = frozenset({
     "redis.exceptions.LockError", "redis.exceptions.LockNotOwnedError", "huey.exceptions.TaskLockedException",
 })
 
+# -- queues that keep a job id once ----------------------------------------------------------
+#: ``enqueue_job(..., _job_id=...)`` (arq): a job whose id is already queued, running or has its result kept is
+#: not enqueued again and the call returns None, so a per-period id lets one replica's enqueue in and answers
+#: the others with None.  Method -> the keyword carrying the id.
+DEDUPLICATING_ENQUEUES: Dict[str, str] = {"enqueue_job": "_job_id"}
+
 # -- row claims ------------------------------------------------------------------------------
 #: ``with_for_update(skip_locked=True)`` (SQLAlchemy), ``select_for_update(skip_locked=True)`` (Django).
 ROW_LOCK_METHODS: FrozenSet[str] = frozenset({"with_for_update", "select_for_update"})
@@ -115,7 +121,7 @@ CLAIM_WORDS: Tuple[Tuple[bytes, ...], ...] = (
     (b"claim",), (b"run_once",), (b"run_exclusive",), (b"locked_run",), (b"acquire",), (b"advisory",),
     (b"nx=",), (b"lock(",), (b"LockError",), (b"LockNotOwned",), (b"TaskLocked",), (b"NotAcquired",),
     (b"ExtendFailed",), (b"skip_locked",), (b"SKIP LOCKED",), (b"skip locked",), (b"rowcount",),
-    (b"core.cache", b".add("), (b".filter(", b".update("), (b".where(", b".update("),
+    (b"core.cache", b".add("), (b"_job_id=",), (b".filter(", b".update("), (b".where(", b".update("),
 )
 LOUD_LOG_CALL_WORDS: Tuple[bytes, ...] = (
     b".warning(", b".warn(", b".error(", b".exception(", b".critical(", b".fatal(", b".log(",

@@ -266,6 +266,9 @@ STATEMENT_SENDERS: FrozenSet[str] = frozenset({
 })
 #: ``insert(...).on_conflict_do_nothing()``: a repeat of the insert adds nothing.
 INSERT_IGNORING_CONFLICTS: FrozenSet[str] = frozenset({"on_conflict_do_nothing", "prefix_with"})
+#: ``insert(T).values(...).on_conflict_do_update(index_elements=..., set_={...})`` (SQLAlchemy's PostgreSQL and
+#: SQLite inserts): the keyword holding what a conflicting row is set to.
+UPSERT_METHODS = {"on_conflict_do_update": "set_"}
 
 # -- this replica's own share of the work (``project.own_share``) -----------------------------------------
 #: Methods that put an item into a container: a registry the process fills this way as it serves holds

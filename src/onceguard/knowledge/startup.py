@@ -28,6 +28,9 @@ SERVING_HOOK_DECORATORS = frozenset({
 LISTENER_DECORATORS = frozenset({"listener"})
 SERVING_EVENTS = frozenset({"before_server_start", "after_server_start", "main_process_start",
                             "main_process_ready"})
+#: Sanic's ``app.register_listener(fn, "before_server_start")`` and ``app.listener(fn, "after_server_start")``: a
+#: listener registered by a call, the event its second argument.
+LISTENER_REGISTRATIONS = frozenset({"register_listener", "listener"})
 #: App factories by convention.
 APP_FACTORY_NAMES = frozenset({"create_app", "make_app", "build_app", "get_application", "create_application"})
 #: Django: ``AppConfig.ready`` runs in every process that loads the app registry.

@@ -30,15 +30,18 @@ HELPER_RESULT = "claiming helper result"
 #: A context manager of the project that yields a claim's answer: the name ``with ... as`` binds is tested.
 HELPER_CONTEXT = "claiming context manager"
 HUEY_LOCK = "huey lock_task"
+#: ``await pool.enqueue_job("send", day, _job_id=f"send:{day}")`` (arq): the queue keeps one job per id, so the
+#: replica whose enqueue goes in gets the job back and every other one gets None.
+QUEUED_ONCE = "enqueue under a job id the queue keeps once"
 
 #: Kinds whose result must be tested before the work.
 NEEDS_TEST = frozenset({CLAIM_FUNCTION, TRY_LOCK, SET_NX, OWNER_SCRIPT, LOCK_ACQUIRE, CACHE_ADD, CONDITIONAL_UPDATE,
-                        UNIQUE_INSERT,
+                        UNIQUE_INSERT, QUEUED_ONCE,
                         HELPER_RESULT, HELPER_CONTEXT})
 #: Kinds whose result answers whether the claim was obtained: what a helper hands back of one is that answer.
 #: (An owner-conditional script is not one: a helper that only renews answers whether the lease was kept, and
 #: its false is a loss to report, not another replica's turn.)
-ANSWER_KINDS = frozenset({SET_NX, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE, HELPER_RESULT})
+ANSWER_KINDS = frozenset({SET_NX, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE, HELPER_RESULT, QUEUED_ONCE})
 
 
 @dataclass(frozen=True)

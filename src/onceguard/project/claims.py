@@ -32,7 +32,7 @@ from ..knowledge import orm
 from .bindings import Bindings, own_module_names
 from .claim_branches import ClaimBranches
 from .claim_kinds import (ANSWER_KINDS, CACHE_ADD, CLAIM_FUNCTION, CONDITIONAL_UPDATE, HELPER_CONTEXT, HELPER_GUARD,
-                          HELPER_RESULT, HUEY_LOCK, LOCK_ACQUIRE, OWNER_SCRIPT, ROW_LOCK, SET_NX,
+                          HELPER_RESULT, HUEY_LOCK, LOCK_ACQUIRE, OWNER_SCRIPT, QUEUED_ONCE, ROW_LOCK, SET_NX,
                           TRY_LOCK, UNIQUE_CREATE, UNIQUE_INSERT, ClaimHit, Lead)
 from .claim_syntax import (_assigned, _fetch_from, _inserts_unless_present, _is_huey_lock, _is_preamble, _leaves,
                            _makes_lock, _negative_test, sets_with_nx, _non_blocking, _real_statements, _target_names,
@@ -195,6 +195,8 @@ class ClaimAnalyzer(ClaimBranches):
             if any(k in keywords for k in expiry) or attr == known.REDIS_SET_METHOD:
                 # (without an expiry it is still won by one replica only; that it never expires is OG501's)
                 return SET_NX
+        if attr in known.DEDUPLICATING_ENQUEUES and _enqueues_under_kept_id(call, self.facts):
+            return QUEUED_ONCE
         if attr == known.REDIS_SETNX_METHOD and len(call.args) >= 2:
             return SET_NX  # ``r.setnx(key, token)``: one replica sets it (OG501 speaks of its missing expiry)
         if self._owner_script(func):
@@ -801,6 +803,18 @@ def _raises_when_lost(enter: FunctionNode, analyzer: "ClaimAnalyzer") -> bool:
             if failed is not None and failed[0] and isinstance(failed[0][-1], ast.Raise):
                 return True
     return False
+
+
+def _enqueues_under_kept_id(call: ast.Call, facts: ModuleFacts) -> bool:
+    """``pool.enqueue_job("send", day, _job_id=f"send:{day}")``: the id is one every replica computes alike, so the
+    queue takes it once.  An id minted per call (``uuid4().hex``) or None is a new job every time."""
+    from .minted_keys import minted
+
+    keyword = known.DEDUPLICATING_ENQUEUES[call.func.attr]  # (the caller checked the method)
+    given = next((k.value for k in call.keywords if k.arg == keyword), None)
+    if given is None or (isinstance(given, ast.Constant) and given.value is None):
+        return False
+    return not minted(given, facts)
 
 
 def _duplicate_leaves(call: ast.Call, facts: ModuleFacts) -> bool:

@@ -68,7 +68,9 @@ def statement_effect(call: ast.Call, facts: ModuleFacts, function: Optional[Func
     if kind == "select":
         return "read"
     if kind == "insert":
-        return "idempotent" if methods & known.INSERT_IGNORING_CONFLICTS else "other"
+        if methods & known.INSERT_IGNORING_CONFLICTS or any(_sets_given_values(c) for c in calls[:-1]):
+            return "idempotent"
+        return "other"
     if kind == "delete":
         return "idempotent"
     # update: constants (or the clock) assigned to the rows it matches
@@ -81,8 +83,27 @@ def statement_effect(call: ast.Call, facts: ModuleFacts, function: Optional[Func
     return "idempotent" if "where" in methods else "other"
 
 
-def builds_statement(call: ast.Call, facts: ModuleFacts) -> bool:
+def _sets_given_values(call: ast.Call) -> bool:
+    """``.on_conflict_do_update(..., set_={"rate": stmt.excluded.rate})``: a conflicting row is set to the values
+    given (or constants), so running the upsert again -- on another replica, with the same values -- leaves the
+    table as one run did.  ``set_={"hits": t.c.hits + 1}`` adds up when repeated; a mapping built elsewhere is
+    not read."""
+    func = call.func
+    keyword = known.UPSERT_METHODS.get(func.attr) if isinstance(func, ast.Attribute) else None
+    given = next((k.value for k in call.keywords if k.arg == keyword), None) if keyword else None
+    if isinstance(given, ast.Dict) and None not in given.keys:
+        values = given.values
+    elif isinstance(given, ast.Call) and isinstance(given.func, ast.Name) and given.func.id == "dict" \
+            and not given.args and all(k.arg for k in given.keywords):
+        values = [k.value for k in given.keywords]
+    else:
+        return False
+    return bool(values) and not any(isinstance(v, ast.BinOp) for value in values for v in ast.walk(value))
+
+
+def builds_statement(call: ast.Call, facts: ModuleFacts, function: Optional[FunctionNode] = None) -> bool:
     """``delete(Run).where(...).returning(Run.id)``: building a statement sends nothing (its execution is
-    judged where it is sent)."""
-    calls = _chain(call)
+    judged where it is sent).  With ``function``, also a step on a name it was built into (``stmt =
+    insert(T).values(rows)`` then ``stmt.on_conflict_do_update(...)``)."""
+    calls = _statement_chain(call, function) if function is not None else _chain(call)
     return bool(calls) and (facts.callee(calls[-1]) or "") in known.CORE_STATEMENTS

@@ -758,7 +758,8 @@ def _here(node: ast.AST, function: Optional[FunctionNode], reach: Reach, seen: S
 _MAX_HANDING_MODULES = 20
 #: What such a hook spells (``on_startup=[...]``, ``add_event_handler("startup", ...)``, ``cleanup_ctx``).
 _HOOK_WORDS = tuple(word.encode() for word in (*known.ON_STARTUP_KEYWORDS, *known.LIFESPAN_KEYWORDS,
-                                                 *known.STARTUP_LISTS, "add_event_handler"))
+                                                 *known.STARTUP_LISTS, "add_event_handler",
+                                                 *known.LISTENER_REGISTRATIONS, *known.SERVING_HOOK_DECORATORS))
 
 
 def handed_to_startup_elsewhere(function: FunctionNode, facts: ModuleFacts) -> Optional[Runs]:

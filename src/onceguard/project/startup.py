@@ -394,6 +394,11 @@ class StartupMap:
             if isinstance(func, ast.Attribute):
                 if func.attr == known.ADD_EVENT_HANDLER and len(call.args) >= 2 and _is_const(call.args[0], known.STARTUP_EVENT_NAMES):
                     self._hook(call.args[1], "startup event handler")
+                elif func.attr in known.LISTENER_REGISTRATIONS and len(call.args) >= 2 \
+                        and _is_const(call.args[1], known.SERVING_EVENTS):
+                    self._hook(call.args[0], f"{call.args[1].value} listener")
+                elif func.attr in known.SERVING_HOOK_DECORATORS and len(call.args) == 1 and not call.keywords:
+                    self._hook(call.args[0], f"{func.attr} hook")  # ``app.before_server_start(open_pool)``
                 elif (func.attr in ("append", "insert") and isinstance(func.value, ast.Attribute)
                       and func.value.attr in known.STARTUP_LISTS and call.args):
                     self._hook(call.args[-1], f"{func.value.attr} hook")

@@ -828,7 +828,7 @@ class Summaries:
             return _outside(call, facts, True, depth)
         if _orm_idempotent(call, function) or _stops_or_deletes(call, facts):
             return Effects(idempotent=[call])
-        if builds_statement(call, facts) or _composes_query(call, function):
+        if builds_statement(call, facts, function) or _composes_query(call, function):
             return Effects()
         if _is_log_call(call) or (_opens_scope(call) and not _sends_request(call)):
             return Effects()
@@ -1015,6 +1015,8 @@ def _builds_an_object(func: ast.AST) -> bool:
         return True  # ``Redis.from_url(...)``, ``Settings.from_env()``: a class's alternate constructor
     if isinstance(func, ast.Name) and name == "cls":
         return True  # ``cls(...)`` in a classmethod: an instance of its class, made from what it was handed
+    # (a module's private class, ``_Catalogue(...)``, is spelled as a class behind its underscore)
+    name = name.lstrip("_")
     return bool(name) and name[0].isupper() and not name.isupper()
 
 

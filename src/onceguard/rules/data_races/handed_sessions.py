@@ -36,6 +36,8 @@ class WrittenByCaller:
     loaded: Loaded
     write_back: Related
     caller: str
+    #: the function writes the row back itself (the caller only loaded it)
+    by_itself: bool = False
 
 
 #: Calls through which a session loads a row (``session.get(M, pk)``, ``session.scalar(select(M)...)``).
@@ -140,6 +142,11 @@ def changed_rows_handed_in(facts: ModuleFacts) -> Iterator[WrittenByCaller]:
             if found is not None:
                 yield WrittenByCaller(function, change, *found)
                 break
+            own = _own_write_back(function, change, facts)
+            loader = _loaded_by_callers(function, change.instance, facts) if own is not None else None
+            if loader is not None:
+                yield WrittenByCaller(function, change, loader[0], own, loader[1], by_itself=True)
+                break
 
 
 def _uses_an_orm(facts: ModuleFacts) -> bool:
@@ -185,6 +192,48 @@ def _caller_write_back(function: FunctionNode, parameter: str,
                         node.func.attr in orm.DJANGO_SAVE and dotted(receiver) == handed.id):
                 return loaded, Related(other.context.path, node.lineno, node.col_offset + 1,
                                        f"`{caller.name}` loaded the row and writes it back here"), caller.name
+    return None
+
+
+def _own_write_back(function: FunctionNode, change: Change, facts: ModuleFacts) -> Optional[Related]:
+    """``session.flush()`` / ``commit()`` on a session the function is handed, or ``row.save()``, after the change:
+    the function writes the row back itself."""
+    parameters = parameter_names(function)
+    for node in function_nodes(function, facts):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args
+                and later(node, change.back)):
+            continue
+        receiver = dotted(unwrap(node.func.value))
+        if (node.func.attr in orm.SA_FLUSH and receiver in parameters) or (
+                node.func.attr in orm.DJANGO_SAVE and receiver == change.instance):
+            return Related(facts.context.path, node.lineno, node.col_offset + 1,
+                           f"`{function.name}` writes the row back here")
+    return None
+
+
+#: How many callers that only pass the row on are followed to the one that loaded it.
+_HANDING_HOPS = 2
+
+
+def _loaded_by_callers(function: FunctionNode, parameter: str, facts: ModuleFacts,
+                       hops: int = _HANDING_HOPS) -> Optional[Tuple[Loaded, str]]:
+    """The load without a lock of the row a caller hands in as ``parameter`` (in any module), and that caller's
+    name: loaded there, or handed on from its own caller's parameter (``_record(session, member, ...)``)."""
+    if not named_in_few_files(function, facts, _MAX_CALLER_FILES):
+        return None
+    for call, other in callers_of(function, facts):
+        caller = other.enclosing_function(call)
+        handed = argument_for(call, function, parameter)
+        if caller is None or other.context.is_test or not isinstance(handed, ast.Name):
+            continue
+        loaded = _loader_before(_instance_bindings(caller, other).get(handed.id, []), call)
+        if loaded is not None:
+            if not loaded.locked:
+                return loaded, caller.name
+        elif hops > 0 and handed.id in parameter_names(caller, receiver=False):
+            found = _loaded_by_callers(caller, handed.id, other, hops - 1)
+            if found is not None:
+                return found
     return None
 
 

@@ -219,8 +219,10 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
             what = {"arithmetic": "changed in Python", "merge": "merged in Python"}[change.kind]
             yield self.finding(
                 change.statement,
-                f"`{obj}.{field}` is read by `{short(loaded.call, 50)}`, {what}, and written back by the caller "
-                f"`{found.caller}`, so one of two replicas' updates is lost.",
+                (f"`{obj}.{field}` is read by `{short(loaded.call, 50)}` in `{found.caller}`, {what} and written back "
+                 f"by `{function.name}`, so one of two replicas' updates is lost." if found.by_itself else
+                 f"`{obj}.{field}` is read by `{short(loaded.call, 50)}`, {what}, and written back by the caller "
+                 f"`{found.caller}`, so one of two replicas' updates is lost."),
                 "Two replicas (or requests) start from the same value, and the later write overwrites the other's "
                 "change. " + (
                     f"Let the database do the arithmetic: `{model}.objects.filter(pk={obj}.pk).update({field}=F("

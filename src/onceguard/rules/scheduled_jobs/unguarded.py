@@ -7,7 +7,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ...project.through_helpers import through_helpers
 from ...project.claims import HELPER_GUARD, HELPER_RESULT, SET_NX, Bindings, ClaimAnalyzer, Lead
-from ...project.claim_kinds import CACHE_ADD, LOCK_ACQUIRE, OWNER_SCRIPT, TRY_LOCK
+from ...project.claim_kinds import CACHE_ADD, LOCK_ACQUIRE, OWNER_SCRIPT, QUEUED_ONCE, TRY_LOCK
 from ...project import index as project
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, walk, walk_no_nested_functions
 from ..fix_plans import JobClaim, job_claim, offer_claim
@@ -218,8 +218,9 @@ def _only_claims(calls, facts: ModuleFacts, resolver) -> bool:
     return True
 
 
-#: The kinds of one call that contest or keep a claim.
-_CLAIM_STEPS = frozenset({SET_NX, OWNER_SCRIPT, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE})
+#: The kinds of one call that contest or keep a claim.  (An enqueue under a job id the queue keeps once is both the
+#: claim and the hand-over: the one job it leaves queued runs on one worker.)
+_CLAIM_STEPS = frozenset({SET_NX, OWNER_SCRIPT, TRY_LOCK, CACHE_ADD, LOCK_ACQUIRE, QUEUED_ONCE})
 
 
 def _skipped_calls(function: FunctionNode, scheduled: Scheduled) -> set:
