@@ -237,6 +237,11 @@ EFFECT_MODULES: Tuple[str, ...] = (
 
 #: Calls that act on the calling process only: a signal it sends itself, its own exit.
 OWN_PROCESS_CALLS: FrozenSet[str] = frozenset({"signal.raise_signal", "os._exit", "sys.exit", "os.abort"})
+#: Calls that never return to their caller: they raise (a web framework's ``abort`` raises the HTTP error it is
+#: given) or end the process.
+LEAVING_CALLS: FrozenSet[str] = frozenset({
+    "flask.abort", "quart.abort", "werkzeug.exceptions.abort", "sys.exit", "os._exit", "os.abort",
+})
 #: Calls that signal a process by id; aimed at ``os.getpid()`` they act on this process only.
 SIGNAL_CALLS: FrozenSet[str] = frozenset({"os.kill"})
 OWN_PID_CALLS: FrozenSet[str] = frozenset({"os.getpid"})

@@ -19,9 +19,10 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 from ..project import process_state as state
 from ..analysis.executed_sql import executed_sql
-from ..analysis.facts import FunctionNode, ModuleFacts, walk_no_nested_functions
+from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
 from ..analysis.names import dotted
 from ..knowledge import orm, process_state as known
+from ..knowledge.effects import LEAVING_CALLS
 from ..model import Diagnostic, Fix, Related
 from ..project.prefilter_words import lock_class_words, lock_helper_words
 from ..project.reach import Reach
@@ -174,10 +175,16 @@ class SharedSteps:
         steps: List[SharedStep] = []
         #: names bound here to an ORM instance, with where it was loaded
         loaded_as: Dict[str, Loaded] = {}
+        #: per step, the handler that leaves the function it stands in (None outside one)
+        handlers: List[Optional[ast.ExceptHandler]] = []
         for statement in statements:
             for node in walk_no_nested_functions(statement):
                 if isinstance(node, ast.Call):
-                    steps.extend(self._of_call(node, facts, scope, depth))
+                    found = self._of_call(node, facts, scope, depth)
+                    steps.extend(found)
+                    if found:
+                        handler = _leaving_handler(node, facts)
+                        handlers.extend([handler] * len(found))
                 elif isinstance(node, ast.Assign) and len(node.targets) == 1:
                     target = node.targets[0]
                     if isinstance(target, ast.Name):
@@ -190,7 +197,8 @@ class SharedSteps:
                           and target.value.id in loaded_as and _writes_back(loaded_as[target.value.id], node, scope)):
                         steps.append(SharedStep(
                             WRITE, f"changes the row it read (`{target.value.id}.{target.attr} = ...`)", node, facts))
-        return steps
+                        handlers.append(_leaving_handler(node, facts))
+        return _within_leaving_handlers(steps, handlers)
 
     def _of_call(self, call: ast.Call, facts: ModuleFacts, scope: Optional[FunctionNode], depth: int) -> List[SharedStep]:
         found = shared_step(call, facts, scope)
@@ -209,6 +217,47 @@ class SharedSteps:
             self._memo[key] = []  # recursion guard
             self._memo[key] = self.of_statements(list(function.body), where, function, depth - 1)
         return self._memo[key]
+
+
+def _leaving_handler(node: ast.AST, facts: ModuleFacts) -> Optional[ast.ExceptHandler]:
+    """The innermost ``except`` handler around ``node`` (in its function) whose every path leaves the function:
+    what it reads is followed only by what it does itself before it leaves."""
+    for above in ancestors(node):
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return None
+        if isinstance(above, ast.ExceptHandler):
+            return above if _always_leaves(above.body, facts) else None
+    return None
+
+
+def _always_leaves(body: List[ast.stmt], facts: ModuleFacts) -> bool:
+    """Every path through ``body`` ends in a ``return`` or ``raise``, or in a call that never returns
+    (``abort(409, ...)``)."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    if isinstance(last, ast.If):
+        return _always_leaves(last.body, facts) and _always_leaves(last.orelse, facts)
+    if isinstance(last, (ast.With, ast.AsyncWith)):
+        return _always_leaves(last.body, facts)
+    return isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) \
+        and (facts.callee(last.value) or "") in LEAVING_CALLS
+
+
+def _within_leaving_handlers(steps: List[SharedStep], handlers: List[Optional[ast.ExceptHandler]]) -> List[SharedStep]:
+    """``steps`` without the reads of a handler that leaves the function and writes nothing after them: no write
+    of the rest of the work follows such a read (``except IntegrityError: conflict = lookup(...); abort(409)``
+    after a failed insert reads the row that won, and the caller's commit never runs after it)."""
+    kept = []
+    for index, (step, handler) in enumerate(zip(steps, handlers)):
+        if step.kind == READ and handler is not None and not any(
+                later.kind == WRITE and handlers[index + 1 + offset] is handler
+                for offset, later in enumerate(steps[index + 1:])):
+            continue
+        kept.append(step)
+    return kept
 
 
 def read_then_write(steps: List[SharedStep]) -> Optional[Tuple[SharedStep, SharedStep]]:
