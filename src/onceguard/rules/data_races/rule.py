@@ -10,6 +10,7 @@ from ...knowledge import orm
 from ...model import Diagnostic
 from ...project import index as project
 from ...project.claims import one_runner_reaches
+from ...project.once_run_jobs import once_run_job_reaches
 from ...project.definitions import definition
 from ...analysis.names import dotted
 from ..registry import register
@@ -28,6 +29,7 @@ from .loads import (
     module_imports_any, sa_source, unwrap)
 from .flow import Flow, _first_arithmetic, _keyed, plain_name
 from .writers import sole_writer
+from .field_writers import written_elsewhere
 from .handed_sessions import changed_for_callers, changed_rows_handed_in
 from .returned_loads import locked_by_its_loader, returned_row
 from ...project.held_locks import held_by_lock_helper
@@ -297,6 +299,9 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                     continue
                 if one_runner_reaches(change.statement, facts):
                     continue  # one replica at a time runs it (asked last: it reads the callers across the project)
+                if once_run_job_reaches(change.statement, facts) and not written_elsewhere(
+                        change.field, [function], facts):
+                    continue  # only a job the deployment runs once changes it, and nothing else writes the field
                 reported.setdefault(change.instance, change.field)
                 written.setdefault(change.instance, set()).add(id(write))
                 yield self._report(change, loaded, write, self._column(change, loaded, function, facts),
