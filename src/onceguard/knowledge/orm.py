@@ -163,6 +163,8 @@ READ_MODIFY_WRITE_TRIGGERS = (
     # Redis or the Django cache: GET, then SET of a value computed from it.
     *((client, write, op) for client in _REDIS_CLIENT_WORDS for write in (b"set(", b"hset", b"setex")
       for op in ARITHMETIC_WORDS),
+    # ... or ZSCORE, then ZADD of a score computed from it.
+    *((b"zscore", b"zadd", op) for op in ARITHMETIC_WORDS),
     # A model class's own update statement (Peewee, Piccolo) of a value computed from its select.
     *((b".update(", b".select(", op) for op in ARITHMETIC_WORDS),
     # A Redis hash read whole and written back whole.

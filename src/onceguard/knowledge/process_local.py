@@ -196,7 +196,7 @@ CONTAINER_WORDS: Tuple[bytes, ...] = (b"= {}", b"= []", b"set()", b"dict()", b"l
 CLOCK_WORDS: Tuple[bytes, ...] = (b"time.time", b"time()", b"monotonic", b"perf_counter", b"time_ns", b"now(",
                                   b"utcnow(", b"today(", b"localdate(")
 #: Words a limiter is described with (``rate_limit``, ``Limiter``, ``throttle``).
-LIMITER_WORDS: Tuple[bytes, ...] = (b"limit", b"Limit", b"throttl", b"Throttl")
+LIMITER_WORDS: Tuple[bytes, ...] = (b"limit", b"Limit", b"throttl", b"Throttl", b"quota", b"Quota")
 #: Byte strings that let the prefilter keep a file for OG604.
 #: A hand-written limiter's module may hold no status code (the refusal is in the function it hands the
 #: limiter to): with the whole project read, a module that describes a limiter and keeps a container at its top

@@ -228,6 +228,7 @@ READS: Dict[str, Tuple[Arg, Optional[Arg]]] = {
     "get": (Arg("name", 0), None),
     "aget": (Arg("key", 0), None),  # Django async cache
     "hget": (Arg("name", 0), Arg("key", 1)),
+    "zscore": (Arg("name", 0), Arg("value", 1)),  # a sorted set member's score
 }
 #: writing command -> (key argument, field argument or None, value argument)
 WRITES: Dict[str, Tuple[Arg, Optional[Arg], Arg]] = {
@@ -243,6 +244,11 @@ JSON_WRITES: Dict[str, Tuple[Arg, Optional[Arg], Arg]] = {"set": (Arg("name", 0)
 #: A whole hash read (``HGETALL``) and written back whole (``HSET key mapping=...``, ``HMSET key mapping``).
 WHOLE_HASH_READS: Dict[str, Arg] = {"hgetall": Arg("name", 0)}
 WHOLE_HASH_WRITES: Dict[str, Arg] = {"hset": Arg("mapping", 3), "hmset": Arg("mapping", 1)}
+#: A write of members' scores handed as a mapping (``ZADD key {member: score}``): each entry writes one member's
+#: score, the member standing where a hash write's field does -> (key argument, mapping argument).
+MEMBER_MAPPING_WRITES: Dict[str, Tuple[Arg, Arg]] = {"zadd": (Arg("name", 0), Arg("mapping", 1))}
+#: The keyword that makes each score of such a write an increment (``ZADD ... INCR``): nothing read is written back.
+MEMBER_MAPPING_INCREMENT = "incr"
 #: Django cache spells the key argument ``key``; the positions are the same.
 CACHE_KEY_KEYWORD = "key"
 
@@ -252,6 +258,7 @@ ATOMIC_COUNTER: Dict[str, str] = {
     "setex": "INCRBY followed by EXPIRE in one pipeline",
     "psetex": "INCRBY followed by PEXPIRE in one pipeline",
     "hset": "HINCRBY (`r.hincrby(name, field, amount)`)",
+    "zadd": "ZINCRBY (`r.zincrby(name, amount, member)`)",
 }
 
 

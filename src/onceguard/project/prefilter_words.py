@@ -305,9 +305,10 @@ def column_writer_words(config: Config) -> tuple:
 
 #: A module that keeps a Redis client (or a cache): its defs may read a value and hand it back.
 _STORE_CLIENT_WORDS: Tuple[bytes, ...] = (b"redis", b"Redis", b"cache")
-#: The reads (``redis_clients.READS``) and writes (``WRITES``) a value read back and written is spelled with.
-_STORE_READ_WORDS: Tuple[bytes, ...] = (b".get(", b".hget(", b".aget(")
-_STORE_WRITE_WORDS: Tuple[bytes, ...] = (b".set(", b".hset(", b".setex(", b".psetex(", b".aset(")
+#: The reads (``redis_clients.READS``) and writes (``WRITES``, ``MEMBER_MAPPING_WRITES``) a value read back and
+#: written is spelled with.
+_STORE_READ_WORDS: Tuple[bytes, ...] = (b".get(", b".hget(", b".aget(", b".zscore(")
+_STORE_WRITE_WORDS: Tuple[bytes, ...] = (b".set(", b".hset(", b".setex(", b".psetex(", b".aset(", b".zadd(")
 _store_readers_by_root: Dict[str, tuple] = {}
 
 

@@ -1,9 +1,13 @@
 """OG604: a hand-written limiter handed, at start-up, to a service object the application keeps in its state
 (``app.ctx.otp = OtpService(limiter=SlidingWindow(3, 900))``), whose method a handler asks before refusing with 429.
 
-The limiter lives as long as the service, one per process, so its per-key containers count the requests of this
-process alone.  The finding is on the container the limiter's ``__init__`` keeps on ``self`` (what the fix
-replaces), as for a middleware's; where the limiter is made and where the request is refused are related places.
+The same holds for a limiter a start-up function makes into a local that the request hook it defines refuses on
+(``install(app)``: ``limiter = SlidingWindow(...)``, ``@app.on_request`` over it).
+
+The limiter lives as long as the service (or the hook), one per process, so its per-key containers count the
+requests of this process alone.  The finding is on the container the limiter's ``__init__`` keeps on ``self``
+(what the fix replaces), as for a middleware's; where the limiter is made and where the request is refused are
+related places.
 """
 from __future__ import annotations
 
@@ -44,7 +48,23 @@ def limiters_kept_by_services(rule: Rule, facts: ModuleFacts) -> Iterator[Diagno
         for made, where in callers(init, facts):
             holding = _kept_by_service(made, where)
             if holding is None:
-                continue
+                found = _kept_by_startup_closure(made, where)
+                if found is None:
+                    continue
+                maker, hook, node, refused_at = found
+                container, name = kept[0]
+                yield rule.finding(
+                    container,
+                    f"`{cls.name}.{name}` counts in process memory in the `{cls.name}` `{maker.name}()` makes at "
+                    f"start-up; `{hook.name}()` refuses with 429 on it: N replicas allow N times the limit.",
+                    f"The request hook `{hook.name}()` keeps the `{cls.name}` for the process's life: each replica "
+                    "(and each worker process) counts only the requests it serves. " + known.HANDWRITTEN_INSTEAD,
+                    related=[Related(where.context.path, made.lineno, made.col_offset + 1,
+                                     f"made here once per process and kept by `{hook.name}()`"),
+                             Related(refused_at.context.path, getattr(node, "lineno", 1),
+                                     getattr(node, "col_offset", 0) + 1, "the request is refused with 429 here")],
+                )
+                break
             statement, place, service, service_facts, attribute = holding
             refusal = _refused_on_service(place, service, attribute, where)
             if refusal is None:
@@ -106,6 +126,32 @@ def _kept_by_service(made: ast.Call, where: ModuleFacts) -> Optional[Holding]:
             for target in _self_targets(node):
                 return statement, place, service, service_facts, target.attr
     return None
+
+
+def _kept_by_startup_closure(made: ast.Call, where: ModuleFacts
+                             ) -> Optional[Tuple[FunctionNode, FunctionNode, ast.AST, ModuleFacts]]:
+    """(the maker, the hook, where it refuses and in which module): ``limiter = Window(...)`` in a function
+    start-up code runs on every replica (``install(app)`` from the app's module), read by a function defined there
+    that refuses with 429 on it (the request hook it registers): the closure keeps the one limiter for the process's
+    life."""
+    from ..project.reach import runs
+
+    statement = parent(made)
+    if not (isinstance(statement, ast.Assign) and statement.value is made and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)):
+        return None
+    maker = where.enclosing_function(statement)
+    if maker is None:
+        return None
+    local = statement.targets[0].id
+    hooks = [n for n in walk(maker) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not maker
+             and any(isinstance(name, ast.Name) and name.id == local for name in walk(n))]
+    refusal = next(((hook, found) for hook in hooks for found in [refusal_for(local, hook, where)]
+                    if found is not None), None)
+    if refusal is None or not runs(statement, where, startup_only=True).every_replica:
+        return None
+    hook, (node, refused_at, _) = refusal
+    return maker, hook, node, refused_at
 
 
 def _refused_on_service(place: Tuple[str, str], service: ast.ClassDef, attribute: str,

@@ -9,16 +9,25 @@ from ..analysis.facts import FunctionNode, ModuleFacts, walk
 from ..analysis.names import dotted
 from ..knowledge import process_local as known
 from ..project import declared_types
-from ..project.forwarding import callee_through
+from ..project.forwarding import callee_through, forwarded
 
 
 def reads_clock(scope: ast.AST, facts: ModuleFacts) -> bool:
     for node in walk(scope):
         if isinstance(node, ast.Call):
-            qualified = callee_through(node, facts)  # (also a clock read behind a small helper)
-            if qualified in known.CLOCK_CALLS or (dotted(node.func) or "") in known.CLOCK_CALLS:
+            if _is_clock(node, facts):
+                return True
+            # a clock read behind a small helper, the value it returns made from it: ``_period()`` returning
+            # ``datetime.now(tz).strftime("%Y%m")`` keys the counts by the month
+            through = forwarded(node, facts)
+            if through is not None and any(_is_clock(inner, through.facts) for inner in walk(through.call)
+                                           if isinstance(inner, ast.Call)):
                 return True
     return False
+
+
+def _is_clock(call: ast.Call, facts: ModuleFacts) -> bool:
+    return facts.callee(call) in known.CLOCK_CALLS or (dotted(call.func) or "") in known.CLOCK_CALLS
 
 
 def is_container(value: ast.AST, facts: ModuleFacts) -> bool:

@@ -328,12 +328,40 @@ class StoreChecks:
                     continue  # each process's own cache: no other replica reads or writes the entry
                 read_ids = {id(r) for r in reads}
                 flow = Flow(function, facts, lambda n: id(n) in read_ids, at=call)
-                if flow.arithmetic(value):
-                    yield self._redis_report(call, command, reads[0], handle.kind)
-                elif _changed_in_place(value, flow, reads[0], call, function, facts):
+                # (an object changed in place is written back whole, whatever arithmetic its entries saw)
+                if _changed_in_place(value, flow, reads[0], call, function, facts):
                     yield self._redis_report(call, command, reads[0], handle.kind, whole=True)
+                elif flow.arithmetic(value):
+                    yield self._redis_report(call, command, reads[0], handle.kind)
         yield from self._wrapper_redis(facts)
         yield from self._whole_hashes(facts)
+        yield from self._member_scores(facts)
+
+    def _member_scores(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
+        """``current = r.zscore(key, member)``, a score computed in Python, ``r.zadd(key, {member: total})``: each
+        entry of the mapping writes one member's score, so a score computed from its own read loses the other
+        writer's change (unless the write adds to the score, ``incr=True``)."""
+        for command, (key_arg, mapping_arg) in redis_known.MEMBER_MAPPING_WRITES.items():
+            for call in facts.calls_named(command):
+                function = facts.enclosing_function(call)
+                mapping = argument(call, mapping_arg) if function is not None else None
+                if not isinstance(mapping, ast.Dict) or any(
+                        keyword.arg == redis_known.MEMBER_MAPPING_INCREMENT and not (
+                            isinstance(keyword.value, ast.Constant) and not keyword.value.value)
+                        for keyword in call.keywords):
+                    continue
+                handle = redis_call(call, facts)
+                key = key_argument(call, handle, key_arg) if handle is not None else None
+                if key is None:
+                    continue
+                for member, score in zip(mapping.keys, mapping.values):
+                    reads = self._reads_of(call, key, member, function, facts) if member is not None else []
+                    if not reads or per_process(handle, facts):
+                        continue
+                    read_ids = {id(r) for r in reads}
+                    if Flow(function, facts, lambda n: id(n) in read_ids, at=call).arithmetic(score):
+                        yield self._redis_report(call, command, reads[0], handle.kind)
+                        break
 
     def _whole_hashes(self, facts: ModuleFacts) -> Iterable[Diagnostic]:
         """``lines = r.hgetall(key)``, an entry changed in Python, ``r.hset(key, mapping=lines)``: the whole hash
@@ -451,8 +479,9 @@ class StoreChecks:
             if (later(call, write) and not argument) \
                     or not (argument or isinstance(facts.statement_of(call), (ast.Assign, ast.AnnAssign))):
                 continue  # (only a value the function keeps, or one computed in the write, is written back)
-            if isinstance(call.func, ast.Attribute) and call.func.attr in redis_known.READS:
-                continue  # (a read of its own: compared above)
+            if isinstance(call.func, ast.Attribute) and call.func.attr in redis_known.READS \
+                    and redis_call(call, facts) is not None:
+                continue  # (a client's own read: compared above; a project def named ``get`` is read below)
             for target, target_facts in resolve(call, facts, function, by_name=False):
                 if _returns_read(target, target_facts, call, key_dump, field_dump):
                     found.append(call)
