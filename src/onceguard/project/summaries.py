@@ -53,6 +53,7 @@ CALL_BUDGET = 600
 #: mostly validation, parsing and accessors of the libraries the helpers wrap.
 UNKNOWN_DEPTH = 2
 
+from ..knowledge.process_state import MAPPING_CACHE_FACTORIES as _MAPPING_CACHE_FACTORIES
 from ..knowledge.effects import PATH_DELETES as _PATH_DELETES, STOP_OR_DELETE_METHODS as _STOP_OR_DELETE_METHODS
 from ..knowledge.effects import (CONTAINER_METHODS as _CONTAINER_METHODS, DRAIN_METHODS as _DRAIN_METHODS,
                                  EMPTY_FACTORIES as _EMPTY_FACTORIES, FRESH_CONTAINER_CALLS as _FRESH_CONTAINER_CALLS,
@@ -531,8 +532,11 @@ def _empty_container(node: ast.AST, facts: ModuleFacts) -> bool:
     if isinstance(node, (ast.Dict, ast.List, ast.Set)) and not getattr(node, "keys", None) \
             and not getattr(node, "elts", None):
         return True
-    if isinstance(node, ast.Call) and not node.args and not node.keywords:
-        return (facts.callee(node) or "") in _EMPTY_FACTORIES
+    if isinstance(node, ast.Call):
+        qualified = facts.callee(node) or ""
+        if qualified in _MAPPING_CACHE_FACTORIES:
+            return True  # (an in-memory cache's arguments are sizes and lifetimes: it starts empty)
+        return not node.args and not node.keywords and qualified in _EMPTY_FACTORIES
     return False
 
 

@@ -17,7 +17,8 @@ from ...analysis.facts import FunctionNode, ModuleFacts, in_exclusive_branches, 
 from ...model import Diagnostic
 from ...project.claims import one_runner_reaches
 from ...project.redis_clients import _method
-from ...project.summaries import _local_receiver as local_receiver, _method_of as method_of, instance_class
+from ...project.subclasses import overrides
+from ...project.summaries import _is_stub, _local_receiver as local_receiver, _method_of as method_of, instance_class
 from ..redis_leases import redis_call, short
 from .flow import Flow, _merged, plain_name
 from .loads import function_nodes, later
@@ -50,6 +51,13 @@ def _project_store_pair(read: ast.Call, write: ast.Call, function: FunctionNode,
     if any(found is None for found in methods):
         return False
     saver, saver_facts = methods[1]
+    if _is_stub(saver):
+        # An interface's write: where the record goes is each implementation's.  With none in the project the
+        # store is not one the project is shown to write; with some, it keeps records when one of them does
+        # more than keep the record in its object's own memory.
+        implementations = [(d, f) for d, f, _ in overrides((saver_facts.enclosing_class(saver), saver_facts),
+                                                            saver, method_of) if not _is_stub(d)]
+        return any(not _stores_in_class_container(d, f.enclosing_class(d), f) for d, f in implementations)
     return not _stores_in_class_container(saver, saver_facts.enclosing_class(saver), saver_facts)
 
 
