@@ -103,3 +103,14 @@ def test_a_lease_given_back_around_work_that_marks_its_rows(tmp_path):
 def test_a_lease_given_back_around_work_that_marks_nothing(tmp_path):
     _project(tmp_path, CLAIM, RELEASED)
     assert _reported(tmp_path) == ["OG201"]
+
+
+def test_rows_the_work_picks_under_the_runners_lease(tmp_path):
+    # OG302: the work runs only where the runner the scheduler is handed first won its lease
+    _project(tmp_path, CLAIM, RELEASED, MARK)
+    assert findings(tmp_path, "billing/push.py", codes=("OG302",)) == []
+
+
+def test_rows_the_work_picks_under_a_runner_without_a_claim(tmp_path):
+    _project(tmp_path, NO_CLAIM, RELEASED, MARK)
+    assert findings(tmp_path, "billing/push.py", codes=("OG302",)) == [(10, "OG302")]
