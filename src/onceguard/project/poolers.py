@@ -169,7 +169,10 @@ def _shown(facts) -> _Shown:
         if urls:
             from .service_settings import service_pins
 
-            elsewhere = {(pin.path, pin.line) for pin in service_pins(config, root) if pin.foreign or pin.migrates}
+            pins = service_pins(config, root)
+            # (a line of an ``env_file`` the application's service reads too is still where the code connects)
+            own = {(pin.path, pin.line) for pin in pins if not (pin.foreign or pin.migrates)}
+            elsewhere = {(pin.path, pin.line) for pin in pins if pin.foreign or pin.migrates} - own
             urls = [url for url in urls if (url.path, url.line) not in elsewhere]
         for path in project.files_mentioning("postgres", root):
             if FileContext(path, config).is_test:

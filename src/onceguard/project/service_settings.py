@@ -101,14 +101,18 @@ def _pins_of_file(path: str, dockerfiles: Sequence[str], configured: bool,
             for service_name, service in _mapping_items(services):
                 replicas = _scalar(_get(_get(service, "deploy"), "replicas")) or _scalar(_get(service, "scale"))
                 command = _command(service, ("entrypoint", "command")) or _image_command(path, dockerfiles)
-                variables = _environment(_get(service, "environment"))
+                # ``environment:`` wins over what an ``env_file:`` gives the same variable
+                own = _environment(_get(service, "environment"))
+                from_files = {v: entry for v, entry in _env_file_variables(path, _get(service, "env_file")).items()
+                              if v not in own}
+                variables = {**{v: (value, line) for v, (value, line, _) in from_files.items()}, **own}
                 single = ((replicas == known.SINGLE_REPLICA or _get(service, known.COMPOSE_CONTAINER_NAME) is not None)
                           and _one_process(command, variables, configured, config_files))
                 where = f"{name} service {service_name.value}"
                 migrates = _migrates(str(service_name.value), command)
                 foreign = _get(service, "build") is None and infrastructure_image(_scalar(_get(service, "image")))
-                found.extend(ServicePin(v, value, path, line, single, where, migrates, foreign)
-                             for v, (value, line) in variables.items())
+                found.extend(ServicePin(v, value, from_files[v][2] if v in from_files else path, line, single, where,
+                                        migrates, foreign) for v, (value, line) in variables.items())
             continue
         spec = _get(document, "spec")
         pod = _get(_get(spec, "template"), "spec")
@@ -177,6 +181,33 @@ def _environment(node) -> Dict[str, Tuple[str, int]]:
         if text and "=" in text and _known(text):
             name, _, value = text.partition("=")
             found[name.strip()] = (value.strip(), _line(item))
+    return found
+
+
+def _env_file_variables(compose_path: str, node) -> Dict[str, Tuple[str, int, str]]:
+    """What a compose service's ``env_file:`` files set (one path, a list of paths, or ``- path: ...`` entries),
+    each as (value, line, file): ``NAME=value`` lines, relative to the compose file; later files win."""
+    found: Dict[str, Tuple[str, int, str]] = {}
+    entries = [node] if _scalar(node) is not None else _sequence(node)
+    for entry in entries:
+        relative = _scalar(entry) if _scalar(entry) is not None else _scalar(_get(entry, "path"))
+        if not relative or not _known(relative):
+            continue
+        file = os.path.normpath(os.path.join(os.path.dirname(compose_path), relative))
+        for number, line in enumerate(read_text(file).splitlines(), 1):
+            line = line.strip()
+            if line.startswith("export "):
+                line = line[len("export "):].lstrip()
+            name, equals, value = line.partition("=")
+            name, value = name.strip(), value.strip()
+            if not equals or not name or name.startswith("#") or not name.isidentifier():
+                continue
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            elif " #" in value:
+                value = value.split(" #", 1)[0].rstrip()  # (an unquoted value's trailing comment)
+            if _known(value):
+                found[name] = (value, number, file)
     return found
 
 

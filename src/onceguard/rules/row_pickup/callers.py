@@ -68,15 +68,54 @@ def _handings(function: FunctionNode, facts: ModuleFacts) -> list:
         else:
             continue  # called, or kept: the callers' question, asked as before
         runner = called_def(handing, where) if isinstance(handing, ast.Call) else None
+        if runner is None and isinstance(handing, ast.Call) and isinstance(slot, int):
+            # ``schedule.every(5).minutes.do(leased, "name", ttl, work)``: the scheduler calls the project's runner
+            # it is handed first with the arguments after it
+            runner, slot = _forwarded_runner(handing, slot, where)
         if runner is None:
             found.append(None)
             continue
         target, home = runner
         parameters = positional_parameters(target)
         parameter = slot if isinstance(slot, str) else (parameters[slot] if slot < len(parameters) else None)
-        calls = [n for n in walk_no_nested_functions(target) if isinstance(n, ast.Call)
-                 and isinstance(n.func, ast.Name) and n.func.id == parameter] if parameter else []
-        found.extend([(call, home) for call in calls] or [None])
+        calls = _parameter_calls(target, parameter, home) if parameter else []
+        found.extend(calls or [None])
+    return found
+
+
+def _forwarded_runner(handing: ast.Call, slot: int, facts: ModuleFacts):
+    """(the project runner a library call hands the arguments after it to, and the position ``slot`` takes among
+    the runner's parameters), or (None, slot): ``.do(runner, *args)`` of the schedule library."""
+    from ...knowledge import schedulers as schedulers_known
+
+    if not (isinstance(handing.func, ast.Attribute) and handing.func.attr == schedulers_known.SCHEDULE_DO
+            and handing.args and 0 < slot and isinstance(handing.args[0], (ast.Name, ast.Attribute))
+            and any(isinstance(n, ast.Call) and call_name(n) == schedulers_known.SCHEDULE_ENTRY
+                    for n in walk(handing.func.value))):
+        return None, slot  # (``.do`` at the end of an ``every(...)`` chain only)
+    probe = ast.copy_location(ast.Call(func=handing.args[0], args=[], keywords=[]), handing)
+    setattr(probe, "_og_parent", handing)
+    return called_def(probe, facts), slot - 1
+
+
+def _parameter_calls(runner: FunctionNode, parameter: str, home: ModuleFacts, depth: int = 0) -> list:
+    """(call, module) for each call of ``parameter`` in ``runner``, or -- passed on by position to a function of
+    its module (``_quietly(work, *args)``) -- that function's calls of the parameter it lands in."""
+    found = []
+    for node in walk_no_nested_functions(runner):
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Name) and node.func.id == parameter:
+            found.append((node, home))
+            continue
+        passed = [index for index, arg in enumerate(node.args) if isinstance(arg, ast.Name) and arg.id == parameter]
+        if not passed or depth >= 1:
+            continue
+        helper = called_def(node, home)
+        if helper is not None and helper[0] is not runner:
+            names = positional_parameters(helper[0])
+            found.extend(call for index in passed if index < len(names)
+                         for call in _parameter_calls(helper[0], names[index], helper[1], depth + 1))
     return found
 
 

@@ -9,7 +9,8 @@ from ...project.through_helpers import through_helpers
 from ...project.claims import HELPER_GUARD, HELPER_RESULT, SET_NX, Bindings, ClaimAnalyzer, Lead
 from ...project.claim_kinds import CACHE_ADD, LOCK_ACQUIRE, OWNER_SCRIPT, QUEUED_ONCE, TRY_LOCK
 from ...project import index as project
-from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, call_name, walk, walk_no_nested_functions
+from ...analysis.facts import (PARENT, FunctionNode, ModuleFacts, ancestors, call_name, walk,
+                               walk_no_nested_functions)
 from ..fix_plans import JobClaim, job_claim, offer_claim
 from ...knowledge import redis_clients as redis_known
 from ...knowledge import schedulers as known
@@ -288,7 +289,8 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
             analyzer.by_name = bool(resolver)
             lead = analyzer.lead(function, skip=scheduled.skip)
             if lead.claimed and lead.kind in _RELEASABLE_CLAIMS and not scheduled.wall_clock \
-                    and _released_after_work(function) and not _moves_rows(function, target.facts):
+                    and _released_after_work(function) \
+                    and not _moves_rows(function, target.facts, _handed_work(scheduled, function, facts)):
                 # Taken and given back around the work: it stops two runs overlapping, but a replica whose
                 # interval fires after the release runs the same period again (unless the work marks what it
                 # did in the rows it picks: then the next run finds nothing left).
@@ -329,13 +331,17 @@ def _verdicts(facts: ModuleFacts) -> List[_Verdict]:
     return facts.cached("scheduled-jobs:verdicts", build)
 
 
-def _moves_rows(function: FunctionNode, facts: ModuleFacts) -> bool:
+def _moves_rows(function: FunctionNode, facts: ModuleFacts,
+                handed: Sequence[Tuple[FunctionNode, ModuleFacts]] = ()) -> bool:
     """The job, or a project function it calls (``sweep()``, ``self._pay_due()``, ``runner.sweep()`` on an
-    instance of a class of another module), marks what it did in the rows it picks (:func:`moves_picked_rows`), or
-    takes each member it walks out of the shared collection it walks (:func:`_drains_walked_members`)."""
+    instance of a class of another module) or is handed to run, marks what it did in the rows it picks
+    (:func:`moves_picked_rows`), or takes each member it walks out of the shared collection it walks
+    (:func:`_drains_walked_members`)."""
     if moves_picked_rows(function, facts) or _drains_walked_members(function, facts):
         return True
-    seen, level = {id(function)}, [(function, facts)]
+    if any(moves_picked_rows(work, where) for work, where in handed):
+        return True
+    seen, level = {id(function), *(id(work) for work, _ in handed)}, [(function, facts), *handed]
     for _ in range(_WORK_DEPTH):
         following = []
         for caller, caller_facts in level:
@@ -347,6 +353,24 @@ def _moves_rows(function: FunctionNode, facts: ModuleFacts) -> bool:
             return True
         level = following
     return False
+
+
+def _handed_work(scheduled: Scheduled, job: FunctionNode, facts: ModuleFacts) -> List[Tuple[FunctionNode, ModuleFacts]]:
+    """The project functions the registration hands the job to run besides the job itself (``.do(run_leased,
+    "digest", ttl, send_digests)``: ``run_leased`` calls what it is handed, directly or through a helper)."""
+    call = scheduled.call
+    if not isinstance(call, ast.Call):
+        return []
+    found: List[Tuple[FunctionNode, ModuleFacts]] = []
+    for value in [*call.args, *(k.value for k in call.keywords)]:
+        if not isinstance(value, (ast.Name, ast.Attribute)):
+            continue
+        probe = ast.copy_location(ast.Call(func=value, args=[], keywords=[]), value)
+        setattr(probe, PARENT, call)  # (asked where the registration names it)
+        for work, where in resolve(probe, facts, facts.enclosing_function(call), by_name=False):
+            if work is not job and all(work is not seen for seen, _ in found):
+                found.append((work, where))
+    return found
 
 
 #: How many calls deep the work of a released lease's job is read for the rows it moves (``service.run()``
