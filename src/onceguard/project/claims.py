@@ -764,6 +764,41 @@ def _returns_answers(function: FunctionNode) -> bool:
                                                                and n.value.value is None) for n in returns)
 
 
+#: Claims of some rows or keys only: a marker row inserted unless present, a conditional UPDATE, rows picked up
+#: ``SKIP LOCKED``.  A helper that claims only so (``mark_done(conn, batch_id)``: its row went in) lets runners of
+#: other keys through at once, so it is no more exclusive than the claim it makes.
+_ROW_SCOPED_KINDS = frozenset({UNIQUE_INSERT, UNIQUE_CREATE, CONDITIONAL_UPDATE, ROW_LOCK})
+
+
+def _helper_claim_kinds(function: FunctionNode, analyzer: "ClaimAnalyzer", depth: int = 0) -> Set[str]:
+    """The kinds of claim a helper's calls make, helpers it calls followed through to their own claims."""
+    kinds: Set[str] = set()
+    for node in walk_no_nested_functions(function):
+        if not isinstance(node, ast.Call):
+            continue
+        kind = analyzer.call_claim(node, depth + 1)
+        if kind in (HELPER_RESULT, HELPER_GUARD) and depth < analyzer.MAX_HELPER_DEPTH:
+            found = analyzer.helper_of(node)
+            inner = _helper_claim_kinds(found[0], found[1], depth + 1) if found is not None else set()
+            kinds.update(inner or {kind})
+        elif kind is not None:
+            kinds.add(kind)
+    return kinds
+
+
+def _excludes_every_runner(hit: Optional[ClaimHit], analyzer: "ClaimAnalyzer") -> bool:
+    """``hit`` is a claim that excludes every other runner: an exclusive kind, and for a helper, one whose own
+    claims are not all of some rows only."""
+    if hit is None or hit.kind not in EXCLUSIVE_KINDS:
+        return False
+    if hit.kind in (HELPER_RESULT, HELPER_GUARD) and isinstance(hit.node, ast.Call):
+        found = analyzer.helper_of(hit.node)
+        if found is not None:
+            kinds = _helper_claim_kinds(found[0], found[1])
+            return not kinds or not kinds <= _ROW_SCOPED_KINDS
+    return True
+
+
 def won_claim_reaches(node: ast.AST, facts: ModuleFacts, exclusive: bool = False) -> bool:
     """Only the replica that won a claim of the same function reaches ``node`` (``if not acquired: return 0``
     before it, or the branch a won claim takes): what it does there, one replica at a time does.  With
@@ -772,7 +807,7 @@ def won_claim_reaches(node: ast.AST, facts: ModuleFacts, exclusive: bool = False
 
     analyzer = ClaimAnalyzer.of_module(facts, _resolver if facts.context.cross_file else None)
     hit = analyzer.dominating_claim(node)
-    return hit is not None and (not exclusive or hit.kind in EXCLUSIVE_KINDS)
+    return hit is not None and (not exclusive or _excludes_every_runner(hit, analyzer))
 
 
 def one_runner_reaches(node: ast.AST, facts: ModuleFacts) -> bool:
@@ -785,8 +820,8 @@ def one_runner_reaches(node: ast.AST, facts: ModuleFacts) -> bool:
     from .scheduled.discovery import _resolver
 
     def won_before(call: ast.Call, where: ModuleFacts) -> bool:
-        hit = ClaimAnalyzer.of_module(where, _resolver).dominating_claim(call)
-        return hit is not None and hit.kind in EXCLUSIVE_KINDS
+        analyzer = ClaimAnalyzer.of_module(where, _resolver)
+        return _excludes_every_runner(analyzer.dominating_claim(call), analyzer)
 
     return at_every_caller(node, facts, won_before)
 

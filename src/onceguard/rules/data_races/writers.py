@@ -18,6 +18,7 @@ from ...analysis.facts import FunctionNode, ModuleFacts, walk
 from ...analysis.names import dotted
 from ...knowledge import orm
 from ...project import index as project
+from ...project.row_claims import takes_claimed_rows
 from ...project.summaries import callers, resolve
 from .changes import _dominates
 from .loads import (
@@ -303,7 +304,11 @@ def _handed_over(name: str, call: ast.Call, caller: FunctionNode, facts: ModuleF
         return "locked"
     value = _binding(name, call, caller, facts)
     if value is not None:
-        if value is _ITERATED or isinstance(value, _Managed):
+        if value is _ITERATED:
+            # a row of rows taken with a claim (``FOR UPDATE SKIP LOCKED``, moved out of the state that selected
+            # them) here or by a project function that hands them back: no other runner gets it
+            return "claimed" if takes_claimed_rows(call, facts) else None
+        if isinstance(value, _Managed):
             return None
         loaded = django_instance_loader(value, facts) or sa_source(value, facts, False)
         if loaded is not None:
@@ -314,7 +319,7 @@ def _handed_over(name: str, call: ast.Call, caller: FunctionNode, facts: ModuleF
             return "created"  # the caller itself is never called
         reason = callers_hold_alone(caller, facts, name, depth + 1)
         if reason is not None:
-            return "locked" if reason.endswith("locked") else "created"
+            return next((kind for kind in ("locked", "claimed") if reason.endswith(kind)), "created")
     return None
 
 
