@@ -76,7 +76,7 @@ def unstable_parts(nodes: Iterable[ast.AST], facts: ModuleFacts) -> Iterator[Uns
                 continue
             if not isinstance(inner, ast.Call):
                 continue
-            overridden = _deployed_default(inner, where)
+            overridden = deployed_default(inner, where)
             if overridden is not None:
                 skipped.update(id(n) for n in walk(overridden))  # the deployment sets the variable
             why = unstable_call(inner, where, given)
@@ -199,7 +199,7 @@ def _passed_at_construction(cls: ast.ClassDef, attr: str, facts: ModuleFacts) ->
 _ENVIRONMENT_READS = frozenset({"os.environ.get", "os.getenv"})
 
 
-def _deployed_default(call: ast.Call, facts: ModuleFacts) -> Optional[ast.AST]:
+def deployed_default(call: ast.Call, facts: ModuleFacts) -> Optional[ast.AST]:
     """The default of an environment read whose variable the deployment files set (never used there)."""
     if (facts.callee(call) or "") not in _ENVIRONMENT_READS or len(call.args) < 2:
         return None
