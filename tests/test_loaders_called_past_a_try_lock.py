@@ -1,6 +1,7 @@
 """A loader that selects rows by state and hands them back, called by a function that first tries a job-wide
 advisory lock through a project helper and returns when it lost: only the lock's holder reaches the SELECT, so the
-rows are not picked by two replicas, whatever set-up comes before the test.  The same loader called with no such test is a pickup with no claim."""
+rows are not picked by two replicas, whatever set-up comes before the test.  The same loader called with no such
+test is a pickup with no claim."""
 from __future__ import annotations
 
 import textwrap
