@@ -407,6 +407,11 @@ class ModuleFacts:
                 return statement
         return None
 
+    def instances_of(self, cls: ast.ClassDef) -> List[str]:
+        """The module-level names this module binds to an instance of its class ``cls`` (``lock_keys =
+        KeyRegistry()``): another module calls the class's methods through them, never naming the class."""
+        return sorted(name for name, of in self.cached("module-instances", _module_instances).items() if of is cls)
+
     def own_nodes(self, function: FunctionNode, kinds: Tuple[type, ...]) -> List[ast.AST]:
         """The nodes of ``kinds`` in ``function`` and not in a function, class or lambda nested in it, in
         source order: what ``nodes_of_kinds`` finds, read off the module's pre-order list (``_own_runs``)."""

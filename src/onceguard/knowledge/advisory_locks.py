@@ -59,6 +59,11 @@ UNSTABLE_CALLS: Dict[str, str] = {
     "id": "`id()` is a memory address, different in every process",
 }
 
+#: Factories of in-process counters: ``next()`` of one numbers things in the order this process first met them.
+COUNTER_FACTORIES = frozenset({"itertools.count"})
+COUNTER_WHY = ("a per-process counter numbers names in the order this process first used them, so replicas give "
+               "the same name different keys")
+
 #: Qualified calls (or prefixes) whose value differs between processes.
 UNSTABLE_QUALIFIED_PREFIXES: Dict[str, str] = {
     "random.": "a random key is different in every replica",

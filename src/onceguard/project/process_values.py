@@ -76,7 +76,7 @@ def unstable_parts(nodes: Iterable[ast.AST], facts: ModuleFacts) -> Iterator[Uns
                 continue
             if not isinstance(inner, ast.Call):
                 continue
-            overridden = _deployed_default(inner, where)
+            overridden = deployed_default(inner, where)
             if overridden is not None:
                 skipped.update(id(n) for n in walk(overridden))  # the deployment sets the variable
             why = unstable_call(inner, where, given)
@@ -199,7 +199,7 @@ def _passed_at_construction(cls: ast.ClassDef, attr: str, facts: ModuleFacts) ->
 _ENVIRONMENT_READS = frozenset({"os.environ.get", "os.getenv"})
 
 
-def _deployed_default(call: ast.Call, facts: ModuleFacts) -> Optional[ast.AST]:
+def deployed_default(call: ast.Call, facts: ModuleFacts) -> Optional[ast.AST]:
     """The default of an environment read whose variable the deployment files set (never used there)."""
     if (facts.callee(call) or "") not in _ENVIRONMENT_READS or len(call.args) < 2:
         return None
@@ -228,8 +228,15 @@ def _given(call: ast.Call, target: FunctionNode, facts: ModuleFacts) -> _Given:
 
 
 def _returned(function: FunctionNode) -> List[ast.AST]:
-    return [node.value for node in walk_no_nested_functions(function)
-            if isinstance(node, ast.Return) and node.value is not None]
+    """What ``function`` returns; a returned local name stands for every value the def binds it to (``key =
+    self._keys.get(name)`` then ``key = next(self._counter)`` on a miss: either can be the answer)."""
+    returned = [node.value for node in walk_no_nested_functions(function)
+                if isinstance(node, ast.Return) and node.value is not None]
+    names = {node.id for node in returned if isinstance(node, ast.Name)}
+    if not names:
+        return returned
+    return returned + [node.value for node in walk_no_nested_functions(function) if isinstance(node, ast.Assign)
+                       and any(isinstance(t, ast.Name) and t.id in names for t in node.targets)]
 
 
 def _closure_value(name: ast.Name, facts: ModuleFacts) -> Optional[ast.AST]:
@@ -255,6 +262,8 @@ def unstable_call(call: ast.Call, facts: ModuleFacts, given: Optional[_Given] = 
         if func.id == "hash" and (_hash_of_number(call, facts, given or {}) or fixed_hash_seed(facts)):
             return None
         return known.UNSTABLE_CALLS[func.id]
+    if isinstance(func, ast.Name) and func.id == "next" and len(call.args) == 1 and _builtin_unshadowed("next", facts):
+        return _counter_why(call.args[0], facts)
     if not facts.imports.is_imported((dotted(func) or "").split(".", 1)[0]):
         return None
     qualified = facts.callee(call) or ""
@@ -264,6 +273,21 @@ def unstable_call(call: ast.Call, facts: ModuleFacts, given: Optional[_Given] = 
     why = known.CLOCK_CALLS.get(qualified)
     if why is not None and not _cut_into_periods(call):
         return why
+    return None
+
+
+def _counter_why(counter: ast.AST, facts: ModuleFacts) -> Optional[str]:
+    """``next(counter)`` where ``counter`` (a name, or ``self.<field>`` its class's ``__init__`` sets) is made by
+    a counter factory of the standard library (``itertools.count(...)``): the number depends on the order this
+    process first asked in."""
+    made: Optional[ast.AST] = None
+    if isinstance(counter, ast.Name):
+        made = bound_value(counter, facts)
+    elif isinstance(counter, ast.Attribute) and isinstance(counter.value, ast.Name) and counter.value.id == "self":
+        cls = next((above for above in ancestors(counter) if isinstance(above, ast.ClassDef)), None)
+        made = _class_field(cls, counter.attr) if cls is not None else None
+    if isinstance(made, ast.Call) and (facts.callee(made) or "") in known.COUNTER_FACTORIES:
+        return known.COUNTER_WHY
     return None
 
 
@@ -331,7 +355,7 @@ _MAX_NAMING_FILES = 12
 #: Words of the unstable calls a def can return, for the prefilter of a module with no lock of its own
 #: (``id(`` is left out: nearly every file spells it).
 RETURNED_TRIGGERS = (b"hash(", b"uuid", b"random", b"secrets", b"getpid", b"gethostname", b"get_ident",
-                     b"urandom", b"platform", b"monotonic", b"perf_counter", b"time(", b"time_ns")
+                     b"urandom", b"platform", b"monotonic", b"perf_counter", b"time(", b"time_ns", b"next(")
 
 
 def returned_unstable(facts: ModuleFacts) -> List[Unstable]:
@@ -368,7 +392,7 @@ def _may_be_unstable(call: ast.Call, facts: ModuleFacts) -> bool:
     head = func
     while isinstance(head, ast.Attribute):
         head = head.value
-    if isinstance(func, ast.Name) and func.id in known.UNSTABLE_CALLS:
+    if isinstance(func, ast.Name) and (func.id in known.UNSTABLE_CALLS or func.id == "next"):
         return True
     if isinstance(func, ast.Attribute) and func.attr in _LAST_NAMES:
         return True

@@ -1140,7 +1140,9 @@ def callers(function: FunctionNode, facts: ModuleFacts, limit: int = 40) -> List
     modules = own_module_names(facts)
     qualified = {f"{module}.{suffix}" for module in modules for suffix in suffixes}
     found: List[Tuple[ast.Call, ModuleFacts]] = []
-    kept = kept_names(cls, facts) if cls is not None and function.name != "__init__" else ()
+    # (a method is also called through a module-level instance another module imports, not naming the class)
+    kept = (*kept_names(cls, facts), *facts.instances_of(cls)) if cls is not None and function.name != "__init__" \
+        else ()
     may_call = _caller_text_check(facts, modules, cls.name if cls is not None else None, name, kept)
     for path in project.files_mentioning(name, project.search_root(facts)):
         if path == facts.context.path or os.path.abspath(path) == os.path.abspath(facts.context.path):

@@ -13,6 +13,7 @@ from ..model import Diagnostic
 from ..project import index as project
 from ..project.definitions import top_level
 from ..project.poolers import host_or_port, pooled_everywhere, pooled_variable, pooler_sign
+from ..project.process_values import deployed_default
 from ..project.settings_objects import EnvironmentField, derived_setting
 from .base import Rule
 from .registry import register
@@ -75,7 +76,8 @@ def _dsn_parts(expr: ast.AST, facts: ModuleFacts) -> _DsnParts:
         variable = _env_name(node, where)
         if variable is not None:
             env.append((node, variable))
-            if isinstance(node, ast.Call):  # the default of ``os.getenv("X", "postgresql://...")``
+            # the default of ``os.getenv("X", "postgresql://...")``, unless the deployment sets X: never used there
+            if isinstance(node, ast.Call) and deployed_default(node, where) is None:
                 stack.extend((argument, depth + 1, where) for argument in node.args[1:])
             continue
         if isinstance(node, (ast.JoinedStr, ast.BinOp, ast.Constant)):

@@ -17,7 +17,7 @@ from ..knowledge import advisory_locks as known
 from ..knowledge import lock_libraries as lock_known
 from ..model import Diagnostic
 from ..project.prefilter_words import claim_helper_words
-from ..project.claim_syntax import sets_with_nx
+from ..project.claim_syntax import is_log_call, sets_with_nx
 from ..project.claims import CACHE_ADD, HELPER_CONTEXT, HELPER_RESULT, LOCK_ACQUIRE, SET_NX, TRY_LOCK, ClaimAnalyzer
 from ..project.lock_libraries import LibraryLock, library_locks, spells_lock_library
 from ..project.minted_keys import minted_key
@@ -67,9 +67,10 @@ _RELEASE_WORDS = frozenset({"unlock", "release"})
 
 
 def _read_only_to_release(name: str, statement: ast.AST, scope: ast.AST) -> bool:
-    """Every read of ``name`` after ``statement`` is the test of an ``if`` (``if locked:``) whose whole body gives the
-    lock back (``await unlock(conn, KEY)``), with no ``else``: the answer decides the release, never the work,
-    which runs on every replica whether or not this one got the lock."""
+    """Every read of ``name`` after ``statement`` is the test of an ``if`` (``if locked:``, ``if not acquired:``)
+    whose whole body gives the lock back (``await unlock(conn, KEY)``) or only reports
+    (``logger.warning("busy")``), with no ``else`` and nothing leaving: the answer decides the release or a log
+    line, never the work, which runs on every replica whether or not this one got the lock."""
     after = position(statement)
     reads = [node for node in walk_no_nested_functions(scope) if isinstance(node, ast.Name) and node.id == name
              and isinstance(node.ctx, ast.Load) and position(node) > after]
@@ -77,14 +78,28 @@ def _read_only_to_release(name: str, statement: ast.AST, scope: ast.AST) -> bool
         return False
     for read in reads:
         test = parent(read)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            read, test = test, parent(test)
         if not (isinstance(test, ast.If) and test.test is read and not test.orelse):
             return False
         for line in test.body:
+            if isinstance(line, ast.Pass):
+                continue
             call = line.value.value if isinstance(line, ast.Expr) and isinstance(line.value, ast.Await) else (
                 line.value if isinstance(line, ast.Expr) else None)
-            if not isinstance(call, ast.Call) or not _gives_back(call):
+            if not isinstance(call, ast.Call) or not (_gives_back(call) or is_log_call(call)):
                 return False
     return True
+
+
+def _read_only_to_report(name: str, statement: ast.AST, scope: ast.AST) -> bool:
+    """``_read_only_to_release``, and no ``if`` around a read of ``name`` gives the lock back: the answer is only
+    logged."""
+    return _read_only_to_release(name, statement, scope) and not any(
+        isinstance(node, ast.Call) and _gives_back(node)
+        for read in walk_no_nested_functions(scope) if isinstance(read, ast.If) and any(
+            isinstance(n, ast.Name) and n.id == name for n in walk(read.test))
+        for node in walk(read))
 
 
 def _gives_back(call: ast.Call) -> bool:
@@ -129,6 +144,14 @@ def _kept_for_release(statement: ast.AST, value: ast.AST, scope: ast.AST) -> boo
             and _read_only_to_release(statement.targets[0].id, statement, scope))
 
 
+def _kept_answer_fate(statement: ast.AST, scope: ast.AST, releases: str) -> str:
+    """What the kept answer decides, for the message: only a log line, or (``releases``) whether to unlock."""
+    if isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Name) \
+            and _read_only_to_report(statement.targets[0].id, statement, scope):
+        return "is only logged"
+    return releases
+
+
 def _answer_only_releases(use: LockUse, facts: ModuleFacts) -> bool:
     """The SQL try-lock's answer is kept in a name that only an ``if`` around the unlock reads."""
     holder = _value_holder(use.call)
@@ -155,7 +178,9 @@ class TryLockResultIgnored(Rule):
 
     def check(self, facts: ModuleFacts) -> Iterator[Diagnostic]:
         for call in _dropped_helper_answers(facts):
-            fate = "only decides whether to unlock" if _kept_only_to_release(call, facts) else "is dropped"
+            fate = _kept_answer_fate(facts.statement_of(call), facts.enclosing_function(call) or facts.tree,
+                                     "only decides whether to unlock") if _kept_only_to_release(call, facts) \
+                else "is dropped"
             yield self.finding(
                 call,
                 f"`{dotted(call.func) or 'this call'}(...)` answers whether this replica got the lock, and the answer "
@@ -190,8 +215,9 @@ class TryLockResultIgnored(Rule):
             )
         for use in lock_uses(facts) if spells_triggers(facts, known.TRIGGERS) else ():  # (not a helper's name alone)
             if try_lock_result_ignored(use, facts):
-                fate = "is read only to decide whether to unlock" if _answer_only_releases(use, facts) \
-                    else "is never read"
+                fate = _kept_answer_fate(parent(_value_holder(use.call)), use.scope or facts.tree,
+                                         "is read only to decide whether to unlock") \
+                    if _answer_only_releases(use, facts) else "is never read"
                 yield self.finding(
                     use.call,
                     f"the result of `{use.function.name}` {fate}, so every replica runs the work below, "

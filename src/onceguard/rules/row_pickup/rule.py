@@ -409,8 +409,9 @@ class UnclaimedRowPickup(Rule):
                     continue  # one replica at a time picks: the run itself is claimed, as for ORM pickups
                 if where is not None and _locked_before(where[2], runner, runner_facts):
                     continue  # the caller waits for a lock that serialises its runs before it loads the rows
-                if where is None and won_claim_reaches(select.call, facts):
-                    continue  # only the replica that won a claim reaches the SELECT
+                reached = (select.call, facts) if where is None else (where[2], runner_facts)
+                if won_claim_reaches(*reached):
+                    continue  # only the replica that won a claim reaches the SELECT (or the caller's call of it)
                 if held_by_lock_helper(select.call, facts) or (
                         where is not None and held_by_lock_helper(where[2], runner_facts)):
                     continue  # inside a project lock section that waits for its lock: the replicas pick in turn
