@@ -41,9 +41,14 @@ CRON = "cron"
 #: Families that run ONE scheduler by design (Celery beat, rq-scheduler's daemon lock,
 #: django-celery-beat's beat): reported only with ``single-scheduler = false``.
 SINGLE_SCHEDULER_FAMILIES: FrozenSet[str] = frozenset({CELERY_BEAT, RQ_SCHEDULER, DJANGO_CELERY_BEAT})
-#: ``app.add_task(coro)`` on a web app that runs background tasks in each server process (Sanic).
-APP_ADD_TASK = "add_task"
-TASK_RUNNING_APPS: FrozenSet[str] = frozenset({"sanic.Sanic", "sanic.app.Sanic"})
+#: A web app's method that starts a background task in each server process, and the app classes that have it:
+#: Sanic's ``app.add_task(coro)``, Quart's ``app.add_background_task(fn, *args)`` (a callable and its arguments).
+APP_TASK_METHODS: Dict[str, FrozenSet[str]] = {
+    "add_task": frozenset({"sanic.Sanic", "sanic.app.Sanic"}),
+    "add_background_task": frozenset({"quart.Quart", "quart.app.Quart"}),
+}
+#: Of those, the ones handed a callable and the arguments to call it with, as anyio's ``start_soon`` is.
+CALLABLE_AND_ARGS_STARTS: FrozenSet[str] = frozenset({"start_soon", "add_background_task"})
 #: Schedulers that keep registrations in a shared store under an id each call makes up unless given one
 #: (rq-scheduler's ``cron``/``schedule``): family -> the keyword that fixes the id.
 ID_KEYED_STORES: Dict[str, str] = {RQ_SCHEDULER: "id"}

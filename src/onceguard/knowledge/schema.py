@@ -345,3 +345,6 @@ LOCK_STATEMENT = "LockStmt"
 NO_WAIT = "NOWAIT"
 SELF_CONFLICTING_LOCK_MODES: Tuple[str, ...] = ("ACCESS EXCLUSIVE", " EXCLUSIVE MODE", "SHARE ROW EXCLUSIVE",
                                                 "SHARE UPDATE EXCLUSIVE")
+#: SQLAlchemy's execution option that renders a schema name in place of another (``{"tenant": "t_acme"}``): a
+#: ``create_all`` on such a connection makes its tables in the schema it maps to.
+SCHEMA_TRANSLATE_KEYWORD = "schema_translate_map"

@@ -12,10 +12,12 @@ import ast
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
+from ..analysis.executed_sql import bound_value
 from ..analysis.facts import ModuleFacts, walk
 from ..analysis.handles import Handles
 from ..analysis.names import plain_name
 from ..knowledge import databases as db
+from ..knowledge import process_local as clocks
 from .claim_kinds import (CLAIM_FUNCTION, CONDITIONAL_UPDATE, HELPER_RESULT, HUEY_LOCK, LOCK_WITH, TRY_LOCK,
                           UNIQUE_INSERT, ClaimHit)
 from .claim_syntax import (_assigned, _fetch_from, _has_call, _is_huey_lock_expr, _is_preamble, _target_names,
@@ -114,6 +116,18 @@ class LeadScan:
         calls = [node for node in walk(helper) if isinstance(node, ast.Call)] if helper is not None else []
         return bool(calls) and all(_knowledge_pure(inner, facts) or is_log_call(inner) for inner in calls)
 
+    def _tests_no_work(self, test: ast.AST) -> bool:
+        """A test that calls nothing, or only reads the clock it was handed (``now.weekday() == 0``, with ``now``
+        bound to ``datetime.now(...)``) or calls the knowledge says compute only: it decides when, and does no
+        work."""
+        facts = self.analyzer.facts
+        for node in walk(test):
+            if isinstance(node, ast.Await):
+                return False
+            if isinstance(node, ast.Call) and not _knowledge_pure(node, facts) and not _of_a_clock_reading(node, facts):
+                return False
+        return True
+
     def _claim(self, expr: Optional[ast.AST]) -> Optional[ClaimHit]:
         return self.analyzer.claim_in(expr, self.depth)
 
@@ -144,8 +158,8 @@ class LeadScan:
                 inner = self.analyzer.lead_body(statement.body, self.skip, self.depth)
                 if inner.claimed:
                     return CLAIMED, None, inner.kind
-            if not _has_call(statement.test) and statement.body and all(_is_preamble(s) for s in statement.orelse) \
-                    and _trivial_rest(rest, self.skip):
+            if self._tests_no_work(statement.test) and statement.body \
+                    and all(_is_preamble(s) for s in statement.orelse) and _trivial_rest(rest, self.skip):
                 # ``if today.day >= settings.close_day: <claim first> ...`` with nothing after it: a test of a date
                 # or a setting, no work; whenever the job works, a claim leads that work.
                 inner = self.analyzer.lead_body(statement.body, self.skip, self.depth)
@@ -326,6 +340,17 @@ def _sets_up_handle(call: ast.Call, facts: ModuleFacts) -> bool:
     func = call.func
     return isinstance(func, ast.Attribute) and func.attr in db.SETUP_METHODS and not call.args \
         and Handles.of_module(facts).of(func.value) is not None
+
+
+def _of_a_clock_reading(call: ast.Call, facts: ModuleFacts) -> bool:
+    """``now.weekday()``: a method of a name bound to what a clock returned (a date or a time: its methods read
+    its fields)."""
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if not isinstance(receiver, ast.Name):
+        return False
+    bound = bound_value(receiver, facts)
+    bound = bound.value if isinstance(bound, ast.Await) else bound
+    return isinstance(bound, ast.Call) and (facts.callee(bound) or "") in clocks.CLOCK_CALLS
 
 
 def _knowledge_pure(call: ast.Call, facts: ModuleFacts) -> bool:

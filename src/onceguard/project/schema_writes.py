@@ -596,3 +596,38 @@ def removes_or_restores(write: SchemaWrite) -> bool:
         return False  # (a helper handing its caller's revision on: which one, its callers say)
     return not (isinstance(revision, ast.Constant) and isinstance(revision.value, str)
                 and revision.value.endswith("head") or isinstance(revision, ast.Constant) and revision.value is None)
+
+
+def schema_of_its_own(write: SchemaWrite, facts: ModuleFacts) -> bool:
+    """Schema made for one thing a caller names: ``CREATE SCHEMA "{name}"`` with the name built from the
+    function's arguments (a tenant's own schema at sign-up), or ``create_all`` on a connection whose
+    ``schema_translate_map`` sends the tables into such a schema.  Each ask makes another schema, once, on the
+    replica asked: not the application's schema, which every replica ensures and concurrent passes race."""
+    function = enclosing_function(write.call)
+    if function is None:
+        return False
+    if "create schema" in write.what.lower():
+        named = [n for argument in write.call.args[:1] for n in walk(argument) if isinstance(n, ast.JoinedStr)]
+        return any(_from_arguments(value.value, function, facts) for text in named for value in text.values
+                   if isinstance(value, ast.FormattedValue))
+    receiver = write.call.func.value if isinstance(write.call.func, ast.Attribute) else None
+    made = bound_value(receiver, facts) if isinstance(receiver, ast.Name) else None
+    made = made.value if isinstance(made, ast.Await) else made
+    if not isinstance(made, ast.Call) or "create_all" not in write.what:
+        return False
+    return any(keyword.arg == known.SCHEMA_TRANSLATE_KEYWORD and isinstance(keyword.value, ast.Dict)
+               and keyword.value.values and all(_from_arguments(v, function, facts) for v in keyword.value.values)
+               for keyword in made.keywords)
+
+
+def _from_arguments(value: ast.AST, function: ast.AST, facts: ModuleFacts) -> bool:
+    """``value`` is made from an argument of ``function``: the parameter itself, or a name bound once from it."""
+    parameters = {a.arg for a in function.args.posonlyargs + function.args.args + function.args.kwonlyargs}
+    names = [n for n in walk(value) if isinstance(n, ast.Name)]
+    if any(n.id in parameters for n in names):
+        return True
+    for name in names:
+        bound = bound_value(name, facts)
+        if bound is not None and any(isinstance(n, ast.Name) and n.id in parameters for n in walk(bound)):
+            return True
+    return False

@@ -808,6 +808,21 @@ class Summaries:
                     result.merge(self._call_effect(node, facts, function, entries, 0))
         return result
 
+    def flushed_effects(self, statements: List[ast.AST], function: FunctionNode, facts: ModuleFacts) -> Effects:
+        """What the flushes among some statements do with what they empty: a call of a project function that
+        empties a buffer of the process (``_flush(pool, buffer)`` taking ``buffer.drain()`` and writing it) is
+        summed up as that drain alone (``effects``), since each process hands on its own share; work that filled
+        the buffer with a copy of what every replica holds makes that write each replica's.  One call deep."""
+        result = Effects()
+        for statement in statements:
+            for node in walk_no_nested_functions(statement):
+                if not isinstance(node, ast.Call):
+                    continue
+                for target, target_facts in resolve(node, facts, function, by_name=False):
+                    if not target_facts.context.is_test and self.effects(target, target_facts).drain is not None:
+                        result.merge(self.effects_of(list(target.body), target, target_facts))
+        return result
+
     def call_effects(self, call: ast.Call, function: FunctionNode, facts: ModuleFacts) -> Effects:
         """What one call of ``function`` does, judged as ``effects`` judges each call of a job."""
         self._budget = CALL_BUDGET

@@ -25,6 +25,7 @@ from ..knowledge import process_local as channels
 from ..project.claims import ClaimAnalyzer
 from ..project.definitions import definition
 from ..project.reach import runs
+from ..project.renamed_callers import project_callers
 from ..project.shared_channels import channel_call
 from ..project import index as project
 from ..project.summaries import Evidence, names_a_write, summaries_for
@@ -41,6 +42,12 @@ class Subscription:
     function: FunctionNode  # the function those statements belong to
     facts: ModuleFacts  # the module of that function
     site_facts: Optional[ModuleFacts] = None  # the subscription's own module, when the handler is elsewhere
+    read: Optional[ast.AST] = None  # the channel's read, when a helper of this module makes it for the loop
+
+
+def shown_at(subscription: Subscription) -> ast.AST:
+    """Where the subscription is reported: the read a helper makes for a loop elsewhere, else the site."""
+    return subscription.read if subscription.read is not None else subscription.site
 
 
 def subscriptions(facts: ModuleFacts) -> Iterator[Subscription]:
@@ -67,11 +74,44 @@ def subscriptions(facts: ModuleFacts) -> Iterator[Subscription]:
                 if found is not None:
                     handler, where = found
                     yield Subscription(call, f"`{call.func.attr}` callback", list(handler.body), handler, where, facts)
+    yield from _loops_over_a_reader(facts)
     for call, reference in own_queue_callbacks(facts) if uses_amqp(facts) else ():
         found = _callback(reference, facts)
         if found is not None:
             handler, where = found
             yield Subscription(call, f"`{call.func.attr}` of {OWN_QUEUE}", list(handler.body), handler, where, facts)
+
+
+def _loops_over_a_reader(facts: ModuleFacts) -> Iterator[Subscription]:
+    """A function of this module that reads one batch off the channel and returns it (``XREAD`` from the last id
+    it keeps), called again and again by a loop elsewhere: that loop is the subscription, and each of its passes
+    handles what every replica has read.  The read is reported, where the channel is chosen."""
+    for function in facts.functions:
+        reads = [node for node in walk(function) if channel_call(node, channels.SHARED_CHANNEL_RECEIVES, facts)]
+        # (a function that loops over the channel itself is a subscription above; one that returns nothing does
+        # not hand the messages to its caller)
+        if not reads or any(isinstance(node, (ast.For, ast.AsyncFor, ast.While)) for node in walk(function)
+                            if any(node is above for read in reads for above in ancestors(read))) \
+                or not any(isinstance(node, ast.Return) and node.value is not None for node in walk(function)):
+            continue
+        for call, where in project_callers(function, facts):
+            loop = _loop_headed_by(call, where)
+            caller = where.enclosing_function(loop) if loop is not None else None
+            if caller is not None:
+                what = f"`{reads[0].func.attr}()` in `{function.name}()`"
+                yield Subscription(loop, what, list(loop.body), caller, where, where, reads[0])
+
+
+def _loop_headed_by(call: ast.AST, facts: ModuleFacts) -> Optional[ast.AST]:
+    """The ``while`` loop that makes ``call`` in its test or first statements: it reads a batch on each pass.
+    (A ``for`` over the call reads one batch once, and goes through its messages.)"""
+    for above in ancestors(call):
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return None
+        if isinstance(above, ast.While):
+            heads = [above.test, *above.body[:2]]
+            return above if any(node is call for head in heads for node in walk(head)) else None
+    return None
 
 
 def _channel_read(heads: List[ast.AST], function: FunctionNode, facts: ModuleFacts) -> Optional[str]:
@@ -171,7 +211,12 @@ def acting_outside(subscription: Subscription) -> Optional[Evidence]:
     """The first plain effect outside the process the per-message work has, unless it only reaches this
     process's own share (its clients) or claims the message first; None otherwise."""
     facts, function = subscription.facts, subscription.function
-    effects = summaries_for(facts).effects_of(subscription.work, function, facts)
+    summaries = summaries_for(facts)
+    effects = summaries.effects_of(subscription.work, function, facts)
+    if effects.drain is not None:
+        # a buffer the messages filled, flushed: each replica's buffer holds every message, so what the flush
+        # writes, each replica writes
+        effects.merge(summaries.flushed_effects(subscription.work, function, facts))
     evidence = effects.first_other
     if evidence is None or not evidence.plain or _to_own_connection(evidence.call):
         # A relay to this process's own sockets or streams is what such a subscription is for, and work on this

@@ -23,7 +23,7 @@ from ..project.forwarding import callee_through, forwarded
 from ..project.reach import runs
 from ..project.startup import StartupMap
 from .base import Rule
-from .channel_subscribers import acting_outside, every_replica_subscribes, subscriptions
+from .channel_subscribers import acting_outside, every_replica_subscribes, shown_at, subscriptions
 
 _MODULE_LEVEL = "module level"
 _START_METHODS = sorted({m for kind in known.CONSUMER_CONSTRUCTORS.values() for m in kind.start_methods})
@@ -282,7 +282,7 @@ class EventConsumerPerReplica(Rule):
                 continue
             effect = evidence.call
             yield self.finding(
-                subscription.site,
+                shown_at(subscription),
                 f"Every replica subscribes here ({subscription.what}, {reason}) and each hears every message, so "
                 f"{known.SUBSCRIBER_HAZARD}.",
                 f"The work done per message acts outside the process (`{dotted(getattr(effect, 'func', effect)) or 'a call'}"

@@ -20,7 +20,8 @@ from ..project.migration_locks import (
 from ..project.migration_runners import env_of_runner
 from ..project.reach import Reach, Runs, enclosing_function, place, runs
 from ..project.renamed_callers import project_callers
-from ..project.schema_writes import SchemaWrite, is_lock_helper, removes_or_restores, schema_writes
+from ..project.schema_writes import (SchemaWrite, is_lock_helper, removes_or_restores, schema_of_its_own,
+                                     schema_writes)
 from .base import Rule
 from .registry import register
 
@@ -44,9 +45,10 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str, T
             reason = reach.reason(write.call)
             function = enclosing_function(write.call)
             # Schema a queued task writes is written once per enqueue, by one worker, not by every booting
-            # replica; so is a drop or a restore a request or a job asks for.
+            # replica; so is a drop or a restore a request or a job asks for, or a schema of its own it makes.
+            asked_once = removes_or_restores(write) or schema_of_its_own(write, facts)
             if (reason is not None and function is not None and reach.is_request_or_job(function)
-                    and (reach.on_demand(function) or removes_or_restores(write))):
+                    and (reach.on_demand(function) or asked_once)):
                 reason = None
             related: Tuple[Related, ...] = ()
             if reason is None and write.registers_hook:
@@ -57,7 +59,7 @@ def reported_schema_writes(facts: ModuleFacts) -> List[Tuple[SchemaWrite, str, T
                 answer = runs(write.call, facts, through_migration_code=False, max_hops=_MAX_CALLER_HOPS,
                               past_refused_gates=True)
                 if answer.every_replica and answer.calls and (
-                        answer.on_demand or removes_or_restores(write)) and not runs(
+                        answer.on_demand or asked_once) and not runs(
                         write.call, facts, startup_only=True, through_migration_code=False,
                         max_hops=_MAX_CALLER_HOPS, past_refused_gates=True).every_replica:
                     answer = _UNKNOWN_RUNS  # (reached from a request or a job only)

@@ -125,8 +125,8 @@ class LoopRegistrations:
     def _tickers(self) -> None:
         facts = self.facts
         startup = None
-        for name in ("create_task", "ensure_future", "start_soon", "add_task", "Thread", "spawn", "spawn_later",
-                     "spawn_n", "spawn_after"):
+        for name in ("create_task", "ensure_future", "start_soon", *known.APP_TASK_METHODS, "Thread", "spawn",
+                     "spawn_later", "spawn_n", "spawn_after"):
             for call in facts.calls_by_name.get(name, ()):
                 family, target_expr = self._ticker_start(call, name)
                 if target_expr is None:
@@ -198,7 +198,7 @@ class LoopRegistrations:
         if not called:
             return self._closed_over_work(call, function, loop)
         # The call that hands the ticker its arguments, as one call whatever the start's spelling.
-        if name == "start_soon":
+        if name in known.CALLABLE_AND_ARGS_STARTS:
             handing = ast.Call(func=call.func, args=call.args[1:], keywords=call.keywords)
         elif name == "Thread":
             handed_args = _argument(call, 3, "args")
@@ -261,14 +261,14 @@ class LoopRegistrations:
                     started = True
                 elif name in known.TASK_GROUP_METHODS and origin_name in known.TASK_GROUPS:
                     started = True
-                elif name == known.APP_ADD_TASK and origin_name in known.TASK_RUNNING_APPS:
+                elif origin_name in known.APP_TASK_METHODS.get(name, ()):
                     started = True
-            elif name == known.APP_ADD_TASK and self._app_parameter(call.func.value):
+            elif name in known.APP_TASK_METHODS and self._app_parameter(call.func.value, name):
                 started = True  # ``app.add_task(...)`` on the app a Sanic listener is handed
         if not started:
             return known.ASYNCIO_TICKER, None
         argument = call.args[0]
-        if name == "start_soon":
+        if name in known.CALLABLE_AND_ARGS_STARTS:
             return known.ASYNCIO_TICKER, argument
         if isinstance(argument, ast.Call) and not argument.args and not argument.keywords:
             return known.ASYNCIO_TICKER, argument.func
@@ -276,14 +276,14 @@ class LoopRegistrations:
             return known.ASYNCIO_TICKER, argument.func
         return known.ASYNCIO_TICKER, None
 
-    def _app_parameter(self, receiver: ast.AST) -> bool:
-        """``receiver`` is a parameter annotated with an app class that runs tasks (``app: Sanic``)."""
+    def _app_parameter(self, receiver: ast.AST, method: str) -> bool:
+        """``receiver`` is a parameter annotated with an app class that runs tasks by ``method`` (``app: Sanic``)."""
         function = self.facts.enclosing_function(receiver)
         if not isinstance(receiver, ast.Name) or function is None:
             return False
         arguments = function.args.posonlyargs + function.args.args + function.args.kwonlyargs
         return any(a.arg == receiver.id and a.annotation is not None
-                   and (self.facts.qualify(a.annotation) or "") in known.TASK_RUNNING_APPS for a in arguments)
+                   and (self.facts.qualify(a.annotation) or "") in known.APP_TASK_METHODS[method] for a in arguments)
 
     def _sleep_call(self, node: ast.AST, facts: Optional[ModuleFacts] = None) -> bool:
         return is_pause(node, facts or self.facts)

@@ -34,12 +34,35 @@ def hands_back(select: ExecutedSql, function: FunctionNode) -> bool:
     for node in walk(function):
         if isinstance(node, ast.Assign) and reads(node.value):
             holding.update(n for t in node.targets for n in target_names(t))
+    holding |= _gathered_from(holding, function)
     for node in walk(function):
         # a ``yield`` hands them over as well: to the ``with`` block of a context manager, a caller's ``for``
         if isinstance(node, (ast.Return, ast.Yield)) and node.value is not None \
                 and (reads(node.value) or names_in(node.value) & holding):
             return True
     return False
+
+
+#: Methods that put a value into a container (``digests.setdefault(user, Digest(row))``, ``ids.append(row[0])``).
+_FILLING_METHODS = frozenset({"append", "appendleft", "extend", "add", "insert", "setdefault", "update"})
+
+
+def _gathered_from(rows: Set[str], function: FunctionNode) -> Set[str]:
+    """Containers ``function`` fills, in a loop over ``rows``, with what each row holds (rows grouped per user:
+    ``for row in rows: by_user.setdefault(row["user"], Digest(row["email"]))``): handing them back hands the
+    rows on, in another shape."""
+    each_row = {name for node in walk(function) if isinstance(node, (ast.For, ast.AsyncFor))
+                and names_in(node.iter) & rows for name in target_names(node.target)}
+    gathered: Set[str] = set()
+    for node in walk(function) if each_row else ():
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in _FILLING_METHODS and isinstance(node.func.value, ast.Name) \
+                and any(names_in(argument) & each_row for argument in node.args):
+            gathered.add(node.func.value.id)
+        elif isinstance(node, ast.Assign) and names_in(node.value) & each_row:
+            gathered.update(t.value.id for t in node.targets
+                            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name))
+    return gathered
 
 
 def helper_writes(function: FunctionNode, facts: ModuleFacts, after: ast.AST,

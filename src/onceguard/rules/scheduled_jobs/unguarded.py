@@ -463,8 +463,8 @@ class UnguardedScheduledJob(Rule):
     triggers = (
         b"add_job", b"scheduled_job", b"add_schedule", b".task(", b"every(", b"periodic_task",
         (b"cron", b"unique"), b"aiocron", b".cron(", b"repeat_", b"Timer", b"LoopingCall", b"looping_call",
-        b"create_task", b"ensure_future", b"start_soon", b"Thread(", b".add_task(", (b"spawn", b"gevent"),
-        (b"spawn", b"eventlet"),
+        b"create_task", b"ensure_future", b"start_soon", b"Thread(", b".add_task(", b".add_background_task(",
+        (b"spawn", b"gevent"), (b"spawn", b"eventlet"),
         b".start()", b"enter_async_context", b"enter_context",
         b"beat_schedule", b"BEAT_SCHEDULE", b"PeriodicTask", b"interval=", b"periodic=",
         # a program's own loop: ``while True:`` with a sleep (or an Event's timed wait), run from ``__main__``
