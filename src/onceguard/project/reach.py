@@ -657,7 +657,9 @@ def _under_a_test(node: ast.AST, facts: ModuleFacts) -> bool:
     for above in ancestors(node):
         if isinstance(above, (ast.If, ast.IfExp)):
             return True
-        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        if isinstance(above, ast.Lambda):
+            return False  # (an expression: no statement of it tests anything)
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return any(isinstance(statement, ast.If) for statement in above.body)
     return False
 
