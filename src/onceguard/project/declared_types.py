@@ -462,10 +462,14 @@ def _call_type(call: ast.Call, facts: ModuleFacts, function: Optional[FunctionNo
     if isinstance(func, (ast.Name, ast.Attribute)):
         if class_of(func, facts) is not None:
             return Declared(func, facts)  # a constructor
-        # ``job_cls(ctx)`` with ``job_cls`` declared ``type[BaseJob]`` (a loop over a registry of classes)
-        made = instance_of(type_of(func, facts, function, steps + 1, self_class))
-        if made is not None:
-            return made
+        # ``job_cls(ctx)`` with ``job_cls`` declared ``type[BaseJob]`` (a loop over a registry of classes): asked
+        # only of a lower-case name or an attribute of ``self`` (a class is called by its capitalised name,
+        # resolved above), for cost
+        if (isinstance(func, ast.Name) and func.id[:1].islower()) or (
+                isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")):
+            made = instance_of(type_of(func, facts, function, steps + 1, self_class))
+            if made is not None:
+                return made
         qualified = facts.qualify(func) or ""
         last = func.attr if isinstance(func, ast.Attribute) else func.id
         head = func
@@ -492,10 +496,10 @@ def _container_provides(func: ast.Attribute, facts: ModuleFacts, function: Optio
                         self_class: Optional[ClassRef]) -> Optional[Declared]:
     """``container.exporter()`` on a dependency-injection container of the project: what the provider its class
     binds to ``exporter`` makes (asked only of a name the container's class binds in its body)."""
-    from .injected_providers import provided, may_provide
+    from .injected_providers import provided, provider_names
     from .summaries import instance_class
 
-    if not may_provide(facts):
+    if func.attr not in provider_names(facts):
         return None
     owners = owner_classes(func.value, facts, function, steps + 1, self_class)
     if not owners and steps <= 1:

@@ -185,6 +185,10 @@ def source_root(facts: ModuleFacts) -> str:
 def search_root(facts: ModuleFacts) -> str:
     """Where project-wide lookups by name look: the source tree holding the checked file (a monorepo's
     other services and the repository's tests and tooling are not this program)."""
+    return facts.cached("project:search-root", _search_root_of)
+
+
+def _search_root_of(facts: ModuleFacts) -> str:
     root = facts.cached("project:source-root", source_root)
     return root if root and os.path.isdir(root) else facts.config.root
 

@@ -5,7 +5,8 @@ declares ``exporter = providers.Singleton(Exporter, ...)`` gives an ``Exporter``
 from __future__ import annotations
 
 import ast
-from typing import List, Optional
+import re
+from typing import FrozenSet, List, Optional
 
 from ..analysis.facts import ModuleFacts
 from ..knowledge import declared_types as known
@@ -47,8 +48,39 @@ def _made(provider: ast.AST, cls: ast.ClassDef, facts: ModuleFacts, depth: int) 
     return []
 
 
+#: ``    exporter = providers.Singleton(...)``: a name a container class binds to one of the library's providers (a
+#: class body is indented).
+_PROVIDER_KINDS = sorted({qualified.rsplit(".", 1)[-1] for qualified in known.INSTANCE_PROVIDERS | known.LIST_PROVIDERS})
+_PROVIDER_BINDING = re.compile(
+    rb"^[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*=[ \t]*(?:[A-Za-z_][A-Za-z0-9_.]*\.)?(?:"
+    + b"|".join(kind.encode("ascii") for kind in _PROVIDER_KINDS) + rb")\(", re.MULTILINE)
+
+
+def provider_names(facts: ModuleFacts) -> FrozenSet[str]:
+    """The names the project's container classes may bind to a provider, read off the text of the modules
+    that name the library: only a call of such a name on a container is worth resolving (answered once per
+    module)."""
+    return facts.cached("injection:provider-names", _provider_names)
+
+
+def _provider_names(facts: ModuleFacts) -> FrozenSet[str]:
+    if not may_provide(facts):
+        return frozenset()
+    if not facts.context.cross_file:
+        texts = ["\n".join(facts.lines).encode("utf-8", "replace")]
+    else:
+        root = project.search_root(facts)
+        texts = [project.read_bytes(path) for path in project.files_mentioning(known.INJECTION_MODULE, root)]
+    return frozenset(match.group(1).decode("ascii") for text in texts for match in _PROVIDER_BINDING.finditer(text))
+
+
 def may_provide(facts: ModuleFacts) -> bool:
-    """The project names a dependency-injection library at all: the cheap test before a container is looked for."""
+    """The project names a dependency-injection library at all: the cheap test before a container is looked for
+    (asked for every call whose value's type is looked up: answered once per module)."""
+    return facts.cached("injection:may-provide", _names_an_injection_library)
+
+
+def _names_an_injection_library(facts: ModuleFacts) -> bool:
     if not facts.context.cross_file:
         return any(known.INJECTION_MODULE in line for line in facts.lines)
     return bool(project.files_mentioning(known.INJECTION_MODULE, project.search_root(facts)))
