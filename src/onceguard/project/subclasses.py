@@ -7,7 +7,7 @@ subclasses) runs whichever override the instance's class has: every one of them 
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from . import index as project
 from .declared_types import ClassRef, base_classes
@@ -18,16 +18,14 @@ from ..analysis.facts import FunctionNode, ModuleFacts
 _LEVELS = 3
 _MAX_SUBCLASSES = 12
 
-#: (module path, class name, line) -> its direct subclasses in the project, for one run.
-_direct: Dict[Tuple[str, str, int], List[ClassRef]] = {}
-project.on_clear(_direct.clear)
-
 
 def _direct_subclasses(cls: ast.ClassDef, facts: ModuleFacts) -> List[ClassRef]:
-    key = (facts.context.path or "", cls.name, cls.lineno)
-    cached = _direct.get(key)
-    if cached is not None:
-        return cached
+    # Kept with the base's module (not for the whole run): what it holds are other modules' facts, which the
+    # index frees past its node budget only once nothing else holds them.
+    return facts.cached(f"subclasses:{cls.name}:{cls.lineno}", lambda _: _find_direct_subclasses(cls, facts))
+
+
+def _find_direct_subclasses(cls: ast.ClassDef, facts: ModuleFacts) -> List[ClassRef]:
     found: List[ClassRef] = []
     modules = [facts]
     if facts.context.cross_file:
@@ -42,7 +40,6 @@ def _direct_subclasses(cls: ast.ClassDef, facts: ModuleFacts) -> List[ClassRef]:
             if candidate is not cls and any((where.context.path or "", base.lineno) == place
                                             for base, where in base_classes(candidate, module)):
                 found.append((candidate, module))
-    _direct[key] = found
     return found
 
 
