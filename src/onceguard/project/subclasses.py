@@ -17,19 +17,24 @@ from ..analysis.facts import FunctionNode, ModuleFacts
 #: of the project's own whose every subclass no call site could be said to run.
 _LEVELS = 3
 _MAX_SUBCLASSES = 12
+#: Modules whose class headers name a base, past which its subclasses are not looked for (each would be parsed).
+_MAX_FILES = 2 * _MAX_SUBCLASSES
 
 
-def _direct_subclasses(cls: ast.ClassDef, facts: ModuleFacts) -> List[ClassRef]:
+def _direct_subclasses(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[List[ClassRef]]:
     # Kept with the base's module (not for the whole run): what it holds are other modules' facts, which the
     # index frees past its node budget only once nothing else holds them.
     return facts.cached(f"subclasses:{cls.name}:{cls.lineno}", lambda _: _find_direct_subclasses(cls, facts))
 
 
-def _find_direct_subclasses(cls: ast.ClassDef, facts: ModuleFacts) -> List[ClassRef]:
+def _find_direct_subclasses(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[List[ClassRef]]:
     found: List[ClassRef] = []
     modules = [facts]
     if facts.context.cross_file:
-        for path in project.files_subclassing(cls.name, project.search_root(facts)):
+        paths = project.files_subclassing(cls.name, project.search_root(facts))
+        if len(paths) > _MAX_FILES:
+            return None  # (a base that many modules derive from: more subclasses than any call site could run)
+        for path in paths:
             other = project.module_facts(path, facts.config)
             # (the checked file's own text may have been parsed again for the project's index: read it once)
             if other is not None and other.context.path != facts.context.path and not other.context.is_test:
@@ -51,7 +56,10 @@ def subclasses(cls: ClassRef) -> List[ClassRef]:
     for _ in range(_LEVELS):
         following = []
         for parent, parent_facts in level:
-            for child in _direct_subclasses(parent, parent_facts):
+            children = _direct_subclasses(parent, parent_facts)
+            if children is None:
+                return []
+            for child in children:
                 if child[0] is not cls[0] and all(child[0] is not seen for seen, _ in found):
                     found.append(child)
                     following.append(child)
