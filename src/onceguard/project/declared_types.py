@@ -273,6 +273,25 @@ def type_of(expr: ast.AST, facts: ModuleFacts, function: Optional[FunctionNode],
     the class ``self`` is an instance of when ``function`` is a method inherited from a base of it."""
     if steps > _MAX_STEPS:
         return None
+    # Remembered per module for everything the answer depends on: a call's receiver is asked for its own type
+    # and again as the owner of the attribute called, so a chain of calls (``a.b().c().d()``) would be asked
+    # twice as often at each link.
+    memo = facts.cached("declared-types:type-of", _new_memo)
+    key = (id(expr), id(function), id(self_class[0]) if self_class is not None else 0, steps,
+           getattr(_resolving, "depth", 0))
+    held = memo.get(key)
+    if held is None:
+        # (the objects keyed by their id are kept with the answer: no other object can take their id meanwhile)
+        held = memo[key] = (_type_of(expr, facts, function, steps, self_class), (expr, function, self_class))
+    return held[0]
+
+
+def _new_memo(_facts: ModuleFacts) -> Dict[tuple, tuple]:
+    return {}
+
+
+def _type_of(expr: ast.AST, facts: ModuleFacts, function: Optional[FunctionNode], steps: int,
+             self_class: Optional[ClassRef]) -> Optional[Declared]:
     if isinstance(expr, ast.Await):
         return type_of(expr.value, facts, function, steps + 1, self_class)
     if isinstance(expr, ast.Name):

@@ -79,12 +79,26 @@ def long_lived_instance(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifet
     return None
 
 
+#: How many calls above a factory that hands an object out start-up code is looked for (``app = make_app()`` ->
+#: ``wire()`` -> the object), and how many places in all: a class made and returned in many places (a value, not
+#: a service) would have every one of them followed through the project's callers.
+_FACTORY_HOPS = 2
+_FACTORY_PLACES = 8
+#: A factory whose name this many of the project's files spell is called all over it: each call makes another
+#: object (a value, not the process's one service), and its callers are not all parsed to say so.
+_FACTORY_FILES = 12
+
+
 def _handed_out_at_startup(call: ast.Call, facts: ModuleFacts, cls: ast.ClassDef) -> Optional[Lifetime]:
     """``call`` is in a factory that start-up code runs (``app = create_app()`` → ``build_services()``) and
     hands the object out (``return Services(seen=SeenIds())``): made once per process, it is what every request
     served later is handed, for the process's life."""
+    from . import index as project
+
     function = facts.enclosing_function(call)
-    if function is None or not _handed_out(call, function) or not _runs_at_startup(call, facts):
+    if function is None or not _handed_out(call, function) \
+            or len(project.files_mentioning(function.name, project.search_root(facts))) > _FACTORY_FILES \
+            or not _runs_at_startup(call, facts, max_hops=_FACTORY_HOPS, max_asked=_FACTORY_PLACES):
         return None
     return Lifetime(f"one `{cls.name}` is made by {function.name}(), which start-up code runs once per process, "
                     "and handed out from there", facts.context.path, call.lineno)
@@ -155,11 +169,11 @@ def _kept_on(call: ast.AST) -> Optional[str]:
     return None
 
 
-def _runs_at_startup(call: ast.Call, facts: ModuleFacts) -> bool:
+def _runs_at_startup(call: ast.Call, facts: ModuleFacts, **bounds: int) -> bool:
     """The code making the object runs once per process as it starts (a start-up hook or what it calls)."""
     from .reach import runs
 
-    return runs(call, facts, startup_only=True).every_replica
+    return runs(call, facts, startup_only=True, **bounds).every_replica
 
 
 def daemon_lifetime(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[Lifetime]:

@@ -339,6 +339,16 @@ def row_saver_names(config: Config) -> FrozenSet[str]:
     return _read_once(config, _row_saver_names_by_root) or frozenset()
 
 
+def row_savers_for(facts) -> FrozenSet[str]:
+    """``row_saver_names`` for a whole-project run; a file checked alone (flake8, an editor) knows only its own
+    defs, and reads no other file."""
+    if facts.context.cross_file:
+        return row_saver_names(facts.config)
+    return facts.cached("prefilter:own-row-savers", lambda _: frozenset(
+        defined.name.decode("ascii", "replace") for defined, text in defs_of(_own_source(facts))
+        if _saves_a_parameter(text)) - frozenset(name.decode("ascii") for name in BUILTIN_METHODS))
+
+
 def _saves_a_parameter(text: bytes) -> bool:
     if not any(word in text for word in _SAVE_WORDS):
         return False
@@ -502,6 +512,18 @@ def container_class_words(config: Config) -> tuple:
 def container_class_names(config: Config) -> FrozenSet[str]:
     """The names of ``container_class_words``, as text."""
     return _read_once(config, _wrapping_names_by_root) or frozenset()
+
+
+def container_classes_for(facts) -> FrozenSet[str]:
+    """``container_class_names`` for a whole-project run; a file checked alone knows only its own classes."""
+    if facts.context.cross_file:
+        return container_class_names(facts.config)
+    return facts.cached("prefilter:own-container-classes", lambda _: frozenset(
+        name.decode("ascii", "replace") for name in _wrapping_classes(_own_source(facts))))
+
+
+def _own_source(facts) -> bytes:
+    return facts.cached("prefilter:own-source", lambda _: "\n".join(facts.lines).encode("utf-8"))
 
 
 def _wrapping_classes(source: bytes) -> Set[bytes]:

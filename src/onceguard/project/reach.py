@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from ..analysis.applied_decorators import decorators
@@ -593,17 +593,28 @@ class _Ask:
     max_hops: int
     #: code under a gate that no process the deployment starts passes (``process_roles``) is run by none
     past_refused_gates: bool = False
+    #: at most this many places are asked (the code itself, its callers, theirs...)
+    max_asked: int = 24  # (``_MAX_ASKED``)
+    #: the places asked so far (one count, shared by the whole walk)
+    asked: List[int] = field(default_factory=lambda: [0], compare=False)
+
+
+#: By default at most this many places (the code asked of, then its callers, theirs, ...) are asked by one
+#: question.  A way from start-up or a job is a narrow chain of calls; a helper called all over a large project
+#: would otherwise have each of its callers' modules parsed, and theirs, for an answer none of them gives.
+_MAX_ASKED = 24
 
 
 def runs(node: ast.AST, facts: ModuleFacts, *, startup_only: bool = False, through_migration_code: bool = True,
-         max_hops: int = 4, past_refused_gates: bool = False) -> Runs:
+         max_hops: int = 4, past_refused_gates: bool = False, max_asked: int = _MAX_ASKED) -> Runs:
     """Where the code at ``node`` runs: on every replica (start-up, a request or a job; with
     ``startup_only``, start-up only: request and job code answer unknown), only for an operator, or unknown.
 
     Crosses modules through the callers of the enclosing function when ``facts.context.cross_file`` (at
     most ``max_hops`` calls away; with ``through_migration_code`` false a caller in migration code is no
     way there); otherwise says only what this file shows.  Tests are no way there."""
-    return _runs(node, facts, _Ask(startup_only, through_migration_code, max_hops, past_refused_gates), 0, set())
+    return _runs(node, facts, _Ask(startup_only, through_migration_code, max_hops, past_refused_gates, max_asked), 0,
+                 set())
 
 
 def runs_function(function: FunctionNode, facts: ModuleFacts, **ask) -> Runs:
@@ -615,6 +626,9 @@ def runs_function(function: FunctionNode, facts: ModuleFacts, **ask) -> Runs:
 def _runs(node: ast.AST, facts: ModuleFacts, ask: _Ask, hops: int, seen: Set[int]) -> Runs:
     context = facts.context
     if context.is_test or hops > ask.max_hops or (context.is_migration and not ask.through_migration_code):
+        return _UNKNOWN
+    ask.asked[0] += 1
+    if ask.asked[0] > ask.max_asked:
         return _UNKNOWN
     if ask.past_refused_gates and context.cross_file and _under_a_test(node, facts):
         from .process_roles import refused_everywhere
@@ -668,6 +682,8 @@ def _runs_from_callers(node: ast.AST, function: FunctionNode, facts: ModuleFacts
                        seen: Set[int]) -> Runs:
     """The answer of the callers of ``function`` in the project (and, with none, of a start-up hook of another
     module handed it, or of the calls that resolve to it by its method name)."""
+    if hops >= ask.max_hops or ask.asked[0] >= ask.max_asked:
+        return _UNKNOWN  # (its callers would be past the question's reach: their modules are not parsed to say so)
     any_caller, operator_only = False, True
     for call, other in project_callers(function, facts):
         if other.context.is_test or (other.context.is_migration and not ask.through_migration_code):

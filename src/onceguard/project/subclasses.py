@@ -42,10 +42,23 @@ def _find_direct_subclasses(cls: ast.ClassDef, facts: ModuleFacts) -> Optional[L
     place = (facts.context.path or "", cls.lineno)  # (a module may be parsed twice: the same place is the same class)
     for module in modules:
         for candidate in module.classes:
-            if candidate is not cls and any((where.context.path or "", base.lineno) == place
-                                            for base, where in base_classes(candidate, module)):
+            # (only a base written with the class's name is resolved: the others would each parse their module)
+            if candidate is not cls and _names(candidate, module, cls.name) and any(
+                    (where.context.path or "", base.lineno) == place for base, where in base_classes(candidate, module)):
                 found.append((candidate, module))
     return found
+
+
+def _names(candidate: ast.ClassDef, facts: ModuleFacts, name: str) -> bool:
+    """Some base of ``candidate`` is written as ``name`` (``Base``, ``jobs.Base``, ``Base[T]``, or an import of a
+    ``name`` under another name)."""
+    for base in candidate.bases:
+        if isinstance(base, ast.Subscript):
+            base = base.value
+        written = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", None)
+        if written == name or (facts.qualify(base) or "").rsplit(".", 1)[-1] == name:
+            return True
+    return False
 
 
 def subclasses(cls: ClassRef) -> List[ClassRef]:

@@ -17,7 +17,7 @@ from ..analysis.facts import FunctionNode, ModuleFacts
 from ..analysis.handed import parameter_names
 from . import declared_types
 from . import process_state as state
-from .prefilter_words import container_class_names
+from .prefilter_words import container_classes_for
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -90,7 +90,7 @@ def wrapped_value(value: ast.AST, facts: ModuleFacts, function: Optional[Functio
     """The wrapped container ``value`` is: one made here (``SeenIds(1000)``) or handed to ``function`` as a
     parameter declared to be one (``seen: SeenIds``).  Asked only where a class the project's text shows to be
     such a wrapper is spelled."""
-    names = container_class_names(facts.config)
+    names = container_classes_for(facts)
     if not names or not _spells_one_of(value, function, names):
         return None
     for cls, cls_facts in declared_types.classes(declared_types.type_of(value, facts, function)):

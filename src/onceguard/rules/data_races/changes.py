@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, parent
 from ...knowledge import orm
-from ...project.prefilter_words import row_saver_names
+from ...project.prefilter_words import row_savers_for
 from ...analysis.names import dotted
 from ..redis_leases import short
 from .loads import (
@@ -554,7 +554,7 @@ def _functions_writing_instances(facts: ModuleFacts) -> List[FunctionNode]:
             function = facts.enclosing_function(call)
             if function is not None and isinstance(call.func, ast.Attribute) and plain_name(call.func.value) == "self":
                 found.setdefault(id(function), function)
-    for call in facts.calls_named(*row_saver_names(facts.config)):
+    for call in facts.calls_named(*row_savers_for(facts)):
         # ``member.points = member.points + n`` then ``self.members.store(member)``: a changed local handed to a
         # def of the project that saves a parameter (``_stores_the_handed_row`` asks which)
         function = facts.enclosing_function(call)
