@@ -710,6 +710,21 @@ def files_subclassing(name: str, root: str) -> List[str]:
     return _name_index(root, _base_indexes, _base_names).get(name, [])
 
 
+def files_defining(name: str, root: str) -> List[str]:
+    """Files of the project whose text has a ``def name(`` (methods and nested defs included)."""
+    return _def_index(root).get(name, [])
+
+
+_CLASS_HEADER = re.compile(rb"^[ \t]*class[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(([^)]*)\)", re.MULTILINE)
+
+
+def class_headers(path: str) -> List[Tuple[str, List[str]]]:
+    """(class name, the names written between its parentheses) for each ``class`` statement of a file's text."""
+    return [(match.group(1).decode("ascii", "replace"),
+             [name.decode("ascii", "replace") for name in _BASE_NAME.findall(match.group(2))])
+            for match in _CLASS_HEADER.finditer(_read_bytes(path))]
+
+
 def functions_named(name: str, config: Config, root: str, limit: int = 6) -> List[Tuple[FunctionNode, ModuleFacts]]:
     """Every ``def name`` in the project (module functions and methods), none when there are more than
     ``limit`` (a name that common is no evidence about any one of them)."""

@@ -717,7 +717,7 @@ def _runs_from_callers(node: ast.AST, function: FunctionNode, facts: ModuleFacts
     return _UNKNOWN
 
 
-#: At most this many files are parsed to find the callers of a method by its name.
+#: A method's callers are looked for by its name only when at most this many files call a method so named.
 _MAX_NAME_CALLER_FILES = 30
 
 
@@ -733,12 +733,11 @@ def _method_callers_by_name(function: FunctionNode, facts: ModuleFacts) -> List[
         return []
     key = (os.path.abspath(facts.context.path), function.lineno, name)
     found: List[Tuple[ast.Call, ModuleFacts]] = []
-    parsed = 0
     # The whole project: the caller may sit in another package than the method (an app calling its library).
-    for path in project.files_calling_method(name, facts.config.root or project.search_root(facts)):
-        parsed += 1
-        if parsed > _MAX_NAME_CALLER_FILES:
-            break
+    paths = project.files_calling_method(name, facts.config.root or project.search_root(facts))
+    if len(paths) > _MAX_NAME_CALLER_FILES:
+        return []  # a name that common says nothing of which object a call has (and each file would be parsed)
+    for path in paths:
         other = project.module_facts(path, facts.config)
         if other is None or other.context.is_test:
             continue

@@ -7,6 +7,7 @@ subclasses) runs whichever override the instance's class has: every one of them 
 from __future__ import annotations
 
 import ast
+import os
 from typing import List, Optional, Tuple
 
 from . import index as project
@@ -88,6 +89,8 @@ def overrides(cls: ClassRef, method: FunctionNode, lookup) -> List[Tuple[Functio
     """(def, its module, the subclass) for each subclass of ``cls`` whose instances run another def than
     ``method`` under its name: one it defines, or one a mixin ahead of ``cls`` in its bases gives it.
     ``lookup(class, facts, name)`` finds the def a class runs for a name."""
+    if cls[1].context.cross_file and not _may_be_overridden(cls, method.name):
+        return []
     found: List[Tuple[FunctionNode, ModuleFacts, ClassRef]] = []
     seen = {id(method)}
     for sub in subclasses(cls):
@@ -96,6 +99,39 @@ def overrides(cls: ClassRef, method: FunctionNode, lookup) -> List[Tuple[Functio
             seen.add(id(runs[0]))
             found.append((runs[0], runs[1], sub))
     return found
+
+
+def _may_be_overridden(cls: ClassRef, name: str) -> bool:
+    """What the project's text says before any module is parsed: some file holding a class whose header names
+    ``cls`` (or, down to ``_LEVELS`` levels, one of those classes) has a ``def name(``, or such a class has more
+    than one base (a mixin ahead of ``cls`` may give it the method).  False means no subclass runs another def
+    under ``name``: most methods called on ``self`` are overridden nowhere."""
+    return cls[1].cached(f"overridable:{cls[0].name}:{cls[0].lineno}:{name}", lambda facts: _overridable(cls, name))
+
+
+def _overridable(cls: ClassRef, name: str) -> bool:
+    root = project.search_root(cls[1])
+    defining = {os.path.abspath(path) for path in project.files_defining(name, root)}
+    level, seen = {cls[0].name}, {cls[0].name}
+    for _ in range(_LEVELS):
+        following = set()
+        for base in sorted(level):
+            paths = project.files_subclassing(base, root)
+            if len(paths) > _MAX_FILES:
+                return False  # (``subclasses`` answers none for such a base)
+            for path in paths:
+                for child, bases in project.class_headers(path):
+                    if base not in bases:
+                        continue
+                    if os.path.abspath(path) in defining or len(bases) > 1:
+                        return True
+                    if child not in seen:
+                        seen.add(child)
+                        following.add(child)
+        if not following:
+            return False
+        level = following
+    return False
 
 
 def _place(cls: ClassRef) -> Tuple[str, int]:
