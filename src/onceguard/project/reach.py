@@ -786,8 +786,9 @@ def handed_to_startup_elsewhere(function: FunctionNode, facts: ModuleFacts) -> O
     from . import index as project
     from .bindings import own_module_names
 
-    if facts.enclosing_class(function) is not None or facts.enclosing_function(function) is not None:
-        return None
+    if not facts.context.cross_file or facts.enclosing_class(function) is not None \
+            or facts.enclosing_function(function) is not None:
+        return None  # (a file judged alone reads no other module)
     wanted = {f"{module}.{function.name}" for module in own_module_names(facts)}
     own = os.path.abspath(facts.context.path or "")
     for path in project.files_mentioning(function.name, project.search_root(facts))[:_MAX_HANDING_MODULES]:
