@@ -15,8 +15,9 @@ from ..analysis.handed import handed_sites
 from .summaries import callers
 
 
-#: At most this many files are parsed to find the names another module gives a function.
-_MAX_ALIAS_FILES = 40
+#: At most this many files are parsed to find the names another module gives a function (those likeliest to
+#: give it another name first: a function imported by more files is called by its own name in most of them).
+_MAX_ALIAS_FILES = 20
 _MAX_REEXPORT_HOPS = 4
 
 
@@ -70,7 +71,7 @@ def _renamed_callers(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[a
                 key = os.path.abspath(path)
                 if key != own and key not in parsed and spells(project.read_bytes(path), encoded):
                     candidates.setdefault(key, word)
-        for key, word in sorted(candidates.items()):
+        for key, word in sorted(candidates.items(), key=_likeliest_first):
             if len(parsed) >= _MAX_ALIAS_FILES:
                 break
             if not _may_reach(project.read_bytes(key), word.encode("utf-8", "replace"), tails):
@@ -110,6 +111,19 @@ def _renamed_callers(function: FunctionNode, facts: ModuleFacts) -> List[Tuple[a
                 if (other.qualify(reference) or "") in targets or _method_of_instance(reference, call, other, cls, facts):
                     found.append((call, other))
     return found
+
+
+def _likeliest_first(candidate: Tuple[str, str]) -> Tuple[int, str]:
+    """Files that rename the word on import, then packages' ``__init__`` modules (which re-export), then the
+    rest, each in path order."""
+    from . import index as project
+
+    path, word = candidate
+    encoded = word.encode("utf-8", "replace")
+    if any(spells(statement, encoded) and b" as " in statement
+           for statement in import_statements(project.read_bytes(path))):
+        return 0, path
+    return (1 if os.path.basename(path) == "__init__.py" else 2), path
 
 
 def _made_of(receiver: ast.AST, facts: ModuleFacts, class_name: str) -> bool:
