@@ -125,6 +125,10 @@ _IN_PLACE_CHANGE_WORDS = tuple(b"." + method + b"(" for method in (
 #: A document merged in Python and sent back whole: the merge, or the JSON wrapper a driver sends a dict through.
 _DOCUMENT_MERGE_WORDS = (b"{**", b" | ", b"Json(", b"Jsonb(", b"json.dumps(")
 
+#: Calls that copy many fetched items in as rows at once (a sync that moves a stored position past them).
+POSITION_COPY_WORDS = (b"bulk_create(", b"add_all(", b".add(", b".create(", b"executemany(",
+                       b"bulk_insert_mappings(", b"bulk_save_objects(", b"insert_many(")
+
 READ_MODIFY_WRITE_TRIGGERS = (
     # Any instance changed from its own value and written back: the write shows it is a row.
     *((writer, change) for writer in _INSTANCE_WRITE_WORDS for change in _CHANGE_WORDS),
@@ -152,6 +156,9 @@ READ_MODIFY_WRITE_TRIGGERS = (
       for loader in (b"session.get(", b"session.scalar(", b".scalars(", b"session.execute(") for op in ARITHMETIC_WORDS),
     # Flask-SQLAlchemy: a row loaded through ``Model.query`` changed here; the caller commits the app's session.
     *((b".query.", op) for op in ARITHMETIC_WORDS),
+    # A position kept in a row, handed to a fetch and moved past what came back, the items copied in as rows.
+    *((loader, copy, writer) for loader in (b".get(", b"objects", b"select(", b".query(", b".first(")
+      for copy in POSITION_COPY_WORDS for writer in (b"save(", b"commit(", b"begin(", b"flush(")),
     # A row handed in (``def debit(session: Session, acct, amount)``) changed here, written back by the caller.
     (b"Session", b"+="), (b"Session", b"-="),
     # Raw SQL: SELECT, then UPDATE with the value computed in Python.

@@ -11,6 +11,7 @@ from ...knowledge import orm
 from ...project.prefilter_words import row_savers_for
 from ...analysis.names import dotted
 from ..redis_leases import short
+from .advanced_positions import advanced_past_fetch
 from .loads import (
     Loaded, _ARITHMETIC, _OPERATOR, _loader_before, _session_matches, django_instance_loader, function_nodes, later,
     target_names, unwrap)
@@ -25,7 +26,7 @@ class Change:
     statement: ast.AST  # where it is reported: the arithmetic, or the value put back
     instance: str
     field: str
-    kind: str  # "arithmetic" | "merge" | "in place"
+    kind: str  # "arithmetic" | "merge" | "in place" | "advanced" (a position moved past the items fetched after it)
     back: ast.AST  # the statement after which the instance holds the new value
     op: str = "+"
     amount: str = "k"
@@ -159,6 +160,8 @@ def _instance_changes(function: FunctionNode, facts: ModuleFacts) -> List[Change
                         add(node, instance, field, "arithmetic", node, _OPERATOR[type(binop.op)], short(other, 30))
                     elif _merged(value, is_field):
                         add(node, instance, field, "merge", node)
+                    elif advanced_past_fetch(value, node, instance, field, function, facts):
+                        add(node, instance, field, "advanced", node)
                     elif isinstance(unwrapped, ast.Name):
                         bound = _local_value_before(unwrapped, node, function, facts)
                         binop = _arithmetic_on(bound, is_field) if bound is not None else None
