@@ -157,3 +157,96 @@ def test_a_field_replaced_by_what_a_call_makes_of_it_with_nothing_copied_in_is_l
     write(tmp_path, {"reader/__init__.py": "", "reader/models.py": DJANGO_MODELS, "reader/tidy.py": NORMALISED,
                      "reader/client.py": "def canonical_title(text):\n    return text.strip().title()\n"})
     assert findings(tmp_path, "reader/tidy.py", codes=("OG301",)) == []
+
+
+RECIPIENTS = """
+    from .models import Invite, Member
+
+
+    def split_recipients(invite_id):
+        invite = Invite.objects.get(pk=invite_id)
+        parts = sorted({part.strip() for part in (invite.to or "").split(",") if part.strip()})
+        for part in parts:
+            member = Member.objects.filter(email__iexact=part).first()
+            if member:
+                invite.members.add(member)
+        invite.to = ",".join(parts)
+        invite.save()
+    """
+
+LOOKED_UP = """
+    from sqlalchemy import select
+    from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+    class Base(DeclarativeBase):
+        pass
+
+
+    class Folder(Base):
+        __tablename__ = "folders"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        notes: Mapped[int] = mapped_column(default=0)
+
+
+    class Note(Base):
+        __tablename__ = "notes"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        folder_id: Mapped[int]
+
+
+    async def refile(session, note_id):
+        note = await session.get(Note, note_id)
+        folder = await session.scalar(select(Folder).filter_by(id=note.folder_id))
+        if folder is None:
+            return
+        session.add(folder)
+        note.folder_id = folder.id
+        await session.commit()
+
+
+    async def refile_job(ctx, note_id):
+        await refile(ctx["session"], note_id)
+
+
+    class WorkerSettings:
+        functions = [refile_job]
+    """
+
+
+MAIL_MODELS = """
+    from django.db import models
+
+
+    class Member(models.Model):
+        email = models.EmailField()
+
+
+    class Invite(models.Model):
+        to = models.TextField(blank=True, default="")
+        members = models.ManyToManyField(Member)
+    """
+
+TASK = """
+    from celery import shared_task
+
+    from .work import {name}
+
+
+    @shared_task
+    def run(pk):
+        {name}(pk)
+    """
+
+
+def test_a_field_taken_apart_is_no_position_moved_past_a_fetch(tmp_path):
+    # (the field is parsed in this process: nothing comes "after" it to be copied twice)
+    write(tmp_path, {"mail/__init__.py": "", "mail/models.py": MAIL_MODELS, "mail/work.py": RECIPIENTS,
+                     "mail/tasks.py": TASK.replace("{name}", "split_recipients")})
+    assert findings(tmp_path, "mail/work.py", codes=("OG301",)) == []
+
+
+def test_one_record_looked_up_by_the_field_and_added_back_is_no_batch_copied_twice(tmp_path):
+    # (the id names one record, added back as it is: no items after a position are copied in)
+    write(tmp_path, {"notes/__init__.py": "", "notes/refile.py": LOOKED_UP})
+    assert findings(tmp_path, "notes/refile.py", codes=("OG301",)) == []

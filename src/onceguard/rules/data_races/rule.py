@@ -346,8 +346,8 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
         why = (f"Two replicas (or requests) start from the same value, and the later `{short(write, 40)}` "
                "overwrites the other's change. ")
         if change.kind == "advanced":
-            hazard = (f"`{spelled}` is {origin} without a lock, handed to the fetch of what comes after it and moved "
-                      f"past it on line {change.statement.lineno}: two runners fetch and copy the same items.")
+            hazard = (f"`{spelled}` is {origin} without a lock, handed to the fetch of what follows and moved past "
+                      "it: two runners fetch and copy the same items.")
             why = ("Two replicas (or workers) read the same position, fetch the same items and both copy them in; "
                    "the later write moves the mark over work done twice. ")
         django = (loaded.framework == "django") if loaded is not None \
