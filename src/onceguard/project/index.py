@@ -693,7 +693,8 @@ def _call_index(root: str) -> Dict[str, List[str]]:
 
 
 #: ``class Name(Base, Mixin, metaclass=M):`` -- the text between the parentheses (one line or several).
-_CLASS_BASES = re.compile(rb"^[ \t]*class[ \t]+[A-Za-z_][A-Za-z0-9_]*[ \t]*\(([^)]*)\)", re.MULTILINE)
+#: A ``class`` statement's name and what is written between its parentheses.
+_CLASS_BASES = re.compile(rb"^[ \t]*class[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(([^)]*)\)", re.MULTILINE)
 _BASE_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _base_indexes: Dict[str, Dict[str, List[str]]] = {}
 
@@ -701,7 +702,7 @@ _base_indexes: Dict[str, Dict[str, List[str]]] = {}
 def _base_names(data: bytes) -> Set[bytes]:
     """Every name written between the parentheses of a ``class`` statement of a file (bases, their modules,
     keywords): a file that does not name a class there defines no subclass of it."""
-    return {name for match in _CLASS_BASES.finditer(data) for name in _BASE_NAME.findall(match.group(1))}
+    return {name for match in _CLASS_BASES.finditer(data) for name in _BASE_NAME.findall(match.group(2))}
 
 
 def files_subclassing(name: str, root: str) -> List[str]:
@@ -715,14 +716,11 @@ def files_defining(name: str, root: str) -> List[str]:
     return _def_index(root).get(name, [])
 
 
-_CLASS_HEADER = re.compile(rb"^[ \t]*class[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(([^)]*)\)", re.MULTILINE)
-
-
 def class_headers(path: str) -> List[Tuple[str, List[str]]]:
     """(class name, the names written between its parentheses) for each ``class`` statement of a file's text."""
     return [(match.group(1).decode("ascii", "replace"),
              [name.decode("ascii", "replace") for name in _BASE_NAME.findall(match.group(2))])
-            for match in _CLASS_HEADER.finditer(_read_bytes(path))]
+            for match in _CLASS_BASES.finditer(_read_bytes(path))]
 
 
 def functions_named(name: str, config: Config, root: str, limit: int = 6) -> List[Tuple[FunctionNode, ModuleFacts]]:

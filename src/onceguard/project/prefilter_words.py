@@ -13,7 +13,7 @@ helpers.
 from __future__ import annotations
 
 import re
-from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple
 
 import ahocorasick_rs
 
@@ -342,11 +342,8 @@ def row_saver_names(config: Config) -> FrozenSet[str]:
 def row_savers_for(facts) -> FrozenSet[str]:
     """``row_saver_names`` for a whole-project run; a file checked alone (flake8, an editor) knows only its own
     defs, and reads no other file."""
-    if facts.context.cross_file:
-        return row_saver_names(facts.config)
-    return facts.cached("prefilter:own-row-savers", lambda _: frozenset(
-        defined.name.decode("ascii", "replace") for defined, text in defs_of(_own_source(facts))
-        if _saves_a_parameter(text)) - frozenset(name.decode("ascii") for name in BUILTIN_METHODS))
+    return _project_or_own(facts, row_saver_names, "row-savers", lambda source: {
+        defined.name for defined, text in defs_of(source) if _saves_a_parameter(text)} - BUILTIN_METHODS)
 
 
 def _saves_a_parameter(text: bytes) -> bool:
@@ -516,14 +513,21 @@ def container_class_names(config: Config) -> FrozenSet[str]:
 
 def container_classes_for(facts) -> FrozenSet[str]:
     """``container_class_names`` for a whole-project run; a file checked alone knows only its own classes."""
+    return _project_or_own(facts, container_class_names, "container-classes", _wrapping_classes)
+
+
+def _project_or_own(facts, of_project: Callable[[Config], FrozenSet[str]], family: str,
+                    in_text: Callable[[bytes], Set[bytes]]) -> FrozenSet[str]:
+    """The names a family's project-wide pass finds (``of_project``), or for a file judged alone those its own
+    text holds (``in_text``): such a check reads no other file."""
     if facts.context.cross_file:
-        return container_class_names(facts.config)
-    return facts.cached("prefilter:own-container-classes", lambda _: frozenset(
-        name.decode("ascii", "replace") for name in _wrapping_classes(_own_source(facts))))
+        return of_project(facts.config)
+    return facts.cached(f"prefilter:own-{family}", lambda _: frozenset(
+        name.decode("ascii", "replace") for name in in_text(facts.cached("prefilter:own-source", _joined_lines))))
 
 
-def _own_source(facts) -> bytes:
-    return facts.cached("prefilter:own-source", lambda _: "\n".join(facts.lines).encode("utf-8"))
+def _joined_lines(facts) -> bytes:
+    return "\n".join(facts.lines).encode("utf-8")
 
 
 def _wrapping_classes(source: bytes) -> Set[bytes]:

@@ -586,6 +586,12 @@ class Runs:
 _UNKNOWN = Runs()
 
 
+#: By default at most this many places (the code asked of, then its callers, theirs, ...) are asked by one
+#: question.  A way from start-up or a job is a narrow chain of calls; a helper called all over a large project
+#: would otherwise have each of its callers' modules parsed, and theirs, for an answer none of them gives.
+_MAX_ASKED = 24
+
+
 @dataclass(frozen=True)
 class _Ask:
     startup_only: bool
@@ -594,15 +600,9 @@ class _Ask:
     #: code under a gate that no process the deployment starts passes (``process_roles``) is run by none
     past_refused_gates: bool = False
     #: at most this many places are asked (the code itself, its callers, theirs...)
-    max_asked: int = 24  # (``_MAX_ASKED``)
+    max_asked: int = _MAX_ASKED
     #: the places asked so far (one count, shared by the whole walk)
     asked: List[int] = field(default_factory=lambda: [0], compare=False)
-
-
-#: By default at most this many places (the code asked of, then its callers, theirs, ...) are asked by one
-#: question.  A way from start-up or a job is a narrow chain of calls; a helper called all over a large project
-#: would otherwise have each of its callers' modules parsed, and theirs, for an answer none of them gives.
-_MAX_ASKED = 24
 
 
 def runs(node: ast.AST, facts: ModuleFacts, *, startup_only: bool = False, through_migration_code: bool = True,

@@ -31,7 +31,7 @@ def advanced_past_fetch(value: ast.AST, statement: ast.AST, instance: str, field
     or through locals made of it), and the function copies the items that came back in as rows, one per item
     (a comprehension or a loop over them): a batch fetched after the position, not one record looked up by it."""
     if not facts.cached(f"position-handed:{id(function)}:{instance}:{field}", lambda _facts: any(
-            isinstance(node, ast.Call) and _fetches_after(node, instance, field)
+            isinstance(node, ast.Call) and _hands_position(node, instance, field)
             for node in function_nodes(function, facts))):
         return False  # (asked of every field set in a function that writes rows back: one walk per field)
     fetched = _fetched_names(statement, instance, field, function, facts)
@@ -68,10 +68,13 @@ def _fetches_after(value: ast.AST, instance: str, field: str) -> bool:
     of something other than a builtin handed the position as it is (an argument, or an item or a text part of one);
     not a value computed from the field (``(obj.to or "").split(",")`` takes an address list apart)."""
     return isinstance(unwrap(value), ast.Call) and any(
-        isinstance(call, ast.Call) and not (isinstance(call.func, ast.Name) and call.func.id in _BUILTINS)
-        and any(_handed_as_is(argument, instance, field)
-                for argument in [*call.args, *(k.value for k in call.keywords)])
-        for call in walk(value))
+        isinstance(call, ast.Call) and _hands_position(call, instance, field) for call in walk(value))
+
+
+def _hands_position(call: ast.Call, instance: str, field: str) -> bool:
+    """``call`` (of something other than a builtin) is handed ``instance.field`` as it is."""
+    return not (isinstance(call.func, ast.Name) and call.func.id in _BUILTINS) and any(
+        _handed_as_is(argument, instance, field) for argument in [*call.args, *(k.value for k in call.keywords)])
 
 
 _BUILTINS = frozenset(dir(builtins))

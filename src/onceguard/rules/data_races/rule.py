@@ -122,6 +122,11 @@ def _names_a_class(node: ast.AST, facts: ModuleFacts) -> bool:
         isinstance(s, ast.ClassDef) and s.name == node.id for s in facts.tree.body)
 
 
+#: How a change is said in a finding, by its kind.
+_CHANGED = {"arithmetic": "changed in Python", "merge": "merged in Python", "in place": "changed in place in Python",
+            "advanced": "moved past the items fetched with it"}
+
+
 @register
 class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
     code = "OG301"
@@ -218,8 +223,7 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                     or sole_writer(change.instance, change.back, function, facts) is not None:
                 continue
             obj, field, model = change.instance, change.field, loaded.model.rsplit(".", 1)[-1]
-            what = {"arithmetic": "changed in Python", "merge": "merged in Python",
-                    "advanced": "moved past the items fetched with it"}[change.kind]
+            what = _CHANGED[change.kind]
             yield self.finding(
                 change.statement,
                 (f"`{obj}.{field}` is read by `{short(loaded.call, 50)}` in `{found.caller}`, {what} and written back "
@@ -337,19 +341,12 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
                 column: Optional[str] = None, library: str = "") -> Diagnostic:
         obj, field, op, amount = change.instance, change.field, change.op, change.amount
         origin = f"read by `{short(loaded.call, 50)}`" if loaded is not None else "read when the instance was loaded"
-        what = {"arithmetic": "changed in Python", "merge": "merged in Python",
-                "in place": "changed in place in Python",
-                "advanced": "moved past the items fetched with it"}[change.kind]
+        what = _CHANGED[change.kind]
         spelled = f"getattr({obj}, {change.named_by})" if change.named_by else f"{obj}.{field}"
         hazard = (f"`{spelled}` is {origin}, {what} and written back on line {write.lineno}, so one of two "
                   "replicas' updates is lost.")
         why = (f"Two replicas (or requests) start from the same value, and the later `{short(write, 40)}` "
                "overwrites the other's change. ")
-        if change.kind == "advanced":
-            hazard = (f"`{spelled}` is {origin} without a lock, handed to the fetch of what follows and moved past "
-                      "it: two runners fetch and copy the same items.")
-            why = ("Two replicas (or workers) read the same position, fetch the same items and both copy them in; "
-                   "the later write moves the mark over work done twice. ")
         django = (loaded.framework == "django") if loaded is not None \
             else write.func.attr in orm.DJANGO_SAVE | orm.DJANGO_BULK_SAVE
         # The model as the fix names it: a Django instance whose loader is not in view is its own class.
@@ -361,13 +358,22 @@ class ReadModifyWrite(StoreChecks, KeyedStoreChecks, SqlChecks, Rule):
         if peewee and (model == "Model" or model.startswith("type(")):
             model = f"type({obj})"
         if change.kind == "advanced":
-            lock = ("`select_for_update()` inside `transaction.atomic()`, with the fetch and the copies in that "
-                    "transaction" if django and not peewee else "`.for_update()` on the select, inside `db.atomic()`"
-                    if peewee else "`.with_for_update()` (or `session.get(..., with_for_update=True)`) in the "
-                    "transaction that copies the items")
-            return self.finding(change.statement, hazard, why + (
-                f"Load the row with {lock}, so a second runner waits and reads the moved position; or give the copies "
-                f"a unique key and skip the ones already there (`ignore_conflicts=True`, `ON CONFLICT DO NOTHING`)."),
+            if peewee:
+                lock = "`.for_update()` on the select, inside `db.atomic()`"
+            elif django:
+                lock = ("`select_for_update()` inside `transaction.atomic()`, with the fetch and the copies in that "
+                        "transaction")
+            else:
+                lock = ("`.with_for_update()` (or `session.get(..., with_for_update=True)`) in the transaction that "
+                        "copies the items")
+            return self.finding(
+                change.statement,
+                f"`{spelled}` is {origin} without a lock, handed to the fetch of what follows and moved past it: two "
+                "runners fetch and copy the same items.",
+                "Two replicas (or workers) read the same position, fetch the same items and both copy them in; the "
+                f"later write moves the mark over work done twice. Load the row with {lock}, so a second runner waits "
+                "and reads the moved position; or give the copies a unique key and skip the ones already there "
+                "(`ignore_conflicts=True`, `ON CONFLICT DO NOTHING`).",
                 related=[loaded.where] if loaded is not None and loaded.where is not None else [])
         if change.kind != "arithmetic":
             lock = ("`select_for_update()` inside `transaction.atomic()`" if django and not peewee
