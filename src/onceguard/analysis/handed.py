@@ -88,6 +88,13 @@ def argument_for(call: ast.Call, function: ast.AST, parameter: str) -> Optional[
     return call_argument(call, positional.index(parameter) if parameter in positional else None, parameter)
 
 
+def switched_on(call: ast.Call, *names: str) -> bool:
+    """Some keyword of ``call`` among ``names`` is given anything but a false literal (``incr=True``,
+    ``with_for_update=flag``; not ``ignore_conflicts=False``)."""
+    return any(keyword.arg in names and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value)
+               for keyword in call.keywords)
+
+
 def unwrapped(value: Optional[ast.AST], facts: ModuleFacts) -> Optional[ast.AST]:
     """The function a handed value runs, as a name or a dotted reference: ``fn`` for ``fn``, for
     ``functools.partial(fn, x)`` and for ``lambda: fn(x)``; None when it is none of these."""

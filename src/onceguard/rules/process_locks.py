@@ -20,6 +20,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from ..project import process_state as state
 from ..analysis.executed_sql import executed_sql
 from ..analysis.facts import FunctionNode, ModuleFacts, ancestors, walk_no_nested_functions
+from ..analysis.handed import switched_on
 from ..analysis.names import dotted
 from ..knowledge import orm, process_state as known
 from ..knowledge.effects import LEAVING_CALLS
@@ -89,8 +90,7 @@ def shared_step(call: ast.Call, facts: ModuleFacts, scope: Optional[FunctionNode
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr in known.ROW_LOCKING_METHODS:
         return SERIALISED, f"locks the rows it reads (`.{func.attr}()`)"
-    if any(k.arg == orm.SA_ROW_LOCK_KEYWORD and not (isinstance(k.value, ast.Constant) and not k.value.value)
-           for k in call.keywords):
+    if switched_on(call, orm.SA_ROW_LOCK_KEYWORD):
         return SERIALISED, f"locks the rows it reads (`{orm.SA_ROW_LOCK_KEYWORD}=`)"
     sql = _sql_kind(call, facts)
     if sql is not None:

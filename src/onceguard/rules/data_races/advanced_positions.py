@@ -13,6 +13,7 @@ import builtins
 from typing import Set
 
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, walk
+from ...analysis.handed import switched_on
 from .flow import plain_name
 from .loads import function_nodes, unwrap
 
@@ -102,9 +103,8 @@ def _copies_in(call: ast.Call, fetched: Set[str], batches: Set[str], function: F
     if not any(_iterates(argument, fetched) or _reads_any(argument, batches)
                or _reads_any(argument, fetched) and _in_loop_over(call, fetched, function) for argument in arguments):
         return False
-    skips = any(k.arg in _SKIPPING_KEYWORDS and not (isinstance(k.value, ast.Constant) and not k.value.value)
-                for k in call.keywords)
-    return not skips and not any(isinstance(n, ast.Attribute) and n.attr in _SKIPPING_CALLS for n in walk(call))
+    return not switched_on(call, *_SKIPPING_KEYWORDS) and not any(
+        isinstance(n, ast.Attribute) and n.attr in _SKIPPING_CALLS for n in walk(call))
 
 
 def _iterates(node: ast.AST, names: Set[str]) -> bool:

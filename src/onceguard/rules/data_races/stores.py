@@ -8,7 +8,7 @@ from typing import Iterable, Iterator, List, Optional, Set
 from ...project import index as project
 from ...project.redis_clients import json_module_of
 from ...analysis.facts import FunctionNode, ModuleFacts, ancestors, in_exclusive_branches, parent, walk
-from ...analysis.handed import argument_for, positional_parameters
+from ...analysis.handed import argument_for, positional_parameters, switched_on
 from ...knowledge import redis_clients as redis_known
 from ...model import Diagnostic
 from ..redis_leases import _client_calls, argument, has_spread, key_argument, per_process, redis_call, short
@@ -345,10 +345,7 @@ class StoreChecks:
             for call in facts.calls_named(command):
                 function = facts.enclosing_function(call)
                 mapping = argument(call, mapping_arg) if function is not None else None
-                if not isinstance(mapping, ast.Dict) or any(
-                        keyword.arg == redis_known.MEMBER_MAPPING_INCREMENT and not (
-                            isinstance(keyword.value, ast.Constant) and not keyword.value.value)
-                        for keyword in call.keywords):
+                if not isinstance(mapping, ast.Dict) or switched_on(call, redis_known.MEMBER_MAPPING_INCREMENT):
                     continue
                 handle = redis_call(call, facts)
                 key = key_argument(call, handle, key_arg) if handle is not None else None
